@@ -1,0 +1,64 @@
+#include "backend.h"
+
+#include <stdio.h>
+
+static const char *const op_names[] = {
+#define X(name, kind, autocast, backward) #name,
+#include "ops.def"
+#undef X
+};
+static const nn_op_kind op_kinds[] = {
+#define X(name, kind, autocast, backward) NN_KIND_##kind,
+#include "ops.def"
+#undef X
+};
+static const nn_autocast_kind op_autocast[] = {
+#define X(name, kind, autocast, backward) NN_AUTOCAST_##autocast,
+#include "ops.def"
+#undef X
+};
+static const char *const op_backward[] = {
+#define X(name, kind, autocast, backward) backward,
+#include "ops.def"
+#undef X
+};
+
+const char *nn_op_name(nn_op op) { return op >= 0 && op < NN_OP_COUNT ? op_names[op] : "?"; }
+nn_op_kind nn_op_kind_of(nn_op op) { return op_kinds[op]; }
+nn_autocast_kind nn_op_autocast(nn_op op) { return op_autocast[op]; }
+const char *nn_op_backward_name(nn_op op) { return op_backward[op]; }
+
+static const nn_backend *backends[NN_NDEVTYPES] = {[NN_CPU] = &nn_cpu_backend};
+
+void nn_register_backend(nn_devtype type, const nn_backend *b) { backends[type] = b; }
+
+const nn_backend *nn_backend_for(nn_device d)
+{
+    return d.type >= 0 && d.type < NN_NDEVTYPES ? backends[d.type] : NULL;
+}
+
+nn_status nn_not_implemented(const nn_kargs *a, nn_dtype dt)
+{
+    char d[16];
+    return nn_error(NN_ERR_NOTIMPL, "%s is not implemented for %s/%s", nn_op_name(a->op),
+                    nn_device_str(d, a->out[0]->storage->device), nn_dtype_name(dt));
+}
+
+nn_status nn_dispatch(const nn_kargs *a)
+{
+    nn_device dev = a->out[0]->storage->device;
+    char d1[16], d2[16];
+    for (int i = 0; i < a->nin; i++) {
+        nn_device di = a->in[i]->storage->device;
+        /* 0-dim CPU tensors (Lua numbers) may join any device's op, as in PyTorch */
+        if (!nn_device_eq(di, dev) && !(di.type == NN_CPU && a->in[i]->ndim == 0))
+            return nn_error(NN_ERR_DEVICE,
+                            "%s: expected all tensors to be on the same device, but found at least two devices, %s and %s",
+                            nn_op_name(a->op), nn_device_str(d1, dev), nn_device_str(d2, di));
+    }
+    const nn_backend *b = nn_backend_for(dev);
+    if (!b) return nn_error(NN_ERR_DEVICE, "%s: device %s is not available", nn_op_name(a->op), nn_device_str(d1, dev));
+    nn_kernel k = b->kernels[a->op];
+    if (!k) return nn_not_implemented(a, a->out[0]->dtype);
+    return k(a);
+}

@@ -1,0 +1,27 @@
+/* Strided N-d iteration for CPU kernels. Operands share one shape (inputs are
+ * broadcast views of it); each has its own byte strides. Dims are coalesced
+ * where the memory allows, then `row` runs once per innermost row. */
+#ifndef NN_CPU_ITER_H
+#define NN_CPU_ITER_H
+
+#include "../tensor.h"
+
+#define NN_ITER_MAX_OPS 4
+
+typedef struct {
+    int nops, ndim;
+    int64_t shape[NN_MAX_DIMS];
+    int64_t strides[NN_ITER_MAX_OPS][NN_MAX_DIMS]; /* bytes */
+    char *data[NN_ITER_MAX_OPS];
+    nn_dtype dtype[NN_ITER_MAX_OPS];
+} nn_iter;
+
+/* ops[0] is usually the output; every op must have the same shape as ops[0]
+ * or a shape that broadcasts to it (it is expanded with stride 0). */
+void nn_iter_init(nn_iter *it, int nops, nn_tensor *const *ops);
+
+/* One innermost row: n elements; ptr[k] advances by stride[k] bytes per element. */
+typedef void (*nn_iter_row)(char **ptr, const int64_t *stride, int64_t n, void *ctx);
+void nn_iter_run(const nn_iter *it, nn_iter_row row, void *ctx);
+
+#endif

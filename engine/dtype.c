@@ -1,0 +1,145 @@
+#include "dtype.h"
+
+#include <math.h>
+#include <string.h>
+
+static const size_t sizes[NN_NDTYPES] = {4, 8, 2, 2, 8, 4, 1, 1};
+static const char *const names[NN_NDTYPES] = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"};
+static nn_dtype default_dtype = NN_F32;
+
+size_t nn_dtype_size(nn_dtype dt) { return sizes[dt]; }
+const char *nn_dtype_name(nn_dtype dt) { return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?"; }
+bool nn_dtype_is_float(nn_dtype dt) { return dt == NN_F32 || dt == NN_F64 || dt == NN_F16 || dt == NN_BF16; }
+bool nn_dtype_is_integral(nn_dtype dt) { return !nn_dtype_is_float(dt); }
+nn_dtype nn_default_dtype(void) { return default_dtype; }
+void nn_set_default_dtype(nn_dtype dt) { default_dtype = dt; }
+
+nn_dtype nn_dtype_from_name(const char *name)
+{
+    static const struct { const char *alias; nn_dtype dt; } aliases[] = {
+        {"float", NN_F32}, {"double", NN_F64}, {"half", NN_F16}, {"long", NN_I64}, {"int", NN_I32},
+    };
+    for (int i = 0; i < NN_NDTYPES; i++)
+        if (!strcmp(name, names[i])) return (nn_dtype)i;
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+        if (!strcmp(name, aliases[i].alias)) return aliases[i].dt;
+    return NN_DTYPE_NONE;
+}
+
+/* Category: 0 bool, 1 integer, 2 float. Within a category the wider type wins;
+ * f16 with bf16 gives f32, u8 with a signed type gives the signed one (PyTorch). */
+nn_dtype nn_promote_types(nn_dtype a, nn_dtype b)
+{
+    if (a == b) return a;
+    if (a == NN_BOOL) return b;
+    if (b == NN_BOOL) return a;
+    bool fa = nn_dtype_is_float(a), fb = nn_dtype_is_float(b);
+    if (fa && !fb) return a;
+    if (fb && !fa) return b;
+    if (fa) {
+        if ((a == NN_F16 && b == NN_BF16) || (a == NN_BF16 && b == NN_F16)) return NN_F32;
+        static const int rank[NN_NDTYPES] = {[NN_F16] = 1, [NN_BF16] = 1, [NN_F32] = 2, [NN_F64] = 3};
+        return rank[a] >= rank[b] ? a : b;
+    }
+    static const int irank[NN_NDTYPES] = {[NN_U8] = 1, [NN_I32] = 2, [NN_I64] = 3};
+    if (a == NN_U8) return b == NN_I32 || b == NN_I64 ? b : a;
+    if (b == NN_U8) return a;
+    return irank[a] >= irank[b] ? a : b;
+}
+
+typedef union { float f; uint32_t u; } fbits;
+
+float nn_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    fbits r;
+    if (exp == 0x1f) r.u = sign | 0x7f800000 | (man << 13);
+    else if (exp) r.u = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man) r.u = sign;
+    else { /* subnormal */
+        r.f = (float)man * 0x1p-24f;
+        r.u |= sign;
+    }
+    return r.f;
+}
+
+uint16_t nn_float_to_half(float f)
+{
+    fbits v = {f};
+    uint32_t sign = (v.u >> 16) & 0x8000, a = v.u & 0x7fffffff;
+    if (a >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000 ? 0x200 : 0));
+    if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
+    if (a < 0x38800000) { /* subnormal or zero in half: round x * 2^24 to an integer */
+        fbits m = {.u = a};
+        return (uint16_t)(sign | (uint32_t)nearbyintf(m.f * 0x1p24f));
+    }
+    uint32_t r = a - 0x38000000; /* rebias exponent 127 -> 15 */
+    r += 0xfff + ((r >> 13) & 1); /* round to nearest even */
+    return (uint16_t)(sign | (r >> 13));
+}
+
+float nn_bf16_to_float(uint16_t b)
+{
+    fbits r = {.u = (uint32_t)b << 16};
+    return r.f;
+}
+
+uint16_t nn_float_to_bf16(float f)
+{
+    fbits v = {f};
+    if ((v.u & 0x7fffffff) > 0x7f800000) return (uint16_t)((v.u >> 16) | 0x40);
+    v.u += 0x7fff + ((v.u >> 16) & 1);
+    return (uint16_t)(v.u >> 16);
+}
+
+double nn_load_f64(const void *p, nn_dtype dt)
+{
+    switch (dt) {
+    case NN_F32: return *(const float *)p;
+    case NN_F64: return *(const double *)p;
+    case NN_F16: return nn_half_to_float(*(const uint16_t *)p);
+    case NN_BF16: return nn_bf16_to_float(*(const uint16_t *)p);
+    case NN_I64: return (double)*(const int64_t *)p;
+    case NN_I32: return *(const int32_t *)p;
+    case NN_U8: return *(const uint8_t *)p;
+    case NN_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+int64_t nn_load_i64(const void *p, nn_dtype dt)
+{
+    switch (dt) {
+    case NN_I64: return *(const int64_t *)p;
+    case NN_I32: return *(const int32_t *)p;
+    case NN_U8: return *(const uint8_t *)p;
+    case NN_BOOL: return *(const uint8_t *)p != 0;
+    default: {
+        double v = nn_load_f64(p, dt);
+        return isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : INT64_MIN;
+    }
+    }
+}
+
+void nn_store_f64(void *p, nn_dtype dt, double v)
+{
+    switch (dt) {
+    case NN_F32: *(float *)p = (float)v; break;
+    case NN_F64: *(double *)p = v; break;
+    case NN_F16: *(uint16_t *)p = nn_float_to_half((float)v); break;
+    case NN_BF16: *(uint16_t *)p = nn_float_to_bf16((float)v); break;
+    case NN_BOOL: *(uint8_t *)p = v != 0; break;
+    default: nn_store_i64(p, dt, isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : INT64_MIN); break;
+    }
+}
+
+void nn_store_i64(void *p, nn_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case NN_I64: *(int64_t *)p = v; break;
+    case NN_I32: *(int32_t *)p = (int32_t)v; break;
+    case NN_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case NN_BOOL: *(uint8_t *)p = v != 0; break;
+    default: nn_store_f64(p, dt, (double)v); break;
+    }
+}

@@ -1,0 +1,41 @@
+/* Element types, their sizes and names, PyTorch's type promotion, and
+ * conversions between float16/bfloat16 and float. */
+#ifndef NN_DTYPE_H
+#define NN_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Order matters only for the tables in dtype.c. */
+typedef enum {
+    NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL,
+    NN_NDTYPES,
+    NN_DTYPE_NONE = -1 /* "not given": pick the default */
+} nn_dtype;
+
+size_t nn_dtype_size(nn_dtype dt);
+const char *nn_dtype_name(nn_dtype dt);       /* "float32", "int64", ... as PyTorch names them */
+bool nn_dtype_is_float(nn_dtype dt);          /* f32 f64 f16 bf16 */
+bool nn_dtype_is_integral(nn_dtype dt);       /* i64 i32 u8 bool */
+nn_dtype nn_dtype_from_name(const char *name); /* "float32", "float", "long", ...; NN_DTYPE_NONE if unknown */
+
+/* The default floating dtype (torch.get_default_dtype), float32 unless changed. */
+nn_dtype nn_default_dtype(void);
+void nn_set_default_dtype(nn_dtype dt);
+
+/* PyTorch's promote_types for two dtypes (bool < integers < floats; u8+i8 style rules). */
+nn_dtype nn_promote_types(nn_dtype a, nn_dtype b);
+
+float nn_half_to_float(uint16_t h);
+uint16_t nn_float_to_half(float f);           /* round to nearest even */
+float nn_bf16_to_float(uint16_t b);
+uint16_t nn_float_to_bf16(float f);           /* round to nearest even, NaN kept */
+
+/* Read/write one element of any dtype as double or int64 (the generic kernel path). */
+double nn_load_f64(const void *p, nn_dtype dt);
+int64_t nn_load_i64(const void *p, nn_dtype dt);
+void nn_store_f64(void *p, nn_dtype dt, double v);  /* float->int truncates toward zero like C */
+void nn_store_i64(void *p, nn_dtype dt, int64_t v);
+
+#endif

@@ -1,0 +1,81 @@
+/* Tensors: refcounted storage plus shape, strides (in elements), offset and dtype.
+ * Views share storage. One struct for every dtype and device.
+ *
+ * Ownership: every function returning nn_tensor* returns a new reference (or
+ * NULL with the error set); the caller releases it with nn_release. Functions
+ * taking nn_tensor* borrow it. */
+#ifndef NN_TENSOR_H
+#define NN_TENSOR_H
+
+#include "dtype.h"
+#include "error.h"
+
+#define NN_MAX_DIMS 8
+
+typedef enum { NN_CPU = 0, NN_CUDA = 1, NN_NDEVTYPES } nn_devtype;
+typedef struct { int8_t type; int8_t index; } nn_device; /* index -1: "current" (resolved before use) */
+#define NN_DEVICE_CPU ((nn_device){NN_CPU, -1})
+static inline int nn_device_eq(nn_device a, nn_device b) { return a.type == b.type && (a.type == NN_CPU || a.index == b.index); }
+const char *nn_device_str(char *buf, nn_device d); /* "cpu", "cuda:0"; buf >= 16 bytes */
+
+typedef struct nn_storage {
+    int refcount;
+    void *data;
+    size_t nbytes;
+    nn_device device;
+    uint32_t version;       /* bumped by in-place ops; shared by all views (autograd checks it) */
+    bool pinned;            /* page-locked host memory */
+    void (*release)(void *data, void *ctx); /* borrowed memory: called instead of the backend's free */
+    void *release_ctx;
+} nn_storage;
+
+struct nn_node; /* autograd graph node (engine/autograd.h) */
+
+typedef struct nn_tensor {
+    int refcount;
+    nn_dtype dtype;
+    int ndim;
+    int64_t shape[NN_MAX_DIMS];
+    int64_t strides[NN_MAX_DIMS];
+    int64_t offset;
+    nn_storage *storage;
+    /* autograd */
+    bool requires_grad;
+    bool retains_grad;
+    bool wrapped_number;   /* a 0-dim tensor made from a Lua number: lower priority in type promotion */
+    struct nn_tensor *grad;
+    struct nn_node *grad_fn;
+    int output_nr;
+} nn_tensor;
+
+/* Allocation and lifetime */
+nn_tensor *nn_empty(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);
+nn_tensor *nn_empty_like(const nn_tensor *t);
+nn_tensor *nn_empty_strided(int ndim, const int64_t *shape, const int64_t *strides, nn_dtype dt, nn_device dev);
+/* Wrap memory the caller owns; release(data, ctx) runs when the last view goes (may be NULL). */
+nn_tensor *nn_from_blob(void *data, int ndim, const int64_t *shape, const int64_t *strides, nn_dtype dt,
+                        nn_device dev, void (*release)(void *, void *), void *ctx);
+/* A new tensor header over t's storage with the given geometry (a view). */
+nn_tensor *nn_make_view(const nn_tensor *t, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
+nn_tensor *nn_retain(nn_tensor *t);
+void nn_release(nn_tensor *t); /* NULL is fine */
+
+/* 0-dim tensors from numbers (wrapped_number set: a Lua number in an op). */
+nn_tensor *nn_scalar_f64(double v);  /* dtype: the default float dtype */
+nn_tensor *nn_scalar_i64(int64_t v); /* dtype: int64 */
+nn_tensor *nn_scalar_bool(bool v);
+
+/* Geometry */
+int64_t nn_numel(const nn_tensor *t);
+bool nn_is_contiguous(const nn_tensor *t);
+void *nn_data(const nn_tensor *t); /* address of element 0 (storage data + offset) */
+void nn_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* Wrap a possibly negative dim into [0, ndim); error (NN_ERR_INDEX) naming fn if out of range. */
+nn_status nn_wrap_dim(const char *fn, int *dim, int ndim);
+void nn_bump_version(nn_tensor *t);
+
+/* Element access for tests and printing (CPU tensors only). */
+double nn_get_f64(const nn_tensor *t, const int64_t *index);
+int64_t nn_get_i64(const nn_tensor *t, const int64_t *index);
+
+#endif
