@@ -2,11 +2,13 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# the main job: the tensor tour until autograd and data land, then scripts/train_mnist.lua
+MAIN ?= scripts/demo_tensors.lua
 
 .PHONY: run test deps build build-asan test-asan clean
 
 run: deps build
-	$(BUILD)/nnrepl scripts/train_mnist.lua
+	$(BUILD)/nnrepl $(MAIN)
 
 test: deps build
 	@bash tests/run_tests.sh $(BUILD)

@@ -8,7 +8,7 @@
 #include "tensor.h"
 
 /* Everything a kernel needs: outputs and inputs are allocated and shaped by the
- * frontend (engine/*.c); kernels only compute. */
+ * frontend (the engine/ .c files); kernels only compute. */
 typedef struct nn_kargs {
     nn_op op;
     nn_tensor *out[2];

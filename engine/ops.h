@@ -1,4 +1,4 @@
-/* The engine's public op API (frontends in engine/*.c) and the op enum from ops.def.
+/* The engine's public op API (frontends in the engine/ .c files) and the op enum from ops.def.
  * Frontends check arguments, broadcast, promote dtypes, allocate outputs and
  * dispatch to the backend of the inputs' device. Every function returning
  * nn_tensor* returns a new reference or NULL with the error set (error.h);
@@ -62,6 +62,9 @@ void nn_manual_seed(uint64_t seed);
 uint64_t nn_initial_seed(void);
 /* Reserve n counters from the default generator: returns the seed, sets *offset. */
 uint64_t nn_philox_reserve(uint64_t n, uint64_t *offset);
+/* One Philox4x32-10 block (engine/cpu/random.c). Element j (row-major logical order) of a random
+ * fill uses counter {lo32(offset+j), hi32(offset+j), 0, 0} and key {lo32(seed), hi32(seed)}. */
+void nn_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 nn_tensor *nn_rand(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);   /* U[0,1) */
 nn_tensor *nn_randn(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);  /* N(0,1) */
 nn_tensor *nn_randint(int64_t low, int64_t high, int ndim, const int64_t *shape, nn_dtype dt /* NONE: int64 */, nn_device dev);

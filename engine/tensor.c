@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd.h"
 #include "backend.h"
 
 const char *nn_device_str(char *buf, nn_device d)
@@ -134,15 +135,11 @@ nn_tensor *nn_retain(nn_tensor *t)
 void nn_release(nn_tensor *t)
 {
     if (!t || --t->refcount > 0) return;
-    extern void (*nn_autograd_release_hook)(nn_tensor *);
-    if (nn_autograd_release_hook) nn_autograd_release_hook(t);
+    if (t->grad_fn) nn_autograd_drop(t);
     nn_release(t->grad);
     storage_release(t->storage);
     free(t);
 }
-
-/* Set by autograd to drop t's grad_fn; NULL until autograd exists. */
-void (*nn_autograd_release_hook)(nn_tensor *);
 
 static nn_tensor *scalar(nn_dtype dt)
 {

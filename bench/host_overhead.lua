@@ -1,0 +1,24 @@
+-- Host cost of `c = a + b` on two 4-element CPU float32 tensors from Lua: the
+-- median over repeats of 10^6 calls, in microseconds per call (the result's
+-- __gc included: the collector runs inside the timed loop). bench/host_overhead.py
+-- is PyTorch's side of the same measurement.
+local n = tonumber(arg and arg[1]) or 1000000
+local reps = tonumber(arg and arg[2]) or 7
+
+local a, b = torch.rand(4), torch.rand(4)
+local c
+for _ = 1, 100000 do c = a + b end
+
+local times = {}
+for r = 1, reps do
+  collectgarbage()
+  local t0 = time.perf_counter()
+  for _ = 1, n do c = a + b end
+  times[r] = (time.perf_counter() - t0) / n * 1e6
+end
+table.sort(times)
+local median = times[(reps + 1) // 2]
+print(string.format("nnrepl a+b: median %.3f us/call (min %.3f, max %.3f, %d x %d calls)",
+  median, times[1], times[reps], reps, n))
+assert(c:numel() == 4)
+return median

@@ -1,0 +1,108 @@
+/* The Lua side of tensors, shared by every binding file: the Tensor userdata,
+ * argument helpers (tensors, numbers, sizes, dims, dtypes, devices, keyword
+ * tables) and the conversion of engine errors into Lua errors.
+ *
+ * A Tensor is a full userdata holding one reference to an nn_tensor; the
+ * metatable is registered as "torch.Tensor" and also stored in the registry
+ * under the light key LT_TENSOR_MT (no string lookups on the hot path). A
+ * closed tensor (after <close>) holds NULL; using it raises an error.
+ *
+ * Error rules: an engine call that fails returns NULL/status with the message
+ * set; the binding releases what it holds, then calls lt_fail(L, arg), which
+ * raises `bad argument #arg to 'fn' (message)` for argument errors (shape,
+ * dtype, index, value) and a plain error with the engine's message otherwise. */
+#ifndef LT_H
+#define LT_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "ops.h"
+
+extern const char LT_TENSOR_MT[1]; /* address = registry key of the Tensor metatable */
+extern const char LT_DTYPES[1];    /* registry key: table dtype index + 1 -> dtype object */
+
+typedef struct { nn_tensor *t; } lt_tensor; /* the userdata block */
+
+/* ---- tensors ---- */
+/* Push t as a new userdata, taking over the caller's reference. t == NULL raises
+ * the engine's error (lt_fail(L, 0)). */
+void lt_push(lua_State *L, nn_tensor *t);
+/* Push t, or raise the engine error as an argument error naming argument arg. */
+void lt_push_or_fail(lua_State *L, nn_tensor *t, int arg);
+/* The tensor at idx (borrowed), or NULL if the value is not a Tensor. A closed
+ * tensor raises an error. */
+nn_tensor *lt_totensor(lua_State *L, int idx);
+/* The tensor at idx, or `bad argument #idx (tensor expected, got T)`. */
+nn_tensor *lt_check(lua_State *L, int idx);
+int lt_is_tensor(lua_State *L, int idx);
+
+/* A tensor, or a number/boolean made into a wrapped 0-dim tensor. Returns a new
+ * reference in every case (release it). Raises `tensor or number expected`. */
+nn_tensor *lt_operand(lua_State *L, int idx);
+/* Nonzero if the value at idx can be an operand (tensor, number, boolean). */
+int lt_is_operand(lua_State *L, int idx);
+
+/* nn_binary, except that tensor ^ number uses nn_pow_scalar where the dtype allows. */
+nn_tensor *lt_binary(nn_op op, nn_tensor *a, nn_tensor *b);
+
+/* ---- errors ---- */
+/* Raise the engine's last error; arg > 0 makes argument errors name arg. */
+int lt_fail(lua_State *L, int arg);
+
+/* ---- keyword tables ---- */
+/* Nonzero if idx holds a plain table that is a keyword table (no [1], no metatable). */
+int lt_is_opts(lua_State *L, int idx);
+/* Check that every key of the table at idx is one of the NULL-terminated names;
+ * otherwise `bad argument #idx to 'fn' (unknown keyword 'xyz')`. idx may hold nil
+ * or none (then nothing to check). */
+void lt_check_opts(lua_State *L, int idx, const char *const *names);
+/* Push field `name` of the options table at idx (nil if idx is not a table);
+ * returns its Lua type. */
+int lt_opt(lua_State *L, int idx, const char *name);
+double lt_opt_number(lua_State *L, int idx, const char *name, double def);
+int lt_opt_bool(lua_State *L, int idx, const char *name, int def);
+/* The `dtype` / `device` field of the options table at idx, or def. */
+nn_dtype lt_opt_dtype(lua_State *L, int idx, nn_dtype def);
+nn_device lt_opt_device(lua_State *L, int idx, nn_device def);
+
+/* ---- sizes and dims ---- */
+/* Read a size given as integers in [first, last], or as one table or torch.Size
+ * at first. Returns the number of dims; raises on a bad entry. */
+int lt_sizes(lua_State *L, int first, int last, int64_t *shape);
+/* The index of the last argument, not counting a trailing keyword table. */
+int lt_last_positional(lua_State *L);
+/* A dim (number) or list of dims (table) at idx as a bitmask over ndim dims. */
+uint32_t lt_dim_mask(lua_State *L, int idx, int ndim);
+/* One dim at idx, wrapped into [0, ndim) (ndim 0 accepts 0 and -1). */
+int lt_check_dim(lua_State *L, int idx, int ndim);
+
+/* ---- dtypes, devices, sizes as Lua objects (tensor_types.c) ---- */
+void lt_push_dtype(lua_State *L, nn_dtype dt);
+/* The dtype at idx (dtype object or name string), or NN_DTYPE_NONE. */
+nn_dtype lt_todtype(lua_State *L, int idx);
+nn_dtype lt_check_dtype(lua_State *L, int idx);
+/* index -1: a device with no index ("cuda", "cpu") */
+void lt_push_device(lua_State *L, nn_device d);
+/* The device at idx (device object, "cpu", "cuda", "cuda:1", integer n = cuda:n);
+ * returns 0 if the value is not a device. */
+int lt_todevice(lua_State *L, int idx, nn_device *d);
+nn_device lt_check_device(lua_State *L, int idx);
+void lt_push_size(lua_State *L, int ndim, const int64_t *shape);
+/* The dims of a torch.Size at idx, or -1 if it is not one; *shape points into it. */
+int lt_tosize(lua_State *L, int idx, const int64_t **shape);
+
+/* ---- per-area openers: each gets the torch table on top of the stack and leaves
+ * the stack as it found it (nnrepl_lib.c calls them in order) ---- */
+void lt_open_tensor(lua_State *L);  /* tensor.c: the metatable, torch.Tensor */
+void lt_open_types(lua_State *L);   /* tensor_types.c: dtypes, device, Size */
+void lt_open_views(lua_State *L);   /* tensor_views.c: geometry, views, conversion */
+void lt_open_math(lua_State *L);    /* tensor_math.c: elementwise, reductions, matmul */
+void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ... */
+int luaopen_time(lua_State *L);     /* time.c */
+
+/* Set f (a C function) as field name of the table at the top, and also in
+ * torch.Tensor when tensor_too: helpers for the openers. */
+void lt_setfuncs(lua_State *L, const luaL_Reg *l);
+
+#endif

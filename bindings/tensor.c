@@ -1,0 +1,449 @@
+/* The Tensor userdata: lifetime (__gc and __close share one release), fields,
+ * integer indexing, and the arithmetic operators.
+ *
+ * Hot path (`a + b`): the operators carry the metatable as upvalue 1, so telling
+ * a tensor apart is lua_touserdata + one metatable compare; the result is one
+ * userdata and one nn_binary call, nothing else. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd.h"
+#include "lt.h"
+
+const char LT_TENSOR_MT[1];
+const char LT_DTYPES[1];
+
+/* Bytes of new tensors pushed since the last GC step: Lua does not see tensor
+ * memory, so large temporaries nudge the collector (Torch7's heap tracking). */
+static size_t gc_debt;
+#define GC_DEBT_STEP ((size_t)64 << 20)
+
+static void account(lua_State *L, const nn_tensor *t)
+{
+    if (t->storage->refcount != 1) return; /* a view: no new memory */
+    gc_debt += t->storage->nbytes;
+    if (gc_debt >= GC_DEBT_STEP) {
+        int kb = (int)(gc_debt >> 10);
+        gc_debt = 0;
+        lua_gc(L, LUA_GCSTEP, kb);
+    }
+}
+
+static int closed_error(lua_State *L)
+{
+    return luaL_error(L, "attempt to use a closed tensor");
+}
+
+void lt_push(lua_State *L, nn_tensor *t)
+{
+    if (!t) lt_fail(L, 0);
+    lt_tensor *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->t = t;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
+    lua_setmetatable(L, -2);
+    if (t->storage->nbytes >= 4096) account(L, t);
+}
+
+void lt_push_or_fail(lua_State *L, nn_tensor *t, int arg)
+{
+    if (!t) lt_fail(L, arg);
+    lt_push(L, t);
+}
+
+nn_tensor *lt_totensor(lua_State *L, int idx)
+{
+    lt_tensor *u = lua_touserdata(L, idx);
+    if (!u || !lua_getmetatable(L, idx)) return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
+    int ok = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (!ok) return NULL;
+    if (!u->t) closed_error(L);
+    return u->t;
+}
+
+int lt_is_tensor(lua_State *L, int idx)
+{
+    lt_tensor *u = lua_touserdata(L, idx);
+    if (!u || !lua_getmetatable(L, idx)) return 0;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
+    int ok = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return ok;
+}
+
+nn_tensor *lt_check(lua_State *L, int idx)
+{
+    nn_tensor *t = lt_totensor(L, idx);
+    if (!t) luaL_typeerror(L, idx, "tensor");
+    return t;
+}
+
+int lt_is_operand(lua_State *L, int idx)
+{
+    int ty = lua_type(L, idx);
+    return ty == LUA_TNUMBER || ty == LUA_TBOOLEAN || lt_is_tensor(L, idx);
+}
+
+nn_tensor *lt_operand(lua_State *L, int idx)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) return nn_scalar_i64(lua_tointeger(L, idx));
+        return nn_scalar_f64(lua_tonumber(L, idx));
+    case LUA_TBOOLEAN:
+        return nn_scalar_bool(lua_toboolean(L, idx));
+    default: {
+        nn_tensor *t = lt_totensor(L, idx);
+        if (!t) luaL_typeerror(L, idx, "tensor or number");
+        return nn_retain(t);
+    }
+    }
+}
+
+int lt_fail(lua_State *L, int arg)
+{
+    const char *msg = nn_last_error();
+    nn_status s = nn_last_status();
+    if (arg > 0 && (s == NN_ERR_ARG || s == NN_ERR_SHAPE || s == NN_ERR_DTYPE || s == NN_ERR_INDEX)) {
+        /* the call site names the function: drop the engine's "fn: " prefix */
+        const char *p = msg;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') p++;
+        if (p > msg && p[0] == ':' && p[1] == ' ') msg = p + 2;
+        else if (p > msg && p[0] == '(' && p[1] == ')' && p[2] == ':' && p[3] == ' ') msg = p + 4;
+        return luaL_argerror(L, arg, msg);
+    }
+    return luaL_error(L, "%s", msg);
+}
+
+/* ---- lifetime ---- */
+
+static int t_release(lua_State *L)
+{
+    lt_tensor *u = lua_touserdata(L, 1);
+    if (u && u->t) {
+        nn_tensor *t = u->t;
+        u->t = NULL;
+        nn_release(t);
+    }
+    return 0;
+}
+
+static int t_tostring(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    char *s = nn_tensor_repr(t);
+    if (!s) return lt_fail(L, 0);
+    lua_pushstring(L, s);
+    free(s);
+    return 1;
+}
+
+static int t_len(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (t->ndim == 0) return luaL_error(L, "len() of a 0-d tensor");
+    lua_pushinteger(L, t->shape[0]);
+    return 1;
+}
+
+/* ---- fields (x.shape ...) ---- */
+
+static int f_shape(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    lt_push_size(L, t->ndim, t->shape);
+    return 1;
+}
+
+static int f_dtype(lua_State *L)
+{
+    lt_push_dtype(L, lt_check(L, 1)->dtype);
+    return 1;
+}
+
+static int f_device(lua_State *L)
+{
+    nn_device d = lt_check(L, 1)->storage->device;
+    if (d.type == NN_CPU) d.index = -1;
+    else if (d.index < 0) d.index = 0;
+    lt_push_device(L, d);
+    return 1;
+}
+
+static int f_is_cuda(lua_State *L)
+{
+    lua_pushboolean(L, lt_check(L, 1)->storage->device.type == NN_CUDA);
+    return 1;
+}
+
+static int f_requires_grad(lua_State *L)
+{
+    lua_pushboolean(L, lt_check(L, 1)->requires_grad);
+    return 1;
+}
+
+static int f_grad(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (t->grad) lt_push(L, nn_retain(t->grad));
+    else lua_pushnil(L);
+    return 1;
+}
+
+static int f_ndim(lua_State *L)
+{
+    lua_pushinteger(L, lt_check(L, 1)->ndim);
+    return 1;
+}
+
+static int f_T(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    int dims[NN_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
+    lt_push(L, nn_permute(t, dims));
+    return 1;
+}
+
+static int f_data(lua_State *L)
+{
+    lt_push(L, nn_detach(lt_check(L, 1)));
+    return 1;
+}
+
+static int f_is_leaf(lua_State *L)
+{
+    lua_pushboolean(L, nn_is_leaf(lt_check(L, 1)));
+    return 1;
+}
+
+static const luaL_Reg fields[] = {
+    {"shape", f_shape}, {"dtype", f_dtype}, {"device", f_device}, {"is_cuda", f_is_cuda},
+    {"requires_grad", f_requires_grad}, {"grad", f_grad}, {"ndim", f_ndim}, {"T", f_T},
+    {"data", f_data}, {"is_leaf", f_is_leaf}, {NULL, NULL},
+};
+
+/* __index(x, k): upvalue 1 the method table, upvalue 2 the field getters. */
+static int t_index(lua_State *L)
+{
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TFUNCTION) {
+            lua_pushvalue(L, 1);
+            lua_call(L, 1, 1);
+            return 1;
+        }
+        lua_pushnil(L);
+        return 1;
+    }
+    nn_tensor *t = lt_check(L, 1);
+    int isint;
+    lua_Integer i = lua_tointegerx(L, 2, &isint);
+    if (!isint) return luaL_error(L, "tensors are indexed by integers (0-based), got %s", luaL_typename(L, 2));
+    if (t->ndim == 0) return luaL_error(L, "invalid index of a 0-dim tensor; use tensor:item() to get the number");
+    lt_push(L, nn_select(t, 0, i));
+    return 1;
+}
+
+static void set_requires_grad(lua_State *L, nn_tensor *t)
+{
+    luaL_checktype(L, 3, LUA_TBOOLEAN);
+    if (nn_requires_grad_(t, lua_toboolean(L, 3))) lt_fail(L, 0);
+}
+
+static void set_grad(lua_State *L, nn_tensor *t)
+{
+    nn_tensor *g = NULL;
+    if (!lua_isnil(L, 3)) {
+        g = lt_totensor(L, 3);
+        if (!g) luaL_error(L, "assigned grad expected to be a tensor or nil, got %s", luaL_typename(L, 3));
+        char b1[160], b2[160];
+        if (g->ndim != t->ndim || memcmp(g->shape, t->shape, t->ndim * sizeof *t->shape))
+            luaL_error(L, "assigned grad has data of a different size (%s, expected %s)",
+                       nn_shape_str(b1, g->ndim, g->shape), nn_shape_str(b2, t->ndim, t->shape));
+        if (g->dtype != t->dtype)
+            luaL_error(L, "assigned grad has data of a different type (%s, expected %s)", nn_dtype_name(g->dtype),
+                       nn_dtype_name(t->dtype));
+        nn_retain(g);
+    }
+    nn_release(t->grad);
+    t->grad = g;
+}
+
+/* x.data = y: x takes y's storage and geometry (PyTorch's set_data). */
+static void set_data(lua_State *L, nn_tensor *t)
+{
+    nn_tensor *s = lt_check(L, 3);
+    if (s == t) return;
+    s->storage->refcount++;
+    nn_tensor *old = nn_make_view(t, 0, NULL, NULL, 0); /* holds the old storage until we are done */
+    t->storage->refcount--;
+    t->storage = s->storage;
+    t->dtype = s->dtype;
+    t->ndim = s->ndim;
+    memcpy(t->shape, s->shape, sizeof t->shape);
+    memcpy(t->strides, s->strides, sizeof t->strides);
+    t->offset = s->offset;
+    nn_release(old);
+}
+
+static int t_newindex(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        const char *k = lua_tostring(L, 2);
+        if (!strcmp(k, "requires_grad")) set_requires_grad(L, t);
+        else if (!strcmp(k, "grad")) set_grad(L, t);
+        else if (!strcmp(k, "data")) set_data(L, t);
+        else return luaL_error(L, "cannot set field '%s' of a tensor", k);
+        return 0;
+    }
+    int isint;
+    lua_Integer i = lua_tointegerx(L, 2, &isint);
+    if (!isint) return luaL_error(L, "tensors are indexed by integers (0-based), got %s", luaL_typename(L, 2));
+    if (!lt_is_operand(L, 3)) return luaL_error(L, "cannot assign a %s to a tensor element (tensor or number expected)", luaL_typename(L, 3));
+    if (t->ndim == 0) return luaL_error(L, "invalid index of a 0-dim tensor");
+    nn_tensor *view = nn_select(t, 0, i);
+    if (!view) return lt_fail(L, 0);
+    nn_tensor *v = lt_operand(L, 3);
+    nn_status s = v ? nn_copy_(view, v) : nn_last_status();
+    nn_release(v);
+    nn_release(view);
+    if (s) return lt_fail(L, 0);
+    return 0;
+}
+
+/* ---- operators ---- */
+
+/* The tensor at idx if its metatable is upvalue 1 (operators only). */
+static inline nn_tensor *fast_tensor(lua_State *L, int idx)
+{
+    lt_tensor *u = lua_touserdata(L, idx);
+    if (!u || !lua_getmetatable(L, idx)) return NULL;
+    int ok = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (!ok) return NULL;
+    if (!u->t) closed_error(L);
+    return u->t;
+}
+
+static inline int push_fast(lua_State *L, nn_tensor *r)
+{
+    lt_tensor *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->t = r;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_setmetatable(L, -2);
+    if (r->storage->nbytes >= 4096) account(L, r);
+    return 1;
+}
+
+nn_tensor *lt_binary(nn_op op, nn_tensor *a, nn_tensor *b)
+{
+    /* x ^ 2: the dedicated kernel, where it keeps PyTorch's result dtype */
+    if (op == NN_OP_pow && b->wrapped_number && !a->wrapped_number && b->dtype != NN_BOOL &&
+        (nn_dtype_is_float(a->dtype) || b->dtype == NN_I64))
+        return nn_pow_scalar(a, nn_load_f64(nn_data(b), b->dtype));
+    return nn_binary(op, a, b);
+}
+
+/* Mixed operands (numbers, booleans) and every error path. */
+static int binop_slow(lua_State *L, nn_op op)
+{
+    if (!lt_is_operand(L, 1)) return luaL_typeerror(L, 1, "tensor or number");
+    if (!lt_is_operand(L, 2)) return luaL_typeerror(L, 2, "tensor or number");
+    nn_tensor *a = lt_operand(L, 1);
+    if (!a) return lt_fail(L, 0);
+    nn_tensor *b = lt_operand(L, 2);
+    if (!b) { nn_release(a); return lt_fail(L, 0); }
+    nn_tensor *r = lt_binary(op, a, b);
+    nn_release(a);
+    nn_release(b);
+    if (!r) return lt_fail(L, 2);
+    return push_fast(L, r);
+}
+
+static inline int binop(lua_State *L, nn_op op)
+{
+    nn_tensor *a = fast_tensor(L, 1), *b = a ? fast_tensor(L, 2) : NULL;
+    if (!b) return binop_slow(L, op);
+    nn_tensor *r = nn_binary(op, a, b);
+    if (!r) return lt_fail(L, 2);
+    return push_fast(L, r);
+}
+
+static int t_add(lua_State *L) { return binop(L, NN_OP_add); }
+static int t_sub(lua_State *L) { return binop(L, NN_OP_sub); }
+static int t_mul(lua_State *L) { return binop(L, NN_OP_mul); }
+static int t_div(lua_State *L) { return binop(L, NN_OP_div); }
+static int t_mod(lua_State *L) { return binop(L, NN_OP_remainder); }
+static int t_pow(lua_State *L) { return binop(L, NN_OP_pow); }
+
+static int t_unm(lua_State *L)
+{
+    nn_tensor *a = fast_tensor(L, 1);
+    if (!a) return luaL_typeerror(L, 1, "tensor");
+    nn_tensor *r = nn_unary(NN_OP_neg, a);
+    if (!r) return lt_fail(L, 1);
+    return push_fast(L, r);
+}
+
+/* a // b, PyTorch's floor_divide, as (a - remainder(a, b)) / b in the result dtype. */
+static int t_idiv(lua_State *L)
+{
+    if (!lt_is_operand(L, 1)) return luaL_typeerror(L, 1, "tensor or number");
+    if (!lt_is_operand(L, 2)) return luaL_typeerror(L, 2, "tensor or number");
+    nn_tensor *a = lt_operand(L, 1);
+    if (!a) return lt_fail(L, 0);
+    nn_tensor *b = lt_operand(L, 2);
+    if (!b) { nn_release(a); return lt_fail(L, 0); }
+    nn_dtype dt = nn_result_type(a, b);
+    nn_tensor *rem = nn_binary(NN_OP_remainder, a, b);
+    nn_tensor *num = rem ? nn_binary(NN_OP_sub, a, rem) : NULL;
+    nn_tensor *q = num ? nn_binary(NN_OP_div, num, b) : NULL;
+    nn_tensor *r = q ? nn_to_dtype(q, dt) : NULL;
+    nn_release(rem);
+    nn_release(num);
+    nn_release(q);
+    nn_release(a);
+    nn_release(b);
+    if (!r) return lt_fail(L, 2);
+    return push_fast(L, r);
+}
+
+void lt_open_tensor(lua_State *L)
+{
+    int torch = lua_gettop(L);
+    luaL_newmetatable(L, "torch.Tensor");
+    int mt = lua_gettop(L);
+    lua_pushvalue(L, mt);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
+
+    lua_newtable(L); /* the method table: torch.Tensor */
+    int methods = lua_gettop(L);
+    lua_pushvalue(L, methods);
+    lua_setfield(L, torch, "Tensor");
+    lua_pushvalue(L, methods);
+    lua_setfield(L, mt, "__methods");
+
+    lua_pushvalue(L, methods);
+    luaL_newlib(L, fields);
+    lua_pushcclosure(L, t_index, 2);
+    lua_setfield(L, mt, "__index");
+    lua_settop(L, mt);
+
+    static const luaL_Reg plain[] = {
+        {"__gc", t_release}, {"__close", t_release}, {"__tostring", t_tostring},
+        {"__len", t_len}, {"__newindex", t_newindex}, {NULL, NULL},
+    };
+    luaL_setfuncs(L, plain, 0);
+    static const luaL_Reg ops[] = {
+        {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div}, {"__mod", t_mod},
+        {"__pow", t_pow}, {"__unm", t_unm}, {"__idiv", t_idiv}, {NULL, NULL},
+    };
+    lua_pushvalue(L, mt);
+    luaL_setfuncs(L, ops, 1); /* upvalue: the metatable, for the fast tensor check */
+    lua_settop(L, torch);
+}

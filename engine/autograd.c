@@ -1,0 +1,358 @@
+/* The autograd graph and the backward pass. Backward formulas live in engine/grad_*.c. */
+#include "autograd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local bool grad_off; /* grad mode is on unless set off */
+
+bool nn_grad_enabled(void) { return !grad_off; }
+void nn_set_grad_enabled(bool on) { grad_off = !on; }
+
+bool nn_any_requires_grad(int n, nn_tensor *const *ts)
+{
+    if (grad_off) return false;
+    for (int i = 0; i < n; i++)
+        if (ts[i] && ts[i]->requires_grad) return true;
+    return false;
+}
+
+static nn_node *node_alloc(const char *name, nn_backward_fn fn, int nin)
+{
+    nn_node *n = calloc(1, sizeof *n + (size_t)nin * sizeof(nn_edge));
+    if (!n) return NULL;
+    n->refcount = 1;
+    n->name = name;
+    n->backward = fn;
+    n->nin = nin;
+    n->nout = 1;
+    return n;
+}
+
+static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in);
+
+nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *const *inputs)
+{
+    nn_node *n = node_alloc(name, fn, nin);
+    if (!n) { nn_error(NN_ERR_NOMEM, "out of memory recording %s", name); return NULL; }
+    for (int i = 0; i < nin; i++) {
+        nn_tensor *t = inputs[i];
+        nn_edge *e = &n->next[i];
+        if (!t) continue;
+        e->ndim = t->ndim;
+        memcpy(e->shape, t->shape, sizeof e->shape);
+        e->dtype = t->dtype;
+        e->device = t->storage->device;
+        if (!t->requires_grad) continue;
+        if (t->grad_fn) {
+            e->node = t->grad_fn;
+            e->node->refcount++;
+            e->input_nr = t->output_nr;
+        } else {
+            nn_node *acc = node_alloc("AccumulateGrad", accumulate_grad, 0);
+            if (!acc) { nn_node_release(n); nn_error(NN_ERR_NOMEM, "out of memory"); return NULL; }
+            acc->leaf = nn_retain(t);
+            e->node = acc;
+        }
+    }
+    return n;
+}
+
+void nn_node_save(nn_node *n, int slot, nn_tensor *t)
+{
+    nn_tensor *keep = t->grad_fn == n ? nn_detach(t) : nn_retain(t);
+    nn_release(n->saved[slot]);
+    n->saved[slot] = keep;
+    n->saved_version[slot] = t->storage->version;
+}
+
+nn_tensor *nn_node_saved(nn_node *n, int slot)
+{
+    nn_tensor *t = n->saved[slot];
+    if (n->released || !t) {
+        nn_error(NN_ERR_RUNTIME, "Trying to backward through the graph a second time (or directly access saved tensors after "
+                                 "they have already been freed). Saved intermediate values of the graph are freed when you call "
+                                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                                 "graph a second time or if you need to access saved tensors after calling backward.");
+        return NULL;
+    }
+    if (t->storage->version != n->saved_version[slot]) {
+        char b[160];
+        nn_error(NN_ERR_RUNTIME, "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                                 "[%s %s], which is saved by %s, is at version %u; expected version %u instead.",
+                 nn_dtype_name(t->dtype), nn_shape_str(b, t->ndim, t->shape), n->name, t->storage->version,
+                 n->saved_version[slot]);
+        return NULL;
+    }
+    return t;
+}
+
+void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr)
+{
+    n->refcount++;
+    if (out->grad_fn) nn_node_release(out->grad_fn);
+    out->grad_fn = n;
+    out->output_nr = output_nr;
+    out->requires_grad = true;
+    if (output_nr + 1 > n->nout) n->nout = output_nr + 1;
+}
+
+static void release_saved(nn_node *n)
+{
+    for (int i = 0; i < NN_NODE_MAX_SAVED; i++) {
+        nn_release(n->saved[i]);
+        n->saved[i] = NULL;
+    }
+}
+
+/* Iterative, so a long chain of nodes (an RNN unrolled 10^5 times) cannot overflow the C stack. */
+void nn_node_release(nn_node *n)
+{
+    nn_node *stack[64], **heap = NULL;
+    int top = 0, cap = 64;
+    nn_node **st = stack;
+    if (n) st[top++] = n;
+    while (top) {
+        nn_node *x = st[--top];
+        if (--x->refcount > 0) continue;
+        for (int i = 0; i < x->nin; i++) {
+            nn_node *c = x->next[i].node;
+            if (!c) continue;
+            if (top == cap) {
+                nn_node **bigger = malloc(sizeof *bigger * cap * 2);
+                if (!bigger) { nn_node_release(c); continue; } /* recursion as a last resort */
+                memcpy(bigger, st, sizeof *st * top);
+                free(heap);
+                st = heap = bigger;
+                cap *= 2;
+            }
+            st[top++] = c;
+        }
+        release_saved(x);
+        for (int k = 0; k < NN_NODE_MAX_OUT; k++) nn_release(x->grad_buf[k]);
+        nn_release(x->leaf);
+        free(x->ctx);
+        free(x);
+    }
+    free(heap);
+}
+
+void nn_autograd_drop(nn_tensor *t)
+{
+    nn_node *n = t->grad_fn;
+    if (t->retains_grad && n->retained[t->output_nr] == t) n->retained[t->output_nr] = NULL;
+    t->grad_fn = NULL;
+    nn_node_release(n);
+}
+
+nn_tensor *nn_detach(nn_tensor *t)
+{
+    nn_tensor *d = nn_make_view(t, t->ndim, t->shape, t->strides, t->offset);
+    return d;
+}
+
+nn_status nn_detach_(nn_tensor *t)
+{
+    if (t->grad_fn) nn_autograd_drop(t);
+    t->requires_grad = false;
+    t->retains_grad = false;
+    return NN_OK;
+}
+
+bool nn_is_leaf(const nn_tensor *t) { return t->grad_fn == NULL; }
+
+nn_status nn_requires_grad_(nn_tensor *t, bool on)
+{
+    if (!nn_is_leaf(t)) {
+        if (on) return NN_OK;
+        return nn_error(NN_ERR_RUNTIME, "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                                        "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+    }
+    if (on && !nn_dtype_is_float(t->dtype))
+        return nn_error(NN_ERR_DTYPE, "only Tensors of floating point dtype can require gradients (got %s)", nn_dtype_name(t->dtype));
+    t->requires_grad = on;
+    return NN_OK;
+}
+
+nn_status nn_retain_grad(nn_tensor *t)
+{
+    if (!t->requires_grad) return nn_error(NN_ERR_RUNTIME, "can't retain_grad on Tensor that has requires_grad=False");
+    if (nn_is_leaf(t)) return NN_OK;
+    t->retains_grad = true;
+    t->grad_fn->retained[t->output_nr] = t;
+    return NN_OK;
+}
+
+nn_status nn_check_inplace(const char *fn, nn_tensor *t)
+{
+    if (!grad_off && t->requires_grad && nn_is_leaf(t))
+        return nn_error(NN_ERR_RUNTIME, "%s: a leaf Variable that requires grad is being used in an in-place operation.", fn);
+    return NN_OK;
+}
+
+nn_tensor *nn_grad_to_input(nn_tensor *g, const nn_edge *e)
+{
+    nn_tensor *r = nn_retain(g);
+    bool same = g->ndim == e->ndim && !memcmp(g->shape, e->shape, sizeof(int64_t) * e->ndim);
+    if (!same) {
+        uint32_t dims = 0;
+        int lead = g->ndim - e->ndim;
+        for (int d = 0; d < g->ndim; d++)
+            if (d < lead || (e->shape[d - lead] == 1 && g->shape[d] != 1)) dims |= 1u << d;
+        nn_tensor *s = dims ? nn_sum_dtype(g, dims, true, g->dtype) : nn_retain(g);
+        nn_release(r);
+        if (!s) return NULL;
+        r = nn_reshape(s, e->ndim, e->shape);
+        nn_release(s);
+        if (!r) return NULL;
+    }
+    if (r->dtype != e->dtype) {
+        nn_tensor *c = nn_to_dtype(r, e->dtype);
+        nn_release(r);
+        r = c;
+    }
+    return r;
+}
+
+/* Add g into *slot: take g when the slot is empty, else slot + g (a new tensor). */
+static nn_status accumulate(nn_tensor **slot, nn_tensor *g)
+{
+    if (!*slot) { *slot = nn_retain(g); return NN_OK; }
+    nn_tensor *s = nn_binary(NN_OP_add, *slot, g);
+    if (!s) return nn_last_status();
+    nn_release(*slot);
+    *slot = s;
+    return NN_OK;
+}
+
+/* A gradient stored in .grad must not alias another tensor that may be changed in place. */
+static nn_tensor *own_copy(nn_tensor *g)
+{
+    if (g->refcount == 1 && g->storage->refcount == 1 && !g->requires_grad && nn_is_contiguous(g)) return nn_retain(g);
+    return nn_clone(g);
+}
+
+static nn_status store_grad(nn_tensor *t, nn_tensor *g)
+{
+    if (t->grad) return nn_binary_(NN_OP_add, t->grad, g);
+    nn_tensor *c = own_copy(g);
+    if (!c) return nn_last_status();
+    t->grad = c;
+    return NN_OK;
+}
+
+static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
+{
+    (void)grad_in;
+    return grad_out[0] ? store_grad(n->leaf, grad_out[0]) : NN_OK;
+}
+
+typedef struct { nn_node **v; int n, cap; } node_list;
+
+static bool push(node_list *l, nn_node *x)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        nn_node **v = realloc(l->v, sizeof *v * cap);
+        if (!v) return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return true;
+}
+
+nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
+{
+    if (!root->requires_grad)
+        return nn_error(NN_ERR_RUNTIME, "element 0 of tensors does not require grad and does not have a grad_fn");
+    nn_tensor *g;
+    if (grad) {
+        if (grad->ndim != root->ndim || memcmp(grad->shape, root->shape, sizeof(int64_t) * root->ndim)) {
+            char a[160], b[160];
+            return nn_error(NN_ERR_SHAPE, "backward: Mismatch in shape: grad_output[0] has a shape of %s and output[0] has a shape of %s.",
+                            nn_shape_str(a, grad->ndim, grad->shape), nn_shape_str(b, root->ndim, root->shape));
+        }
+        g = nn_retain(grad);
+    } else {
+        if (nn_numel(root) != 1) return nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
+        g = nn_ones(root->ndim, root->shape, root->dtype, root->storage->device);
+        if (!g) return nn_last_status();
+    }
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_status st = NN_OK;
+    if (!root->grad_fn) { /* a leaf: its gradient is the seed */
+        st = store_grad(root, g);
+        nn_release(g);
+        nn_set_grad_enabled(was);
+        return st;
+    }
+
+    /* collect the graph and count, for each node, the edges that lead into it */
+    node_list all = {0}, ready = {0};
+    nn_node *start = root->grad_fn;
+    start->visited = true;
+    if (!push(&all, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+    for (int k = 0; k < all.n && !st; k++)
+        for (int i = 0; i < all.v[k]->nin; i++) {
+            nn_node *c = all.v[k]->next[i].node;
+            if (!c) continue;
+            c->deps++;
+            if (!c->visited) {
+                c->visited = true;
+                if (!push(&all, c)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+            }
+        }
+    if (!st) {
+        start->grad_buf[root->output_nr] = g;
+        g = NULL;
+        if (!push(&ready, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+    }
+    while (!st && ready.n) {
+        nn_node *x = ready.v[--ready.n];
+        for (int k = 0; k < x->nout && !st; k++)
+            if (x->retained[k] && x->grad_buf[k]) st = store_grad(x->retained[k], x->grad_buf[k]);
+        nn_tensor *gin_small[8] = {0}, **gin = gin_small;
+        if (x->nin > 8 && !(gin = calloc(x->nin, sizeof *gin))) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        if (!st) {
+            bool any = false;
+            for (int k = 0; k < x->nout; k++) any |= x->grad_buf[k] != NULL;
+            if (any) st = x->backward(x, x->grad_buf, gin);
+        }
+        for (int k = 0; k < NN_NODE_MAX_OUT; k++) {
+            nn_release(x->grad_buf[k]);
+            x->grad_buf[k] = NULL;
+        }
+        if (!retain_graph && x->saved[0]) { /* backward again through this node is then an error */
+            release_saved(x);
+            x->released = true;
+        }
+        for (int i = 0; i < x->nin; i++) {
+            nn_edge *e = &x->next[i];
+            if (!st && e->node && gin[i]) {
+                nn_tensor *gi = nn_grad_to_input(gin[i], e);
+                if (!gi) st = nn_last_status();
+                else st = accumulate(&e->node->grad_buf[e->input_nr], gi);
+                nn_release(gi);
+            }
+            nn_release(gin[i]);
+            if (e->node && --e->node->deps == 0 && !st && !push(&ready, e->node)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        }
+        if (gin != gin_small) free(gin);
+    }
+    for (int k = 0; k < all.n; k++) { /* reset the pass state, also after an error */
+        nn_node *x = all.v[k];
+        x->visited = false;
+        x->deps = 0;
+        for (int j = 0; j < NN_NODE_MAX_OUT; j++) {
+            nn_release(x->grad_buf[j]);
+            x->grad_buf[j] = NULL;
+        }
+    }
+    nn_release(g);
+    free(all.v);
+    free(ready.v);
+    nn_set_grad_enabled(was);
+    return st;
+}

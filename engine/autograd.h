@@ -1,0 +1,92 @@
+/* Reverse-mode autograd: a graph of nodes recorded as ops run.
+ *
+ * Ownership (no cycles, so a graph is freed in C the moment its last output goes):
+ *   output tensor --grad_fn--> node --next[i].node--> the nodes of its inputs
+ *   AccumulateGrad node --leaf--> the leaf tensor it accumulates into
+ * A node keeps the tensors its backward needs as saved values; a saved output is
+ * kept as a detached alias (same storage, no grad_fn), and every saved value
+ * remembers its storage version so an in-place change is caught at backward. */
+#ifndef NN_AUTOGRAD_H
+#define NN_AUTOGRAD_H
+
+#include "ops.h"
+
+#define NN_NODE_MAX_SAVED 6 /* fill slot 0 first: a node whose slot 0 is empty counts as saving nothing */
+#define NN_NODE_MAX_OUT 2
+
+typedef struct nn_node nn_node;
+
+/* One forward input as backward sees it: where its gradient goes and its metadata
+ * (a gradient is reduced to this shape and cast to this dtype before it is passed on). */
+typedef struct {
+    nn_node *node; /* NULL: the input needs no gradient */
+    int input_nr;  /* which output of `node` the input was */
+    int ndim;
+    int64_t shape[NN_MAX_DIMS];
+    nn_dtype dtype;
+    nn_device device;
+} nn_edge;
+
+/* grad_out[k]: gradient of output k (NULL where none flowed: zero). Fill grad_in[i] with new
+ * references for the inputs whose edge has a node (others may stay NULL). */
+typedef nn_status (*nn_backward_fn)(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in);
+
+struct nn_node {
+    int refcount;
+    const char *name;       /* "AddBackward0", printed as grad_fn=<...> */
+    nn_backward_fn backward;
+    nn_tensor *saved[NN_NODE_MAX_SAVED];
+    uint32_t saved_version[NN_NODE_MAX_SAVED];
+    bool released;          /* saved values freed after a backward without retain_graph */
+    double f[4];            /* op parameters backward needs */
+    int64_t i[4];
+    uint32_t dims;
+    nn_tensor *leaf;        /* AccumulateGrad only */
+    void *ctx;              /* extra per-node data, freed with free() */
+    int nout;
+    /* set while a backward pass runs */
+    int deps;
+    bool visited;
+    nn_tensor *grad_buf[NN_NODE_MAX_OUT];
+    nn_tensor *retained[NN_NODE_MAX_OUT]; /* weak: outputs that asked for retain_grad */
+    int nin;
+    nn_edge next[];
+};
+
+/* Grad mode (thread-local): torch.no_grad / enable_grad / set_grad_enabled. */
+bool nn_grad_enabled(void);
+void nn_set_grad_enabled(bool on);
+
+/* True when grad mode is on and any of the inputs requires grad. */
+bool nn_any_requires_grad(int n, nn_tensor *const *ts);
+
+/* A node for an op with nin inputs; edges and metadata are taken from the inputs. */
+nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *const *inputs);
+/* Keep t for backward (an output of the same op is kept as a detached alias). */
+void nn_node_save(nn_node *n, int slot, nn_tensor *t);
+/* Check a saved value is still as it was; returns it (borrowed) or NULL with the error set. */
+nn_tensor *nn_node_saved(nn_node *n, int slot);
+/* Make out the output_nr-th output of n: out->grad_fn = n, requires_grad = true. Consumes
+ * nothing; the node gains a reference from out. */
+void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr);
+void nn_node_release(nn_node *n);
+
+/* Run backward from root. grad NULL means ones (root must have one element). */
+nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph);
+
+/* Tensor-level autograd helpers */
+nn_tensor *nn_detach(nn_tensor *t);          /* alias without history, requires_grad false */
+nn_status nn_detach_(nn_tensor *t);
+nn_status nn_requires_grad_(nn_tensor *t, bool on); /* error for non-leaf when turning off / non-float */
+bool nn_is_leaf(const nn_tensor *t);
+nn_status nn_retain_grad(nn_tensor *t);
+/* Error if t is a leaf requiring grad and grad mode is on (in-place ops call this). */
+nn_status nn_check_inplace(const char *fn, nn_tensor *t);
+
+/* Called by nn_release when a tensor with history goes. */
+void nn_autograd_drop(nn_tensor *t);
+
+/* Reduce a gradient to an input's shape (sum over broadcast dims) and cast to its dtype. */
+nn_tensor *nn_grad_to_input(nn_tensor *g, const nn_edge *e);
+
+#endif

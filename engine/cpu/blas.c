@@ -1,0 +1,257 @@
+/* The CPU matrix product: out[b] = beta*out[b] + alpha*(in0[b] @ in1[b]) for 3-D
+ * [B,m,k] x [B,k,n] operands of any strides.
+ *  float32/float64: cblas_sgemm/dgemm per batch. A matrix with unit stride in
+ *    either dim is passed in place (row-major, or transposed); anything else is
+ *    packed into a contiguous buffer, once when its batch stride is 0.
+ *  float16/bfloat16: packed to float, sgemm, rounded back.
+ *  integers and bool: a plain loop in int64 (wrapping), alpha and beta as integers.
+ * With beta == 0 the old contents of out are never read. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    char *p;               /* element [0,0] of batch 0 */
+    int64_t bs, rs, cs;    /* strides in elements */
+    int64_t rows, cols;
+} mat;
+
+static mat mat_of(const nn_tensor *t)
+{
+    return (mat){nn_data(t), t->strides[0], t->strides[1], t->strides[2], t->shape[1], t->shape[2]};
+}
+
+static int64_t max1(int64_t v) { return v > 1 ? v : 1; }
+
+/* Can BLAS read m in place? Row-major (trans false) or column-major (trans true), with its ld. */
+static bool blas_layout(const mat *m, bool *trans, int64_t *ld)
+{
+    if ((m->cs == 1 || m->cols == 1) && (m->rows == 1 || m->rs >= max1(m->cols))) {
+        *trans = false;
+        *ld = m->rows == 1 ? max1(m->cols) : m->rs;
+    } else if ((m->rs == 1 || m->rows == 1) && (m->cols == 1 || m->cs >= max1(m->rows))) {
+        *trans = true;
+        *ld = m->cols == 1 ? max1(m->rows) : m->cs;
+    } else {
+        return false;
+    }
+    return *ld <= INT_MAX;
+}
+
+/* Copy a strided rows x cols matrix to a dense row-major one (es-byte elements). */
+static void pack(char *dst, const char *src, const mat *m, size_t es)
+{
+    for (int64_t i = 0; i < m->rows; i++) {
+        const char *s = src + i * m->rs * (int64_t)es;
+        if (m->cs == 1) {
+            memcpy(dst, s, (size_t)m->cols * es);
+            dst += m->cols * es;
+            continue;
+        }
+        for (int64_t j = 0; j < m->cols; j++, dst += es) memcpy(dst, s + j * m->cs * (int64_t)es, es);
+    }
+}
+
+static void unpack(char *dst, const char *src, const mat *m, size_t es)
+{
+    for (int64_t i = 0; i < m->rows; i++)
+        for (int64_t j = 0; j < m->cols; j++, src += es) memcpy(dst + (i * m->rs + j * m->cs) * (int64_t)es, src, es);
+}
+
+/* One operand of a float gemm: in place when BLAS can read it, else packed. */
+typedef struct {
+    mat m;
+    bool direct, trans;
+    int64_t ld;
+    char *buf;
+    const char *last; /* the batch pointer packed last (reused when the batch stride is 0) */
+} operand;
+
+static bool operand_init(operand *o, const nn_tensor *t, size_t es)
+{
+    memset(o, 0, sizeof *o);
+    o->m = mat_of(t);
+    o->direct = blas_layout(&o->m, &o->trans, &o->ld);
+    if (o->direct) return true;
+    o->trans = false;
+    o->ld = max1(o->m.cols);
+    return (o->buf = malloc((size_t)max1(o->m.rows * o->m.cols) * es)) != NULL;
+}
+
+static const char *operand_at(operand *o, int64_t b, size_t es)
+{
+    const char *p = o->m.p + b * o->m.bs * (int64_t)es;
+    if (o->direct) return p;
+    if (p != o->last) pack(o->buf, p, &o->m, es);
+    o->last = p;
+    return o->buf;
+}
+
+static nn_status gemm_float(const nn_kargs *a, size_t es)
+{
+    nn_tensor *out = a->out[0];
+    bool f64 = out->dtype == NN_F64;
+    operand A, B, C;
+    nn_status st = NN_OK;
+    bool ok = operand_init(&A, a->in[0], es) & operand_init(&B, a->in[1], es) & operand_init(&C, out, es);
+    /* out must be row-major for BLAS to write it; otherwise work in C.buf */
+    if (ok && C.direct && C.trans) {
+        C.direct = false;
+        C.trans = false;
+        C.ld = max1(C.m.cols);
+        ok = (C.buf = malloc((size_t)max1(C.m.rows * C.m.cols) * es)) != NULL;
+    }
+    if (!ok) {
+        st = nn_error(NN_ERR_NOMEM, "bmm: out of memory");
+        goto done;
+    }
+    int64_t nb = out->shape[0], m = out->shape[1], n = out->shape[2], k = a->in[0]->shape[2];
+    double alpha = a->f[0], beta = a->f[1];
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pa = operand_at(&A, b, es), *pb = operand_at(&B, b, es);
+        char *pc = C.m.p + b * C.m.bs * (int64_t)es;
+        char *wc = pc;
+        if (!C.direct) {
+            if (beta != 0) pack(C.buf, pc, &C.m, es);
+            wc = C.buf;
+        }
+        CBLAS_TRANSPOSE ta = A.trans ? CblasTrans : CblasNoTrans, tb = B.trans ? CblasTrans : CblasNoTrans;
+        if (f64)
+            cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, (const double *)pa, (int)A.ld,
+                        (const double *)pb, (int)B.ld, beta, (double *)wc, (int)C.ld);
+        else
+            cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, (float)alpha, (const float *)pa, (int)A.ld,
+                        (const float *)pb, (int)B.ld, (float)beta, (float *)wc, (int)C.ld);
+        if (!C.direct) unpack(pc, C.buf, &C.m, es);
+    }
+done:
+    free(A.buf), free(B.buf), free(C.buf);
+    return st;
+}
+
+/* Strided half/bfloat16 matrix <-> dense float */
+static void to_float(float *dst, const char *src, const mat *m, nn_dtype dt)
+{
+    for (int64_t i = 0; i < m->rows; i++)
+        for (int64_t j = 0; j < m->cols; j++) {
+            uint16_t h = *(const uint16_t *)(src + (i * m->rs + j * m->cs) * 2);
+            *dst++ = dt == NN_F16 ? nn_half_to_float(h) : nn_bf16_to_float(h);
+        }
+}
+
+static void from_float(char *dst, const float *src, const mat *m, nn_dtype dt)
+{
+    for (int64_t i = 0; i < m->rows; i++)
+        for (int64_t j = 0; j < m->cols; j++, src++)
+            *(uint16_t *)(dst + (i * m->rs + j * m->cs) * 2) = dt == NN_F16 ? nn_float_to_half(*src) : nn_float_to_bf16(*src);
+}
+
+static nn_status gemm_half(const nn_kargs *a)
+{
+    nn_dtype dt = a->out[0]->dtype;
+    mat A = mat_of(a->in[0]), B = mat_of(a->in[1]), C = mat_of(a->out[0]);
+    int64_t nb = a->out[0]->shape[0], m = C.rows, n = C.cols, k = A.cols;
+    float *fa = malloc((size_t)max1(m * k) * sizeof(float));
+    float *fb = malloc((size_t)max1(k * n) * sizeof(float));
+    float *fc = malloc((size_t)max1(m * n) * sizeof(float));
+    nn_status st = NN_OK;
+    if (!fa || !fb || !fc) {
+        st = nn_error(NN_ERR_NOMEM, "bmm: out of memory");
+        goto done;
+    }
+    double beta = a->f[1];
+    for (int64_t b = 0; b < nb; b++) {
+        if (b == 0 || A.bs) to_float(fa, A.p + b * A.bs * 2, &A, dt);
+        if (b == 0 || B.bs) to_float(fb, B.p + b * B.bs * 2, &B, dt);
+        char *pc = C.p + b * C.bs * 2;
+        if (beta != 0) to_float(fc, pc, &C, dt);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, (float)a->f[0], fa, (int)max1(k), fb,
+                    (int)max1(n), (float)beta, fc, (int)max1(n));
+        from_float(pc, fc, &C, dt);
+    }
+done:
+    free(fa), free(fb), free(fc);
+    return st;
+}
+
+static nn_status gemm_int(const nn_kargs *a)
+{
+    nn_dtype dt = a->out[0]->dtype;
+    size_t es = nn_dtype_size(dt);
+    mat A = mat_of(a->in[0]), B = mat_of(a->in[1]), C = mat_of(a->out[0]);
+    int64_t nb = a->out[0]->shape[0], m = C.rows, n = C.cols, k = A.cols;
+    uint64_t alpha = (uint64_t)(int64_t)a->f[0], beta = (uint64_t)(int64_t)a->f[1];
+    uint64_t *bb = malloc((size_t)max1(k * n) * sizeof *bb), *acc = malloc((size_t)max1(n) * sizeof *acc);
+    if (!bb || !acc) {
+        free(bb), free(acc);
+        return nn_error(NN_ERR_NOMEM, "bmm: out of memory");
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const char *pa = A.p + b * A.bs * (int64_t)es, *pb = B.p + b * B.bs * (int64_t)es;
+        char *pc = C.p + b * C.bs * (int64_t)es;
+        if (b == 0 || B.bs)
+            for (int64_t p = 0; p < k; p++)
+                for (int64_t j = 0; j < n; j++) bb[p * n + j] = (uint64_t)nn_load_i64(pb + (p * B.rs + j * B.cs) * (int64_t)es, dt);
+        for (int64_t i = 0; i < m; i++) {
+            memset(acc, 0, (size_t)n * sizeof *acc);
+            for (int64_t p = 0; p < k; p++) {
+                uint64_t av = (uint64_t)nn_load_i64(pa + (i * A.rs + p * A.cs) * (int64_t)es, dt);
+                if (!av) continue;
+                for (int64_t j = 0; j < n; j++) acc[j] += av * bb[p * n + j];
+            }
+            for (int64_t j = 0; j < n; j++) {
+                char *o = pc + (i * C.rs + j * C.cs) * (int64_t)es;
+                uint64_t v = alpha * acc[j];
+                if (beta) v += beta * (uint64_t)nn_load_i64(o, dt);
+                nn_store_i64(o, dt, (int64_t)v);
+            }
+        }
+    }
+    free(bb), free(acc);
+    return NN_OK;
+}
+
+/* k == 0: the product is zero, out = beta*out */
+static void scale_out(const nn_kargs *a)
+{
+    nn_tensor *out = a->out[0];
+    mat C = mat_of(out);
+    size_t es = nn_dtype_size(out->dtype);
+    bool ints = nn_dtype_is_integral(out->dtype);
+    double beta = a->f[1];
+    for (int64_t b = 0; b < out->shape[0]; b++)
+        for (int64_t i = 0; i < C.rows; i++)
+            for (int64_t j = 0; j < C.cols; j++) {
+                char *o = C.p + (b * C.bs + i * C.rs + j * C.cs) * (int64_t)es;
+                if (beta == 0) nn_store_i64(o, out->dtype, 0);
+                else if (ints) nn_store_i64(o, out->dtype, (int64_t)((uint64_t)(int64_t)beta * (uint64_t)nn_load_i64(o, out->dtype)));
+                else nn_store_f64(o, out->dtype, beta * nn_load_f64(o, out->dtype));
+            }
+}
+
+nn_status nn_cpu_bmm(const nn_kargs *a)
+{
+    nn_tensor *x = a->in[0], *y = a->in[1], *out = a->out[0];
+    nn_dtype dt = out->dtype;
+    if (x->dtype != dt || y->dtype != dt)
+        return nn_error(NN_ERR_DTYPE, "bmm: expected operands of one dtype, got %s, %s and out %s", nn_dtype_name(x->dtype),
+                        nn_dtype_name(y->dtype), nn_dtype_name(dt));
+    int64_t nb = out->shape[0], m = out->shape[1], n = out->shape[2], k = x->shape[2];
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+        return nn_error(NN_ERR_ARG, "bmm: matrix dims above %d are not supported", INT_MAX);
+    if (nb == 0 || m == 0 || n == 0) return NN_OK;
+    if (k == 0) {
+        scale_out(a);
+        return NN_OK;
+    }
+    switch (dt) {
+    case NN_F32: return gemm_float(a, 4);
+    case NN_F64: return gemm_float(a, 8);
+    case NN_F16:
+    case NN_BF16: return gemm_half(a);
+    default: return gemm_int(a);
+    }
+}

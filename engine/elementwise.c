@@ -1,0 +1,512 @@
+/* Elementwise frontends: PyTorch's type promotion (result_type), broadcasting,
+ * output allocation and dispatch for unary, binary and ternary ops, their
+ * in-place forms, fills, and copies (casts, clones, moves between devices).
+ *
+ * Binary ops pass the compute dtype in i[0]; the kernel casts every input to
+ * it. Unary ops compute in the output's dtype (logical_not: in the input's). */
+#include <math.h>
+#include <string.h>
+
+#include "backend.h"
+#include "ops.h"
+
+/* ---- type promotion ---- */
+
+/* c10's ScalarType names, as PyTorch's messages use them */
+static const char *const scalar_names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+
+static const char *const inplace_names[] = {
+#define X(name, kind, autocast, backward) #name "_",
+#include "ops.def"
+#undef X
+};
+
+static nn_dtype promote_skip(nn_dtype a, nn_dtype b)
+{
+    return a == NN_DTYPE_NONE ? b : b == NN_DTYPE_NONE ? a : nn_promote_types(a, b);
+}
+
+/* Operands rank in three classes: tensors with dims, 0-dim tensors, wrapped numbers.
+ * A lower class changes the result only when its category (bool < integer < float)
+ * is higher, and then only as far as promote_types with the higher class goes. */
+enum { RT_DIM, RT_ZERO, RT_WRAPPED };
+typedef struct { nn_dtype cls[3]; } rtype;
+#define RTYPE_INIT {{NN_DTYPE_NONE, NN_DTYPE_NONE, NN_DTYPE_NONE}}
+
+static void rt_add(rtype *r, int cls, nn_dtype dt)
+{
+    if (cls == RT_WRAPPED && nn_dtype_is_float(dt)) dt = nn_default_dtype();
+    r->cls[cls] = promote_skip(r->cls[cls], dt);
+}
+
+static void rt_add_tensor(rtype *r, const nn_tensor *t)
+{
+    rt_add(r, t->ndim ? RT_DIM : t->wrapped_number ? RT_WRAPPED : RT_ZERO, t->dtype);
+}
+
+static nn_dtype combine(nn_dtype higher, nn_dtype lower)
+{
+    if (higher != NN_DTYPE_NONE && nn_dtype_is_float(higher)) return higher;
+    if (higher == NN_BOOL || (lower != NN_DTYPE_NONE && nn_dtype_is_float(lower))) return promote_skip(higher, lower);
+    return higher != NN_DTYPE_NONE ? higher : lower;
+}
+
+static nn_dtype rt_result(const rtype *r)
+{
+    return combine(r->cls[RT_DIM], combine(r->cls[RT_ZERO], r->cls[RT_WRAPPED]));
+}
+
+nn_dtype nn_result_type(const nn_tensor *a, const nn_tensor *b)
+{
+    if (a->dtype == b->dtype && !a->wrapped_number && !b->wrapped_number) return a->dtype;
+    rtype r = RTYPE_INIT;
+    rt_add_tensor(&r, a);
+    rt_add_tensor(&r, b);
+    return rt_result(&r);
+}
+
+static bool is_integral_value(double v) { return v == floor(v) && fabs(v) < 9.2e18; }
+
+/* A number given as a double plays a Lua number: an integer if integral, else a float. */
+static nn_dtype number_dtype(double v) { return is_integral_value(v) ? NN_I64 : NN_F64; }
+
+/* PyTorch's canCast: no float into an integer tensor, nothing but bool into a bool tensor */
+static nn_status check_cast(const char *fn, nn_dtype result, nn_dtype self)
+{
+    if ((nn_dtype_is_float(result) && !nn_dtype_is_float(self)) || (result != NN_BOOL && self == NN_BOOL))
+        return nn_error(NN_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", fn,
+                        scalar_names[result], scalar_names[self]);
+    return NN_OK;
+}
+
+/* A number converted to an integer dtype must fit (unsigned types also take negatives that
+ * wrap, as PyTorch's checked conversion allows). */
+static nn_status check_fits(const char *fn, double v, nn_dtype dt)
+{
+    double lo, hi;
+    const char *name;
+    switch (dt) {
+    case NN_I64: lo = -0x1p63, hi = 0x1p63, name = "int64_t"; break;
+    case NN_I32: lo = -0x1p31, hi = 0x1p31, name = "int32_t"; break;
+    case NN_U8: lo = -255, hi = 256, name = "uint8_t"; break;
+    default: return NN_OK;
+    }
+    if (v >= lo && v < hi) return NN_OK;
+    return nn_error(NN_ERR_ARG, "%s: value cannot be converted to type %s without overflow", fn, name);
+}
+
+/* ---- shapes, devices, aliasing ---- */
+
+static bool same_shape(const nn_tensor *a, const nn_tensor *b)
+{
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
+
+/* Outputs go to the device of the first operand that is not a CPU scalar. */
+static nn_device pick_device(nn_tensor *const *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ts[i]->storage->device.type != NN_CPU || ts[i]->ndim != 0) return ts[i]->storage->device;
+    return ts[0]->storage->device;
+}
+
+/* other must broadcast to self's shape without growing it */
+static nn_status check_into(const char *fn, const nn_tensor *self, const nn_tensor *other)
+{
+    if (same_shape(self, other)) return NN_OK;
+    int nd;
+    int64_t shape[NN_MAX_DIMS];
+    nn_status st = nn_broadcast_shapes(fn, self->ndim, self->shape, other->ndim, other->shape, &nd, shape);
+    if (st || (nd == self->ndim && !memcmp(shape, self->shape, nd * sizeof *shape))) return st;
+    char b1[200], b2[200];
+    return nn_error(NN_ERR_SHAPE, "%s: output with shape %s doesn't match the broadcast shape %s", fn,
+                    nn_shape_str(b1, self->ndim, self->shape), nn_shape_str(b2, nd, shape));
+}
+
+/* An in-place result cannot go where several elements share one memory location. */
+static nn_status check_writable(const char *fn, const nn_tensor *t)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1 && t->strides[d] == 0)
+            return nn_error(NN_ERR_ARG,
+                            "%s: unsupported operation: more than one element of the written-to tensor refers to a single "
+                            "memory location. Please clone() the tensor before performing the operation.", fn);
+    return NN_OK;
+}
+
+static void byte_range(const nn_tensor *t, int64_t *lo, int64_t *hi)
+{
+    int64_t a = t->offset, b = t->offset, es = (int64_t)nn_dtype_size(t->dtype);
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t ext = (t->shape[d] - 1) * t->strides[d];
+        if (ext < 0) a += ext;
+        else b += ext;
+    }
+    *lo = a * es;
+    *hi = (b + 1) * es;
+}
+
+static bool same_view(const nn_tensor *a, const nn_tensor *b)
+{
+    return a->storage == b->storage && a->dtype == b->dtype && a->offset == b->offset && same_shape(a, b) &&
+           !memcmp(a->strides, b->strides, a->ndim * sizeof *a->strides);
+}
+
+/* other as an input of an op writing self elementwise: other itself when reading it as the
+ * op writes self is safe (other is self, or they do not overlap), else a copy of it. */
+static nn_tensor *unalias(nn_tensor *self, nn_tensor *other)
+{
+    if (other->storage != self->storage || nn_numel(self) == 0 || nn_numel(other) == 0) return nn_retain(other);
+    if (same_view(self, other)) return nn_retain(other);
+    int64_t slo, shi, olo, ohi;
+    byte_range(self, &slo, &shi);
+    byte_range(other, &olo, &ohi);
+    if (ohi <= slo || shi <= olo) return nn_retain(other);
+    return nn_clone(other);
+}
+
+static nn_status not_for_bool(const char *fn, const char *what)
+{
+    return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", fn, what);
+}
+
+/* ---- unary ---- */
+
+static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *out)
+{
+    *out = in;
+    switch (op) {
+    case NN_OP_neg:
+        if (in == NN_BOOL)
+            return nn_error(NN_ERR_DTYPE, "%s: Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.", fn);
+        return NN_OK;
+    case NN_OP_abs: return in == NN_BOOL ? not_for_bool(fn, "abs") : NN_OK;
+    case NN_OP_relu: return in == NN_BOOL ? nn_error(NN_ERR_DTYPE, "%s: Boolean inputs not supported for relu", fn) : NN_OK;
+    case NN_OP_sign: return NN_OK;
+    case NN_OP_exp: case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh:
+        if (!nn_dtype_is_float(in)) *out = nn_default_dtype();
+        return NN_OK;
+    case NN_OP_logical_not: *out = NN_BOOL; return NN_OK;
+    default: return nn_error(NN_ERR_ARG, "%s is not a unary elementwise op of nn_unary", nn_op_name(op));
+    }
+}
+
+static nn_tensor *unary_out(nn_op op, nn_tensor *x, nn_dtype odt, const double *f, const int64_t *i)
+{
+    nn_tensor *out = nn_empty(x->ndim, x->shape, odt, x->storage->device);
+    if (!out) return NULL;
+    nn_kargs k = {.op = op, .out = {out}, .in = {x}, .nin = 1, .f = {f[0], f[1]}, .i = {i[0], i[1]}};
+    if (nn_dispatch(&k)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static nn_status unary_inplace(const char *fn, nn_op op, nn_tensor *self, nn_dtype odt, const double *f, const int64_t *i)
+{
+    nn_status st = check_cast(fn, odt, self->dtype);
+    if (!st) st = check_writable(fn, self);
+    if (st) return st;
+    nn_kargs k = {.op = op, .out = {self}, .in = {self}, .nin = 1, .f = {f[0], f[1]}, .i = {i[0], i[1]}};
+    st = nn_dispatch(&k);
+    if (!st) nn_bump_version(self);
+    return st;
+}
+
+static const double no_f[2];
+static const int64_t no_i[2];
+
+static bool valid_op(nn_op op) { return op >= 0 && op < NN_OP_COUNT; }
+
+nn_tensor *nn_unary(nn_op op, nn_tensor *x)
+{
+    nn_dtype odt;
+    if (!valid_op(op) || unary_dtype(nn_op_name(op), op, x->dtype, &odt)) {
+        if (!valid_op(op)) nn_error(NN_ERR_ARG, "nn_unary: unknown op %d", (int)op);
+        return NULL;
+    }
+    return unary_out(op, x, odt, no_f, no_i);
+}
+
+nn_status nn_unary_(nn_op op, nn_tensor *self)
+{
+    if (!valid_op(op)) return nn_error(NN_ERR_ARG, "nn_unary_: unknown op %d", (int)op);
+    nn_dtype odt;
+    nn_status st = unary_dtype(inplace_names[op], op, self->dtype, &odt);
+    return st ? st : unary_inplace(inplace_names[op], op, self, odt, no_f, no_i);
+}
+
+/* int ^ integral exponent stays int (bool becomes int64, as bool + Lua integer does) */
+static nn_status pow_scalar_dtype(const char *fn, nn_dtype in, double e, nn_dtype *out)
+{
+    *out = in;
+    if (nn_dtype_is_float(in)) return NN_OK;
+    if (!is_integral_value(e)) *out = nn_default_dtype();
+    else if (e < 0) return nn_error(NN_ERR_ARG, "%s: Integers to negative integer powers are not allowed.", fn);
+    else if (in == NN_BOOL) *out = NN_I64;
+    return NN_OK;
+}
+
+nn_tensor *nn_pow_scalar(nn_tensor *x, double exponent)
+{
+    nn_dtype odt;
+    if (pow_scalar_dtype("pow", x->dtype, exponent, &odt)) return NULL;
+    double f[2] = {exponent, 0};
+    int64_t i[2] = {0, is_integral_value(exponent) ? (int64_t)exponent : 0};
+    return unary_out(NN_OP_pow_scalar, x, odt, f, i);
+}
+
+static nn_status clamp_dtype(const char *fn, const nn_tensor *x, bool has_min, double min, bool has_max, double max, nn_dtype *out)
+{
+    if (!has_min && !has_max) return nn_error(NN_ERR_ARG, "%s: At least one of 'min' or 'max' must not be None", fn);
+    rtype r = RTYPE_INIT;
+    rt_add_tensor(&r, x);
+    if (has_min) rt_add(&r, RT_WRAPPED, number_dtype(min));
+    if (has_max) rt_add(&r, RT_WRAPPED, number_dtype(max));
+    *out = rt_result(&r);
+    if (*out == NN_BOOL) return not_for_bool(fn, "clamp");
+    nn_status st = NN_OK;
+    if (has_min) st = check_fits(fn, min, *out);
+    if (!st && has_max) st = check_fits(fn, max, *out);
+    return st;
+}
+
+nn_tensor *nn_clamp(nn_tensor *x, bool has_min, double min, bool has_max, double max)
+{
+    nn_dtype odt;
+    if (clamp_dtype("clamp", x, has_min, min, has_max, max, &odt)) return NULL;
+    double f[2] = {min, max};
+    int64_t i[2] = {(has_min ? 1 : 0) | (has_max ? 2 : 0), 0};
+    return unary_out(NN_OP_clamp, x, odt, f, i);
+}
+
+nn_status nn_clamp_(nn_tensor *self, bool has_min, double min, bool has_max, double max)
+{
+    nn_dtype odt;
+    nn_status st = clamp_dtype("clamp_", self, has_min, min, has_max, max, &odt);
+    if (st) return st;
+    double f[2] = {min, max};
+    int64_t i[2] = {(has_min ? 1 : 0) | (has_max ? 2 : 0), 0};
+    return unary_inplace("clamp_", NN_OP_clamp, self, odt, f, i);
+}
+
+/* ---- binary ---- */
+
+/* The compute dtype (what inputs are cast to) and the result dtype of a binary op. */
+static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, const nn_tensor *b, double alpha,
+                               nn_dtype *cdt, nn_dtype *odt)
+{
+    nn_dtype c = nn_result_type(a, b);
+    *cdt = *odt = c;
+    switch (op) {
+    case NN_OP_sub:
+        if (a->dtype == NN_BOOL && b->dtype == NN_BOOL)
+            return nn_error(NN_ERR_DTYPE, "%s: Subtraction, the `-` operator, with two bool tensors is not supported. "
+                            "Use the `^` or `logical_xor()` operator instead.", fn);
+        if (a->dtype == NN_BOOL || b->dtype == NN_BOOL)
+            return nn_error(NN_ERR_DTYPE, "%s: Subtraction, the `-` operator, with a bool tensor is not supported. "
+                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", fn);
+        /* fall through */
+    case NN_OP_add:
+        if (alpha != 1 && nn_dtype_is_integral(c) && c != NN_BOOL && !is_integral_value(alpha))
+            return nn_error(NN_ERR_ARG, "%s: For integral input tensors, argument alpha must not be a floating point number.", fn);
+        return NN_OK;
+    case NN_OP_mul: case NN_OP_maximum: case NN_OP_minimum:
+        return NN_OK;
+    case NN_OP_div:
+        if (nn_dtype_is_integral(c)) *cdt = *odt = nn_default_dtype();
+        return NN_OK;
+    case NN_OP_pow:
+        if (c == NN_BOOL) return not_for_bool(fn, "pow");
+        if (nn_dtype_is_integral(c) && b->wrapped_number && b->storage->device.type == NN_CPU &&
+            nn_load_f64(nn_data(b), b->dtype) < 0)
+            return nn_error(NN_ERR_ARG, "%s: Integers to negative integer powers are not allowed.", fn);
+        return NN_OK;
+    case NN_OP_remainder:
+        return c == NN_BOOL ? not_for_bool(fn, "remainder") : NN_OK;
+    case NN_OP_eq: case NN_OP_ne: case NN_OP_lt: case NN_OP_le: case NN_OP_gt: case NN_OP_ge:
+    case NN_OP_logical_and: case NN_OP_logical_or:
+        *odt = NN_BOOL;
+        return NN_OK;
+    default:
+        return nn_error(NN_ERR_ARG, "%s is not a binary elementwise op", nn_op_name(op));
+    }
+}
+
+static nn_tensor *binary_out(nn_op op, nn_tensor *a, nn_tensor *b, double alpha)
+{
+    if (!valid_op(op)) {
+        nn_error(NN_ERR_ARG, "nn_binary: unknown op %d", (int)op);
+        return NULL;
+    }
+    const char *fn = nn_op_name(op);
+    nn_dtype cdt, odt;
+    if (binary_dtypes(fn, op, a, b, alpha, &cdt, &odt)) return NULL;
+    int nd = a->ndim;
+    const int64_t *shape = a->shape;
+    int64_t bshape[NN_MAX_DIMS];
+    if (!same_shape(a, b)) {
+        if (nn_broadcast_shapes(fn, a->ndim, a->shape, b->ndim, b->shape, &nd, bshape)) return NULL;
+        shape = bshape;
+    }
+    nn_tensor *ins[2] = {a, b};
+    nn_tensor *out = nn_empty(nd, shape, odt, pick_device(ins, 2));
+    if (!out) return NULL;
+    nn_kargs k = {.op = op, .out = {out}, .in = {a, b}, .nin = 2, .f = {alpha}, .i = {cdt}};
+    if (nn_dispatch(&k)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_binary(nn_op op, nn_tensor *a, nn_tensor *b) { return binary_out(op, a, b, 1); }
+nn_tensor *nn_add_alpha(nn_tensor *a, nn_tensor *b, double alpha) { return binary_out(NN_OP_add, a, b, alpha); }
+
+static nn_status binary_inplace(nn_op op, nn_tensor *self, nn_tensor *other, double alpha)
+{
+    if (!valid_op(op)) return nn_error(NN_ERR_ARG, "nn_binary_: unknown op %d", (int)op);
+    const char *fn = inplace_names[op];
+    nn_dtype cdt, odt;
+    nn_status st = binary_dtypes(fn, op, self, other, alpha, &cdt, &odt);
+    if (!st) st = check_cast(fn, odt, self->dtype);
+    if (!st) st = check_into(fn, self, other);
+    if (!st) st = check_writable(fn, self);
+    if (st) return st;
+    nn_tensor *o = unalias(self, other);
+    if (!o) return nn_last_status();
+    nn_kargs k = {.op = op, .out = {self}, .in = {self, o}, .nin = 2, .f = {alpha}, .i = {cdt}};
+    st = nn_dispatch(&k);
+    nn_release(o);
+    if (!st) nn_bump_version(self);
+    return st;
+}
+
+nn_status nn_binary_(nn_op op, nn_tensor *self, nn_tensor *other) { return binary_inplace(op, self, other, 1); }
+nn_status nn_add_alpha_(nn_tensor *self, nn_tensor *other, double alpha) { return binary_inplace(NN_OP_add, self, other, alpha); }
+
+/* ---- where ---- */
+
+nn_tensor *nn_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b)
+{
+    if (cond->dtype != NN_BOOL && cond->dtype != NN_U8) {
+        nn_error(NN_ERR_DTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                 scalar_names[cond->dtype]);
+        return NULL;
+    }
+    int n1, n2;
+    int64_t s1[NN_MAX_DIMS], s2[NN_MAX_DIMS];
+    if (nn_broadcast_shapes("where", cond->ndim, cond->shape, a->ndim, a->shape, &n1, s1) ||
+        nn_broadcast_shapes("where", n1, s1, b->ndim, b->shape, &n2, s2))
+        return NULL;
+    nn_dtype odt = nn_result_type(a, b);
+    nn_tensor *ins[3] = {cond, a, b};
+    nn_tensor *out = nn_empty(n2, s2, odt, pick_device(ins, 3));
+    if (!out) return NULL;
+    nn_kargs k = {.op = NN_OP_where, .out = {out}, .in = {cond, a, b}, .nin = 3, .i = {odt}};
+    if (nn_dispatch(&k)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- fills ---- */
+
+nn_status nn_fill_(nn_tensor *self, double value)
+{
+    nn_status st = check_fits("fill_", value, self->dtype);
+    if (st) return st;
+    int64_t iv = self->dtype == NN_BOOL ? value != 0 : nn_dtype_is_integral(self->dtype) ? (int64_t)value : 0;
+    nn_kargs k = {.op = NN_OP_fill, .out = {self}, .f = {value}, .i = {0, iv}};
+    st = nn_dispatch(&k);
+    if (!st) nn_bump_version(self);
+    return st;
+}
+
+nn_status nn_zero_(nn_tensor *self) { return nn_fill_(self, 0); }
+
+/* ---- copies ---- */
+
+static nn_status copy_kernel(nn_tensor *dst, nn_tensor *src)
+{
+    nn_kargs k = {.op = NN_OP_copy, .out = {dst}, .in = {src}, .nin = 1};
+    return nn_dispatch(&k);
+}
+
+/* Between devices: make src contiguous on its own device, move its bytes with the non-CPU
+ * backend's copy (straight into dst when dst is a contiguous tensor of the same dtype and
+ * shape), then cast and broadcast into dst on dst's device. */
+static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
+{
+    nn_device dd = dst->storage->device, sd = src->storage->device;
+    const nn_backend *be = nn_backend_for(dd.type != NN_CPU ? dd : sd);
+    if (!be || !be->copy) {
+        char b1[16], b2[16];
+        return nn_error(NN_ERR_DEVICE, "copy_: no backend copies from %s to %s", nn_device_str(b1, sd), nn_device_str(b2, dd));
+    }
+    if (nn_numel(dst) == 0) return NN_OK;
+    nn_tensor *s = nn_is_contiguous(src) ? nn_retain(src) : nn_clone(src);
+    if (!s) return nn_last_status();
+    bool direct = nn_is_contiguous(dst) && dst->dtype == src->dtype && same_shape(dst, src);
+    nn_tensor *t = direct ? nn_retain(dst) : nn_empty(src->ndim, src->shape, src->dtype, dd);
+    nn_status st = t ? NN_OK : nn_last_status();
+    if (!st) st = be->copy(nn_data(t), dd, nn_data(s), sd, (size_t)nn_numel(src) * nn_dtype_size(src->dtype));
+    if (!st && !direct) st = copy_kernel(dst, t);
+    nn_release(s);
+    nn_release(t);
+    return st;
+}
+
+nn_status nn_copy_(nn_tensor *dst, nn_tensor *src)
+{
+    nn_status st = check_into("copy_", dst, src);
+    if (!st) st = check_writable("copy_", dst);
+    if (st) return st;
+    if (!nn_device_eq(dst->storage->device, src->storage->device)) st = copy_across(dst, src);
+    else if (!same_view(dst, src)) {
+        nn_tensor *s = unalias(dst, src);
+        if (!s) return nn_last_status();
+        st = copy_kernel(dst, s);
+        nn_release(s);
+    }
+    if (!st) nn_bump_version(dst);
+    return st;
+}
+
+nn_tensor *nn_clone(nn_tensor *t)
+{
+    nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, t->storage->device);
+    if (out && copy_kernel(out, t)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_to_dtype(nn_tensor *t, nn_dtype dt)
+{
+    if (dt == NN_DTYPE_NONE || dt == t->dtype) return nn_retain(t);
+    nn_tensor *out = nn_empty(t->ndim, t->shape, dt, t->storage->device);
+    if (out && copy_kernel(out, t)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_to_device(nn_tensor *t, nn_device dev)
+{
+    if (nn_device_eq(t->storage->device, dev)) return nn_retain(t);
+    nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, dev);
+    if (out && copy_across(out, t)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}

@@ -1,0 +1,343 @@
+/* Matrix product frontends: mm, bmm, matmul, addmm, dot, outer. Each checks
+ * shapes and dtypes the way PyTorch does, allocates the output and runs the one
+ * BLAS kernel (NN_OP_bmm) on 3-D strided views of its operands. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend.h"
+
+/* The C++ type names PyTorch's dtype-mismatch messages print. */
+static const char *ctype_name(nn_dtype dt)
+{
+    static const char *const names[NN_NDTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "unsigned char", "bool"};
+    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
+}
+
+static const char *torch_name(nn_dtype dt)
+{
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
+}
+
+static nn_status check_operands(const char *fn, const nn_tensor *a, const nn_tensor *b)
+{
+    char d1[16], d2[16];
+    if (a->dtype != b->dtype)
+        return nn_error(NN_ERR_DTYPE, "%s: expected m1 and m2 to have the same dtype, but got: %s != %s", fn, ctype_name(a->dtype),
+                        ctype_name(b->dtype));
+    if (a->dtype == NN_BOOL) return nn_error(NN_ERR_DTYPE, "%s: not implemented for 'Bool'", fn);
+    if (!nn_device_eq(a->storage->device, b->storage->device))
+        return nn_error(NN_ERR_DEVICE, "%s: expected all tensors to be on the same device, but found at least two devices, %s and %s",
+                        fn, nn_device_str(d1, a->storage->device), nn_device_str(d2, b->storage->device));
+    return NN_OK;
+}
+
+static nn_status cannot_multiply(const char *fn, const nn_tensor *a, const nn_tensor *b)
+{
+    char s1[160], s2[160];
+    return nn_error(NN_ERR_SHAPE, "%s: shapes %s and %s cannot be multiplied", fn, nn_shape_str(s1, a->ndim, a->shape),
+                    nn_shape_str(s2, b->ndim, b->shape));
+}
+
+/* A 3-D view [nb, rows, cols] of t's storage with the given element strides and offset. */
+static nn_tensor *view3(const nn_tensor *t, int64_t nb, int64_t rows, int64_t cols, int64_t bs, int64_t rs, int64_t cs, int64_t offset)
+{
+    int64_t shape[3] = {nb, rows, cols}, strides[3] = {bs, rs, cs};
+    return nn_make_view(t, 3, shape, strides, offset);
+}
+
+/* out3 = beta*out3 + alpha*(a3 @ b3); consumes the three views. */
+static nn_status gemm(nn_tensor *a3, nn_tensor *b3, nn_tensor *out3, double alpha, double beta)
+{
+    nn_status s = NN_OK;
+    if (!a3 || !b3 || !out3) s = nn_last_status();
+    else {
+        nn_kargs k = {.op = NN_OP_bmm, .out = {out3}, .in = {a3, b3}, .nin = 2, .f = {alpha, beta}};
+        s = nn_dispatch(&k);
+    }
+    nn_release(a3), nn_release(b3), nn_release(out3);
+    return s;
+}
+
+/* Matrix view of a 2-D tensor, or of a 1-D one as a row ([1, k]) or column ([k, 1]). */
+typedef struct { int64_t rows, cols, rs, cs; } matdesc;
+
+static matdesc as_matrix(const nn_tensor *t, bool row)
+{
+    if (t->ndim == 1) return row ? (matdesc){1, t->shape[0], 0, t->strides[0]} : (matdesc){t->shape[0], 1, t->strides[0], 0};
+    int d = t->ndim - 2;
+    return (matdesc){t->shape[d], t->shape[d + 1], t->strides[d], t->strides[d + 1]};
+}
+
+nn_tensor *nn_mm(nn_tensor *a, nn_tensor *b)
+{
+    if (a->ndim != 2 || b->ndim != 2) {
+        nn_error(NN_ERR_SHAPE, "mm: expected 2-D tensors, but got %d-D and %d-D tensors", a->ndim, b->ndim);
+        return NULL;
+    }
+    if (a->shape[1] != b->shape[0]) {
+        cannot_multiply("mm", a, b);
+        return NULL;
+    }
+    if (check_operands("mm", a, b)) return NULL;
+    int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1], shape[2] = {m, n};
+    nn_tensor *out = nn_empty(2, shape, a->dtype, a->storage->device);
+    if (!out) return NULL;
+    if (gemm(view3(a, 1, m, k, 0, a->strides[0], a->strides[1], a->offset), view3(b, 1, k, n, 0, b->strides[0], b->strides[1], b->offset),
+             view3(out, 1, m, n, 0, n, 1, 0), 1, 0)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_bmm(nn_tensor *a, nn_tensor *b)
+{
+    if (a->ndim != 3 || b->ndim != 3) {
+        nn_error(NN_ERR_SHAPE, "bmm: expected 3-D tensors, but got %d-D and %d-D tensors", a->ndim, b->ndim);
+        return NULL;
+    }
+    if (a->shape[0] != b->shape[0]) {
+        nn_error(NN_ERR_SHAPE, "bmm: batch1 and batch2 must have same number of batches, got %lld and %lld", (long long)a->shape[0],
+                 (long long)b->shape[0]);
+        return NULL;
+    }
+    if (a->shape[2] != b->shape[1]) {
+        cannot_multiply("bmm", a, b);
+        return NULL;
+    }
+    if (check_operands("bmm", a, b)) return NULL;
+    int64_t nb = a->shape[0], m = a->shape[1], n = b->shape[2], shape[3] = {nb, m, n};
+    nn_tensor *out = nn_empty(3, shape, a->dtype, a->storage->device);
+    if (!out) return NULL;
+    if (gemm(nn_retain(a), nn_retain(b), nn_retain(out), 1, 0)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Do dims [0, n) of t (sizes, strides) collapse into one dim? Sets its stride. */
+static bool collapsible(int n, const int64_t *shape, const int64_t *strides, int64_t *stride)
+{
+    int64_t expect = -1;
+    *stride = 0;
+    for (int d = n - 1; d >= 0; d--) {
+        if (shape[d] == 1) continue;
+        if (expect >= 0 && strides[d] != expect) return false;
+        if (expect < 0) *stride = strides[d];
+        expect = strides[d] * shape[d];
+    }
+    return true;
+}
+
+nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
+{
+    char s1[160], s2[160];
+    if (a->ndim == 0 || b->ndim == 0) {
+        nn_error(NN_ERR_SHAPE, "matmul: both arguments to matmul need to be at least 1D, but they are %dD and %dD", a->ndim, b->ndim);
+        return NULL;
+    }
+    matdesc ma = as_matrix(a, true), mb = as_matrix(b, false);
+    if (ma.cols != mb.rows) {
+        cannot_multiply("matmul", a, b);
+        return NULL;
+    }
+    if (check_operands("matmul", a, b)) return NULL;
+    int64_t m = ma.rows, k = ma.cols, n = mb.cols;
+    /* broadcast the batch dims (all but the last two; a 1-D operand has none) */
+    int na = a->ndim > 2 ? a->ndim - 2 : 0, nbd = b->ndim > 2 ? b->ndim - 2 : 0, nd = na > nbd ? na : nbd;
+    if (nd + 2 > NN_MAX_DIMS) {
+        nn_error(NN_ERR_SHAPE, "matmul: result would have more than %d dimensions", NN_MAX_DIMS);
+        return NULL;
+    }
+    int64_t bshape[NN_MAX_DIMS], sa[NN_MAX_DIMS], sb[NN_MAX_DIMS], so[NN_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        int da = d - (nd - na), db = d - (nd - nbd);
+        int64_t za = da >= 0 ? a->shape[da] : 1, zb = db >= 0 ? b->shape[db] : 1;
+        if (za != zb && za != 1 && zb != 1) {
+            nn_error(NN_ERR_SHAPE, "matmul: the batch dims of %s and %s do not broadcast: size %lld and size %lld at batch dimension %d",
+                     nn_shape_str(s1, a->ndim, a->shape), nn_shape_str(s2, b->ndim, b->shape), (long long)za, (long long)zb, d);
+            return NULL;
+        }
+        bshape[d] = za == 1 ? zb : za;
+        sa[d] = za == 1 ? 0 : a->strides[da];
+        sb[d] = zb == 1 ? 0 : b->strides[db];
+    }
+    /* result: batch ++ [m] (unless a is 1-D) ++ [n] (unless b is 1-D), contiguous */
+    int64_t oshape[NN_MAX_DIMS];
+    int no = 0;
+    for (int d = 0; d < nd; d++) oshape[no++] = bshape[d];
+    if (a->ndim > 1) oshape[no++] = m;
+    if (b->ndim > 1) oshape[no++] = n;
+    nn_tensor *out = nn_empty(no, oshape, a->dtype, a->storage->device);
+    if (!out) return NULL;
+    int64_t stride = m * n, total = 1;
+    for (int d = nd - 1; d >= 0; d--) so[d] = stride, stride *= bshape[d], total *= bshape[d];
+    nn_status st = NN_OK;
+    int64_t arow;
+    if (nd > 0 && nbd == 0 && collapsible(na + 1, a->shape, a->strides, &arow)) {
+        /* [..., m, k] @ [k, n]: one product with the batch folded into the rows */
+        st = gemm(view3(a, 1, total * m, k, 0, total * m > 1 ? arow : ma.rs, ma.cs, a->offset),
+                  view3(b, 1, k, n, 0, mb.rs, mb.cs, b->offset), view3(out, 1, total * m, n, 0, n, 1, 0), 1, 0);
+    } else {
+        /* merge batch dims where all three operands allow, loop over what remains outside the last */
+        int q = 0;
+        for (int d = 0; d < nd; d++) {
+            if (bshape[d] == 1) continue;
+            if (q > 0 && sa[q - 1] == sa[d] * bshape[d] && sb[q - 1] == sb[d] * bshape[d] && so[q - 1] == so[d] * bshape[d]) {
+                bshape[q - 1] *= bshape[d];
+                sa[q - 1] = sa[d], sb[q - 1] = sb[d], so[q - 1] = so[d];
+                continue;
+            }
+            bshape[q] = bshape[d], sa[q] = sa[d], sb[q] = sb[d], so[q] = so[d];
+            q++;
+        }
+        int64_t inner = q ? bshape[q - 1] : 1, isa = q ? sa[q - 1] : 0, isb = q ? sb[q - 1] : 0, iso = q ? so[q - 1] : 0;
+        int64_t idx[NN_MAX_DIMS] = {0}, oa = a->offset, ob = b->offset, oo = 0;
+        for (bool more = total > 0; more && !st;) {
+            st = gemm(view3(a, inner, m, k, isa, ma.rs, ma.cs, oa), view3(b, inner, k, n, isb, mb.rs, mb.cs, ob),
+                      view3(out, inner, m, n, iso, n, 1, oo), 1, 0);
+            more = false;
+            for (int d = q - 2; d >= 0; d--) {
+                oa += sa[d], ob += sb[d], oo += so[d];
+                if (++idx[d] < bshape[d]) { more = true; break; }
+                oa -= sa[d] * bshape[d], ob -= sb[d] * bshape[d], oo -= so[d] * bshape[d];
+                idx[d] = 0;
+            }
+        }
+    }
+    if (st) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha)
+{
+    char s1[160], s2[160];
+    if (a->ndim != 2 || b->ndim != 2) {
+        nn_error(NN_ERR_SHAPE, "addmm: expected 2-D tensors, but got %d-D and %d-D tensors", a->ndim, b->ndim);
+        return NULL;
+    }
+    if (a->shape[1] != b->shape[0]) {
+        cannot_multiply("addmm", a, b);
+        return NULL;
+    }
+    if (check_operands("addmm", a, b)) return NULL;
+    if (bias->dtype != a->dtype) {
+        nn_error(NN_ERR_DTYPE, "addmm: expected self and m1 to have the same dtype, but got: %s != %s", ctype_name(bias->dtype),
+                 ctype_name(a->dtype));
+        return NULL;
+    }
+    if (nn_dtype_is_integral(a->dtype) && (alpha != trunc(alpha) || beta != trunc(beta))) {
+        nn_error(NN_ERR_ARG, "addmm: for integral input tensors, arguments alpha and beta must not be floating point numbers");
+        return NULL;
+    }
+    int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1], shape[2] = {m, n};
+    /* bias broadcast to [m, n] */
+    int64_t bst[2] = {0, 0};
+    bool ok = bias->ndim <= 2;
+    for (int d = 0; ok && d < bias->ndim; d++) {
+        int od = d + 2 - bias->ndim;
+        if (bias->shape[d] == shape[od]) bst[od] = bias->strides[d];
+        else ok = bias->shape[d] == 1;
+    }
+    if (!ok) {
+        nn_error(NN_ERR_SHAPE, "addmm: the bias of shape %s cannot be broadcast to the product's shape %s", nn_shape_str(s1, bias->ndim, bias->shape),
+                 nn_shape_str(s2, 2, shape));
+        return NULL;
+    }
+    nn_tensor *out = nn_empty(2, shape, a->dtype, a->storage->device);
+    if (!out) return NULL;
+    if (beta != 0) { /* out = bias (expanded), then out = beta*out + alpha*a@b */
+        nn_tensor *e = nn_make_view(bias, 2, shape, bst, bias->offset);
+        nn_status s = NN_ERR_NOMEM;
+        if (e) {
+            nn_kargs c = {.op = NN_OP_copy, .out = {out}, .in = {e}, .nin = 1};
+            s = nn_dispatch(&c);
+        }
+        nn_release(e);
+        if (s) {
+            nn_release(out);
+            return NULL;
+        }
+    }
+    if (gemm(view3(a, 1, m, k, 0, a->strides[0], a->strides[1], a->offset), view3(b, 1, k, n, 0, b->strides[0], b->strides[1], b->offset),
+             view3(out, 1, m, n, 0, n, 1, 0), alpha, beta)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b)
+{
+    char s1[160], s2[160];
+    if (a->ndim != 1 || b->ndim != 1) {
+        nn_error(NN_ERR_SHAPE, "dot: 1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
+        return NULL;
+    }
+    if (a->shape[0] != b->shape[0]) {
+        nn_error(NN_ERR_SHAPE,
+                 "dot: inconsistent tensor size, expected tensor %s and src %s to have the same number of elements, but got %lld and %lld elements respectively",
+                 nn_shape_str(s1, 1, a->shape), nn_shape_str(s2, 1, b->shape), (long long)a->shape[0], (long long)b->shape[0]);
+        return NULL;
+    }
+    if (a->dtype != b->dtype) {
+        nn_error(NN_ERR_DTYPE, "dot: expected both vectors to have same dtype, but found %s and %s", torch_name(a->dtype), torch_name(b->dtype));
+        return NULL;
+    }
+    if (check_operands("dot", a, b)) return NULL;
+    int64_t k = a->shape[0];
+    nn_tensor *out = nn_empty(0, NULL, a->dtype, a->storage->device);
+    if (!out) return NULL;
+    if (gemm(view3(a, 1, 1, k, 0, 0, a->strides[0], a->offset), view3(b, 1, k, 1, 0, b->strides[0], 0, b->offset),
+             view3(out, 1, 1, 1, 0, 1, 1, 0), 1, 0)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* t cast to dt (t itself, retained, when it already is dt) */
+static nn_tensor *cast(nn_tensor *t, nn_dtype dt)
+{
+    if (t->dtype == dt) return nn_retain(t);
+    nn_tensor *c = nn_empty(t->ndim, t->shape, dt, t->storage->device);
+    if (!c) return NULL;
+    nn_kargs k = {.op = NN_OP_copy, .out = {c}, .in = {t}, .nin = 1};
+    if (nn_dispatch(&k)) {
+        nn_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+nn_tensor *nn_outer(nn_tensor *a, nn_tensor *b)
+{
+    char d1[16], d2[16];
+    if (a->ndim != 1 || b->ndim != 1) {
+        nn_error(NN_ERR_SHAPE, "outer: expected 1-D arguments, but got %d-D and %d-D", a->ndim, b->ndim);
+        return NULL;
+    }
+    if (!nn_device_eq(a->storage->device, b->storage->device)) {
+        nn_error(NN_ERR_DEVICE, "outer: expected all tensors to be on the same device, but found at least two devices, %s and %s",
+                 nn_device_str(d1, a->storage->device), nn_device_str(d2, b->storage->device));
+        return NULL;
+    }
+    nn_dtype dt = nn_promote_types(a->dtype, b->dtype);
+    int64_t m = a->shape[0], n = b->shape[0], shape[2] = {m, n};
+    nn_tensor *ca = cast(a, dt), *cb = ca ? cast(b, dt) : NULL;
+    nn_tensor *out = cb ? nn_empty(2, shape, dt, a->storage->device) : NULL;
+    nn_status s = out ? gemm(view3(ca, 1, m, 1, 0, ca->strides[0], 0, ca->offset), view3(cb, 1, 1, n, 0, 0, cb->strides[0], cb->offset),
+                             view3(out, 1, m, n, 0, n, 1, 0), 1, 0)
+                      : nn_last_status();
+    nn_release(ca), nn_release(cb);
+    if (s) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
