@@ -13,19 +13,19 @@
 const char LT_TENSOR_MT[1];
 const char LT_DTYPES[1];
 
-/* Bytes of new tensors pushed since the last GC step: Lua does not see tensor
- * memory, so large temporaries nudge the collector (Torch7's heap tracking). */
+/* Lua does not see tensor memory: every pushed tensor reports its host-side
+ * bytes as GC debt (Torch7's heap tracking), so garbage tensors are collected
+ * at the pace they are made and the collector sees large temporaries. */
 static size_t gc_debt;
-#define GC_DEBT_STEP ((size_t)64 << 20)
+#define GC_DEBT_FLUSH 16384
 
-static void account(lua_State *L, const nn_tensor *t)
+static inline void account(lua_State *L, const nn_tensor *t)
 {
-    if (t->storage->refcount != 1) return; /* a view: no new memory */
-    gc_debt += t->storage->nbytes;
-    if (gc_debt >= GC_DEBT_STEP) {
-        int kb = (int)(gc_debt >> 10);
-        gc_debt = 0;
-        lua_gc(L, LUA_GCSTEP, kb);
+    gc_debt += sizeof(nn_tensor) + (t->storage->refcount == 1 ? sizeof(nn_storage) + t->storage->nbytes : 0);
+    if (gc_debt >= GC_DEBT_FLUSH) {
+        size_t kb = gc_debt >> 10;
+        gc_debt &= 1023;
+        lua_gc(L, LUA_GCSTEP, (int)(kb > 1 << 30 ? 1 << 30 : kb));
     }
 }
 
@@ -41,7 +41,7 @@ void lt_push(lua_State *L, nn_tensor *t)
     u->t = t;
     lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
     lua_setmetatable(L, -2);
-    if (t->storage->nbytes >= 4096) account(L, t);
+    account(L, t);
 }
 
 void lt_push_or_fail(lua_State *L, nn_tensor *t, int arg)
@@ -336,7 +336,7 @@ static inline int push_fast(lua_State *L, nn_tensor *r)
     u->t = r;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_setmetatable(L, -2);
-    if (r->storage->nbytes >= 4096) account(L, r);
+    account(L, r);
     return 1;
 }
 

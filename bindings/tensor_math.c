@@ -187,8 +187,8 @@ static void two_numbers(lua_State *L, const char *k1, double *v1, const char *k2
     const char *keys[] = {k1, k2, "generator", NULL};
     int last = lt_last_positional(L), o = last + 1;
     lt_check_opts(L, o, keys);
-    *v1 = luaL_optnumber(L, 2, *v1);
-    *v2 = luaL_optnumber(L, 3, *v2);
+    if (last >= 2) *v1 = luaL_checknumber(L, 2);
+    if (last >= 3) *v2 = luaL_checknumber(L, 3);
     *v1 = lt_opt_number(L, o, k1, *v1);
     *v2 = lt_opt_number(L, o, k2, *v2);
 }
@@ -271,7 +271,7 @@ static int m_reduce(lua_State *L)
 static int m_maxmin(lua_State *L)
 {
     static const char *const keys[] = {"dim", "keepdim", NULL};
-    bool is_max = lua_toboolean(L, lua_upvalueindex(1));
+    bool is_max = lua_tointeger(L, lua_upvalueindex(1)) != 0;
     nn_tensor *t = lt_check(L, 1);
     if (lt_is_tensor(L, 2)) {
         nn_tensor *o = lt_check(L, 2);
@@ -295,7 +295,7 @@ static int m_maxmin(lua_State *L)
 static int m_argmaxmin(lua_State *L)
 {
     static const char *const keys[] = {"dim", "keepdim", NULL};
-    bool is_max = lua_toboolean(L, lua_upvalueindex(1));
+    bool is_max = lua_tointeger(L, lua_upvalueindex(1)) != 0;
     nn_tensor *t = lt_check(L, 1);
     red_args r;
     read_red(L, t, 2, true, keys, &r);
@@ -307,7 +307,7 @@ static int m_argmaxmin(lua_State *L)
 static int m_varstd(lua_State *L)
 {
     static const char *const keys[] = {"dim", "unbiased", "correction", "keepdim", NULL};
-    bool is_std = lua_toboolean(L, lua_upvalueindex(1));
+    bool is_std = lua_tointeger(L, lua_upvalueindex(1)) != 0;
     nn_tensor *t = lt_check(L, 1);
     int last = lt_last_positional(L), o = last + 1;
     lt_check_opts(L, o, keys);

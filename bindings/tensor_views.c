@@ -131,7 +131,7 @@ static int m_flatten(lua_State *L)
     static const char *const keys[] = {"start_dim", "end_dim", NULL};
     int last = lt_last_positional(L), o = last + 1;
     lt_check_opts(L, o, keys);
-    lua_Integer s = luaL_optinteger(L, 2, 0), e = luaL_optinteger(L, 3, -1);
+    lua_Integer s = last >= 2 ? luaL_checkinteger(L, 2) : 0, e = last >= 3 ? luaL_checkinteger(L, 3) : -1;
     if (lt_opt(L, o, "start_dim") != LUA_TNIL) s = luaL_checkinteger(L, -1);
     if (lt_opt(L, o, "end_dim") != LUA_TNIL) e = luaL_checkinteger(L, -1);
     lt_push_or_fail(L, nn_flatten(t, (int)s, (int)e), 2);

@@ -12,11 +12,13 @@
 typedef struct nn_kargs {
     nn_op op;
     nn_tensor *out[2];
-    nn_tensor *in[3];
+    nn_tensor *in[4];
     int nin;
-    double f[4];   /* float parameters (see ops.def) */
-    int64_t i[4];  /* integer parameters (see ops.def) */
+    double f[8];   /* float parameters (see ops.def) */
+    int64_t i[8];  /* integer parameters (see ops.def) */
     uint32_t dims; /* REDUCE: bit d set = reduce dim d of in0 */
+    nn_tensor *const *list; /* LIST kernels (optimizer steps): nlist tensors per role */
+    int nlist;
 } nn_kargs;
 
 typedef nn_status (*nn_kernel)(const nn_kargs *a);

@@ -16,7 +16,7 @@ typedef enum {
     NN_OP_COUNT
 } nn_op;
 
-typedef enum { NN_KIND_UNARY, NN_KIND_BINARY, NN_KIND_TERNARY, NN_KIND_REDUCE, NN_KIND_BLAS, NN_KIND_FILL, NN_KIND_COPY } nn_op_kind;
+typedef enum { NN_KIND_UNARY, NN_KIND_BINARY, NN_KIND_TERNARY, NN_KIND_REDUCE, NN_KIND_BLAS, NN_KIND_FILL, NN_KIND_COPY, NN_KIND_NN } nn_op_kind;
 typedef enum { NN_AUTOCAST_NONE, NN_AUTOCAST_LOWER, NN_AUTOCAST_FP32, NN_AUTOCAST_PROMOTE } nn_autocast_kind;
 
 const char *nn_op_name(nn_op op);

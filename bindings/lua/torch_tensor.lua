@@ -63,5 +63,3 @@ torch.cuda.is_available = torch.cuda.is_available or function() return false end
 torch.cuda.device_count = torch.cuda.device_count or function() return 0 end
 torch.cuda.manual_seed = torch.cuda.manual_seed or function() end
 torch.cuda.manual_seed_all = torch.cuda.manual_seed_all or function() end
-
-return Tensor

@@ -29,13 +29,15 @@ static nn_status cpu_synchronize(int device_index)
     return NN_OK;
 }
 
-#define CPU_KERNEL_UNARY nn_cpu_unary
-#define CPU_KERNEL_BINARY nn_cpu_binary
-#define CPU_KERNEL_TERNARY nn_cpu_ternary
-#define CPU_KERNEL_REDUCE nn_cpu_reduce
-#define CPU_KERNEL_BLAS nn_cpu_bmm
-#define CPU_KERNEL_FILL nn_cpu_fill
-#define CPU_KERNEL_COPY nn_cpu_copy
+/* kind -> kernel; ops of kind NN have a kernel of their own, nn_cpu_<name> */
+#define CPU_KERNEL_UNARY(name) nn_cpu_unary
+#define CPU_KERNEL_BINARY(name) nn_cpu_binary
+#define CPU_KERNEL_TERNARY(name) nn_cpu_ternary
+#define CPU_KERNEL_REDUCE(name) nn_cpu_reduce
+#define CPU_KERNEL_BLAS(name) nn_cpu_bmm
+#define CPU_KERNEL_FILL(name) nn_cpu_fill
+#define CPU_KERNEL_COPY(name) nn_cpu_copy
+#define CPU_KERNEL_NN(name) nn_cpu_##name
 
 const nn_backend nn_cpu_backend = {
     .name = "cpu",
@@ -44,7 +46,7 @@ const nn_backend nn_cpu_backend = {
     .copy = cpu_copy,
     .synchronize = cpu_synchronize,
     .kernels = {
-#define X(name, kind, autocast, backward) [NN_OP_##name] = CPU_KERNEL_##kind,
+#define X(name, kind, autocast, backward) [NN_OP_##name] = CPU_KERNEL_##kind(name),
 #include "../ops.def"
 #undef X
     },

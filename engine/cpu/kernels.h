@@ -14,4 +14,18 @@ nn_status nn_cpu_fill(const nn_kargs *a);    /* cpu/copy.c: fill, arange; random
 nn_status nn_cpu_random(const nn_kargs *a);  /* cpu/random.c: uniform, normal, randint */
 nn_status nn_cpu_copy(const nn_kargs *a);    /* cpu/copy.c */
 
+/* Ops of kind NN each have a kernel nn_cpu_<name>. Declared weak: a kernel not yet
+ * written is a NULL table entry, which nn_dispatch reports as not implemented. */
+#define NN_CPU_DECLARE_UNARY(name)
+#define NN_CPU_DECLARE_BINARY(name)
+#define NN_CPU_DECLARE_TERNARY(name)
+#define NN_CPU_DECLARE_REDUCE(name)
+#define NN_CPU_DECLARE_BLAS(name)
+#define NN_CPU_DECLARE_FILL(name)
+#define NN_CPU_DECLARE_COPY(name)
+#define NN_CPU_DECLARE_NN(name) __attribute__((weak)) nn_status nn_cpu_##name(const nn_kargs *a);
+#define X(name, kind, autocast, backward) NN_CPU_DECLARE_##kind(name)
+#include "../ops.def"
+#undef X
+
 #endif

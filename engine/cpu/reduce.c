@@ -6,11 +6,13 @@
  *  - inner: for each output element, fold every reduced element into one
  *    accumulator (rows along the innermost reduced dim);
  *  - vec: when the innermost input dim is a kept one (column sums), walk the
- *    reduced positions once and accumulate a whole kept row into an array of
- *    accumulators, so memory is read in order.
+ *    reduced positions once and accumulate each kept row (in tiles of TILE)
+ *    into an array of accumulators, so memory is read in order.
  * Floats accumulate in double, integers in int64 (wrapping like PyTorch).
  * Rows are converted to a small double/int64 buffer first, so each op is
- * written once per path; contiguous float32/float64 sums skip the buffer. */
+ * written once per path; contiguous float32 rows skip the buffer for sum,
+ * amax/amin and var (loops in fixed blocks that -O2 vectorizes), and float32
+ * column sums take four rows per pass over the accumulators. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
