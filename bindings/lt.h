@@ -101,8 +101,4 @@ void lt_open_math(lua_State *L);    /* tensor_math.c: elementwise, reductions, m
 void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ... */
 int luaopen_time(lua_State *L);     /* time.c */
 
-/* Set f (a C function) as field name of the table at the top, and also in
- * torch.Tensor when tensor_too: helpers for the openers. */
-void lt_setfuncs(lua_State *L, const luaL_Reg *l);
-
 #endif

@@ -3,7 +3,7 @@
  *
  * Hot path (`a + b`): the operators carry the metatable as upvalue 1, so telling
  * a tensor apart is lua_touserdata + one metatable compare; the result is one
- * userdata and one nn_binary call, nothing else. */
+ * nn_binary call and one userdata, plus a byte count that paces the GC. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,9 +13,11 @@
 const char LT_TENSOR_MT[1];
 const char LT_DTYPES[1];
 
-/* Lua does not see tensor memory: every pushed tensor reports its host-side
- * bytes as GC debt (Torch7's heap tracking), so garbage tensors are collected
- * at the pace they are made and the collector sees large temporaries. */
+/* Lua does not see tensor memory: every pushed tensor reports its bytes (header,
+ * and storage when new) as GC debt, Torch7's heap tracking. Without it a loop of
+ * `c = a + b` lets ~10^6 dead tensors pile up between cycles (each userdata looks
+ * like 48 bytes, and finalized objects survive one extra cycle), and freeing them
+ * in such batches costs more than the ops. */
 static size_t gc_debt;
 #define GC_DEBT_FLUSH 16384
 
@@ -25,7 +27,8 @@ static inline void account(lua_State *L, const nn_tensor *t)
     if (gc_debt >= GC_DEBT_FLUSH) {
         size_t kb = gc_debt >> 10;
         gc_debt &= 1023;
-        lua_gc(L, LUA_GCSTEP, (int)(kb > 1 << 30 ? 1 << 30 : kb));
+        if (lua_gc(L, LUA_GCISRUNNING)) /* collectgarbage("stop") is respected */
+            lua_gc(L, LUA_GCSTEP, (int)(kb > 1 << 30 ? 1 << 30 : kb));
     }
 }
 
@@ -50,26 +53,21 @@ void lt_push_or_fail(lua_State *L, nn_tensor *t, int arg)
     lt_push(L, t);
 }
 
-nn_tensor *lt_totensor(lua_State *L, int idx)
-{
-    lt_tensor *u = lua_touserdata(L, idx);
-    if (!u || !lua_getmetatable(L, idx)) return NULL;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
-    int ok = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    if (!ok) return NULL;
-    if (!u->t) closed_error(L);
-    return u->t;
-}
-
 int lt_is_tensor(lua_State *L, int idx)
 {
-    lt_tensor *u = lua_touserdata(L, idx);
-    if (!u || !lua_getmetatable(L, idx)) return 0;
+    if (!lua_touserdata(L, idx) || !lua_getmetatable(L, idx)) return 0;
     lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
     int ok = lua_rawequal(L, -1, -2);
     lua_pop(L, 2);
     return ok;
+}
+
+nn_tensor *lt_totensor(lua_State *L, int idx)
+{
+    if (!lt_is_tensor(L, idx)) return NULL;
+    lt_tensor *u = lua_touserdata(L, idx);
+    if (!u->t) closed_error(L);
+    return u->t;
 }
 
 nn_tensor *lt_check(lua_State *L, int idx)
@@ -390,7 +388,8 @@ static int t_unm(lua_State *L)
     return push_fast(L, r);
 }
 
-/* a // b, PyTorch's floor_divide, as (a - remainder(a, b)) / b in the result dtype. */
+/* a // b, PyTorch's floor_divide, as (a - remainder(a, b)) / b in the result dtype
+ * (ops.def has no floor_divide kernel yet). */
 static int t_idiv(lua_State *L)
 {
     if (!lt_is_operand(L, 1)) return luaL_typeerror(L, 1, "tensor or number");
@@ -402,6 +401,11 @@ static int t_idiv(lua_State *L)
     nn_dtype dt = nn_result_type(a, b);
     nn_tensor *rem = nn_binary(NN_OP_remainder, a, b);
     nn_tensor *num = rem ? nn_binary(NN_OP_sub, a, rem) : NULL;
+    if (num && nn_dtype_is_integral(dt)) { /* divide exact multiples in float64, not the default float */
+        nn_tensor *wide = nn_to_dtype(num, NN_F64);
+        nn_release(num);
+        num = wide;
+    }
     nn_tensor *q = num ? nn_binary(NN_OP_div, num, b) : NULL;
     nn_tensor *r = q ? nn_to_dtype(q, dt) : NULL;
     nn_release(rem);

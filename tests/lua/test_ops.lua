@@ -54,6 +54,7 @@ T.test("operators with numbers on both sides", function()
   T.eq((i % 3):tolist(), {2, 0, 0, 0, 1}, "int % int (sign of the divisor)")
   T.eq((i % -3):tolist(), {-1, 0, 0, 0, -2}, "int % negative")
   T.eq((10 // torch.tensor({3, -3})):tolist(), {3, -4}, "number // tensor")
+  T.eq((torch.tensor({100000001, -100000001}) // 1):tolist(), {100000001, -100000001}, "int // keeps integer precision")
 end)
 
 T.test("type promotion", function()

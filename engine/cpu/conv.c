@@ -1,0 +1,385 @@
+/* The CPU convolution kernels: conv2d, conv2d_backward_input, conv2d_backward_weight.
+ *
+ * Per image and group, im2col lays the receptive fields out as a [K, L] matrix
+ * (K = Cg*kh*kw rows, L = oh*ow columns) and one GEMM does the rest:
+ *   forward          out[n,g] (Og x L)  = W[g] (Og x K) @ col (K x L), bias preloaded into out
+ *   backward input   col      (K x L)   = W[g]^T @ grad_out[n,g], then col2im adds col into grad_input
+ *   backward weight  gW[g]    (Og x K) += grad_out[n,g] @ col^T, summed over the batch
+ * A 1x1, stride-1, unpadded convolution over a dense image skips im2col: the image is col.
+ * float32/float64 compute in their own type (cblas_sgemm/dgemm); float16/bfloat16 operands are
+ * converted to float32 scratch copies and the result is rounded back on store.
+ * The image operand (input, or grad_input) may have any strides; weight and grad_out are used in
+ * place when contiguous and of the compute type, else packed once. Outputs are written in place
+ * when contiguous and of the compute type.
+ * Sizes come from the tensors' shapes: H, W from the input, oh, ow from the output (the frontend
+ * computed them), so an output taller/wider than symmetric padding gives only reads more zeros past
+ * the bottom/right edge. The only scratch is one column buffer of K*L elements per call, freed
+ * before returning. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    int64_t N, C, H, W;   /* input */
+    int64_t O, G, Cg, Og; /* output channels, groups, channels per group in/out */
+    int64_t kh, kw, oh, ow;
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t K, L; /* col rows (Cg*kh*kw) and columns (oh*ow) */
+} geom;
+
+/* xs: input [N,C,H,W], ws: weight [O,Cg,kh,kw], ys: output [N,O,oh,ow]; i: the op's i[0..6] */
+static void geom_init(geom *g, const int64_t *xs, const int64_t *ws, const int64_t *ys, const int64_t *i)
+{
+    g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
+    g->O = ws[0], g->Cg = ws[1], g->kh = ws[2], g->kw = ws[3];
+    g->oh = ys[2], g->ow = ys[3];
+    g->sh = i[0], g->sw = i[1], g->ph = i[2], g->pw = i[3], g->dh = i[4], g->dw = i[5], g->G = i[6] > 0 ? i[6] : 1;
+    g->Og = g->O / g->G;
+    g->K = g->Cg * g->kh * g->kw;
+    g->L = g->oh * g->ow;
+}
+
+static nn_status geom_check(const nn_kargs *a, const geom *g)
+{
+    if (g->Cg * g->G != g->C || g->Og * g->G != g->O || g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->ph < 0 || g->pw < 0)
+        return nn_error(NN_ERR_ARG, "%s: inconsistent shapes or parameters", nn_op_name(a->op));
+    if (g->K > INT_MAX || g->L > INT_MAX || g->Og > INT_MAX)
+        return nn_error(NN_ERR_ARG, "%s: a matrix dimension exceeds the BLAS limit of %d", nn_op_name(a->op), INT_MAX);
+    return NN_OK;
+}
+
+static bool pointwise(const geom *g)
+{
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->oh == g->H && g->ow == g->W;
+}
+
+/* Does an image with strides s (c, h, w) lie densely as [C][H][W]? */
+static bool dense_image(const int64_t *s, const geom *g)
+{
+    return (g->W == 1 || s[2] == 1) && (g->H == 1 || s[1] == g->W) && (g->C == 1 || s[0] == g->H * g->W);
+}
+
+static nn_dtype compute_type(nn_dtype dt)
+{
+    switch (dt) {
+    case NN_F32:
+    case NN_F16:
+    case NN_BF16: return NN_F32;
+    case NN_F64: return NN_F64;
+    default: return NN_DTYPE_NONE;
+    }
+}
+
+/* An operand in the compute type: data and element strides, borrowed or packed (owned). */
+typedef struct {
+    char *p;
+    int64_t s[4];
+    void *owned;
+} operand;
+
+/* Row-major copy of any tensor into dense cdt elements. */
+static void pack_any(const nn_tensor *t, nn_dtype cdt, char *dst)
+{
+    int64_t idx[NN_MAX_DIMS] = {0}, n = nn_numel(t);
+    size_t es = nn_dtype_size(t->dtype);
+    const char *src = nn_data(t);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+        double v = nn_load_f64(src + off * (int64_t)es, t->dtype);
+        if (cdt == NN_F32) ((float *)dst)[k] = (float)v;
+        else ((double *)dst)[k] = v;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+static nn_status take(const nn_tensor *t, nn_dtype cdt, bool contiguous, operand *o)
+{
+    memset(o, 0, sizeof *o);
+    if (t->dtype == cdt && (!contiguous || nn_is_contiguous(t))) {
+        o->p = nn_data(t);
+        for (int d = 0; d < t->ndim && d < 4; d++) o->s[d] = t->strides[d];
+        return NN_OK;
+    }
+    int64_t n = nn_numel(t);
+    o->owned = malloc((size_t)(n > 0 ? n : 1) * nn_dtype_size(cdt));
+    if (!o->owned) return nn_error(NN_ERR_NOMEM, "out of memory packing a convolution operand");
+    pack_any(t, cdt, o->owned);
+    o->p = o->owned;
+    nn_contiguous_strides(t->ndim < 4 ? t->ndim : 4, t->shape, o->s);
+    return NN_OK;
+}
+
+/* Where to compute out: in place when contiguous and of the compute type, else a scratch buffer. */
+static nn_status out_begin(const nn_tensor *out, nn_dtype cdt, operand *o)
+{
+    memset(o, 0, sizeof *o);
+    if (out->dtype == cdt && nn_is_contiguous(out)) {
+        o->p = nn_data(out);
+        return NN_OK;
+    }
+    int64_t n = nn_numel(out);
+    o->owned = malloc((size_t)(n > 0 ? n : 1) * nn_dtype_size(cdt));
+    if (!o->owned) return nn_error(NN_ERR_NOMEM, "out of memory for a convolution result");
+    o->p = o->owned;
+    return NN_OK;
+}
+
+/* Store a scratch result into out (any strides and float dtype). */
+static void out_end(nn_tensor *out, nn_dtype cdt, const operand *o)
+{
+    if (!o->owned) return;
+    int64_t idx[NN_MAX_DIMS] = {0}, n = nn_numel(out);
+    size_t es = nn_dtype_size(out->dtype);
+    char *dst = nn_data(out);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < out->ndim; d++) off += idx[d] * out->strides[d];
+        double v = cdt == NN_F32 ? ((const float *)o->p)[k] : ((const double *)o->p)[k];
+        nn_store_f64(dst + off * (int64_t)es, out->dtype, v);
+        for (int d = out->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < out->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* C (M x N, row-major, ldc) = beta*C + op(A) @ op(B) */
+static void gemm(nn_dtype cdt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
+                 int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    if (M == 0 || N == 0) return;
+    if (K == 0) { /* BLAS may skip scaling C when K is 0 */
+        for (int64_t r = 0; r < M; r++)
+            for (int64_t c = 0; c < N; c++) {
+                if (cdt == NN_F32) ((float *)C)[r * ldc + c] = beta == 0 ? 0.0f : ((float *)C)[r * ldc + c] * (float)beta;
+                else ((double *)C)[r * ldc + c] = beta == 0 ? 0.0 : ((double *)C)[r * ldc + c] * beta;
+            }
+        return;
+    }
+    enum CBLAS_TRANSPOSE tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+    if (cdt == NN_F32)
+        cblas_sgemm(CblasRowMajor, tA, tB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, tA, tB, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+/* The output columns [lo, hi) whose input column ox*s + off lies in [0, n). */
+static void valid_range(int64_t count, int64_t s, int64_t off, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t h = n - off > 0 ? (n - off + s - 1) / s : 0;
+    if (l > count) l = count;
+    if (h > count) h = count;
+    if (h < l) h = l;
+    *lo = l, *hi = h;
+}
+
+/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - ph + i*dh][ox*sw - pw + j*dw], 0 outside.
+ * x has element strides xs (c, h, w). */
+static void im2col(const geom *g, const char *x, const int64_t *xs, char *col, size_t es)
+{
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t i = 0; i < g->kh; i++)
+            for (int64_t j = 0; j < g->kw; j++) {
+                char *row = col + ((c * g->kh + i) * g->kw + j) * g->L * (int64_t)es;
+                int64_t xoff = j * g->dw - g->pw, lo, hi, step = g->sw * xs[2];
+                valid_range(g->ow, g->sw, xoff, g->W, &lo, &hi);
+                for (int64_t oy = 0; oy < g->oh; oy++) {
+                    char *d = row + oy * g->ow * (int64_t)es;
+                    int64_t iy = oy * g->sh - g->ph + i * g->dh;
+                    if (iy < 0 || iy >= g->H || lo == hi) {
+                        memset(d, 0, (size_t)g->ow * es);
+                        continue;
+                    }
+                    memset(d, 0, (size_t)lo * es);
+                    memset(d + hi * (int64_t)es, 0, (size_t)(g->ow - hi) * es);
+                    int64_t n = hi - lo, soff = c * xs[0] + iy * xs[1] + (lo * g->sw + xoff) * xs[2];
+                    if (es == 4) {
+                        const float *s = (const float *)x + soff;
+                        float *t = (float *)d + lo;
+                        if (step == 1) memcpy(t, s, (size_t)n * 4);
+                        else
+                            for (int64_t k = 0; k < n; k++) t[k] = s[k * step];
+                    } else {
+                        const double *s = (const double *)x + soff;
+                        double *t = (double *)d + lo;
+                        if (step == 1) memcpy(t, s, (size_t)n * 8);
+                        else
+                            for (int64_t k = 0; k < n; k++) t[k] = s[k * step];
+                    }
+                }
+            }
+}
+
+/* The adjoint of im2col: every col entry is added into its input position of the dense
+ * [Cg][H][W] image x (entries that fall in the padding are dropped). */
+static void col2im(const geom *g, const char *col, char *x, size_t es)
+{
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t i = 0; i < g->kh; i++)
+            for (int64_t j = 0; j < g->kw; j++) {
+                const char *row = col + ((c * g->kh + i) * g->kw + j) * g->L * (int64_t)es;
+                int64_t xoff = j * g->dw - g->pw, lo, hi;
+                valid_range(g->ow, g->sw, xoff, g->W, &lo, &hi);
+                if (lo == hi) continue;
+                for (int64_t oy = 0; oy < g->oh; oy++) {
+                    int64_t iy = oy * g->sh - g->ph + i * g->dh;
+                    if (iy < 0 || iy >= g->H) continue;
+                    int64_t n = hi - lo, doff = (c * g->H + iy) * g->W + lo * g->sw + xoff, soff = oy * g->ow + lo;
+                    if (es == 4) {
+                        float *t = (float *)x + doff;
+                        const float *s = (const float *)row + soff;
+                        for (int64_t k = 0; k < n; k++) t[k * g->sw] += s[k];
+                    } else {
+                        double *t = (double *)x + doff;
+                        const double *s = (const double *)row + soff;
+                        for (int64_t k = 0; k < n; k++) t[k * g->sw] += s[k];
+                    }
+                }
+            }
+}
+
+static void release(operand *o, int n)
+{
+    for (int k = 0; k < n; k++) free(o[k].owned);
+}
+
+nn_status nn_cpu_conv2d(const nn_kargs *a)
+{
+    nn_tensor *x = a->in[0], *w = a->in[1], *b = a->nin > 2 ? a->in[2] : NULL, *y = a->out[0];
+    nn_dtype cdt = compute_type(y->dtype);
+    if (cdt == NN_DTYPE_NONE || x->dtype != y->dtype || w->dtype != y->dtype) return nn_not_implemented(a, y->dtype);
+    geom g;
+    geom_init(&g, x->shape, w->shape, y->shape, a->i);
+    nn_status st = geom_check(a, &g);
+    if (st) return st;
+    size_t es = nn_dtype_size(cdt);
+    operand op[4] = {0}; /* x, w, bias, y */
+    char *col = NULL;
+    if ((st = take(x, cdt, false, &op[0])) || (st = take(w, cdt, true, &op[1])) || (b && (st = take(b, cdt, false, &op[2]))) ||
+        (st = out_begin(y, cdt, &op[3])))
+        goto done;
+    bool direct = pointwise(&g) && dense_image(op[0].s + 1, &g);
+    if (!direct && g.N > 0 && !(col = malloc((size_t)(g.K * g.L > 0 ? g.K * g.L : 1) * es))) {
+        st = nn_error(NN_ERR_NOMEM, "conv2d: out of memory for a %lld x %lld column buffer", (long long)g.K, (long long)g.L);
+        goto done;
+    }
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t gi = 0; gi < g.G; gi++) {
+            char *yg = op[3].p + (n * g.O + gi * g.Og) * g.L * (int64_t)es;
+            const char *xg = op[0].p + (n * op[0].s[0] + gi * g.Cg * op[0].s[1]) * (int64_t)es;
+            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es;
+            double beta = 0;
+            if (b) {
+                for (int64_t o = 0; o < g.Og; o++) {
+                    int64_t bo = (gi * g.Og + o) * op[2].s[0];
+                    if (cdt == NN_F32) {
+                        float v = ((const float *)op[2].p)[bo], *r = (float *)yg + o * g.L;
+                        for (int64_t k = 0; k < g.L; k++) r[k] = v;
+                    } else {
+                        double v = ((const double *)op[2].p)[bo], *r = (double *)yg + o * g.L;
+                        for (int64_t k = 0; k < g.L; k++) r[k] = v;
+                    }
+                }
+                beta = 1;
+            }
+            const char *B = xg;
+            if (!direct) {
+                im2col(&g, xg, op[0].s + 1, col, es);
+                B = col;
+            }
+            gemm(cdt, false, false, g.Og, g.L, g.K, wg, g.K, B, g.L, beta, yg, g.L);
+        }
+    out_end(y, cdt, &op[3]);
+done:
+    free(col);
+    release(op, 4);
+    return st;
+}
+
+nn_status nn_cpu_conv2d_backward_input(const nn_kargs *a)
+{
+    nn_tensor *go = a->in[0], *w = a->in[1], *gx = a->out[0];
+    nn_dtype cdt = compute_type(gx->dtype);
+    if (cdt == NN_DTYPE_NONE || go->dtype != gx->dtype || w->dtype != gx->dtype) return nn_not_implemented(a, gx->dtype);
+    geom g;
+    geom_init(&g, gx->shape, w->shape, go->shape, a->i);
+    nn_status st = geom_check(a, &g);
+    if (st) return st;
+    size_t es = nn_dtype_size(cdt);
+    operand op[3] = {0}; /* grad_out, w, grad_input */
+    char *col = NULL;
+    if ((st = take(go, cdt, true, &op[0])) || (st = take(w, cdt, true, &op[1])) || (st = out_begin(gx, cdt, &op[2]))) goto done;
+    bool direct = pointwise(&g);
+    if (!direct) {
+        memset(op[2].p, 0, (size_t)nn_numel(gx) * es);
+        if (g.N > 0 && !(col = malloc((size_t)(g.K * g.L > 0 ? g.K * g.L : 1) * es))) {
+            st = nn_error(NN_ERR_NOMEM, "conv2d_backward_input: out of memory for a %lld x %lld column buffer", (long long)g.K,
+                          (long long)g.L);
+            goto done;
+        }
+    }
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t gi = 0; gi < g.G; gi++) {
+            const char *gog = op[0].p + (n * g.O + gi * g.Og) * g.L * (int64_t)es;
+            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es;
+            char *gxg = op[2].p + (n * g.C + gi * g.Cg) * g.H * g.W * (int64_t)es;
+            if (direct) {
+                gemm(cdt, true, false, g.K, g.L, g.Og, wg, g.K, gog, g.L, 0, gxg, g.L);
+            } else {
+                gemm(cdt, true, false, g.K, g.L, g.Og, wg, g.K, gog, g.L, 0, col, g.L);
+                col2im(&g, col, gxg, es);
+            }
+        }
+    out_end(gx, cdt, &op[2]);
+done:
+    free(col);
+    release(op, 3);
+    return st;
+}
+
+nn_status nn_cpu_conv2d_backward_weight(const nn_kargs *a)
+{
+    nn_tensor *go = a->in[0], *x = a->in[1], *gw = a->out[0];
+    nn_dtype cdt = compute_type(gw->dtype);
+    if (cdt == NN_DTYPE_NONE || go->dtype != gw->dtype || x->dtype != gw->dtype) return nn_not_implemented(a, gw->dtype);
+    geom g;
+    geom_init(&g, x->shape, gw->shape, go->shape, a->i);
+    nn_status st = geom_check(a, &g);
+    if (st) return st;
+    size_t es = nn_dtype_size(cdt);
+    operand op[3] = {0}; /* grad_out, x, grad_weight */
+    char *col = NULL;
+    if ((st = take(go, cdt, true, &op[0])) || (st = take(x, cdt, false, &op[1])) || (st = out_begin(gw, cdt, &op[2]))) goto done;
+    if (g.N == 0) memset(op[2].p, 0, (size_t)nn_numel(gw) * es);
+    bool direct = pointwise(&g) && dense_image(op[1].s + 1, &g);
+    if (!direct && g.N > 0 && !(col = malloc((size_t)(g.K * g.L > 0 ? g.K * g.L : 1) * es))) {
+        st = nn_error(NN_ERR_NOMEM, "conv2d_backward_weight: out of memory for a %lld x %lld column buffer", (long long)g.K,
+                      (long long)g.L);
+        goto done;
+    }
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t gi = 0; gi < g.G; gi++) {
+            const char *gog = op[0].p + (n * g.O + gi * g.Og) * g.L * (int64_t)es;
+            const char *xg = op[1].p + (n * op[1].s[0] + gi * g.Cg * op[1].s[1]) * (int64_t)es;
+            char *gwg = op[2].p + gi * g.Og * g.K * (int64_t)es;
+            const char *B = xg;
+            if (!direct) {
+                im2col(&g, xg, op[1].s + 1, col, es);
+                B = col;
+            }
+            gemm(cdt, false, true, g.Og, g.K, g.L, gog, g.L, B, g.L, n ? 1 : 0, gwg, g.K);
+        }
+    out_end(gw, cdt, &op[2]);
+done:
+    free(col);
+    release(op, 3);
+    return st;
+}

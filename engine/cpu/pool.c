@@ -1,0 +1,303 @@
+/* The CPU 2-D pooling kernels. Inputs (and grad_out, indices) are [N, C, H, W] or [C, H, W] of any
+ * strides; outputs are contiguous, one plane per (n, c). Windows follow PyTorch:
+ *   max       rows oy*sh - ph + k*dh (k < kh) that fall inside the input, columns alike; the scan
+ *             starts at the first such position, and a larger value or any NaN takes over (so NaN
+ *             propagates and its index is reported); indices are flat h*W + w within the plane
+ *   avg       rows [oy*sh - ph, +kh) cut at H + ph give the pool size, then cut to the input;
+ *             divisor: divisor_override if set, else the pool size (count_include_pad) or the
+ *             number of input elements in the window; an empty window gives 0
+ *   adaptive  rows floor(oy*H/oh) .. ceil((oy+1)*H/oh) - 1, columns alike
+ * Values are loaded as double (float16/bfloat16 converted) and rounded on store. Each body is
+ * inlined once per float type, so the float32/float64 loops carry no dtype switch. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+typedef struct {
+    int64_t N, C, H, W;     /* planes N*C of H x W */
+    int64_t sN, sC, sH, sW; /* element strides */
+} planes;
+
+static planes planes_of(const nn_tensor *t)
+{
+    int b = t->ndim == 4;
+    return (planes){b ? t->shape[0] : 1, t->shape[b], t->shape[b + 1], t->shape[b + 2],
+                    b ? t->strides[0] : 0, t->strides[b], t->strides[b + 1], t->strides[b + 2]};
+}
+
+INLINE double ld(const char *p, int64_t off, nn_dtype dt)
+{
+    switch (dt) {
+    case NN_F32: return ((const float *)p)[off];
+    case NN_F64: return ((const double *)p)[off];
+    case NN_F16: return nn_half_to_float(((const uint16_t *)p)[off]);
+    default: return nn_bf16_to_float(((const uint16_t *)p)[off]);
+    }
+}
+
+INLINE void st(char *p, int64_t off, nn_dtype dt, double v)
+{
+    switch (dt) {
+    case NN_F32: ((float *)p)[off] = (float)v; break;
+    case NN_F64: ((double *)p)[off] = v; break;
+    case NN_F16: ((uint16_t *)p)[off] = nn_float_to_half((float)v); break;
+    default: ((uint16_t *)p)[off] = nn_float_to_bf16((float)v); break;
+    }
+}
+
+static bool pool_dtype(nn_dtype dt) { return dt == NN_F32 || dt == NN_F64 || dt == NN_F16 || dt == NN_BF16; }
+
+/* Call body(..., dt) with dt a compile-time constant for float32/float64. */
+#define BY_DTYPE(dt, call_with)                     \
+    do {                                           \
+        switch (dt) {                              \
+        case NN_F32: call_with(NN_F32); break;     \
+        case NN_F64: call_with(NN_F64); break;     \
+        default: call_with(dt); break;             \
+        }                                          \
+    } while (0)
+
+static void zero_out(nn_tensor *t) { memset(nn_data(t), 0, (size_t)nn_numel(t) * nn_dtype_size(t->dtype)); }
+
+static nn_status check_io(const nn_kargs *a, int nout)
+{
+    for (int k = 0; k < nout; k++)
+        if (!nn_is_contiguous(a->out[k])) return nn_error(NN_ERR_ARG, "%s: expects contiguous outputs", nn_op_name(a->op));
+    if (!pool_dtype(a->out[0]->dtype) || a->in[0]->dtype != a->out[0]->dtype) return nn_not_implemented(a, a->in[0]->dtype);
+    return NN_OK;
+}
+
+/* ---- windows ---- */
+
+typedef struct { int64_t kh, kw, sh, sw, ph, pw, dh, dw; } win;
+
+static win win_of(const int64_t *i) { return (win){i[0], i[1], i[2], i[3], i[4], i[5], i[6] > 0 ? i[6] : 1, i[7] > 0 ? i[7] : 1}; }
+
+/* Dilated max-pool window along one axis: first valid position, end (exclusive). */
+static void max_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t d, int64_t n, int64_t *start, int64_t *end)
+{
+    int64_t b = o * s - p, e = b + (k - 1) * d + 1;
+    if (e > n) e = n;
+    while (b < 0) b += d;
+    *start = b, *end = e;
+}
+
+/* Average-pool window along one axis: clipped [start, end) and the length counted with padding. */
+static void avg_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t n, int64_t *start, int64_t *end, int64_t *padded)
+{
+    int64_t b = o * s - p, e = b + k;
+    if (e > n + p) e = n + p;
+    *padded = e - b;
+    if (b < 0) b = 0;
+    if (e > n) e = n;
+    *start = b, *end = e;
+}
+
+static int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return o * in / out; }
+static int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+/* ---- max pool (also adaptive): values and flat indices ---- */
+
+typedef struct {
+    planes x;
+    int64_t oh, ow;
+    win w;
+    bool adaptive;
+} maxargs;
+
+INLINE void max_body(const maxargs *m, const char *in, char *out, int64_t *ind, nn_dtype dt)
+{
+    const planes *x = &m->x;
+    for (int64_t n = 0; n < x->N; n++)
+        for (int64_t c = 0; c < x->C; c++) {
+            const char *p = in + (n * x->sN + c * x->sC) * (int64_t)nn_dtype_size(dt);
+            int64_t base = (n * x->C + c) * m->oh * m->ow;
+            for (int64_t oy = 0; oy < m->oh; oy++) {
+                int64_t h0, h1, dh = 1, dw = 1;
+                if (m->adaptive) h0 = adaptive_start(oy, x->H, m->oh), h1 = adaptive_end(oy, x->H, m->oh);
+                else max_window(oy, m->w.kh, m->w.sh, m->w.ph, m->w.dh, x->H, &h0, &h1), dh = m->w.dh;
+                for (int64_t ox = 0; ox < m->ow; ox++) {
+                    int64_t w0, w1;
+                    if (m->adaptive) w0 = adaptive_start(ox, x->W, m->ow), w1 = adaptive_end(ox, x->W, m->ow);
+                    else max_window(ox, m->w.kw, m->w.sw, m->w.pw, m->w.dw, x->W, &w0, &w1), dw = m->w.dw;
+                    double best = -INFINITY;
+                    int64_t arg = h0 * x->W + w0;
+                    for (int64_t h = h0; h < h1; h += dh)
+                        for (int64_t w = w0; w < w1; w += dw) {
+                            double v = ld(p, h * x->sH + w * x->sW, dt);
+                            if (v > best || isnan(v)) best = v, arg = h * x->W + w;
+                        }
+                    st(out, base + oy * m->ow + ox, dt, best);
+                    ind[base + oy * m->ow + ox] = arg;
+                }
+            }
+        }
+}
+
+static nn_status max_common(const nn_kargs *a, bool adaptive)
+{
+    nn_status s = check_io(a, 2);
+    if (s) return s;
+    if (a->out[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "%s: indices must be int64", nn_op_name(a->op));
+    nn_tensor *y = a->out[0];
+    maxargs m = {planes_of(a->in[0]), y->shape[y->ndim - 2], y->shape[y->ndim - 1], win_of(a->i), adaptive};
+    const char *in = nn_data(a->in[0]);
+    char *out = nn_data(y);
+    int64_t *ind = nn_data(a->out[1]);
+#define CALL(T) max_body(&m, in, out, ind, T)
+    BY_DTYPE(y->dtype, CALL);
+#undef CALL
+    return NN_OK;
+}
+
+nn_status nn_cpu_max_pool2d(const nn_kargs *a) { return max_common(a, false); }
+nn_status nn_cpu_adaptive_max_pool2d(const nn_kargs *a) { return max_common(a, true); }
+
+/* grad_input (zeroed) [plane][idx] += grad_out, for max_pool2d and adaptive_max_pool2d */
+INLINE nn_status max_backward_body(const planes *g, const char *go, const planes *ix, const int64_t *ind, const planes *x, char *gi,
+                                   nn_dtype dt)
+{
+    int64_t hw = x->H * x->W;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t c = 0; c < g->C; c++) {
+            const char *gp = go + (n * g->sN + c * g->sC) * (int64_t)nn_dtype_size(dt);
+            const int64_t *ip = ind + n * ix->sN + c * ix->sC;
+            int64_t base = (n * x->C + c) * hw;
+            for (int64_t oy = 0; oy < g->H; oy++)
+                for (int64_t ox = 0; ox < g->W; ox++) {
+                    int64_t k = ip[oy * ix->sH + ox * ix->sW];
+                    if (k < 0 || k >= hw)
+                        return nn_error(NN_ERR_INDEX, "max_pool2d_backward: index %lld out of range for a %lld x %lld plane", (long long)k,
+                                        (long long)x->H, (long long)x->W);
+                    double v = ld(gp, oy * g->sH + ox * g->sW, dt);
+                    st(gi, base + k, dt, ld(gi, base + k, dt) + v);
+                }
+        }
+    return NN_OK;
+}
+
+nn_status nn_cpu_max_pool2d_backward(const nn_kargs *a)
+{
+    nn_status s = check_io(a, 1);
+    if (s) return s;
+    if (a->in[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "max_pool2d_backward: indices must be int64");
+    nn_tensor *gx = a->out[0];
+    planes g = planes_of(a->in[0]), ix = planes_of(a->in[1]), x = planes_of(gx);
+    if (ix.N != g.N || ix.C != g.C || ix.H != g.H || ix.W != g.W || x.N != g.N || x.C != g.C)
+        return nn_error(NN_ERR_SHAPE, "max_pool2d_backward: grad_output, indices and grad_input do not match");
+    zero_out(gx);
+    const char *go = nn_data(a->in[0]);
+    const int64_t *ind = nn_data(a->in[1]);
+    char *gi = nn_data(gx);
+#define CALL(T) s = max_backward_body(&g, go, &ix, ind, &x, gi, T)
+    BY_DTYPE(gx->dtype, CALL);
+#undef CALL
+    return s;
+}
+
+/* ---- average pools: forward and backward share the window and divisor ---- */
+
+typedef struct {
+    planes x;   /* the input (forward) or grad_input (backward) */
+    planes y;   /* the output (forward) or grad_out (backward); only H, W and strides of y matter */
+    win w;
+    bool include_pad, adaptive;
+    int64_t divisor;
+} avgargs;
+
+/* The window of output (oy, ox) and its divisor. */
+INLINE void avg_cell(const avgargs *m, int64_t oy, int64_t ox, int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1, double *div)
+{
+    const planes *x = &m->x;
+    if (m->adaptive) {
+        *h0 = adaptive_start(oy, x->H, m->y.H), *h1 = adaptive_end(oy, x->H, m->y.H);
+        *w0 = adaptive_start(ox, x->W, m->y.W), *w1 = adaptive_end(ox, x->W, m->y.W);
+        *div = (double)((*h1 - *h0) * (*w1 - *w0));
+        return;
+    }
+    int64_t ph, pw;
+    avg_window(oy, m->w.kh, m->w.sh, m->w.ph, x->H, h0, h1, &ph);
+    avg_window(ox, m->w.kw, m->w.sw, m->w.pw, x->W, w0, w1, &pw);
+    if (m->divisor) *div = (double)m->divisor;
+    else if (m->include_pad) *div = (double)(ph * pw);
+    else *div = (double)((*h1 - *h0) * (*w1 - *w0));
+}
+
+INLINE void avg_body(const avgargs *m, const char *in, char *out, nn_dtype dt)
+{
+    const planes *x = &m->x;
+    for (int64_t n = 0; n < x->N; n++)
+        for (int64_t c = 0; c < x->C; c++) {
+            const char *p = in + (n * x->sN + c * x->sC) * (int64_t)nn_dtype_size(dt);
+            int64_t base = (n * x->C + c) * m->y.H * m->y.W;
+            for (int64_t oy = 0; oy < m->y.H; oy++)
+                for (int64_t ox = 0; ox < m->y.W; ox++) {
+                    int64_t h0, h1, w0, w1;
+                    double div, sum = 0;
+                    avg_cell(m, oy, ox, &h0, &h1, &w0, &w1, &div);
+                    if (h0 >= h1 || w0 >= w1) {
+                        st(out, base + oy * m->y.W + ox, dt, 0);
+                        continue;
+                    }
+                    for (int64_t h = h0; h < h1; h++)
+                        for (int64_t w = w0; w < w1; w++) sum += ld(p, h * x->sH + w * x->sW, dt);
+                    st(out, base + oy * m->y.W + ox, dt, sum / div);
+                }
+        }
+}
+
+INLINE void avg_backward_body(const avgargs *m, const char *go, char *gi, nn_dtype dt)
+{
+    const planes *x = &m->x, *y = &m->y;
+    for (int64_t n = 0; n < x->N; n++)
+        for (int64_t c = 0; c < x->C; c++) {
+            const char *gp = go + (n * y->sN + c * y->sC) * (int64_t)nn_dtype_size(dt);
+            int64_t base = (n * x->C + c) * x->H * x->W;
+            for (int64_t oy = 0; oy < y->H; oy++)
+                for (int64_t ox = 0; ox < y->W; ox++) {
+                    int64_t h0, h1, w0, w1;
+                    double div;
+                    avg_cell(m, oy, ox, &h0, &h1, &w0, &w1, &div);
+                    double v = ld(gp, oy * y->sH + ox * y->sW, dt) / div;
+                    for (int64_t h = h0; h < h1; h++)
+                        for (int64_t w = w0; w < w1; w++) {
+                            int64_t k = base + h * x->W + w;
+                            st(gi, k, dt, ld(gi, k, dt) + v);
+                        }
+                }
+        }
+}
+
+static nn_status avg_common(const nn_kargs *a, bool adaptive, bool backward)
+{
+    nn_status s = check_io(a, 1);
+    if (s) return s;
+    nn_tensor *in = a->in[0], *out = a->out[0];
+    avgargs m = {.w = win_of(a->i), .adaptive = adaptive};
+    if (!adaptive) {
+        m.w.dh = m.w.dw = 1;
+        m.include_pad = a->i[6] != 0;
+        m.divisor = a->i[7];
+    }
+    m.x = planes_of(backward ? out : in);
+    m.y = planes_of(backward ? in : out);
+    if (m.x.N != m.y.N || m.x.C != m.y.C) return nn_error(NN_ERR_SHAPE, "%s: input and output planes do not match", nn_op_name(a->op));
+    if (backward) zero_out(out);
+    const char *src = nn_data(in);
+    char *dst = nn_data(out);
+#define FWD(T) avg_body(&m, src, dst, T)
+#define BWD(T) avg_backward_body(&m, src, dst, T)
+    if (backward) BY_DTYPE(out->dtype, BWD);
+    else BY_DTYPE(out->dtype, FWD);
+#undef FWD
+#undef BWD
+    return NN_OK;
+}
+
+nn_status nn_cpu_avg_pool2d(const nn_kargs *a) { return avg_common(a, false, false); }
+nn_status nn_cpu_avg_pool2d_backward(const nn_kargs *a) { return avg_common(a, false, true); }
+nn_status nn_cpu_adaptive_avg_pool2d(const nn_kargs *a) { return avg_common(a, true, false); }
+nn_status nn_cpu_adaptive_avg_pool2d_backward(const nn_kargs *a) { return avg_common(a, true, true); }

@@ -1,0 +1,113 @@
+/* nll_loss frontend (PyTorch's shape and dtype checks), its backward frontend and autograd node. */
+#include <string.h>
+
+#include "autograd.h"
+#include "backend.h"
+#include "nnfunc.h"
+
+static const char *torch_name(nn_dtype dt)
+{
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
+}
+
+static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b)
+{
+    return na == nb && !memcmp(a, b, sizeof(int64_t) * (size_t)na);
+}
+
+/* PyTorch's checks of nll_loss / nll_loss_nd, in its order. */
+static nn_status check_args(const nn_tensor *x, const nn_tensor *t, const nn_tensor *w, int reduction)
+{
+    char b1[160], b2[160];
+    if (reduction < NN_REDUCTION_NONE || reduction > NN_REDUCTION_SUM)
+        return nn_error(NN_ERR_ARG, "nll_loss: %d is not a valid value for reduction", reduction);
+    if (x->ndim < 1) return nn_error(NN_ERR_SHAPE, "Expected 1 or more dimensions (got %d)", x->ndim);
+    if (x->ndim >= 2 && t->ndim >= 1 && x->shape[0] != t->shape[0])
+        return nn_error(NN_ERR_SHAPE, "Expected input batch_size (%lld) to match target batch_size (%lld).", (long long)x->shape[0],
+                        (long long)t->shape[0]);
+    if (x->ndim <= 2) {
+        if (t->ndim > 1) return nn_error(NN_ERR_SHAPE, "0D or 1D target tensor expected, multi-target not supported");
+        if (t->ndim != x->ndim - 1)
+            return nn_error(NN_ERR_SHAPE, "size mismatch (got input: %s, target: %s)", nn_shape_str(b1, x->ndim, x->shape),
+                            nn_shape_str(b2, t->ndim, t->shape));
+    } else {
+        int64_t want[NN_MAX_DIMS];
+        want[0] = x->shape[0];
+        for (int d = 2; d < x->ndim; d++) want[d - 1] = x->shape[d];
+        if (!same_shape(t->ndim, t->shape, x->ndim - 1, want))
+            return nn_error(NN_ERR_SHAPE, "Expected target size %s, got %s", nn_shape_str(b1, x->ndim - 1, want),
+                            nn_shape_str(b2, t->ndim, t->shape));
+    }
+    int64_t C = x->ndim == 1 ? x->shape[0] : x->shape[1];
+    if (w && (w->ndim != 1 || w->shape[0] != C))
+        return nn_error(NN_ERR_SHAPE, "weight tensor should be defined either for all %lld classes or no classes but got weight tensor of shape: %s",
+                        (long long)C, nn_shape_str(b1, w->ndim, w->shape));
+    if (!nn_dtype_is_float(x->dtype))
+        return nn_error(NN_ERR_DTYPE, "\"nll_loss_out_frame\" not implemented for '%s'", torch_name(x->dtype));
+    if (t->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "expected scalar type Long but found %s", torch_name(t->dtype));
+    if (w && w->dtype != x->dtype)
+        return nn_error(NN_ERR_DTYPE, "expected scalar type %s but found %s", torch_name(x->dtype), torch_name(w->dtype));
+    return NN_OK;
+}
+
+/* saved: 0 total weight, 1 target, 2 class weights (or empty) */
+static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
+{
+    nn_tensor *tw = nn_node_saved(n, 0), *t = nn_node_saved(n, 1), *w = NULL;
+    if (!tw || !t) return nn_last_status();
+    if (n->saved[2] && !(w = nn_node_saved(n, 2))) return nn_last_status();
+    const nn_edge *e = &n->next[0];
+    grad_in[0] = nn_nll_loss_backward(grad_out[0], e->ndim, e->shape, t, w, tw, (int)n->i[0], n->i[1]);
+    return grad_in[0] ? NN_OK : nn_last_status();
+}
+
+nn_tensor *nn_nll_loss(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index)
+{
+    if (check_args(x, target, weight, reduction)) return NULL;
+    nn_device dev = x->storage->device;
+    nn_tensor *out = reduction == NN_REDUCTION_NONE ? nn_empty(target->ndim, target->shape, x->dtype, dev) : nn_empty(0, NULL, x->dtype, dev);
+    nn_tensor *tw = nn_empty(0, NULL, x->dtype, dev);
+    nn_kargs a = {.op = NN_OP_nll_loss, .out = {out, tw}, .in = {x, target, weight}, .nin = weight ? 3 : 2, .i = {reduction, ignore_index}};
+    if (!out || !tw || nn_dispatch(&a)) goto fail;
+    if (nn_any_requires_grad(1, &x)) {
+        nn_node *n = nn_node_new(nn_op_backward_name(NN_OP_nll_loss), backward_node, 1, &x);
+        if (!n) goto fail;
+        n->i[0] = reduction;
+        n->i[1] = ignore_index;
+        nn_node_save(n, 0, tw);
+        nn_node_save(n, 1, target);
+        if (weight) nn_node_save(n, 2, weight);
+        nn_node_set_output(n, out, 0);
+        nn_node_release(n);
+    }
+    nn_release(tw);
+    return out;
+fail:
+    nn_release(out);
+    nn_release(tw);
+    return NULL;
+}
+
+nn_tensor *nn_nll_loss_backward(nn_tensor *grad_out, int ndim, const int64_t *shape, nn_tensor *target, nn_tensor *weight,
+                                nn_tensor *total_weight, int reduction, int64_t ignore_index)
+{
+    char b1[160], b2[160];
+    nn_tensor like = {.ndim = ndim, .dtype = total_weight->dtype};
+    memcpy(like.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (check_args(&like, target, weight, reduction)) return NULL;
+    bool none = reduction == NN_REDUCTION_NONE;
+    if (none ? !same_shape(grad_out->ndim, grad_out->shape, target->ndim, target->shape) : nn_numel(grad_out) != 1) {
+        nn_error(NN_ERR_SHAPE, "nll_loss_backward: grad_output %s does not match the loss's shape %s",
+                 nn_shape_str(b1, grad_out->ndim, grad_out->shape), none ? nn_shape_str(b2, target->ndim, target->shape) : "[]");
+        return NULL;
+    }
+    nn_tensor *gi = nn_empty(ndim, shape, total_weight->dtype, total_weight->storage->device);
+    nn_kargs a = {.op = NN_OP_nll_loss_backward, .out = {gi}, .in = {grad_out, target, total_weight, weight},
+                  .nin = weight ? 4 : 3, .i = {reduction, ignore_index}};
+    if (gi && nn_dispatch(&a)) {
+        nn_release(gi);
+        gi = NULL;
+    }
+    return gi;
+}

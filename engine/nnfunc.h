@@ -1,0 +1,45 @@
+/* Neural-network functions with autograd: softmax / log_softmax, nll_loss,
+ * index_select / index_add_ and embedding (engine/softmax.c, loss.c, index.c).
+ * Same conventions as ops.h: new references or NULL with the error set; dims
+ * may be negative. */
+#ifndef NN_NNFUNC_H
+#define NN_NNFUNC_H
+
+#include "ops.h"
+
+/* ---- softmax (engine/softmax.c) ----
+ * Over dim, numerically stable (the row max is subtracted first). dt NN_DTYPE_NONE keeps x's
+ * dtype (which must then be floating); otherwise x is read as dt (any input dtype) and the
+ * result has dtype dt. Autograd: SoftmaxBackward0 / LogSoftmaxBackward0, saving the output. */
+nn_tensor *nn_softmax(nn_tensor *x, int dim, nn_dtype dt);
+nn_tensor *nn_log_softmax(nn_tensor *x, int dim, nn_dtype dt);
+/* The gradients with respect to the input, given grad_out and the forward output y (same shape):
+ * softmax (g - sum(g*y)) * y, log_softmax g - exp(y) * sum(g), sums over dim. */
+nn_tensor *nn_softmax_backward(nn_tensor *grad_out, nn_tensor *y, int dim);
+nn_tensor *nn_log_softmax_backward(nn_tensor *grad_out, nn_tensor *y, int dim);
+
+/* ---- nll_loss (engine/loss.c) ---- */
+enum { NN_REDUCTION_NONE = 0, NN_REDUCTION_MEAN = 1, NN_REDUCTION_SUM = 2 };
+/* logp [N, C] with target [N], [C] with a 0-dim target, or [N, C, d1, ...] with target
+ * [N, d1, ...]; target int64 in [0, C) or ignore_index (PyTorch's default is -100); weight
+ * [C] or NULL. loss = -weight[t] * logp[.., t, ..]; mean divides the sum by the sum of the
+ * weights of the non-ignored targets (nan when there are none). Autograd: NllLossBackward0
+ * (gradient for logp only). */
+nn_tensor *nn_nll_loss(nn_tensor *logp, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index);
+/* The gradient for logp, of shape [ndim, shape] and total_weight's dtype; total_weight is the
+ * 0-dim sum of the weights of the non-ignored targets (what the forward's mean divides by). */
+nn_tensor *nn_nll_loss_backward(nn_tensor *grad_out, int ndim, const int64_t *shape, nn_tensor *target, nn_tensor *weight,
+                                nn_tensor *total_weight, int reduction, int64_t ignore_index);
+
+/* ---- indexing (engine/index.c) ---- index: 1-D or 0-D, int64 or int32 */
+/* x's slices at the indices along dim; out-of-range indices are an error. Autograd: IndexSelectBackward0. */
+nn_tensor *nn_index_select(nn_tensor *x, int dim, nn_tensor *index);
+/* self[.., index[k], ..] += alpha * source[.., k, ..] along dim, in place; repeated indices
+ * accumulate. source has self's shape but index.numel() at dim. Autograd: IndexAddBackward0. */
+nn_status nn_index_add_(nn_tensor *self, int dim, nn_tensor *index, nn_tensor *source, double alpha);
+/* weight [V, D] rows at indices (any shape, int64 or int32): indices.shape + [D].
+ * padding_idx in [0, V) gets no gradient; -1: none (wrap PyTorch's negative padding_idx
+ * before the call). Autograd: EmbeddingBackward0. */
+nn_tensor *nn_embedding(nn_tensor *weight, nn_tensor *indices, int64_t padding_idx);
+
+#endif

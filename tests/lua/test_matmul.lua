@@ -1,0 +1,75 @@
+-- Matrix products: shapes, values against Lua loops, and the error format.
+local T = ...
+
+local function matmul(a, b)
+  local out = {}
+  for i = 1, #a do
+    out[i] = {}
+    for j = 1, #b[1] do
+      local s = 0
+      for k = 1, #b do s = s + a[i][k] * b[k][j] end
+      out[i][j] = s
+    end
+  end
+  return out
+end
+
+torch.manual_seed(11)
+local a, b = torch.randn(3, 4), torch.randn(4, 5)
+local A, B = a:tolist(), b:tolist()
+
+T.test("mm matmul", function()
+  T.near(a:mm(b):tolist(), matmul(A, B), 1e-5, "mm")
+  T.near(a:matmul(b):tolist(), matmul(A, B), 1e-5, "matmul 2-D")
+  T.near(torch.matmul(a, b):tolist(), matmul(A, B), 1e-5, "torch.matmul")
+  T.near(torch.mm(a, b):tolist(), matmul(A, B), 1e-5, "torch.mm")
+  local bt = torch.randn(5, 4)
+  T.near(a:mm(bt:t()):tolist(), matmul(A, bt:t():tolist()), 1e-5, "mm with a transposed operand")
+  T.eq(a:matmul(b).shape:totable(), {3, 5}, "matmul shape")
+  local v = torch.randn(4)
+  T.eq(a:matmul(v).shape:totable(), {3}, "matrix @ vector")
+  T.eq(v:matmul(b).shape:totable(), {5}, "vector @ matrix")
+  T.eq(v:matmul(v):dim(), 0, "vector @ vector is 0-dim")
+  local batch = torch.randn(2, 3, 4)
+  T.eq(batch:matmul(b).shape:totable(), {2, 3, 5}, "batched @ matrix")
+  T.eq(torch.randn(7, 1, 3, 4):matmul(torch.randn(2, 4, 5)).shape:totable(), {7, 2, 3, 5}, "broadcast batch dims")
+  local i = torch.tensor({{1, 2}, {3, 4}})
+  T.eq(i:mm(i):tolist(), {{7, 10}, {15, 22}}, "int64 mm")
+  T.check(i:mm(i).dtype == torch.int64, "int64 mm keeps int64")
+end)
+
+T.test("bmm dot outer addmm", function()
+  local x, y = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
+  local r = x:bmm(y)
+  T.eq(r.shape:totable(), {2, 3, 5}, "bmm shape")
+  for k = 0, 1 do
+    T.near(r[k]:tolist(), matmul(x[k]:tolist(), y[k]:tolist()), 1e-5, "bmm batch " .. k)
+  end
+  local u, w = torch.tensor({1.0, 2.0, 3.0}), torch.tensor({4.0, 5.0, 6.0})
+  T.eq(u:dot(w):item(), 32.0, "dot")
+  T.eq(torch.dot(u, w):item(), 32.0, "torch.dot")
+  T.eq(u:outer(torch.tensor({1.0, 2.0})):tolist(), {{1.0, 2.0}, {2.0, 4.0}, {3.0, 6.0}}, "outer")
+  local bias = torch.randn(5)
+  local want = matmul(A, B)
+  local BI = bias:tolist()
+  for i2 = 1, 3 do for j = 1, 5 do want[i2][j] = want[i2][j] + BI[j] end end
+  T.near(torch.addmm(bias, a, b):tolist(), want, 1e-5, "addmm with a broadcast bias")
+  T.near(bias:addmm(a, b):tolist(), want, 1e-5, "bias:addmm(a, b)")
+  local want2 = matmul(A, B)
+  for i2 = 1, 3 do for j = 1, 5 do want2[i2][j] = 0.5 * BI[j] + 2 * want2[i2][j] end end
+  T.near(torch.addmm(bias, a, b, {beta = 0.5, alpha = 2}):tolist(), want2, 1e-5, "addmm beta, alpha")
+  T.raises(function() torch.addmm(bias, a, b, {gamma = 1}) end, "bad argument #4 to 'addmm' (unknown keyword 'gamma')")
+end)
+
+T.test("error format", function()
+  T.raises(function() torch.randn(3, 4):matmul(torch.randn(5, 6)) end,
+    "bad argument #1 to 'matmul' (shapes [3, 4] and [5, 6] cannot be multiplied)")
+  T.raises(function() torch.matmul(torch.randn(3, 4), torch.randn(5, 6)) end,
+    "bad argument #2 to 'matmul' (shapes [3, 4] and [5, 6] cannot be multiplied)")
+  T.raises(function() torch.mm(torch.randn(3, 4), torch.randn(5, 6)) end,
+    "bad argument #2 to 'mm' (shapes [3, 4] and [5, 6] cannot be multiplied)")
+  T.raises(function() a:matmul(3) end, "bad argument #1 to 'matmul' (tensor expected, got number)")
+  T.raises(function() torch.bmm(a, b) end, "~bad argument #2 to 'bmm' (")
+  local ok, err = pcall(function() return a:mm(a) end)
+  T.check(not ok and err:match("^[^:]*test_matmul%.lua:%d+: bad argument") ~= nil, "the message starts with the call site: " .. tostring(err))
+end)
