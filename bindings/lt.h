@@ -99,6 +99,8 @@ void lt_open_types(lua_State *L);   /* tensor_types.c: dtypes, device, Size */
 void lt_open_views(lua_State *L);   /* tensor_views.c: geometry, views, conversion */
 void lt_open_math(lua_State *L);    /* tensor_math.c: elementwise, reductions, matmul */
 void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ... */
+void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, ... */
+int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

@@ -219,7 +219,7 @@ static int f_is_leaf(lua_State *L)
 static const luaL_Reg fields[] = {
     {"shape", f_shape}, {"dtype", f_dtype}, {"device", f_device}, {"is_cuda", f_is_cuda},
     {"requires_grad", f_requires_grad}, {"grad", f_grad}, {"ndim", f_ndim}, {"T", f_T},
-    {"data", f_data}, {"is_leaf", f_is_leaf}, {NULL, NULL},
+    {"data", f_data}, {"is_leaf", f_is_leaf}, {"grad_fn", lt_field_grad_fn}, {NULL, NULL},
 };
 
 /* __index(x, k): upvalue 1 the method table, upvalue 2 the field getters. */

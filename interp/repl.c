@@ -1,8 +1,8 @@
 /* The read-eval-print loop, after Lua's lua.c: each input is first compiled as
  * `return <input>` so expressions print their values; otherwise as a statement, and a
  * syntax error ending in <eof> asks for another line. An input ending in ';' runs
- * but prints nothing. Values print through tostring (so tensors use __tostring),
- * separated by tabs. Errors print the message and the first lines of the traceback,
+ * but prints nothing. Values print through __repr where their metatable has one,
+ * else tostring (so tensors use __tostring), separated by tabs. Errors print the message and the first lines of the traceback,
  * and the session goes on. */
 #include <locale.h>
 #include <stdio.h>
@@ -63,14 +63,21 @@ static void print_error(lua_State *L) {
   lua_settop(L, top - 1);
 }
 
-/* Values on the stack -> one string, tostring of each joined by tabs. */
+/* Values on the stack -> one string joined by tabs: each value's __repr when its
+ * metatable has one (a device echoes as device(type='cuda', index=0), as Python's
+ * REPL shows repr), else tostring. */
 static int join_values(lua_State *L) {
   int n = lua_gettop(L);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (int i = 1; i <= n; i++) {
     if (i > 1) luaL_addchar(&b, '\t');
-    luaL_tolstring(L, i, NULL);
+    if (luaL_getmetafield(L, i, "__repr") != LUA_TNIL) {
+      lua_pushvalue(L, i);
+      lua_call(L, 1, 1);
+      luaL_tolstring(L, -1, NULL);
+      lua_remove(L, -2);
+    } else luaL_tolstring(L, i, NULL);
     luaL_addvalue(&b);
   }
   luaL_pushresult(&b);

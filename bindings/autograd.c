@@ -1,0 +1,179 @@
+/* Autograd from Lua: x:backward(), detach, requires_grad_, retain_grad, x.grad_fn,
+ * and the grad-mode switches torch.no_grad / enable_grad / set_grad_enabled, each a
+ * to-be-closed value (`local _ <close> = torch.no_grad()`) or a function runner
+ * (`torch.no_grad(function() ... end)`). */
+#include "autograd.h"
+#include "lt.h"
+
+static const char GRAD_MODE_MT[] = "torch.grad_mode";
+static const char NODE_MT[] = "torch.autograd.Node";
+
+static const char *const backward_keys[] = {"gradient", "retain_graph", "create_graph", "inputs", NULL};
+
+/* x:backward([gradient], [retain_graph]) or x:backward({gradient=, retain_graph=}) */
+static int t_backward(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    nn_tensor *grad = NULL;
+    int retain = 0;
+    if (lt_is_opts(L, 2)) {
+        lt_check_opts(L, 2, backward_keys);
+        if (lt_opt(L, 2, "gradient") != LUA_TNIL) grad = lt_check(L, lua_gettop(L));
+        retain = lt_opt_bool(L, 2, "retain_graph", 0);
+        if (lt_opt_bool(L, 2, "create_graph", 0)) return luaL_argerror(L, 2, "create_graph=true is not supported yet");
+    } else {
+        if (!lua_isnoneornil(L, 2)) grad = lt_check(L, 2);
+        retain = lua_toboolean(L, 3);
+    }
+    if (nn_backward(t, grad, retain)) return lt_fail(L, 0);
+    return 0;
+}
+
+static int t_detach(lua_State *L)
+{
+    lt_push(L, nn_detach(lt_check(L, 1)));
+    return 1;
+}
+
+static int t_detach_(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    nn_detach_(t);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_requires_grad_(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (nn_requires_grad_(t, lua_isnone(L, 2) ? true : lua_toboolean(L, 2))) return lt_fail(L, 0);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_retain_grad(lua_State *L)
+{
+    if (nn_retain_grad(lt_check(L, 1))) return lt_fail(L, 0);
+    return 0;
+}
+
+/* ---- grad_fn: a handle on a graph node ---- */
+static int node_gc(lua_State *L)
+{
+    nn_node **n = luaL_checkudata(L, 1, NODE_MT);
+    nn_node_release(*n);
+    *n = NULL;
+    return 0;
+}
+
+static int node_tostring(lua_State *L)
+{
+    nn_node **n = luaL_checkudata(L, 1, NODE_MT);
+    lua_pushfstring(L, "<%s object at %p>", *n ? (*n)->name : "?", (void *)*n);
+    return 1;
+}
+
+static int node_name(lua_State *L)
+{
+    nn_node **n = luaL_checkudata(L, 1, NODE_MT);
+    lua_pushstring(L, *n ? (*n)->name : "?");
+    return 1;
+}
+
+int lt_field_grad_fn(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (!t->grad_fn) {
+        lua_pushnil(L);
+        return 1;
+    }
+    nn_node **n = lua_newuserdatauv(L, sizeof *n, 0);
+    *n = t->grad_fn;
+    (*n)->refcount++;
+    luaL_setmetatable(L, NODE_MT);
+    return 1;
+}
+
+/* ---- grad mode ---- */
+typedef struct { bool prev; bool closed; } grad_mode;
+
+static int mode_close(lua_State *L)
+{
+    grad_mode *m = luaL_checkudata(L, 1, GRAD_MODE_MT);
+    if (!m->closed) {
+        nn_set_grad_enabled(m->prev);
+        m->closed = true;
+    }
+    return 0;
+}
+
+/* Set grad mode to `on`. With a function argument at fn_idx, run it in that mode and
+ * restore the previous mode afterwards (also on error), returning its results;
+ * otherwise return a to-be-closed value that restores it. */
+static int with_mode(lua_State *L, bool on, int fn_idx)
+{
+    bool prev = nn_grad_enabled();
+    if (lua_isfunction(L, fn_idx)) {
+        int base = lua_gettop(L);
+        nn_set_grad_enabled(on);
+        lua_pushvalue(L, fn_idx);
+        int st = lua_pcall(L, 0, LUA_MULTRET, 0);
+        nn_set_grad_enabled(prev);
+        if (st) return lua_error(L);
+        return lua_gettop(L) - base;
+    }
+    grad_mode *m = lua_newuserdatauv(L, sizeof *m, 0);
+    m->prev = prev;
+    m->closed = false;
+    luaL_setmetatable(L, GRAD_MODE_MT);
+    nn_set_grad_enabled(on);
+    return 1;
+}
+
+static int no_grad(lua_State *L) { return with_mode(L, false, 1); }
+static int enable_grad(lua_State *L) { return with_mode(L, true, 1); }
+
+static int set_grad_enabled(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TBOOLEAN);
+    return with_mode(L, lua_toboolean(L, 1), 2);
+}
+
+static int is_grad_enabled(lua_State *L)
+{
+    lua_pushboolean(L, nn_grad_enabled());
+    return 1;
+}
+
+void lt_open_autograd(lua_State *L)
+{
+    int torch = lua_gettop(L);
+    luaL_newmetatable(L, GRAD_MODE_MT);
+    lua_pushcfunction(L, mode_close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, mode_close);
+    lua_setfield(L, -2, "__gc");
+    luaL_newmetatable(L, NODE_MT);
+    lua_pushcfunction(L, node_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, node_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_newtable(L);
+    lua_pushcfunction(L, node_name);
+    lua_setfield(L, -2, "name");
+    lua_setfield(L, -2, "__index");
+    lua_settop(L, torch);
+
+    static const luaL_Reg fns[] = {
+        {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
+        {"is_grad_enabled", is_grad_enabled}, {NULL, NULL},
+    };
+    luaL_setfuncs(L, fns, 0);
+    static const luaL_Reg methods[] = {
+        {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_},
+        {"requires_grad_", t_requires_grad_}, {"retain_grad", t_retain_grad}, {NULL, NULL},
+    };
+    lua_getfield(L, torch, "Tensor");
+    luaL_setfuncs(L, methods, 0);
+    lua_settop(L, torch);
+}
