@@ -101,6 +101,8 @@ void lt_open_math(lua_State *L);    /* tensor_math.c: elementwise, reductions, m
 void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ... */
 void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, ... */
 int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
+void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */
+void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_loss, index ops, ... */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

@@ -19,7 +19,8 @@ extern const struct nn_lua_source {
 } nn_lua_sources[];
 
 static void (*const openers[])(lua_State *) = {
-    lt_open_tensor, lt_open_types, lt_open_views, lt_open_math, lt_open_create, lt_open_autograd,
+    lt_open_tensor, lt_open_types, lt_open_views, lt_open_math, lt_open_create, lt_open_autograd, lt_open_cuda,
+    lt_open_nnfunc,
 };
 
 /* package.preload loader for embedded file number upvalue 1 */

@@ -1,12 +1,18 @@
 /* The autograd graph and the backward pass. Backward formulas live in engine/grad_*.c. */
 #include "autograd.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static _Thread_local bool grad_off; /* grad mode is on unless set off */
 
 bool nn_grad_enabled(void) { return !grad_off; }
+
+static const char *grad_fn_name(const nn_tensor *t) { return t->grad_fn ? t->grad_fn->name : NULL; }
+
+/* printing shows grad_fn=<...> through this hook (format.c does not depend on autograd) */
+__attribute__((constructor)) static void set_name_hook(void) { nn_grad_fn_name_hook = grad_fn_name; }
 void nn_set_grad_enabled(bool on) { grad_off = !on; }
 
 bool nn_any_requires_grad(int n, nn_tensor *const *ts)
@@ -43,7 +49,7 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
         memcpy(e->shape, t->shape, sizeof e->shape);
         e->dtype = t->dtype;
         e->device = t->storage->device;
-        if (!t->requires_grad) continue;
+        if (!t->requires_grad || t->wrapped_number) continue;
         if (t->grad_fn) {
             e->node = t->grad_fn;
             e->node->refcount++;
@@ -64,6 +70,16 @@ void nn_node_save(nn_node *n, int slot, nn_tensor *t)
     nn_release(n->saved[slot]);
     n->saved[slot] = keep;
     n->saved_version[slot] = t->storage->version;
+    n->saved_fn[slot] = t->grad_fn ? t->grad_fn->name : NULL;
+    n->saved_nr[slot] = t->output_nr;
+}
+
+/* PyTorch's legacy type names, as its version error prints them */
+static const char *type_descriptor(char *buf, const nn_tensor *t)
+{
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    snprintf(buf, 48, "torch.%s%sTensor", t->storage->device.type == NN_CPU ? "" : "cuda.", names[t->dtype]);
+    return buf;
 }
 
 nn_tensor *nn_node_saved(nn_node *n, int slot)
@@ -77,11 +93,12 @@ nn_tensor *nn_node_saved(nn_node *n, int slot)
         return NULL;
     }
     if (t->storage->version != n->saved_version[slot]) {
-        char b[160];
+        char b[160], ty[48], from[96] = "";
+        if (n->saved_fn[slot]) snprintf(from, sizeof from, ", which is output %d of %s,", n->saved_nr[slot], n->saved_fn[slot]);
         nn_error(NN_ERR_RUNTIME, "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                                 "[%s %s], which is saved by %s, is at version %u; expected version %u instead.",
-                 nn_dtype_name(t->dtype), nn_shape_str(b, t->ndim, t->shape), n->name, t->storage->version,
-                 n->saved_version[slot]);
+                                 "[%s %s]%s is at version %u; expected version %u instead. Hint: enable anomaly detection to find "
+                                 "the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).",
+                 type_descriptor(ty, t), nn_shape_str(b, t->ndim, t->shape), from, t->storage->version, n->saved_version[slot]);
         return NULL;
     }
     return t;
@@ -90,11 +107,25 @@ nn_tensor *nn_node_saved(nn_node *n, int slot)
 void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr)
 {
     n->refcount++;
-    if (out->grad_fn) nn_node_release(out->grad_fn);
+    if (out->grad_fn) { /* an in-place op: a retain_grad moves to the new history */
+        nn_node *old = out->grad_fn;
+        if (out->retains_grad && old->retained[out->output_nr] == out) {
+            old->retained[out->output_nr] = NULL;
+            n->retained[output_nr] = out;
+        }
+        nn_node_release(old);
+    }
     out->grad_fn = n;
     out->output_nr = output_nr;
     out->requires_grad = true;
     if (output_nr + 1 > n->nout) n->nout = output_nr + 1;
+}
+
+static bool has_saved(const nn_node *n)
+{
+    for (int i = 0; i < NN_NODE_MAX_SAVED; i++)
+        if (n->saved[i]) return true;
+    return false;
 }
 
 static void release_saved(nn_node *n)
@@ -270,10 +301,11 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     if (grad) {
         if (grad->ndim != root->ndim || memcmp(grad->shape, root->shape, sizeof(int64_t) * root->ndim)) {
             char a[160], b[160];
-            return nn_error(NN_ERR_SHAPE, "backward: Mismatch in shape: grad_output[0] has a shape of %s and output[0] has a shape of %s.",
+            return nn_error(NN_ERR_SHAPE, "Mismatch in shape: grad_output[0] has a shape of torch.Size(%s) and output[0] has a shape of torch.Size(%s).",
                             nn_shape_str(a, grad->ndim, grad->shape), nn_shape_str(b, root->ndim, root->shape));
         }
-        g = nn_retain(grad);
+        g = nn_to_dtype(grad, root->dtype);
+        if (!g) return nn_last_status();
     } else {
         if (nn_numel(root) != 1) return nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
         g = nn_ones(root->ndim, root->shape, root->dtype, root->storage->device);
@@ -324,7 +356,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             nn_release(x->grad_buf[k]);
             x->grad_buf[k] = NULL;
         }
-        if (!retain_graph && x->saved[0]) { /* backward again through this node is then an error */
+        if (!retain_graph && has_saved(x)) { /* backward again through this node is then an error */
             release_saved(x);
             x->released = true;
         }

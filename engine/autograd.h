@@ -11,7 +11,7 @@
 
 #include "ops.h"
 
-#define NN_NODE_MAX_SAVED 6 /* fill slot 0 first: a node whose slot 0 is empty counts as saving nothing */
+#define NN_NODE_MAX_SAVED 6
 #define NN_NODE_MAX_OUT 2
 
 typedef struct nn_node nn_node;
@@ -37,6 +37,8 @@ struct nn_node {
     nn_backward_fn backward;
     nn_tensor *saved[NN_NODE_MAX_SAVED];
     uint32_t saved_version[NN_NODE_MAX_SAVED];
+    const char *saved_fn[NN_NODE_MAX_SAVED]; /* for the version error: the saved value's grad_fn then */
+    int saved_nr[NN_NODE_MAX_SAVED];
     bool released;          /* saved values freed after a backward without retain_graph */
     double f[4];            /* op parameters backward needs */
     int64_t i[4];
@@ -62,7 +64,8 @@ bool nn_any_requires_grad(int n, nn_tensor *const *ts);
 
 /* A node for an op with nin inputs; edges and metadata are taken from the inputs. */
 nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *const *inputs);
-/* Keep t for backward (an output of the same op is kept as a detached alias). */
+/* Keep t for backward (an output of the same op is kept as a detached alias: call
+ * nn_node_set_output first, else the node and its output would own each other). */
 void nn_node_save(nn_node *n, int slot, nn_tensor *t);
 /* Check a saved value is still as it was; returns it (borrowed) or NULL with the error set. */
 nn_tensor *nn_node_saved(nn_node *n, int slot);
@@ -71,7 +74,8 @@ nn_tensor *nn_node_saved(nn_node *n, int slot);
 void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr);
 void nn_node_release(nn_node *n);
 
-/* Run backward from root. grad NULL means ones (root must have one element). */
+/* Run backward from root. grad NULL means ones (root must have one element); a grad of
+ * another dtype is cast to root's, as PyTorch's engine does. */
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph);
 
 /* Tensor-level autograd helpers */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "grad.h"
 #include "ops.h"
 
 /* ---- type promotion ---- */
@@ -155,6 +156,19 @@ static bool same_view(const nn_tensor *a, const nn_tensor *b)
            !memcmp(a->strides, b->strides, a->ndim * sizeof *a->strides);
 }
 
+static nn_status copy_kernel(nn_tensor *dst, nn_tensor *src);
+
+/* a contiguous copy, not recorded by autograd (a temporary of the engine's own) */
+static nn_tensor *clone_raw(nn_tensor *t)
+{
+    nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, t->storage->device);
+    if (out && copy_kernel(out, t)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* other as an input of an op writing self elementwise: other itself when reading it as the
  * op writes self is safe (other is self, or they do not overlap), else a copy of it. */
 static nn_tensor *unalias(nn_tensor *self, nn_tensor *other)
@@ -165,7 +179,7 @@ static nn_tensor *unalias(nn_tensor *self, nn_tensor *other)
     byte_range(self, &slo, &shi);
     byte_range(other, &olo, &ohi);
     if (ohi <= slo || shi <= olo) return nn_retain(other);
-    return nn_clone(other);
+    return clone_raw(other);
 }
 
 static nn_status not_for_bool(const char *fn, const char *what)
@@ -188,6 +202,7 @@ static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *ou
     case NN_OP_relu: return in == NN_BOOL ? nn_error(NN_ERR_DTYPE, "%s: Boolean inputs not supported for relu", fn) : NN_OK;
     case NN_OP_sign: return NN_OK;
     case NN_OP_exp: case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh:
+    case NN_OP_erf: case NN_OP_log1p:
         if (!nn_dtype_is_float(in)) *out = nn_default_dtype();
         return NN_OK;
     case NN_OP_logical_not: *out = NN_BOOL; return NN_OK;
@@ -200,7 +215,7 @@ static nn_tensor *unary_out(nn_op op, nn_tensor *x, nn_dtype odt, const double *
     nn_tensor *out = nn_empty(x->ndim, x->shape, odt, x->storage->device);
     if (!out) return NULL;
     nn_kargs k = {.op = op, .out = {out}, .in = {x}, .nin = 1, .f = {f[0], f[1]}, .i = {i[0], i[1]}};
-    if (nn_dispatch(&k)) {
+    if (nn_dispatch(&k) || (nn_any_requires_grad(1, &x) && nn_record_unary(op, x, out, f[0], f[1], i[0]))) {
         nn_release(out);
         return NULL;
     }
@@ -212,10 +227,12 @@ static nn_status unary_inplace(const char *fn, nn_op op, nn_tensor *self, nn_dty
     nn_status st = check_cast(fn, odt, self->dtype);
     if (!st) st = check_writable(fn, self);
     if (st) return st;
+    nn_inplace_rec rec;
+    if ((st = nn_inplace_begin(fn, op, self, NULL, &rec))) return st;
     nn_kargs k = {.op = op, .out = {self}, .in = {self}, .nin = 1, .f = {f[0], f[1]}, .i = {i[0], i[1]}};
     st = nn_dispatch(&k);
     if (!st) nn_bump_version(self);
-    return st;
+    return nn_inplace_end(&rec, op, self, NULL, f[0], f[1], i[0], st);
 }
 
 static const double no_f[2];
@@ -358,7 +375,7 @@ static nn_tensor *binary_out(nn_op op, nn_tensor *a, nn_tensor *b, double alpha)
     nn_tensor *out = nn_empty(nd, shape, odt, pick_device(ins, 2));
     if (!out) return NULL;
     nn_kargs k = {.op = op, .out = {out}, .in = {a, b}, .nin = 2, .f = {alpha}, .i = {cdt}};
-    if (nn_dispatch(&k)) {
+    if (nn_dispatch(&k) || (nn_any_requires_grad(2, ins) && nn_record_binary(op, a, b, out, alpha))) {
         nn_release(out);
         return NULL;
     }
@@ -377,14 +394,15 @@ static nn_status binary_inplace(nn_op op, nn_tensor *self, nn_tensor *other, dou
     if (!st) st = check_cast(fn, odt, self->dtype);
     if (!st) st = check_into(fn, self, other);
     if (!st) st = check_writable(fn, self);
-    if (st) return st;
+    nn_inplace_rec rec;
+    if (st || (st = nn_inplace_begin(fn, op, self, other, &rec))) return st;
     nn_tensor *o = unalias(self, other);
-    if (!o) return nn_last_status();
+    if (!o) return nn_inplace_end(&rec, op, self, other, alpha, 0, 0, nn_last_status());
     nn_kargs k = {.op = op, .out = {self}, .in = {self, o}, .nin = 2, .f = {alpha}, .i = {cdt}};
     st = nn_dispatch(&k);
     nn_release(o);
     if (!st) nn_bump_version(self);
-    return st;
+    return nn_inplace_end(&rec, op, self, other, alpha, 0, 0, st);
 }
 
 nn_status nn_binary_(nn_op op, nn_tensor *self, nn_tensor *other) { return binary_inplace(op, self, other, 1); }
@@ -409,7 +427,7 @@ nn_tensor *nn_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b)
     nn_tensor *out = nn_empty(n2, s2, odt, pick_device(ins, 3));
     if (!out) return NULL;
     nn_kargs k = {.op = NN_OP_where, .out = {out}, .in = {cond, a, b}, .nin = 3, .i = {odt}};
-    if (nn_dispatch(&k)) {
+    if (nn_dispatch(&k) || (nn_any_requires_grad(3, ins) && nn_record_where(cond, a, b, out))) {
         nn_release(out);
         return NULL;
     }
@@ -418,18 +436,20 @@ nn_tensor *nn_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b)
 
 /* ---- fills ---- */
 
-nn_status nn_fill_(nn_tensor *self, double value)
+static nn_status fill(const char *fn, nn_tensor *self, double value, bool zero)
 {
-    nn_status st = check_fits("fill_", value, self->dtype);
-    if (st) return st;
+    nn_status st = check_fits(fn, value, self->dtype);
+    nn_inplace_rec rec;
+    if (st || (st = nn_inplace_begin(fn, NN_OP_fill, self, NULL, &rec))) return st;
     int64_t iv = self->dtype == NN_BOOL ? value != 0 : nn_dtype_is_integral(self->dtype) ? (int64_t)value : 0;
     nn_kargs k = {.op = NN_OP_fill, .out = {self}, .f = {value}, .i = {0, iv}};
     st = nn_dispatch(&k);
     if (!st) nn_bump_version(self);
-    return st;
+    return nn_inplace_end(&rec, NN_OP_fill, self, NULL, value, 0, zero, st);
 }
 
-nn_status nn_zero_(nn_tensor *self) { return nn_fill_(self, 0); }
+nn_status nn_fill_(nn_tensor *self, double value) { return fill("fill_", self, value, false); }
+nn_status nn_zero_(nn_tensor *self) { return fill("zero_", self, 0, true); }
 
 /* ---- copies ---- */
 
@@ -451,7 +471,7 @@ static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
         return nn_error(NN_ERR_DEVICE, "copy_: no backend copies from %s to %s", nn_device_str(b1, sd), nn_device_str(b2, dd));
     }
     if (nn_numel(dst) == 0) return NN_OK;
-    nn_tensor *s = nn_is_contiguous(src) ? nn_retain(src) : nn_clone(src);
+    nn_tensor *s = nn_is_contiguous(src) ? nn_retain(src) : clone_raw(src);
     if (!s) return nn_last_status();
     bool direct = nn_is_contiguous(dst) && dst->dtype == src->dtype && same_shape(dst, src);
     nn_tensor *t = direct ? nn_retain(dst) : nn_empty(src->ndim, src->shape, src->dtype, dd);
@@ -466,8 +486,9 @@ static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
 nn_status nn_copy_(nn_tensor *dst, nn_tensor *src)
 {
     nn_status st = check_into("copy_", dst, src);
+    nn_inplace_rec rec;
     if (!st) st = check_writable("copy_", dst);
-    if (st) return st;
+    if (st || (st = nn_inplace_begin("copy_", NN_OP_copy, dst, src, &rec))) return st;
     if (!nn_device_eq(dst->storage->device, src->storage->device)) st = copy_across(dst, src);
     else if (!same_view(dst, src)) {
         nn_tensor *s = unalias(dst, src);
@@ -476,18 +497,20 @@ nn_status nn_copy_(nn_tensor *dst, nn_tensor *src)
         nn_release(s);
     }
     if (!st) nn_bump_version(dst);
-    return st;
+    return nn_inplace_end(&rec, NN_OP_copy, dst, src, 0, 0, 0, st);
 }
 
-nn_tensor *nn_clone(nn_tensor *t)
+/* out, a copy of t, on the graph as name */
+static nn_tensor *recorded(nn_tensor *out, const char *name, nn_tensor *t)
 {
-    nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, t->storage->device);
-    if (out && copy_kernel(out, t)) {
+    if (out && nn_any_requires_grad(1, &t) && nn_record_copy(name, t, out)) {
         nn_release(out);
         return NULL;
     }
     return out;
 }
+
+nn_tensor *nn_clone(nn_tensor *t) { return recorded(clone_raw(t), "CloneBackward0", t); }
 
 nn_tensor *nn_to_dtype(nn_tensor *t, nn_dtype dt)
 {
@@ -497,7 +520,7 @@ nn_tensor *nn_to_dtype(nn_tensor *t, nn_dtype dt)
         nn_release(out);
         return NULL;
     }
-    return out;
+    return recorded(out, "ToCopyBackward0", t);
 }
 
 nn_tensor *nn_to_device(nn_tensor *t, nn_device dev)
@@ -508,5 +531,5 @@ nn_tensor *nn_to_device(nn_tensor *t, nn_device dev)
         nn_release(out);
         return NULL;
     }
-    return out;
+    return recorded(out, "ToCopyBackward0", t);
 }

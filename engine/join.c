@@ -3,9 +3,24 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "grad.h"
+
+static nn_tensor *cat(nn_tensor *const *ts, int n, int *dim);
 
 nn_tensor *nn_cat(nn_tensor *const *ts, int n, int dim)
 {
+    nn_tensor *out = cat(ts, n, &dim);
+    if (out && nn_any_requires_grad(n, ts) && nn_record_cat(ts, n, dim, out)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* *dim comes back wrapped */
+static nn_tensor *cat(nn_tensor *const *ts, int n, int *dimp)
+{
+    int dim = *dimp;
     char b2[16];
     if (n <= 0) {
         nn_error(NN_ERR_ARG, "cat(): expected a non-empty list of Tensors");
@@ -36,6 +51,7 @@ nn_tensor *nn_cat(nn_tensor *const *ts, int n, int dim)
     }
     int nd = ref->ndim;
     if (nn_wrap_dim("cat()", &dim, nd)) return NULL;
+    *dimp = dim;
     int64_t shape[NN_MAX_DIMS];
     for (int d = 0; d < nd; d++) shape[d] = ref->shape[d];
     shape[dim] = 0;
@@ -125,7 +141,11 @@ nn_tensor *nn_stack(nn_tensor *const *ts, int n, int dim)
         }
         if (!(views[made] = nn_make_view(t, nd + 1, shape, strides, t->offset))) goto done;
     }
-    out = nn_cat(views, n, dim);
+    out = cat(views, n, &dim);
+    if (out && nn_any_requires_grad(n, ts) && nn_record_stack(ts, n, dim, out)) {
+        nn_release(out);
+        out = NULL;
+    }
 done:
     for (int i = 0; i < made; i++) nn_release(views[i]);
     free(views);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "grad.h"
 
 /* The C++ type names PyTorch's dtype-mismatch messages print. */
 static const char *ctype_name(nn_dtype dt)
@@ -59,6 +60,17 @@ static nn_status gemm(nn_tensor *a3, nn_tensor *b3, nn_tensor *out3, double alph
     return s;
 }
 
+/* out on the graph as a product of a and b (name: PyTorch's grad_fn); releases out on failure */
+static nn_tensor *recorded(nn_tensor *out, const char *name, nn_tensor *a, nn_tensor *b)
+{
+    nn_tensor *ins[2] = {a, b};
+    if (out && nn_any_requires_grad(2, ins) && nn_record_matmul(name, a, b, out)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Matrix view of a 2-D tensor, or of a 1-D one as a row ([1, k]) or column ([k, 1]). */
 typedef struct { int64_t rows, cols, rs, cs; } matdesc;
 
@@ -88,7 +100,7 @@ nn_tensor *nn_mm(nn_tensor *a, nn_tensor *b)
         nn_release(out);
         return NULL;
     }
-    return out;
+    return recorded(out, "MmBackward0", a, b);
 }
 
 nn_tensor *nn_bmm(nn_tensor *a, nn_tensor *b)
@@ -114,7 +126,7 @@ nn_tensor *nn_bmm(nn_tensor *a, nn_tensor *b)
         nn_release(out);
         return NULL;
     }
-    return out;
+    return recorded(out, "BmmBackward0", a, b);
 }
 
 /* Do dims [0, n) of t (sizes, strides) collapse into one dim? Sets its stride. */
@@ -211,7 +223,13 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
         nn_release(out);
         return NULL;
     }
-    return out;
+    /* PyTorch's matmul is made of dot, mm, mv, mm + squeeze_, or (batched) a product + _unsafe_view */
+    const char *name = a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
+                     : a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
+                     : a->ndim == 2 && b->ndim == 1 ? "MvBackward0"
+                     : a->ndim == 1 && b->ndim == 2 ? "SqueezeBackward4"
+                                                    : "UnsafeViewBackward0";
+    return recorded(out, name, a, b);
 }
 
 nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha)
@@ -269,6 +287,11 @@ nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, do
         nn_release(out);
         return NULL;
     }
+    nn_tensor *ins[3] = {bias, a, b};
+    if (nn_any_requires_grad(3, ins) && nn_record_addmm(bias, a, b, out, beta, alpha)) {
+        nn_release(out);
+        return NULL;
+    }
     return out;
 }
 
@@ -298,7 +321,7 @@ nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b)
         nn_release(out);
         return NULL;
     }
-    return out;
+    return recorded(out, "DotBackward0", a, b);
 }
 
 /* t cast to dt (t itself, retained, when it already is dt) */
@@ -335,7 +358,8 @@ nn_tensor *nn_outer(nn_tensor *a, nn_tensor *b)
                              view3(out, 1, m, n, 0, n, 1, 0), 1, 0)
                       : nn_last_status();
     nn_release(ca), nn_release(cb);
-    if (s) {
+    nn_tensor *ins[2] = {a, b};
+    if (s || (nn_any_requires_grad(2, ins) && nn_record_outer(a, b, out))) {
         nn_release(out);
         return NULL;
     }

@@ -5,6 +5,11 @@
 #include "backend.h"
 #include "nnfunc.h"
 
+/* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a
+ * member out of the static engine library; this strong reference does (CPU is always built). */
+nn_status nn_cpu_nll_loss(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_nll_loss;
+
 static const char *torch_name(nn_dtype dt)
 {
     static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
@@ -16,38 +21,34 @@ static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b)
     return na == nb && !memcmp(a, b, sizeof(int64_t) * (size_t)na);
 }
 
-/* PyTorch's checks of nll_loss / nll_loss_nd, in its order. */
-static nn_status check_args(const nn_tensor *x, const nn_tensor *t, const nn_tensor *w, int reduction)
+/* PyTorch's checks of nll_loss / nll_loss_nd, in its order, for an input of shape [xnd, xs] and dtype xdt. */
+static nn_status check_args(int xnd, const int64_t *xs, nn_dtype xdt, const nn_tensor *t, const nn_tensor *w, int reduction)
 {
     char b1[160], b2[160];
     if (reduction < NN_REDUCTION_NONE || reduction > NN_REDUCTION_SUM)
         return nn_error(NN_ERR_ARG, "nll_loss: %d is not a valid value for reduction", reduction);
-    if (x->ndim < 1) return nn_error(NN_ERR_SHAPE, "Expected 1 or more dimensions (got %d)", x->ndim);
-    if (x->ndim >= 2 && t->ndim >= 1 && x->shape[0] != t->shape[0])
-        return nn_error(NN_ERR_SHAPE, "Expected input batch_size (%lld) to match target batch_size (%lld).", (long long)x->shape[0],
+    if (xnd < 1) return nn_error(NN_ERR_SHAPE, "Expected 1 or more dimensions (got %d)", xnd);
+    if (xnd >= 2 && t->ndim >= 1 && xs[0] != t->shape[0])
+        return nn_error(NN_ERR_SHAPE, "Expected input batch_size (%lld) to match target batch_size (%lld).", (long long)xs[0],
                         (long long)t->shape[0]);
-    if (x->ndim <= 2) {
+    if (xnd <= 2) {
         if (t->ndim > 1) return nn_error(NN_ERR_SHAPE, "0D or 1D target tensor expected, multi-target not supported");
-        if (t->ndim != x->ndim - 1)
-            return nn_error(NN_ERR_SHAPE, "size mismatch (got input: %s, target: %s)", nn_shape_str(b1, x->ndim, x->shape),
-                            nn_shape_str(b2, t->ndim, t->shape));
+        if (t->ndim != xnd - 1)
+            return nn_error(NN_ERR_SHAPE, "size mismatch (got input: %s, target: %s)", nn_shape_str(b1, xnd, xs), nn_shape_str(b2, t->ndim, t->shape));
     } else {
         int64_t want[NN_MAX_DIMS];
-        want[0] = x->shape[0];
-        for (int d = 2; d < x->ndim; d++) want[d - 1] = x->shape[d];
-        if (!same_shape(t->ndim, t->shape, x->ndim - 1, want))
-            return nn_error(NN_ERR_SHAPE, "Expected target size %s, got %s", nn_shape_str(b1, x->ndim - 1, want),
-                            nn_shape_str(b2, t->ndim, t->shape));
+        want[0] = xs[0];
+        for (int d = 2; d < xnd; d++) want[d - 1] = xs[d];
+        if (!same_shape(t->ndim, t->shape, xnd - 1, want))
+            return nn_error(NN_ERR_SHAPE, "Expected target size %s, got %s", nn_shape_str(b1, xnd - 1, want), nn_shape_str(b2, t->ndim, t->shape));
     }
-    int64_t C = x->ndim == 1 ? x->shape[0] : x->shape[1];
+    int64_t C = xnd == 1 ? xs[0] : xs[1];
     if (w && (w->ndim != 1 || w->shape[0] != C))
         return nn_error(NN_ERR_SHAPE, "weight tensor should be defined either for all %lld classes or no classes but got weight tensor of shape: %s",
                         (long long)C, nn_shape_str(b1, w->ndim, w->shape));
-    if (!nn_dtype_is_float(x->dtype))
-        return nn_error(NN_ERR_DTYPE, "\"nll_loss_out_frame\" not implemented for '%s'", torch_name(x->dtype));
+    if (!nn_dtype_is_float(xdt)) return nn_error(NN_ERR_DTYPE, "\"nll_loss_out_frame\" not implemented for '%s'", torch_name(xdt));
     if (t->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "expected scalar type Long but found %s", torch_name(t->dtype));
-    if (w && w->dtype != x->dtype)
-        return nn_error(NN_ERR_DTYPE, "expected scalar type %s but found %s", torch_name(x->dtype), torch_name(w->dtype));
+    if (w && w->dtype != xdt) return nn_error(NN_ERR_DTYPE, "expected scalar type %s but found %s", torch_name(xdt), torch_name(w->dtype));
     return NN_OK;
 }
 
@@ -64,7 +65,12 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
 
 nn_tensor *nn_nll_loss(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index)
 {
-    if (check_args(x, target, weight, reduction)) return NULL;
+    if (check_args(x->ndim, x->shape, x->dtype, target, weight, reduction)) return NULL;
+    if (weight && nn_any_requires_grad(1, &weight)) {
+        nn_error(NN_ERR_RUNTIME, "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This input cannot "
+                                 "have requires_grad True.");
+        return NULL;
+    }
     nn_device dev = x->storage->device;
     nn_tensor *out = reduction == NN_REDUCTION_NONE ? nn_empty(target->ndim, target->shape, x->dtype, dev) : nn_empty(0, NULL, x->dtype, dev);
     nn_tensor *tw = nn_empty(0, NULL, x->dtype, dev);
@@ -93,9 +99,7 @@ nn_tensor *nn_nll_loss_backward(nn_tensor *grad_out, int ndim, const int64_t *sh
                                 nn_tensor *total_weight, int reduction, int64_t ignore_index)
 {
     char b1[160], b2[160];
-    nn_tensor like = {.ndim = ndim, .dtype = total_weight->dtype};
-    memcpy(like.shape, shape, sizeof(int64_t) * (size_t)ndim);
-    if (check_args(&like, target, weight, reduction)) return NULL;
+    if (check_args(ndim, shape, total_weight->dtype, target, weight, reduction)) return NULL;
     bool none = reduction == NN_REDUCTION_NONE;
     if (none ? !same_shape(grad_out->ndim, grad_out->shape, target->ndim, target->shape) : nn_numel(grad_out) != 1) {
         nn_error(NN_ERR_SHAPE, "nll_loss_backward: grad_output %s does not match the loss's shape %s",

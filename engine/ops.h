@@ -97,6 +97,8 @@ nn_tensor *nn_clone(nn_tensor *t);                    /* contiguous copy */
 /* ---- reductions (engine/reduce.c) ---- dims: bitmask of dims; 0 = all dims */
 nn_tensor *nn_reduce(nn_op op, nn_tensor *x, uint32_t dims, bool keepdim);  /* sum mean prod amax amin all any */
 nn_tensor *nn_sum_dtype(nn_tensor *x, uint32_t dims, bool keepdim, nn_dtype dt); /* sum with an output dtype */
+nn_tensor *nn_max(nn_tensor *x); /* torch.max(x): amax over every element, grad_fn MaxBackward1 */
+nn_tensor *nn_min(nn_tensor *x);
 nn_status nn_max_dim(nn_tensor *x, int dim, bool keepdim, nn_tensor **values, nn_tensor **indices);
 nn_status nn_min_dim(nn_tensor *x, int dim, bool keepdim, nn_tensor **values, nn_tensor **indices);
 #define NN_NO_DIM (-1000)

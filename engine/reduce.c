@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "backend.h"
+#include "grad.h"
 
 /* PyTorch's ScalarType names, as its error messages print them. */
 static const char *torch_name(nn_dtype dt)
@@ -47,8 +48,8 @@ static nn_tensor *keepdim_empty(const nn_tensor *x, uint32_t mask, nn_dtype dt)
     return nn_empty(x->ndim, shape, dt, x->storage->device);
 }
 
-/* mask already full; i0/f0 are the kernel parameters */
-static nn_tensor *run(nn_op op, nn_tensor *x, uint32_t mask, bool keepdim, nn_dtype odt, double f0, int64_t i0)
+/* mask already full; i0/f0 are the kernel parameters; all: no dim was given (for the grad_fn name) */
+static nn_tensor *run(nn_op op, nn_tensor *x, uint32_t mask, bool keepdim, bool all, nn_dtype odt, double f0, int64_t i0)
 {
     nn_tensor *out = keepdim_empty(x, mask, odt);
     if (!out) return NULL;
@@ -57,7 +58,12 @@ static nn_tensor *run(nn_op op, nn_tensor *x, uint32_t mask, bool keepdim, nn_dt
         nn_release(out);
         return NULL;
     }
-    return drop_dims(out, mask, keepdim);
+    out = drop_dims(out, mask, keepdim);
+    if (out && nn_any_requires_grad(1, &x) && nn_record_reduce(op, x, out, mask, keepdim, all, f0, i0)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* The first reduced dim of size 0, or -1. */
@@ -107,7 +113,7 @@ nn_tensor *nn_reduce(nn_op op, nn_tensor *x, uint32_t dims, bool keepdim)
         nn_error(NN_ERR_ARG, "reduce: %s is not a plain reduction (sum mean prod amax amin all any)", fn);
         return NULL;
     }
-    return run(op, x, mask, keepdim, odt, 0, 0);
+    return run(op, x, mask, keepdim, dims == 0, odt, 0, 0);
 }
 
 nn_tensor *nn_sum_dtype(nn_tensor *x, uint32_t dims, bool keepdim, nn_dtype dt)
@@ -115,8 +121,35 @@ nn_tensor *nn_sum_dtype(nn_tensor *x, uint32_t dims, bool keepdim, nn_dtype dt)
     if (dt == NN_DTYPE_NONE) return nn_reduce(NN_OP_sum, x, dims, keepdim);
     uint32_t mask = dims;
     if (full_mask("sum", x, &mask)) return NULL;
-    return run(NN_OP_sum, x, mask, keepdim, dt, 0, 0);
+    return run(NN_OP_sum, x, mask, keepdim, dims == 0, dt, 0, 0);
 }
+
+/* max()/min() over every element (torch.max(x): a grad_fn of its own, MaxBackward1) */
+static nn_tensor *extreme_all(nn_op op, const char *fn, nn_tensor *x)
+{
+    if (nn_numel(x) == 0) {
+        nn_error(NN_ERR_INDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", fn);
+        return NULL;
+    }
+    uint32_t mask = 0;
+    if (full_mask(fn, x, &mask)) return NULL;
+    nn_tensor *out = keepdim_empty(x, mask, x->dtype);
+    if (!out) return NULL;
+    nn_kargs a = {.op = op, .out = {out}, .in = {x}, .nin = 1, .dims = mask};
+    if (nn_dispatch(&a)) {
+        nn_release(out);
+        return NULL;
+    }
+    out = drop_dims(out, mask, false);
+    if (out && nn_any_requires_grad(1, &x) && nn_record_max_all(op, x, out)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_max(nn_tensor *x) { return extreme_all(NN_OP_amax, "max", x); }
+nn_tensor *nn_min(nn_tensor *x) { return extreme_all(NN_OP_amin, "min", x); }
 
 /* max_dim/min_dim (values and indices) and argmax/argmin along one dim. */
 static nn_status index_reduce(nn_op op, const char *fn, nn_tensor *x, int dim, bool keepdim, nn_tensor **values, nn_tensor **indices)
@@ -140,9 +173,11 @@ static nn_status index_reduce(nn_op op, const char *fn, nn_tensor *x, int dim, b
     }
     *indices = drop_dims(i, mask, keepdim);
     if (values) *values = drop_dims(v, mask, keepdim);
-    if (!*indices || (values && !*values)) {
+    if (!*indices || (values && !*values) ||
+        (values && nn_any_requires_grad(1, &x) && nn_record_index_reduce(op, x, *values, *indices, dim, keepdim))) {
         nn_release(*indices);
-        if (values) nn_release(*values);
+        *indices = NULL;
+        if (values) nn_release(*values), *values = NULL;
         return nn_last_status();
     }
     return NN_OK;
@@ -209,7 +244,7 @@ static nn_tensor *moment(const char *fn, nn_tensor *x, uint32_t dims, double cor
     }
     uint32_t mask = dims;
     if (full_mask(fn, x, &mask)) return NULL;
-    return run(NN_OP_var, x, mask, keepdim, x->dtype, correction, std ? 1 : 0);
+    return run(NN_OP_var, x, mask, keepdim, dims == 0, x->dtype, correction, std ? 1 : 0);
 }
 
 nn_tensor *nn_var(nn_tensor *x, uint32_t dims, double correction, bool keepdim) { return moment("var", x, dims, correction, keepdim, false); }
@@ -231,5 +266,5 @@ nn_tensor *nn_norm(nn_tensor *x, double p, uint32_t dims, bool keepdim)
         nn_error(NN_ERR_ARG, "norm(): cannot compute the %g norm on an empty tensor because the operation does not have an identity", p);
         return NULL;
     }
-    return run(NN_OP_norm, x, mask, keepdim, x->dtype, p, 0);
+    return run(NN_OP_norm, x, mask, keepdim, dims == 0, x->dtype, p, 0);
 }

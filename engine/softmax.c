@@ -5,6 +5,11 @@
 #include "backend.h"
 #include "nnfunc.h"
 
+/* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a
+ * member out of the static engine library; this strong reference does (CPU is always built). */
+nn_status nn_cpu_softmax(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_softmax;
+
 /* PyTorch's ScalarType names, as its error messages print them. */
 static const char *torch_name(nn_dtype dt)
 {

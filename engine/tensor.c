@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "ops.h"
 #include "backend.h"
+#include "device.h"
 
 const char *nn_device_str(char *buf, nn_device d)
 {
@@ -49,11 +51,16 @@ static nn_status check_geometry(int ndim, const int64_t *shape)
     return NN_OK;
 }
 
-nn_tensor *nn_empty_strided(int ndim, const int64_t *shape, const int64_t *strides, nn_dtype dt, nn_device dev)
+static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *strides, nn_dtype dt, nn_device dev, bool pinned)
 {
     if (check_geometry(ndim, shape)) return NULL;
     if (dt == NN_DTYPE_NONE) dt = nn_default_dtype();
     const nn_backend *b = nn_backend_for(dev);
+    if (!b && dev.type == NN_CUDA) {
+        nn_error(NN_ERR_DEVICE, "CUDA is not available: this build of nnrepl has no CUDA backend");
+        return NULL;
+    }
+    dev = nn_resolve_device(dev);
     if (!b) {
         char d[16];
         nn_error(NN_ERR_DEVICE, "device %s is not available (no backend registered)", nn_device_str(d, dev));
@@ -68,20 +75,40 @@ nn_tensor *nn_empty_strided(int ndim, const int64_t *shape, const int64_t *strid
     }
     nn_storage *s = calloc(1, sizeof *s);
     size_t nbytes = (size_t)span * nn_dtype_size(dt);
-    void *data = b->alloc(dev.index, nbytes ? nbytes : 1, false);
+    void *data = b->alloc(dev.index, nbytes ? nbytes : 1, pinned);
     if (!s || !data) {
         free(s);
-        if (data) b->free(dev.index, data, nbytes ? nbytes : 1, false);
+        if (data) b->free(dev.index, data, nbytes ? nbytes : 1, pinned);
         free(t);
-        nn_error(NN_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
+        if (!data && nn_last_status() == NN_ERR_NOMEM) return NULL; /* the allocator said what failed */
+        nn_error(NN_ERR_NOMEM, "out of memory allocating %zu bytes%s", nbytes, pinned ? " of pinned memory" : "");
         return NULL;
     }
     s->refcount = 1;
     s->data = data;
     s->nbytes = nbytes ? nbytes : 1;
     s->device = dev;
+    s->pinned = pinned;
     t->storage = s;
     return t;
+}
+
+nn_tensor *nn_empty_strided(int ndim, const int64_t *shape, const int64_t *strides, nn_dtype dt, nn_device dev)
+{
+    return alloc_tensor(ndim, shape, strides, dt, dev, false);
+}
+
+nn_tensor *nn_pin_memory(nn_tensor *t)
+{
+    if (t->storage->device.type != NN_CPU) return nn_error(NN_ERR_DEVICE, "pin_memory: cannot pin a tensor that is not on the CPU"), NULL;
+    if (t->storage->pinned) return nn_retain(t);
+    if (nn_require_gpu("pin_memory")) return NULL;
+    nn_tensor *p = alloc_tensor(t->ndim, t->shape, NULL, t->dtype, t->storage->device, true);
+    if (p && nn_copy_(p, t)) {
+        nn_release(p);
+        return NULL;
+    }
+    return p;
 }
 
 nn_tensor *nn_empty(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "grad.h"
 #include "ops.h"
 
 #define SHAPE_BUF 192
@@ -12,6 +13,26 @@ static int64_t prod(int n, const int64_t *s)
     int64_t p = 1;
     for (int i = 0; i < n; i++) p *= s[i];
     return p;
+}
+
+/* Recording on the autograd graph: each takes the new view v of t (or NULL), and returns it,
+ * or NULL (releasing it) when recording fails. */
+static nn_tensor *rec_view(nn_tensor *v, const char *name, nn_tensor *t)
+{
+    if (v && nn_any_requires_grad(1, &t) && nn_record_view(name, t, v)) {
+        nn_release(v);
+        return NULL;
+    }
+    return v;
+}
+
+static nn_tensor *rec_slice(nn_tensor *v, const char *name, nn_tensor *t, int dim, int64_t start, int64_t step)
+{
+    if (v && nn_any_requires_grad(1, &t) && nn_record_slice(name, t, v, dim, start, step)) {
+        nn_release(v);
+        return NULL;
+    }
+    return v;
 }
 
 /* Resolve one -1 in shape against numel (PyTorch's infer_size). */
@@ -94,18 +115,18 @@ nn_tensor *nn_view(nn_tensor *t, int ndim, const int64_t *shape)
                  "spans across two contiguous subspaces). Use .reshape(...) instead.");
         return NULL;
     }
-    return nn_make_view(t, ndim, ns, st, t->offset);
+    return rec_view(nn_make_view(t, ndim, ns, st, t->offset), "ViewBackward0", t);
 }
 
 nn_tensor *nn_reshape(nn_tensor *t, int ndim, const int64_t *shape)
 {
     int64_t ns[NN_MAX_DIMS], st[NN_MAX_DIMS];
     if (infer_size("reshape", ndim, shape, nn_numel(t), ns)) return NULL;
-    if (view_strides(t, ndim, ns, st)) return nn_make_view(t, ndim, ns, st, t->offset);
-    nn_tensor *c = nn_contiguous(t);
+    if (view_strides(t, ndim, ns, st)) return rec_view(nn_make_view(t, ndim, ns, st, t->offset), "ViewBackward0", t);
+    nn_tensor *c = nn_contiguous(t); /* PyTorch: a clone, then _unsafe_view */
     if (!c) return NULL;
     nn_contiguous_strides(ndim, ns, st);
-    nn_tensor *v = nn_make_view(c, ndim, ns, st, c->offset);
+    nn_tensor *v = rec_view(nn_make_view(c, ndim, ns, st, c->offset), "UnsafeViewBackward0", c);
     nn_release(c);
     return v;
 }
@@ -127,7 +148,7 @@ nn_tensor *nn_flatten(nn_tensor *t, int start_dim, int end_dim)
     return nn_reshape(t, n, ns);
 }
 
-nn_tensor *nn_transpose(nn_tensor *t, int d0, int d1)
+static nn_tensor *transpose(const char *name, nn_tensor *t, int d0, int d1)
 {
     if (nn_wrap_dim("transpose", &d0, t->ndim) || nn_wrap_dim("transpose", &d1, t->ndim)) return NULL;
     nn_tensor *v = nn_make_view(t, t->ndim, t->shape, t->strides, t->offset);
@@ -135,8 +156,14 @@ nn_tensor *nn_transpose(nn_tensor *t, int d0, int d1)
         v->shape[d0] = t->shape[d1], v->shape[d1] = t->shape[d0];
         v->strides[d0] = t->strides[d1], v->strides[d1] = t->strides[d0];
     }
+    if (v && nn_any_requires_grad(1, &t) && nn_record_transpose(name, t, v, d0, d1)) {
+        nn_release(v);
+        return NULL;
+    }
     return v;
 }
+
+nn_tensor *nn_transpose(nn_tensor *t, int d0, int d1) { return transpose("TransposeBackward0", t, d0, d1); }
 
 nn_tensor *nn_t(nn_tensor *t)
 {
@@ -144,7 +171,7 @@ nn_tensor *nn_t(nn_tensor *t)
         nn_error(NN_ERR_SHAPE, "t: t() expects a tensor with <= 2 dimensions, but self is %dD", t->ndim);
         return NULL;
     }
-    return nn_transpose(t, 0, t->ndim < 2 ? 0 : 1);
+    return transpose("TBackward0", t, 0, t->ndim < 2 ? 0 : 1);
 }
 
 nn_tensor *nn_permute(nn_tensor *t, const int *dims)
@@ -162,7 +189,12 @@ nn_tensor *nn_permute(nn_tensor *t, const int *dims)
         ns[i] = t->shape[d];
         st[i] = t->strides[d];
     }
-    return nn_make_view(t, t->ndim, ns, st, t->offset);
+    nn_tensor *v = nn_make_view(t, t->ndim, ns, st, t->offset);
+    if (v && nn_any_requires_grad(1, &t) && nn_record_permute(t, v, dims)) {
+        nn_release(v);
+        return NULL;
+    }
+    return v;
 }
 
 nn_tensor *nn_narrow(nn_tensor *t, int dim, int64_t start, int64_t length)
@@ -190,7 +222,7 @@ nn_tensor *nn_narrow(nn_tensor *t, int dim, int64_t start, int64_t length)
     }
     nn_tensor *v = nn_make_view(t, t->ndim, t->shape, t->strides, t->offset + start * t->strides[dim]);
     if (v) v->shape[dim] = length;
-    return v;
+    return rec_slice(v, "SliceBackward0", t, dim, start, 1);
 }
 
 nn_tensor *nn_slice(nn_tensor *t, int dim, int64_t start, int64_t end, int64_t step)
@@ -216,7 +248,7 @@ nn_tensor *nn_slice(nn_tensor *t, int dim, int64_t start, int64_t end, int64_t s
         v->shape[dim] = len;
         v->strides[dim] = t->strides[dim] * step;
     }
-    return v;
+    return rec_slice(v, "SliceBackward0", t, dim, start, step);
 }
 
 nn_tensor *nn_select(nn_tensor *t, int dim, int64_t index)
@@ -238,7 +270,12 @@ nn_tensor *nn_select(nn_tensor *t, int dim, int64_t index)
     int n = 0;
     for (int i = 0; i < t->ndim; i++)
         if (i != dim) ns[n] = t->shape[i], st[n++] = t->strides[i];
-    return nn_make_view(t, n, ns, st, t->offset + index * t->strides[dim]);
+    nn_tensor *v = nn_make_view(t, n, ns, st, t->offset + index * t->strides[dim]);
+    if (v && nn_any_requires_grad(1, &t) && nn_record_select(t, v, dim, index)) {
+        nn_release(v);
+        return NULL;
+    }
+    return v;
 }
 
 nn_tensor *nn_squeeze(nn_tensor *t, int dim)
@@ -250,7 +287,7 @@ nn_tensor *nn_squeeze(nn_tensor *t, int dim)
         bool drop = t->shape[i] == 1 && (dim == NN_ALL_DIMS || dim == i);
         if (!drop) ns[n] = t->shape[i], st[n++] = t->strides[i];
     }
-    return nn_make_view(t, n, ns, st, t->offset);
+    return rec_view(nn_make_view(t, n, ns, st, t->offset), dim == NN_ALL_DIMS ? "SqueezeBackward0" : "SqueezeBackward1", t);
 }
 
 nn_tensor *nn_unsqueeze(nn_tensor *t, int dim)
@@ -269,7 +306,7 @@ nn_tensor *nn_unsqueeze(nn_tensor *t, int dim)
             ns[i] = t->shape[j], st[i] = t->strides[j++];
         }
     }
-    return nn_make_view(t, t->ndim + 1, ns, st, t->offset);
+    return rec_view(nn_make_view(t, t->ndim + 1, ns, st, t->offset), "UnsqueezeBackward0", t);
 }
 
 nn_tensor *nn_expand(nn_tensor *t, int ndim, const int64_t *shape)
@@ -315,7 +352,12 @@ nn_tensor *nn_expand(nn_tensor *t, int ndim, const int64_t *shape)
         ns[i] = size;
         st[i] = stride;
     }
-    return nn_make_view(t, ndim, ns, st, t->offset);
+    nn_tensor *v = nn_make_view(t, ndim, ns, st, t->offset);
+    if (v && nn_any_requires_grad(1, &t) && nn_record_expand(t, v)) {
+        nn_release(v);
+        return NULL;
+    }
+    return v;
 }
 
 nn_tensor *nn_contiguous(nn_tensor *t)
@@ -324,29 +366,29 @@ nn_tensor *nn_contiguous(nn_tensor *t)
     nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, t->storage->device);
     if (!out) return NULL;
     nn_kargs a = {.op = NN_OP_copy, .out = {out}, .in = {t}, .nin = 1};
-    if (nn_dispatch(&a)) {
+    if (nn_dispatch(&a) || (nn_any_requires_grad(1, &t) && nn_record_copy("CloneBackward0", t, out))) {
         nn_release(out);
         return NULL;
     }
     return out;
 }
 
-/* A piece [start, start+len) of dim, as a view. */
-static nn_tensor *piece(nn_tensor *t, int dim, int64_t start, int64_t len)
+/* A piece [start, start+len) of dim, as a view (on the graph as name). */
+static nn_tensor *piece(const char *name, nn_tensor *t, int dim, int64_t start, int64_t len)
 {
     nn_tensor *v = nn_make_view(t, t->ndim, t->shape, t->strides, t->offset + start * t->strides[dim]);
     if (v) v->shape[dim] = len;
-    return v;
+    return rec_slice(v, name, t, dim, start, 1);
 }
 
 /* Writes the first min(n, max) pieces (sizes from size_of) into out; returns n, or -1 with nothing kept. */
-static int pieces(nn_tensor *t, int dim, int n, int64_t (*size_of)(int i, const void *ctx), const void *ctx, nn_tensor **out,
-                  int max)
+static int pieces(const char *name, nn_tensor *t, int dim, int n, int64_t (*size_of)(int i, const void *ctx), const void *ctx,
+                  nn_tensor **out, int max)
 {
     int64_t start = 0;
     for (int i = 0; i < n && i < max; i++) {
         int64_t len = size_of(i, ctx);
-        out[i] = piece(t, dim, start, len);
+        out[i] = piece(name, t, dim, start, len);
         if (!out[i]) {
             for (int k = 0; k < i; k++) nn_release(out[k]), out[k] = NULL;
             return -1;
@@ -388,7 +430,7 @@ static int split_even(const char *fn, nn_tensor *t, int64_t split_size, int dim,
         return -1;
     }
     even_ctx c = {split_size, size, (int)n};
-    return pieces(t, dim, (int)n, even_size, &c, out, max);
+    return pieces("SplitBackward0", t, dim, (int)n, even_size, &c, out, max);
 }
 
 int nn_chunk(nn_tensor *t, int chunks, int dim, nn_tensor **out, int max)
@@ -401,7 +443,7 @@ int nn_chunk(nn_tensor *t, int chunks, int dim, nn_tensor **out, int max)
     int64_t size = t->shape[dim];
     if (size == 0) { /* `chunks` empty pieces, as PyTorch gives */
         even_ctx c = {0, 0, chunks};
-        return pieces(t, dim, chunks, even_size, &c, out, max);
+        return pieces("SplitWithSizesBackward0", t, dim, chunks, even_size, &c, out, max);
     }
     return split_even("chunk", t, (size + chunks - 1) / chunks, dim, out, max);
 }
@@ -435,5 +477,5 @@ int nn_split_sizes(nn_tensor *t, int n, const int64_t *sizes, int dim, nn_tensor
                  "size at dimension %d), but got split_sizes=%s", (long long)t->shape[dim], dim, shown);
         return -1;
     }
-    return pieces(t, dim, n, given_size, sizes, out, max);
+    return pieces("SplitWithSizesBackward0", t, dim, n, given_size, sizes, out, max);
 }

@@ -1,6 +1,5 @@
 -- The Lua half of torch.Tensor: conversions written in terms of the C methods,
--- torch.Tensor(...) as a constructor, and torch.cuda until the CUDA backend
--- replaces it.
+-- and torch.Tensor(...) as a constructor.
 local torch = require "torch"
 local Tensor = torch.Tensor
 
@@ -57,9 +56,3 @@ setmetatable(Tensor, {
     return torch.empty(first, ...)
   end,
 })
-
-torch.cuda = torch.cuda or {}
-torch.cuda.is_available = torch.cuda.is_available or function() return false end
-torch.cuda.device_count = torch.cuda.device_count or function() return 0 end
-torch.cuda.manual_seed = torch.cuda.manual_seed or function() end
-torch.cuda.manual_seed_all = torch.cuda.manual_seed_all or function() end

@@ -2,18 +2,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../device.h"
 #include "kernels.h"
 
+/* Pinned (page-locked) memory comes from the GPU backend, when there is one. */
 static void *cpu_alloc(int device_index, size_t nbytes, bool pinned)
 {
-    (void)device_index, (void)pinned;
+    (void)device_index;
+    if (pinned) return nn_gpu ? nn_gpu->host_alloc_pinned(nbytes) : NULL;
     return aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
 }
 
 static void cpu_free(int device_index, void *p, size_t nbytes, bool pinned)
 {
-    (void)device_index, (void)nbytes, (void)pinned;
-    free(p);
+    (void)device_index, (void)nbytes;
+    if (pinned) nn_gpu->host_free_pinned(p);
+    else free(p);
 }
 
 static nn_status cpu_copy(void *dst, nn_device dst_dev, const void *src, nn_device src_dev, size_t n)

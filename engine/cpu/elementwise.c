@@ -301,6 +301,8 @@ nn_status nn_cpu_binary(const nn_kargs *a)
         case NN_OP_sign: LOOP(o[i] = (T)((0 < x[i]) - (x[i] < 0))) break; /* NaN -> 0 */        \
         case NN_OP_sigmoid: LOOP(o[i] = 1 / (1 + exp##M(-x[i]))) break;                         \
         case NN_OP_tanh: LOOP(o[i] = tanh##M(x[i])) break;                                      \
+        case NN_OP_erf: LOOP(o[i] = erf##M(x[i])) break;                                        \
+        case NN_OP_log1p: LOOP(o[i] = log1p##M(x[i])) break;                                    \
         case NN_OP_relu: LOOP(o[i] = x[i] < 0 ? 0 : x[i]) break; /* NaN stays */                \
         case NN_OP_clamp: { /* a NaN bound compares false and leaves x, as PyTorch's scalar clamp */ \
             const T lo = (T)c->f0, hi = (T)c->f1;                                               \

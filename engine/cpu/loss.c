@@ -85,7 +85,7 @@ nn_status nn_cpu_nll_loss(const nn_kargs *a)
     layout L;
     layout_init(&L, x, t, red == NONE ? out : NULL);
     double sum = 0, wsum = 0;
-    int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c;
+    int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c = -1;
     if (positions(&L) > 0) do {
             if (target_at(t, off[1], &L, a->i[1], &c)) return nn_last_status();
             double v = 0, wt = 0;
@@ -110,7 +110,7 @@ nn_status nn_cpu_nll_loss_backward(const nn_kargs *a)
     if (!nn_dtype_is_float(gi->dtype)) return nn_not_implemented(a, gi->dtype);
     layout L;
     layout_init(&L, gi, t, red == NONE ? go : NULL);
-    int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c, np = positions(&L);
+    int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c = -1, np = positions(&L);
     if (np == 0 || L.C == 0) return NN_OK;
     if (nn_is_contiguous(gi)) {
         memset(nn_data(gi), 0, (size_t)nn_numel(gi) * nn_dtype_size(gi->dtype));

@@ -108,6 +108,18 @@ typedef struct {
     bool adaptive;
 } maxargs;
 
+/* best, arg = v, idx when v > best or v is NaN; branch-free, as random data defeats prediction */
+INLINE void take_max(double v, int64_t idx, double *best, int64_t *arg)
+{
+    int64_t take = -(int64_t)((v > *best) | (v != v));
+    uint64_t vb, bb;
+    memcpy(&vb, &v, 8);
+    memcpy(&bb, best, 8);
+    bb = (bb & ~(uint64_t)take) | (vb & (uint64_t)take);
+    memcpy(best, &bb, 8);
+    *arg = (*arg & ~take) | (idx & take);
+}
+
 INLINE void max_body(const maxargs *m, const char *in, char *out, int64_t *ind, nn_dtype dt)
 {
     const planes *x = &m->x;
@@ -127,8 +139,7 @@ INLINE void max_body(const maxargs *m, const char *in, char *out, int64_t *ind, 
                     int64_t arg = h0 * x->W + w0;
                     for (int64_t h = h0; h < h1; h += dh)
                         for (int64_t w = w0; w < w1; w += dw) {
-                            double v = ld(p, h * x->sH + w * x->sW, dt);
-                            if (v > best || isnan(v)) best = v, arg = h * x->W + w;
+                            take_max(ld(p, h * x->sH + w * x->sW, dt), h * x->W + w, &best, &arg);
                         }
                     st(out, base + oy * m->ow + ox, dt, best);
                     ind[base + oy * m->ow + ox] = arg;

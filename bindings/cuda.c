@@ -1,0 +1,404 @@
+/* torch.cuda: devices, memory statistics, streams and events, through nn_gpu
+ * (engine/device.h). With no GPU backend or no GPU, is_available() is false and
+ * everything that needs a GPU raises "CUDA is not available". */
+#include <string.h>
+
+#include "device.h"
+#include "lt.h"
+
+static const char STREAM_MT[] = "torch.cuda.Stream";
+static const char EVENT_MT[] = "torch.cuda.Event";
+static const char DEVICE_CTX_MT[] = "torch.cuda.device_ctx";
+static const char STREAM_CTX_MT[] = "torch.cuda.stream_ctx";
+
+static void need_gpu(lua_State *L, const char *what)
+{
+    if (nn_require_gpu(what)) lt_fail(L, 0);
+}
+
+static int available(void) { return nn_gpu && nn_gpu->device_count() > 0; }
+
+static int is_available(lua_State *L)
+{
+    lua_pushboolean(L, available());
+    return 1;
+}
+
+static int device_count(lua_State *L)
+{
+    lua_pushinteger(L, nn_gpu ? nn_gpu->device_count() : 0);
+    return 1;
+}
+
+/* A device index from a number, a "cuda:N" string or a torch.device at idx; none: current. */
+static int device_index(lua_State *L, int idx)
+{
+    need_gpu(L, "torch.cuda");
+    if (lua_isnoneornil(L, idx)) return nn_gpu->current_device();
+    if (lua_type(L, idx) == LUA_TNUMBER) return (int)luaL_checkinteger(L, idx);
+    nn_device d = lt_check_device(L, idx);
+    if (d.type != NN_CUDA) luaL_argerror(L, idx, "expected a cuda device");
+    return d.index < 0 ? nn_gpu->current_device() : d.index;
+}
+
+static int current_device(lua_State *L)
+{
+    need_gpu(L, "current_device");
+    lua_pushinteger(L, nn_gpu->current_device());
+    return 1;
+}
+
+static int set_device(lua_State *L)
+{
+    int i = device_index(L, 1);
+    if (nn_gpu->set_device(i)) return lt_fail(L, 1);
+    return 0;
+}
+
+static int synchronize(lua_State *L)
+{
+    int i = device_index(L, 1);
+    if (nn_gpu->synchronize(i)) return lt_fail(L, 0);
+    return 0;
+}
+
+static int props(lua_State *L, nn_gpu_properties *p)
+{
+    int i = device_index(L, 1);
+    if (nn_gpu->properties(i, p)) return lt_fail(L, 1);
+    return i;
+}
+
+static int get_device_name(lua_State *L)
+{
+    nn_gpu_properties p;
+    props(L, &p);
+    lua_pushstring(L, p.name);
+    return 1;
+}
+
+static int get_device_capability(lua_State *L)
+{
+    nn_gpu_properties p;
+    props(L, &p);
+    lua_pushinteger(L, p.major);
+    lua_pushinteger(L, p.minor);
+    return 2;
+}
+
+static int props_tostring(lua_State *L)
+{
+    lua_getfield(L, 1, "name");
+    lua_getfield(L, 1, "major");
+    lua_getfield(L, 1, "minor");
+    lua_getfield(L, 1, "total_memory");
+    lua_getfield(L, 1, "multi_processor_count");
+    lua_pushfstring(L, "_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, multi_processor_count=%d)",
+                    lua_tostring(L, 2), (int)lua_tointeger(L, 3), (int)lua_tointeger(L, 4),
+                    (int)(lua_tointeger(L, 5) / (1024 * 1024)), (int)lua_tointeger(L, 6));
+    return 1;
+}
+
+static int get_device_properties(lua_State *L)
+{
+    nn_gpu_properties p;
+    props(L, &p);
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, p.name);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, p.major);
+    lua_setfield(L, -2, "major");
+    lua_pushinteger(L, p.minor);
+    lua_setfield(L, -2, "minor");
+    lua_pushinteger(L, (lua_Integer)p.total_memory);
+    lua_setfield(L, -2, "total_memory");
+    lua_pushinteger(L, p.multi_processor_count);
+    lua_setfield(L, -2, "multi_processor_count");
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, props_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+static nn_gpu_memory_stats stats(lua_State *L)
+{
+    nn_gpu_memory_stats s = {0};
+    if (!available()) return s; /* PyTorch reports 0 bytes without a GPU too */
+    if (nn_gpu->memory_stats(device_index(L, 1), &s)) lt_fail(L, 1);
+    return s;
+}
+
+static int memory_allocated(lua_State *L) { lua_pushinteger(L, (lua_Integer)stats(L).allocated); return 1; }
+static int max_memory_allocated(lua_State *L) { lua_pushinteger(L, (lua_Integer)stats(L).max_allocated); return 1; }
+static int memory_reserved(lua_State *L) { lua_pushinteger(L, (lua_Integer)stats(L).reserved); return 1; }
+static int max_memory_reserved(lua_State *L) { lua_pushinteger(L, (lua_Integer)stats(L).max_reserved); return 1; }
+
+static int reset_peak_memory_stats(lua_State *L)
+{
+    if (available()) nn_gpu->reset_peak_memory_stats(device_index(L, 1));
+    return 0;
+}
+
+static int empty_cache(lua_State *L)
+{
+    if (available() && nn_gpu->empty_cache()) return lt_fail(L, 0);
+    return 0;
+}
+
+static int memory_summary(lua_State *L)
+{
+    nn_gpu_memory_stats s = stats(L);
+    lua_pushfstring(L,
+                    "|===========================================================|\n"
+                    "| nnrepl CUDA memory summary                                |\n"
+                    "|-----------------------------------------------------------|\n"
+                    "| allocated: %10d KiB  (peak %10d KiB)           |\n"
+                    "| reserved:  %10d KiB  (peak %10d KiB)           |\n"
+                    "| alloc retries: %6d   OOMs: %6d                       |\n"
+                    "|===========================================================|\n",
+                    (int)(s.allocated >> 10), (int)(s.max_allocated >> 10), (int)(s.reserved >> 10),
+                    (int)(s.max_reserved >> 10), (int)s.num_alloc_retries, (int)s.num_ooms);
+    return 1;
+}
+
+/* ---- torch.cuda.device(i) as a to-be-closed value: switch, and switch back on close ---- */
+typedef struct { int prev; bool closed; } device_ctx;
+
+static int device_ctx_close(lua_State *L)
+{
+    device_ctx *c = luaL_checkudata(L, 1, DEVICE_CTX_MT);
+    if (!c->closed && nn_gpu) nn_gpu->set_device(c->prev);
+    c->closed = true;
+    return 0;
+}
+
+static int device_ctx_new(lua_State *L)
+{
+    int i = device_index(L, 1);
+    device_ctx *c = lua_newuserdatauv(L, sizeof *c, 0);
+    c->prev = nn_gpu->current_device();
+    c->closed = false;
+    luaL_setmetatable(L, DEVICE_CTX_MT);
+    if (nn_gpu->set_device(i)) return lt_fail(L, 1);
+    return 1;
+}
+
+/* ---- streams ---- */
+typedef struct { nn_gpu_stream *s; } stream_ud;
+
+static nn_gpu_stream *check_stream(lua_State *L, int idx) { return ((stream_ud *)luaL_checkudata(L, idx, STREAM_MT))->s; }
+
+static void push_stream(lua_State *L, nn_gpu_stream *s)
+{
+    if (!s) lt_fail(L, 0);
+    stream_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->s = s;
+    luaL_setmetatable(L, STREAM_MT);
+}
+
+static const char *const stream_keys[] = {"device", "priority", NULL};
+
+static int stream_new(lua_State *L)
+{
+    need_gpu(L, "Stream");
+    int device = -1, priority = 0;
+    if (lt_is_opts(L, 1)) {
+        lt_check_opts(L, 1, stream_keys);
+        if (lt_opt(L, 1, "device") != LUA_TNIL) device = device_index(L, lua_gettop(L));
+        priority = (int)lt_opt_number(L, 1, "priority", 0);
+    } else if (!lua_isnoneornil(L, 1)) device = device_index(L, 1);
+    push_stream(L, nn_gpu->stream_new(device, priority));
+    return 1;
+}
+
+static int stream_gc(lua_State *L)
+{
+    stream_ud *u = luaL_checkudata(L, 1, STREAM_MT);
+    if (u->s && nn_gpu) nn_gpu->stream_free(u->s);
+    u->s = NULL;
+    return 0;
+}
+
+static int stream_synchronize(lua_State *L)
+{
+    if (nn_gpu->stream_synchronize(check_stream(L, 1))) return lt_fail(L, 0);
+    return 0;
+}
+
+static int stream_query(lua_State *L)
+{
+    lua_pushboolean(L, nn_gpu->stream_query(check_stream(L, 1)));
+    return 1;
+}
+
+typedef struct { nn_gpu_event *e; } event_ud;
+
+static nn_gpu_event *check_event(lua_State *L, int idx) { return ((event_ud *)luaL_checkudata(L, idx, EVENT_MT))->e; }
+
+static int stream_wait_event(lua_State *L)
+{
+    if (nn_gpu->stream_wait_event(check_stream(L, 1), check_event(L, 2))) return lt_fail(L, 0);
+    return 0;
+}
+
+static int current_stream(lua_State *L)
+{
+    need_gpu(L, "current_stream");
+    push_stream(L, nn_gpu->current_stream(lua_isnoneornil(L, 1) ? -1 : device_index(L, 1)));
+    return 1;
+}
+
+/* torch.cuda.stream(s) as a to-be-closed value: ops run on s until it closes */
+typedef struct { bool closed; } stream_ctx;
+
+static int stream_ctx_close(lua_State *L)
+{
+    stream_ctx *c = luaL_checkudata(L, 1, STREAM_CTX_MT);
+    if (!c->closed && nn_gpu) nn_gpu->set_stream(NULL); /* back to the default stream */
+    c->closed = true;
+    return 0;
+}
+
+static int stream_ctx_new(lua_State *L)
+{
+    need_gpu(L, "stream");
+    nn_gpu_stream *s = check_stream(L, 1);
+    stream_ctx *c = lua_newuserdatauv(L, sizeof *c, 1);
+    c->closed = false;
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1); /* keep the stream alive while it is current */
+    luaL_setmetatable(L, STREAM_CTX_MT);
+    if (nn_gpu->set_stream(s)) return lt_fail(L, 1);
+    return 1;
+}
+
+/* ---- events ---- */
+static const char *const event_keys[] = {"enable_timing", "blocking", "interprocess", NULL};
+
+static int event_new(lua_State *L)
+{
+    need_gpu(L, "Event");
+    lt_check_opts(L, 1, event_keys);
+    nn_gpu_event *e = nn_gpu->event_new(lt_opt_bool(L, 1, "enable_timing", 0));
+    if (!e) return lt_fail(L, 0);
+    event_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->e = e;
+    luaL_setmetatable(L, EVENT_MT);
+    return 1;
+}
+
+static int event_gc(lua_State *L)
+{
+    event_ud *u = luaL_checkudata(L, 1, EVENT_MT);
+    if (u->e && nn_gpu) nn_gpu->event_free(u->e);
+    u->e = NULL;
+    return 0;
+}
+
+static int event_record(lua_State *L)
+{
+    nn_gpu_event *e = check_event(L, 1);
+    if (nn_gpu->event_record(e, lua_isnoneornil(L, 2) ? NULL : check_stream(L, 2))) return lt_fail(L, 0);
+    return 0;
+}
+
+static int event_synchronize(lua_State *L)
+{
+    if (nn_gpu->event_synchronize(check_event(L, 1))) return lt_fail(L, 0);
+    return 0;
+}
+
+static int event_query(lua_State *L)
+{
+    lua_pushboolean(L, nn_gpu->event_query(check_event(L, 1)));
+    return 1;
+}
+
+static int event_elapsed_time(lua_State *L)
+{
+    float ms = 0;
+    if (nn_gpu->event_elapsed_ms(check_event(L, 1), check_event(L, 2), &ms)) return lt_fail(L, 0);
+    lua_pushnumber(L, ms);
+    return 1;
+}
+
+static int manual_seed(lua_State *L)
+{
+    lua_Integer seed = luaL_checkinteger(L, 1);
+    if (nn_gpu) nn_gpu->manual_seed((uint64_t)seed);
+    return 0;
+}
+
+/* ---- tensor methods ---- */
+static int t_pin_memory(lua_State *L)
+{
+    lt_push(L, nn_pin_memory(lt_check(L, 1)));
+    return 1;
+}
+
+static int t_is_pinned(lua_State *L)
+{
+    lua_pushboolean(L, lt_check(L, 1)->storage->pinned);
+    return 1;
+}
+
+static int t_record_stream(lua_State *L)
+{
+    need_gpu(L, "record_stream");
+    if (nn_gpu->record_stream(lt_check(L, 1), check_stream(L, 2))) return lt_fail(L, 1);
+    return 0;
+}
+
+static void metatable(lua_State *L, const char *name, lua_CFunction gc, const luaL_Reg *methods)
+{
+    luaL_newmetatable(L, name);
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    if (methods) {
+        lua_newtable(L);
+        luaL_setfuncs(L, methods, 0);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+}
+
+void lt_open_cuda(lua_State *L)
+{
+    int torch = lua_gettop(L);
+    static const luaL_Reg stream_methods[] = {
+        {"synchronize", stream_synchronize}, {"query", stream_query}, {"wait_event", stream_wait_event}, {NULL, NULL}};
+    static const luaL_Reg event_methods[] = {{"record", event_record}, {"synchronize", event_synchronize},
+                                             {"query", event_query}, {"elapsed_time", event_elapsed_time}, {NULL, NULL}};
+    metatable(L, STREAM_MT, stream_gc, stream_methods);
+    metatable(L, EVENT_MT, event_gc, event_methods);
+    metatable(L, DEVICE_CTX_MT, device_ctx_close, NULL);
+    metatable(L, STREAM_CTX_MT, stream_ctx_close, NULL);
+    luaL_getmetatable(L, DEVICE_CTX_MT);
+    lua_pushcfunction(L, device_ctx_close);
+    lua_setfield(L, -2, "__close");
+    luaL_getmetatable(L, STREAM_CTX_MT);
+    lua_pushcfunction(L, stream_ctx_close);
+    lua_setfield(L, -2, "__close");
+    lua_settop(L, torch);
+
+    static const luaL_Reg fns[] = {
+        {"is_available", is_available}, {"device_count", device_count}, {"current_device", current_device},
+        {"set_device", set_device}, {"synchronize", synchronize}, {"get_device_name", get_device_name},
+        {"get_device_capability", get_device_capability}, {"get_device_properties", get_device_properties},
+        {"memory_allocated", memory_allocated}, {"max_memory_allocated", max_memory_allocated},
+        {"memory_reserved", memory_reserved}, {"max_memory_reserved", max_memory_reserved},
+        {"reset_peak_memory_stats", reset_peak_memory_stats}, {"empty_cache", empty_cache},
+        {"memory_summary", memory_summary}, {"device", device_ctx_new}, {"Stream", stream_new},
+        {"current_stream", current_stream}, {"stream", stream_ctx_new}, {"Event", event_new},
+        {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {NULL, NULL},
+    };
+    luaL_getsubtable(L, torch, "cuda");
+    luaL_setfuncs(L, fns, 0);
+    lua_settop(L, torch);
+    static const luaL_Reg methods[] = {
+        {"pin_memory", t_pin_memory}, {"is_pinned", t_is_pinned}, {"record_stream", t_record_stream}, {NULL, NULL}};
+    lua_getfield(L, torch, "Tensor");
+    luaL_setfuncs(L, methods, 0);
+    lua_settop(L, torch);
+}

@@ -1,0 +1,353 @@
+-- Helpers shared by the nn files: errors at the user's call site, PyTorch-style
+-- argument parsing (positional arguments and/or one trailing keyword table),
+-- Python-style value formatting for reprs, and list results that a generic `for`
+-- can also iterate directly (`for name, p in model:named_parameters() do`).
+local torch = require "torch"
+
+local U = {}
+
+-- The stack level of the first function outside the nn library, counted from
+-- the caller of U.error, so errors point at the user's line.
+local function is_library(src)
+  return src:find("^@bindings/lua/nn_") or src:find("^@bindings/lua/torch_nn")
+end
+
+function U.error(msg)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then return error(msg, 0) end
+    if not is_library(info.source) then return error(msg, level) end
+    level = level + 1
+  end
+end
+
+function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
+
+-- ---- Python-style formatting ----
+
+-- Python's repr of a float: the shortest digits that read back, fixed notation for
+-- exponents in [-4, 16), otherwise d.ddde+XX.
+function U.pyfloat(x)
+  if x ~= x then return "nan" end
+  if x == math.huge then return "inf" end
+  if x == -math.huge then return "-inf" end
+  if x == 0 then return (1 / x < 0) and "-0.0" or "0.0" end
+  local s
+  for p = 0, 16 do
+    s = string.format("%." .. p .. "e", x)
+    if tonumber(s) == x then break end
+  end
+  local sign, int, frac, exp = s:match("^(-?)(%d)%.?(%d*)e([-+]%d+)$")
+  local digits = (int .. frac):gsub("0+$", "")
+  if digits == "" then digits = "0" end
+  exp = tonumber(exp)
+  if exp >= -4 and exp < 16 then
+    local point = exp + 1 -- digits before the decimal point
+    local out
+    if point <= 0 then
+      out = "0." .. string.rep("0", -point) .. digits
+    elseif point >= #digits then
+      out = digits .. string.rep("0", point - #digits) .. ".0"
+    else
+      out = digits:sub(1, point) .. "." .. digits:sub(point + 1)
+    end
+    return sign .. out
+  end
+  local mant = digits:sub(1, 1)
+  if #digits > 1 then mant = mant .. "." .. digits:sub(2) end
+  return string.format("%s%se%s%02d", sign, mant, exp < 0 and "-" or "+", math.abs(exp))
+end
+
+local function is_size(v)
+  local mt = getmetatable(v)
+  return mt ~= nil and mt.__name == "torch.Size"
+end
+
+-- A value as Python's str() writes it inside a repr: True/False/None, ints, floats,
+-- tuples for Lua lists ("(3, 3)", "(10,)"), strings bare.
+function U.pystr(v)
+  local t = type(v)
+  if v == nil then return "None" end
+  if t == "boolean" then return v and "True" or "False" end
+  if t == "number" then
+    if math.type(v) == "integer" then return tostring(v) end
+    return U.pyfloat(v)
+  end
+  if t == "string" then return v end
+  if t == "table" and getmetatable(v) == nil then
+    local parts = {}
+    for i = 1, #v do parts[i] = U.pystr(v[i]) end
+    if #parts == 1 then return "(" .. parts[1] .. ",)" end
+    return "(" .. table.concat(parts, ", ") .. ")"
+  end
+  return tostring(v)
+end
+
+-- Python's repr(): strings quoted, the rest as pystr.
+function U.pyrepr(v)
+  if type(v) == "string" then return "'" .. v .. "'" end
+  return U.pystr(v)
+end
+
+-- "[32, 2000]"
+function U.shape_str(x)
+  local dims = {}
+  for i = 0, x:dim() - 1 do dims[#dims + 1] = tostring(x:size(i)) end
+  return "[" .. table.concat(dims, ", ") .. "]"
+end
+
+-- Python's type name of a value, for TypeError-style messages.
+function U.typename(v)
+  if torch.is_tensor(v) then return v:type() end
+  if type(v) == "table" and v.__name and v.__class then return v.__name end
+  if v == nil then return "NoneType" end
+  if math.type(v) == "integer" then return "int" end
+  if math.type(v) == "float" then return "float" end
+  if type(v) == "string" then return "str" end
+  if type(v) == "boolean" then return "bool" end
+  return type(v)
+end
+
+-- ---- arguments ----
+
+U.REQUIRED = setmetatable({}, { __tostring = function() return "<required>" end })
+
+-- A trailing keyword table: a plain table with no [1] (lists are positional values).
+function U.is_opts(v)
+  return type(v) == "table" and getmetatable(v) == nil and rawget(v, 1) == nil
+end
+
+-- Parse `...` against spec, a list of {name, default} (default U.REQUIRED for a
+-- required argument), Python-style: positional values in spec order, then an
+-- optional trailing keyword table. Returns a table name -> value (defaults filled).
+function U.parse(fname, spec, ...)
+  local n = select("#", ...)
+  local opts
+  if n > 0 and U.is_opts((select(n, ...))) then
+    opts = (select(n, ...))
+    n = n - 1
+  end
+  if n > #spec then
+    U.errorf("bad argument #%d to '%s' (%s takes at most %d positional arguments, got %d)",
+      #spec + 1, fname, fname, #spec, n)
+  end
+  local out, given = {}, {}
+  for i = 1, n do
+    local v = (select(i, ...))
+    if v ~= nil then out[spec[i][1]] = v; given[spec[i][1]] = i end
+  end
+  if opts then
+    local index = {}
+    for i, s in ipairs(spec) do index[s[1]] = i end
+    for k, v in pairs(opts) do
+      if type(k) ~= "string" or not index[k] then
+        U.errorf("bad argument #%d to '%s' (unknown keyword '%s')", n + 1, fname, tostring(k))
+      end
+      if given[k] then
+        U.errorf("bad argument #%d to '%s' (got multiple values for argument '%s')", n + 1, fname, k)
+      end
+      out[k] = v
+    end
+  end
+  for i, s in ipairs(spec) do
+    if out[s[1]] == nil then
+      if s[2] == U.REQUIRED then
+        U.errorf("bad argument #%d to '%s' (missing required argument '%s')", i, fname, s[1])
+      end
+      out[s[1]] = s[2]
+    end
+  end
+  return out
+end
+
+-- Checks for common argument kinds; they return the value.
+function U.check_int(fname, name, v, min)
+  if math.type(v) ~= "integer" and not (math.type(v) == "float" and v == math.floor(v) and v == v) then
+    U.errorf("%s: %s must be an integer, got %s", fname, name, U.typename(v) == "float" and U.pyfloat(v) or U.typename(v))
+  end
+  v = math.tointeger(v)
+  if min and v < min then U.errorf("%s: %s must be at least %d, got %d", fname, name, min, v) end
+  return v
+end
+
+-- An int or a list of n ints as a list of n ints (PyTorch's _pair).
+function U.ntuple(fname, name, v, n)
+  if type(v) == "number" then
+    v = U.check_int(fname, name, v)
+    local out = {}
+    for i = 1, n do out[i] = v end
+    return out
+  end
+  if is_size(v) then v = v:totable() end
+  if type(v) ~= "table" or #v ~= n then
+    U.errorf("%s: %s must be an int or a list of %d ints, got %s", fname, name, n, U.typename(v))
+  end
+  local out = {}
+  for i = 1, n do out[i] = U.check_int(fname, name, v[i]) end
+  return out
+end
+
+-- ---- iterable lists ----
+
+-- Give a Lua list a __call so that `for x in list do` (or `for name, v in list do`
+-- for lists of {name, value} pairs) walks it; ipairs and # work as on any list.
+local function list_call(named)
+  return function(self, _, prev)
+    local mt = getmetatable(self)
+    local i = 1
+    if prev ~= nil then
+      local pos = mt._pos
+      if not pos then -- built on the first step: position of each element (or name)
+        pos = {}
+        for j = 1, #self do pos[named and self[j][1] or self[j]] = j end
+        mt._pos = pos
+      end
+      i = (pos[prev] or #self) + 1
+    end
+    local e = self[i]
+    if e == nil then return nil end
+    if named then return e[1], e[2] end
+    return e
+  end
+end
+local plain_call, named_call = list_call(false), list_call(true)
+
+function U.list(t) return setmetatable(t, { __call = plain_call }) end
+function U.named_list(t) return setmetatable(t, { __call = named_call }) end
+
+-- ---- OrderedDict ----
+-- Entries are plain fields (sd["fc.weight"]); the key order lives in the metatable.
+-- pairs() follows insertion order (__pairs); sd:keys(), sd:values(), sd:items() give
+-- lists; # counts the entries. `sd[k] = nil` deletes; a key set again goes last.
+-- Internally modules keep "registered as None" entries (set(k, nil)), which pairs
+-- yields with a nil value.
+local OD = {}
+U.OrderedDict = OD
+
+local function od_meta(t) return getmetatable(t) end
+
+local function od_live(t, mt, k) return rawget(t, k) ~= nil or mt._none[k] end
+
+local function od_drop(mt, k)
+  local order, pos = mt._order, mt._pos
+  local p = pos[k]
+  if not p then return end
+  table.remove(order, p)
+  pos[k] = nil
+  for j = p, #order do pos[order[j]] = j end
+end
+
+local function od_append(mt, k)
+  local order = mt._order
+  order[#order + 1] = k
+  mt._pos[k] = #order
+end
+
+local od_methods = {}
+
+function od_methods.keys(t)
+  local mt, out = od_meta(t), {}
+  for _, k in ipairs(mt._order) do if od_live(t, mt, k) then out[#out + 1] = k end end
+  return U.list(out)
+end
+
+function od_methods.values(t)
+  local mt, out = od_meta(t), {}
+  for _, k in ipairs(mt._order) do if od_live(t, mt, k) then out[#out + 1] = rawget(t, k) end end
+  return U.list(out)
+end
+
+function od_methods.items(t)
+  local mt, out = od_meta(t), {}
+  for _, k in ipairs(mt._order) do if od_live(t, mt, k) then out[#out + 1] = { k, rawget(t, k) } end end
+  return U.named_list(out)
+end
+
+-- Set k (v may be nil: registered as None); a new key goes last, an existing one stays.
+function od_methods.set(t, k, v)
+  local mt = od_meta(t)
+  if not od_live(t, mt, k) then od_drop(mt, k); od_append(mt, k) end
+  rawset(t, k, v)
+  mt._none[k] = (v == nil) or nil
+end
+
+function od_methods.remove(t, k)
+  local mt = od_meta(t)
+  local v = rawget(t, k)
+  od_drop(mt, k)
+  mt._none[k] = nil
+  rawset(t, k, nil)
+  return v
+end
+od_methods.pop = od_methods.remove
+
+function od_methods.has(t, k) return od_live(t, od_meta(t), k) and true or false end
+
+function od_methods.copy(t)
+  local c = OD.new()
+  for _, k in ipairs(od_meta(t)._order) do
+    if od_live(t, od_meta(t), k) then od_methods.set(c, k, rawget(t, k)) end
+  end
+  return c
+end
+
+local function od_newindex(t, k, v)
+  if v == nil then return end
+  local mt = od_meta(t)
+  od_drop(mt, k)
+  od_append(mt, k)
+  mt._none[k] = nil
+  rawset(t, k, v)
+end
+
+local function od_pairs(t)
+  local mt = od_meta(t)
+  local order, i = mt._order, 0
+  return function()
+    while true do
+      i = i + 1
+      local k = order[i]
+      if k == nil then return nil end
+      if od_live(t, mt, k) then return k, rawget(t, k) end
+    end
+  end, t, nil
+end
+
+local function od_len(t)
+  local mt, n = od_meta(t), 0
+  for _, k in ipairs(mt._order) do if od_live(t, mt, k) then n = n + 1 end end
+  return n
+end
+
+local function od_tostring(t)
+  local parts = {}
+  for k, v in od_pairs(t) do parts[#parts + 1] = U.pyrepr(k) .. ": " .. tostring(v) end
+  return "OrderedDict({" .. table.concat(parts, ", ") .. "})"
+end
+
+function OD.is(v)
+  local mt = getmetatable(v)
+  return type(v) == "table" and mt ~= nil and mt.__name == "OrderedDict"
+end
+
+-- OrderedDict(), OrderedDict({{k, v}, ...}), or a copy of another OrderedDict.
+function OD.new(init)
+  local t = setmetatable({}, {
+    __name = "OrderedDict", __index = od_methods, __newindex = od_newindex, __pairs = od_pairs,
+    __len = od_len, __tostring = od_tostring, _order = {}, _pos = {}, _none = {},
+  })
+  if OD.is(init) then
+    for k, v in od_pairs(init) do od_methods.set(t, k, v) end
+  elseif type(init) == "table" then
+    for i, kv in ipairs(init) do
+      if type(kv) ~= "table" or kv[1] == nil then
+        U.errorf("OrderedDict: entry %d must be a {key, value} pair", i)
+      end
+      od_methods.set(t, kv[1], kv[2])
+    end
+  end
+  return t
+end
+
+return U

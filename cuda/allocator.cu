@@ -1,0 +1,257 @@
+/* The caching device allocator, after PyTorch's and cutorch's.
+ *
+ * cudaMalloc and cudaFree are slow and synchronise the device, so memory is
+ * taken from the driver in segments and kept. A segment is cut into blocks;
+ * a request is rounded up (512 B), served by the best-fitting free block of
+ * the same device, stream and pool (small requests, <= 1 MiB, share 2 MiB
+ * segments; large ones get their own segment of at least 20 MiB, or the
+ * request rounded to 2 MiB), and the rest of the block is split off. A freed
+ * block merges with free neighbours in its segment. Blocks are tied to the
+ * stream they were allocated on, so reuse needs no synchronisation; a block
+ * also used on another stream (record_stream) is reused only after an event
+ * recorded on each such stream at free time has completed.
+ *
+ * Out of memory: free every cached whole segment, retry once, then fail with
+ * what was asked for and what is in use. */
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core.cuh"
+
+namespace {
+
+constexpr size_t kRound = 512, kSmall = 1 << 20, kSmallSegment = 2 << 20, kLargeSegment = 20 << 20, kMinLargeSplit = 1 << 20;
+
+struct Block {
+    int device;
+    cudaStream_t stream;
+    size_t size;
+    char *ptr;
+    bool allocated = false, small;
+    Block *prev = nullptr, *next = nullptr; /* neighbours in the segment */
+    std::vector<cudaStream_t> uses;          /* other streams (record_stream) */
+    int pending = 0;                         /* events not yet complete */
+};
+
+struct Order {
+    bool operator()(const Block *a, const Block *b) const
+    {
+        if (a->stream != b->stream) return (uintptr_t)a->stream < (uintptr_t)b->stream;
+        if (a->size != b->size) return a->size < b->size;
+        return (uintptr_t)a->ptr < (uintptr_t)b->ptr;
+    }
+};
+
+struct DeviceCache {
+    std::set<Block *, Order> small, large;
+    std::unordered_map<void *, Block *> live;
+    std::vector<std::pair<cudaEvent_t, Block *>> events;
+    nn_gpu_memory_stats stats{};
+};
+
+std::mutex lock;
+DeviceCache caches[NN_GPU_MAX];
+
+size_t round_size(size_t n) { return n < kRound ? kRound : (n + kRound - 1) / kRound * kRound; }
+std::set<Block *, Order> &pool_of(DeviceCache &c, bool small) { return small ? c.small : c.large; }
+
+void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged with free neighbours */
+{
+    b->allocated = false;
+    auto &pool = pool_of(c, b->small);
+    for (Block *n : {b->prev, b->next}) {
+        if (!n || n->allocated || n->pending) continue;
+        pool.erase(n);
+        if (n == b->prev) {
+            b->ptr = n->ptr;
+            b->prev = n->prev;
+            if (b->prev) b->prev->next = b;
+        } else {
+            b->next = n->next;
+            if (b->next) b->next->prev = b;
+        }
+        b->size += n->size;
+        delete n;
+    }
+    pool.insert(b);
+}
+
+void process_events(DeviceCache &c)
+{
+    for (size_t i = 0; i < c.events.size();) {
+        cudaError_t e = cudaEventQuery(c.events[i].first);
+        if (e == cudaErrorNotReady) { cudaGetLastError(); i++; continue; }
+        cudaEventDestroy(c.events[i].first);
+        Block *b = c.events[i].second;
+        c.events.erase(c.events.begin() + i);
+        if (--b->pending == 0) give_back(c, b);
+    }
+}
+
+/* cudaFree every free block that is a whole segment. */
+void release_cached(DeviceCache &c)
+{
+    for (auto *pool : {&c.small, &c.large})
+        for (auto it = pool->begin(); it != pool->end();) {
+            Block *b = *it;
+            if (!b->prev && !b->next) {
+                cudaFree(b->ptr);
+                c.stats.reserved -= b->size;
+                it = pool->erase(it);
+                delete b;
+            } else ++it;
+        }
+}
+
+} // namespace
+
+void *nn_cuda_alloc(int device, size_t n)
+{
+    std::lock_guard<std::mutex> g(lock);
+    DeviceCache &c = caches[device];
+    cudaStream_t stream = nn_cuda_stream(device);
+    process_events(c);
+    size_t size = round_size(n);
+    bool small = size <= kSmall;
+    auto &pool = pool_of(c, small);
+    Block key;
+    key.stream = stream;
+    key.size = size;
+    key.ptr = nullptr;
+    Block *b = nullptr;
+    auto it = pool.lower_bound(&key);
+    if (it != pool.end() && (*it)->stream == stream) {
+        b = *it;
+        pool.erase(it);
+    } else {
+        size_t seg = small ? kSmallSegment : size < kLargeSegment ? kLargeSegment : (size + kSmallSegment - 1) / kSmallSegment * kSmallSegment;
+        void *p = nullptr;
+        cudaError_t e = cudaMalloc(&p, seg);
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            c.stats.num_alloc_retries++;
+            cudaDeviceSynchronize();
+            process_events(c);
+            release_cached(c);
+            e = cudaMalloc(&p, seg);
+        }
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            size_t free_b = 0, total = 0;
+            cudaMemGetInfo(&free_b, &total);
+            c.stats.num_ooms++;
+            nn_error(NN_ERR_NOMEM,
+                     "CUDA out of memory. Tried to allocate %.2f MiB. GPU %d has a total capacity of %.2f GiB of which %.2f MiB is "
+                     "free. Of the allocated memory %.2f MiB is allocated by tensors and %.2f MiB is reserved but unallocated.",
+                     n / 1048576.0, device, total / 1073741824.0, free_b / 1048576.0, c.stats.allocated / 1048576.0,
+                     (c.stats.reserved - c.stats.allocated) / 1048576.0);
+            return nullptr;
+        }
+        c.stats.reserved += seg;
+        if (c.stats.reserved > c.stats.max_reserved) c.stats.max_reserved = c.stats.reserved;
+        b = new Block();
+        b->device = device;
+        b->stream = stream;
+        b->size = seg;
+        b->ptr = (char *)p;
+        b->small = small;
+    }
+    size_t rest = b->size - size;
+    if (rest >= (small ? kRound : kMinLargeSplit)) { /* split the remainder off as a free block */
+        Block *r = new Block();
+        r->device = device;
+        r->stream = stream;
+        r->size = rest;
+        r->ptr = b->ptr + size;
+        r->small = small;
+        r->prev = b;
+        r->next = b->next;
+        if (b->next) b->next->prev = r;
+        b->next = r;
+        b->size = size;
+        pool.insert(r);
+    }
+    b->allocated = true;
+    c.live[b->ptr] = b;
+    c.stats.allocated += b->size;
+    if (c.stats.allocated > c.stats.max_allocated) c.stats.max_allocated = c.stats.allocated;
+    return b->ptr;
+}
+
+void nn_cuda_free(int device, void *p)
+{
+    if (!p) return;
+    std::lock_guard<std::mutex> g(lock);
+    DeviceCache &c = caches[device];
+    auto it = c.live.find(p);
+    if (it == c.live.end()) return;
+    Block *b = it->second;
+    c.live.erase(it);
+    c.stats.allocated -= b->size;
+    if (b->uses.empty()) {
+        give_back(c, b);
+        return;
+    }
+    for (cudaStream_t s : b->uses) { /* reuse only once the other streams are done with it */
+        cudaEvent_t e;
+        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, s) != cudaSuccess) {
+            cudaGetLastError();
+            cudaStreamSynchronize(s);
+            continue;
+        }
+        b->pending++;
+        c.events.push_back({e, b});
+    }
+    b->uses.clear();
+    b->allocated = false;
+    if (!b->pending) give_back(c, b);
+}
+
+nn_status nn_cuda_record_stream_ptr(void *p, cudaStream_t s)
+{
+    std::lock_guard<std::mutex> g(lock);
+    for (auto &c : caches) {
+        auto it = c.live.find(p);
+        if (it == c.live.end()) continue;
+        Block *b = it->second;
+        if (s != b->stream) b->uses.push_back(s);
+        return NN_OK;
+    }
+    return nn_error(NN_ERR_ARG, "record_stream: pointer not allocated by the CUDA caching allocator");
+}
+
+extern "C" nn_status nn_cuda_memory_stats(int index, nn_gpu_memory_stats *s)
+{
+    if (index < 0) index = nn_gpu->current_device();
+    if (index >= NN_GPU_MAX) return nn_error(NN_ERR_DEVICE, "invalid device index %d", index);
+    std::lock_guard<std::mutex> g(lock);
+    *s = caches[index].stats;
+    return NN_OK;
+}
+
+extern "C" void nn_cuda_reset_peak(int index)
+{
+    if (index < 0) index = nn_gpu->current_device();
+    std::lock_guard<std::mutex> g(lock);
+    auto &st = caches[index].stats;
+    st.max_allocated = st.allocated;
+    st.max_reserved = st.reserved;
+}
+
+extern "C" nn_status nn_cuda_empty_cache(void)
+{
+    std::lock_guard<std::mutex> g(lock);
+    for (int d = 0; d < NN_GPU_MAX; d++) {
+        DeviceCache &c = caches[d];
+        if (c.small.empty() && c.large.empty() && c.events.empty()) continue;
+        cudaSetDevice(d);
+        cudaDeviceSynchronize();
+        process_events(c);
+        release_cached(c);
+    }
+    cudaSetDevice(nn_gpu->current_device());
+    return NN_OK;
+}

@@ -1,0 +1,219 @@
+/* CUDA copy (any strides, any dtype pair), fills, arange and random fills.
+ * Random numbers follow engine/cpu/random.c's recipe exactly (Philox4x32-10,
+ * element j uses counter offset + j in row-major logical order), so a seed
+ * gives the same numbers on the GPU as on the CPU. */
+#include <math.h>
+
+#include "kernels.cuh"
+
+namespace {
+
+/* element access by runtime dtype: float types through double, integers through int64 */
+__device__ __forceinline__ double load_f(const char *p, int dt)
+{
+    switch (dt) {
+    case NN_F32: return *(const float *)p;
+    case NN_F64: return *(const double *)p;
+    case NN_F16: return __half2float(*(const __half *)p);
+    case NN_BF16: return __bfloat162float(*(const __nv_bfloat16 *)p);
+    case NN_I64: return (double)*(const int64_t *)p;
+    case NN_I32: return *(const int32_t *)p;
+    case NN_U8: return *(const uint8_t *)p;
+    default: return *(const uint8_t *)p != 0;
+    }
+}
+
+__device__ __forceinline__ int64_t load_i(const char *p, int dt)
+{
+    switch (dt) {
+    case NN_I64: return *(const int64_t *)p;
+    case NN_I32: return *(const int32_t *)p;
+    case NN_U8: return *(const uint8_t *)p;
+    case NN_BOOL: return *(const uint8_t *)p != 0;
+    default: return (int64_t)load_f(p, dt);
+    }
+}
+
+__device__ __forceinline__ void store_f(char *p, int dt, double v)
+{
+    switch (dt) {
+    case NN_F32: *(float *)p = (float)v; break;
+    case NN_F64: *(double *)p = v; break;
+    case NN_F16: *(__half *)p = __float2half_rn((float)v); break;
+    case NN_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
+    case NN_I64: *(int64_t *)p = (int64_t)v; break;
+    case NN_I32: *(int32_t *)p = (int32_t)(int64_t)v; break;
+    case NN_U8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+    default: *(uint8_t *)p = v != 0; break;
+    }
+}
+
+__device__ __forceinline__ void store_i(char *p, int dt, int64_t v)
+{
+    switch (dt) {
+    case NN_I64: *(int64_t *)p = v; break;
+    case NN_I32: *(int32_t *)p = (int32_t)v; break;
+    case NN_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case NN_BOOL: *(uint8_t *)p = v != 0; break;
+    default: store_f(p, dt, (double)v); break;
+    }
+}
+
+__device__ __forceinline__ bool integral(int dt) { return dt == NN_I64 || dt == NN_I32 || dt == NN_U8 || dt == NN_BOOL; }
+
+template <typename W>
+__global__ void copy_same(W *dst, const W *src, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
+__global__ void copy_strided(char *dst, const char *src, int64_t n, nn_cuda_offsets o, int dt_out, int dt_in, int es)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[2];
+        nn_cuda_offsets_at<2>(o, i, off);
+        char *d = dst + off[0];
+        const char *s = src + off[1];
+        if (dt_out == dt_in) {
+            switch (es) {
+            case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
+            case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+            case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+            default: *(uint64_t *)d = *(const uint64_t *)s; break;
+            }
+        } else if (integral(dt_out) && integral(dt_in)) store_i(d, dt_out, load_i(s, dt_in));
+        else store_f(d, dt_out, load_f(s, dt_in));
+    }
+}
+
+int64_t iter_numel(const nn_iter &it)
+{
+    if (it.ndim < 0) return 0;
+    int64_t n = 1;
+    for (int d = 0; d < it.ndim; d++) n *= it.shape[d];
+    return n;
+}
+
+} // namespace
+
+extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
+{
+    nn_tensor *ops[2] = {a->out[0], a->in[0]};
+    int dev = nn_cuda_index(a);
+    if (a->in[0]->storage->device.type != NN_CUDA)
+        return nn_error(NN_ERR_DEVICE, "copy: the CUDA copy kernel needs both tensors on the GPU");
+    nn_iter it;
+    nn_iter_init(&it, 2, ops);
+    int64_t n = iter_numel(it);
+    if (!n) return NN_OK;
+    cudaStream_t s = nn_cuda_stream(dev);
+    int es = (int)nn_dtype_size(ops[0]->dtype);
+    bool same = ops[0]->dtype == ops[1]->dtype;
+    if (same && it.ndim == 1 && it.strides[0][0] == es && it.strides[1][0] == es && a->in[0]->storage->device.index == dev) {
+        NN_CHECK(cudaMemcpyAsync(it.data[0], it.data[1], (size_t)n * es, cudaMemcpyDeviceToDevice, s));
+        return NN_OK;
+    }
+    copy_strided<<<nn_cuda_blocks(n), 256, 0, s>>>(it.data[0], it.data[1], n, nn_cuda_offsets_of(it), ops[0]->dtype, ops[1]->dtype, es);
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
+/* ---- fills ---- */
+namespace {
+
+constexpr uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+
+__device__ __forceinline__ uint4 philox(uint64_t counter, uint64_t seed)
+{
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+#pragma unroll
+    for (int r = 0; r < 10; r++) {
+        if (r) k0 += W0, k1 += W1;
+        uint32_t hi0 = __umulhi(M0, c0), lo0 = M0 * c0, hi1 = __umulhi(M1, c2), lo1 = M1 * c2;
+        uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+        c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
+    }
+    return make_uint4(c0, c1, c2, c3);
+}
+
+struct FillArgs {
+    int op, dt;
+    double a, b;        /* fill value / arange start, step / uniform lo, hi / normal mean, std */
+    int64_t ivalue, low; /* integer fill value / randint low */
+    uint64_t range, seed, offset;
+};
+
+__global__ void fill_kernel(char *out, int64_t n, nn_cuda_offsets o, FillArgs f)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[1];
+        nn_cuda_offsets_at<1>(o, i, off);
+        char *p = out + off[0];
+        bool wide = f.dt == NN_F64;
+        switch (f.op) {
+        case NN_OP_fill:
+            if (integral(f.dt)) store_i(p, f.dt, f.ivalue);
+            else store_f(p, f.dt, f.a);
+            break;
+        case NN_OP_arange:
+            if (integral(f.dt)) store_i(p, f.dt, (int64_t)f.a + i * (int64_t)f.b);
+            else store_f(p, f.dt, f.a + (double)i * f.b);
+            break;
+        case NN_OP_uniform: {
+            uint4 w = philox(f.offset + i, f.seed);
+            double u = wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
+            double v = f.a + u * (f.b - f.a);
+            if (!wide) { float fv = (float)v; if (fv >= (float)f.b) v = f.a; }
+            else if (v >= f.b) v = f.a;
+            store_f(p, f.dt, v);
+            break;
+        }
+        case NN_OP_normal: {
+            uint4 w = philox(f.offset + i, f.seed);
+            double u1, u2;
+            if (wide) {
+                u1 = 1.0 - (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53;
+                u2 = (double)((((uint64_t)w.z << 32) | w.w) >> 11) * 0x1p-53;
+            } else {
+                u1 = 1.0 - (double)(w.x >> 8) * 0x1p-24;
+                u2 = (double)(w.y >> 8) * 0x1p-24;
+            }
+            store_f(p, f.dt, f.a + f.b * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+            break;
+        }
+        default: { /* randint */
+            uint4 w = philox(f.offset + i, f.seed);
+            uint64_t r = f.range <= (1ull << 32) ? (uint64_t)w.x % f.range : (((uint64_t)w.x << 32) | w.y) % f.range;
+            store_i(p, f.dt, f.low + (int64_t)r);
+        }
+        }
+    }
+}
+
+} // namespace
+
+extern "C" nn_status nn_cuda_fill(const nn_kargs *a)
+{
+    nn_tensor *out = a->out[0];
+    nn_iter it;
+    nn_iter_init(&it, 1, &out);
+    int64_t n = iter_numel(it);
+    if (!n) return NN_OK;
+    FillArgs f{};
+    f.op = a->op;
+    f.dt = out->dtype;
+    f.a = a->f[0];
+    f.b = a->f[1];
+    f.ivalue = a->i[1];
+    f.seed = (uint64_t)a->i[1];
+    f.offset = (uint64_t)a->i[2];
+    f.low = a->i[0];
+    f.range = (uint64_t)(a->i[3] - a->i[0]);
+    if (a->op == NN_OP_arange && !nn_is_contiguous(out)) return nn_error(NN_ERR_ARG, "arange: the output must be contiguous");
+    fill_kernel<<<nn_cuda_blocks(n), 256, 0, nn_cuda_stream(nn_cuda_index(a))>>>(it.data[0], n, nn_cuda_offsets_of(it), f);
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
+extern "C" void nn_cuda_manual_seed(uint64_t seed) { (void)seed; /* GPU fills draw from the engine's generator (engine/random.c) */ }

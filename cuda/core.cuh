@@ -1,0 +1,126 @@
+/* The CUDA backend's shared internals: error checks, per-device state (stream,
+ * library handles), strided indexing for kernels and dtype dispatch.
+ * Only cuda/ includes CUDA headers; the engine sees the backend through
+ * nn_register_backend and nn_gpu (engine/device.h). */
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+extern "C" {
+#include "backend.h"
+#include "cpu/iter.h"
+#include "device.h"
+}
+
+/* ---- errors: one check for cudaError_t, cublasStatus_t and cudnnStatus_t (NCCL adds its overload) ---- */
+nn_status nn_cuda_fail(const char *lib, const char *what, const char *expr, const char *file, int line);
+inline nn_status nn_check(cudaError_t e, const char *expr, const char *file, int line)
+{
+    return e == cudaSuccess ? NN_OK : nn_cuda_fail("CUDA", cudaGetErrorString(e), expr, file, line);
+}
+inline nn_status nn_check(cublasStatus_t e, const char *expr, const char *file, int line)
+{
+    return e == CUBLAS_STATUS_SUCCESS ? NN_OK : nn_cuda_fail("cuBLAS", cublasGetStatusString(e), expr, file, line);
+}
+inline nn_status nn_check(cudnnStatus_t e, const char *expr, const char *file, int line)
+{
+    return e == CUDNN_STATUS_SUCCESS ? NN_OK : nn_cuda_fail("cuDNN", cudnnGetErrorString(e), expr, file, line);
+}
+#define NN_CHECK(expr)                                                        \
+    do {                                                                      \
+        nn_status nn_s_ = nn_check((expr), #expr, __FILE__, __LINE__);        \
+        if (nn_s_) return nn_s_;                                              \
+    } while (0)
+/* after a kernel launch */
+#define NN_CHECK_LAUNCH() NN_CHECK(cudaGetLastError())
+
+/* ---- per-device state, created on first use ---- */
+struct nn_cuda_device {
+    cudaStream_t default_stream; /* a created stream: ops run here unless a user stream is current */
+    cudaStream_t current;
+    cublasHandle_t cublas;
+    cublasLtHandle_t lt;
+    cudnnHandle_t cudnn;
+    void *workspace; /* for cuBLASLt and cuDNN, grown on demand */
+    size_t workspace_size;
+    int sm_count;
+};
+/* The state of device index (initialising it; NULL with the error set on failure). */
+nn_cuda_device *nn_cuda_dev(int index);
+/* The stream ops on device index run on now. */
+cudaStream_t nn_cuda_stream(int index);
+/* Make index the CUDA runtime's current device for this thread. */
+nn_status nn_cuda_set(int index);
+/* Scratch memory on the device's current stream, at least n bytes, valid until the next call. */
+void *nn_cuda_workspace(int index, size_t n);
+
+/* The caching allocator (allocator.cu) */
+void *nn_cuda_alloc(int device, size_t n);
+void nn_cuda_free(int device, void *p);
+nn_status nn_cuda_record_stream_ptr(void *p, cudaStream_t s);
+
+/* ---- kernels: strided offsets ---- */
+/* Byte offsets of up to 4 operands for a linear element index, from an nn_iter. */
+struct nn_cuda_offsets {
+    int ndim;
+    int64_t shape[NN_MAX_DIMS];
+    int64_t strides[NN_ITER_MAX_OPS][NN_MAX_DIMS];
+};
+inline nn_cuda_offsets nn_cuda_offsets_of(const nn_iter &it)
+{
+    nn_cuda_offsets o;
+    o.ndim = it.ndim < 0 ? 0 : it.ndim;
+    for (int d = 0; d < o.ndim; d++) {
+        o.shape[d] = it.shape[d];
+        for (int k = 0; k < it.nops; k++) o.strides[k][d] = it.strides[k][d];
+    }
+    return o;
+}
+template <int NOPS>
+__device__ __forceinline__ void nn_cuda_offsets_at(const nn_cuda_offsets &o, int64_t i, int64_t *off)
+{
+#pragma unroll
+    for (int k = 0; k < NOPS; k++) off[k] = 0;
+    for (int d = o.ndim - 1; d >= 0; d--) {
+        int64_t q = i / o.shape[d], r = i - q * o.shape[d];
+#pragma unroll
+        for (int k = 0; k < NOPS; k++) off[k] += r * o.strides[k][d];
+        i = q;
+    }
+}
+
+/* Launch geometry for n independent elements (grid-stride loops cover the rest). */
+inline unsigned nn_cuda_blocks(int64_t n, int threads = 256)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+
+/* ---- dtypes: element types and float compute ---- */
+template <typename T> __device__ __forceinline__ float nn_to_float(T v) { return (float)v; }
+template <> __device__ __forceinline__ float nn_to_float<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float nn_to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T nn_from_float(float v) { return (T)v; }
+template <> __device__ __forceinline__ __half nn_from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 nn_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+/* compute type: double for double, float for the float types */
+template <typename T> struct nn_acc { typedef float type; };
+template <> struct nn_acc<double> { typedef double type; };
+
+/* Run BODY with scalar_t bound to the C++ type of a float dtype; others -> not implemented. */
+#define NN_DISPATCH_FLOATS(DT, KARGS, ...)                                                \
+    switch (DT) {                                                                         \
+    case NN_F32: { typedef float scalar_t; __VA_ARGS__; } break;                          \
+    case NN_F64: { typedef double scalar_t; __VA_ARGS__; } break;                         \
+    case NN_F16: { typedef __half scalar_t; __VA_ARGS__; } break;                         \
+    case NN_BF16: { typedef __nv_bfloat16 scalar_t; __VA_ARGS__; } break;                 \
+    default: return nn_not_implemented(KARGS, DT);                                        \
+    }
+
+/* The device index of a kernel call (from its first output). */
+inline int nn_cuda_index(const nn_kargs *a) { return a->out[0]->storage->device.index; }

@@ -1,0 +1,339 @@
+/* conv2d frontends: PyTorch's checks (in its order and words), the output size
+ * floor((H + 2p - d(k-1) - 1) / s) + 1, dispatch to the conv2d kernels, and the
+ * ConvolutionBackward0 node whose backward runs conv2d_backward_input,
+ * conv2d_backward_weight and a sum over N, H, W for the bias. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd.h"
+#include "backend.h"
+#include "conv.h"
+
+/* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
+ * out of the static engine library; this strong reference does (the CPU backend is always built). */
+nn_status nn_cpu_conv2d(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_conv2d;
+
+/* The C++ type names of PyTorch's "Input type (float) and bias type (double)" message. */
+static const char *ctype_name(nn_dtype dt)
+{
+    static const char *const names[NN_NDTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "unsigned char", "bool"};
+    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
+}
+
+static const char *torch_name(nn_dtype dt)
+{
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
+}
+
+/* "torch.FloatTensor", "torch.cuda.FloatTensor" (Tensor.type()) */
+static const char *type_string(const nn_tensor *t, char *buf, size_t n)
+{
+    snprintf(buf, n, "torch.%s%sTensor", t->storage->device.type == NN_CUDA ? "cuda." : "", torch_name(t->dtype));
+    return buf;
+}
+
+typedef struct {
+    int64_t stride[2], pad[2], dil[2], groups;
+} conv_ctx;
+
+/* A view of t with a leading batch dim of 1 when t is 3-D (no autograd: a plain view). */
+static nn_tensor *batched(nn_tensor *t)
+{
+    if (t->ndim == 4) return nn_retain(t);
+    int64_t shape[4] = {1, t->shape[0], t->shape[1], t->shape[2]};
+    int64_t strides[4] = {t->shape[0] * t->strides[0], t->strides[0], t->strides[1], t->strides[2]};
+    return nn_make_view(t, 4, shape, strides, t->offset);
+}
+
+static nn_status check_shape_forward(const nn_tensor *x, const nn_tensor *w, const nn_tensor *b, const int64_t *stride,
+                                     const int64_t *pad, const int64_t *dil, int64_t groups)
+{
+    char s1[160], s2[160];
+    if (pad[0] < 0 || pad[1] < 0) return nn_error(NN_ERR_ARG, "conv2d: negative padding is not supported");
+    if (stride[0] <= 0 || stride[1] <= 0) return nn_error(NN_ERR_ARG, "conv2d: non-positive stride is not supported");
+    if (dil[0] <= 0 || dil[1] <= 0) return nn_error(NN_ERR_ARG, "conv2d: dilation should be greater than zero");
+    if (w->ndim != x->ndim)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional input of size %s instead",
+                        w->ndim, w->ndim, nn_shape_str(s1, w->ndim, w->shape), x->ndim, nn_shape_str(s2, x->ndim, x->shape));
+    if (w->shape[0] < groups)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Given groups=%lld, expected weight to be at least %lld at dimension 0, but got weight of size %s instead",
+                        (long long)groups, (long long)groups, nn_shape_str(s1, w->ndim, w->shape));
+    if (w->shape[0] % groups)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got weight of size [%s] instead",
+                        (long long)groups, (long long)groups, nn_shape_str(s1, w->ndim, w->shape));
+    if (x->shape[1] != w->shape[1] * groups)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld channels instead",
+                        (long long)groups, nn_shape_str(s1, w->ndim, w->shape), nn_shape_str(s2, x->ndim, x->shape),
+                        (long long)(w->shape[1] * groups), (long long)x->shape[1]);
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
+        return nn_error(NN_ERR_SHAPE, "conv2d: Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got bias of size %s instead",
+                        nn_shape_str(s1, w->ndim, w->shape), (long long)w->shape[0], nn_shape_str(s2, b->ndim, b->shape));
+    int64_t ih = x->shape[2] + 2 * pad[0], iw = x->shape[3] + 2 * pad[1];
+    int64_t kh = dil[0] * (w->shape[2] - 1) + 1, kw = dil[1] * (w->shape[3] - 1) + 1;
+    if (ih < kh || iw < kw)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "
+                        "Kernel size can't be greater than actual input size", (long long)ih, (long long)iw, (long long)kh, (long long)kw);
+    return NN_OK;
+}
+
+/* Everything PyTorch checks before it runs a convolution of the (batched) input x4. */
+static nn_status check_conv(const nn_tensor *x4, const nn_tensor *w, const nn_tensor *b, const int64_t *stride, const int64_t *pad,
+                            const int64_t *dil, int64_t groups)
+{
+    char s1[160], d1[40], d2[40];
+    if (w->ndim < 3) return nn_error(NN_ERR_SHAPE, "conv2d: weight should have at least three dimensions");
+    if (groups <= 0) return nn_error(NN_ERR_ARG, "conv2d: non-positive groups is not supported");
+    nn_status st = check_shape_forward(x4, w, b, stride, pad, dil, groups);
+    if (st) return st;
+    if (nn_numel(x4) == 0 && x4->shape[0] != 0 && x4->shape[1] != 0)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Only zero batch or zero channel inputs are supported, but got input shape: %s",
+                        nn_shape_str(s1, x4->ndim, x4->shape));
+    if (x4->dtype != w->dtype || !nn_device_eq(x4->storage->device, w->storage->device))
+        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and weight type (%s) should be the same", type_string(x4, d1, sizeof d1),
+                        type_string(w, d2, sizeof d2));
+    if (b && !nn_device_eq(x4->storage->device, b->storage->device))
+        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and bias type (%s) should be the same", type_string(x4, d1, sizeof d1),
+                        type_string(b, d2, sizeof d2));
+    if (!nn_dtype_is_float(x4->dtype)) return nn_error(NN_ERR_DTYPE, "conv2d: \"conv2d\" not implemented for '%s'", torch_name(x4->dtype));
+    return NN_OK;
+}
+
+/* The checks conv2d makes before batching its input. */
+static nn_status check_input(const nn_tensor *input, const nn_tensor *bias)
+{
+    char s1[160];
+    if (bias && bias->dtype != input->dtype)
+        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and bias type (%s) should be the same", ctype_name(input->dtype),
+                        ctype_name(bias->dtype));
+    if (input->ndim != 3 && input->ndim != 4)
+        return nn_error(NN_ERR_SHAPE, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
+                        nn_shape_str(s1, input->ndim, input->shape));
+    return NN_OK;
+}
+
+static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in);
+
+/* Run the convolution of x (the caller's input, or its bottom/right-padded copy) and record the
+ * node against orig, the caller's input. */
+static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_tensor *bias, const int64_t *stride,
+                           const int64_t *pad, const int64_t *dil, int64_t groups)
+{
+    nn_tensor *x4 = batched(x);
+    if (!x4) return NULL;
+    if (check_conv(x4, weight, bias, stride, pad, dil, groups)) {
+        nn_release(x4);
+        return NULL;
+    }
+    int64_t N = x4->shape[0], O = weight->shape[0];
+    int64_t oh = (x4->shape[2] + 2 * pad[0] - dil[0] * (weight->shape[2] - 1) - 1) / stride[0] + 1;
+    int64_t ow = (x4->shape[3] + 2 * pad[1] - dil[1] * (weight->shape[3] - 1) - 1) / stride[1] + 1;
+    int64_t shape[4] = {N, O, oh, ow};
+    bool unbatched = x->ndim == 3;
+    nn_tensor *out = nn_empty(unbatched ? 3 : 4, unbatched ? shape + 1 : shape, x->dtype, x->storage->device);
+    nn_tensor *out4 = out ? batched(out) : NULL;
+    nn_status st = out4 ? NN_OK : nn_last_status();
+    if (!st) {
+        nn_kargs a = {.op = NN_OP_conv2d, .out = {out4}, .in = {x4, weight, bias}, .nin = bias ? 3 : 2,
+                      .i = {stride[0], stride[1], pad[0], pad[1], dil[0], dil[1], groups}};
+        st = nn_dispatch(&a);
+    }
+    nn_tensor *inputs[3] = {orig, weight, bias};
+    if (!st && nn_any_requires_grad(3, inputs)) {
+        conv_ctx *c = malloc(sizeof *c);
+        nn_node *node = c ? nn_node_new("ConvolutionBackward0", conv_backward, 3, inputs) : NULL;
+        if (!node) {
+            free(c);
+            st = c ? nn_last_status() : nn_error(NN_ERR_NOMEM, "conv2d: out of memory recording the graph");
+        } else {
+            *c = (conv_ctx){{stride[0], stride[1]}, {pad[0], pad[1]}, {dil[0], dil[1]}, groups};
+            node->ctx = c;
+            nn_node_save(node, 0, x4);
+            nn_node_save(node, 1, weight);
+            nn_node_set_output(node, out, 0);
+            nn_node_release(node);
+        }
+    }
+    nn_release(x4);
+    nn_release(out4);
+    if (st) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_conv2d(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const int64_t stride[2], const int64_t padding[2],
+                     const int64_t dilation[2], int64_t groups)
+{
+    if (check_input(input, bias)) return NULL;
+    return conv_run(input, input, weight, bias, stride, padding, dilation, groups);
+}
+
+nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const int64_t stride[2], const int64_t dilation[2],
+                          int64_t groups)
+{
+    char s1[160], s2[160];
+    if (check_input(input, bias)) return NULL;
+    if (weight->ndim < 3) {
+        nn_error(NN_ERR_SHAPE, "conv2d: weight should have at least three dimensions");
+        return NULL;
+    }
+    if (weight->ndim != 4) {
+        nn_error(NN_ERR_SHAPE, "conv2d: Expected %d-dimensional input for %d-dimensional weight%s, but got 4-dimensional input of size %s instead",
+                 weight->ndim, weight->ndim, nn_shape_str(s1, weight->ndim, weight->shape), nn_shape_str(s2, input->ndim, input->shape));
+        return NULL;
+    }
+    if (stride[0] != 1 || stride[1] != 1) {
+        nn_error(NN_ERR_ARG, "conv2d: padding='same' is not supported for strided convolutions");
+        return NULL;
+    }
+    if (dilation[0] <= 0 || dilation[1] <= 0) {
+        nn_error(NN_ERR_ARG, "conv2d: dilation should be greater than zero");
+        return NULL;
+    }
+    int64_t left[2], extra[2];
+    for (int d = 0; d < 2; d++) {
+        int64_t total = dilation[d] * (weight->shape[2 + d] - 1);
+        left[d] = total / 2;
+        extra[d] = total - 2 * left[d]; /* 0 or 1: the odd row/column PyTorch puts at the bottom/right */
+    }
+    if (!extra[0] && !extra[1]) return conv_run(input, input, weight, bias, stride, left, dilation, groups);
+
+    /* uneven: a zero copy of the input, one row/column larger at the bottom/right */
+    int nd = input->ndim;
+    int64_t shape[4], strides[4];
+    memcpy(shape, input->shape, sizeof(int64_t) * nd);
+    shape[nd - 2] += extra[0];
+    shape[nd - 1] += extra[1];
+    nn_tensor *padded = nn_zeros(nd, shape, input->dtype, input->storage->device);
+    if (!padded) return NULL;
+    nn_contiguous_strides(nd, shape, strides);
+    nn_tensor *inner = nn_make_view(padded, nd, input->shape, strides, 0);
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_status st = inner ? nn_copy_(inner, input) : nn_last_status();
+    nn_set_grad_enabled(was);
+    nn_release(inner);
+    nn_tensor *out = st ? NULL : conv_run(padded, input, weight, bias, stride, left, dilation, groups);
+    nn_release(padded);
+    return out;
+}
+
+/* grad_output as a contiguous [N, O, oh, ow] tensor of dtype dt. */
+static nn_tensor *grad4(nn_tensor *g, nn_dtype dt)
+{
+    nn_tensor *c = nn_to_dtype(g, dt);
+    if (!c) return NULL;
+    nn_tensor *k = nn_contiguous(c);
+    nn_release(c);
+    if (!k) return NULL;
+    nn_tensor *b = batched(k);
+    nn_release(k);
+    return b;
+}
+
+static nn_status check_backward_args(const char *fn, const nn_tensor *g, const int64_t *stride, const int64_t *pad, const int64_t *dil,
+                                     int64_t groups)
+{
+    if (g->ndim != 4) return nn_error(NN_ERR_SHAPE, "%s: expected a 4-D grad_output, but got %d-D", fn, g->ndim);
+    if (groups <= 0 || stride[0] <= 0 || stride[1] <= 0 || dil[0] <= 0 || dil[1] <= 0 || pad[0] < 0 || pad[1] < 0)
+        return nn_error(NN_ERR_ARG, "%s: invalid stride, padding, dilation or groups", fn);
+    return NN_OK;
+}
+
+/* Is grad_output's size the one the forward would have produced from these shapes? */
+static nn_status check_sizes(const char *fn, const int64_t *x, const int64_t *w, const nn_tensor *g, const int64_t *stride,
+                             const int64_t *pad, const int64_t *dil, int64_t groups)
+{
+    char s1[160], s2[160], s3[160];
+    int64_t oh = (x[2] + 2 * pad[0] - dil[0] * (w[2] - 1) - 1), ow = (x[3] + 2 * pad[1] - dil[1] * (w[3] - 1) - 1);
+    oh = oh < 0 ? -1 : oh / stride[0] + 1;
+    ow = ow < 0 ? -1 : ow / stride[1] + 1;
+    if (x[1] != w[1] * groups || w[0] % groups || g->shape[0] != x[0] || g->shape[1] != w[0] || g->shape[2] != oh || g->shape[3] != ow)
+        return nn_error(NN_ERR_SHAPE, "%s: grad_output %s does not match input %s and weight %s", fn, nn_shape_str(s1, 4, g->shape),
+                        nn_shape_str(s2, 4, x), nn_shape_str(s3, 4, w));
+    return NN_OK;
+}
+
+nn_tensor *nn_conv2d_backward_input(nn_tensor *grad_output, nn_tensor *weight, const int64_t input_shape[4], const int64_t stride[2],
+                                    const int64_t padding[2], const int64_t dilation[2], int64_t groups)
+{
+    const char *fn = "conv2d_backward_input";
+    if (check_backward_args(fn, grad_output, stride, padding, dilation, groups)) return NULL;
+    if (weight->ndim != 4) {
+        nn_error(NN_ERR_SHAPE, "%s: expected a 4-D weight, but got %d-D", fn, weight->ndim);
+        return NULL;
+    }
+    if (check_sizes(fn, input_shape, weight->shape, grad_output, stride, padding, dilation, groups)) return NULL;
+    nn_tensor *g = grad4(grad_output, weight->dtype);
+    nn_tensor *out = g ? nn_empty(4, input_shape, weight->dtype, weight->storage->device) : NULL;
+    if (out) {
+        nn_kargs a = {.op = NN_OP_conv2d_backward_input, .out = {out}, .in = {g, weight}, .nin = 2,
+                      .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};
+        if (nn_dispatch(&a)) {
+            nn_release(out);
+            out = NULL;
+        }
+    }
+    nn_release(g);
+    return out;
+}
+
+nn_tensor *nn_conv2d_backward_weight(nn_tensor *grad_output, nn_tensor *input, const int64_t weight_shape[4], const int64_t stride[2],
+                                     const int64_t padding[2], const int64_t dilation[2], int64_t groups)
+{
+    const char *fn = "conv2d_backward_weight";
+    if (check_backward_args(fn, grad_output, stride, padding, dilation, groups)) return NULL;
+    if (input->ndim != 4) {
+        nn_error(NN_ERR_SHAPE, "%s: expected a 4-D input, but got %d-D", fn, input->ndim);
+        return NULL;
+    }
+    if (check_sizes(fn, input->shape, weight_shape, grad_output, stride, padding, dilation, groups)) return NULL;
+    nn_tensor *g = grad4(grad_output, input->dtype);
+    nn_tensor *out = g ? nn_empty(4, weight_shape, input->dtype, input->storage->device) : NULL;
+    if (out) {
+        nn_kargs a = {.op = NN_OP_conv2d_backward_weight, .out = {out}, .in = {g, input}, .nin = 2,
+                      .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};
+        if (nn_dispatch(&a)) {
+            nn_release(out);
+            out = NULL;
+        }
+    }
+    nn_release(g);
+    return out;
+}
+
+/* g (contiguous, the saved input's size) cut to the caller's input: the top-left in_h x in_w of
+ * each plane, without the batch dim if the caller's input had none. */
+static nn_tensor *to_edge(nn_tensor *g, const nn_edge *e)
+{
+    int64_t strides[4];
+    int lead = 4 - e->ndim;
+    for (int d = 0; d < e->ndim; d++) strides[d] = g->strides[d + lead];
+    nn_tensor *v = nn_make_view(g, e->ndim, e->shape, strides, g->offset);
+    nn_release(g);
+    return v;
+}
+
+static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
+{
+    const conv_ctx *c = n->ctx;
+    nn_tensor *x = nn_node_saved(n, 0), *w = nn_node_saved(n, 1);
+    if (!x || !w) return nn_last_status();
+    nn_tensor *g = grad4(grad_out[0], x->dtype);
+    if (!g) return nn_last_status();
+    nn_status st = NN_OK;
+    if (n->next[0].node) {
+        nn_tensor *gx = nn_conv2d_backward_input(g, w, x->shape, c->stride, c->pad, c->dil, c->groups);
+        if (gx) gx = to_edge(gx, &n->next[0]);
+        if (!(grad_in[0] = gx)) st = nn_last_status();
+    }
+    if (!st && n->next[1].node && !(grad_in[1] = nn_conv2d_backward_weight(g, x, w->shape, c->stride, c->pad, c->dil, c->groups)))
+        st = nn_last_status();
+    if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, g->dtype))) st = nn_last_status();
+    nn_release(g);
+    return st;
+}

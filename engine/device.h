@@ -1,0 +1,68 @@
+/* Device control beyond kernels: what torch.cuda exposes. A GPU backend fills
+ * nn_gpu when it registers (cuda/); with no GPU backend it stays NULL and
+ * torch.cuda.is_available() is false. Bindings call through it and never
+ * include CUDA headers. */
+#ifndef NN_DEVICE_H
+#define NN_DEVICE_H
+
+#include "tensor.h"
+
+typedef struct {
+    char name[256];
+    int major, minor;          /* compute capability */
+    size_t total_memory;
+    int multi_processor_count;
+} nn_gpu_properties;
+
+typedef struct {
+    size_t allocated, max_allocated;   /* bytes in tensors */
+    size_t reserved, max_reserved;     /* bytes held from the driver */
+    size_t num_alloc_retries, num_ooms;
+} nn_gpu_memory_stats;
+
+#define NN_GPU_MAX 16
+
+typedef struct nn_gpu_stream nn_gpu_stream; /* opaque */
+typedef struct nn_gpu_event nn_gpu_event;   /* opaque */
+
+typedef struct {
+    int (*device_count)(void);  /* 0 when no usable GPU (driver missing, no device) */
+    int (*current_device)(void);
+    nn_status (*set_device)(int index);
+    nn_status (*synchronize)(int index);      /* -1: current device */
+    nn_status (*properties)(int index, nn_gpu_properties *p);
+    nn_status (*memory_stats)(int index, nn_gpu_memory_stats *s);
+    void (*reset_peak_memory_stats)(int index);
+    nn_status (*empty_cache)(void);
+    void (*manual_seed)(uint64_t seed);       /* the device generators */
+    /* streams and events */
+    nn_gpu_stream *(*stream_new)(int device, int priority);
+    void (*stream_free)(nn_gpu_stream *s);
+    nn_gpu_stream *(*current_stream)(int device);
+    nn_status (*set_stream)(nn_gpu_stream *s); /* NULL: the device's default stream */
+    nn_status (*stream_synchronize)(nn_gpu_stream *s);
+    bool (*stream_query)(nn_gpu_stream *s);
+    nn_status (*stream_wait_event)(nn_gpu_stream *s, nn_gpu_event *e);
+    nn_gpu_event *(*event_new)(bool enable_timing);
+    void (*event_free)(nn_gpu_event *e);
+    nn_status (*event_record)(nn_gpu_event *e, nn_gpu_stream *s); /* NULL: current stream */
+    nn_status (*event_synchronize)(nn_gpu_event *e);
+    bool (*event_query)(nn_gpu_event *e);
+    nn_status (*event_elapsed_ms)(nn_gpu_event *start, nn_gpu_event *end, float *ms);
+    /* tensor memory */
+    nn_status (*record_stream)(nn_tensor *t, nn_gpu_stream *s);
+    void *(*host_alloc_pinned)(size_t n);
+    void (*host_free_pinned)(void *p);
+} nn_gpu_api;
+
+extern const nn_gpu_api *nn_gpu;
+
+/* A copy of CPU tensor t in page-locked memory (t itself if already pinned). */
+nn_tensor *nn_pin_memory(nn_tensor *t);
+
+/* "CUDA is not available" style errors for callers that need a GPU. */
+nn_status nn_require_gpu(const char *what);
+/* Resolve a device with index -1 ("cuda") to the current device. */
+nn_device nn_resolve_device(nn_device d);
+
+#endif

@@ -1,0 +1,399 @@
+/* Image geometry: windows (crop and pad), flips and resizing (see image.h for
+ * the two layouts and their semantics).
+ *
+ * Resizing is separable: per axis, each output index reads taps [lo, lo + n)
+ * with normalised weights; the width pass runs first, then the height pass,
+ * as Pillow does. Pillow's path turns the weights into 22-bit fixed point and
+ * rounds to uint8 after each pass; the tensor path keeps doubles throughout
+ * and rounds once at the end. */
+#include "image.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+static nn_tensor *contiguous_cpu(const char *fn, nn_tensor *t)
+{
+    if (t->storage->device.type != NN_CPU) return nn_error(NN_ERR_DEVICE, "%s: images must be on the CPU", fn), NULL;
+    return nn_contiguous(t);
+}
+
+/* H and W dims of an image in a layout, or an error naming fn. */
+static nn_status image_dims(const char *fn, const nn_tensor *t, nn_image_layout layout, int *hd, int *wd)
+{
+    char s[160];
+    if (layout == NN_IMAGE_HWC ? t->ndim != 3 : t->ndim < 2)
+        return nn_error(NN_ERR_SHAPE, "%s: expected %s image, got shape %s", fn,
+                        layout == NN_IMAGE_HWC ? "an H x W x C" : "a (..., H, W)", nn_shape_str(s, t->ndim, t->shape));
+    *hd = layout == NN_IMAGE_HWC ? 0 : t->ndim - 2;
+    *wd = *hd + 1;
+    return NN_OK;
+}
+
+/* ---- windows ---- */
+
+static int64_t map_index(int64_t i, int64_t n, nn_pad_mode mode)
+{
+    if (i >= 0 && i < n) return i;
+    switch (mode) {
+    case NN_PAD_CONSTANT: return -1;
+    case NN_PAD_EDGE: return i < 0 ? 0 : n - 1;
+    case NN_PAD_REFLECT: {
+        if (n == 1) return 0;
+        int64_t p = 2 * (n - 1), r = ((i % p) + p) % p;
+        return r < n ? r : p - r;
+    }
+    default: { /* symmetric: the edge pixel repeats */
+        int64_t p = 2 * n, r = ((i % p) + p) % p;
+        return r < n ? r : p - 1 - r;
+    }
+    }
+}
+
+nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, int64_t left, int64_t h, int64_t w,
+                           nn_pad_mode mode, const double *fill, int nfill)
+{
+    int hd, wd;
+    if (image_dims("crop", img, layout, &hd, &wd)) return NULL;
+    if (h < 0 || w < 0) return nn_error(NN_ERR_ARG, "crop: size must be non-negative, got %lld x %lld", (long long)h, (long long)w), NULL;
+    int64_t H = img->shape[hd], W = img->shape[wd];
+    if (mode != NN_PAD_CONSTANT && (H == 0 || W == 0) && h && w)
+        return nn_error(NN_ERR_ARG, "pad: cannot pad an empty image in non-constant mode"), NULL;
+    nn_tensor *src = contiguous_cpu("crop", img);
+    if (!src) return NULL;
+    int64_t shape[NN_MAX_DIMS];
+    memcpy(shape, img->shape, sizeof shape);
+    shape[hd] = h;
+    shape[wd] = w;
+    nn_tensor *out = nn_empty(img->ndim, shape, img->dtype, NN_DEVICE_CPU);
+    size_t es = nn_dtype_size(img->dtype);
+    int64_t inner = 1, outer = 1, nchan = 1;
+    for (int d = 0; d < hd; d++) outer *= img->shape[d];
+    for (int d = wd + 1; d < img->ndim; d++) inner *= img->shape[d];
+    if (layout == NN_IMAGE_CHW && img->ndim >= 3) nchan = img->shape[img->ndim - 3];
+    int64_t *xmap = malloc(sizeof *xmap * (size_t)(w ? w : 1));
+    /* one fill pixel per channel: HWC pixels hold `inner` channels; CHW planes take one value each */
+    int64_t nfillpx = layout == NN_IMAGE_HWC ? 1 : nchan;
+    uint8_t *fillpx = malloc((size_t)(nfillpx * inner) * es + 1);
+    if (!out || !xmap || !fillpx) {
+        nn_release(out), nn_release(src), free(xmap), free(fillpx);
+        return out ? (nn_error(NN_ERR_NOMEM, "crop: out of memory"), NULL) : NULL;
+    }
+    for (int64_t p = 0; p < nfillpx; p++)
+        for (int64_t k = 0; k < inner; k++) {
+            int64_t ch = layout == NN_IMAGE_HWC ? k : p;
+            nn_store_f64(fillpx + (size_t)(p * inner + k) * es, img->dtype, nfill ? fill[ch % nfill] : 0.0);
+        }
+    for (int64_t x = 0; x < w; x++) xmap[x] = map_index(left + x, W, mode);
+    /* the run of output columns that read columns left + x inside the image */
+    int64_t x0 = left < 0 ? -left : 0, x1 = W - left < w ? W - left : w;
+    if (x1 < x0) x1 = x0;
+    size_t px = (size_t)inner * es;
+    const uint8_t *s = nn_data(src);
+    uint8_t *d = nn_data(out);
+    for (int64_t o = 0; o < outer; o++) {
+        const uint8_t *fp = fillpx + (size_t)(layout == NN_IMAGE_HWC ? 0 : o % nchan) * px;
+        const uint8_t *plane = s + (size_t)(o * H * W) * px;
+        for (int64_t y = 0; y < h; y++) {
+            int64_t sy = map_index(top + y, H, mode);
+            if (sy < 0) {
+                for (int64_t x = 0; x < w; x++, d += px) memcpy(d, fp, px);
+                continue;
+            }
+            const uint8_t *row = plane + (size_t)(sy * W) * px;
+            for (int64_t x = 0; x < w; x++) {
+                if (x == x0 && x1 > x0) {
+                    memcpy(d, row + (size_t)(left + x0) * px, (size_t)(x1 - x0) * px);
+                    d += (size_t)(x1 - x0) * px;
+                    x = x1 - 1;
+                    continue;
+                }
+                memcpy(d, xmap[x] < 0 ? fp : row + (size_t)xmap[x] * px, px);
+                d += px;
+            }
+        }
+    }
+    nn_release(src);
+    free(xmap);
+    free(fillpx);
+    return out;
+}
+
+nn_tensor *nn_image_flip(nn_tensor *t, int dim)
+{
+    if (nn_wrap_dim("flip", &dim, t->ndim)) return NULL;
+    nn_tensor *src = contiguous_cpu("flip", t);
+    if (!src) return NULL;
+    nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, NN_DEVICE_CPU);
+    if (!out) return nn_release(src), NULL;
+    int64_t outer = 1, n = t->shape[dim], inner = 1;
+    for (int d = 0; d < dim; d++) outer *= t->shape[d];
+    for (int d = dim + 1; d < t->ndim; d++) inner *= t->shape[d];
+    size_t blk = (size_t)inner * nn_dtype_size(t->dtype);
+    const uint8_t *s = nn_data(src);
+    uint8_t *d = nn_data(out);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n; i++) memcpy(d + (size_t)(o * n + i) * blk, s + (size_t)(o * n + n - 1 - i) * blk, blk);
+    nn_release(src);
+    return out;
+}
+
+/* ---- resize weights ---- */
+
+typedef struct {
+    int64_t *lo; /* first tap of each output index */
+    int *n;      /* number of taps */
+    double *w;   /* k weights per output index */
+    int k;
+} axis_weights;
+
+static void free_weights(axis_weights *a) { free(a->lo), free(a->n), free(a->w); }
+
+static double triangle(double x)
+{
+    x = fabs(x);
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+/* Weights for resizing an axis of `in` samples to `out`. filtered: the
+ * antialiased triangle filter (Pillow's precompute_coeffs, torch's aa kernel),
+ * widened by the scale when shrinking. Otherwise bilinear is torch's two-tap
+ * align_corners=False rule and nearest picks one tap. */
+static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool filtered, axis_weights *a)
+{
+    double scale = (double)in / (double)out;
+    double support = scale > 1.0 ? scale : 1.0;
+    a->k = interp != NN_INTERP_BILINEAR ? 1 : filtered ? (int)ceil(support) * 2 + 1 : 2;
+    a->lo = malloc(sizeof *a->lo * (size_t)out);
+    a->n = malloc(sizeof *a->n * (size_t)out);
+    a->w = calloc((size_t)out * (size_t)a->k, sizeof *a->w);
+    if (!a->lo || !a->n || !a->w) return free_weights(a), nn_error(NN_ERR_NOMEM, "resize: out of memory");
+    for (int64_t i = 0; i < out; i++) {
+        double *w = a->w + i * a->k;
+        if (interp != NN_INTERP_BILINEAR) {
+            double pos = interp == NN_INTERP_NEAREST ? floor((double)i * scale) : floor(((double)i + 0.5) * scale);
+            int64_t j = (int64_t)pos;
+            a->lo[i] = j < in - 1 ? j : in - 1;
+            a->n[i] = 1;
+            w[0] = 1.0;
+        } else if (filtered) {
+            double center = ((double)i + 0.5) * scale, invscale = 1.0 / support, total = 0.0;
+            int64_t lo = (int64_t)(center - support + 0.5), hi = (int64_t)(center + support + 0.5);
+            if (lo < 0) lo = 0;
+            if (hi > in) hi = in;
+            a->lo[i] = lo;
+            a->n[i] = (int)(hi - lo);
+            for (int j = 0; j < a->n[i]; j++) total += w[j] = triangle(((double)(j + lo) - center + 0.5) * invscale);
+            for (int j = 0; j < a->n[i] && total != 0.0; j++) w[j] /= total;
+        } else {
+            double src = ((double)i + 0.5) * scale - 0.5;
+            if (src < 0) src = 0;
+            int64_t j = (int64_t)src;
+            double l1 = src - (double)j;
+            a->lo[i] = j;
+            a->n[i] = j < in - 1 ? 2 : 1;
+            w[0] = a->n[i] == 2 ? 1.0 - l1 : 1.0;
+            if (a->n[i] == 2) w[1] = l1;
+        }
+    }
+    return NN_OK;
+}
+
+/* ---- Pillow's uint8 path ---- */
+
+#define PRECISION_BITS (32 - 8 - 2)
+
+static int32_t *fixed_weights(const axis_weights *a, int64_t out)
+{
+    int32_t *kk = malloc(sizeof *kk * (size_t)(out * a->k));
+    if (!kk) return NULL;
+    for (int64_t i = 0; i < out * a->k; i++) {
+        double v = a->w[i] * (1 << PRECISION_BITS);
+        kk[i] = (int32_t)(v < 0 ? v - 0.5 : v + 0.5);
+    }
+    return kk;
+}
+
+static inline uint8_t clip8(int32_t v)
+{
+    if (v >= (1 << PRECISION_BITS << 8)) return 255;
+    if (v <= 0) return 0;
+    return (uint8_t)(v >> PRECISION_BITS);
+}
+
+/* One pass over interleaved pixels: out[i] (along the axis) = sum of taps of in,
+ * where consecutive samples along the axis are `step` bytes apart and `lines`
+ * lines of `line_len` bytes each (line stride in/out given) are processed. */
+static void pil_pass(const uint8_t *in, uint8_t *out, int64_t lines, int64_t in_line_stride, int64_t out_line_stride,
+                     int64_t nout, int64_t in_step, int64_t out_step, int64_t width_bytes, const axis_weights *a,
+                     const int32_t *kk)
+{
+    for (int64_t l = 0; l < lines; l++) {
+        const uint8_t *src = in + l * in_line_stride;
+        uint8_t *dst = out + l * out_line_stride;
+        for (int64_t i = 0; i < nout; i++) {
+            const int32_t *k = kk + i * a->k;
+            const uint8_t *s0 = src + a->lo[i] * in_step;
+            uint8_t *d = dst + i * out_step;
+            for (int64_t b = 0; b < width_bytes; b++) {
+                int32_t ss = 1 << (PRECISION_BITS - 1);
+                for (int j = 0; j < a->n[i]; j++) ss += s0[j * in_step + b] * k[j];
+                d[b] = clip8(ss);
+            }
+        }
+    }
+}
+
+/* Pillow premultiplies colour by alpha around a filtered resize of LA/RGBA. */
+static void premultiply(uint8_t *p, int64_t npix, int c, bool undo)
+{
+    for (int64_t i = 0; i < npix; i++, p += c) {
+        unsigned a = p[c - 1];
+        for (int j = 0; j < c - 1; j++) {
+            if (!undo) {
+                unsigned t = p[j] * a + 128;
+                p[j] = (uint8_t)(((t >> 8) + t) >> 8);
+            } else if (a != 0 && a != 255) {
+                unsigned v = 255u * p[j] / a;
+                p[j] = (uint8_t)(v > 255 ? 255 : v);
+            }
+        }
+    }
+}
+
+static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp interp)
+{
+    if (img->dtype != NN_U8)
+        return nn_error(NN_ERR_DTYPE, "resize: a PIL-like image must be uint8, got %s", nn_dtype_name(img->dtype)), NULL;
+    int64_t H = img->shape[0], W = img->shape[1], C = img->shape[2];
+    if (interp == NN_INTERP_NEAREST) interp = NN_INTERP_NEAREST_EXACT; /* Pillow samples pixel centres */
+    nn_tensor *src = contiguous_cpu("resize", img);
+    if (!src) return NULL;
+    bool alpha = interp == NN_INTERP_BILINEAR && (C == 2 || C == 4);
+    int64_t shape[3] = {oh, ow, C};
+    nn_tensor *out = nn_empty(3, shape, NN_U8, NN_DEVICE_CPU);
+    axis_weights ax = {0}, ay = {0};
+    int32_t *kx = NULL, *ky = NULL;
+    uint8_t *pre = NULL, *tmp = NULL;
+    nn_status st = out ? NN_OK : nn_last_status();
+    if (!st) st = make_weights(W, ow, interp, true, &ax);
+    if (!st) st = make_weights(H, oh, interp, true, &ay);
+    if (!st) {
+        kx = fixed_weights(&ax, ow);
+        ky = fixed_weights(&ay, oh);
+        tmp = malloc((size_t)(H * ow * C) + 1);
+        pre = alpha ? malloc((size_t)(H * W * C) + 1) : NULL;
+        if (!kx || !ky || !tmp || (alpha && !pre)) st = nn_error(NN_ERR_NOMEM, "resize: out of memory");
+    }
+    if (!st) {
+        const uint8_t *s = nn_data(src);
+        if (alpha) {
+            memcpy(pre, s, (size_t)(H * W * C));
+            premultiply(pre, H * W, (int)C, false);
+            s = pre;
+        }
+        uint8_t *d = nn_data(out);
+        /* width pass over every row (Pillow skips it when the width is unchanged; the weights are then exact) */
+        const uint8_t *mid = s;
+        if (ow != W) {
+            pil_pass(s, tmp, H, W * C, ow * C, ow, C, C, C, &ax, kx);
+            mid = tmp;
+        }
+        if (oh != H) pil_pass(mid, d, 1, 0, 0, oh, ow * C, ow * C, ow * C, &ay, ky);
+        else memcpy(d, mid, (size_t)(H * ow * C));
+        if (alpha) premultiply(d, oh * ow, (int)C, true);
+    }
+    if (st) nn_release(out), out = NULL;
+    nn_release(src);
+    free_weights(&ax), free_weights(&ay);
+    free(kx), free(ky), free(tmp), free(pre);
+    return out;
+}
+
+/* ---- tensor path: doubles, rounded once ---- */
+
+static double round_half_even(double v) { return v - floor(v) == 0.5 ? 2.0 * floor(v * 0.5 + 0.5) : floor(v + 0.5); }
+
+static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_interp interp, bool antialias)
+{
+    nn_dtype dt = img->dtype;
+    if (!nn_dtype_is_float(dt) && dt != NN_U8)
+        return nn_error(NN_ERR_DTYPE, "resize: expected a floating point or uint8 image, got %s", nn_dtype_name(dt)), NULL;
+    int nd = img->ndim;
+    int64_t H = img->shape[nd - 2], W = img->shape[nd - 1], planes = 1;
+    for (int d = 0; d < nd - 2; d++) planes *= img->shape[d];
+    nn_tensor *src = contiguous_cpu("resize", img);
+    if (!src) return NULL;
+    int64_t shape[NN_MAX_DIMS];
+    memcpy(shape, img->shape, sizeof shape);
+    shape[nd - 2] = oh;
+    shape[nd - 1] = ow;
+    nn_tensor *out = nn_empty(nd, shape, dt, NN_DEVICE_CPU);
+    axis_weights ax = {0}, ay = {0};
+    double *in = NULL, *tmp = NULL, *acc = NULL;
+    nn_status st = out ? NN_OK : nn_last_status();
+    if (!st) st = make_weights(W, ow, interp, antialias, &ax);
+    if (!st) st = make_weights(H, oh, interp, antialias, &ay);
+    if (!st) {
+        in = malloc(sizeof *in * (size_t)(H * W + 1));
+        tmp = malloc(sizeof *tmp * (size_t)(H * ow + 1));
+        acc = malloc(sizeof *acc * (size_t)(ow + 1));
+        if (!in || !tmp || !acc) st = nn_error(NN_ERR_NOMEM, "resize: out of memory");
+    }
+    size_t es = nn_dtype_size(dt);
+    const uint8_t *s = st ? NULL : nn_data(src);
+    uint8_t *d = st ? NULL : nn_data(out);
+    for (int64_t p = 0; !st && p < planes; p++) {
+        const uint8_t *sp = s + (size_t)(p * H * W) * es;
+        if (dt == NN_F32) for (int64_t i = 0; i < H * W; i++) in[i] = ((const float *)sp)[i];
+        else if (dt == NN_U8) for (int64_t i = 0; i < H * W; i++) in[i] = sp[i];
+        else for (int64_t i = 0; i < H * W; i++) in[i] = nn_load_f64(sp + (size_t)i * es, dt);
+        for (int64_t y = 0; y < H; y++) {
+            const double *row = in + y * W;
+            double *t = tmp + y * ow;
+            for (int64_t x = 0; x < ow; x++) {
+                const double *w = ax.w + x * ax.k, *r = row + ax.lo[x];
+                double v = 0.0;
+                for (int j = 0; j < ax.n[x]; j++) v += w[j] * r[j];
+                t[x] = v;
+            }
+        }
+        uint8_t *dp = d + (size_t)(p * oh * ow) * es;
+        for (int64_t y = 0; y < oh; y++) {
+            for (int64_t x = 0; x < ow; x++) acc[x] = 0.0;
+            for (int j = 0; j < ay.n[y]; j++) {
+                double w = ay.w[y * ay.k + j];
+                const double *r = tmp + (ay.lo[y] + j) * ow;
+                for (int64_t x = 0; x < ow; x++) acc[x] += w * r[x];
+            }
+            uint8_t *drow = dp + (size_t)(y * ow) * es;
+            if (dt == NN_F32) for (int64_t x = 0; x < ow; x++) ((float *)drow)[x] = (float)acc[x];
+            else if (dt == NN_U8)
+                for (int64_t x = 0; x < ow; x++) {
+                    double v = round_half_even(acc[x]);
+                    drow[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+            else for (int64_t x = 0; x < ow; x++) nn_store_f64(drow + (size_t)x * es, dt, acc[x]);
+        }
+    }
+    if (st) nn_release(out), out = NULL;
+    nn_release(src);
+    free_weights(&ax), free_weights(&ay);
+    free(in), free(tmp), free(acc);
+    return out;
+}
+
+nn_tensor *nn_image_resize(nn_tensor *img, nn_image_layout layout, int64_t h, int64_t w, nn_interp interp,
+                           bool antialias)
+{
+    int hd, wd;
+    if (image_dims("resize", img, layout, &hd, &wd)) return NULL;
+    if (h <= 0 || w <= 0)
+        return nn_error(NN_ERR_ARG, "resize: output size must be positive, got %lld x %lld", (long long)h, (long long)w), NULL;
+    if (img->shape[hd] == 0 || img->shape[wd] == 0)
+        return nn_error(NN_ERR_ARG, "resize: cannot resize an empty image"), NULL;
+    if (layout == NN_IMAGE_HWC) return resize_pil(img, h, w, interp);
+    return resize_tensor(img, h, w, interp, antialias);
+}

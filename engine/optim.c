@@ -1,0 +1,247 @@
+/* Optimizer step frontends: check the lists, create missing state, count steps,
+ * then one dispatch per device over every parameter that has a gradient. The
+ * kernel list layout is described in optim.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "optim.h"
+
+enum { R_PARAM, R_GRAD, R_STATE, R_FRESH, R_STEP };
+
+typedef struct {
+    int kind;
+    const char *name;  /* for messages: "exp_avg" */
+    nn_tensor **t;     /* the caller's n entries; NULL: the role is unused (NULL in the kernel list) */
+    double init;       /* R_STATE: value of a created entry */
+    nn_tensor **fresh; /* R_STATE: where to record created entries (SGD), or NULL */
+} role;
+
+static bool is_dense(const nn_tensor *t)
+{
+    /* strides are a permutation of contiguous strides (size-1 dims ignored) */
+    int64_t expect = 1;
+    bool used[NN_MAX_DIMS] = {false};
+    for (int done = 0; done < t->ndim; done++) {
+        int best = -1;
+        for (int d = 0; d < t->ndim; d++)
+            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
+        used[best] = true;
+        if (t->shape[best] == 1) continue;
+        if (t->strides[best] != expect) return false;
+        expect *= t->shape[best];
+    }
+    return true;
+}
+
+nn_tensor *nn_optim_state_like(nn_tensor *p, double value)
+{
+    nn_tensor *t = is_dense(p) && !nn_is_contiguous(p)
+                       ? nn_empty_strided(p->ndim, p->shape, p->strides, p->dtype, p->storage->device)
+                       : nn_empty(p->ndim, p->shape, p->dtype, p->storage->device);
+    if (t && nn_fill_(t, value)) {
+        nn_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+nn_tensor *nn_optim_step_counter(double value)
+{
+    return nn_full(0, NULL, value, nn_default_dtype(), NN_DEVICE_CPU);
+}
+
+static nn_status check_like(const char *fn, int k, const char *what, const nn_tensor *t, const nn_tensor *p)
+{
+    char b1[160], b2[160], d1[16], d2[16];
+    if (t->ndim != p->ndim || memcmp(t->shape, p->shape, p->ndim * sizeof *p->shape))
+        return nn_error(NN_ERR_SHAPE, "%s: %s of parameter %d has shape %s, expected %s", fn, what, k,
+                        nn_shape_str(b1, t->ndim, t->shape), nn_shape_str(b2, p->ndim, p->shape));
+    if (t->dtype != p->dtype)
+        return nn_error(NN_ERR_DTYPE, "%s: %s of parameter %d has dtype %s, expected %s", fn, what, k,
+                        nn_dtype_name(t->dtype), nn_dtype_name(p->dtype));
+    if (!nn_device_eq(t->storage->device, p->storage->device))
+        return nn_error(NN_ERR_DEVICE, "%s: %s of parameter %d is on %s, but the parameter is on %s", fn, what, k,
+                        nn_device_str(d1, t->storage->device), nn_device_str(d2, p->storage->device));
+    return NN_OK;
+}
+
+static nn_status check(const char *fn, int n, int nroles, const role *roles)
+{
+    for (int k = 0; k < n; k++) {
+        nn_tensor *p = roles[0].t[k], *g = roles[1].t[k];
+        if (!g) continue;
+        if (!p) return nn_error(NN_ERR_ARG, "%s: parameter %d is missing", fn, k);
+        if (p->dtype != NN_F32 && p->dtype != NN_F64 && p->dtype != NN_F16 && p->dtype != NN_BF16)
+            return nn_error(NN_ERR_DTYPE, "%s: parameter %d has dtype %s; optimizers update floating point parameters",
+                            fn, k, nn_dtype_name(p->dtype));
+        if (check_like(fn, k, "grad", g, p)) return nn_last_status();
+        for (int r = 2; r < nroles; r++) {
+            nn_tensor *s = roles[r].t ? roles[r].t[k] : NULL;
+            if (!s || roles[r].kind == R_FRESH) continue;
+            if (roles[r].kind == R_STEP) {
+                if (nn_numel(s) != 1 || s->storage->device.type != NN_CPU || !nn_dtype_is_float(s->dtype))
+                    return nn_error(NN_ERR_ARG, "%s: step of parameter %d must be a one-element floating point CPU tensor",
+                                    fn, k);
+            } else if (check_like(fn, k, roles[r].name, s, p)) {
+                return nn_last_status();
+            }
+        }
+    }
+    return NN_OK;
+}
+
+static nn_status create_state(int n, int nroles, role *roles)
+{
+    for (int k = 0; k < n; k++) {
+        if (!roles[1].t[k]) continue;
+        for (int r = 2; r < nroles; r++) {
+            if (!roles[r].t || roles[r].t[k] || roles[r].kind == R_FRESH) continue;
+            nn_tensor *s = roles[r].kind == R_STEP ? nn_optim_step_counter(0) : nn_optim_state_like(roles[0].t[k], roles[r].init);
+            if (!s) return nn_last_status();
+            roles[r].t[k] = s;
+            if (roles[r].fresh) roles[r].fresh[k] = s;
+        }
+    }
+    return NN_OK;
+}
+
+/* Add `by` to the step counters of the params with a gradient (skip[k] set: leave it). */
+static void count_steps(int n, int nroles, const role *roles, double by, const bool *skip)
+{
+    for (int r = 2; r < nroles; r++) {
+        if (roles[r].kind != R_STEP || !roles[r].t) continue;
+        for (int k = 0; k < n; k++) {
+            nn_tensor *s = roles[r].t[k];
+            if (!roles[1].t[k] || !s || (skip && skip[k])) continue;
+            nn_store_f64(nn_data(s), s->dtype, nn_load_f64(nn_data(s), s->dtype) + by);
+            nn_bump_version(s);
+        }
+    }
+}
+
+/* Dispatch a->op once per device over the params that have a gradient; done[k] is set
+ * for the params whose update ran. */
+static nn_status dispatch_all(nn_kargs *a, int n, int nroles, const role *roles, bool *done)
+{
+    int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
+    nn_tensor **list = malloc((size_t)(n ? n : 1) * nroles * sizeof *list);
+    bool *taken = calloc(n ? n : 1, sizeof *taken);
+    if (!idx || !list || !taken) {
+        free(idx), free(list), free(taken);
+        return nn_error(NN_ERR_NOMEM, "%s: out of memory", nn_op_name(a->op));
+    }
+    nn_status st = NN_OK;
+    for (int first = 0; first < n && !st; first++) {
+        if (taken[first] || !roles[1].t[first]) continue;
+        nn_device dev = roles[0].t[first]->storage->device;
+        int m = 0;
+        for (int k = first; k < n; k++)
+            if (!taken[k] && roles[1].t[k] && nn_device_eq(roles[0].t[k]->storage->device, dev)) {
+                taken[k] = true;
+                idx[m++] = k;
+            }
+        for (int r = 0; r < nroles; r++)
+            for (int j = 0; j < m; j++) list[r * m + j] = roles[r].t ? roles[r].t[idx[j]] : NULL;
+        a->list = list;
+        a->nlist = m;
+        a->out[0] = list[0];
+        st = nn_dispatch(a);
+        if (st) break;
+        for (int j = 0; j < m; j++) {
+            done[idx[j]] = true;
+            for (int r = 0; r < nroles; r++)
+                if ((roles[r].kind == R_PARAM || roles[r].kind == R_STATE) && list[r * m + j]) nn_bump_version(list[r * m + j]);
+        }
+    }
+    free(idx), free(list), free(taken);
+    return st;
+}
+
+static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles)
+{
+    const char *fn = nn_op_name(a->op);
+    if (n < 0) return nn_error(NN_ERR_ARG, "%s: negative parameter count %d", fn, n);
+    if (check(fn, n, nroles, roles) || create_state(n, nroles, roles)) return nn_last_status();
+    bool *done = calloc(n ? n : 1, sizeof *done);
+    if (!done) return nn_error(NN_ERR_NOMEM, "%s: out of memory", fn);
+    count_steps(n, nroles, roles, 1, NULL);
+    nn_status st = dispatch_all(a, n, nroles, roles, done);
+    if (st) count_steps(n, nroles, roles, -1, done); /* those updates did not happen */
+    free(done);
+    return st;
+}
+
+nn_status nn_sgd_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **bufs, const nn_sgd_opts *o)
+{
+    nn_kargs a = {.op = NN_OP_sgd_step};
+    a.f[0] = o->lr, a.f[1] = o->momentum, a.f[2] = o->dampening, a.f[3] = o->weight_decay;
+    a.i[0] = o->nesterov, a.i[1] = o->maximize;
+    nn_tensor **fresh = NULL;
+    bool use_bufs = o->momentum != 0;
+    if (use_bufs && !bufs) return nn_error(NN_ERR_ARG, "sgd_step: momentum buffers are needed when momentum != 0");
+    if (use_bufs && !(fresh = calloc(n ? n : 1, sizeof *fresh))) return nn_error(NN_ERR_NOMEM, "sgd_step: out of memory");
+    role roles[] = {
+        {R_PARAM, "param", (nn_tensor **)params, 0, NULL},
+        {R_GRAD, "grad", (nn_tensor **)grads, 0, NULL},
+        {R_STATE, "momentum_buffer", use_bufs ? bufs : NULL, 0, fresh},
+        {R_FRESH, "fresh", fresh, 0, NULL},
+    };
+    nn_status st = run_step(&a, n, 4, roles);
+    free(fresh);
+    return st;
+}
+
+nn_status nn_adam_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **exp_avgs,
+                       nn_tensor **exp_avg_sqs, nn_tensor **max_exp_avg_sqs, nn_tensor **steps, const nn_adam_opts *o)
+{
+    nn_kargs a = {.op = NN_OP_adam_step};
+    a.f[0] = o->lr, a.f[1] = o->beta1, a.f[2] = o->beta2, a.f[3] = o->eps, a.f[4] = o->weight_decay;
+    a.i[0] = o->amsgrad, a.i[1] = o->maximize, a.i[2] = o->decoupled;
+    if (!exp_avgs || !exp_avg_sqs || !steps || (o->amsgrad && !max_exp_avg_sqs))
+        return nn_error(NN_ERR_ARG, "adam_step: a state list is missing");
+    role roles[] = {
+        {R_PARAM, "param", (nn_tensor **)params, 0, NULL},
+        {R_GRAD, "grad", (nn_tensor **)grads, 0, NULL},
+        {R_STATE, "exp_avg", exp_avgs, 0, NULL},
+        {R_STATE, "exp_avg_sq", exp_avg_sqs, 0, NULL},
+        {R_STATE, "max_exp_avg_sq", o->amsgrad ? max_exp_avg_sqs : NULL, 0, NULL},
+        {R_STEP, "step", steps, 0, NULL},
+    };
+    return run_step(&a, n, 6, roles);
+}
+
+nn_status nn_rmsprop_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **square_avgs,
+                          nn_tensor **momentum_bufs, nn_tensor **grad_avgs, nn_tensor **steps, const nn_rmsprop_opts *o)
+{
+    nn_kargs a = {.op = NN_OP_rmsprop_step};
+    a.f[0] = o->lr, a.f[1] = o->alpha, a.f[2] = o->eps, a.f[3] = o->weight_decay, a.f[4] = o->momentum;
+    a.i[0] = o->centered, a.i[1] = o->maximize;
+    if (!square_avgs || !steps || (o->momentum > 0 && !momentum_bufs) || (o->centered && !grad_avgs))
+        return nn_error(NN_ERR_ARG, "rmsprop_step: a state list is missing");
+    role roles[] = {
+        {R_PARAM, "param", (nn_tensor **)params, 0, NULL},
+        {R_GRAD, "grad", (nn_tensor **)grads, 0, NULL},
+        {R_STATE, "square_avg", square_avgs, 0, NULL},
+        {R_STATE, "momentum_buffer", o->momentum > 0 ? momentum_bufs : NULL, 0, NULL},
+        {R_STATE, "grad_avg", o->centered ? grad_avgs : NULL, 0, NULL},
+        {R_STEP, "step", steps, 0, NULL},
+    };
+    return run_step(&a, n, 6, roles);
+}
+
+nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **sums,
+                          nn_tensor **steps, const nn_adagrad_opts *o)
+{
+    nn_kargs a = {.op = NN_OP_adagrad_step};
+    a.f[0] = o->lr, a.f[1] = o->lr_decay, a.f[2] = o->weight_decay, a.f[3] = o->eps;
+    a.i[0] = o->maximize;
+    if (!sums || !steps) return nn_error(NN_ERR_ARG, "adagrad_step: a state list is missing");
+    role roles[] = {
+        {R_PARAM, "param", (nn_tensor **)params, 0, NULL},
+        {R_GRAD, "grad", (nn_tensor **)grads, 0, NULL},
+        {R_STATE, "sum", sums, o->initial_accumulator_value, NULL},
+        {R_STEP, "step", steps, 0, NULL},
+    };
+    return run_step(&a, n, 4, roles);
+}
