@@ -1,7 +1,7 @@
 /* conv2d on the CPU: a batch of 128 32x32 float32 images through conv 3->32 k3
  * (the documents' first layer), timed as forward alone, forward + backward for
  * weight and bias (a first layer: the input needs no gradient), and forward +
- * backward for all three. Then a deeper layer (32->64 k3 pad 1 on 15x15) and
+ * backward for all three. Then deeper layers (32->64 k3 pad 1 on 15x15, 64->64 on 7x7) and
  * max_pool2d 2 on the first layer's output. Three warm-ups, then the median of
  * the repeats in milliseconds (process CPU time when BENCH_CPU_TIME is set).
  * PyTorch's reference for the same work: conv_cpu.py.
@@ -96,6 +96,9 @@ int main(int argc, char **argv)
     layer b = make_layer(128, 32, 15, 64, 3, 1);
     report("conv 32->64 k3 p1, 128x32x15x15", &b, reps);
     free_layer(&b);
+    layer c = make_layer(128, 64, 7, 64, 3, 1);
+    report("conv 64->64 k3 p1, 128x64x7x7", &c, reps);
+    free_layer(&c);
 
     int64_t ys[4] = {128, 32, 30, 30}, k2[2] = {2, 2}, z[2] = {0, 0}, one[2] = {1, 1};
     nn_tensor *y = nn_randn(4, ys, NN_F32, NN_DEVICE_CPU);

@@ -49,5 +49,6 @@ def layer(name, n, c, hw, o, k, pad):
 print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
 layer("conv 3->32 k3, 128x3x32x32", 128, 3, 32, 32, 3, 0)
 layer("conv 32->64 k3 p1, 128x32x15x15", 128, 32, 15, 64, 3, 1)
+layer("conv 64->64 k3 p1, 128x64x7x7", 128, 64, 7, 64, 3, 1)
 y = torch.randn(128, 32, 30, 30)
 print(f"{'max_pool2d 2, 128x32x30x30':34s} forward {median_ms(lambda: F.max_pool2d(y, 2)):8.2f} ms")

@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "lt.h"
+
+#include "autograd.h"
 
 #include "data/cifar.h"
 #include "data/idx.h"
@@ -302,6 +305,15 @@ static int d_isatty(lua_State *L)
     return 1;
 }
 
+/* term_width(fd) -> columns of the terminal on fd, or nil */
+static int d_term_width(lua_State *L)
+{
+    struct winsize ws;
+    if (ioctl((int)luaL_checkinteger(L, 1), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) lua_pushinteger(L, ws.ws_col);
+    else lua_pushnil(L);
+    return 1;
+}
+
 /* ---- indices from Lua ---- */
 
 /* The index at stack idx: an integer, or a one-element integer tensor. */
@@ -322,6 +334,7 @@ static int64_t to_index(lua_State *L, int idx, const char *what)
  * (left on the stack); returns the count. */
 static int64_t read_indices(lua_State *L, int idx, int64_t **out, const char *what)
 {
+    idx = lua_absindex(L, idx);
     nn_tensor *t = lt_totensor(L, idx);
     if (t) {
         if (!nn_dtype_is_integral(t->dtype) || t->ndim > 1 || t->storage->device.type != NN_CPU)
@@ -371,6 +384,7 @@ static void push_source(lua_State *L, nn_data_source *s)
 /* A list of numbers (or one number) at idx, into a scratch userdata left on the stack. */
 static int read_numbers(lua_State *L, int idx, double **out, const char *what)
 {
+    idx = lua_absindex(L, idx);
     if (lua_type(L, idx) == LUA_TNUMBER) {
         double *p = lua_newuserdatauv(L, sizeof *p, 0);
         *p = lua_tonumber(L, idx);
@@ -634,10 +648,8 @@ void lt_open_data(lua_State *L)
         {"randperm", d_randperm}, {"uniform", d_uniform}, {"random_seed", d_random_seed},
         {"load_idx", d_load_idx}, {"parse_idx", d_parse_idx}, {"gunzip", d_gunzip},
         {"load_cifar", d_load_cifar}, {"parse_cifar", d_parse_cifar},
-        {"Source", d_source}, {"Loader", d_loader}, {"isatty", d_isatty}, {NULL, NULL},
+        {"Source", d_source}, {"Loader", d_loader}, {"isatty", d_isatty}, {"term_width", d_term_width}, {NULL, NULL},
     };
     luaL_newlib(L, fns);
-    lua_pushboolean(L, nn_data_have_pinned_allocator());
-    lua_setfield(L, -2, "have_pinned");
     lua_setfield(L, torch, "_data");
 }

@@ -103,6 +103,9 @@ void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, .
 int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
 void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */
 void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_loss, index ops, ... */
+void lt_open_data(lua_State *L);    /* data.c: torch.Generator, randperm, torch._data (datasets, loader) */
+void lt_open_image(lua_State *L);   /* image.c: torch._image (codecs, image transforms' loops) */
+void lt_open_optim(lua_State *L);   /* optim.c: torch._optim (optimizer steps) */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

@@ -20,7 +20,7 @@ extern const struct nn_lua_source {
 
 static void (*const openers[])(lua_State *) = {
     lt_open_tensor, lt_open_types, lt_open_views, lt_open_math, lt_open_create, lt_open_autograd, lt_open_cuda,
-    lt_open_nnfunc,
+    lt_open_nnfunc, lt_open_data, lt_open_image, lt_open_optim,
 };
 
 /* package.preload loader for embedded file number upvalue 1 */
@@ -91,7 +91,7 @@ static void global_from_torch(lua_State *L, const char *name, const char *path)
     else lua_pop(L, 1);
 }
 
-int nnrepl_open(lua_State *L)
+int nnrepl_openlibs(lua_State *L)
 {
     luaL_openlibs(L);
     luaL_requiref(L, "torch", luaopen_torch, 1);

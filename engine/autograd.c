@@ -216,8 +216,13 @@ nn_status nn_retain_grad(nn_tensor *t)
 
 nn_status nn_check_inplace(const char *fn, nn_tensor *t)
 {
-    if (!grad_off && t->requires_grad && nn_is_leaf(t))
+    if (grad_off || !t->requires_grad) return NN_OK;
+    if (nn_is_leaf(t))
         return nn_error(NN_ERR_RUNTIME, "%s: a leaf Variable that requires grad is being used in an in-place operation.", fn);
+    nn_node *n = t->grad_fn;
+    while (n && n->view && n->nin == 1) n = n->next[0].node; /* down a chain of views to their base */
+    if (n && n->leaf)
+        return nn_error(NN_ERR_RUNTIME, "%s: a view of a leaf Variable that requires grad is being used in an in-place operation.", fn);
     return NN_OK;
 }
 

@@ -44,6 +44,7 @@ struct nn_node {
     int64_t i[4];
     uint32_t dims;
     nn_tensor *leaf;        /* AccumulateGrad only */
+    bool view;              /* the node of a view op (its output shares its input's storage) */
     void *ctx;              /* extra per-node data, freed with free() */
     int nout;
     /* set while a backward pass runs */
@@ -84,7 +85,7 @@ nn_status nn_detach_(nn_tensor *t);
 nn_status nn_requires_grad_(nn_tensor *t, bool on); /* error for non-leaf when turning off / non-float */
 bool nn_is_leaf(const nn_tensor *t);
 nn_status nn_retain_grad(nn_tensor *t);
-/* Error if t is a leaf requiring grad and grad mode is on (in-place ops call this). */
+/* Error if grad mode is on and t is a leaf requiring grad or a view of one (in-place ops call this). */
 nn_status nn_check_inplace(const char *fn, nn_tensor *t);
 
 /* Called by nn_release when a tensor with history goes. */

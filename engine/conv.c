@@ -145,8 +145,8 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
         conv_ctx *c = malloc(sizeof *c);
         nn_node *node = c ? nn_node_new("ConvolutionBackward0", conv_backward, 3, inputs) : NULL;
         if (!node) {
-            free(c);
             st = c ? nn_last_status() : nn_error(NN_ERR_NOMEM, "conv2d: out of memory recording the graph");
+            free(c);
         } else {
             *c = (conv_ctx){{stride[0], stride[1]}, {pad[0], pad[1]}, {dil[0], dil[1]}, groups};
             node->ctx = c;

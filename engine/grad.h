@@ -90,7 +90,17 @@ static inline void gs_free(gscope *s)
 }
 /* a new reference to t (for grad_in), or NULL */
 static inline nn_tensor *gs_ret(nn_tensor *t) { return nn_retain(t); }
-static inline nn_tensor *gs_num(gscope *s, double v) { return gs_keep(s, nn_scalar_f64(v)); }
+/* a number as a wrapped 0-dim float64 tensor: it promotes like a Lua number and keeps every
+ * bit for float64 gradients */
+static inline nn_tensor *gs_num(gscope *s, double v)
+{
+    nn_tensor *t = nn_empty(0, NULL, NN_F64, NN_DEVICE_CPU);
+    if (t) {
+        t->wrapped_number = true;
+        *(double *)nn_data(t) = v;
+    }
+    return gs_keep(s, t);
+}
 static inline nn_tensor *gs_bin(gscope *s, nn_op op, nn_tensor *a, nn_tensor *b)
 {
     return a && b ? gs_keep(s, nn_binary(op, a, b)) : NULL;

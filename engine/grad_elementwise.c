@@ -244,8 +244,7 @@ static void attach(nn_node *n, nn_tensor *out)
 nn_status nn_record_unary(nn_op op, nn_tensor *x, nn_tensor *out, double f0, double f1, int64_t i0)
 {
     if (!nn_dtype_is_float(out->dtype)) return NN_OK;
-    nn_node *n = nn_node_new(op == NN_OP_sign ? "SignBackward0" : nn_op_backward_name(op),
-                             op == NN_OP_sign ? zeros_backward : unary_backward, 1, &x);
+    nn_node *n = nn_node_new(nn_op_backward_name(op), op == NN_OP_sign ? zeros_backward : unary_backward, 1, &x);
     if (!n) return nn_last_status();
     n->i[0] = op, n->i[1] = i0;
     n->f[0] = f0, n->f[1] = f1;
@@ -344,10 +343,10 @@ nn_status nn_inplace_begin(const char *fn, nn_op op, nn_tensor *self, nn_tensor 
     return NN_OK;
 }
 
-static const char *inplace_name(nn_op op, nn_tensor *self, nn_tensor *other, double f0, int64_t i0)
+static const char *inplace_name(nn_op op, nn_tensor *self, nn_tensor *other, int64_t i0)
 {
     switch (nn_op_kind_of(op)) {
-    case NN_KIND_UNARY: return op == NN_OP_sign ? "SignBackward0" : op == NN_OP_logical_not ? "LogicalNotBackward0" : nn_op_backward_name(op);
+    case NN_KIND_UNARY: return op == NN_OP_logical_not ? "LogicalNotBackward0" : nn_op_backward_name(op);
     case NN_KIND_BINARY: return binary_name(op, self, other);
     case NN_KIND_FILL: return i0 == 1 ? "ZeroBackward0" : "FillBackward2";
     case NN_KIND_COPY: return "CopyBackwards";
@@ -363,7 +362,7 @@ static nn_status record_inplace(nn_inplace_rec *r, nn_op op, nn_tensor *self, nn
                       : kind == NN_KIND_COPY   ? copy_inplace_backward
                                                : zeros_backward;
     nn_tensor *ins[2] = {self, other};
-    nn_node *n = nn_node_new(inplace_name(op, self, other, f0, i0), fn, other ? 2 : 1, ins);
+    nn_node *n = nn_node_new(inplace_name(op, self, other, i0), fn, other ? 2 : 1, ins);
     if (!n) return nn_last_status();
     n->i[0] = op, n->i[1] = i0;
     n->f[0] = f0, n->f[1] = f1;

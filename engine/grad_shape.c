@@ -16,8 +16,9 @@ static nn_status finish(nn_node *n, nn_tensor *out)
 /* views of a tensor that requires grad are float like it; x here always needs a gradient */
 static nn_node *view_node(const char *name, nn_backward_fn fn, nn_tensor *x, nn_tensor *out)
 {
-    (void)out;
-    return nn_node_new(name, fn, 1, &x);
+    nn_node *n = nn_node_new(name, fn, 1, &x);
+    if (n) n->view = out->storage == x->storage;
+    return n;
 }
 
 /* ---- same elements, another shape ---- */

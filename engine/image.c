@@ -227,6 +227,10 @@ static int decode_jpeg(const uint8_t *bytes, size_t n, int channels, nn_image_bu
     if (!tj) return tj_fail(NULL, err, errlen);
     int w, h, subsamp, cs;
     if (tjDecompressHeader3(tj, bytes, (unsigned long)n, &w, &h, &subsamp, &cs)) return tj_fail(tj, err, errlen);
+    if (w <= 0 || h <= 0) {
+        tjDestroy(tj);
+        return fail(err, errlen, "truncated or corrupt JPEG header");
+    }
     if (check_size(w, h, err, errlen)) {
         tjDestroy(tj);
         return -1;

@@ -97,8 +97,9 @@ nn_tensor *nn_image_resize(nn_tensor *img, nn_image_layout layout, int64_t h, in
 
 /* ---- tensor level: pixel values (image_color.c) ---- */
 
-/* uint8 H x W x C -> float32 C x H x W in [0, 1] (ToTensor). */
-nn_tensor *nn_image_to_tensor(nn_tensor *hwc);
+/* ToTensor: uint8 -> the default float dtype, v / 255. HWC: H x W x C (or H x W)
+ * becomes C x H x W; CHW: the shape is kept. */
+nn_tensor *nn_image_to_tensor(nn_tensor *img, nn_image_layout layout);
 /* In place (t - mean[c]) / std[c] over dim -3 of a float tensor (..., C, H, W);
  * n is 1 (broadcast) or C. */
 nn_status nn_image_normalize_(nn_tensor *t, const double *mean, const double *std, int n);

@@ -55,7 +55,7 @@ static int64_t map_index(int64_t i, int64_t n, nn_pad_mode mode)
 nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, int64_t left, int64_t h, int64_t w,
                            nn_pad_mode mode, const double *fill, int nfill)
 {
-    int hd, wd;
+    int hd = 0, wd = 1;
     if (image_dims("crop", img, layout, &hd, &wd)) return NULL;
     if (h < 0 || w < 0) return nn_error(NN_ERR_ARG, "crop: size must be non-negative, got %lld x %lld", (long long)h, (long long)w), NULL;
     int64_t H = img->shape[hd], W = img->shape[wd];
@@ -78,8 +78,9 @@ nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, 
     int64_t nfillpx = layout == NN_IMAGE_HWC ? 1 : nchan;
     uint8_t *fillpx = malloc((size_t)(nfillpx * inner) * es + 1);
     if (!out || !xmap || !fillpx) {
+        if (out) nn_error(NN_ERR_NOMEM, "crop: out of memory");
         nn_release(out), nn_release(src), free(xmap), free(fillpx);
-        return out ? (nn_error(NN_ERR_NOMEM, "crop: out of memory"), NULL) : NULL;
+        return NULL;
     }
     for (int64_t p = 0; p < nfillpx; p++)
         for (int64_t k = 0; k < inner; k++) {
@@ -223,26 +224,38 @@ static inline uint8_t clip8(int32_t v)
     return (uint8_t)(v >> PRECISION_BITS);
 }
 
-/* One pass over interleaved pixels: out[i] (along the axis) = sum of taps of in,
- * where consecutive samples along the axis are `step` bytes apart and `lines`
- * lines of `line_len` bytes each (line stride in/out given) are processed. */
-static void pil_pass(const uint8_t *in, uint8_t *out, int64_t lines, int64_t in_line_stride, int64_t out_line_stride,
-                     int64_t nout, int64_t in_step, int64_t out_step, int64_t width_bytes, const axis_weights *a,
-                     const int32_t *kk)
+/* Width pass: each of `rows` rows of W pixels of C bytes to ow pixels. */
+static void pil_horizontal(const uint8_t *in, uint8_t *out, int64_t rows, int64_t W, int64_t ow, int64_t C,
+                           const axis_weights *a, const int32_t *kk)
 {
-    for (int64_t l = 0; l < lines; l++) {
-        const uint8_t *src = in + l * in_line_stride;
-        uint8_t *dst = out + l * out_line_stride;
-        for (int64_t i = 0; i < nout; i++) {
-            const int32_t *k = kk + i * a->k;
-            const uint8_t *s0 = src + a->lo[i] * in_step;
-            uint8_t *d = dst + i * out_step;
-            for (int64_t b = 0; b < width_bytes; b++) {
-                int32_t ss = 1 << (PRECISION_BITS - 1);
-                for (int j = 0; j < a->n[i]; j++) ss += s0[j * in_step + b] * k[j];
-                d[b] = clip8(ss);
-            }
+    for (int64_t y = 0; y < rows; y++) {
+        const uint8_t *src = in + y * W * C;
+        uint8_t *dst = out + y * ow * C;
+        for (int64_t x = 0; x < ow; x++) {
+            const int32_t *k = kk + x * a->k;
+            const uint8_t *s0 = src + a->lo[x] * C;
+            int32_t ss[4] = {1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1), 1 << (PRECISION_BITS - 1),
+                             1 << (PRECISION_BITS - 1)};
+            for (int j = 0; j < a->n[x]; j++)
+                for (int64_t c = 0; c < C; c++) ss[c] += s0[j * C + c] * k[j];
+            for (int64_t c = 0; c < C; c++) dst[x * C + c] = clip8(ss[c]);
         }
+    }
+}
+
+/* Height pass: rows of `len` bytes to oh rows, a whole row accumulated per tap. */
+static void pil_vertical(const uint8_t *in, uint8_t *out, int64_t oh, int64_t len, const axis_weights *a,
+                         const int32_t *kk, int32_t *acc)
+{
+    for (int64_t y = 0; y < oh; y++) {
+        for (int64_t b = 0; b < len; b++) acc[b] = 1 << (PRECISION_BITS - 1);
+        for (int j = 0; j < a->n[y]; j++) {
+            const uint8_t *r = in + (a->lo[y] + j) * len;
+            int32_t k = kk[y * a->k + j];
+            for (int64_t b = 0; b < len; b++) acc[b] += r[b] * k;
+        }
+        uint8_t *d = out + y * len;
+        for (int64_t b = 0; b < len; b++) d[b] = clip8(acc[b]);
     }
 }
 
@@ -268,6 +281,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
     if (img->dtype != NN_U8)
         return nn_error(NN_ERR_DTYPE, "resize: a PIL-like image must be uint8, got %s", nn_dtype_name(img->dtype)), NULL;
     int64_t H = img->shape[0], W = img->shape[1], C = img->shape[2];
+    if (C < 1 || C > 4) return nn_error(NN_ERR_SHAPE, "resize: a PIL-like image has 1 to 4 channels, got %lld", (long long)C), NULL;
     if (interp == NN_INTERP_NEAREST) interp = NN_INTERP_NEAREST_EXACT; /* Pillow samples pixel centres */
     nn_tensor *src = contiguous_cpu("resize", img);
     if (!src) return NULL;
@@ -275,7 +289,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
     int64_t shape[3] = {oh, ow, C};
     nn_tensor *out = nn_empty(3, shape, NN_U8, NN_DEVICE_CPU);
     axis_weights ax = {0}, ay = {0};
-    int32_t *kx = NULL, *ky = NULL;
+    int32_t *kx = NULL, *ky = NULL, *acc = NULL;
     uint8_t *pre = NULL, *tmp = NULL;
     nn_status st = out ? NN_OK : nn_last_status();
     if (!st) st = make_weights(W, ow, interp, true, &ax);
@@ -284,8 +298,9 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
         kx = fixed_weights(&ax, ow);
         ky = fixed_weights(&ay, oh);
         tmp = malloc((size_t)(H * ow * C) + 1);
+        acc = malloc(sizeof *acc * (size_t)(ow * C) + 1);
         pre = alpha ? malloc((size_t)(H * W * C) + 1) : NULL;
-        if (!kx || !ky || !tmp || (alpha && !pre)) st = nn_error(NN_ERR_NOMEM, "resize: out of memory");
+        if (!kx || !ky || !tmp || !acc || (alpha && !pre)) st = nn_error(NN_ERR_NOMEM, "resize: out of memory");
     }
     if (!st) {
         const uint8_t *s = nn_data(src);
@@ -298,23 +313,24 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
         /* width pass over every row (Pillow skips it when the width is unchanged; the weights are then exact) */
         const uint8_t *mid = s;
         if (ow != W) {
-            pil_pass(s, tmp, H, W * C, ow * C, ow, C, C, C, &ax, kx);
+            pil_horizontal(s, tmp, H, W, ow, C, &ax, kx);
             mid = tmp;
         }
-        if (oh != H) pil_pass(mid, d, 1, 0, 0, oh, ow * C, ow * C, ow * C, &ay, ky);
+        if (oh != H) pil_vertical(mid, d, oh, ow * C, &ay, ky, acc);
         else memcpy(d, mid, (size_t)(H * ow * C));
         if (alpha) premultiply(d, oh * ow, (int)C, true);
     }
     if (st) nn_release(out), out = NULL;
     nn_release(src);
     free_weights(&ax), free_weights(&ay);
-    free(kx), free(ky), free(tmp), free(pre);
+    free(kx), free(ky), free(tmp), free(pre), free(acc);
     return out;
 }
 
 /* ---- tensor path: doubles, rounded once ---- */
 
-static double round_half_even(double v) { return v - floor(v) == 0.5 ? 2.0 * floor(v * 0.5 + 0.5) : floor(v + 0.5); }
+/* v rounded half to even, for 0 <= v < 2^51: the addition rounds in the default mode */
+static inline double round_half_even(double v) { return (v + 6755399441055744.0) - 6755399441055744.0; }
 
 static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_interp interp, bool antialias)
 {
@@ -372,8 +388,8 @@ static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_inter
             if (dt == NN_F32) for (int64_t x = 0; x < ow; x++) ((float *)drow)[x] = (float)acc[x];
             else if (dt == NN_U8)
                 for (int64_t x = 0; x < ow; x++) {
-                    double v = round_half_even(acc[x]);
-                    drow[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                    double v = acc[x] < 0 ? 0 : acc[x] > 255 ? 255 : acc[x];
+                    drow[x] = (uint8_t)round_half_even(v);
                 }
             else for (int64_t x = 0; x < ow; x++) nn_store_f64(drow + (size_t)x * es, dt, acc[x]);
         }
@@ -388,7 +404,7 @@ static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_inter
 nn_tensor *nn_image_resize(nn_tensor *img, nn_image_layout layout, int64_t h, int64_t w, nn_interp interp,
                            bool antialias)
 {
-    int hd, wd;
+    int hd = 0, wd = 1;
     if (image_dims("resize", img, layout, &hd, &wd)) return NULL;
     if (h <= 0 || w <= 0)
         return nn_error(NN_ERR_ARG, "resize: output size must be positive, got %lld x %lld", (long long)h, (long long)w), NULL;

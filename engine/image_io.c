@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
+
 static void release_malloc(void *data, void *ctx) { (void)ctx, free(data); }
 
 static nn_tensor *adopt(uint8_t *data, int ndim, const int64_t *shape)

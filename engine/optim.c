@@ -7,6 +7,11 @@
 #include "backend.h"
 #include "optim.h"
 
+/* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
+ * out of a static library: this strong one pulls in cpu/optim.c. */
+nn_status nn_cpu_sgd_step(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_sgd_step;
+
 enum { R_PARAM, R_GRAD, R_STATE, R_FRESH, R_STEP };
 
 typedef struct {
@@ -120,41 +125,63 @@ static void count_steps(int n, int nroles, const role *roles, double by, const b
     }
 }
 
-/* Dispatch a->op once per device over the params that have a gradient; done[k] is set
- * for the params whose update ran. */
-static nn_status dispatch_all(nn_kargs *a, int n, int nroles, const role *roles, bool *done)
+/* Working lists for a step: on the stack for groups of up to SMALL params (no malloc in
+ * steady state), else one heap block. */
+#define SMALL 64
+#define MAX_ROLES 6
+typedef struct {
+    int *idx;          /* the params of one device */
+    nn_tensor **list;  /* the kernel's list, role-major */
+    bool *taken, *done; /* dispatched; updated */
+    void *heap;
+    int small_idx[SMALL];
+    nn_tensor *small_list[SMALL * MAX_ROLES];
+    bool small_flags[2 * SMALL];
+} scratch;
+
+static nn_status scratch_init(scratch *w, int n, const char *fn)
 {
-    int *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
-    nn_tensor **list = malloc((size_t)(n ? n : 1) * nroles * sizeof *list);
-    bool *taken = calloc(n ? n : 1, sizeof *taken);
-    if (!idx || !list || !taken) {
-        free(idx), free(list), free(taken);
-        return nn_error(NN_ERR_NOMEM, "%s: out of memory", nn_op_name(a->op));
+    w->heap = NULL;
+    w->idx = w->small_idx, w->list = w->small_list, w->taken = w->small_flags;
+    if (n > SMALL) {
+        size_t ni = (size_t)n * sizeof(int), nl = (size_t)n * MAX_ROLES * sizeof(nn_tensor *);
+        char *h = w->heap = malloc(nl + ni + 2 * (size_t)n);
+        if (!h) return nn_error(NN_ERR_NOMEM, "%s: out of memory", fn);
+        w->list = (nn_tensor **)h, w->idx = (int *)(h + nl), w->taken = (bool *)(h + nl + ni);
     }
+    w->done = w->taken + n;
+    memset(w->taken, 0, 2 * (size_t)n);
+    return NN_OK;
+}
+
+/* Dispatch a->op once per device over the params that have a gradient; w->done[k] is set
+ * for the params whose update ran. */
+static nn_status dispatch_all(nn_kargs *a, int n, int nroles, const role *roles, scratch *w)
+{
     nn_status st = NN_OK;
     for (int first = 0; first < n && !st; first++) {
-        if (taken[first] || !roles[1].t[first]) continue;
+        if (w->taken[first] || !roles[1].t[first]) continue;
         nn_device dev = roles[0].t[first]->storage->device;
         int m = 0;
         for (int k = first; k < n; k++)
-            if (!taken[k] && roles[1].t[k] && nn_device_eq(roles[0].t[k]->storage->device, dev)) {
-                taken[k] = true;
-                idx[m++] = k;
+            if (!w->taken[k] && roles[1].t[k] && nn_device_eq(roles[0].t[k]->storage->device, dev)) {
+                w->taken[k] = true;
+                w->idx[m++] = k;
             }
+        nn_tensor **list = w->list;
         for (int r = 0; r < nroles; r++)
-            for (int j = 0; j < m; j++) list[r * m + j] = roles[r].t ? roles[r].t[idx[j]] : NULL;
+            for (int j = 0; j < m; j++) list[r * m + j] = roles[r].t ? roles[r].t[w->idx[j]] : NULL;
         a->list = list;
         a->nlist = m;
         a->out[0] = list[0];
         st = nn_dispatch(a);
         if (st) break;
         for (int j = 0; j < m; j++) {
-            done[idx[j]] = true;
+            w->done[w->idx[j]] = true;
             for (int r = 0; r < nroles; r++)
                 if ((roles[r].kind == R_PARAM || roles[r].kind == R_STATE) && list[r * m + j]) nn_bump_version(list[r * m + j]);
         }
     }
-    free(idx), free(list), free(taken);
     return st;
 }
 
@@ -163,12 +190,12 @@ static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles)
     const char *fn = nn_op_name(a->op);
     if (n < 0) return nn_error(NN_ERR_ARG, "%s: negative parameter count %d", fn, n);
     if (check(fn, n, nroles, roles) || create_state(n, nroles, roles)) return nn_last_status();
-    bool *done = calloc(n ? n : 1, sizeof *done);
-    if (!done) return nn_error(NN_ERR_NOMEM, "%s: out of memory", fn);
+    scratch w;
+    if (scratch_init(&w, n, fn)) return nn_last_status();
     count_steps(n, nroles, roles, 1, NULL);
-    nn_status st = dispatch_all(a, n, nroles, roles, done);
-    if (st) count_steps(n, nroles, roles, -1, done); /* those updates did not happen */
-    free(done);
+    nn_status st = dispatch_all(a, n, nroles, roles, &w);
+    if (st) count_steps(n, nroles, roles, -1, w.done); /* those updates did not happen */
+    free(w.heap);
     return st;
 }
 
@@ -177,10 +204,11 @@ nn_status nn_sgd_step(int n, nn_tensor *const *params, nn_tensor *const *grads, 
     nn_kargs a = {.op = NN_OP_sgd_step};
     a.f[0] = o->lr, a.f[1] = o->momentum, a.f[2] = o->dampening, a.f[3] = o->weight_decay;
     a.i[0] = o->nesterov, a.i[1] = o->maximize;
-    nn_tensor **fresh = NULL;
+    nn_tensor *small[SMALL] = {NULL}, **fresh = NULL;
     bool use_bufs = o->momentum != 0;
     if (use_bufs && !bufs) return nn_error(NN_ERR_ARG, "sgd_step: momentum buffers are needed when momentum != 0");
-    if (use_bufs && !(fresh = calloc(n ? n : 1, sizeof *fresh))) return nn_error(NN_ERR_NOMEM, "sgd_step: out of memory");
+    if (use_bufs) fresh = n <= SMALL ? small : calloc(n, sizeof *fresh);
+    if (use_bufs && !fresh) return nn_error(NN_ERR_NOMEM, "sgd_step: out of memory");
     role roles[] = {
         {R_PARAM, "param", (nn_tensor **)params, 0, NULL},
         {R_GRAD, "grad", (nn_tensor **)grads, 0, NULL},
@@ -188,7 +216,7 @@ nn_status nn_sgd_step(int n, nn_tensor *const *params, nn_tensor *const *grads, 
         {R_FRESH, "fresh", fresh, 0, NULL},
     };
     nn_status st = run_step(&a, n, 4, roles);
-    free(fresh);
+    if (fresh != small) free(fresh);
     return st;
 }
 

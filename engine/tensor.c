@@ -175,10 +175,12 @@ static nn_tensor *scalar(nn_dtype dt)
     return t;
 }
 
+/* Stored as float64 so the value keeps full precision in a float64 op; type
+ * promotion counts a wrapped float as the default dtype (nn_result_type). */
 nn_tensor *nn_scalar_f64(double v)
 {
-    nn_tensor *t = scalar(nn_default_dtype());
-    if (t) nn_store_f64(nn_data(t), t->dtype, v);
+    nn_tensor *t = scalar(NN_F64);
+    if (t) *(double *)nn_data(t) = v;
     return t;
 }
 

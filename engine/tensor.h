@@ -61,7 +61,7 @@ nn_tensor *nn_retain(nn_tensor *t);
 void nn_release(nn_tensor *t); /* NULL is fine */
 
 /* 0-dim tensors from numbers (wrapped_number set: a Lua number in an op). */
-nn_tensor *nn_scalar_f64(double v);  /* dtype: the default float dtype */
+nn_tensor *nn_scalar_f64(double v);  /* stored as float64; promotes as the default float dtype */
 nn_tensor *nn_scalar_i64(int64_t v); /* dtype: int64 */
 nn_tensor *nn_scalar_bool(bool v);
 

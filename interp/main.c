@@ -167,7 +167,7 @@ static int pmain(lua_State *L) {
   if (args & HAS_ERROR) { bad_option(argv[script]); return 0; }
   if (args & HAS_HELP) { print_usage(stdout); lua_pushboolean(L, 1); return 1; }
   if (args & HAS_V) print_version();
-  lua_pushcfunction(L, nnrepl_open);
+  lua_pushcfunction(L, nnrepl_openlibs);
   if (interp_report(L, interp_docall(L, 0, 0)) != LUA_OK) return 0;
   lua_warning(L, "@off", 0);
   interp_register_help(L);

@@ -49,7 +49,7 @@ end
 
 local function correct_fan(t, mode)
   if mode ~= "fan_in" and mode ~= "fan_out" then
-    U.errorf("Mode %s not supported, please use one of fan_in, fan_out", tostring(mode))
+    U.errorf("Mode %s not supported, please use one of ['fan_in', 'fan_out']", tostring(mode))
   end
   local fan_in, fan_out = init._calculate_fan_in_and_fan_out(t)
   return mode == "fan_in" and fan_in or fan_out

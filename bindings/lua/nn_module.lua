@@ -250,10 +250,6 @@ Module.register_module = Module.add_module
 
 -- ---- traversal ----
 
-local function opts_or_positional(fname, spec, ...)
-  return U.parse(fname, spec, ...)
-end
-
 -- (prefix, module) pairs, self first, depth first in registration order.
 local function collect_modules(self, memo, prefix, remove_duplicate, out)
   if memo[self] then return end
@@ -267,7 +263,7 @@ local function collect_modules(self, memo, prefix, remove_duplicate, out)
 end
 
 function Module:named_modules(...)
-  local o = opts_or_positional("named_modules",
+  local o = U.parse("named_modules",
     { { "memo" }, { "prefix", "" }, { "remove_duplicate", true } }, ...)
   local out = {}
   collect_modules(self, o.memo or {}, o.prefix, o.remove_duplicate, out)
@@ -322,16 +318,16 @@ local member_spec = { { "prefix", "" }, { "recurse", true }, { "remove_duplicate
 
 -- for name, p in model:named_parameters() do ... end; also a list of {name, p} pairs.
 function Module:named_parameters(...)
-  return U.named_list(named_members(self, "_parameters", opts_or_positional("named_parameters", member_spec, ...)))
+  return U.named_list(named_members(self, "_parameters", U.parse("named_parameters", member_spec, ...)))
 end
 
 function Module:named_buffers(...)
-  return U.named_list(named_members(self, "_buffers", opts_or_positional("named_buffers", member_spec, ...)))
+  return U.named_list(named_members(self, "_buffers", U.parse("named_buffers", member_spec, ...)))
 end
 
 -- A Lua list of the parameters (deduplicated, in registration order).
 function Module:parameters(...)
-  local o = opts_or_positional("parameters", { { "recurse", true } }, ...)
+  local o = U.parse("parameters", { { "recurse", true } }, ...)
   local out = {}
   for i, e in ipairs(named_members(self, "_parameters", { prefix = "", recurse = o.recurse, remove_duplicate = true })) do
     out[i] = e[2]
@@ -340,7 +336,7 @@ function Module:parameters(...)
 end
 
 function Module:buffers(...)
-  local o = opts_or_positional("buffers", { { "recurse", true } }, ...)
+  local o = U.parse("buffers", { { "recurse", true } }, ...)
   local out = {}
   for i, e in ipairs(named_members(self, "_buffers", { prefix = "", recurse = o.recurse, remove_duplicate = true })) do
     out[i] = e[2]
@@ -409,7 +405,7 @@ end
 
 -- zero_grad() / zero_grad(false) / zero_grad({set_to_none=false})
 function Module:zero_grad(...)
-  local set_to_none = opts_or_positional("zero_grad", { { "set_to_none", true } }, ...).set_to_none
+  local set_to_none = U.parse("zero_grad", { { "set_to_none", true } }, ...).set_to_none
   for _, p in ipairs(self:parameters()) do
     local g = p.grad
     if g ~= nil then
@@ -556,8 +552,9 @@ local function same_shape(a, b)
 end
 
 -- PyTorch's Module._load_from_state_dict: copy this module's own entries; record
--- missing and unexpected keys and error messages.
-function Module:_load_from_state_dict(state_dict, prefix, missing, unexpected, errors)
+-- missing and unexpected keys and error messages. assign: parameters take the
+-- checkpoint tensor's storage (same Parameter objects), buffers are replaced.
+function Module:_load_from_state_dict(state_dict, prefix, missing, unexpected, errors, assign)
   local local_state = OD.new()
   for name, p in pairs(self._parameters) do
     if p ~= nil then local_state[name] = p end
@@ -572,7 +569,7 @@ function Module:_load_from_state_dict(state_dict, prefix, missing, unexpected, e
     if input ~= nil then
       if not torch.is_tensor(input) then
         errors[#errors + 1] = string.format(
-          'While copying the parameter named "%s", expected torch.Tensor or Tensor-like object from checkpoint but received %s',
+          "While copying the parameter named \"%s\", expected torch.Tensor or Tensor-like object from checkpoint but received <class '%s'>",
           key, U.typename(input))
       else
         if param:dim() == 0 and input:dim() == 1 then input = input[0] end
@@ -583,7 +580,14 @@ function Module:_load_from_state_dict(state_dict, prefix, missing, unexpected, e
         else
           local ok, err = pcall(function()
             local _ <close> = torch.no_grad()
-            param:copy_(input)
+            if not assign then
+              param:copy_(input)
+            elseif Parameter.is(param) then
+              param.data = input
+            else
+              self._buffers:set(name, input)
+              values_of(self)[name] = input
+            end
           end)
           if not ok then
             errors[#errors + 1] = string.format(
@@ -635,7 +639,7 @@ function Module:load_state_dict(state_dict, ...)
   end
   local missing, unexpected, errors = {}, {}, {}
   local function load(m, prefix)
-    m:_load_from_state_dict(sd, prefix, missing, unexpected, errors)
+    m:_load_from_state_dict(sd, prefix, missing, unexpected, errors, o.assign)
     for name, child in pairs(m._modules) do
       if child ~= nil then load(child, prefix .. name .. ".") end
     end

@@ -24,6 +24,23 @@ end
 
 function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
 
+-- U.F(name, ...) calls torch.nn.functional[name](...); its errors are raised again
+-- at the user's line (a layer's forward tail-calls this, so no library frame is
+-- left between here and the caller of the module).
+local function finish(ok, ...)
+  if ok then return ... end
+  local err = ...
+  if type(err) ~= "string" then error(err, 0) end
+  return U.error((err:gsub("^[^\n]-:%d+: ", "", 1)))
+end
+
+function U.F(name, ...)
+  local f = torch.nn.functional
+  f = f and f[name]
+  if not f then U.errorf("torch.nn.functional.%s is not available", name) end
+  return finish(pcall(f, ...))
+end
+
 -- ---- Python-style formatting ----
 
 -- Python's repr of a float: the shortest digits that read back, fixed notation for
@@ -190,8 +207,9 @@ end
 
 -- ---- iterable lists ----
 
--- Give a Lua list a __call so that `for x in list do` (or `for name, v in list do`
--- for lists of {name, value} pairs) walks it; ipairs and # work as on any list.
+-- Give a list of {name, value} pairs a __call so that `for name, v in list do`
+-- walks it; ipairs and # work as on any list. (Plain lists stay plain tables, so
+-- code that tells lists from other values by their missing metatable keeps working.)
 local function list_call(named)
   return function(self, _, prev)
     local mt = getmetatable(self)
@@ -211,9 +229,9 @@ local function list_call(named)
     return e
   end
 end
-local plain_call, named_call = list_call(false), list_call(true)
+local named_call = list_call(true)
 
-function U.list(t) return setmetatable(t, { __call = plain_call }) end
+function U.list(t) return t end
 function U.named_list(t) return setmetatable(t, { __call = named_call }) end
 
 -- ---- OrderedDict ----

@@ -1,11 +1,13 @@
 /* The CPU convolution kernels: conv2d, conv2d_backward_input, conv2d_backward_weight.
  *
- * Per image and group, im2col lays the receptive fields out as a [K, L] matrix
+ * Per group, im2col lays the receptive fields of an image out as a [K, L] matrix
  * (K = Cg*kh*kw rows, L = oh*ow columns) and one GEMM does the rest:
  *   forward          out[n,g] (Og x L)  = W[g] (Og x K) @ col (K x L), bias preloaded into out
  *   backward input   col      (K x L)   = W[g]^T @ grad_out[n,g], then col2im adds col into grad_input
  *   backward weight  gW[g]    (Og x K) += grad_out[n,g] @ col^T, summed over the batch
- * A 1x1, stride-1, unpadded convolution over a dense image skips im2col: the image is col.
+ * Images smaller than MIN_COLS output pixels go several to a GEMM (see chunk_images): their
+ * columns sit side by side and grad_out/out are regrouped to match. A 1x1, stride-1, unpadded
+ * convolution of a dense image taken alone skips im2col: the image is col.
  * float32/float64 compute in their own type (cblas_sgemm/dgemm); float16/bfloat16 operands are
  * converted to float32 scratch copies and the result is rounded back on store.
  * The image operand (input, or grad_input) may have any strides; weight and grad_out are used in
@@ -13,8 +15,8 @@
  * when contiguous and of the compute type.
  * Sizes come from the tensors' shapes: H, W from the input, oh, ow from the output (the frontend
  * computed them), so an output taller/wider than symmetric padding gives only reads more zeros past
- * the bottom/right edge. The only scratch is one column buffer of K*L elements per call, freed
- * before returning. */
+ * the bottom/right edge. Scratch (the column buffer, at most MAX_COL_BYTES unless one image needs
+ * more) is allocated per call and freed before returning. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -181,51 +183,76 @@ static void valid_range(int64_t count, int64_t s, int64_t off, int64_t n, int64_
     *lo = l, *hi = h;
 }
 
-/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - ph + i*dh][ox*sw - pw + j*dw], 0 outside.
- * x has element strides xs (c, h, w). */
-static void im2col(const geom *g, const char *x, const int64_t *xs, char *col, size_t es)
+/* Images per GEMM. A small image makes a GEMM too narrow for BLAS to run well (or on more than
+ * one thread), so images of fewer than MIN_COLS output pixels are batched: a chunk of nb images
+ * shares one column matrix [K, nb*L] (image b in columns b*L ..) of about MIN_COLS columns and
+ * at most MAX_COL_BYTES. Larger images go one at a time, which avoids regrouping the output. */
+#define MIN_COLS 1024
+#define MAX_COL_BYTES ((int64_t)32 << 20)
+
+static int64_t chunk_images(const geom *g, size_t es)
+{
+    if (g->L >= MIN_COLS || g->L == 0) return 1;
+    int64_t per = g->K * g->L * (int64_t)es, b = (MIN_COLS + g->L - 1) / g->L;
+    if (per > 0 && b * per > MAX_COL_BYTES) b = MAX_COL_BYTES / per;
+    if (b > INT_MAX / g->L) b = INT_MAX / g->L;
+    if (b > g->N) b = g->N;
+    return b < 1 ? 1 : b;
+}
+
+/* One col row segment: ow outputs, zeros outside [lo, hi), the input read every step elements
+ * from s (the input of output lo). Plain loops: images are narrow, and library calls per piece
+ * cost more than the copying. */
+static inline void row_f32(float *d, const float *s, int64_t ow, int64_t lo, int64_t hi, int64_t step)
+{
+    int64_t k = 0;
+    for (; k < lo; k++) d[k] = 0;
+    if (step == 1)
+        for (; k < hi; k++) d[k] = s[k - lo];
+    else
+        for (; k < hi; k++) d[k] = s[(k - lo) * step];
+    for (; k < ow; k++) d[k] = 0;
+}
+
+static inline void row_f64(double *d, const double *s, int64_t ow, int64_t lo, int64_t hi, int64_t step)
+{
+    int64_t k = 0;
+    for (; k < lo; k++) d[k] = 0;
+    if (step == 1)
+        for (; k < hi; k++) d[k] = s[k - lo];
+    else
+        for (; k < hi; k++) d[k] = s[(k - lo) * step];
+    for (; k < ow; k++) d[k] = 0;
+}
+
+/* col[(c*kh + i)*kw + j][oy*ow + ox] = x[c][oy*sh - ph + i*dh][ox*sw - pw + j*dw], 0 outside;
+ * col rows are ld elements apart. x has element strides xs (c, h, w). */
+static void im2col(const geom *g, const char *x, const int64_t *xs, char *col, int64_t ld, size_t es)
 {
     for (int64_t c = 0; c < g->Cg; c++)
         for (int64_t i = 0; i < g->kh; i++)
             for (int64_t j = 0; j < g->kw; j++) {
-                char *row = col + ((c * g->kh + i) * g->kw + j) * g->L * (int64_t)es;
+                char *row = col + ((c * g->kh + i) * g->kw + j) * ld * (int64_t)es;
                 int64_t xoff = j * g->dw - g->pw, lo, hi, step = g->sw * xs[2];
                 valid_range(g->ow, g->sw, xoff, g->W, &lo, &hi);
                 for (int64_t oy = 0; oy < g->oh; oy++) {
-                    char *d = row + oy * g->ow * (int64_t)es;
-                    int64_t iy = oy * g->sh - g->ph + i * g->dh;
-                    if (iy < 0 || iy >= g->H || lo == hi) {
-                        memset(d, 0, (size_t)g->ow * es);
-                        continue;
-                    }
-                    memset(d, 0, (size_t)lo * es);
-                    memset(d + hi * (int64_t)es, 0, (size_t)(g->ow - hi) * es);
-                    int64_t n = hi - lo, soff = c * xs[0] + iy * xs[1] + (lo * g->sw + xoff) * xs[2];
-                    if (es == 4) {
-                        const float *s = (const float *)x + soff;
-                        float *t = (float *)d + lo;
-                        if (step == 1) memcpy(t, s, (size_t)n * 4);
-                        else
-                            for (int64_t k = 0; k < n; k++) t[k] = s[k * step];
-                    } else {
-                        const double *s = (const double *)x + soff;
-                        double *t = (double *)d + lo;
-                        if (step == 1) memcpy(t, s, (size_t)n * 8);
-                        else
-                            for (int64_t k = 0; k < n; k++) t[k] = s[k * step];
-                    }
+                    int64_t iy = oy * g->sh - g->ph + i * g->dh, l = lo, h = hi;
+                    if (iy < 0 || iy >= g->H) l = h = 0;
+                    int64_t soff = c * xs[0] + iy * xs[1] + (l * g->sw + xoff) * xs[2], doff = oy * g->ow;
+                    if (es == 4) row_f32((float *)row + doff, (const float *)x + (l < h ? soff : 0), g->ow, l, h, step);
+                    else row_f64((double *)row + doff, (const double *)x + (l < h ? soff : 0), g->ow, l, h, step);
                 }
             }
 }
 
-/* The adjoint of im2col: every col entry is added into its input position of the dense
- * [Cg][H][W] image x (entries that fall in the padding are dropped). */
-static void col2im(const geom *g, const char *col, char *x, size_t es)
+/* The adjoint of im2col: every col entry (rows ld apart) is added into its input position of
+ * the dense [Cg][H][W] image x (entries that fall in the padding are dropped). */
+static void col2im(const geom *g, const char *col, int64_t ld, char *x, size_t es)
 {
     for (int64_t c = 0; c < g->Cg; c++)
         for (int64_t i = 0; i < g->kh; i++)
             for (int64_t j = 0; j < g->kw; j++) {
-                const char *row = col + ((c * g->kh + i) * g->kw + j) * g->L * (int64_t)es;
+                const char *row = col + ((c * g->kh + i) * g->kw + j) * ld * (int64_t)es;
                 int64_t xoff = j * g->dw - g->pw, lo, hi;
                 valid_range(g->ow, g->sw, xoff, g->W, &lo, &hi);
                 if (lo == hi) continue;
@@ -246,6 +273,45 @@ static void col2im(const geom *g, const char *col, char *x, size_t es)
             }
 }
 
+/* Between the [nb][O][L] layout of an output (group gi's Og channels from channel c0 = gi*Og) and
+ * the [Og][nb*L] layout of one GEMM result. */
+static void gather_rows(char *dst, const char *src, const geom *g, int64_t nb, size_t es)
+{
+    for (int64_t o = 0; o < g->Og; o++)
+        for (int64_t b = 0; b < nb; b++)
+            memcpy(dst + (o * nb + b) * g->L * (int64_t)es, src + (b * g->O + o) * g->L * (int64_t)es, (size_t)g->L * es);
+}
+
+static void scatter_rows(char *dst, const char *src, const geom *g, int64_t nb, size_t es)
+{
+    for (int64_t o = 0; o < g->Og; o++)
+        for (int64_t b = 0; b < nb; b++)
+            memcpy(dst + (b * g->O + o) * g->L * (int64_t)es, src + (o * nb + b) * g->L * (int64_t)es, (size_t)g->L * es);
+}
+
+static void fill_row(char *p, int64_t n, double v, nn_dtype cdt)
+{
+    if (cdt == NN_F32)
+        for (int64_t k = 0; k < n; k++) ((float *)p)[k] = (float)v;
+    else
+        for (int64_t k = 0; k < n; k++) ((double *)p)[k] = v;
+}
+
+/* The column buffer [K, nb*L] and, when images are batched, the [Og, nb*L] GEMM result. */
+static nn_status scratch(const nn_kargs *a, const geom *g, int64_t nb, bool need_col, size_t es, char **col, char **aux)
+{
+    *col = *aux = NULL;
+    if (g->N == 0) return NN_OK;
+    size_t ncol = need_col ? (size_t)(g->K * nb * g->L) : 0, naux = nb > 1 ? (size_t)(g->Og * nb * g->L) : 0;
+    if (!ncol && !naux) return NN_OK;
+    char *p = malloc((ncol + naux) * es + 1);
+    if (!p) return nn_error(NN_ERR_NOMEM, "%s: out of memory for a %lld x %lld column buffer", nn_op_name(a->op), (long long)g->K,
+                            (long long)(nb * g->L));
+    *col = p;
+    *aux = naux ? p + ncol * es : NULL;
+    return NN_OK;
+}
+
 static void release(operand *o, int n)
 {
     for (int k = 0; k < n; k++) free(o[k].owned);
@@ -262,41 +328,35 @@ nn_status nn_cpu_conv2d(const nn_kargs *a)
     if (st) return st;
     size_t es = nn_dtype_size(cdt);
     operand op[4] = {0}; /* x, w, bias, y */
-    char *col = NULL;
+    char *col = NULL, *aux = NULL;
     if ((st = take(x, cdt, false, &op[0])) || (st = take(w, cdt, true, &op[1])) || (b && (st = take(b, cdt, false, &op[2]))) ||
         (st = out_begin(y, cdt, &op[3])))
         goto done;
-    bool direct = pointwise(&g) && dense_image(op[0].s + 1, &g);
-    if (!direct && g.N > 0 && !(col = malloc((size_t)(g.K * g.L > 0 ? g.K * g.L : 1) * es))) {
-        st = nn_error(NN_ERR_NOMEM, "conv2d: out of memory for a %lld x %lld column buffer", (long long)g.K, (long long)g.L);
-        goto done;
-    }
-    for (int64_t n = 0; n < g.N; n++)
+    int64_t B = chunk_images(&g, es);
+    bool direct = B == 1 && pointwise(&g) && dense_image(op[0].s + 1, &g); /* the image itself is col */
+    if ((st = scratch(a, &g, B, !direct, es, &col, &aux))) goto done;
+    for (int64_t n0 = 0; n0 < g.N; n0 += B) {
+        int64_t nb = g.N - n0 < B ? g.N - n0 : B, ld = nb * g.L;
         for (int64_t gi = 0; gi < g.G; gi++) {
-            char *yg = op[3].p + (n * g.O + gi * g.Og) * g.L * (int64_t)es;
-            const char *xg = op[0].p + (n * op[0].s[0] + gi * g.Cg * op[0].s[1]) * (int64_t)es;
-            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es;
+            char *yg = op[3].p + (n0 * g.O + gi * g.Og) * g.L * (int64_t)es, *C = nb > 1 ? aux : yg;
+            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es, *Bm = col;
             double beta = 0;
             if (b) {
                 for (int64_t o = 0; o < g.Og; o++) {
                     int64_t bo = (gi * g.Og + o) * op[2].s[0];
-                    if (cdt == NN_F32) {
-                        float v = ((const float *)op[2].p)[bo], *r = (float *)yg + o * g.L;
-                        for (int64_t k = 0; k < g.L; k++) r[k] = v;
-                    } else {
-                        double v = ((const double *)op[2].p)[bo], *r = (double *)yg + o * g.L;
-                        for (int64_t k = 0; k < g.L; k++) r[k] = v;
-                    }
+                    fill_row(C + o * ld * (int64_t)es, ld, cdt == NN_F32 ? ((const float *)op[2].p)[bo] : ((const double *)op[2].p)[bo], cdt);
                 }
                 beta = 1;
             }
-            const char *B = xg;
-            if (!direct) {
-                im2col(&g, xg, op[0].s + 1, col, es);
-                B = col;
+            for (int64_t k = 0; k < nb; k++) {
+                const char *xg = op[0].p + ((n0 + k) * op[0].s[0] + gi * g.Cg * op[0].s[1]) * (int64_t)es;
+                if (direct) Bm = xg;
+                else im2col(&g, xg, op[0].s + 1, col + k * g.L * (int64_t)es, ld, es);
             }
-            gemm(cdt, false, false, g.Og, g.L, g.K, wg, g.K, B, g.L, beta, yg, g.L);
+            gemm(cdt, false, false, g.Og, ld, g.K, wg, g.K, Bm, ld, beta, C, ld);
+            if (nb > 1) scatter_rows(yg, aux, &g, nb, es);
         }
+    }
     out_end(y, cdt, &op[3]);
 done:
     free(col);
@@ -315,29 +375,27 @@ nn_status nn_cpu_conv2d_backward_input(const nn_kargs *a)
     if (st) return st;
     size_t es = nn_dtype_size(cdt);
     operand op[3] = {0}; /* grad_out, w, grad_input */
-    char *col = NULL;
+    char *col = NULL, *aux = NULL;
     if ((st = take(go, cdt, true, &op[0])) || (st = take(w, cdt, true, &op[1])) || (st = out_begin(gx, cdt, &op[2]))) goto done;
-    bool direct = pointwise(&g);
-    if (!direct) {
-        memset(op[2].p, 0, (size_t)nn_numel(gx) * es);
-        if (g.N > 0 && !(col = malloc((size_t)(g.K * g.L > 0 ? g.K * g.L : 1) * es))) {
-            st = nn_error(NN_ERR_NOMEM, "conv2d_backward_input: out of memory for a %lld x %lld column buffer", (long long)g.K,
-                          (long long)g.L);
-            goto done;
+    int64_t B = chunk_images(&g, es);
+    bool direct = B == 1 && pointwise(&g); /* the GEMM writes grad_input itself */
+    if ((st = scratch(a, &g, B, !direct, es, &col, &aux))) goto done;
+    if (!direct) memset(op[2].p, 0, (size_t)nn_numel(gx) * es);
+    for (int64_t n0 = 0; n0 < g.N; n0 += B) {
+        int64_t nb = g.N - n0 < B ? g.N - n0 : B, ld = nb * g.L;
+        for (int64_t gi = 0; gi < g.G; gi++) {
+            const char *gog = op[0].p + (n0 * g.O + gi * g.Og) * g.L * (int64_t)es, *A = gog;
+            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es;
+            char *gxg = op[2].p + (n0 * g.C + gi * g.Cg) * g.H * g.W * (int64_t)es;
+            if (nb > 1) {
+                gather_rows(aux, gog, &g, nb, es);
+                A = aux;
+            }
+            gemm(cdt, true, false, g.K, ld, g.Og, wg, g.K, A, ld, 0, direct ? gxg : col, ld);
+            if (!direct)
+                for (int64_t k = 0; k < nb; k++) col2im(&g, col + k * g.L * (int64_t)es, ld, gxg + k * g.C * g.H * g.W * (int64_t)es, es);
         }
     }
-    for (int64_t n = 0; n < g.N; n++)
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *gog = op[0].p + (n * g.O + gi * g.Og) * g.L * (int64_t)es;
-            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es;
-            char *gxg = op[2].p + (n * g.C + gi * g.Cg) * g.H * g.W * (int64_t)es;
-            if (direct) {
-                gemm(cdt, true, false, g.K, g.L, g.Og, wg, g.K, gog, g.L, 0, gxg, g.L);
-            } else {
-                gemm(cdt, true, false, g.K, g.L, g.Og, wg, g.K, gog, g.L, 0, col, g.L);
-                col2im(&g, col, gxg, es);
-            }
-        }
     out_end(gx, cdt, &op[2]);
 done:
     free(col);
@@ -356,27 +414,29 @@ nn_status nn_cpu_conv2d_backward_weight(const nn_kargs *a)
     if (st) return st;
     size_t es = nn_dtype_size(cdt);
     operand op[3] = {0}; /* grad_out, x, grad_weight */
-    char *col = NULL;
+    char *col = NULL, *aux = NULL;
     if ((st = take(go, cdt, true, &op[0])) || (st = take(x, cdt, false, &op[1])) || (st = out_begin(gw, cdt, &op[2]))) goto done;
+    int64_t B = chunk_images(&g, es);
+    bool direct = B == 1 && pointwise(&g) && dense_image(op[1].s + 1, &g);
+    if ((st = scratch(a, &g, B, !direct, es, &col, &aux))) goto done;
     if (g.N == 0) memset(op[2].p, 0, (size_t)nn_numel(gw) * es);
-    bool direct = pointwise(&g) && dense_image(op[1].s + 1, &g);
-    if (!direct && g.N > 0 && !(col = malloc((size_t)(g.K * g.L > 0 ? g.K * g.L : 1) * es))) {
-        st = nn_error(NN_ERR_NOMEM, "conv2d_backward_weight: out of memory for a %lld x %lld column buffer", (long long)g.K,
-                      (long long)g.L);
-        goto done;
-    }
-    for (int64_t n = 0; n < g.N; n++)
+    for (int64_t n0 = 0; n0 < g.N; n0 += B) {
+        int64_t nb = g.N - n0 < B ? g.N - n0 : B, ld = nb * g.L;
         for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *gog = op[0].p + (n * g.O + gi * g.Og) * g.L * (int64_t)es;
-            const char *xg = op[1].p + (n * op[1].s[0] + gi * g.Cg * op[1].s[1]) * (int64_t)es;
+            const char *gog = op[0].p + (n0 * g.O + gi * g.Og) * g.L * (int64_t)es, *A = gog, *Bm = col;
             char *gwg = op[2].p + gi * g.Og * g.K * (int64_t)es;
-            const char *B = xg;
-            if (!direct) {
-                im2col(&g, xg, op[1].s + 1, col, es);
-                B = col;
+            if (nb > 1) {
+                gather_rows(aux, gog, &g, nb, es);
+                A = aux;
             }
-            gemm(cdt, false, true, g.Og, g.K, g.L, gog, g.L, B, g.L, n ? 1 : 0, gwg, g.K);
+            for (int64_t k = 0; k < nb; k++) {
+                const char *xg = op[1].p + ((n0 + k) * op[1].s[0] + gi * g.Cg * op[1].s[1]) * (int64_t)es;
+                if (direct) Bm = xg;
+                else im2col(&g, xg, op[1].s + 1, col + k * g.L * (int64_t)es, ld, es);
+            }
+            gemm(cdt, false, true, g.Og, g.K, ld, A, ld, Bm, ld, n0 ? 1 : 0, gwg, g.K);
         }
+    }
     out_end(gw, cdt, &op[2]);
 done:
     free(col);

@@ -9,7 +9,10 @@
  * place; otherwise (views with other strides, float16/bfloat16) its tensors are
  * gathered into contiguous float32/float64 scratch copies, updated there and the
  * param and state are scattered back (rounded to their dtype). */
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "unswitch-loops", "no-math-errno")
+/* -O2 alone leaves these loops scalar; unswitching splits them on the option flags;
+ * sqrt vectorizes only without errno, which CMake sets for this file (-fno-math-errno:
+ * a pragma cannot). */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "unswitch-loops")
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

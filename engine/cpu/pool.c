@@ -7,9 +7,11 @@
  *             divisor: divisor_override if set, else the pool size (count_include_pad) or the
  *             number of input elements in the window; an empty window gives 0
  *   adaptive  rows floor(oy*H/oh) .. ceil((oy+1)*H/oh) - 1, columns alike
- * Values are loaded as double (float16/bfloat16 converted) and rounded on store. Each body is
- * inlined once per float type, so the float32/float64 loops carry no dtype switch. */
+ * Values are loaded as double (float16/bfloat16 converted) and rounded on store; float16/bfloat16
+ * gradients add up in float64 and are rounded once. Each body is inlined once per float type, so
+ * the float32/float64 loops carry no dtype switch. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -60,7 +62,46 @@ static bool pool_dtype(nn_dtype dt) { return dt == NN_F32 || dt == NN_F64 || dt 
         }                                          \
     } while (0)
 
-static void zero_out(nn_tensor *t) { memset(nn_data(t), 0, (size_t)nn_numel(t) * nn_dtype_size(t->dtype)); }
+/* The same for backward bodies, which read grad_out as dt and add up in adt: float16/bfloat16
+ * gradients add up in float64 (see accum). */
+#define BY_DTYPE_ACC(dt, call_with)                    \
+    do {                                              \
+        switch (dt) {                                 \
+        case NN_F32: call_with(NN_F32, NN_F32); break; \
+        case NN_F64: call_with(NN_F64, NN_F64); break; \
+        default: call_with(dt, NN_F64); break;        \
+        }                                             \
+    } while (0)
+
+/* Where a backward kernel adds up grad_input: in place (zeroed) for float32/float64; float16 and
+ * bfloat16 add up in a float64 buffer rounded into out once at the end, as rounding every
+ * addition would lose the small contributions of overlapping windows. */
+typedef struct {
+    char *p;
+    void *owned;
+} accum;
+
+static nn_status accum_begin(nn_tensor *out, accum *acc)
+{
+    size_t n = (size_t)nn_numel(out);
+    acc->owned = NULL;
+    if (out->dtype == NN_F32 || out->dtype == NN_F64) {
+        acc->p = nn_data(out);
+        memset(acc->p, 0, n * nn_dtype_size(out->dtype));
+        return NN_OK;
+    }
+    if (!(acc->owned = calloc(n ? n : 1, sizeof(double)))) return nn_error(NN_ERR_NOMEM, "out of memory for a pooling gradient");
+    acc->p = acc->owned;
+    return NN_OK;
+}
+
+static void accum_end(nn_tensor *out, accum *acc)
+{
+    if (!acc->owned) return;
+    char *dst = nn_data(out);
+    for (int64_t k = 0; k < nn_numel(out); k++) st(dst, k, out->dtype, ((const double *)acc->owned)[k]);
+    free(acc->owned);
+}
 
 static nn_status check_io(const nn_kargs *a, int nout)
 {
@@ -169,7 +210,7 @@ nn_status nn_cpu_adaptive_max_pool2d(const nn_kargs *a) { return max_common(a, t
 
 /* grad_input (zeroed) [plane][idx] += grad_out, for max_pool2d and adaptive_max_pool2d */
 INLINE nn_status max_backward_body(const planes *g, const char *go, const planes *ix, const int64_t *ind, const planes *x, char *gi,
-                                   nn_dtype dt)
+                                   nn_dtype dt, nn_dtype adt)
 {
     int64_t hw = x->H * x->W;
     for (int64_t n = 0; n < g->N; n++)
@@ -184,7 +225,7 @@ INLINE nn_status max_backward_body(const planes *g, const char *go, const planes
                         return nn_error(NN_ERR_INDEX, "max_pool2d_backward: index %lld out of range for a %lld x %lld plane", (long long)k,
                                         (long long)x->H, (long long)x->W);
                     double v = ld(gp, oy * g->sH + ox * g->sW, dt);
-                    st(gi, base + k, dt, ld(gi, base + k, dt) + v);
+                    st(gi, base + k, adt, ld(gi, base + k, adt) + v);
                 }
         }
     return NN_OK;
@@ -199,13 +240,14 @@ nn_status nn_cpu_max_pool2d_backward(const nn_kargs *a)
     planes g = planes_of(a->in[0]), ix = planes_of(a->in[1]), x = planes_of(gx);
     if (ix.N != g.N || ix.C != g.C || ix.H != g.H || ix.W != g.W || x.N != g.N || x.C != g.C)
         return nn_error(NN_ERR_SHAPE, "max_pool2d_backward: grad_output, indices and grad_input do not match");
-    zero_out(gx);
+    accum acc;
+    if ((s = accum_begin(gx, &acc))) return s;
     const char *go = nn_data(a->in[0]);
     const int64_t *ind = nn_data(a->in[1]);
-    char *gi = nn_data(gx);
-#define CALL(T) s = max_backward_body(&g, go, &ix, ind, &x, gi, T)
-    BY_DTYPE(gx->dtype, CALL);
+#define CALL(T, A) s = max_backward_body(&g, go, &ix, ind, &x, acc.p, T, A)
+    BY_DTYPE_ACC(gx->dtype, CALL);
 #undef CALL
+    accum_end(gx, &acc);
     return s;
 }
 
@@ -260,7 +302,7 @@ INLINE void avg_body(const avgargs *m, const char *in, char *out, nn_dtype dt)
         }
 }
 
-INLINE void avg_backward_body(const avgargs *m, const char *go, char *gi, nn_dtype dt)
+INLINE void avg_backward_body(const avgargs *m, const char *go, char *gi, nn_dtype dt, nn_dtype adt)
 {
     const planes *x = &m->x, *y = &m->y;
     for (int64_t n = 0; n < x->N; n++)
@@ -276,7 +318,7 @@ INLINE void avg_backward_body(const avgargs *m, const char *go, char *gi, nn_dty
                     for (int64_t h = h0; h < h1; h++)
                         for (int64_t w = w0; w < w1; w++) {
                             int64_t k = base + h * x->W + w;
-                            st(gi, k, dt, ld(gi, k, dt) + v);
+                            st(gi, k, adt, ld(gi, k, adt) + v);
                         }
                 }
         }
@@ -296,15 +338,20 @@ static nn_status avg_common(const nn_kargs *a, bool adaptive, bool backward)
     m.x = planes_of(backward ? out : in);
     m.y = planes_of(backward ? in : out);
     if (m.x.N != m.y.N || m.x.C != m.y.C) return nn_error(NN_ERR_SHAPE, "%s: input and output planes do not match", nn_op_name(a->op));
-    if (backward) zero_out(out);
     const char *src = nn_data(in);
-    char *dst = nn_data(out);
+    if (!backward) {
+        char *dst = nn_data(out);
 #define FWD(T) avg_body(&m, src, dst, T)
-#define BWD(T) avg_backward_body(&m, src, dst, T)
-    if (backward) BY_DTYPE(out->dtype, BWD);
-    else BY_DTYPE(out->dtype, FWD);
+        BY_DTYPE(out->dtype, FWD);
 #undef FWD
+        return NN_OK;
+    }
+    accum acc;
+    if ((s = accum_begin(out, &acc))) return s;
+#define BWD(T, A) avg_backward_body(&m, src, acc.p, T, A)
+    BY_DTYPE_ACC(out->dtype, BWD);
 #undef BWD
+    accum_end(out, &acc);
     return NN_OK;
 }
 

@@ -11,8 +11,8 @@ static int64_t check(const uint8_t *p, size_t n, const char *name)
         return -1;
     }
     if (n % NN_CIFAR_RECORD) {
-        nn_error(NN_ERR_RUNTIME, "%s: truncated or corrupt CIFAR-10 file (%zu bytes is %zu whole records of %d bytes and %zu bytes over)",
-                 name, n, n / NN_CIFAR_RECORD, NN_CIFAR_RECORD, n % NN_CIFAR_RECORD);
+        nn_error(NN_ERR_RUNTIME, "%s: truncated or corrupt CIFAR-10 file (%zu bytes is not a whole number of %d-byte records: %zu bytes over)",
+                 name, n, NN_CIFAR_RECORD, n % NN_CIFAR_RECORD);
         return -1;
     }
     size_t records = n / NN_CIFAR_RECORD;

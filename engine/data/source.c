@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "ops.h"
 
 typedef enum { FIELD_COPY, FIELD_LUT } field_kind;
@@ -31,8 +32,18 @@ struct nn_data_source {
     field fields[NN_DATA_MAX_FIELDS];
 };
 
+/* page-locked memory: a registered allocator, else the GPU backend's (device.h), else none */
 static void *(*pinned_alloc)(size_t);
 static void (*pinned_free)(void *);
+
+static bool pinned_hooks(void *(**alloc)(size_t), void (**free_fn)(void *))
+{
+    if (pinned_alloc) *alloc = pinned_alloc, *free_fn = pinned_free;
+    else if (nn_gpu && nn_gpu->host_alloc_pinned && nn_gpu->host_free_pinned && nn_gpu->device_count() > 0)
+        *alloc = nn_gpu->host_alloc_pinned, *free_fn = nn_gpu->host_free_pinned;
+    else return false;
+    return true;
+}
 
 void nn_data_set_pinned_allocator(void *(*alloc)(size_t), void (*free_fn)(void *))
 {
@@ -40,7 +51,12 @@ void nn_data_set_pinned_allocator(void *(*alloc)(size_t), void (*free_fn)(void *
     pinned_free = free_fn;
 }
 
-bool nn_data_have_pinned_allocator(void) { return pinned_alloc != NULL; }
+bool nn_data_have_pinned_allocator(void)
+{
+    void *(*a)(size_t);
+    void (*f)(void *);
+    return pinned_hooks(&a, &f);
+}
 
 nn_data_source *nn_data_source_new(void)
 {
@@ -179,10 +195,14 @@ nn_data_source *nn_data_source_subset(nn_data_source *s, const int64_t *idx, int
     return sub;
 }
 
+typedef struct {
+    void (*free_fn)(void *);
+} pinned_ctx;
+
 static void pinned_release(void *data, void *ctx)
 {
-    (void)ctx;
-    pinned_free(data);
+    ((pinned_ctx *)ctx)->free_fn(data);
+    free(ctx);
 }
 
 static nn_tensor *alloc_batch(const field *fd, int64_t n, bool pin)
@@ -194,16 +214,25 @@ static nn_tensor *alloc_batch(const field *fd, int64_t n, bool pin)
         return NULL;
     }
     memcpy(shape + 1, fd->out_shape, (size_t)fd->out_ndim * sizeof *shape);
-    if (!pin || !pinned_alloc) return nn_empty(ndim, shape, fd->out_dtype, NN_DEVICE_CPU);
+    void *(*alloc_fn)(size_t);
+    void (*free_fn)(void *);
+    if (!pin || !pinned_hooks(&alloc_fn, &free_fn)) return nn_empty(ndim, shape, fd->out_dtype, NN_DEVICE_CPU);
+    pinned_ctx *ctx = malloc(sizeof *ctx); /* the free function travels with the buffer */
+    if (!ctx) {
+        nn_error(NN_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    ctx->free_fn = free_fn;
     size_t nbytes = nn_dtype_size(fd->out_dtype);
     for (int i = 0; i < ndim; i++) nbytes *= (size_t)shape[i];
-    void *p = pinned_alloc(nbytes ? nbytes : 1);
+    void *p = alloc_fn(nbytes ? nbytes : 1);
     if (!p) {
+        free(ctx);
         nn_error(NN_ERR_NOMEM, "out of pinned memory allocating %zu bytes", nbytes);
         return NULL;
     }
-    nn_tensor *t = nn_from_blob(p, ndim, shape, NULL, fd->out_dtype, NN_DEVICE_CPU, pinned_release, NULL);
-    if (!t) pinned_free(p);
+    nn_tensor *t = nn_from_blob(p, ndim, shape, NULL, fd->out_dtype, NN_DEVICE_CPU, pinned_release, ctx);
+    if (!t) ctx->free_fn(p), free(ctx);
     else t->storage->pinned = true;
     return t;
 }

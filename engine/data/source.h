@@ -45,8 +45,10 @@ nn_data_source *nn_data_source_subset(nn_data_source *s, const int64_t *idx, int
  * pin: page-locked memory when an allocator for it is registered. */
 nn_status nn_data_fetch(const nn_data_source *s, const int64_t *idx, int64_t n, bool pin, nn_tensor **out);
 
-/* Page-locked host memory for pin_memory, registered by the CUDA backend. Until
- * then pinned batches are ordinary memory. */
+/* Page-locked host memory for pin_memory: the allocator registered here, else the
+ * GPU backend's (nn_gpu->host_alloc_pinned, device.h) when a GPU is present, else
+ * none and pinned batches are ordinary memory. alloc runs in worker threads and
+ * free in whichever thread drops the batch: both must be thread-safe. */
 void nn_data_set_pinned_allocator(void *(*alloc)(size_t nbytes), void (*free)(void *p));
 bool nn_data_have_pinned_allocator(void);
 

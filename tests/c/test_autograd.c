@@ -197,6 +197,15 @@ static void test_inplace_rules(void)
     CHECK(nn_unary_(NN_OP_relu, x) == NN_ERR_RUNTIME && nn_fill_(x, 0) == NN_ERR_RUNTIME && nn_zero_(x) == NN_ERR_RUNTIME);
     CHECK(nn_clamp_(x, true, 0, false, 0) == NN_ERR_RUNTIME && nn_copy_(x, one) == NN_ERR_RUNTIME);
 
+    /* views of the leaf neither; views of a non-leaf are fine */
+    nn_tensor *xv0 = nn_select(x, 0, 0), *xn = nn_narrow(x, 0, 1, 2), *xt = xn ? nn_transpose(xn, 0, 0) : NULL;
+    CHECK(nn_unary_(NN_OP_relu, xv0) == NN_ERR_RUNTIME &&
+          has(nn_last_error(), "a view of a leaf Variable that requires grad is being used in an in-place operation."), "%s", nn_last_error());
+    CHECK(nn_binary_(NN_OP_mul, xt, one) == NN_ERR_RUNTIME && has(nn_last_error(), "a view of a leaf Variable"), "through two views");
+    nn_tensor *nl = nn_binary(NN_OP_mul, x, one), *nv = nn_select(nl, 0, 2);
+    CHECK(nn_binary_(NN_OP_mul, nv, one) == NN_OK && named(nv, "MulBackward0"));
+    nn_release(nv), nn_release(nl), nn_release(xt), nn_release(xn), nn_release(xv0);
+
     /* y = x.exp(); y.add_(1); y.sum().backward(): exp saved its output */
     nn_tensor *y = nn_unary(NN_OP_exp, x);
     CHECK(nn_binary_(NN_OP_add, y, one) == NN_OK && named(y, "AddBackward0"));
@@ -527,15 +536,44 @@ static void test_freeing(void)
     nn_release(s), nn_release(t);
     CHECK(x->refcount == 1, "the long chain is gone: refcount %d", x->refcount);
 
-    /* a long chain of multiplications saving their inputs, freed without backward */
-    t = nn_retain(x);
-    for (int i = 0; i < 100000 && t; i++) {
-        nn_tensor *nt = nn_binary(NN_OP_mul, t, w);
+    /* long chains of multiplications saving their inputs: freed without backward, and after it */
+    for (int pass = 0; pass < 2; pass++) {
+        nn_tensor *ones = vec(NN_F32, 3, (double[]){1, 1, 1}, true);
+        clear_grad(x);
+        t = nn_retain(x);
+        for (int i = 0; i < 100000 && t; i++) {
+            nn_tensor *nt = nn_binary(NN_OP_mul, t, ones);
+            nn_release(t);
+            t = nt;
+        }
+        if (pass == 1) {
+            s = sum_all(t);
+            CHECK(nn_backward(s, NULL, false) == NN_OK, "%s", nn_last_error());
+            CHECK(equals(x->grad, (double[]){1, 1, 1}, 3) && equals(ones->grad, (double[]){100000, 200000, 300000}, 3));
+            nn_release(s);
+        }
         nn_release(t);
-        t = nt;
+        CHECK(x->refcount == 1 && ones->refcount == 1, "refcounts %d %d", x->refcount, ones->refcount);
+        nn_release(ones);
     }
-    nn_release(t);
-    CHECK(x->refcount == 1 && w->refcount == 1, "refcounts %d %d", x->refcount, w->refcount);
+
+    /* products whose output gradient is an expanded scalar (sum's backward): stride-0 operands */
+    int64_t s234[3] = {2, 3, 4}, s45[2] = {4, 5};
+    nn_tensor *a = nn_randn(3, s234, NN_F64, NN_DEVICE_CPU), *b = nn_randn(2, s45, NN_F64, NN_DEVICE_CPU);
+    nn_requires_grad_(a, true), nn_requires_grad_(b, true);
+    nn_tensor *p = nn_matmul(a, b);
+    s = sum_all(p);
+    CHECK(nn_backward(s, NULL, false) == NN_OK);
+    bool ok = a->grad && b->grad;
+    for (int k = 0; k < 4 && ok; k++) {
+        double rs = 0, cs = 0;
+        for (int n = 0; n < 5; n++) rs += nn_get_f64(b, (int64_t[]){k, n});
+        for (int i = 0; i < 6; i++) cs += nn_get_f64(a, (int64_t[]){i / 3, i % 3, k});
+        for (int i = 0; i < 6; i++) ok = ok && fabs(nn_get_f64(a->grad, (int64_t[]){i / 3, i % 3, k}) - rs) < 1e-12;
+        for (int n = 0; n < 5; n++) ok = ok && fabs(nn_get_f64(b->grad, (int64_t[]){k, n}) - cs) < 1e-12;
+    }
+    CHECK(ok, "matmul backward from sum");
+    nn_release(s), nn_release(p), nn_release(a), nn_release(b);
     nn_release(c), nn_release(w), nn_release(x);
 }
 

@@ -158,6 +158,8 @@ static const cfg cases[] = {
     {2, 2, 3, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},   /* 1x1 with padding */
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, true},
     {3, 3, 6, 6, 2, 2, 2, 2, 2, 1, 1, 3, 3, 1, true},   /* stride and dilation 3 x 3 with padding */
+    {2, 2, 70, 66, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, true}, /* large images: one image per GEMM, 1x1 in place */
+    {2, 3, 68, 68, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, true},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
@@ -177,7 +179,7 @@ static void run_case(int ci, const cfg *c, nn_dtype dt, int kind, bool unbatched
     nn_tensor *x = make(xnd, unbatched ? xs + 1 : xs, dt, kind);
     nn_tensor *w = make(4, ws, dt, kind == PERMUTED ? PERMUTED : CONTIG);
     nn_tensor *b = c->bias ? make(1, bs, dt, kind == NARROWED ? NARROWED : CONTIG) : NULL;
-    bool grads = dt == NN_F32 || dt == NN_F64;
+    bool grads = true;
     if (grads) {
         nn_requires_grad_(x, true), nn_requires_grad_(w, true);
         if (b) nn_requires_grad_(b, true);

@@ -58,8 +58,8 @@ static void release_all(nn_tensor **x, int n)
 }
 
 #define EPS 1e-6
-#define ATOL 1e-6
-#define RTOL 1e-5
+#define ATOL 1e-7
+#define RTOL 1e-6
 
 static void run(const char *name, gc_fn f, nn_tensor **x, int n, void *ctx)
 {
@@ -250,11 +250,26 @@ typedef struct {
     double f0;
     bool std;
     int dim;
+    bool expand; /* reduce x[0] expanded from [1, ...] to [3, ...] */
 } red_ctx;
+
+static nn_tensor *reduce_of(nn_tensor *const *x, const red_ctx *c);
 
 static nn_tensor *f_reduce(nn_tensor *const *x, void *ctx)
 {
     const red_ctx *c = ctx;
+    if (!c->expand) return reduce_of(x, c);
+    int64_t shape[NN_MAX_DIMS];
+    memcpy(shape, x[0]->shape, sizeof shape);
+    shape[0] = 3;
+    nn_tensor *e[1] = {nn_expand(x[0], x[0]->ndim, shape)};
+    nn_tensor *r = e[0] ? reduce_of(e, c) : NULL;
+    nn_release(e[0]);
+    return r;
+}
+
+static nn_tensor *reduce_of(nn_tensor *const *x, const red_ctx *c)
+{
     switch (c->op) {
     case NN_OP_var: return c->std ? nn_std(x[0], c->mask, c->f0, c->keep) : nn_var(x[0], c->mask, c->f0, c->keep);
     case NN_OP_norm: return nn_norm(x[0], c->f0, c->mask, c->keep);
@@ -319,6 +334,14 @@ static void test_reduce(void)
     reduce_case((red_ctx){.op = NN_OP_max_dim, .dim = 0}, CONTIG, g_any, 0, s5);
     reduce_case((red_ctx){.op = NN_OP_norm, .f0 = 2}, CONTIG, g_away0, 0, s5);
     reduce_case((red_ctx){.op = NN_OP_prod, .mask = 1, .keep = true}, NARROWED, g_away0, 1, s5);
+    /* expanded inputs: the copies' gradients add up */
+    int64_t s142[3] = {1, 4, 2};
+    static const nn_op eops[] = {NN_OP_sum, NN_OP_mean, NN_OP_prod, NN_OP_amax, NN_OP_var, NN_OP_norm, NN_OP_max_dim};
+    for (size_t k = 0; k < sizeof eops / sizeof *eops; k++)
+        for (size_t m = 0; m < sizeof masks / sizeof *masks; m += 3)
+            reduce_case((red_ctx){.op = eops[k], .mask = masks[m], .keep = m == 3, .f0 = eops[k] == NN_OP_norm ? 3 : 1,
+                                  .dim = (int)m % 3, .expand = true},
+                        (int)(k % NLAYOUTS), eops[k] == NN_OP_prod || eops[k] == NN_OP_norm ? g_away0 : g_any, 3, s142);
 }
 
 /* prod with zeros: one zero in a slice gets the product of the others, two zeros give 0 */
@@ -359,12 +382,24 @@ static void test_prod_zeros(void)
 
 /* ---- matrix products ---- */
 
-typedef struct { int kind; double beta, alpha; } mm_ctx;
+typedef struct { int kind; double beta, alpha; bool expand; } mm_ctx;
 enum { MM_MATMUL, MM_MM, MM_BMM, MM_DOT, MM_OUTER, MM_ADDMM };
 
+static nn_tensor *mm_of(nn_tensor *const *x, const mm_ctx *c);
+
+/* expand: x[0] [1, m, k] is expanded to [2, m, k] first (a batch of stride 0) */
 static nn_tensor *f_mm(nn_tensor *const *x, void *ctx)
 {
     const mm_ctx *c = ctx;
+    if (!c->expand) return mm_of(x, c);
+    nn_tensor *e[2] = {nn_expand(x[0], 3, (int64_t[]){2, -1, -1}), x[1]};
+    nn_tensor *r = e[0] ? mm_of(e, c) : NULL;
+    nn_release(e[0]);
+    return r;
+}
+
+static nn_tensor *mm_of(nn_tensor *const *x, const mm_ctx *c)
+{
     switch (c->kind) {
     case MM_MM: return nn_mm(x[0], x[1]);
     case MM_BMM: return nn_bmm(x[0], x[1]);
@@ -375,14 +410,19 @@ static nn_tensor *f_mm(nn_tensor *const *x, void *ctx)
     }
 }
 
-static void mm_case(int kind, int na, const int64_t *sa, int nb, const int64_t *sb, int la, int lb)
+static void mm_case_x(int kind, int na, const int64_t *sa, int nb, const int64_t *sb, int la, int lb, bool expand)
 {
     char name[160], s1[160], s2[160];
-    mm_ctx c = {kind, 1, 1};
+    mm_ctx c = {kind, 1, 1, expand};
     nn_tensor *x[2] = {leaf(na, sa, la, g_any), leaf(nb, sb, lb, g_any)};
-    snprintf(name, sizeof name, "matmul kind %d %s %s @ %s %s", kind, nn_shape_str(s1, na, sa), layout_name[la], nn_shape_str(s2, nb, sb),
-             layout_name[lb]);
+    snprintf(name, sizeof name, "matmul kind %d %s %s @ %s %s%s", kind, nn_shape_str(s1, na, sa), layout_name[la], nn_shape_str(s2, nb, sb),
+             layout_name[lb], expand ? " (a expanded)" : "");
     run(name, f_mm, x, 2, &c);
+}
+
+static void mm_case(int kind, int na, const int64_t *sa, int nb, const int64_t *sb, int la, int lb)
+{
+    mm_case_x(kind, na, sa, nb, sb, la, lb, false);
 }
 
 static void test_matmul(void)
@@ -406,6 +446,11 @@ static void test_matmul(void)
         mm_case(MM_BMM, 3, bmk, 3, bkn, l, l2);
         mm_case(MM_DOT, 1, k4, 1, k4, l, l2);
         mm_case(MM_OUTER, 1, m3, 1, k4, l, l2);
+        int64_t one_mk[3] = {1, 3, 4};
+        mm_case_x(MM_MATMUL, 3, one_mk, 2, kn, l, l2, true);
+        mm_case_x(MM_MATMUL, 3, one_mk, 3, bkn, l, l2, true);
+        mm_case_x(MM_BMM, 3, one_mk, 3, bkn, l, l2, true);
+        mm_case_x(MM_MATMUL, 3, one_mk, 1, k4, l, l2, true);
     }
     int64_t bias_shapes[4][2] = {{5}, {3, 5}, {1, 5}, {3, 1}};
     int bias_nd[4] = {1, 2, 2, 2};
@@ -413,7 +458,7 @@ static void test_matmul(void)
     for (int b = 0; b < 4; b++)
         for (int k = 0; k < 3; k++) {
             char name[96];
-            mm_ctx c = {MM_ADDMM, ab[k][0], ab[k][1]};
+            mm_ctx c = {MM_ADDMM, ab[k][0], ab[k][1], false};
             nn_tensor *x[3] = {leaf(2, mk, TRANSPOSED, g_any), leaf(2, kn, NARROWED, g_any), leaf(bias_nd[b], bias_shapes[b], b % 2 ? TRANSPOSED : CONTIG, g_any)};
             snprintf(name, sizeof name, "addmm bias %d beta %g alpha %g", b, ab[k][0], ab[k][1]);
             run(name, f_mm, x, 3, &c);

@@ -205,7 +205,7 @@ static void run_case(kind_t k, int ci, const pcfg *c, int nd, const int64_t *xs,
     memcpy(ys, xs, sizeof(int64_t) * nd);
     ys[nd - 2] = oh, ys[nd - 1] = ow;
     nn_tensor *x = make(nd, xs, dt, kind);
-    bool grads = dt == NN_F32 || dt == NN_F64;
+    bool grads = true;
     if (grads) nn_requires_grad_(x, true);
     nn_tensor *ind = NULL, *y = run_op(k, c, x, (k == MAX || k == AMAX) ? &ind : NULL);
     nn_tensor *go = grads && y ? make(nd, ys, dt, PERMUTED) : NULL;

@@ -1,0 +1,30 @@
+-- torch.nn: the module system (nn_module), parameters, initialisers and layers.
+-- torch.nn.functional is another file's (torch_functional.lua); this file keeps
+-- whatever torch.nn already holds and adds to it.
+--
+--   nn.Module, nn.Parameter, nn.init, nn.OrderedDict(pairs) (ordered tables:
+--   state_dict() returns one; pairs() follows insertion order, sd:keys() lists the
+--   keys), nn.is_parameter(x), nn.isinstance(x, cls), and the layers.
+local torch = require "torch"
+local U = require "nn_util"
+
+local nn = torch.nn or {}
+torch.nn = nn
+
+local Module = require "nn_module"
+local Parameter = require "nn_parameter"
+
+nn.Module = Module
+nn.Parameter = Parameter
+nn.init = require "nn_init"
+nn.OrderedDict = U.OrderedDict.new
+nn.is_parameter = Parameter.is
+nn.isinstance = Module.isinstance_of
+
+for _, file in ipairs({ "nn_layers", "nn_activation", "nn_norm", "nn_containers", "nn_loss" }) do
+  for name, cls in pairs(require(file)) do
+    if type(cls) == "table" and rawget(cls, "__class") == cls and name:sub(1, 1) ~= "_" then nn[name] = cls end
+  end
+end
+
+return nn

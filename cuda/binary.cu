@@ -1,0 +1,241 @@
+/* CUDA binary elementwise ops: add sub mul div pow remainder maximum minimum,
+ * the comparisons and logical and/or, with broadcasting and type promotion.
+ *
+ * i[0] is the compute dtype (engine/elementwise.c); inputs are cast to it and
+ * computed in float (float32/float16/bfloat16), double or wrapping int64, as
+ * engine/cpu/elementwise.c does. A 0-dim CPU input (a Lua number) is read on
+ * the host and passed by value. Three paths, one launch each:
+ *  - dense: every tensor operand contiguous in the output's order and of the
+ *    compute dtype; 16-byte vector loads and stores when aligned;
+ *  - strided: same dtypes, any strides (broadcast inputs have stride 0), 32-bit
+ *    index math;
+ *  - generic: mixed dtypes (or more than 2^31 elements), loads and stores by
+ *    runtime dtype. */
+#include "ew.cuh"
+
+using namespace nnk;
+
+namespace {
+
+struct BinP {
+    double f0;  /* alpha of add/sub */
+    int64_t i0; /* integer alpha */
+    int cdt;
+};
+
+template <int OP> constexpr bool is_cmp()
+{
+    return OP == NN_OP_eq || OP == NN_OP_ne || OP == NN_OP_lt || OP == NN_OP_le || OP == NN_OP_gt || OP == NN_OP_ge ||
+           OP == NN_OP_logical_and || OP == NN_OP_logical_or;
+}
+
+/* true division computes in a float dtype (the frontend promotes) */
+template <int OP, typename C> constexpr bool valid() { return !(std::is_integral<C>::value && OP == NN_OP_div); }
+
+template <int OP, typename C> using res_t = typename std::conditional<is_cmp<OP>(), bool, C>::type;
+
+template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C b, const BinP &p)
+{
+    constexpr bool I = std::is_integral<C>::value;
+    typedef uint64_t U;
+    if constexpr (OP == NN_OP_add) {
+        if constexpr (I) return (int64_t)((U)a + (U)p.i0 * (U)b);
+        else { const C al = (C)p.f0; return al == 1 ? a + b : a + al * b; }
+    } else if constexpr (OP == NN_OP_sub) {
+        if constexpr (I) return (int64_t)((U)a - (U)p.i0 * (U)b);
+        else { const C al = (C)p.f0; return al == 1 ? a - b : a - al * b; }
+    } else if constexpr (OP == NN_OP_mul) {
+        if constexpr (I) return (int64_t)((U)a * (U)b);
+        else return a * b;
+    } else if constexpr (OP == NN_OP_div) {
+        return a / b;
+    } else if constexpr (OP == NN_OP_pow) {
+        if constexpr (I) return ipow(a, b);
+        else return m_pow(a, b);
+    } else if constexpr (OP == NN_OP_remainder) { /* Python's %: the sign of the divisor */
+        if constexpr (I) {
+            if (b == 0) return 0; /* the CPU raises ZeroDivisionError; a kernel cannot, and returns 0 */
+            C r = b == -1 ? 0 : a % b;
+            return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+        } else {
+            C r = m_fmod(a, b);
+            return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+        }
+    } else if constexpr (OP == NN_OP_maximum) { /* NaN propagates */
+        return a != a ? a : (a < b || b != b) ? b : a;
+    } else if constexpr (OP == NN_OP_minimum) {
+        return a != a ? a : (b < a || b != b) ? b : a;
+    } else if constexpr (OP == NN_OP_eq) {
+        return a == b;
+    } else if constexpr (OP == NN_OP_ne) {
+        return a != b;
+    } else if constexpr (OP == NN_OP_lt) {
+        return a < b;
+    } else if constexpr (OP == NN_OP_le) {
+        return a <= b;
+    } else if constexpr (OP == NN_OP_gt) {
+        return a > b;
+    } else if constexpr (OP == NN_OP_ge) {
+        return a >= b;
+    } else if constexpr (OP == NN_OP_logical_and) {
+        return a != 0 && b != 0;
+    } else {
+        static_assert(OP == NN_OP_logical_or, "not a binary op");
+        return a != 0 || b != 0;
+    }
+}
+
+/* contiguous operands, N elements per access (16 bytes of T when N > 1) */
+template <int OP, typename T, typename O, int N>
+__global__ void bin_dense(O *out, Operand<typename ctype<T>::type> a, Operand<typename ctype<T>::type> b, int64_t n, BinP p)
+{
+    typedef typename ctype<T>::type C;
+    C va = a.val, vb = b.val;
+    if (a.mode == IN_DEVSCALAR) va = ld(*(const T *)a.p);
+    if (b.mode == IN_DEVSCALAR) vb = ld(*(const T *)b.p);
+    const bool ta = a.mode == IN_TENSOR, tb = b.mode == IN_TENSOR;
+    const T *pa = (const T *)a.p, *pb = (const T *)b.p;
+    const int64_t step = (int64_t)gridDim.x * blockDim.x, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t nv = n / N;
+    for (int64_t v = tid; v < nv; v += step) {
+        Vec<T, N> xa, xb;
+        if (ta) xa = ((const Vec<T, N> *)pa)[v];
+        if (tb) xb = ((const Vec<T, N> *)pb)[v];
+        Vec<O, N> r;
+#pragma unroll
+        for (int j = 0; j < N; j++) r.v[j] = st<O>(bop<OP, C>(ta ? ld(xa.v[j]) : va, tb ? ld(xb.v[j]) : vb, p));
+        ((Vec<O, N> *)out)[v] = r;
+    }
+    for (int64_t i = nv * N + tid; i < n; i += step) out[i] = st<O>(bop<OP, C>(ta ? ld(pa[i]) : va, tb ? ld(pb[i]) : vb, p));
+}
+
+/* any strides, operands of the compute dtype; n < 2^31 */
+template <int OP, typename T, typename O>
+__global__ void bin_strided(char *out, Operand<typename ctype<T>::type> a, Operand<typename ctype<T>::type> b, uint32_t n,
+                            Geo<3> g, BinP p)
+{
+    typedef typename ctype<T>::type C;
+    const bool ta = a.mode != IN_VALUE, tb = b.mode != IN_VALUE;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        int64_t off[3];
+        geo_offsets<3>(g, i, off);
+        C x = ta ? ld(*(const T *)(a.p + off[1])) : a.val;
+        C y = tb ? ld(*(const T *)(b.p + off[2])) : b.val;
+        *(O *)(out + off[0]) = st<O>(bop<OP, C>(x, y, p));
+    }
+}
+
+/* any dtypes, any strides, any size */
+template <int OP, typename C>
+__global__ void bin_generic(char *out, int dto, Operand<C> a, Operand<C> b, int64_t n, nn_cuda_offsets o, BinP p)
+{
+    const bool ta = a.mode != IN_VALUE, tb = b.mode != IN_VALUE;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[3];
+        nn_cuda_offsets_at<3>(o, i, off);
+        C x = ta ? ld_dyn<C>(a.p + off[1], a.dt, p.cdt) : a.val;
+        C y = tb ? ld_dyn<C>(b.p + off[2], b.dt, p.cdt) : b.val;
+        st_dyn(out + off[0], dto, bop<OP, C>(x, y, p));
+    }
+}
+
+struct Call {
+    const nn_kargs *a;
+    nn_iter it;
+    int64_t n;
+    int cdt;
+    BinP p;
+    cudaStream_t s;
+};
+
+template <typename C> Operand<C> operand(const Call &c, int k)
+{
+    const nn_tensor *t = c.a->in[k];
+    Operand<C> o{c.it.data[k + 1], C(0), IN_TENSOR, t->dtype};
+    if (host_scalar(t)) o.mode = IN_VALUE, o.val = host_value<C>(t, c.cdt);
+    else if (iter_broadcast(c.it, k + 1)) o.mode = IN_DEVSCALAR;
+    return o;
+}
+
+template <int OP, typename T> nn_status run_fast(const Call &c)
+{
+    typedef typename ctype<T>::type C;
+    typedef typename std::conditional<is_cmp<OP>(), uint8_t, T>::type O;
+    constexpr int N = 16 / sizeof(T);
+    Operand<C> x = operand<C>(c, 0), y = operand<C>(c, 1);
+    bool dense = iter_dense(c.it, 0) && (x.mode != IN_TENSOR || iter_dense(c.it, 1)) && (y.mode != IN_TENSOR || iter_dense(c.it, 2));
+    bool vec = ((uintptr_t)c.it.data[0] % (N * sizeof(O))) == 0 && (x.mode != IN_TENSOR || aligned16(x.p)) &&
+               (y.mode != IN_TENSOR || aligned16(y.p));
+    if (dense && vec && c.n >= N) {
+        bin_dense<OP, T, O, N><<<blocks_for(c.n / N), 256, 0, c.s>>>((O *)c.it.data[0], x, y, c.n, c.p);
+    } else if (c.n < (int64_t(1) << 31)) {
+        bin_strided<OP, T, O><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], x, y, (uint32_t)c.n, geo_of<3>(c.it), c.p);
+    } else {
+        bin_generic<OP, C><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n,
+                                                               nn_cuda_offsets_of(c.it), c.p);
+    }
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
+template <int OP, typename C> nn_status run_generic(const Call &c)
+{
+    if constexpr (!valid<OP, C>()) {
+        return nn_not_implemented(c.a, (nn_dtype)c.cdt);
+    } else {
+        Operand<C> x = operand<C>(c, 0), y = operand<C>(c, 1);
+        bin_generic<OP, C><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n,
+                                                               nn_cuda_offsets_of(c.it), c.p);
+        NN_CHECK_LAUNCH();
+        return NN_OK;
+    }
+}
+
+template <int OP> nn_status run_op(const Call &c)
+{
+    const nn_kargs *a = c.a;
+    int cdt = c.cdt;
+    bool fast = (int)a->out[0]->dtype == (is_cmp<OP>() ? NN_BOOL : cdt);
+    for (int k = 0; k < 2 && fast; k++) fast = host_scalar(a->in[k]) || (int)a->in[k]->dtype == cdt;
+    if (fast) {
+        switch (cdt) {
+        case NN_F32: return run_fast<OP, float>(c);
+        case NN_F64: return run_fast<OP, double>(c);
+        case NN_F16: return run_fast<OP, __half>(c);
+        case NN_BF16: return run_fast<OP, __nv_bfloat16>(c);
+        case NN_I64:
+            if constexpr (valid<OP, int64_t>()) return run_fast<OP, int64_t>(c);
+            break;
+        default: break;
+        }
+    }
+    if (cdt == NN_F64) return run_generic<OP, double>(c);
+    if (nn_dtype_is_float((nn_dtype)cdt)) return run_generic<OP, float>(c);
+    return run_generic<OP, int64_t>(c);
+}
+
+} // namespace
+
+extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
+{
+    Call c;
+    c.a = a;
+    c.cdt = (int)a->i[0];
+    if (c.cdt < 0 || c.cdt >= NN_NDTYPES) return nn_error(NN_ERR_ARG, "%s: bad compute dtype %d", nn_op_name(a->op), c.cdt);
+    nn_tensor *ops[3] = {a->out[0], a->in[0], a->in[1]};
+    nn_iter_init(&c.it, 3, ops);
+    c.n = iter_numel(c.it);
+    if (!c.n) return NN_OK;
+    c.p.f0 = a->f[0];
+    c.p.i0 = c.cdt == NN_BOOL ? a->f[0] != 0 : (int64_t)a->f[0]; /* the frontend checked alpha is integral */
+    c.p.cdt = c.cdt;
+    c.s = nn_cuda_stream(nn_cuda_index(a));
+    switch (a->op) {
+#define BIN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
+    BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder)
+    BIN_CASE(maximum) BIN_CASE(minimum) BIN_CASE(eq) BIN_CASE(ne) BIN_CASE(lt) BIN_CASE(le) BIN_CASE(gt) BIN_CASE(ge)
+    BIN_CASE(logical_and) BIN_CASE(logical_or)
+#undef BIN_CASE
+    default: return nn_not_implemented(a, a->out[0]->dtype);
+    }
+}

@@ -1,0 +1,224 @@
+-- Gradients of torch.nn.functional against float64 central differences: for each
+-- function f and each differentiable input x, x.grad after backward of sum(f(...) * w)
+-- (w random, fixed) must match (L(x + eps e_k) - L(x - eps e_k)) / 2eps element by element.
+local T = ...
+
+local f64 = { dtype = torch.float64 }
+
+local function flatten(v, out)
+  out = out or {}
+  if type(v) ~= "table" then out[#out + 1] = v; return out end
+  for _, e in ipairs(v) do flatten(e, out) end
+  return out
+end
+
+-- gradcheck(name, f, inputs, opts): inputs is a list of tensors (float64 ones are checked
+-- unless opts.const[i]); opts.seed reseeds torch before every call of f (random functions);
+-- opts.eps, opts.tol. One check per checked input.
+local function gradcheck(name, f, inputs, opts)
+  opts = opts or {}
+  local eps, tol, const = opts.eps or 1e-6, opts.tol or 1e-6, opts.const or {}
+  local function call(args)
+    if opts.seed then torch.manual_seed(opts.seed) end
+    local out = f(table.unpack(args, 1, #inputs))
+    return out
+  end
+  local checked, leaves = {}, {}
+  for i, x in ipairs(inputs) do
+    checked[i] = x.dtype == torch.float64 and not const[i]
+    leaves[i] = checked[i] and x:detach():clone():requires_grad_() or x
+  end
+  local out = call(leaves)
+  torch.manual_seed(4242)
+  local w = torch.randn(out.shape, f64)
+  local ok, err = pcall(function() (out * w):sum():backward() end)
+  if not T.check(ok, name .. ": backward: " .. tostring(err)) then return end
+  local function loss(args)
+    local _ <close> = torch.no_grad()
+    return (call(args) * w):sum():item()
+  end
+  for i, x in ipairs(inputs) do
+    if checked[i] then
+      local shape = x.shape:totable()
+      local base = flatten(x:tolist())
+      local g = leaves[i].grad
+      local G = g and flatten(g:tolist())
+      local worst, at = 0, nil
+      local args = { table.unpack(inputs, 1, #inputs) }
+      for k = 1, #base do
+        local vals = { table.unpack(base) }
+        vals[k] = base[k] + eps
+        args[i] = torch.tensor(vals, f64):reshape(shape)
+        local up = loss(args)
+        vals[k] = base[k] - eps
+        args[i] = torch.tensor(vals, f64):reshape(shape)
+        local down = loss(args)
+        local num = (up - down) / (2 * eps)
+        local ana = G and G[k] or 0
+        local e = math.abs(num - ana) / math.max(1, math.abs(num), math.abs(ana))
+        if e > worst or e ~= e then worst, at = e, string.format("element %d: analytic %.10g, numeric %.10g", k - 1, ana, num) end
+      end
+      T.check(worst <= tol and (g ~= nil or #base == 0), string.format("%s: gradient of input %d (%s%s)", name, i,
+        g and "" or "no .grad; ", at or "empty"))
+    end
+  end
+end
+
+torch.manual_seed(77)
+local function randn(...) return torch.randn({ ... }, f64) end
+local function rand(...) return torch.rand({ ... }, f64) end
+
+T.test("linear and conv2d", function()
+  gradcheck("linear", F.linear, { randn(3, 4), randn(2, 4), randn(2) })
+  gradcheck("linear no bias", function(x, w) return F.linear(x, w) end, { randn(3, 4), randn(2, 4) })
+  gradcheck("linear 3-D", F.linear, { randn(2, 2, 3), randn(4, 3), randn(4) })
+  gradcheck("conv2d", F.conv2d, { randn(2, 2, 4, 4), randn(3, 2, 3, 3), randn(3) })
+  gradcheck("conv2d stride, padding, dilation", function(x, w, b) return F.conv2d(x, w, b, { 2, 1 }, { 1, 2 }, { 1, 2 }) end,
+    { randn(1, 2, 5, 5), randn(2, 2, 2, 3), randn(2) })
+  gradcheck("conv2d groups", function(x, w, b) return F.conv2d(x, w, b, { padding = 1, groups = 2 }) end,
+    { randn(1, 4, 3, 3), randn(4, 2, 2, 2), randn(4) })
+  gradcheck("conv2d 'same' even kernel", function(x, w) return F.conv2d(x, w, nil, 1, "same") end,
+    { randn(1, 2, 4, 3), randn(2, 2, 2, 2) })
+  gradcheck("conv2d unbatched, transposed input", function(x, w) return F.conv2d(x:transpose(1, 2), w) end,
+    { randn(2, 4, 3), randn(2, 2, 2, 2) })
+end)
+
+T.test("pools", function()
+  gradcheck("max_pool2d", function(x) return F.max_pool2d(x, 2) end, { randn(1, 2, 4, 4) })
+  gradcheck("max_pool2d every option", function(x) return F.max_pool2d(x, { 3, 2 }, { 2, 1 }, 1, { 1, 2 }, true) end,
+    { randn(1, 2, 5, 5) })
+  gradcheck("max_pool2d overlapping windows", function(x) return F.max_pool2d(x, 3, 1) end, { randn(2, 1, 4, 4) })
+  gradcheck("avg_pool2d", function(x) return F.avg_pool2d(x, 2) end, { randn(1, 2, 4, 4) })
+  gradcheck("avg_pool2d padding", function(x) return F.avg_pool2d(x, 3, 2, 1) end, { randn(1, 2, 5, 4) })
+  gradcheck("avg_pool2d no pad count, ceil", function(x) return F.avg_pool2d(x, 3, 2, 1, true, false) end, { randn(1, 1, 5, 6) })
+  gradcheck("avg_pool2d divisor_override", function(x) return F.avg_pool2d(x, 2, { divisor_override = 3 }) end,
+    { randn(1, 1, 4, 4) })
+  gradcheck("adaptive_avg_pool2d", function(x) return F.adaptive_avg_pool2d(x, { 2, 3 }) end, { randn(1, 2, 5, 4) })
+  gradcheck("adaptive_avg_pool2d 1x1", function(x) return F.adaptive_avg_pool2d(x, 1) end, { randn(2, 2, 3, 3) })
+  gradcheck("adaptive_max_pool2d", function(x) return F.adaptive_max_pool2d(x, { 3, 2 }) end, { randn(1, 2, 5, 4) })
+end)
+
+T.test("activations", function()
+  local x = randn(3, 4) * 2
+  for _, c in ipairs({
+    { "relu", F.relu }, { "relu6", function(v) return F.relu6(v * 3) end }, { "hardtanh", F.hardtanh },
+    { "hardtanh bounds", function(v) return F.hardtanh(v, -0.5, 2) end }, { "leaky_relu", F.leaky_relu },
+    { "leaky_relu slope", function(v) return F.leaky_relu(v, 0.2) end }, { "elu", F.elu },
+    { "elu alpha", function(v) return F.elu(v, 0.7) end }, { "gelu", F.gelu },
+    { "gelu tanh", function(v) return F.gelu(v, "tanh") end }, { "silu", F.silu }, { "sigmoid", F.sigmoid },
+    { "tanh", F.tanh }, { "softplus", F.softplus }, { "softplus beta threshold", function(v) return F.softplus(v, 2, 1) end },
+    { "logsigmoid", F.logsigmoid },
+    { "relu inplace", function(v) return F.relu(v * 1, true) end },
+    { "leaky_relu inplace", function(v) return F.leaky_relu(v * 1, 0.1, true) end },
+    { "elu inplace", function(v) return F.elu(v * 1, { inplace = true }) end },
+    { "silu inplace", function(v) return F.silu(v * 1, true) end },
+  }) do
+    gradcheck(c[1], c[2], { x })
+  end
+  gradcheck("softplus above threshold", F.softplus, { torch.tensor({ 30.0, -30.0, 0.5 }, f64) })
+end)
+
+T.test("softmax family", function()
+  local x = randn(3, 4)
+  gradcheck("softmax dim 1", function(v) return F.softmax(v, 1) end, { x })
+  gradcheck("softmax dim 0", function(v) return F.softmax(v, 0) end, { x })
+  gradcheck("log_softmax", function(v) return F.log_softmax(v, -1) end, { x })
+  gradcheck("log_softmax non-contiguous", function(v) return F.log_softmax(v:t(), 1) end, { x })
+  gradcheck("softmin", function(v) return F.softmin(v, 1) end, { x })
+  gradcheck("softmax 3-D", function(v) return F.softmax(v, 1) end, { randn(2, 3, 2) })
+end)
+
+T.test("dropout", function()
+  local x = randn(4, 5)
+  gradcheck("dropout", function(v) return F.dropout(v, 0.4) end, { x }, { seed = 3 })
+  gradcheck("dropout inplace", function(v) return F.dropout(v * 1, 0.4, true, true) end, { x }, { seed = 3 })
+  gradcheck("dropout eval", function(v) return F.dropout(v, 0.4, false) * 1 end, { x })
+  gradcheck("dropout p=1", function(v) return F.dropout(v, 1) end, { x })
+  gradcheck("dropout2d", function(v) return F.dropout2d(v, 0.5) end, { randn(2, 3, 2, 2) }, { seed = 5 })
+end)
+
+T.test("normalisation", function()
+  local x = randn(4, 3, 2) * 2 + 1
+  gradcheck("batch_norm training", function(v, w, b)
+    return F.batch_norm(v, torch.zeros(3, f64), torch.ones(3, f64), w, b, true)
+  end, { x, randn(3), randn(3) })
+  gradcheck("batch_norm training 2-D, no stats", function(v, w, b) return F.batch_norm(v, nil, nil, w, b, true) end,
+    { randn(5, 3), randn(3), randn(3) })
+  gradcheck("batch_norm training 4-D", function(v) return F.batch_norm(v, nil, nil, nil, nil, true, 0.1, 1e-3) end,
+    { randn(2, 2, 2, 3) })
+  gradcheck("batch_norm eval", function(v, w, b, rm, rv) return F.batch_norm(v, rm, rv, w, b) end,
+    { x, randn(3), randn(3), randn(3), rand(3) + 0.5 }, { const = { [4] = true, [5] = true } })
+  gradcheck("layer_norm", function(v, w, b) return F.layer_norm(v, { 2 }, w, b) end, { x, randn(2), randn(2) })
+  gradcheck("layer_norm 2 dims", function(v, w, b) return F.layer_norm(v, { 3, 2 }, w, b, 1e-3) end,
+    { x, randn(3, 2), randn(3, 2) })
+  gradcheck("layer_norm no affine", function(v) return F.layer_norm(v, 2) end, { x })
+  gradcheck("group_norm", function(v, w, b) return F.group_norm(v, 2, w, b) end,
+    { randn(2, 4, 3), randn(4), randn(4) })
+  gradcheck("group_norm 4-D", function(v) return F.group_norm(v, 3) end, { randn(1, 6, 2, 2) })
+  gradcheck("normalize", function(v) return F.normalize(v) end, { randn(3, 4) })
+  gradcheck("normalize p=1 dim 0", function(v) return F.normalize(v, 1, 0) end, { randn(3, 4) })
+end)
+
+T.test("embedding, pad, flatten", function()
+  local idx = torch.tensor({ { 0, 3, 1 }, { 3, 3, 4 } })
+  gradcheck("embedding", function(i, w) return F.embedding(i, w) end, { idx, randn(5, 2) })
+  -- padding_idx: that row gets no gradient, the others get the usual one
+  local w = randn(5, 2):requires_grad_()
+  local wr = w:detach():clone():requires_grad_()
+  local gout = randn(2, 3, 2)
+  F.embedding(idx, w, 3):mul(gout):sum():backward()
+  F.embedding(idx, wr):mul(gout):sum():backward()
+  local G, GR = w.grad:tolist(), wr.grad:tolist()
+  T.near(G[4], { 0, 0 }, 0, "embedding padding_idx row gets no gradient")
+  T.near({ G[1], G[2], G[5] }, { GR[1], GR[2], GR[5] }, 1e-12, "embedding other rows with padding_idx")
+  local x = randn(2, 3, 3)
+  gradcheck("pad constant", function(v) return F.pad(v, { 1, 2, 0, 1 }, "constant", 0.5) end, { x })
+  gradcheck("pad negative", function(v) return F.pad(v, { -1, 1, 1, -1 }) end, { x })
+  gradcheck("pad reflect", function(v) return F.pad(v, { 2, 1 }, "reflect") end, { x })
+  gradcheck("pad replicate", function(v) return F.pad(v, { 1, 2, 2, 1 }, "replicate") end, { x })
+  gradcheck("pad circular", function(v) return F.pad(v, { 1, 2, 2, 0 }, "circular") end, { x })
+  gradcheck("flatten", function(v) return F.flatten(v, 1) end, { x })
+end)
+
+T.test("losses", function()
+  local x = randn(4, 3)
+  local t = torch.tensor({ 2, 0, 1, 2 })
+  local wt = rand(3) + 0.5
+  for _, red in ipairs({ "mean", "sum", "none" }) do
+    gradcheck("cross_entropy " .. red, function(v) return F.cross_entropy(v, t, { reduction = red }) end, { x })
+    gradcheck("cross_entropy weight ignore_index " .. red, function(v, w)
+      return F.cross_entropy(v, t, { weight = w, ignore_index = 0, reduction = red })
+    end, { x, wt }, { const = { [2] = true } })
+    gradcheck("cross_entropy label_smoothing " .. red, function(v, w)
+      return F.cross_entropy(v, t, { weight = w, ignore_index = 1, reduction = red, label_smoothing = 0.3 })
+    end, { x, wt }, { const = { [2] = true } })
+    gradcheck("cross_entropy probabilities " .. red, function(v, p, w)
+      return F.cross_entropy(v, p, { weight = w, reduction = red, label_smoothing = 0.1 })
+    end, { x, rand(4, 3), wt }, { const = { [3] = true } })
+    gradcheck("nll_loss " .. red, function(v, w) return F.nll_loss(v, t, { weight = w, reduction = red }) end, { x, wt },
+      { const = { [2] = true } })
+  end
+  gradcheck("cross_entropy [N, C, d]", function(v) return F.cross_entropy(v, torch.tensor({ { 0, 2 }, { 1, 1 } })) end,
+    { randn(2, 3, 2) })
+  local a, b = randn(3, 4), randn(3, 4)
+  local pw = rand(3, 4)
+  for _, red in ipairs({ "mean", "sum", "none" }) do
+    gradcheck("mse_loss " .. red, function(u, v) return F.mse_loss(u, v, { reduction = red }) end, { a, b })
+    gradcheck("mse_loss weight " .. red, function(u, v, w) return F.mse_loss(u, v, { reduction = red, weight = w }) end,
+      { a, b, pw })
+    gradcheck("l1_loss " .. red, function(u, v) return F.l1_loss(u, v, { reduction = red }) end, { a, b })
+    gradcheck("smooth_l1_loss " .. red, function(u, v) return F.smooth_l1_loss(u, v, { reduction = red, beta = 0.8 }) end,
+      { a, b })
+    gradcheck("huber_loss " .. red, function(u, v) return F.huber_loss(u, v, { reduction = red, delta = 0.6 }) end, { a, b })
+    local p = rand(3, 4) * 0.9 + 0.05
+    gradcheck("binary_cross_entropy " .. red, function(u, v, w)
+      return F.binary_cross_entropy(u, v, { weight = w, reduction = red })
+    end, { p, rand(3, 4), rand(3, 4) }, { const = { [3] = true } })
+    gradcheck("binary_cross_entropy_with_logits " .. red, function(u, v, w, q)
+      return F.binary_cross_entropy_with_logits(u, v, { weight = w, pos_weight = q, reduction = red })
+    end, { a * 2, rand(3, 4), rand(3, 4), rand(4) * 2 })
+  end
+  gradcheck("binary_cross_entropy_with_logits large logits",
+    function(u, v) return F.binary_cross_entropy_with_logits(u, v) end,
+    { torch.tensor({ 40.0, -40.0, 3.0 }, f64), torch.tensor({ 0.3, 0.6, 1.0 }, f64) })
+end)
