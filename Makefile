@@ -2,8 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-# the main job: the tensor tour until autograd and data land, then scripts/train_mnist.lua
-MAIN ?= scripts/demo_tensors.lua
+# the main job: document 001's MLP trained on Fashion-MNIST (scripts/demo_tensors.lua is the tensor tour)
+MAIN ?= scripts/train_mnist.lua
 
 .PHONY: run test deps build build-asan test-asan clean
 

@@ -281,7 +281,7 @@ static int m_maxmin(lua_State *L)
     red_args r;
     read_red(L, t, 2, true, keys, &r);
     if (!r.has_dim) {
-        lt_push_or_fail(L, nn_reduce(is_max ? NN_OP_amax : NN_OP_amin, t, 0, false), 1);
+        lt_push_or_fail(L, is_max ? nn_max(t) : nn_min(t), 1);
         return 1;
     }
     nn_tensor *v = NULL, *i = NULL;

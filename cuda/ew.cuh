@@ -70,7 +70,7 @@ __host__ __device__ __forceinline__ int64_t narrow(int64_t v, int dt)
 }
 
 template <typename C> __device__ __forceinline__ C ld_dyn(const char *p, int dt, int cdt);
-template <> __device__ __forceinline__ float ld_dyn<float>(const char *p, int dt, int cdt)
+template <> __device__ __forceinline__ float ld_dyn<float>(const char *p, int dt, int)
 {
     switch (dt) {
     case NN_F32: return *(const float *)p;
@@ -80,7 +80,7 @@ template <> __device__ __forceinline__ float ld_dyn<float>(const char *p, int dt
     default: return (float)ld_f64(p, dt);
     }
 }
-template <> __device__ __forceinline__ double ld_dyn<double>(const char *p, int dt, int cdt) { return ld_f64(p, dt); }
+template <> __device__ __forceinline__ double ld_dyn<double>(const char *p, int dt, int) { return ld_f64(p, dt); }
 template <> __device__ __forceinline__ int64_t ld_dyn<int64_t>(const char *p, int dt, int cdt)
 {
     int64_t v = ld_i64(p, dt);
@@ -88,27 +88,35 @@ template <> __device__ __forceinline__ int64_t ld_dyn<int64_t>(const char *p, in
 }
 
 /* ---- runtime-dtype stores of a result (as engine/cpu/elementwise.c's store()) ---- */
-__device__ __forceinline__ void st_i64(char *p, int dt, int64_t v);
-__device__ __forceinline__ void st_f64(char *p, int dt, double v)
-{
-    switch (dt) {
-    case NN_F32: *(float *)p = (float)v; break;
-    case NN_F64: *(double *)p = v; break;
-    case NN_F16: *(__half *)p = __float2half_rn((float)v); break;
-    case NN_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
-    case NN_BOOL: *(uint8_t *)p = v != 0; break;
-    default: st_i64(p, dt, isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : INT64_MIN); break;
-    }
-}
-__device__ __forceinline__ void st_i64(char *p, int dt, int64_t v)
+__device__ __forceinline__ void st_int(char *p, int dt, int64_t v) /* dt an integer dtype */
 {
     switch (dt) {
     case NN_I64: *(int64_t *)p = v; break;
     case NN_I32: *(int32_t *)p = (int32_t)v; break;
     case NN_U8: *(uint8_t *)p = (uint8_t)v; break;
-    case NN_BOOL: *(uint8_t *)p = v != 0; break;
-    default: st_f64(p, dt, (double)v); break;
+    default: *(uint8_t *)p = v != 0; break;
     }
+}
+__device__ __forceinline__ void st_float(char *p, int dt, double v) /* dt a float dtype */
+{
+    switch (dt) {
+    case NN_F32: *(float *)p = (float)v; break;
+    case NN_F64: *(double *)p = v; break;
+    case NN_F16: *(__half *)p = __float2half_rn((float)v); break;
+    default: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
+    }
+}
+__device__ __forceinline__ bool is_float_dt(int dt) { return dt == NN_F32 || dt == NN_F64 || dt == NN_F16 || dt == NN_BF16; }
+__device__ __forceinline__ void st_f64(char *p, int dt, double v)
+{
+    if (is_float_dt(dt)) st_float(p, dt, v);
+    else if (dt == NN_BOOL) *(uint8_t *)p = v != 0;
+    else st_int(p, dt, isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : INT64_MIN);
+}
+__device__ __forceinline__ void st_i64(char *p, int dt, int64_t v)
+{
+    if (is_float_dt(dt)) st_float(p, dt, (double)v);
+    else st_int(p, dt, v);
 }
 __device__ __forceinline__ void st_dyn(char *p, int dt, float v)
 {
@@ -236,11 +244,11 @@ __device__ __forceinline__ double m_fmod(double x, double y) { return fmod(x, y)
 
 /* A host value for an operand of compute type C (a 0-dim CPU tensor), as the CPU kernels load it. */
 template <typename C> inline C host_value(const nn_tensor *t, int cdt);
-template <> inline float host_value<float>(const nn_tensor *t, int cdt)
+template <> inline float host_value<float>(const nn_tensor *t, int)
 {
     return t->dtype == NN_I64 ? (float)nn_load_i64(nn_data(t), t->dtype) : (float)nn_load_f64(nn_data(t), t->dtype);
 }
-template <> inline double host_value<double>(const nn_tensor *t, int cdt) { return nn_load_f64(nn_data(t), t->dtype); }
+template <> inline double host_value<double>(const nn_tensor *t, int) { return nn_load_f64(nn_data(t), t->dtype); }
 template <> inline int64_t host_value<int64_t>(const nn_tensor *t, int cdt)
 {
     int64_t v = nn_load_i64(nn_data(t), t->dtype);

@@ -87,8 +87,8 @@ nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, 
 /* Reverse dim (any dtype, any tensor); a new contiguous tensor. */
 nn_tensor *nn_image_flip(nn_tensor *t, int dim);
 /* Resize to h x w. HWC: uint8 only, Pillow's Image.resize (bilinear is always
- * antialiased when shrinking; nearest samples floor((x + 0.5) * scale)); antialias
- * is ignored. CHW: float dtypes and uint8 (computed in float, rounded half to
+ * antialiased when shrinking, RGBA and LA premultiplied by alpha; nearest samples
+ * pixel centres as Pillow accumulates them); antialias is ignored. CHW: float dtypes and uint8 (computed in float, rounded half to
  * even); bilinear uses align_corners=False, antialias=true is torch's
  * _upsample_bilinear2d_aa (same as plain bilinear when enlarging); nearest is
  * torch's 'nearest' (floor(x * scale)), NEAREST_EXACT is 'nearest-exact'. */

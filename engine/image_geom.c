@@ -160,8 +160,10 @@ static double triangle(double x)
 
 /* Weights for resizing an axis of `in` samples to `out`. filtered: the
  * antialiased triangle filter (Pillow's precompute_coeffs, torch's aa kernel),
- * widened by the scale when shrinking. Otherwise bilinear is torch's two-tap
- * align_corners=False rule and nearest picks one tap. */
+ * widened by the scale when shrinking, and Pillow's nearest (ImagingScaleAffine:
+ * (int) of 0.5 * scale plus scale added once per pixel, rounding drift included).
+ * Otherwise bilinear is torch's two-tap align_corners=False rule and nearest is
+ * torch's floor(i * scale) or (nearest-exact) floor((i + 0.5) * scale). */
 static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool filtered, axis_weights *a)
 {
     double scale = (double)in / (double)out;
@@ -171,9 +173,15 @@ static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool fi
     a->n = malloc(sizeof *a->n * (size_t)out);
     a->w = calloc((size_t)out * (size_t)a->k, sizeof *a->w);
     if (!a->lo || !a->n || !a->w) return free_weights(a), nn_error(NN_ERR_NOMEM, "resize: out of memory");
-    for (int64_t i = 0; i < out; i++) {
+    double pil_pos = 0.5 * scale; /* Pillow's nearest: positions accumulated in steps of scale */
+    for (int64_t i = 0; i < out; i++, pil_pos += scale) {
         double *w = a->w + i * a->k;
-        if (interp != NN_INTERP_BILINEAR) {
+        if (interp == NN_INTERP_NEAREST && filtered) {
+            int64_t j = (int64_t)pil_pos;
+            a->lo[i] = j < in - 1 ? j : in - 1;
+            a->n[i] = 1;
+            w[0] = 1.0;
+        } else if (interp != NN_INTERP_BILINEAR) {
             double pos = interp == NN_INTERP_NEAREST ? floor((double)i * scale) : floor(((double)i + 0.5) * scale);
             int64_t j = (int64_t)pos;
             a->lo[i] = j < in - 1 ? j : in - 1;
@@ -247,14 +255,27 @@ static void pil_horizontal(const uint8_t *in, uint8_t *out, int64_t rows, int64_
 static void pil_vertical(const uint8_t *in, uint8_t *out, int64_t oh, int64_t len, const axis_weights *a,
                          const int32_t *kk, int32_t *acc)
 {
+    const int32_t half = 1 << (PRECISION_BITS - 1);
     for (int64_t y = 0; y < oh; y++) {
-        for (int64_t b = 0; b < len; b++) acc[b] = 1 << (PRECISION_BITS - 1);
-        for (int j = 0; j < a->n[y]; j++) {
-            const uint8_t *r = in + (a->lo[y] + j) * len;
-            int32_t k = kk[y * a->k + j];
-            for (int64_t b = 0; b < len; b++) acc[b] += r[b] * k;
-        }
+        const uint8_t *r0 = in + a->lo[y] * len;
+        const int32_t *k = kk + y * a->k;
         uint8_t *d = out + y * len;
+        if (a->n[y] == 2) { /* the common cases in one pass each */
+            const uint8_t *r1 = r0 + len;
+            for (int64_t b = 0; b < len; b++) d[b] = clip8(half + r0[b] * k[0] + r1[b] * k[1]);
+            continue;
+        }
+        if (a->n[y] == 3) {
+            const uint8_t *r1 = r0 + len, *r2 = r1 + len;
+            for (int64_t b = 0; b < len; b++) d[b] = clip8(half + r0[b] * k[0] + r1[b] * k[1] + r2[b] * k[2]);
+            continue;
+        }
+        for (int64_t b = 0; b < len; b++) acc[b] = half;
+        for (int j = 0; j < a->n[y]; j++) {
+            const uint8_t *r = r0 + j * len;
+            int32_t kj = k[j];
+            for (int64_t b = 0; b < len; b++) acc[b] += r[b] * kj;
+        }
         for (int64_t b = 0; b < len; b++) d[b] = clip8(acc[b]);
     }
 }
@@ -282,7 +303,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
         return nn_error(NN_ERR_DTYPE, "resize: a PIL-like image must be uint8, got %s", nn_dtype_name(img->dtype)), NULL;
     int64_t H = img->shape[0], W = img->shape[1], C = img->shape[2];
     if (C < 1 || C > 4) return nn_error(NN_ERR_SHAPE, "resize: a PIL-like image has 1 to 4 channels, got %lld", (long long)C), NULL;
-    if (interp == NN_INTERP_NEAREST) interp = NN_INTERP_NEAREST_EXACT; /* Pillow samples pixel centres */
+    if (interp == NN_INTERP_NEAREST_EXACT) interp = NN_INTERP_NEAREST; /* Pillow has one nearest */
     nn_tensor *src = contiguous_cpu("resize", img);
     if (!src) return NULL;
     bool alpha = interp == NN_INTERP_BILINEAR && (C == 2 || C == 4);
@@ -350,8 +371,9 @@ static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_inter
     axis_weights ax = {0}, ay = {0};
     double *in = NULL, *tmp = NULL, *acc = NULL;
     nn_status st = out ? NN_OK : nn_last_status();
-    if (!st) st = make_weights(W, ow, interp, antialias, &ax);
-    if (!st) st = make_weights(H, oh, interp, antialias, &ay);
+    bool filtered = antialias && interp == NN_INTERP_BILINEAR; /* torchvision: antialias only for bilinear */
+    if (!st) st = make_weights(W, ow, interp, filtered, &ax);
+    if (!st) st = make_weights(H, oh, interp, filtered, &ay);
     if (!st) {
         in = malloc(sizeof *in * (size_t)(H * W + 1));
         tmp = malloc(sizeof *tmp * (size_t)(H * ow + 1));
@@ -378,11 +400,14 @@ static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_inter
         }
         uint8_t *dp = d + (size_t)(p * oh * ow) * es;
         for (int64_t y = 0; y < oh; y++) {
-            for (int64_t x = 0; x < ow; x++) acc[x] = 0.0;
-            for (int j = 0; j < ay.n[y]; j++) {
-                double w = ay.w[y * ay.k + j];
-                const double *r = tmp + (ay.lo[y] + j) * ow;
-                for (int64_t x = 0; x < ow; x++) acc[x] += w * r[x];
+            const double *wy = ay.w + y * ay.k, *r0 = tmp + ay.lo[y] * ow;
+            if (ay.n[y] == 2) {
+                const double *r1 = r0 + ow;
+                for (int64_t x = 0; x < ow; x++) acc[x] = wy[0] * r0[x] + wy[1] * r1[x];
+            } else {
+                for (int64_t x = 0; x < ow; x++) acc[x] = wy[0] * r0[x];
+                for (int j = 1; j < ay.n[y]; j++)
+                    for (int64_t x = 0; x < ow; x++) acc[x] += wy[j] * r0[j * ow + x];
             }
             uint8_t *drow = dp + (size_t)(y * ow) * es;
             if (dt == NN_F32) for (int64_t x = 0; x < ow; x++) ((float *)drow)[x] = (float)acc[x];

@@ -167,7 +167,7 @@ local function reduce(loss, reduction)
   return loss
 end
 
--- A list of ints from an int, a table or a torch.Size (nil entries allowed up to n).
+-- A list of ints from an int, a table or a torch.Size.
 local function int_list(v)
   if type(v) == "number" then return { v } end
   if type(v) == "table" and getmetatable(v) == nil then return v end

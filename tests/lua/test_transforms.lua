@@ -213,8 +213,31 @@ T.test("resize: PIL-like images match Pillow's fixed point", function()
       local got = F.resize(pil(x), {oh, ow})
       T.eq(got.size, {ow, oh}, "size")
       T.eq(got:tensor():tolist(), pil_resize(x:tolist(), oh, ow), string.format("%dx%dx%d -> %dx%d", H, W, c, oh, ow))
+      -- nearest: Pillow's ImagingScaleAffine adds the scale up pixel by pixel from half a step
+      local function positions(n, o)
+        local r, pos = {}, 0.5 * (n / o)
+        for i = 1, o do
+          r[i] = math.min(math.floor(pos), n - 1) + 1
+          pos = pos + n / o
+        end
+        return r
+      end
+      local ys, xs, xl, want = positions(H, oh), positions(W, ow), x:tolist(), {}
+      for y = 1, oh do
+        want[y] = {}
+        for i = 1, ow do want[y][i] = xl[ys[y]][xs[i]] end
+      end
+      T.eq(F.resize(pil(x), {oh, ow}, "nearest"):tensor():tolist(), want, string.format("nearest %dx%d -> %dx%d", H, W, oh, ow))
     end
   end
+  -- RGBA is resized premultiplied by alpha (Pillow): opaque = RGB; transparent colour becomes 0
+  local rgb = u8({9, 11, 3})
+  local opaque = torch.cat({rgb, torch.full({9, 11, 1}, 255, {dtype = torch.uint8})}, 2)
+  local r = F.resize(pil(opaque), {5, 4}):tensor()
+  T.eq(r:narrow(2, 0, 3):tolist(), pil_resize(rgb:tolist(), 5, 4), "opaque RGBA resizes as RGB")
+  T.eq(r:select(2, 3):min():item(), 255, "alpha stays opaque")
+  local clear = torch.cat({rgb, torch.zeros(9, 11, 1, {dtype = torch.uint8})}, 2)
+  T.eq(F.resize(pil(clear), {5, 4}):tensor():max():item(), 0, "transparent pixels lose their colour")
   -- the document's Resize((32, 32)) on an RGB image: close to the float computation
   local x = u8({40, 50, 3})
   local got = F.resize(pil(x), {32, 32}):tensor():permute(2, 0, 1):to(torch.float32)

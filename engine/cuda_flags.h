@@ -1,0 +1,45 @@
+/* Switches of the CUDA matrix and convolution kernels, as torch.backends sets them,
+ * and the fused linear entry point. Plain C: bindings include this, never CUDA
+ * headers. The flags live in engine/cuda_flags.c so a build without CUDA can
+ * still set them (PyTorch allows that too); cuda/blas.cu and cuda/cudnn.cu read
+ * them on every call, and a change takes effect at the next op. */
+#ifndef NN_CUDA_FLAGS_H
+#define NN_CUDA_FLAGS_H
+
+#include <stdbool.h>
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* torch.backends.cuda.matmul.allow_tf32: float32 matmuls may use TF32 tensor cores (default false) */
+extern bool nn_cuda_allow_tf32;
+/* torch.backends.cudnn.allow_tf32: float32 convolutions may use TF32 (default true) */
+extern bool nn_cudnn_allow_tf32;
+/* torch.backends.cudnn.benchmark: time the convolution algorithms once per shape (cudnnFind*)
+ * instead of taking cuDNN's heuristic choice (default false) */
+extern bool nn_cudnn_benchmark;
+
+bool nn_cuda_get_matmul_allow_tf32(void);
+void nn_cuda_set_matmul_allow_tf32(bool on);
+bool nn_cudnn_get_allow_tf32(void);
+void nn_cudnn_set_allow_tf32(bool on);
+bool nn_cudnn_get_benchmark(void);
+void nn_cudnn_set_benchmark(bool on);
+
+/* out = x @ w^T + bias, then ReLU when relu: one cuBLASLt call with a BIAS / RELU_BIAS
+ * epilogue (float64: a gemm onto the broadcast bias, then a ReLU pass).
+ *   x [M, K] (any strides), w [N, K] (any strides), bias [N] or NULL, out [M, N] contiguous,
+ *   all on one CUDA device and of one float dtype; out is overwritten.
+ * Defined by the CUDA backend (cuda/blas.cu); the symbol is weak, so it is NULL in a build
+ * without CUDA: call it only `if (nn_cuda_linear)`. Does not record autograd. */
+nn_status nn_cuda_linear(nn_tensor *out, const nn_tensor *x, const nn_tensor *w, const nn_tensor *bias, bool relu)
+    __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
