@@ -7,10 +7,11 @@
 -- Fashion-MNIST's training images when present (/usr/share/datasets/fashion-mnist), random
 -- data otherwise. bench/mlp_cpu.py is PyTorch's side. Targets (issue 3, 2-core machine):
 -- a step <= 0.5 ms, an epoch <= 3 s.
--- Usage: nnrepl bench/mlp_cpu.lua [steps per repeat] [repeats] [epochs]
+-- Usage: nnrepl bench/mlp_cpu.lua [steps per repeat] [repeats] [epochs] [fashion-mnist dir]
 local steps = tonumber(arg and arg[1]) or 100
 local reps = tonumber(arg and arg[2]) or 9
 local epochs = tonumber(arg and arg[3]) or 3
+local data_root = arg and arg[4] or nil
 local B, N = 128, 60000
 
 torch.manual_seed(0)
@@ -26,7 +27,7 @@ end
 local X, Y, source
 local ok, torchvision = pcall(require, "torchvision")
 local fm_ok, ds = false, nil
-if ok then fm_ok, ds = pcall(torchvision.datasets.FashionMNIST, { train = true }) end
+if ok then fm_ok, ds = pcall(torchvision.datasets.FashionMNIST, { root = data_root, train = true }) end
 if fm_ok then
   X = ds.data:view(N, 784):float():div(255)
   Y = ds.targets
@@ -52,16 +53,19 @@ end
 
 local xb, yb = X:narrow(0, 0, B):contiguous(), Y:narrow(0, 0, B):contiguous()
 for _ = 1, 50 do step(xb, yb) end
-local times = {}
+-- wall time, and the process's CPU time (the same on an idle machine with one BLAS thread;
+-- on a busy machine CPU time is the steadier number, but it also counts BLAS threads spinning)
+local times, cpu = {}, {}
 for r = 1, reps do
   collectgarbage()
-  local t0 = time.perf_counter()
+  local t0, c0 = time.perf_counter(), time.process_time()
   for _ = 1, steps do step(xb, yb) end
   times[r] = (time.perf_counter() - t0) / steps * 1e3
+  cpu[r] = (time.process_time() - c0) / steps * 1e3
 end
 local med, lo, hi = median(times)
-print(string.format("nnrepl step (batch %d, %s): median %.3f ms (min %.3f, max %.3f; %d x %d steps)", B, source, med,
-  lo, hi, reps, steps))
+print(string.format("nnrepl step (batch %d, %s): median %.3f ms (min %.3f, max %.3f; %d x %d steps); CPU time %.3f ms",
+  B, source, med, lo, hi, reps, steps, (median(cpu))))
 
 -- the same step, piece by piece (perf_counter between the pieces; medians over steps)
 local pieces = { "forward", "cross_entropy", "zero_grad", "backward", "step" }
@@ -126,7 +130,8 @@ end
 loader_epochs("DataLoader(TensorDataset, shuffle)", torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y),
   { batch_size = B, shuffle = true }))
 if fm_ok then
-  local fm = torchvision.datasets.FashionMNIST({ train = true, transform = torchvision.transforms.ToTensor() })
+  local fm = torchvision.datasets.FashionMNIST({ root = data_root, train = true,
+    transform = torchvision.transforms.ToTensor() })
   loader_epochs("DataLoader(FashionMNIST+ToTensor, shuffle)", torch.utils.data.DataLoader(fm,
     { batch_size = B, shuffle = true }))
   loader_epochs("DataLoader(FashionMNIST+ToTensor, shuffle, 2 workers)", torch.utils.data.DataLoader(fm,

@@ -106,6 +106,8 @@ void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_los
 void lt_open_data(lua_State *L);    /* data.c: torch.Generator, randperm, torch._data (datasets, loader) */
 void lt_open_image(lua_State *L);   /* image.c: torch._image (codecs, image transforms' loops) */
 void lt_open_optim(lua_State *L);   /* optim.c: torch._optim (optimizer steps) */
+void lt_open_dist(lua_State *L);    /* dist.c: torch._dist (torch.distributed, DDP's reducer) */
+void lt_open_io(lua_State *L);      /* io.c: torch._io (safetensors files, TensorBoard event files) */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

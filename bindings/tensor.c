@@ -17,18 +17,20 @@ const char LT_DTYPES[1];
  * and storage when new) as GC debt, Torch7's heap tracking. Without it a loop of
  * `c = a + b` lets ~10^6 dead tensors pile up between cycles (each userdata looks
  * like 48 bytes, and finalized objects survive one extra cycle), and freeing them
- * in such batches costs more than the ops. */
+ * in such batches costs more than the ops. A large tensor's report is split into
+ * steps of at most GC_STEP_MAX, so one push never pays for a whole cycle. */
 static size_t gc_debt;
 #define GC_DEBT_FLUSH 16384
+#define GC_STEP_MAX_KB 64
 
 static inline void account(lua_State *L, const nn_tensor *t)
 {
     gc_debt += sizeof(nn_tensor) + (t->storage->refcount == 1 ? sizeof(nn_storage) + t->storage->nbytes : 0);
     if (gc_debt >= GC_DEBT_FLUSH) {
         size_t kb = gc_debt >> 10;
-        gc_debt &= 1023;
+        gc_debt = kb > GC_STEP_MAX_KB ? (kb - GC_STEP_MAX_KB) << 10 : gc_debt & 1023;
         if (lua_gc(L, LUA_GCISRUNNING)) /* collectgarbage("stop") is respected */
-            lua_gc(L, LUA_GCSTEP, (int)(kb > 1 << 30 ? 1 << 30 : kb));
+            lua_gc(L, LUA_GCSTEP, (int)(kb > GC_STEP_MAX_KB ? GC_STEP_MAX_KB : kb));
     }
 }
 

@@ -150,35 +150,35 @@ nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, void *w
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
     *found = false;
     size_t limit = ws ? wsize : kMaxWorkspace;
+    cudnnStatus_t e;
     switch (c.kind) {
     case FWD: {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        if (ws)
-            NN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, p->x, c.X.p, p->f, c.F.p, p->conv, p->y, c.Y.p, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
-                                                            perf, ws, wsize));
-        else NN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->f, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-        *found = pick(perf, n, limit, &algo, &math);
+        e = ws ? cudnnFindConvolutionForwardAlgorithmEx(h, p->x, c.X.p, p->f, c.F.p, p->conv, p->y, c.Y.p, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf,
+                                                        ws, wsize)
+               : cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->f, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+        *found = e == CUDNN_STATUS_SUCCESS && pick(perf, n, limit, &algo, &math);
         break;
     }
     case BWD_DATA: {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        if (ws)
-            NN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, p->f, c.F.p, p->y, c.Y.p, p->conv, p->x, c.X.p,
-                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws, wsize));
-        else NN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->f, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
-        *found = pick(perf, n, limit, &algo, &math);
+        e = ws ? cudnnFindConvolutionBackwardDataAlgorithmEx(h, p->f, c.F.p, p->y, c.Y.p, p->conv, p->x, c.X.p, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                             &n, perf, ws, wsize)
+               : cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->f, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
+        *found = e == CUDNN_STATUS_SUCCESS && pick(perf, n, limit, &algo, &math);
         break;
     }
     default: {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        if (ws)
-            NN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p->x, c.X.p, p->y, c.Y.p, p->conv, p->f, c.F.p,
-                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, wsize));
-        else NN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->f, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
-        *found = pick(perf, n, limit, &algo, &math);
+        e = ws ? cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p->x, c.X.p, p->y, c.Y.p, p->conv, p->f, c.F.p,
+                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, wsize)
+               : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->f, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf);
+        *found = e == CUDNN_STATUS_SUCCESS && pick(perf, n, limit, &algo, &math);
         break;
     }
     }
+    /* NOT_SUPPORTED / BAD_PARAM: nothing for this layout (the caller may try NCHW) */
+    if (e != CUDNN_STATUS_SUCCESS && e != CUDNN_STATUS_NOT_SUPPORTED && e != CUDNN_STATUS_BAD_PARAM) NN_CHECK(e);
     if (!*found) return NN_OK;
     if (c.dt == NN_F32 && !tf32) math = CUDNN_FMA_MATH;
     NN_CHECK(cudnnSetConvolutionMathType(p->conv, math));
@@ -281,25 +281,30 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
         nn_status st = describe(c, *L, tf32, &fresh);
         if (!st && bench) { /* time the algorithms on the real operands, with what workspace can be had */
             size_t find_ws = kFindWorkspace;
-            while (!(*ws = (char *)nn_cuda_workspace(c.dev, staging + find_ws)) && find_ws) find_ws /= 4;
-            if (*ws) {
-                nn_clear_error();
-                *have = staging + find_ws;
-                if (!(st = stage_in(c, *L, *ws, s))) st = choose(c, d->cudnn, &fresh, tf32, *ws + staging, find_ws, &found);
-            } else {
+            for (;;) {
+                *ws = staging + find_ws ? (char *)nn_cuda_workspace(c.dev, staging + find_ws) : NULL;
+                if (*ws || !find_ws) break;
+                find_ws /= 4;
+            }
+            if (!*ws && staging) {
                 st = nn_last_status();
+            } else {
+                nn_clear_error();
+                *have = *ws ? staging + find_ws : 0;
+                if (!(st = stage_in(c, *L, *ws, s))) st = choose(c, d->cudnn, &fresh, tf32, *ws ? *ws + staging : NULL, find_ws, &found);
             }
         } else if (!st) {
             st = choose(c, d->cudnn, &fresh, tf32, NULL, 0, &found);
         }
         if (st || !found) {
             destroy_plan(fresh);
-            if (st) return st;
             if (*L == NHWC) { /* no NHWC algorithm for this problem: go through NCHW copies */
+                nn_clear_error();
                 *L = NCHW;
                 *have = 0;
                 continue;
             }
+            if (st) return st;
             return nn_error(NN_ERR_RUNTIME, "%s: cuDNN has no algorithm for %s input [%lld, %lld, %lld, %lld] and weight [%lld, %lld, %lld, %lld]",
                             op_name(c.kind), nn_dtype_name(c.dt), (long long)c.N, (long long)c.C, (long long)c.H, (long long)c.W, (long long)c.O,
                             (long long)c.Cg, (long long)c.kh, (long long)c.kw);
@@ -323,7 +328,7 @@ nn_status run(Conv &c)
         if (nn_numel(o->t) > INT_MAX)
             return nn_error(NN_ERR_ARG, "%s: tensors of more than %d elements are not supported on CUDA", op_name(c.kind), INT_MAX);
     NN_CHECK(cudnnSetStream(d->cudnn, s));
-    Layout L = packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW) ? NHWC : NCHW;
+    Layout L = c.dt != NN_F64 && packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW) ? NHWC : NCHW;
     ConvPlan *plan;
     char *ws = NULL;
     size_t have = 0;

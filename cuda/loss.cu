@@ -241,8 +241,8 @@ nn_status fwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, const L
 nn_status nll_loss(const nn_kargs *a)
 {
     nn_tensor *x = a->in[0], *t = a->in[1], *w = a->nin > 2 ? a->in[2] : NULL;
-    nn_cuda_device *d;
-    int64_t *err;
+    nn_cuda_device *d = NULL;
+    int64_t *err = NULL;
     if (check_common(a, x, w, &d, &err)) return nn_last_status();
     if (on_host(x)) return nn_error(NN_ERR_DEVICE, "nll_loss: the input must be on the GPU");
     if (a->out[0]->dtype != x->dtype || (a->out[1] && a->out[1]->dtype != x->dtype))
@@ -283,8 +283,8 @@ nn_status bwd_launch(const nn_kargs *a, nn_tensor *go, nn_cuda_device *d, int64_
 nn_status nll_loss_backward(const nn_kargs *a)
 {
     nn_tensor *gi = a->out[0], *go = a->in[0], *t = a->in[1], *total = a->in[2], *w = a->nin > 3 ? a->in[3] : NULL;
-    nn_cuda_device *d;
-    int64_t *err;
+    nn_cuda_device *d = NULL;
+    int64_t *err = NULL;
     if (check_common(a, gi, w, &d, &err)) return nn_last_status();
     if (total->dtype != gi->dtype || on_host(total))
         return nn_error(NN_ERR_DTYPE, "nll_loss_backward: total_weight must be a %s tensor on the GPU", nn_dtype_name(gi->dtype));

@@ -288,8 +288,11 @@ __global__ void __launch_bounds__(256) red_rows(const char *in, char *out, char 
                 for (int j = 0; j < N; j++) r.step(acc, ld(x.v[j]), r0 + v * N + j);
             }
             for (int64_t i = r0 + nv * N + lane; i < r1; i += G) r.step(acc, ld(p[i]), i);
-        } else {
+        } else if (g.nr <= 1) {
+            const int64_t rs = g.nr ? g.rin[0] : 0;
 #pragma unroll 4
+            for (int64_t i = r0 + lane; i < r1; i += G) r.step(acc, ld(*(const T *)(base + i * rs)), i);
+        } else {
             for (int64_t i = r0 + lane; i < r1; i += G) r.step(acc, ld(*(const T *)(base + red_offset(g, i))), i);
         }
     }
@@ -324,8 +327,13 @@ __global__ void __launch_bounds__(256) red_cols(const char *in, char *out, char 
     if (o < g.nout) {
         kept_offsets(g, o, oi, oo, oo2);
         const char *base = in + oi;
+        if (g.nr <= 1) {
+            const int64_t rs = g.nr ? g.rin[0] : 0;
 #pragma unroll 4
-        for (int64_t i = r0 + ty; i < r1; i += 8) r.step(acc, ld(*(const T *)(base + red_offset(g, i))), i);
+            for (int64_t i = r0 + ty; i < r1; i += 8) r.step(acc, ld(*(const T *)(base + i * rs)), i);
+        } else {
+            for (int64_t i = r0 + ty; i < r1; i += 8) r.step(acc, ld(*(const T *)(base + red_offset(g, i))), i);
+        }
     }
     sh[ty][tx] = acc;
     __syncthreads();

@@ -115,7 +115,7 @@ template <typename C> struct MS {
 template <typename C> __device__ __forceinline__ void ms_add(MS<C> &a, C x)
 {
     if (x > a.m) {
-        a.s = a.s * ex(a.m - x) + (C)1;
+        a.s = a.s * ex(a.m - x) + ex(x - x); /* exp(x - x): 1, or NaN for +inf as on the CPU */
         a.m = x;
     } else if (x != ninf<C>()) { /* a -inf adds exp(-inf - max) = 0 unless every max is -inf (ms_final) */
         a.s += ex(x - a.m);

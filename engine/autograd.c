@@ -283,6 +283,89 @@ static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tens
     return grad_out[0] ? store_grad(n->leaf, grad_out[0]) : NN_OK;
 }
 
+/* ---- post-accumulate-grad hooks ---- */
+
+typedef struct {
+    int64_t handle;
+    nn_grad_hook_fn fn; /* NULL: removed */
+    void *ctx;
+    void (*free_ctx)(void *);
+} grad_hook;
+
+struct nn_grad_hooks {
+    int n, cap;
+    int pending;      /* this pass: AccumulateGrad nodes of the leaf still to run */
+    bool accumulated; /* this pass: some gradient reached the leaf */
+    grad_hook *v;
+};
+
+static int64_t next_hook_handle;
+
+int64_t nn_add_post_accumulate_grad_hook(nn_tensor *leaf, nn_grad_hook_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    if (!nn_is_leaf(leaf)) {
+        nn_error(NN_ERR_RUNTIME, "post accumulate grad hooks cannot be registered on non-leaf tensors");
+        return 0;
+    }
+    struct nn_grad_hooks *h = leaf->grad_hooks;
+    if (!h && !(h = leaf->grad_hooks = calloc(1, sizeof *h))) { nn_error(NN_ERR_NOMEM, "out of memory"); return 0; }
+    if (h->n == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 2;
+        grad_hook *v = realloc(h->v, sizeof *v * cap);
+        if (!v) { nn_error(NN_ERR_NOMEM, "out of memory"); return 0; }
+        h->v = v;
+        h->cap = cap;
+    }
+    h->v[h->n] = (grad_hook){++next_hook_handle, fn, ctx, free_ctx};
+    return h->v[h->n++].handle;
+}
+
+/* Removal during a pass only clears the entry (the pass may be iterating). */
+void nn_remove_grad_hook(nn_tensor *t, int64_t handle)
+{
+    struct nn_grad_hooks *h = t->grad_hooks;
+    for (int i = 0; h && i < h->n; i++)
+        if (h->v[i].handle == handle && h->v[i].fn) {
+            h->v[i].fn = NULL;
+            if (h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
+        }
+}
+
+void nn_grad_hooks_free(nn_tensor *t)
+{
+    struct nn_grad_hooks *h = t->grad_hooks;
+    t->grad_hooks = NULL;
+    for (int i = 0; h && i < h->n; i++)
+        if (h->v[i].fn && h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
+    if (h) free(h->v);
+    free(h);
+}
+
+static nn_status run_grad_hooks(nn_tensor *leaf)
+{
+    struct nn_grad_hooks *h = leaf->grad_hooks;
+    for (int i = 0; i < h->n; i++) {
+        nn_grad_hook_fn fn = h->v[i].fn;
+        if (!fn) continue;
+        nn_status st = fn(leaf, h->v[i].ctx);
+        if (st) return st;
+        h = leaf->grad_hooks; /* a hook may have added hooks */
+    }
+    return NN_OK;
+}
+
+/* A leaf's AccumulateGrad node x has run (accumulated: a gradient reached it): run the
+ * leaf's hooks after the last of its nodes in this pass. */
+static nn_status leaf_done(nn_node *x, bool accumulated)
+{
+    struct nn_grad_hooks *h = x->leaf ? x->leaf->grad_hooks : NULL;
+    if (!h) return NN_OK;
+    h->accumulated |= accumulated;
+    if (--h->pending > 0 || !h->accumulated) return NN_OK;
+    h->accumulated = false;
+    return run_grad_hooks(x->leaf);
+}
+
 typedef struct { nn_node **v; int n, cap; } node_list;
 
 static bool push(node_list *l, nn_node *x)
@@ -321,6 +404,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     nn_status st = NN_OK;
     if (!root->grad_fn) { /* a leaf: its gradient is the seed */
         st = store_grad(root, g);
+        if (!st && root->grad_hooks) st = run_grad_hooks(root);
         nn_release(g);
         nn_set_grad_enabled(was);
         return st;
@@ -338,6 +422,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             c->deps++;
             if (!c->visited) {
                 c->visited = true;
+                if (c->leaf && c->leaf->grad_hooks) c->leaf->grad_hooks->pending++;
                 if (!push(&all, c)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
             }
         }
@@ -356,6 +441,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             bool any = false;
             for (int k = 0; k < x->nout; k++) any |= x->grad_buf[k] != NULL;
             if (any) st = x->backward(x, x->grad_buf, gin);
+            if (!st && x->leaf) st = leaf_done(x, any);
         }
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) {
             nn_release(x->grad_buf[k]);
@@ -382,6 +468,10 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
         nn_node *x = all.v[k];
         x->visited = false;
         x->deps = 0;
+        if (x->leaf && x->leaf->grad_hooks) {
+            x->leaf->grad_hooks->pending = 0;
+            x->leaf->grad_hooks->accumulated = false;
+        }
         for (int j = 0; j < NN_NODE_MAX_OUT; j++) {
             nn_release(x->grad_buf[j]);
             x->grad_buf[j] = NULL;

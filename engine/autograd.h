@@ -91,6 +91,17 @@ nn_status nn_check_inplace(const char *fn, nn_tensor *t);
 /* Called by nn_release when a tensor with history goes. */
 void nn_autograd_drop(nn_tensor *t);
 
+/* Post-accumulate-grad hooks (PyTorch's Tensor.register_post_accumulate_grad_hook):
+ * fn(leaf, ctx) runs once per backward pass, after the leaf's .grad has taken in all
+ * of that pass's gradient (after the last of its AccumulateGrad nodes). An error it
+ * returns ends the pass. DDP's reducer uses it to start a bucket's all-reduce as soon
+ * as the bucket's gradients are ready. free_ctx (may be NULL) runs when the hook is
+ * removed or the tensor goes. Returns a handle > 0, or 0 with the error set. */
+typedef nn_status (*nn_grad_hook_fn)(nn_tensor *leaf, void *ctx);
+int64_t nn_add_post_accumulate_grad_hook(nn_tensor *leaf, nn_grad_hook_fn fn, void *ctx, void (*free_ctx)(void *));
+void nn_remove_grad_hook(nn_tensor *t, int64_t handle);
+void nn_grad_hooks_free(nn_tensor *t); /* by nn_release */
+
 /* Reduce a gradient to an input's shape (sum over broadcast dims) and cast to its dtype. */
 nn_tensor *nn_grad_to_input(nn_tensor *g, const nn_edge *e);
 

@@ -71,7 +71,9 @@ static nn_status addmm_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     double beta = n->f[0], alpha = n->f[1];
     gscope s = {0};
     if (NEEDS(n, 0)) gc = beta == 1 ? go[0] : gs_muls(&s, go[0], beta);
-    matmul_grads(&s, go[0], a, b, 2, 2, NEEDS(n, 1) ? &ga : NULL, NEEDS(n, 2) ? &gb : NULL);
+    bool gb_colmajor = NEEDS(n, 2) && n->i[0];
+    matmul_grads(&s, go[0], a, b, 2, 2, NEEDS(n, 1) ? &ga : NULL, NEEDS(n, 2) && !gb_colmajor ? &gb : NULL);
+    if (gb_colmajor) gb = mT(&s, mm(&s, mT(&s, go[0]), a)); /* (G^T @ A)^T: column-major, as b was */
     if (alpha != 1) {
         if (ga) ga = gs_muls(&s, ga, alpha);
         if (gb) gb = gs_muls(&s, gb, alpha);
@@ -114,6 +116,10 @@ nn_status nn_record_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, nn_tensor
     nn_node *n = nn_node_new("AddmmBackward0", addmm_backward, 3, ins);
     if (!n) return nn_last_status();
     n->f[0] = beta, n->f[1] = alpha;
+    /* b column-major (F.linear's weight.t()): its gradient is made column-major too, so that the
+     * transpose's backward hands AccumulateGrad a contiguous tensor it keeps without a copy
+     * (PyTorch's mm_mat2_backward does the same) */
+    n->i[0] = b->ndim == 2 && b->shape[0] > 1 && b->shape[1] > 1 && b->strides[0] == 1 && b->strides[1] == b->shape[0];
     save_operands(n, 1, 2, a, b);
     return finish(n, out);
 }

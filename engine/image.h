@@ -15,7 +15,7 @@
  *    horizontal and vertical passes, ImageEnhance's blends, L = (19595 R +
  *    38470 G + 7471 B + 0x8000) >> 16), as torchvision does on PIL images.
  *  - NN_IMAGE_CHW: a tensor image (..., C, H, W) of any float dtype or uint8,
- *    with torchvision's tensor formulas (resize computed in float; antialias
+ *    with torchvision's tensor formulas (resize computed in double; antialias
  *    as torch.nn.functional.interpolate(antialias=True), integer outputs
  *    rounded half to even).
  * All functions are thread-safe (the data workers call them). */
@@ -88,8 +88,9 @@ nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, 
 nn_tensor *nn_image_flip(nn_tensor *t, int dim);
 /* Resize to h x w. HWC: uint8 only, Pillow's Image.resize (bilinear is always
  * antialiased when shrinking, RGBA and LA premultiplied by alpha; nearest samples
- * pixel centres as Pillow accumulates them); antialias is ignored. CHW: float dtypes and uint8 (computed in float, rounded half to
- * even); bilinear uses align_corners=False, antialias=true is torch's
+ * pixel centres as Pillow accumulates them); antialias is ignored. CHW: float
+ * dtypes and uint8, computed in double and rounded once (half to even for uint8);
+ * bilinear uses align_corners=False, antialias=true is torch's
  * _upsample_bilinear2d_aa (same as plain bilinear when enlarging); nearest is
  * torch's 'nearest' (floor(x * scale)), NEAREST_EXACT is 'nearest-exact'. */
 nn_tensor *nn_image_resize(nn_tensor *img, nn_image_layout layout, int64_t h, int64_t w, nn_interp interp,

@@ -244,16 +244,16 @@ static nn_tensor *adjust_tensor(nn_tensor *img, nn_color_op op, double factor)
     if (!nn_dtype_is_float(dt) && dt != NN_U8)
         return nn_error(NN_ERR_DTYPE, "adjust: expected a floating point or uint8 image, got %s", nn_dtype_name(dt)), NULL;
     int nd = img->ndim;
-    int64_t C = nd >= 3 ? img->shape[nd - 3] : 0;
-    if (nd < 3 || (C != 1 && C != 3))
+    int64_t C = nd >= 3 ? img->shape[nd - 3] : 1; /* H x W: one channel */
+    int64_t outc = op == NN_COLOR_GRAYSCALE ? (int64_t)factor : C;
+    if (nd < 2 || (C != 1 && C != 3) || (nd == 2 && outc != 1))
         return nn_error(NN_ERR_SHAPE, "adjust: expected a tensor image (..., C, H, W) with 1 or 3 channels, got %s",
                         nn_shape_str(s, nd, img->shape)), NULL;
     nn_tensor *src = cpu_contiguous("adjust", img);
     if (!src) return NULL;
     int64_t shape[NN_MAX_DIMS];
     memcpy(shape, img->shape, sizeof shape);
-    int64_t outc = op == NN_COLOR_GRAYSCALE ? (int64_t)factor : C;
-    shape[nd - 3] = outc;
+    if (nd >= 3) shape[nd - 3] = outc;
     nn_tensor *out = nn_empty(nd, shape, dt, NN_DEVICE_CPU);
     if (!out) return nn_release(src), NULL;
     int64_t plane = img->shape[nd - 2] * img->shape[nd - 1], nimg = plane ? nn_numel(img) / (plane * C) : 0;

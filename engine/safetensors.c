@@ -323,55 +323,57 @@ static nn_status parse_entry(nn_safetensors *f, jp *j, st_entry *e)
     const char *nm = e->name;
     if (!jp_eat(j, '{')) return bad_file(f, "the entry of tensor '%s' must be an object", nm);
     bool have_dtype = false, have_shape = false, have_offsets = false;
-    if (!jp_eat(j, '}')) do {
-        size_t klen;
-        char *k = jp_string(j, &klen);
-        if (!k) return bad_file(f, "in tensor '%s': %s", nm, j->err);
-        if (!jp_eat(j, ':')) { free(k); return bad_file(f, "in tensor '%s': expected ':'", nm); }
-        if (!strcmp(k, "dtype")) {
-            size_t n;
-            char *s = jp_string(j, &n);
-            if (!s) { free(k); return bad_file(f, "in tensor '%s': dtype must be a string", nm); }
-            e->dtype = dtype_from_st(s);
-            if (e->dtype == NN_DTYPE_NONE) {
-                nn_status st = nn_error(NN_ERR_DTYPE,
-                                        "'%s': tensor '%s' has dtype %.32s, which nnrepl does not support "
-                                        "(it reads F64, F32, F16, BF16, I64, I32, U8, BOOL)",
-                                        f->name, nm, s);
-                free(s), free(k);
-                return st;
-            }
-            free(s);
-            have_dtype = true;
-        } else if (!strcmp(k, "shape")) {
-            if (!jp_eat(j, '[')) { free(k); return bad_file(f, "in tensor '%s': shape must be a list", nm); }
-            e->ndim = 0;
-            if (!jp_eat(j, ']')) {
-                do {
-                    uint64_t d;
-                    if (!jp_uint(j, &d)) { free(k); return bad_file(f, "in tensor '%s': shape: %s", nm, j->err); }
-                    if (e->ndim == NN_MAX_DIMS) {
-                        free(k);
-                        return bad_file(f, "tensor '%s' has more than %d dims", nm, NN_MAX_DIMS);
-                    }
-                    e->shape[e->ndim++] = (int64_t)d;
-                } while (jp_eat(j, ','));
-                if (!jp_eat(j, ']')) { free(k); return bad_file(f, "in tensor '%s': shape: expected ',' or ']'", nm); }
-            }
-            have_shape = true;
-        } else if (!strcmp(k, "data_offsets")) {
-            if (!jp_eat(j, '[') || !jp_uint(j, &e->begin) || !jp_eat(j, ',') || !jp_uint(j, &e->end) || !jp_eat(j, ']')) {
+    if (!jp_eat(j, '}')) {
+        do {
+            size_t klen;
+            char *k = jp_string(j, &klen);
+            if (!k) return bad_file(f, "in tensor '%s': %s", nm, j->err);
+            if (!jp_eat(j, ':')) { free(k); return bad_file(f, "in tensor '%s': expected ':'", nm); }
+            if (!strcmp(k, "dtype")) {
+                size_t n;
+                char *s = jp_string(j, &n);
+                if (!s) { free(k); return bad_file(f, "in tensor '%s': dtype must be a string (%s)", nm, j->err); }
+                e->dtype = dtype_from_st(s);
+                if (e->dtype == NN_DTYPE_NONE) {
+                    nn_status st = nn_error(NN_ERR_DTYPE,
+                                            "'%s': tensor '%s' has dtype %.32s, which nnrepl does not support "
+                                            "(it reads F64, F32, F16, BF16, I64, I32, U8, BOOL)",
+                                            f->name, nm, s);
+                    free(s), free(k);
+                    return st;
+                }
+                free(s);
+                have_dtype = true;
+            } else if (!strcmp(k, "shape")) {
+                if (!jp_eat(j, '[')) { free(k); return bad_file(f, "in tensor '%s': shape must be a list", nm); }
+                e->ndim = 0;
+                if (!jp_eat(j, ']')) {
+                    do {
+                        uint64_t d;
+                        if (!jp_uint(j, &d)) { free(k); return bad_file(f, "in tensor '%s': shape: %s", nm, j->err); }
+                        if (e->ndim == NN_MAX_DIMS) {
+                            free(k);
+                            return bad_file(f, "tensor '%s' has more than %d dims", nm, NN_MAX_DIMS);
+                        }
+                        e->shape[e->ndim++] = (int64_t)d;
+                    } while (jp_eat(j, ','));
+                    if (!jp_eat(j, ']')) { free(k); return bad_file(f, "in tensor '%s': shape: expected ',' or ']'", nm); }
+                }
+                have_shape = true;
+            } else if (!strcmp(k, "data_offsets")) {
+                if (!jp_eat(j, '[') || !jp_uint(j, &e->begin) || !jp_eat(j, ',') || !jp_uint(j, &e->end) || !jp_eat(j, ']')) {
+                    free(k);
+                    return bad_file(f, "in tensor '%s': data_offsets must be [begin, end]", nm);
+                }
+                have_offsets = true;
+            } else if (!jp_skip(j)) {
                 free(k);
-                return bad_file(f, "in tensor '%s': data_offsets must be [begin, end]", nm);
+                return bad_file(f, "in tensor '%s': %s", nm, j->err);
             }
-            have_offsets = true;
-        } else if (!jp_skip(j)) {
             free(k);
-            return bad_file(f, "in tensor '%s': %s", nm, j->err);
-        }
-        free(k);
-    } while (jp_eat(j, ','));
-    if (!jp_eat(j, '}')) return bad_file(f, "in tensor '%s': expected ',' or '}'", nm);
+        } while (jp_eat(j, ','));
+        if (!jp_eat(j, '}')) return bad_file(f, "in tensor '%s': expected ',' or '}'", nm);
+    }
     if (!have_dtype || !have_shape || !have_offsets)
         return bad_file(f, "tensor '%s' lacks %s", nm, !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
     return NN_OK;
@@ -443,31 +445,33 @@ static nn_status parse_header(nn_safetensors *f, const char *text, size_t n)
 {
     jp j = {text, text + n, NULL, {0}, 0};
     if (!jp_eat(&j, '{')) return bad_file(f, "the header is not a JSON object");
-    if (!jp_eat(&j, '}')) do {
-        size_t klen;
-        char *key = jp_string(&j, &klen);
-        if (!key) return bad_file(f, "in the header: %s", j.err);
-        if (!jp_eat(&j, ':')) { free(key); return bad_file(f, "in the header: expected ':'"); }
-        if (!strcmp(key, "__metadata__")) {
-            free(key);
-            nn_status st = parse_metadata(f, &j);
+    if (!jp_eat(&j, '}')) {
+        do {
+            size_t klen;
+            char *key = jp_string(&j, &klen);
+            if (!key) return bad_file(f, "in the header: %s", j.err);
+            if (!jp_eat(&j, ':')) { free(key); return bad_file(f, "in the header: expected ':'"); }
+            if (!strcmp(key, "__metadata__")) {
+                free(key);
+                nn_status st = parse_metadata(f, &j);
+                if (st) return st;
+                continue;
+            }
+            if (strlen(key) != klen) { free(key); return bad_file(f, "a tensor name contains a NUL character"); }
+            if (f->n == f->cap) {
+                int cap = f->cap ? f->cap * 2 : 16;
+                st_entry *e = realloc(f->entries, (size_t)cap * sizeof *e);
+                if (!e) { free(key); return nn_error(NN_ERR_NOMEM, "out of memory"); }
+                f->entries = e, f->cap = cap;
+            }
+            st_entry *e = &f->entries[f->n++];
+            memset(e, 0, sizeof *e);
+            e->name = key;
+            nn_status st = parse_entry(f, &j, e);
             if (st) return st;
-            continue;
-        }
-        if (strlen(key) != klen) { free(key); return bad_file(f, "a tensor name contains a NUL character"); }
-        if (f->n == f->cap) {
-            int cap = f->cap ? f->cap * 2 : 16;
-            st_entry *e = realloc(f->entries, (size_t)cap * sizeof *e);
-            if (!e) { free(key); return nn_error(NN_ERR_NOMEM, "out of memory"); }
-            f->entries = e, f->cap = cap;
-        }
-        st_entry *e = &f->entries[f->n++];
-        memset(e, 0, sizeof *e);
-        e->name = key;
-        nn_status st = parse_entry(f, &j, e);
-        if (st) return st;
-    } while (jp_eat(&j, ','));
-    if (!jp_eat(&j, '}')) return bad_file(f, "in the header: expected ',' or '}'");
+        } while (jp_eat(&j, ','));
+        if (!jp_eat(&j, '}')) return bad_file(f, "in the header: expected ',' or '}'");
+    }
     jp_ws(&j);
     if (j.p != j.end) return bad_file(f, "unexpected text after the header's JSON object");
     return check_entries(f);

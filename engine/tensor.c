@@ -16,11 +16,16 @@ const char *nn_device_str(char *buf, nn_device d)
     return buf;
 }
 
+static size_t live_bytes; /* owned storage bytes, all devices (atomic: loader threads allocate too) */
+
+size_t nn_live_storage_bytes(void) { return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED); }
+
 static void storage_release(nn_storage *s)
 {
     if (!s || --s->refcount > 0) return;
     if (s->release) s->release(s->data, s->release_ctx);
     else if (s->data) {
+        __atomic_fetch_sub(&live_bytes, s->nbytes, __ATOMIC_RELAXED);
         const nn_backend *b = nn_backend_for(s->device);
         if (b) b->free(s->device.index, s->data, s->nbytes, s->pinned);
     }
@@ -90,6 +95,7 @@ static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *st
     s->device = dev;
     s->pinned = pinned;
     t->storage = s;
+    __atomic_fetch_add(&live_bytes, s->nbytes, __ATOMIC_RELAXED);
     return t;
 }
 
@@ -163,6 +169,7 @@ void nn_release(nn_tensor *t)
 {
     if (!t || --t->refcount > 0) return;
     if (t->grad_fn) nn_autograd_drop(t);
+    if (t->grad_hooks) nn_grad_hooks_free(t);
     nn_release(t->grad);
     storage_release(t->storage);
     free(t);

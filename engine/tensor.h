@@ -30,6 +30,7 @@ typedef struct nn_storage {
 } nn_storage;
 
 struct nn_node; /* autograd graph node (engine/autograd.h) */
+struct nn_grad_hooks;
 
 typedef struct nn_tensor {
     int refcount;
@@ -46,6 +47,7 @@ typedef struct nn_tensor {
     struct nn_tensor *grad;
     struct nn_node *grad_fn;
     int output_nr;
+    struct nn_grad_hooks *grad_hooks; /* post-accumulate-grad hooks (autograd.h); NULL: none */
 } nn_tensor;
 
 /* Allocation and lifetime */
@@ -59,6 +61,8 @@ nn_tensor *nn_from_blob(void *data, int ndim, const int64_t *shape, const int64_
 nn_tensor *nn_make_view(const nn_tensor *t, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
 nn_tensor *nn_retain(nn_tensor *t);
 void nn_release(nn_tensor *t); /* NULL is fine */
+/* Bytes of storage the engine allocated and still holds, every device together. */
+size_t nn_live_storage_bytes(void);
 
 /* 0-dim tensors from numbers (wrapped_number set: a Lua number in an op). */
 nn_tensor *nn_scalar_f64(double v);  /* stored as float64; promotes as the default float dtype */

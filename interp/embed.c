@@ -263,22 +263,21 @@ int nnrepl_dofile(nnrepl_State *S, const char *path)
 /* ---- dotted names ----
  * p_getpath(name): the value at name, or nil plus a message.
  * p_setpath(name, value): assigns it, creating missing tables; nothing, or nil plus a
- * message. Both run under lua_pcall (indexing may run metamethods). */
+ * message. Both run under lua_pcall (indexing may run metamethods); names are
+ * checked first (check_name). */
 
+/* Walks name from the global table. Lookup: leaves the value (returns 1). Create:
+ * leaves the last table and the last key (returns 0). Either way returns 2 with nil
+ * and a message when a part on the way is not a table. */
 static int path_walk(lua_State *L, const char *name, int create)
 {
     const char *p = name, *dot;
     lua_pushglobaltable(L);
     while ((dot = strchr(p, '.')) != NULL || !create) {
         size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n == 0) {
-            lua_pushnil(L);
-            lua_pushfstring(L, "bad name '%s'", name);
-            return 2;
-        }
         lua_pushlstring(L, p, n);
         lua_gettable(L, -2);
-        if (lua_isnil(L, -1) && create && dot) {
+        if (lua_isnil(L, -1) && create) {
             lua_pop(L, 1);
             lua_newtable(L);
             lua_pushlstring(L, p, n);
@@ -286,25 +285,20 @@ static int path_walk(lua_State *L, const char *name, int create)
             lua_settable(L, -4);
         }
         lua_remove(L, -2);
-        if (!dot) return 1; /* lookup: the value */
+        if (!dot) return 1;
         int t = lua_type(L, -1);
         if (t != LUA_TTABLE && t != LUA_TUSERDATA) {
-            const char *what = t == LUA_TNIL ? "nil" : luaL_typename(L, -1);
+            const char *what = luaL_typename(L, -1);
             lua_pushnil(L);
             lua_pushlstring(L, name, (size_t)(dot - name));
-            lua_pushfstring(L, "'%s' is %s, not a table", lua_tostring(L, -1), what);
+            lua_pushfstring(L, "'%s' is %s%s, not a table", lua_tostring(L, -1), t == LUA_TNIL ? "" : "a ", what);
             lua_remove(L, -2);
             return 2;
         }
         p = dot + 1;
     }
-    if (*p == '\0') {
-        lua_pushnil(L);
-        lua_pushfstring(L, "bad name '%s'", name);
-        return 2;
-    }
     lua_pushstring(L, p);
-    return 0; /* create: the table and the last key are on the stack */
+    return 0;
 }
 
 static int p_getpath(lua_State *L)
@@ -321,11 +315,20 @@ static int p_setpath(lua_State *L)
     return 0;
 }
 
+/* Names are dot-separated non-empty parts. */
+static int check_name(nnrepl_State *S, const char *fn, const char *name)
+{
+    if (!name) return fail(S, NNREPL_ERRARG, "%s: name is NULL", fn);
+    if (!*name || *name == '.' || name[strlen(name) - 1] == '.' || strstr(name, ".."))
+        return fail(S, NNREPL_ERRARG, "%s: bad name '%s'", fn, name);
+    return NNREPL_OK;
+}
+
 /* Pushes the value at name; on failure pushes nothing and returns the status. */
 static int get_path(nnrepl_State *S, const char *fn, const char *name)
 {
     lua_State *L = S->L;
-    if (!name) return fail(S, NNREPL_ERRARG, "%s: name is NULL", fn);
+    if (check_name(S, fn, name)) return NNREPL_ERRARG;
     lua_pushcfunction(L, p_getpath);
     lua_pushlightuserdata(L, (void *)name);
     int status = lua_pcall(L, 1, 2, 0);
@@ -346,9 +349,9 @@ static int get_path(nnrepl_State *S, const char *fn, const char *name)
 static int set_path(nnrepl_State *S, const char *fn, const char *name)
 {
     lua_State *L = S->L;
-    if (!name) {
+    if (check_name(S, fn, name)) {
         lua_pop(L, 1);
-        return fail(S, NNREPL_ERRARG, "%s: name is NULL", fn);
+        return NNREPL_ERRARG;
     }
     lua_pushcfunction(L, p_setpath);
     lua_insert(L, -2);
@@ -389,8 +392,8 @@ int nnrepl_call(nnrepl_State *S, const char *name, int nargs, int nresults)
         int callable = luaL_getmetafield(L, -1, "__call") != LUA_TNIL;
         if (callable) lua_pop(L, 1);
         else {
-            fail(S, NNREPL_ERRARG, "nnrepl_call: '%s' is %s, not a function", name,
-                 lua_isnil(L, -1) ? "nil" : luaL_typename(L, -1));
+            fail(S, NNREPL_ERRARG, "nnrepl_call: '%s' is %s%s, not a function", name,
+                 lua_isnil(L, -1) ? "" : "a ", luaL_typename(L, -1));
             lua_settop(L, base);
             return NNREPL_ERRARG;
         }
@@ -572,9 +575,9 @@ int nnrepl_get_global_tensor(nnrepl_State *S, const char *name, nnrepl_tensor *o
     int status = get_path(S, "nnrepl_get_global_tensor", name);
     if (status != NNREPL_OK) return status;
     status = nnrepl_get_tensor(S, -1, out);
-    if (status != NNREPL_OK)
-        fail(S, status, "nnrepl_get_global_tensor: '%s' is %s, not a tensor", name,
-             lua_isnil(S->L, -1) ? "nil" : luaL_typename(S->L, -1));
+    if (status != NNREPL_OK && !lt_is_tensor(S->L, -1))
+        fail(S, status, "nnrepl_get_global_tensor: '%s' is %s%s, not a tensor", name,
+             lua_isnil(S->L, -1) ? "" : "a ", luaL_typename(S->L, -1));
     lua_pop(S->L, 1);
     return status;
 }

@@ -42,6 +42,12 @@ void interp_register_complete(lua_State *L);
 /* help.c: the global help(). */
 void interp_register_help(lua_State *L);
 
+/* launch.c: `nnrepl --nproc-per-node N script.lua` starts N ranks and watches them. */
+#include <stdbool.h>
+bool interp_launch_requested(char **argv); /* a launcher option comes before the script */
+int interp_launch(int argc, char **argv);  /* returns the exit status */
+void interp_launch_child_init(void);       /* in a rank the launcher started: line-buffered stdout */
+
 /* Colour on stdout/stderr: only when both are terminals and NO_COLOR is unset or empty. */
 int interp_use_color(void);
 

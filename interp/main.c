@@ -34,6 +34,9 @@ static void print_usage(FILE *f) {
     "  -h, --help  show this help\n"
     "  --          stop handling options\n"
     "  -           stop handling options and execute stdin\n"
+    "Launcher (one process per rank, torchrun's environment; see torch.distributed):\n"
+    "  --nproc-per-node N  start N ranks of 'script' on this node\n"
+    "  --nnodes M --node-rank R --master-addr A --master-port P  for several nodes\n"
     "With no script, nnrepl starts the interactive session when stdin is a terminal\n"
     "and runs the program on stdin otherwise. The script sees its arguments in the\n"
     "global 'arg' (arg[0] is the script) and as '...'.\n"
@@ -187,6 +190,8 @@ static int pmain(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && interp_launch_requested(argv)) return interp_launch(argc, argv);
+  interp_launch_child_init();
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     fprintf(stderr, "%s: cannot create state: not enough memory\n", INTERP_PROGNAME);

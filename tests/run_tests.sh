@@ -32,5 +32,8 @@ done
 for t in "$root"/tests/interp/test_*.sh; do
   [ -f "$t" ] && run "$(basename "$t")" bash "$t" "$build/nnrepl"
 done
+for t in "$root"/tests/embed/test_*.sh; do
+  [ -f "$t" ] && run "$(basename "$t")" bash "$t" "$build"
+done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

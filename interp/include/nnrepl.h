@@ -152,11 +152,13 @@ int nnrepl_dofile(nnrepl_State *S, const char *path);
 
 /* Calls the function found at `name` with the nargs values on top of the stack as its
  * arguments (pushed first to last), leaving nresults results on the stack
- * (LUA_MULTRET: all of them). `name` is a global or a dotted path through tables
- * ("train_step", "torch.manual_seed", "model.forward"): a method needs its object as
- * the first argument, as in Lua's model.forward(model, x). On success the arguments
- * are replaced by the results; on failure the arguments are popped, nothing is pushed
- * and the status is returned (NNREPL_ERRARG if `name` is not a function). */
+ * (LUA_MULTRET: all of them; count them with lua_gettop). `name` is a global or a
+ * dotted path through tables ("train_step", "torch.manual_seed", "model.forward"); the
+ * value may be a function or a callable object (nnrepl_call(S, "model", 1, 1) runs
+ * model(x)). A method needs its object as the first argument, as in Lua's
+ * model.forward(model, x). On success the arguments are replaced by the results; on
+ * failure the arguments are popped, nothing is pushed and the status is returned
+ * (NNREPL_ERRARG if `name` is not found or not callable). */
 int nnrepl_call(nnrepl_State *S, const char *name, int nargs, int nresults);
 
 /* Registers a C function as a Lua global; a dotted name ("host.log") puts it into
@@ -169,8 +171,10 @@ int nnrepl_call(nnrepl_State *S, const char *name, int nargs, int nresults);
 int nnrepl_register(nnrepl_State *S, const char *name, lua_CFunction f);
 
 /* Stops the code running in S: the running nnrepl_dostring/dofile/call returns
- * NNREPL_ERRINTERRUPTED with an "interrupted" message (the error is raised again at
- * each Lua step until the call returns, so a pcall in the script cannot hold it).
+ * NNREPL_ERRINTERRUPTED with an "interrupted" message. The error is raised again at
+ * each Lua step until the call returns, so a pcall in the script cannot hold it (and
+ * Lua-written __close handlers that run on the way out are stopped as well; C ones,
+ * such as torch.no_grad's, run).
  * Callable from any thread or a signal handler while S is open; S stays usable for
  * the next call. No effect when nothing runs. A long C operation (a big matmul) is
  * not cut short: the error comes at the next Lua step after it; a loop running inside

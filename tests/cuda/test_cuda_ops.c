@@ -9,7 +9,8 @@
  * A case is one op on one dtype/layout; the last line counts cases:
  * "N passed, N failed, N skipped". Without a GPU every case is skipped.
  * NNREPL_TEST_DEVICE=cpu runs the harness with the CPU standing in for the GPU
- * (a check of the harness itself). */
+ * (a check of the harness itself). Arguments name sections to run (unary
+ * binary where reduce copy random autograd devices); none: all. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1043,8 +1044,20 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int main(void)
+static int nsel;
+static char **sel;
+
+/* a section runs when no names were given or its name was */
+static bool want(const char *name)
 {
+    for (int i = 0; i < nsel; i++)
+        if (!strcmp(sel[i], name)) return true;
+    return nsel == 0;
+}
+
+int main(int argc, char **argv)
+{
+    nsel = argc - 1, sel = argv + 1;
     const char *dev = getenv("NNREPL_TEST_DEVICE");
     self_test = dev && !strcmp(dev, "cpu");
     if (self_test) {
@@ -1054,14 +1067,14 @@ int main(void)
         have_gpu = nn_gpu && nn_gpu->device_count() > 0;
     }
     double t0 = now();
-    test_unary();
-    test_binary();
-    test_where();
-    test_reduce();
-    test_copy_fill();
-    test_random();
-    test_autograd();
-    test_devices();
+    if (want("unary")) test_unary();
+    if (want("binary")) test_binary();
+    if (want("where")) test_where();
+    if (want("reduce")) test_reduce();
+    if (want("copy")) test_copy_fill();
+    if (want("random")) test_random();
+    if (want("autograd")) test_autograd();
+    if (want("devices")) test_devices();
     if (have_gpu) fprintf(stderr, "test_cuda_ops: %.1f s\n", now() - t0);
     printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
     return n_fail != 0;

@@ -225,7 +225,7 @@ static void test_round_trip(nnrepl_State *S)
         CHECK(nnrepl_push_tensor(S, &d, NNREPL_BORROW) == NNREPL_OK, "%s", nnrepl_error(S));
         nnrepl_tensor got;
         CHECK(nnrepl_get_tensor(S, -1, &got) == NNREPL_OK, "%s", nnrepl_error(S));
-        CHECK(got.data == buf && got.dtype == dt && got.ndim == 2 && got.shape[0] == 2 && got.shape[1] == 3 &&
+        CHECK(got.data == buf && (int)got.dtype == dt && got.ndim == 2 && got.shape[0] == 2 && got.shape[1] == 3 &&
                   got.strides[0] == 1 && got.strides[1] == 2 && got.device == NNREPL_CPU && got.device_index == -1,
               "dtype %d round trip", dt);
         lua_setglobal(L, "rt");
@@ -267,7 +267,8 @@ static void test_round_trip(nnrepl_State *S)
     nnrepl_tensor b = {.data = buf, .ndim = 2, .shape = bad, .dtype = NNREPL_FLOAT32};
     CHECK(nnrepl_push_tensor(S, &b, NNREPL_COPY) == NNREPL_ERRARG && contains(nnrepl_error(S), "shape[1]"), "%s",
           nnrepl_error(S));
-    b.shape = shape_ok_dummy();
+    int64_t three[NNREPL_MAX_DIMS + 1] = {3, 1, 1, 1, 1, 1, 1, 1, 1};
+    b.shape = three;
     b.ndim = 9;
     CHECK(nnrepl_push_tensor(S, &b, NNREPL_COPY) == NNREPL_ERRARG && contains(nnrepl_error(S), "ndim"));
     b.ndim = 1;
@@ -283,6 +284,12 @@ static void test_round_trip(nnrepl_State *S)
     CHECK(nnrepl_push_tensor(S, &b, NNREPL_BORROW) == NNREPL_ERRARG && contains(nnrepl_error(S), "strides"));
     b.strides = NULL;
     CHECK(nnrepl_push_tensor(S, NULL, NNREPL_COPY) == NNREPL_ERRARG);
+    b.device = NNREPL_CUDA; /* a build or machine without a GPU says so */
+    int st = nnrepl_push_tensor(S, &b, NNREPL_BORROW);
+    if (st != NNREPL_OK) CHECK(st == NNREPL_ERRRUN && contains(nnrepl_error(S), "CUDA"), "%s", nnrepl_error(S));
+    else lua_pop(L, 1);
+    b.device = (nnrepl_device_type)7;
+    CHECK(nnrepl_push_tensor(S, &b, NNREPL_BORROW) == NNREPL_ERRARG && contains(nnrepl_error(S), "device"));
     CHECK(lua_gettop(L) == 0);
 
     /* not a tensor */
@@ -298,4 +305,244 @@ static void test_round_trip(nnrepl_State *S)
     RUN(S, "closed = torch.ones(2); do local c <close> = closed end");
     CHECK(nnrepl_get_global_tensor(S, "closed", &got) == NNREPL_ERRARG);
     CHECK(lua_gettop(L) == 0);
+}
+
+/* ---- calls and registered functions ---- */
+
+static void test_call(nnrepl_State *S)
+{
+    lua_State *L = nnrepl_lua(S);
+    RUN(S, "function affine(x, w, b) local y = x:matmul(w) + b; return y, y:sum() end\n"
+           "lib = {sub = {twice = function(x) return x * 2 end}}\n"
+           "torch.manual_seed(1); lin = nn.Linear(2, 3)\n"
+           "function many() return 1, 2, 3 end\n"
+           "function fails(x) error('bad input ' .. x:size(0)) end");
+    float x[2][2] = {{1, 2}, {3, 4}}, w[2][1] = {{1}, {-1}}, bias = 10;
+    int64_t xs[] = {2, 2}, ws[] = {2, 1};
+    nnrepl_tensor dx = {.data = x, .ndim = 2, .shape = xs, .dtype = NNREPL_FLOAT32};
+    nnrepl_tensor dw = {.data = w, .ndim = 2, .shape = ws, .dtype = NNREPL_FLOAT32};
+    nnrepl_tensor db = {.data = &bias, .ndim = 0, .dtype = NNREPL_FLOAT32};
+    lua_pushstring(L, "below"); /* the call leaves what is under its arguments alone */
+    CHECK(nnrepl_push_tensor(S, &dx, NNREPL_BORROW) == NNREPL_OK && nnrepl_push_tensor(S, &dw, NNREPL_BORROW) == NNREPL_OK &&
+          nnrepl_push_tensor(S, &db, NNREPL_COPY) == NNREPL_OK);
+    int st = nnrepl_call(S, "affine", 3, 2);
+    CHECK(st == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(lua_gettop(L) == 3, "top %d", lua_gettop(L));
+    nnrepl_tensor y, sum;
+    CHECK(nnrepl_get_tensor(S, -2, &y) == NNREPL_OK && nnrepl_get_tensor(S, -1, &sum) == NNREPL_OK);
+    if (y.ndim == 2 && sum.ndim == 0) {
+        const float *py = y.data;
+        CHECK(py[0] == 9 && py[y.strides[0]] == 9 && *(const float *)sum.data == 18, "%g %g %g", py[0],
+              py[y.strides[0]], *(const float *)sum.data);
+    } else CHECK(0, "result shapes");
+    lua_pop(L, 2);
+    CHECK(strcmp(lua_tostring(L, -1), "below") == 0);
+    lua_pop(L, 1);
+
+    /* dotted names, callable objects (a module), LUA_MULTRET */
+    nnrepl_push_tensor(S, &dx, NNREPL_BORROW);
+    CHECK(nnrepl_call(S, "lib.sub.twice", 1, 1) == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(nnrepl_get_tensor(S, -1, &y) == NNREPL_OK && ((const float *)y.data)[3] == 8);
+    lua_pop(L, 1);
+    nnrepl_push_tensor(S, &dx, NNREPL_BORROW);
+    CHECK(nnrepl_call(S, "lin", 1, 1) == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(nnrepl_get_tensor(S, -1, &y) == NNREPL_OK && y.shape[0] == 2 && y.shape[1] == 3);
+    lua_pop(L, 1);
+    nnrepl_push_tensor(S, &dx, NNREPL_BORROW);
+    nnrepl_push_tensor(S, &dx, NNREPL_BORROW);
+    CHECK(nnrepl_call(S, "torch.add", 2, 1) == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(nnrepl_get_tensor(S, -1, &y) == NNREPL_OK && ((const float *)y.data)[1] == 4);
+    lua_pop(L, 1);
+    CHECK(nnrepl_call(S, "many", 0, LUA_MULTRET) == NNREPL_OK && lua_gettop(L) == 3 && lua_tointeger(L, 3) == 3);
+    lua_settop(L, 0);
+
+    /* errors: arguments popped, nothing pushed */
+    nnrepl_push_tensor(S, &dx, NNREPL_BORROW);
+    st = nnrepl_call(S, "fails", 1, 1);
+    CHECK(st == NNREPL_ERRRUN && contains(nnrepl_error(S), "bad input 2") && contains(nnrepl_error(S), "traceback"),
+          "%d %s", st, nnrepl_error(S));
+    CHECK(lua_gettop(L) == 0);
+    lua_pushinteger(L, 1);
+    CHECK(nnrepl_call(S, "nosuch", 1, 0) == NNREPL_ERRARG && contains(nnrepl_error(S), "'nosuch' is nil"), "%s",
+          nnrepl_error(S));
+    CHECK(lua_gettop(L) == 0);
+    CHECK(nnrepl_call(S, "math.pi", 0, 0) == NNREPL_ERRARG && contains(nnrepl_error(S), "not a function"));
+    CHECK(nnrepl_call(S, "math.pi.x", 0, 0) == NNREPL_ERRARG && contains(nnrepl_error(S), "'math.pi' is a number"),
+          "%s", nnrepl_error(S));
+    CHECK(nnrepl_call(S, "a..b", 0, 0) == NNREPL_ERRARG && contains(nnrepl_error(S), "bad name"));
+    CHECK(nnrepl_call(S, "many", 2, 0) == NNREPL_ERRARG); /* more arguments than values */
+    CHECK(nnrepl_call(S, "many", 0, 0) == NNREPL_OK && lua_gettop(L) == 0);
+}
+
+static nnrepl_State *current; /* for the callback that calls back in */
+
+static void free_data(void *data, void *ctx)
+{
+    (void)ctx;
+    free(data);
+}
+
+/* host.scale(x, k): a new tensor k * x computed in C, over memory it mallocs */
+static int host_scale(lua_State *L)
+{
+    nnrepl_tensor x;
+    if (!nnrepl_totensor(L, 1, &x)) return luaL_typeerror(L, 1, "tensor");
+    float k = (float)luaL_checknumber(L, 2);
+    if (x.dtype != NNREPL_FLOAT32 || x.ndim != 1) return luaL_error(L, "float32 vector expected");
+    size_t n = (size_t)x.shape[0];
+    float *out = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) out[i] = k * ((const float *)x.data)[i * x.strides[0]];
+    nnrepl_tensor r = {.data = out, .ndim = 1, .shape = x.shape, .dtype = NNREPL_FLOAT32, .release = free_data};
+    nnrepl_pushtensor(L, &r, NNREPL_BORROW); /* the tensor owns out now: free_data is its release */
+    return 1;
+}
+
+static int host_bad_push(lua_State *L)
+{
+    nnrepl_tensor r = {.ndim = -1};
+    nnrepl_pushtensor(L, &r, NNREPL_COPY); /* raises */
+    return 1;
+}
+
+static int host_reenter(lua_State *L)
+{
+    int st = nnrepl_dostring(current, "reentered = (reentered or 0) + 1");
+    lua_pushboolean(L, st == NNREPL_OK);
+    return 1;
+}
+
+static void test_register(nnrepl_State *S)
+{
+    current = S;
+    CHECK(nnrepl_register(S, "host.scale", host_scale) == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(nnrepl_register(S, "deep.er.bad_push", host_bad_push) == NNREPL_OK);
+    CHECK(nnrepl_register(S, "reenter", host_reenter) == NNREPL_OK);
+    CHECK(nnrepl_register(S, "math.pi.f", host_reenter) == NNREPL_ERRARG && contains(nnrepl_error(S), "math.pi"));
+    CHECK(nnrepl_register(S, "", host_reenter) == NNREPL_ERRARG);
+    CHECK(nnrepl_register(S, "x", NULL) == NNREPL_ERRARG);
+    RUN(S, "local y = host.scale(torch.tensor({1, 2, 3, 4}, {dtype = torch.float32}):view(2, 2):select(1, 0), 2)\n"
+           "assert(y:sum():item() == 8 and y.dtype == torch.float32, tostring(y))");
+    RUN(S, "assert(not pcall(host.scale, 3, 1))");
+    int st = nnrepl_dostring(S, "deep.er.bad_push()");
+    CHECK(st == NNREPL_ERRRUN && contains(nnrepl_error(S), "ndim"), "%s", nnrepl_error(S));
+    RUN(S, "assert(reenter() and reenter() and reentered == 2)");
+    CHECK(lua_gettop(nnrepl_lua(S)) == 0);
+}
+
+/* ---- interrupts ---- */
+
+static atomic_int started;
+static double interrupted_at;
+
+static int host_started(lua_State *L)
+{
+    (void)L;
+    atomic_store(&started, 1);
+    return 0;
+}
+
+static void *interrupter(void *arg)
+{
+    nnrepl_State *S = arg;
+    while (!atomic_load(&started)) usleep(1000);
+    usleep(20000); /* well into the loop */
+    interrupted_at = now();
+    nnrepl_interrupt(S);
+    return NULL;
+}
+
+static void interrupt_case(nnrepl_State *S, const char *code)
+{
+    pthread_t th;
+    atomic_store(&started, 0);
+    pthread_create(&th, NULL, interrupter, S);
+    int st = nnrepl_dostring(S, code);
+    double elapsed = now() - interrupted_at;
+    pthread_join(th, NULL);
+    CHECK(st == NNREPL_ERRINTERRUPTED, "%s -> %d %s", code, st, nnrepl_error(S));
+    CHECK(contains(nnrepl_error(S), "interrupted"), "%s", nnrepl_error(S));
+    CHECK(elapsed < 0.1, "stopped %.3f s after the interrupt", elapsed);
+    CHECK(lua_gettop(nnrepl_lua(S)) == 0);
+}
+
+static void test_interrupt(nnrepl_State *S)
+{
+    alarm(60); /* an interrupt that does not work ends the test instead of hanging it */
+    nnrepl_register(S, "started", host_started);
+    interrupt_case(S, "started() while true do end");
+    /* usable at once, and not interrupted again */
+    RUN(S, "local n = 0 for i = 1, 1000000 do n = n + i end assert(n == 500000500000)");
+    /* a pcall in the script does not hold the interrupt */
+    interrupt_case(S, "started() while true do pcall(function() while true do end end) end");
+    /* tensor work in the loop */
+    interrupt_case(S, "started() local x = torch.ones(8) while true do x = x + 1 end");
+    /* through nnrepl_call */
+    RUN(S, "function spin() started() while true do end end");
+    pthread_t th;
+    atomic_store(&started, 0);
+    pthread_create(&th, NULL, interrupter, S);
+    int st = nnrepl_call(S, "spin", 0, 0);
+    pthread_join(th, NULL);
+    CHECK(st == NNREPL_ERRINTERRUPTED, "%d %s", st, nnrepl_error(S));
+    RUN(S, "assert(torch.ones(2):sum():item() == 2)");
+
+    /* with nothing running, an interrupt does nothing */
+    nnrepl_interrupt(S);
+    RUN(S, "local n = 0 for i = 1, 100000 do n = n + 1 end");
+    alarm(0);
+}
+
+/* CUDA descriptors, where a GPU is present: device pointers go out and come back. */
+static void test_cuda(nnrepl_State *S)
+{
+    lua_State *L = nnrepl_lua(S);
+    RUN(S, "has_cuda = torch.cuda.is_available()");
+    lua_getglobal(L, "has_cuda");
+    int has = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (!has) {
+        printf("test_cuda: no GPU, skipped\n");
+        return;
+    }
+    RUN(S, "g = torch.arange(6, {dtype = torch.float32}):cuda():view(2, 3)");
+    nnrepl_tensor d;
+    CHECK(nnrepl_get_global_tensor(S, "g", &d) == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(d.device == NNREPL_CUDA && d.device_index >= 0 && d.ndim == 2 && d.strides[0] == 3);
+    releases = 0;
+    d.release = count_release;
+    d.release_ctx = &releases;
+    /* the transpose of g, borrowed: device memory shared with g */
+    int64_t tshape[] = {3, 2}, tstrides[] = {1, 3};
+    d.shape = tshape, d.strides = tstrides;
+    CHECK(nnrepl_set_global_tensor(S, "gb", &d, NNREPL_BORROW) == NNREPL_OK, "%s", nnrepl_error(S));
+    CHECK(nnrepl_set_global_tensor(S, "gc", &d, NNREPL_COPY) == NNREPL_OK, "%s", nnrepl_error(S));
+    RUN(S, "assert(gb.device.type == 'cuda' and gb:cpu():eq(g:t():cpu()):all():item())\n"
+           "assert(gc:is_contiguous() and gc:cpu():eq(g:t():cpu()):all():item())\n"
+           "g:mul_(2); torch.cuda.synchronize()\n"
+           "assert(gb[2][1]:item() == 10 and gc[2][1]:item() == 5)");
+    RUN(S, "gb = nil; collectgarbage(); collectgarbage()");
+    CHECK(releases == 1, "CUDA borrow released %d times", releases);
+    d.device_index = 99;
+    CHECK(nnrepl_push_tensor(S, &d, NNREPL_BORROW) == NNREPL_ERRARG && contains(nnrepl_error(S), "device_index"));
+    RUN(S, "g = nil; gc = nil");
+}
+
+int main(void)
+{
+    CHECK(strcmp(nnrepl_version(), "0.1.0") == 0);
+    test_example_host();
+    test_open_close();
+    nnrepl_State *S = nnrepl_open();
+    CHECK(S != NULL, "%s", nnrepl_error(NULL));
+    if (!S) return CHECK_REPORT();
+    test_errors(S);
+    test_borrow_release();
+    test_copy(S);
+    test_round_trip(S);
+    test_call(S);
+    test_register(S);
+    test_interrupt(S);
+    test_cuda(S);
+    nnrepl_close(S);
+    return CHECK_REPORT();
 }

@@ -9,7 +9,6 @@ local dir = (os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_test_image_io_" .. tostr
 os.execute("mkdir -p '" .. dir .. "'")
 
 local function u8(shape) return torch.randint(0, 256, shape, {dtype = torch.uint8}) end
-local function same(a, b) return torch.equal and torch.equal(a, b) or (a.shape == b.shape and (a:to(torch.int64) - b:to(torch.int64)):abs():sum():item() == 0) end
 local function eqt(a, b, msg)
   T.eq(tostring(a.shape), tostring(b.shape), msg .. " (shape)")
   T.eq(a:tolist(), b:tolist(), msg)

@@ -603,6 +603,9 @@ T.test("hue", function()
   end
   local g = u8({1, 3, 3})
   T.eq(F.adjust_hue(g, 0.3):tolist(), g:tolist(), "grey tensor unchanged")
+  local hw = u8({3, 4}) -- an MNIST-style H x W image is one channel
+  T.eq(F.adjust_brightness(hw, 0.5):tolist(), map(hw:tolist(), function(v) return trunc(fround(fround(0.5) * v)) end), "H x W brightness")
+  T.raises(function() F.adjust_brightness(u8({2, 3, 3}), 0.5) end, "~with 1 or 3 channels")
   T.raises(function() F.adjust_hue(ft, 0.6) end, "~is not in [-0.5, 0.5]")
 end)
 

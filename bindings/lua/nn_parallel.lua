@@ -1,0 +1,279 @@
+-- torch.nn.parallel: DistributedDataParallel (one process per rank, gradients
+-- averaged by torch.distributed in buckets while backward runs) and DataParallel
+-- (one process, the batch split over the GPUs).
+--
+--   local model = nn.parallel.DistributedDataParallel(net, {bucket_cap_mb=25, find_unused_parameters=false})
+--   do local _ <close> = model:no_sync(); model(x):sum():backward() end  -- accumulate locally
+--   model.module   -- the wrapped module; state_dict keys are "module.<name>"
+local torch = require "torch"
+local Module = require "nn_module"
+local U = require "nn_util"
+
+local parallel = {}
+
+-- every tensor in a (nested) value, for the reducer's walk of the graph
+local function collect_tensors(v, out, seen)
+  if torch.is_tensor(v) then
+    out[#out + 1] = v
+  elseif type(v) == "table" and not seen[v] then
+    seen[v] = true
+    for _, x in pairs(v) do collect_tensors(x, out, seen) end
+  end
+  return out
+end
+
+local function to_bytes(mb) return math.floor(mb * 1024 * 1024) end
+
+-- ---- DistributedDataParallel ----
+
+local DDP = Module:extend("DistributedDataParallel")
+parallel.DistributedDataParallel = DDP
+
+local ddp_spec = {
+  { "device_ids" }, { "output_device" }, { "dim", 0 }, { "broadcast_buffers", true }, { "init_sync", true },
+  { "process_group" }, { "bucket_cap_mb" }, { "find_unused_parameters", false }, { "check_reduction", false },
+  { "gradient_as_bucket_view", false }, { "static_graph", false },
+}
+
+local function dist_lib()
+  local dist = torch.distributed
+  if not (dist and dist.is_initialized()) then
+    U.error("Default process group has not been initialized, please make sure to call init_process_group.")
+  end
+  return dist
+end
+
+-- Every rank must wrap the same model: compare parameter counts and sizes.
+local function verify_params(dist, params)
+  local n, total = #params, 0
+  for _, p in ipairs(params) do total = total + p:numel() end
+  local mine = torch.tensor({ n, total }, { dtype = torch.int64 })
+  local all = {}
+  local world = dist.get_world_size()
+  for r = 1, world do all[r] = torch.zeros(2, { dtype = torch.int64 }) end
+  dist.all_gather(all, mine)
+  for r = 1, world do
+    local rn, rt = all[r][0]:item(), all[r][1]:item()
+    if rn ~= n or rt ~= total then
+      U.errorf("DistributedDataParallel: the model differs between ranks: rank %d has %d parameters (%d elements), rank %d has %d (%d elements)",
+        dist.get_rank(), n, total, r - 1, rn, rt)
+    end
+  end
+end
+
+function DDP:__init(module, ...)
+  local o = U.parse("DistributedDataParallel", ddp_spec, ...)
+  local dist = dist_lib()
+  if not Module.is_module(module) then
+    U.errorf("DistributedDataParallel: module must be an nn.Module, got %s", U.typename(module))
+  end
+  if o.process_group ~= nil and o.process_group ~= dist.group.WORLD then
+    U.error("DistributedDataParallel: only the default process group is supported")
+  end
+  self.module = module
+  self.device_ids = o.device_ids
+  self.output_device = o.output_device
+  self.dim = o.dim
+  self.broadcast_buffers = o.broadcast_buffers
+  self.find_unused_parameters = o.find_unused_parameters
+  self.gradient_as_bucket_view = o.gradient_as_bucket_view
+  self.static_graph = o.static_graph
+  self.bucket_bytes_cap = to_bytes(o.bucket_cap_mb or 25)
+  self.require_backward_grad_sync = true
+  self.require_forward_param_sync = true
+  local params = module:parameters()
+  local trainable = {}
+  for _, p in ipairs(params) do if p.requires_grad then trainable[#trainable + 1] = p end end
+  if #trainable == 0 then
+    U.error("DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.")
+  end
+  local world = dist.get_world_size()
+  if world > 1 then
+    verify_params(dist, params)
+    if o.init_sync then -- every rank starts from rank 0's parameters and buffers
+      local states = {}
+      for _, p in ipairs(params) do states[#states + 1] = p end
+      for _, b in ipairs(module:buffers()) do states[#states + 1] = b end
+      torch._dist.broadcast_coalesced(states, 0)
+    end
+  end
+  -- as PyTorch: with the default cap the first bucket is small (1 MiB), so reduction starts early
+  local first = o.bucket_cap_mb == nil and 1024 * 1024 or self.bucket_bytes_cap
+  self._reducer = torch._dist.Reducer(trainable, self.bucket_bytes_cap, first, self.find_unused_parameters)
+end
+
+function DDP:forward(...)
+  local dist = torch.distributed
+  local sync = torch.is_grad_enabled() and self.require_backward_grad_sync
+  if sync then self._reducer:prepare_forward() end
+  if self.require_forward_param_sync and self.broadcast_buffers and dist.get_world_size() > 1 then
+    local bufs = self.module:buffers()
+    if #bufs > 0 then torch._dist.broadcast_coalesced(bufs, 0) end
+  end
+  local out = table.pack(self.module(...))
+  if sync then self._reducer:prepare_backward(collect_tensors(out, {}, {})) end
+  return table.unpack(out, 1, out.n)
+end
+
+-- `local _ <close> = model:no_sync()`: gradients of the backward passes inside
+-- accumulate locally; the first backward after it averages everything. With a
+-- function argument, runs it that way and returns its results.
+function DDP:no_sync(fn)
+  local old = self.require_backward_grad_sync
+  self.require_backward_grad_sync = false
+  if fn ~= nil then
+    local r = table.pack(pcall(fn))
+    self.require_backward_grad_sync = old
+    if not r[1] then error(r[2], 0) end
+    return table.unpack(r, 2, r.n)
+  end
+  return setmetatable({}, { __close = function() self.require_backward_grad_sync = old end,
+    __name = "torch.nn.parallel.no_sync" })
+end
+
+-- The buckets as lists of 0-based indices into model.module:parameters() (those requiring grad).
+function DDP:_buckets() return self._reducer:buckets() end
+
+-- ---- DataParallel ----
+
+local DP = Module:extend("DataParallel")
+parallel.DataParallel = DP
+
+local function device_index(d)
+  if type(d) == "number" then return math.tointeger(d) end
+  if type(d) == "string" then return math.tointeger(tonumber(d:match(":(%d+)$") or "0")) end
+  if d ~= nil and d.index ~= nil then return d.index end
+  return 0
+end
+
+-- PyTorch's chunk sizes for n rows over k devices: chunks of ceil(n / k), the last
+-- smaller, fewer chunks than devices when n is small (30 over 8: 4 x 7 and 2).
+function parallel.chunk_sizes(n, k)
+  local size = math.max(1, (n + k - 1) // k)
+  local out = {}
+  local left = n
+  while left > 0 do
+    out[#out + 1] = math.min(size, left)
+    left = left - size
+  end
+  return out
+end
+
+function DP:__init(module, ...)
+  local o = U.parse("DataParallel", { { "device_ids" }, { "output_device" }, { "dim", 0 } }, ...)
+  self.module = module
+  self.dim = o.dim
+  local cuda = torch.cuda
+  local ngpu = (cuda and cuda.is_available() and cuda.device_count()) or 0
+  if ngpu == 0 then -- no GPU: the module runs as is, as PyTorch's DataParallel does
+    self.device_ids = {}
+    return
+  end
+  local ids = {}
+  if o.device_ids == nil then
+    for i = 0, ngpu - 1 do ids[#ids + 1] = i end
+  else
+    for _, d in ipairs(o.device_ids) do ids[#ids + 1] = device_index(d) end
+  end
+  self.device_ids = ids
+  self.output_device = device_index(o.output_device or ids[1])
+  self.src_device_obj = torch.device("cuda:" .. ids[1])
+end
+
+-- A copy of module m for device dev: same classes and attributes, parameters as
+-- differentiable copies on dev (gradients flow back to m's), buffers copied.
+local function replicate(m, dev, memo)
+  if memo[m] then return memo[m] end
+  local mt = getmetatable(m)
+  local values = mt.__index
+  local r = { _parameters = U.OrderedDict.new(), _buffers = U.OrderedDict.new(), _modules = U.OrderedDict.new(),
+    _non_persistent_buffers_set = m._non_persistent_buffers_set }
+  local rv = {}
+  for k, v in pairs(values) do rv[k] = v end
+  setmetatable(rv, getmetatable(values))
+  local rmt = {}
+  for k, v in pairs(mt) do rmt[k] = v end
+  rmt.__index = rv
+  setmetatable(r, rmt)
+  memo[m] = r
+  for k, p in pairs(m._parameters) do
+    local c = p ~= nil and p:to(dev) or nil
+    r._parameters:set(k, c)
+    rv[k] = c
+  end
+  for k, b in pairs(m._buffers) do
+    local c = b ~= nil and b:to(dev) or nil
+    r._buffers:set(k, c)
+    rv[k] = c
+  end
+  for k, c in pairs(m._modules) do
+    local rc = c ~= nil and replicate(c, dev, memo) or nil
+    r._modules:set(k, rc)
+    rv[k] = rc
+  end
+  return r
+end
+
+local function scatter(v, sizes, devices, dim)
+  if torch.is_tensor(v) then
+    local parts = v:split(sizes, dim)
+    local out = {}
+    for i = 1, #sizes do out[i] = parts[i]:to("cuda:" .. devices[i]) end
+    return out
+  end
+  local out = {}
+  for i = 1, #sizes do out[i] = v end
+  return out
+end
+
+local function gather(outs, dev, dim)
+  local first = outs[1]
+  if torch.is_tensor(first) then
+    local moved = {}
+    for i, o in ipairs(outs) do moved[i] = o:to(dev) end
+    return torch.cat(moved, dim)
+  end
+  if type(first) == "table" then
+    local r = {}
+    for k in pairs(first) do
+      local col = {}
+      for i, o in ipairs(outs) do col[i] = o[k] end
+      r[k] = gather(col, dev, dim)
+    end
+    return r
+  end
+  return first
+end
+
+function DP:forward(...)
+  if #self.device_ids == 0 then return self.module(...) end
+  local src = self.src_device_obj
+  for _, t in ipairs(self.module:parameters()) do
+    if tostring(t.device) ~= tostring(src) then
+      U.errorf("module must have its parameters and buffers on device %s (device_ids[0]) but found one of them on device: %s",
+        tostring(src), tostring(t.device))
+    end
+  end
+  local args = table.pack(...)
+  local batch
+  for i = 1, args.n do
+    if torch.is_tensor(args[i]) then batch = args[i]:size(self.dim); break end
+  end
+  if batch == nil or #self.device_ids == 1 then return self.module(...) end
+  local sizes = parallel.chunk_sizes(batch, #self.device_ids)
+  if #sizes == 1 then return self.module(...) end
+  local per = {}
+  for i = 1, #sizes do per[i] = {} end
+  for a = 1, args.n do
+    local parts = scatter(args[a], sizes, self.device_ids, self.dim)
+    for i = 1, #sizes do per[i][a] = parts[i] end
+  end
+  local outs = {}
+  for i = 1, #sizes do
+    local replica = i == 1 and self.module or replicate(self.module, "cuda:" .. self.device_ids[i], {})
+    outs[i] = replica(table.unpack(per[i], 1, args.n))
+  end
+  return gather(outs, "cuda:" .. self.output_device, self.dim)
+end
+
+return parallel

@@ -1,0 +1,372 @@
+/* DDP's reducer (see reducer.h). */
+#include "reducer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd.h"
+#include "ops.h"
+
+typedef struct {
+    int first, count;  /* r->order[first .. first+count) */
+    nn_dtype dt;
+    nn_device dev;
+    int64_t numel;
+    nn_tensor *buf;    /* flat, allocated on first use */
+    int pending;
+    nn_work *work;
+} bucket;
+
+typedef struct { nn_reducer *r; int index; } param_ctx;
+typedef struct { const nn_tensor *t; int index; } param_key;
+
+struct nn_reducer {
+    nn_pg *pg;
+    nn_reducer_opts o;
+    int n;
+    nn_tensor **params;
+    param_ctx *ctx;
+    int64_t *hooks;
+    param_key *keys;         /* sorted by address, for the graph walk */
+    /* layout */
+    bucket *b;
+    int nb;
+    int *order, *bucket_of;
+    int64_t *offset;         /* in its bucket, elements */
+    nn_dtype *dt;            /* what the layout was built for */
+    nn_device *dev;
+    int64_t *numel;
+    /* the pass */
+    bool expect;
+    int next_launch, marked;
+    bool *ready;
+    int32_t *used;
+};
+
+static nn_status hook(nn_tensor *leaf, void *ctx);
+
+static int key_cmp(const void *a, const void *b)
+{
+    const nn_tensor *x = ((const param_key *)a)->t, *y = ((const param_key *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+static void free_layout(nn_reducer *r)
+{
+    for (int k = 0; k < r->nb; k++) {
+        if (r->b[k].work) { nn_work_wait(r->b[k].work); nn_work_release(r->b[k].work); }
+        nn_release(r->b[k].buf);
+    }
+    free(r->b);
+    r->b = NULL;
+    r->nb = 0;
+}
+
+static nn_status build_layout(nn_reducer *r)
+{
+    free_layout(r);
+    size_t c = r->n ? (size_t)r->n : 1;
+    struct kind { nn_dtype dt; nn_device dev; int open, nclosed; } *kinds = calloc(c, sizeof *kinds);
+    r->b = calloc(c, sizeof *r->b);
+    if (!r->b || !kinds) { free(kinds); return nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); }
+    int nkinds = 0;
+    for (int i = r->n - 1; i >= 0; i--) { /* backwards: the order backward produces the gradients */
+        nn_tensor *p = r->params[i];
+        r->dt[i] = p->dtype;
+        r->dev[i] = p->storage->device;
+        r->numel[i] = nn_numel(p);
+        int k = 0;
+        while (k < nkinds && !(kinds[k].dt == p->dtype && nn_device_eq(kinds[k].dev, p->storage->device))) k++;
+        if (k == nkinds) kinds[nkinds++] = (struct kind){p->dtype, p->storage->device, -1, 0};
+        if (kinds[k].open < 0) {
+            kinds[k].open = r->nb++;
+            r->b[kinds[k].open] = (bucket){.first = 0, .dt = p->dtype, .dev = p->storage->device};
+        }
+        bucket *b = &r->b[kinds[k].open];
+        r->bucket_of[i] = kinds[k].open;
+        r->offset[i] = b->numel;
+        b->numel += r->numel[i];
+        b->count++;
+        size_t limit = kinds[k].nclosed == 0 ? r->o.first_bucket_bytes : r->o.bucket_cap_bytes;
+        if ((size_t)b->numel * nn_dtype_size(b->dt) >= limit) { /* full: the next parameter of this kind opens another */
+            kinds[k].nclosed++;
+            kinds[k].open = -1;
+        }
+    }
+    int pos = 0; /* order: the parameters bucket by bucket, each bucket's in the order they were added */
+    for (int k = 0; k < r->nb; k++) {
+        r->b[k].first = pos;
+        for (int i = r->n - 1; i >= 0; i--)
+            if (r->bucket_of[i] == k) r->order[pos++] = i;
+    }
+    free(kinds);
+    return NN_OK;
+}
+
+nn_reducer *nn_reducer_new(nn_pg *pg, nn_tensor *const *params, int n, const nn_reducer_opts *o)
+{
+    nn_reducer *r = calloc(1, sizeof *r);
+    if (!r) { nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); return NULL; }
+    r->pg = pg;
+    r->o = *o;
+    if (!r->o.bucket_cap_bytes) r->o.bucket_cap_bytes = 25u << 20;
+    if (!r->o.first_bucket_bytes) r->o.first_bucket_bytes = 1u << 20;
+    int m = 0;
+    for (int i = 0; i < n; i++) m += params[i]->requires_grad;
+    size_t c = m ? (size_t)m : 1;
+    r->params = calloc(c, sizeof *r->params);
+    r->ctx = calloc(c, sizeof *r->ctx);
+    r->hooks = calloc(c, sizeof *r->hooks);
+    r->keys = calloc(c, sizeof *r->keys);
+    r->order = calloc(c, sizeof *r->order);
+    r->bucket_of = calloc(c, sizeof *r->bucket_of);
+    r->offset = calloc(c, sizeof *r->offset);
+    r->dt = calloc(c, sizeof *r->dt);
+    r->dev = calloc(c, sizeof *r->dev);
+    r->numel = calloc(c, sizeof *r->numel);
+    r->ready = calloc(c, sizeof *r->ready);
+    r->used = calloc(c, sizeof *r->used);
+    if (!r->params || !r->ctx || !r->hooks || !r->keys || !r->order || !r->bucket_of || !r->offset || !r->dt || !r->dev ||
+        !r->numel || !r->ready || !r->used) {
+        nn_reducer_free(r);
+        nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!params[i]->requires_grad) continue;
+        int k = r->n++;
+        r->params[k] = nn_retain(params[i]);
+        r->ctx[k] = (param_ctx){r, k};
+        r->keys[k] = (param_key){params[i], k};
+        r->hooks[k] = nn_add_post_accumulate_grad_hook(params[i], hook, &r->ctx[k], NULL);
+        if (!r->hooks[k]) { nn_reducer_free(r); return NULL; }
+    }
+    qsort(r->keys, (size_t)r->n, sizeof *r->keys, key_cmp);
+    if (build_layout(r)) { nn_reducer_free(r); return NULL; }
+    return r;
+}
+
+void nn_reducer_free(nn_reducer *r)
+{
+    if (!r) return;
+    free_layout(r);
+    for (int i = 0; i < r->n; i++) {
+        if (r->hooks[i]) nn_remove_grad_hook(r->params[i], r->hooks[i]);
+        nn_release(r->params[i]);
+    }
+    free(r->params);
+    free(r->ctx);
+    free(r->hooks);
+    free(r->keys);
+    free(r->order);
+    free(r->bucket_of);
+    free(r->offset);
+    free(r->dt);
+    free(r->dev);
+    free(r->numel);
+    free(r->ready);
+    free(r->used);
+    free(r);
+}
+
+int nn_reducer_buckets(nn_reducer *r, int *sizes, int *idx)
+{
+    for (int k = 0; k < r->nb; k++) {
+        if (sizes) sizes[k] = r->b[k].count;
+        if (idx) memcpy(idx + r->b[k].first, r->order + r->b[k].first, sizeof(int) * r->b[k].count);
+    }
+    return r->nb;
+}
+
+/* Parameter i's slice of its bucket, shaped like the parameter. */
+static nn_tensor *slice(nn_reducer *r, int i)
+{
+    bucket *b = &r->b[r->bucket_of[i]];
+    nn_tensor *s = nn_narrow(b->buf, 0, r->offset[i], r->numel[i]);
+    if (!s) return NULL;
+    nn_tensor *v = nn_view(s, r->params[i]->ndim, r->params[i]->shape);
+    nn_release(s);
+    return v;
+}
+
+static nn_status finalize(nn_reducer *r)
+{
+    nn_status st = NN_OK;
+    for (int k = 0; k < r->nb; k++) {
+        nn_status s = r->b[k].work ? nn_work_wait(r->b[k].work) : NN_OK;
+        nn_work_release(r->b[k].work);
+        r->b[k].work = NULL;
+        if (s && !st) st = s;
+    }
+    r->expect = false;
+    if (st) return st;
+    nn_tensor *used = NULL;
+    if (r->o.find_unused_parameters) { /* which parameters got a gradient on some rank */
+        int64_t n = r->n;
+        used = nn_empty(1, &n, NN_I32, NN_DEVICE_CPU);
+        if (!used) return nn_last_status();
+        memcpy(nn_data(used), r->used, sizeof(int32_t) * r->n);
+        nn_work *w = nn_dist_all_reduce(r->pg, used, NN_REDUCE_SUM);
+        st = w ? nn_work_wait(w) : nn_last_status();
+        nn_work_release(w);
+        if (st) { nn_release(used); return st; }
+    }
+    for (int i = 0; i < r->n && !st; i++) {
+        nn_tensor *p = r->params[i];
+        if (used && ((int32_t *)nn_data(used))[i] == 0) continue; /* unused everywhere: .grad stays as it was */
+        nn_tensor *v = slice(r, i);
+        if (!v) { st = nn_last_status(); break; }
+        if (p->grad) st = nn_copy_(p->grad, v);
+        else if (!(p->grad = nn_clone(v))) st = nn_last_status();
+        nn_release(v);
+    }
+    nn_release(used);
+    return st;
+}
+
+static nn_status launch_ready(nn_reducer *r)
+{
+    while (r->next_launch < r->nb && r->b[r->next_launch].pending == 0) {
+        bucket *b = &r->b[r->next_launch++];
+        nn_tensor *s = nn_scalar_f64((double)r->pg->size);
+        nn_status st = s ? nn_binary_(NN_OP_div, b->buf, s) : nn_last_status();
+        nn_release(s);
+        if (st) return st;
+        b->work = nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_SUM);
+        if (!b->work) return nn_last_status();
+    }
+    return r->next_launch == r->nb ? finalize(r) : NN_OK;
+}
+
+/* Parameter i's gradient is ready (or, unused, never will be): into its bucket. */
+static nn_status mark_ready(nn_reducer *r, int i, bool unused)
+{
+    if (r->ready[i])
+        return nn_error(NN_ERR_RUNTIME, "DistributedDataParallel: Expected to mark a variable ready only once. This error is caused by "
+                                        "one of the following reasons: 1) Use of a module parameter outside the `forward` function; "
+                                        "2) Reused parameters in multiple reentrant backward passes. Parameter index %d on rank %d.",
+                        i, r->pg->rank);
+    r->ready[i] = true;
+    r->marked++;
+    nn_tensor *g = unused ? NULL : r->params[i]->grad;
+    r->used[i] = g != NULL;
+    nn_tensor *v = slice(r, i);
+    if (!v) return nn_last_status();
+    nn_status st = g ? nn_copy_(v, g) : nn_zero_(v);
+    nn_release(v);
+    if (st) return st;
+    bucket *b = &r->b[r->bucket_of[i]];
+    if (--b->pending == 0) return launch_ready(r);
+    return NN_OK;
+}
+
+static nn_status hook(nn_tensor *leaf, void *ctx)
+{
+    param_ctx *c = ctx;
+    nn_reducer *r = c->r;
+    if (!r->expect) return NN_OK; /* no_sync(), eval, or a backward DDP's forward did not prepare */
+    return mark_ready(r, c->index, false);
+}
+
+nn_status nn_reducer_prepare_forward(nn_reducer *r)
+{
+    if (r->expect && r->marked > 0) {
+        char idx[512] = "";
+        size_t len = 0;
+        int missing = 0;
+        for (int i = 0; i < r->n; i++)
+            if (!r->ready[i] && missing++ < 32 && len < sizeof idx - 16) len += (size_t)snprintf(idx + len, sizeof idx - len, "%s%d", len ? " " : "", i);
+        return nn_error(NN_ERR_RUNTIME,
+                        "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
+                        "that your module has parameters that were not used in producing loss. You can enable unused parameter "
+                        "detection by passing the keyword argument `find_unused_parameters=true` to "
+                        "`torch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs participate "
+                        "in calculating loss. Parameter indices which did not receive grad for rank %d: %s%s",
+                        r->pg->rank, idx, missing > 32 ? " ..." : "");
+    }
+    return NN_OK;
+}
+
+static int find_param(nn_reducer *r, const nn_tensor *t)
+{
+    param_key k = {t, 0};
+    param_key *f = bsearch(&k, r->keys, (size_t)r->n, sizeof *r->keys, key_cmp);
+    return f ? f->index : -1;
+}
+
+/* Mark the parameters reached from the outputs' graphs in `reached`. */
+static nn_status walk_graph(nn_reducer *r, nn_tensor *const *outputs, int n, bool *reached)
+{
+    int cap = 64, top = 0, nseen = 0, capseen = 64;
+    nn_node **stack = malloc(sizeof *stack * cap), **seen = malloc(sizeof *seen * capseen);
+    nn_status st = stack && seen ? NN_OK : nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory");
+    for (int i = 0; i < n && !st; i++) {
+        nn_tensor *t = outputs[i];
+        if (!t) continue;
+        if (!t->grad_fn) {
+            int p = find_param(r, t);
+            if (p >= 0) reached[p] = true;
+            continue;
+        }
+        if (t->grad_fn->visited) continue;
+        t->grad_fn->visited = true;
+        stack[top++] = t->grad_fn;
+        while (top && !st) {
+            nn_node *x = stack[--top];
+            if (nseen == capseen) {
+                nn_node **s2 = realloc(seen, sizeof *seen * (capseen *= 2));
+                if (!s2) { st = nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); break; }
+                seen = s2;
+            }
+            seen[nseen++] = x;
+            if (x->leaf) {
+                int p = find_param(r, x->leaf);
+                if (p >= 0) reached[p] = true;
+            }
+            for (int j = 0; j < x->nin; j++) {
+                nn_node *c = x->next[j].node;
+                if (!c || c->visited) continue;
+                c->visited = true;
+                if (top == cap) {
+                    nn_node **s2 = realloc(stack, sizeof *stack * (cap *= 2));
+                    if (!s2) { st = nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); break; }
+                    stack = s2;
+                }
+                stack[top++] = c;
+            }
+        }
+    }
+    for (int k = 0; k < nseen; k++) seen[k]->visited = false;
+    for (int k = 0; k < top; k++) stack[k]->visited = false;
+    free(stack);
+    free(seen);
+    return st;
+}
+
+nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, int n)
+{
+    bool stale = false;
+    for (int i = 0; i < r->n; i++)
+        stale |= r->params[i]->dtype != r->dt[i] || !nn_device_eq(r->params[i]->storage->device, r->dev[i]) || nn_numel(r->params[i]) != r->numel[i];
+    if (stale && build_layout(r)) return nn_last_status();
+    for (int k = 0; k < r->nb; k++) {
+        bucket *b = &r->b[k];
+        if (!b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return nn_last_status();
+        if (b->work) { nn_work_wait(b->work); nn_work_release(b->work); b->work = NULL; }
+        b->pending = b->count;
+    }
+    memset(r->ready, 0, sizeof *r->ready * (size_t)r->n);
+    memset(r->used, 0, sizeof *r->used * (size_t)r->n);
+    r->next_launch = 0;
+    r->marked = 0;
+    r->expect = r->nb > 0;
+    if (!r->expect || !r->o.find_unused_parameters) return NN_OK;
+    bool *reached = calloc((size_t)r->n, sizeof *reached);
+    if (!reached) return nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory");
+    nn_status st = walk_graph(r, outputs, n, reached);
+    for (int i = 0; i < r->n && !st; i++)
+        if (!reached[i]) st = mark_ready(r, i, true);
+    free(reached);
+    return st;
+}

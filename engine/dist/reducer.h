@@ -1,0 +1,42 @@
+/* DDP's gradient reducer (PyTorch's Reducer): the parameters' gradients averaged
+ * over the ranks in buckets, each bucket's all-reduce started as soon as all of its
+ * gradients are ready during backward.
+ *
+ * Buckets are filled in reverse parameter order (the order backward produces the
+ * gradients), split by dtype and device: the first holds up to first_bucket_bytes,
+ * the others up to bucket_cap_bytes (a parameter is never split). A post-accumulate-
+ * grad hook on every parameter copies its gradient into its bucket; the bucket,
+ * divided by the world size, is all-reduced (in bucket order, the same on every
+ * rank) on the group's thread while backward goes on. The hook of the last gradient
+ * waits for every bucket and writes the averages back into the .grad tensors, so
+ * when backward returns the gradients are averaged.
+ *
+ * The layout is rebuilt if the parameters change dtype, device or size (model:cuda()
+ * after wrapping). */
+#ifndef NN_DIST_REDUCER_H
+#define NN_DIST_REDUCER_H
+
+#include "pg.h"
+
+typedef struct nn_reducer nn_reducer;
+
+typedef struct {
+    size_t bucket_cap_bytes;     /* DDP's bucket_cap_mb (25 MiB) */
+    size_t first_bucket_bytes;   /* 1 MiB, as PyTorch */
+    bool find_unused_parameters; /* mark parameters outside the autograd graph ready at once */
+} nn_reducer_opts;
+
+/* Parameters that do not require grad are left out. */
+nn_reducer *nn_reducer_new(nn_pg *pg, nn_tensor *const *params, int n, const nn_reducer_opts *o);
+void nn_reducer_free(nn_reducer *r);
+/* Before a forward whose backward will sync: error if the previous backward began
+ * reducing and did not finish (parameters that got no gradient, named by index). */
+nn_status nn_reducer_prepare_forward(nn_reducer *r);
+/* After such a forward: expect the hooks in the coming backward; with
+ * find_unused_parameters, walk the graph from the outputs. */
+nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, int n);
+/* Buckets for tests: their count; sizes[k] = parameters in bucket k, and idx gets
+ * the parameter indices bucket by bucket (idx has room for every parameter). */
+int nn_reducer_buckets(nn_reducer *r, int *sizes, int *idx);
+
+#endif

@@ -1,0 +1,223 @@
+/* The store wrappers and the file store: records (u32 key length, key, u64 value
+ * length, value) appended to one file under flock; the last record of a key wins.
+ * A reader that does not find its key yet sleeps and looks again until its deadline. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "store.h"
+
+nn_status nn_store_set(nn_store *s, const char *key, const void *val, size_t n) { return s->ops->set(s, key, val, n); }
+nn_status nn_store_get(nn_store *s, const char *key, void **val, size_t *n) { return s->ops->get(s, key, s->timeout, val, n); }
+nn_status nn_store_add(nn_store *s, const char *key, int64_t delta, int64_t *result) { return s->ops->add(s, key, delta, result); }
+nn_status nn_store_check(nn_store *s, const char *key, bool *exists) { return s->ops->check(s, key, exists); }
+void nn_store_free(nn_store *s) { if (s) s->ops->free(s); }
+
+nn_status nn_store_wait(nn_store *s, const char *const *keys, int n, double timeout)
+{
+    double deadline = nn_net_now() + timeout;
+    for (int i = 0; i < n; i++) {
+        double left = deadline - nn_net_now();
+        void *v;
+        size_t len;
+        nn_status st = s->ops->get(s, keys[i], left > 0 ? left : 0, &v, &len);
+        if (st) return st;
+        free(v);
+    }
+    return NN_OK;
+}
+
+/* ---- the file store ---- */
+
+typedef struct {
+    nn_store base;
+    char path[4096];
+} file_store;
+
+/* Read the whole file under a lock of kind lk; the fd stays open and locked (caller unlocks). */
+static nn_status open_locked(file_store *f, int lk, int *fd, char **data, size_t *n)
+{
+    *fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0) return nn_error(NN_ERR_RUNTIME, "store %s: cannot open: %s", f->base.desc, strerror(errno));
+    while (flock(*fd, lk) < 0) {
+        if (errno == EINTR) continue;
+        nn_status st = nn_error(NN_ERR_RUNTIME, "store %s: cannot lock: %s", f->base.desc, strerror(errno));
+        close(*fd);
+        return st;
+    }
+    struct stat sb;
+    fstat(*fd, &sb);
+    *n = (size_t)sb.st_size;
+    *data = malloc(*n + 1);
+    if (!*data) { close(*fd); return nn_error(NN_ERR_NOMEM, "store %s: out of memory", f->base.desc); }
+    size_t got = 0;
+    while (got < *n) {
+        ssize_t k = pread(*fd, *data + got, *n - got, (off_t)got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    *n = got;
+    return NN_OK;
+}
+
+/* The last value of key in the records, or NULL. */
+static const char *lookup(const char *data, size_t n, const char *key, uint64_t *vlen)
+{
+    size_t klen = strlen(key), p = 0;
+    const char *found = NULL;
+    while (p + 4 <= n) {
+        uint32_t kl;
+        memcpy(&kl, data + p, 4);
+        if (p + 4 + kl + 8 > n) break;
+        uint64_t vl;
+        memcpy(&vl, data + p + 4 + kl, 8);
+        if (p + 12 + kl + vl > n) break; /* a record being written */
+        if (kl == klen && !memcmp(data + p + 4, key, klen)) { found = data + p + 12 + kl; *vlen = vl; }
+        p += 12 + kl + vl;
+    }
+    return found;
+}
+
+static nn_status append(file_store *f, int fd, const char *key, const void *val, size_t n)
+{
+    uint32_t kl = (uint32_t)strlen(key);
+    uint64_t vl = n;
+    size_t total = 12 + kl + n;
+    char *rec = malloc(total);
+    if (!rec) return nn_error(NN_ERR_NOMEM, "store %s: out of memory", f->base.desc);
+    memcpy(rec, &kl, 4);
+    memcpy(rec + 4, key, kl);
+    memcpy(rec + 4 + kl, &vl, 8);
+    memcpy(rec + 12 + kl, val, n);
+    off_t end = lseek(fd, 0, SEEK_END);
+    size_t done = 0;
+    while (done < total) {
+        ssize_t k = pwrite(fd, rec + done, total - done, end + (off_t)done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        done += (size_t)k;
+    }
+    free(rec);
+    if (done < total) return nn_error(NN_ERR_RUNTIME, "store %s: cannot write: %s", f->base.desc, strerror(errno));
+    return NN_OK;
+}
+
+static void close_locked(int fd, char *data)
+{
+    flock(fd, LOCK_UN);
+    close(fd);
+    free(data);
+}
+
+static nn_status file_set(nn_store *s, const char *key, const void *val, size_t n)
+{
+    file_store *f = (file_store *)s;
+    int fd = -1;
+    char *data = NULL;
+    size_t len;
+    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
+    if (st) return st;
+    st = append(f, fd, key, val, n);
+    close_locked(fd, data);
+    return st;
+}
+
+static nn_status file_get(nn_store *s, const char *key, double timeout, void **val, size_t *n)
+{
+    file_store *f = (file_store *)s;
+    double deadline = nn_net_now() + timeout, pause = 0.005;
+    for (;;) {
+        int fd;
+        char *data;
+        size_t len;
+        nn_status st = open_locked(f, LOCK_SH, &fd, &data, &len);
+        if (st) return st;
+        uint64_t vl = 0;
+        const char *v = lookup(data, len, key, &vl);
+        if (v) {
+            *val = malloc(vl ? vl : 1);
+            if (*val) memcpy(*val, v, vl);
+            *n = vl;
+            close_locked(fd, data);
+            return *val ? NN_OK : nn_error(NN_ERR_NOMEM, "store %s: out of memory", s->desc);
+        }
+        close_locked(fd, data);
+        if (nn_net_now() >= deadline)
+            return nn_error(NN_ERR_RUNTIME, "store %s: timed out after %g s waiting for key '%s'", s->desc, timeout, key);
+        struct timespec ts = {0, (long)(pause * 1e9)};
+        nanosleep(&ts, NULL);
+        if (pause < 0.05) pause *= 2;
+    }
+}
+
+static nn_status file_add(nn_store *s, const char *key, int64_t delta, int64_t *result)
+{
+    file_store *f = (file_store *)s;
+    int fd;
+    char *data;
+    size_t len;
+    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
+    if (st) return st;
+    uint64_t vl = 0;
+    const char *v = lookup(data, len, key, &vl);
+    char num[32];
+    int64_t x = 0;
+    if (v) {
+        size_t k = vl < sizeof num - 1 ? vl : sizeof num - 1;
+        memcpy(num, v, k);
+        num[k] = 0;
+        x = strtoll(num, NULL, 10);
+    }
+    x += delta;
+    int k = snprintf(num, sizeof num, "%lld", (long long)x);
+    st = append(f, fd, key, num, (size_t)k);
+    close_locked(fd, data);
+    *result = x;
+    return st;
+}
+
+static nn_status file_check(nn_store *s, const char *key, bool *exists)
+{
+    file_store *f = (file_store *)s;
+    int fd;
+    char *data;
+    size_t len;
+    nn_status st = open_locked(f, LOCK_SH, &fd, &data, &len);
+    if (st) return st;
+    uint64_t vl;
+    *exists = lookup(data, len, key, &vl) != NULL;
+    close_locked(fd, data);
+    return NN_OK;
+}
+
+static void file_free(nn_store *s) { free(s); }
+
+static const nn_store_ops file_ops = {file_set, file_get, file_add, file_check, file_free};
+
+nn_store *nn_store_file(const char *path, double timeout)
+{
+    if (!*path) { nn_error(NN_ERR_ARG, "file:// init method needs a path, as file:///tmp/rendezvous"); return NULL; }
+    file_store *f = calloc(1, sizeof *f);
+    if (!f) { nn_error(NN_ERR_NOMEM, "out of memory creating the store"); return NULL; }
+    f->base.ops = &file_ops;
+    f->base.timeout = timeout;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    snprintf(f->base.desc, sizeof f->base.desc, "file://%s", path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        nn_error(NN_ERR_RUNTIME, "store %s: cannot open: %s", f->base.desc, strerror(errno));
+        free(f);
+        return NULL;
+    }
+    close(fd);
+    return &f->base;
+}
+
+const char *nn_store_file_path(const nn_store *s) { return s && s->ops == &file_ops ? ((const file_store *)s)->path : NULL; }

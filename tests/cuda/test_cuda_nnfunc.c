@@ -1,0 +1,988 @@
+/* CUDA softmax / log_softmax, nll_loss, index_select / index_add_ / embedding
+ * and the optimizer steps against the CPU engine, through the public frontends
+ * (engine/nnfunc.h, engine/optim.h): the same inputs on the CPU and on cuda:0,
+ * forward and backward (nn_backward), several shapes and dims, contiguous,
+ * transposed, narrowed and expanded inputs, every dtype an op takes; the
+ * optimizers run several steps over lists of parameters of different sizes,
+ * layouts and dtypes. Results must agree within the dtype's tolerance.
+ *
+ * A case is one op on one dtype/layout; the last line counts cases:
+ * "N passed, N failed, N skipped". Without a GPU every case is skipped.
+ * NNREPL_TEST_DEVICE=cpu runs the harness with the CPU standing in for the GPU. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "autograd.h"
+#include "backend.h"
+#include "device.h"
+#include "nnfunc.h"
+#include "ops.h"
+#include "optim.h"
+
+static nn_device DEV = {NN_CUDA, 0};
+#define CPU ((nn_device){NN_CPU, -1})
+static bool have_gpu, self_test;
+static int n_pass, n_fail, n_skip;
+static char case_name[256];
+static int case_errors;
+static char cpu_err[512];
+
+/* ---- cases ---- */
+
+static bool begin(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(case_name, sizeof case_name, fmt, ap);
+    va_end(ap);
+    if (!have_gpu) {
+        n_skip++;
+        return false;
+    }
+    case_errors = 0;
+    nn_clear_error();
+    return true;
+}
+
+static void fail(const char *fmt, ...)
+{
+    if (case_errors++ >= 4) return;
+    va_list ap;
+    fprintf(stderr, "FAIL %s: ", case_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void end(void)
+{
+    if (case_errors) n_fail++;
+    else n_pass++;
+}
+
+/* ---- inputs ---- */
+
+static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+#define NALL 8
+#define NFLOAT 4 /* ALL[0..4) */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;
+static double urand(void)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng >> 11) * 0x1p-53;
+}
+static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(urand() * (double)(hi - lo + 1)); }
+
+static void put(char *p, nn_dtype dt)
+{
+    if (nn_dtype_is_float(dt)) nn_store_f64(p, dt, -3 + 6 * urand());
+    else if (dt == NN_BOOL) nn_store_i64(p, dt, irand(0, 1));
+    else if (dt == NN_U8) nn_store_i64(p, dt, irand(0, 60));
+    else nn_store_i64(p, dt, irand(-20, 20));
+}
+
+static nn_tensor *mk(nn_dtype dt, int nd, const int64_t *s)
+{
+    nn_tensor *t = nn_empty(nd, s, dt, CPU);
+    if (!t) return NULL;
+    int64_t n = nn_numel(t);
+    size_t es = nn_dtype_size(dt);
+    char *p = nn_data(t);
+    for (int64_t i = 0; i < n; i++) put(p + i * es, dt);
+    return t;
+}
+
+static nn_tensor *to_dev(nn_tensor *t)
+{
+    if (!t) return NULL;
+    return self_test ? nn_clone(t) : nn_to_device(t, DEV);
+}
+
+static nn_tensor *to_cpu(nn_tensor *t) { return t ? nn_to_device(t, CPU) : NULL; }
+
+enum { L_CONTIG, L_TRANS, L_NARROW, L_EXPAND, NLAYOUT };
+static const char *const LNAME[] = {"contig", "transposed", "narrowed", "expanded"};
+
+typedef struct { nn_tensor *c, *g; } pair;
+
+static void pair_free(pair p)
+{
+    nn_release(p.c);
+    nn_release(p.g);
+}
+
+static int fix_layout(int layout, int nd)
+{
+    if (nd == 0) return L_CONTIG;
+    if (nd == 1 && layout == L_TRANS) return L_NARROW;
+    return layout;
+}
+
+static nn_tensor *view(nn_tensor *t, int layout, int nd, const int64_t *s)
+{
+    if (!t) return NULL;
+    switch (layout) {
+    case L_TRANS: return nn_transpose(t, nd - 2, nd - 1);
+    case L_NARROW: return nn_narrow(t, nd - 1, 1, s[nd - 1]);
+    case L_EXPAND: return nn_expand(t, nd, s);
+    default: return nn_retain(t);
+    }
+}
+
+/* base tensor (CPU) -> the same values on the CPU and the device, seen through the same kind of view */
+static pair share(nn_tensor *base, int layout, int nd, const int64_t *s)
+{
+    nn_tensor *gbase = to_dev(base);
+    pair p = {view(base, layout, nd, s), view(gbase, layout, nd, s)};
+    nn_release(base);
+    nn_release(gbase);
+    return p;
+}
+
+static void base_shape(int layout, int nd, const int64_t *s, int64_t *bs)
+{
+    memcpy(bs, s, sizeof(int64_t) * nd);
+    if (layout == L_TRANS) bs[nd - 1] = s[nd - 2], bs[nd - 2] = s[nd - 1];
+    if (layout == L_NARROW) bs[nd - 1] += 3;
+    if (layout == L_EXPAND) bs[0] = 1;
+}
+
+static pair make(nn_dtype dt, int nd, const int64_t *s, int layout)
+{
+    int64_t bs[NN_MAX_DIMS];
+    layout = fix_layout(layout, nd);
+    base_shape(layout, nd, s, bs);
+    return share(mk(dt, nd, bs), layout, nd, s);
+}
+
+/* int64/int32 indices in [lo, hi] (n of them), contiguous or with stride 2; n < 0: a 0-dim index */
+static pair make_index(nn_dtype dt, int64_t n, int64_t lo, int64_t hi, bool strided)
+{
+    int64_t m = n < 0 ? 1 : strided ? 2 * n : n;
+    nn_tensor *base = nn_empty(n < 0 ? 0 : 1, &m, dt, CPU);
+    for (int64_t i = 0; i < m; i++) nn_store_i64((char *)nn_data(base) + i * nn_dtype_size(dt), dt, irand(lo, hi));
+    nn_tensor *gbase = to_dev(base);
+    pair p;
+    if (strided) {
+        int64_t st = 2;
+        p.c = nn_make_view(base, 1, &n, &st, 0);
+        p.g = nn_make_view(gbase, 1, &n, &st, 0);
+    } else {
+        p.c = nn_retain(base);
+        p.g = nn_retain(gbase);
+    }
+    nn_release(base);
+    nn_release(gbase);
+    return p;
+}
+
+/* ---- comparing ---- */
+
+static void tol_of(nn_dtype dt, double *rtol, double *atol)
+{
+    switch (dt) {
+    case NN_F32: *rtol = 1e-5, *atol = 1e-5; break;
+    case NN_F64: *rtol = 1e-12, *atol = 1e-12; break;
+    case NN_F16: *rtol = 2e-3, *atol = 2e-3; break;
+    case NN_BF16: *rtol = 1.6e-2, *atol = 1.6e-2; break;
+    default: *rtol = 0, *atol = 0; break;
+    }
+}
+
+static int64_t elem_offset(const nn_tensor *t, int64_t flat)
+{
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t s = t->shape[d];
+        off += (flat % s) * t->strides[d];
+        flat /= s;
+    }
+    return off * (int64_t)nn_dtype_size(t->dtype);
+}
+
+static void compare(const char *what, nn_tensor *c, nn_tensor *g, double rtol, double atol)
+{
+    char b1[160], b2[160];
+    if (c->dtype != g->dtype) {
+        fail("%s: dtype %s on the CPU, %s on the GPU", what, nn_dtype_name(c->dtype), nn_dtype_name(g->dtype));
+        return;
+    }
+    if (c->ndim != g->ndim || memcmp(c->shape, g->shape, sizeof(int64_t) * c->ndim)) {
+        fail("%s: shape %s on the CPU, %s on the GPU", what, nn_shape_str(b1, c->ndim, c->shape), nn_shape_str(b2, g->ndim, g->shape));
+        return;
+    }
+    nn_tensor *h = to_cpu(g);
+    if (!h) {
+        fail("%s: copy to the CPU failed: %s", what, nn_last_error());
+        return;
+    }
+    int64_t n = nn_numel(c), bad = 0;
+    bool fl = nn_dtype_is_float(c->dtype);
+    const char *pc = nn_data(c), *ph = nn_data(h);
+    for (int64_t i = 0; i < n; i++) {
+        const char *x = pc + elem_offset(c, i), *y = ph + elem_offset(h, i);
+        bool ok;
+        if (fl) {
+            double a = nn_load_f64(x, c->dtype), b = nn_load_f64(y, c->dtype);
+            ok = (isnan(a) || isnan(b)) ? isnan(a) && isnan(b) : a == b || fabs(a - b) <= atol + rtol * fabs(a);
+            if (!ok && bad < 3) fail("%s: element %lld: cpu %.9g cuda %.9g", what, (long long)i, a, b);
+        } else {
+            int64_t a = nn_load_i64(x, c->dtype), b = nn_load_i64(y, c->dtype);
+            ok = a == b;
+            if (!ok && bad < 3) fail("%s: element %lld: cpu %lld cuda %lld", what, (long long)i, (long long)a, (long long)b);
+        }
+        if (!ok) bad++;
+    }
+    if (bad > 3) fail("%s: %lld of %lld elements differ", what, (long long)bad, (long long)n);
+    nn_release(h);
+}
+
+static void save_err(void) { snprintf(cpu_err, sizeof cpu_err, "%s", nn_last_error()); }
+
+/* c: the CPU result (NULL: it failed, message saved by save_err), g: the GPU result */
+static void check(const char *what, nn_tensor *c, nn_tensor *g, double rtol, double atol)
+{
+    if (!c && !g) {
+        if (strcmp(cpu_err, nn_last_error())) fail("%s: errors differ: cpu '%s', cuda '%s'", what, cpu_err, nn_last_error());
+        return;
+    }
+    if (!c) fail("%s: the CPU failed (%s) but the GPU gave a result", what, cpu_err);
+    else if (!g) fail("%s: the GPU failed: %s", what, nn_last_error());
+    else if (!self_test && g->storage->device.type != NN_CUDA) fail("%s: the result is not on the GPU", what);
+    else compare(what, c, g, rtol, atol);
+}
+
+/* tolerances of dt, scaled */
+static void check_tol(const char *what, nn_tensor *c, nn_tensor *g, nn_dtype dt, double scale)
+{
+    double rtol, atol;
+    tol_of(dt, &rtol, &atol);
+    check(what, c, g, rtol * scale, atol * scale);
+}
+
+static void check_dt(const char *what, nn_tensor *c, nn_tensor *g) { check_tol(what, c, g, c ? c->dtype : NN_F32, 1); }
+
+/* x.grad on both sides */
+static void check_grads(const char *what, pair x, double scale)
+{
+    if (!x.c->grad || !x.g->grad) {
+        fail("%s: no gradient (cpu %p, cuda %p): %s", what, (void *)x.c->grad, (void *)x.g->grad, nn_last_error());
+        return;
+    }
+    check_tol(what, x.c->grad, x.g->grad, x.c->dtype, scale);
+}
+
+static void sync_gpu(void)
+{
+    if (!self_test && nn_gpu->synchronize(DEV.index)) fail("synchronize: %s", nn_last_error());
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- softmax / log_softmax ---- */
+
+typedef struct { int nd; int64_t s[4]; int dim; } sm_shape;
+
+static nn_tensor *softmax_of(bool log_, nn_tensor *x, int dim, nn_dtype dt)
+{
+    return log_ ? nn_log_softmax(x, dim, dt) : nn_softmax(x, dim, dt);
+}
+
+static void softmax_case(bool log_, nn_dtype dt, sm_shape sh, int layout)
+{
+    const char *fn = log_ ? "log_softmax" : "softmax";
+    char b[160];
+    layout = fix_layout(layout, sh.nd);
+    if (!begin("%s %s %s dim %d %s", fn, nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), sh.dim, LNAME[layout])) return;
+    pair x = make(dt, sh.nd, sh.s, layout);
+    nn_tensor *c = softmax_of(log_, x.c, sh.dim, NN_DTYPE_NONE);
+    if (!c) save_err();
+    nn_tensor *g = softmax_of(log_, x.g, sh.dim, NN_DTYPE_NONE);
+    check_dt(fn, c, g);
+    /* backward on its own, with a gradient of another layout */
+    if (c && g) {
+        pair go = make(dt, sh.nd, sh.s, (layout + 1) % NLAYOUT == L_EXPAND ? L_CONTIG : (layout + 1) % NLAYOUT);
+        nn_tensor *bc = log_ ? nn_log_softmax_backward(go.c, c, sh.dim) : nn_softmax_backward(go.c, c, sh.dim);
+        if (!bc) save_err();
+        nn_tensor *bg = log_ ? nn_log_softmax_backward(go.g, g, sh.dim) : nn_softmax_backward(go.g, g, sh.dim);
+        check_tol(log_ ? "log_softmax_backward" : "softmax_backward", bc, bg, dt, 2);
+        nn_release(bc), nn_release(bg);
+        pair_free(go);
+    }
+    nn_release(c), nn_release(g);
+    pair_free(x);
+    end();
+}
+
+static void softmax_autograd_case(bool log_, nn_dtype dt, sm_shape sh, int layout)
+{
+    const char *fn = log_ ? "log_softmax" : "softmax";
+    char b[160];
+    layout = fix_layout(layout, sh.nd);
+    if (layout == L_EXPAND) layout = L_CONTIG;
+    if (!begin("%s autograd %s %s dim %d %s", fn, nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), sh.dim, LNAME[layout])) return;
+    pair x = make(dt, sh.nd, sh.s, layout);
+    nn_requires_grad_(x.c, true);
+    nn_requires_grad_(x.g, true);
+    nn_tensor *c = softmax_of(log_, x.c, sh.dim, NN_DTYPE_NONE), *g = softmax_of(log_, x.g, sh.dim, NN_DTYPE_NONE);
+    pair go = make(dt, sh.nd, sh.s, L_TRANS);
+    if (!c || !g) fail("forward: %s", nn_last_error());
+    else if (nn_backward(c, go.c, false) || nn_backward(g, go.g, false)) fail("backward: %s", nn_last_error());
+    else check_grads("x.grad", x, 2);
+    nn_release(c), nn_release(g);
+    pair_free(go);
+    pair_free(x);
+    end();
+}
+
+/* rows of a [rows, n] tensor follow patterns of infinities and NaN; softmax over dim 1, and over
+ * dim 0 of the transpose (a strided dim) */
+static void softmax_special_case(bool log_, int64_t rows, int64_t n, bool transposed)
+{
+    const char *fn = log_ ? "log_softmax" : "softmax";
+    if (!begin("%s special values [%lld, %lld]%s", fn, (long long)rows, (long long)n, transposed ? " transposed" : "")) return;
+    int64_t s[2] = {rows, n};
+    nn_tensor *base = mk(NN_F32, 2, s);
+    float *p = nn_data(base);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) {
+            float *v = &p[r * n + j];
+            switch (r % 7) {
+            case 1: if (j % 3 == 0) *v = -INFINITY; break;
+            case 2: *v = -INFINITY; break;
+            case 3: if (j == n / 2) *v = INFINITY; break;
+            case 4: if (j == n - 1) *v = NAN; break;
+            case 5: if (j == 0 || j == n - 1) *v = INFINITY; break;
+            case 6: if (j != n / 3) *v = -INFINITY; break;
+            default: break;
+            }
+        }
+    pair x = share(base, L_CONTIG, 2, s);
+    if (transposed) {
+        nn_tensor *tc = nn_transpose(x.c, 0, 1), *tg = nn_transpose(x.g, 0, 1);
+        pair_free(x);
+        x.c = tc, x.g = tg;
+    }
+    int dim = transposed ? 0 : 1;
+    nn_tensor *c = softmax_of(log_, x.c, dim, NN_DTYPE_NONE);
+    if (!c) save_err();
+    nn_tensor *g = softmax_of(log_, x.g, dim, NN_DTYPE_NONE);
+    check_dt(fn, c, g);
+    nn_release(c), nn_release(g);
+    pair_free(x);
+    end();
+}
+
+/* softmax(x, dtype=...): the input read as another dtype */
+static void softmax_cast_case(bool log_, nn_dtype in, nn_dtype out, int layout)
+{
+    const char *fn = log_ ? "log_softmax" : "softmax";
+    if (!begin("%s %s -> %s %s", fn, nn_dtype_name(in), nn_dtype_name(out), LNAME[layout])) return;
+    int64_t s[2] = {37, 300};
+    pair x = make(in, 2, s, layout);
+    for (int dim = 0; dim < 2; dim++) {
+        nn_tensor *c = softmax_of(log_, x.c, dim, out);
+        if (!c) save_err();
+        nn_tensor *g = softmax_of(log_, x.g, dim, out);
+        check_dt(fn, c, g);
+        nn_release(c), nn_release(g);
+    }
+    pair_free(x);
+    end();
+}
+
+static void test_softmax(void)
+{
+    const sm_shape shapes[] = {
+        {2, {13, 37}, 1},    {2, {13, 37}, 0},   {2, {13, 37}, -1},       {3, {4, 5, 6}, 0},     {3, {4, 5, 6}, 1},
+        {3, {4, 5, 6}, 2},   {2, {7, 1000}, 1},  {2, {5, 700}, -1},       {2, {3, 1025}, 1},     {2, {2, 5000}, 1},
+        {2, {64, 3}, 1},     {2, {33, 2}, 1},    {4, {3, 4, 8, 8}, 1},    {4, {4, 10, 32, 32}, 1}, {2, {6000, 3}, 0},
+        {1, {1}, 0},         {1, {100}, 0},      {0, {0}, 0},             {2, {0, 5}, 1},        {2, {5, 0}, 1},
+        {2, {1, 1}, 0},      {3, {2, 1, 70}, 2}, {2, {3000, 40}, 0},
+    };
+    for (int log_ = 0; log_ < 2; log_++)
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+            for (int j = 0; j < NFLOAT; j++)
+                for (int l = 0; l < NLAYOUT; l++) {
+                    if (shapes[k].nd < 2 && l != L_CONTIG && l != L_NARROW) continue;
+                    softmax_case(log_, ALL[j], shapes[k], l);
+                }
+    const sm_shape ag[] = {{2, {13, 37}, 1}, {3, {4, 5, 6}, 1}, {2, {3, 1500}, 1}, {4, {4, 10, 32, 32}, 1}, {0, {0}, 0}};
+    for (int log_ = 0; log_ < 2; log_++)
+        for (size_t k = 0; k < sizeof ag / sizeof *ag; k++)
+            for (int j = 0; j < NFLOAT; j++)
+                for (int l = 0; l < 3; l++) softmax_autograd_case(log_, ALL[j], ag[k], l);
+    for (int log_ = 0; log_ < 2; log_++) {
+        softmax_special_case(log_, 21, 40, false);   /* warp rows */
+        softmax_special_case(log_, 21, 3000, false); /* block rows */
+        softmax_special_case(log_, 2100, 40, true);  /* thread per row, strided */
+        softmax_special_case(log_, 21, 40, true);    /* warp rows, strided */
+        softmax_special_case(log_, 7, 1500, true);   /* block rows, strided */
+    }
+    const nn_dtype casts[][2] = {{NN_F16, NN_F32}, {NN_BF16, NN_F32}, {NN_F32, NN_F64}, {NN_F64, NN_F32}, {NN_F32, NN_F16},
+                                 {NN_I64, NN_F32}, {NN_I32, NN_F64}, {NN_U8, NN_F32},  {NN_BOOL, NN_F32}, {NN_I64, NN_BF16}};
+    for (int log_ = 0; log_ < 2; log_++)
+        for (size_t k = 0; k < sizeof casts / sizeof *casts; k++)
+            for (int l = 0; l < 2; l++) softmax_cast_case(log_, casts[k][0], casts[k][1], l ? L_TRANS : L_CONTIG);
+    /* errors: an integer result dtype; a dim out of range */
+    if (begin("softmax errors")) {
+        int64_t s[2] = {3, 4};
+        pair x = make(NN_F32, 2, s, L_CONTIG);
+        nn_tensor *c = nn_softmax(x.c, 0, NN_I64);
+        save_err();
+        nn_tensor *g = nn_softmax(x.g, 0, NN_I64);
+        check("softmax(int64)", c, g, 0, 0);
+        c = nn_log_softmax(x.c, 2, NN_DTYPE_NONE);
+        save_err();
+        g = nn_log_softmax(x.g, 2, NN_DTYPE_NONE);
+        check("log_softmax(dim 2)", c, g, 0, 0);
+        pair_free(x);
+        end();
+    }
+}
+
+/* ---- nll_loss ---- */
+
+typedef struct { int nd; int64_t s[4]; } shape;
+
+/* targets for input shape s (class dim 1, or 0 for 1-D), a fraction of them ignore_index, a few maybe bad */
+static pair make_target(int nd, const int64_t *s, int64_t ignore, double pignore, bool strided, int64_t bad)
+{
+    int64_t ts[NN_MAX_DIMS] = {0}, tn = 0, C = nd == 1 ? s[0] : s[1], n = 1;
+    for (int d = 0; d < nd; d++)
+        if (d != (nd == 1 ? 0 : 1)) ts[tn++] = s[d], n *= s[d];
+    int64_t bs[NN_MAX_DIMS];
+    memcpy(bs, ts, sizeof bs);
+    if (strided && tn) bs[tn - 1] *= 2;
+    nn_tensor *base = nn_empty(tn, bs, NN_I64, CPU);
+    int64_t *p = nn_data(base), m = nn_numel(base);
+    for (int64_t i = 0; i < m; i++) p[i] = urand() < pignore ? ignore : irand(0, C - 1);
+    if (bad && m) p[m / 2 - (strided && (m / 2) % 2)] = bad; /* an element the view sees */
+    if (!strided || !tn) return share(base, L_CONTIG, tn, ts);
+    int64_t st[NN_MAX_DIMS];
+    nn_contiguous_strides(tn, bs, st);
+    st[tn - 1] = 2;
+    nn_tensor *gbase = to_dev(base);
+    pair r = {nn_make_view(base, tn, ts, st, 0), nn_make_view(gbase, tn, ts, st, 0)};
+    nn_release(base), nn_release(gbase);
+    (void)n;
+    return r;
+}
+
+/* an [N, C, ...] input laid out as [C, N, ...] transposed back, or narrowed */
+static pair make_logp(nn_dtype dt, int nd, const int64_t *s, int layout)
+{
+    if (layout == L_TRANS && nd >= 2) {
+        int64_t bs[NN_MAX_DIMS];
+        memcpy(bs, s, sizeof(int64_t) * nd);
+        bs[0] = s[1], bs[1] = s[0];
+        pair b = share(mk(dt, nd, bs), L_CONTIG, nd, bs);
+        pair r = {nn_transpose(b.c, 0, 1), nn_transpose(b.g, 0, 1)};
+        pair_free(b);
+        return r;
+    }
+    return make(dt, nd, s, layout);
+}
+
+static const char *const RED[] = {"none", "mean", "sum"};
+
+static void nll_case(nn_dtype dt, shape sh, int layout, bool weighted, int red, int64_t ignore, bool strided_target)
+{
+    char b[160];
+    if (!begin("nll_loss %s %s %s%s reduction %s ignore %lld%s", nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), LNAME[layout],
+               weighted ? " weighted" : "", RED[red], (long long)ignore, strided_target ? " strided target" : ""))
+        return;
+    pair x = make_logp(dt, sh.nd, sh.s, layout);
+    pair t = make_target(sh.nd, sh.s, ignore, 0.2, strided_target, 0);
+    int64_t C = sh.nd == 1 ? sh.s[0] : sh.s[1];
+    pair w = {NULL, NULL};
+    if (weighted) {
+        nn_tensor *wb = nn_empty(1, &C, dt, CPU);
+        for (int64_t i = 0; i < C; i++) nn_store_f64((char *)nn_data(wb) + i * nn_dtype_size(dt), dt, 0.25 + 2 * urand());
+        w = share(wb, L_CONTIG, 1, &C);
+    }
+    nn_requires_grad_(x.c, true);
+    nn_requires_grad_(x.g, true);
+    nn_tensor *c = nn_nll_loss(x.c, t.c, w.c, red, ignore);
+    if (!c) save_err();
+    nn_tensor *g = nn_nll_loss(x.g, t.g, w.g, red, ignore);
+    /* sums of many terms: a little more room in the low-precision types */
+    double scale = dt == NN_F32 && red ? 10 : 2;
+    check_tol("loss", c, g, dt, scale);
+    if (c && g) {
+        pair go = {NULL, NULL};
+        if (red == 0) go = make(dt, c->ndim, c->shape, c->ndim >= 2 ? L_TRANS : L_CONTIG);
+        if (nn_backward(c, go.c, false) || nn_backward(g, go.g, false)) fail("backward: %s", nn_last_error());
+        else check_grads("x.grad", x, 2);
+        pair_free(go);
+    }
+    nn_release(c), nn_release(g);
+    pair_free(x), pair_free(t), pair_free(w);
+    end();
+}
+
+static void test_nll_loss(void)
+{
+    const shape shapes[] = {{2, {64, 10}}, {1, {10}}, {4, {4, 5, 3, 7}}, {2, {100000, 7}}, {3, {8, 5, 2000}}, {2, {0, 5}}, {2, {1, 1}}};
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+        for (int j = 0; j < NFLOAT; j++)
+            for (int red = 0; red < 3; red++)
+                for (int v = 0; v < 4; v++) {
+                    int layout = v == 1 ? L_TRANS : v == 2 ? L_NARROW : L_CONTIG;
+                    nll_case(ALL[j], shapes[k], layout, v & 1, red, v == 3 ? 2 : -100, v == 2);
+                }
+    /* every target ignored: mean is nan */
+    if (begin("nll_loss every target ignored")) {
+        int64_t s[2] = {6, 4};
+        pair x = make(NN_F32, 2, s, L_CONTIG), t = make_target(2, s, -100, 1.0, false, 0);
+        for (int red = 0; red < 3; red++) {
+            nn_tensor *c = nn_nll_loss(x.c, t.c, NULL, red, -100), *g = nn_nll_loss(x.g, t.g, NULL, red, -100);
+            check("loss", c, g, 0, 0);
+            nn_release(c), nn_release(g);
+        }
+        pair_free(x), pair_free(t);
+        end();
+    }
+    /* a 0-dim target on the CPU with a [C] input on the GPU */
+    if (begin("nll_loss [C] input, 0-dim CPU target")) {
+        int64_t C = 12;
+        pair x = make(NN_F32, 1, &C, L_CONTIG);
+        nn_tensor *t = nn_empty(0, NULL, NN_I64, CPU);
+        *(int64_t *)nn_data(t) = 5;
+        for (int red = 0; red < 3; red++) {
+            nn_tensor *c = nn_nll_loss(x.c, t, NULL, red, -100), *g = nn_nll_loss(x.g, t, NULL, red, -100);
+            check("loss", c, g, 1e-6, 1e-6);
+            nn_release(c), nn_release(g);
+        }
+        *(int64_t *)nn_data(t) = 12; /* out of range: an error now, as on the CPU */
+        nn_tensor *c = nn_nll_loss(x.c, t, NULL, 1, -100);
+        save_err();
+        nn_tensor *g = nn_nll_loss(x.g, t, NULL, 1, -100);
+        check("target 12", c, g, 0, 0);
+        nn_release(t);
+        pair_free(x);
+        end();
+    }
+    /* a device target out of range: reported by the next call (an error at once on the CPU stand-in) */
+    if (begin("nll_loss target out of bounds on the GPU")) {
+        int64_t s[2] = {50, 10};
+        pair x = make(NN_F32, 2, s, L_CONTIG), t = make_target(2, s, -100, 0, false, 13), ok = make_target(2, s, -100, 0, false, 0);
+        nn_tensor *c = nn_nll_loss(x.c, t.c, NULL, 1, -100);
+        if (c || !strstr(nn_last_error(), "Target 13 is out of bounds")) fail("cpu: %s", c ? "no error" : nn_last_error());
+        nn_release(c);
+        nn_tensor *g = nn_nll_loss(x.g, t.g, NULL, 1, -100);
+        if (g) {
+            nn_release(g);
+            sync_gpu();
+            g = nn_nll_loss(x.g, ok.g, NULL, 1, -100);
+        }
+        if (g || !strstr(nn_last_error(), "Target 13 is out of bounds")) fail("cuda: %s", g ? "no error" : nn_last_error());
+        nn_release(g);
+        g = nn_nll_loss(x.g, ok.g, NULL, 1, -100); /* reported once */
+        if (!g) fail("after the error: %s", nn_last_error());
+        nn_release(g);
+        pair_free(x), pair_free(t), pair_free(ok);
+        end();
+    }
+}
+
+/* ---- index_select / index_add_ / embedding ---- */
+
+static void select_case(nn_dtype dt, shape sh, int dim, int layout, nn_dtype idt, int64_t nidx, bool strided)
+{
+    char b[160];
+    layout = fix_layout(layout, sh.nd);
+    if (!begin("index_select %s %s dim %d %s, %s index [%lld]%s", nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), dim, LNAME[layout],
+               nn_dtype_name(idt), (long long)nidx, strided ? " strided" : ""))
+        return;
+    pair x = make(dt, sh.nd, sh.s, layout);
+    int64_t size = sh.nd ? sh.s[dim < 0 ? dim + sh.nd : dim] : 1;
+    pair ix = make_index(idt, nidx, 0, size - 1, strided);
+    nn_tensor *c = nn_index_select(x.c, dim, ix.c);
+    if (!c) save_err();
+    nn_tensor *g = nn_index_select(x.g, dim, ix.g);
+    check("index_select", c, g, 0, 0);
+    nn_release(c), nn_release(g);
+    if (nn_dtype_is_float(dt) && layout != L_EXPAND) { /* backward: index_add_ of the gradient, repeats accumulate */
+        nn_requires_grad_(x.c, true);
+        nn_requires_grad_(x.g, true);
+        c = nn_index_select(x.c, dim, ix.c);
+        g = nn_index_select(x.g, dim, ix.g);
+        if (!c || !g) fail("forward: %s", nn_last_error());
+        else {
+            pair go = make(dt, c->ndim, c->shape, c->ndim >= 2 ? L_TRANS : L_CONTIG);
+            if (nn_backward(c, go.c, false) || nn_backward(g, go.g, false)) fail("backward: %s", nn_last_error());
+            else check_grads("x.grad", x, 4.0 * (1 + nidx / size)); /* sums of repeats, in another order */
+            pair_free(go);
+        }
+        nn_release(c), nn_release(g);
+    }
+    pair_free(x), pair_free(ix);
+    end();
+}
+
+static void add_case(nn_dtype dt, shape sh, int dim, int layout, int slayout, nn_dtype idt, int64_t nidx, double alpha)
+{
+    char b[160];
+    layout = fix_layout(layout, sh.nd);
+    if (!begin("index_add_ %s %s dim %d self %s source %s, %s index [%lld] alpha %g", nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), dim,
+               LNAME[layout], LNAME[slayout], nn_dtype_name(idt), (long long)nidx, alpha))
+        return;
+    pair self = make(dt, sh.nd, sh.s, layout);
+    int64_t ss[NN_MAX_DIMS] = {0};
+    memcpy(ss, sh.s, sizeof sh.s);
+    if (sh.nd) ss[dim] = nidx;
+    pair src = make(dt, sh.nd, ss, fix_layout(slayout, sh.nd));
+    int64_t size = sh.nd ? sh.s[dim] : 1;
+    pair ix = make_index(idt, sh.nd ? nidx : -1, 0, size - 1, false);
+    nn_status sc = nn_index_add_(self.c, dim, ix.c, src.c, alpha);
+    if (sc) save_err();
+    nn_status sg = nn_index_add_(self.g, dim, ix.g, src.g, alpha);
+    if (sc || sg) {
+        if (!sc) fail("the GPU failed: %s", nn_last_error());
+        else if (!sg) fail("the CPU failed (%s) but the GPU did not", cpu_err);
+        else if (strcmp(cpu_err, nn_last_error())) fail("errors differ: cpu '%s', cuda '%s'", cpu_err, nn_last_error());
+    } else {
+        /* repeated indices add in another order (and float16/bfloat16 round alpha * source first) */
+        check_tol("self", self.c, self.g, dt, 8.0 * (1 + nidx / size));
+    }
+    pair_free(self), pair_free(src), pair_free(ix);
+    end();
+}
+
+static void embedding_case(nn_dtype dt, int64_t V, int64_t D, nn_dtype idt, int64_t padding_idx)
+{
+    if (!begin("embedding %s [%lld, %lld] %s indices padding_idx %lld", nn_dtype_name(dt), (long long)V, (long long)D, nn_dtype_name(idt),
+               (long long)padding_idx))
+        return;
+    int64_t ws[2] = {V, D}, is[2] = {4, 6};
+    pair w = make(dt, 2, ws, L_CONTIG);
+    nn_tensor *ib = nn_empty(2, is, idt, CPU);
+    for (int64_t i = 0; i < 24; i++) nn_store_i64((char *)nn_data(ib) + i * nn_dtype_size(idt), idt, i % 5 == 0 ? 3 : irand(0, V - 1));
+    pair ix = share(ib, L_CONTIG, 2, is);
+    nn_requires_grad_(w.c, true);
+    nn_requires_grad_(w.g, true);
+    nn_tensor *c = nn_embedding(w.c, ix.c, padding_idx);
+    if (!c) save_err();
+    nn_tensor *g = nn_embedding(w.g, ix.g, padding_idx);
+    check("embedding", c, g, 0, 0);
+    if (c && g) {
+        pair go = make(dt, c->ndim, c->shape, L_CONTIG);
+        if (nn_backward(c, go.c, false) || nn_backward(g, go.g, false)) fail("backward: %s", nn_last_error());
+        else check_grads("weight.grad", w, 16);
+        pair_free(go);
+    }
+    nn_release(c), nn_release(g);
+    pair_free(w), pair_free(ix);
+    end();
+}
+
+static void test_index(void)
+{
+    const struct { shape sh; int dim; int64_t nidx; } sel[] = {
+        {{2, {7, 9}}, 0, 12},   {{2, {7, 9}}, 1, 12},    {{2, {7, 9}}, -1, 3},      {{3, {4, 5, 6}}, 0, 7}, {{3, {4, 5, 6}}, 1, 9},
+        {{3, {4, 5, 6}}, 2, 4}, {{1, {10}}, 0, 15},     {{2, {50, 64}}, 0, 40},    {{2, {30, 33}}, 0, 25}, {{2, {1000, 128}}, 0, 5000},
+        {{2, {6, 40}}, 1, 0},   {{3, {3, 20, 16}}, 1, 30}, {{2, {0, 4}}, 1, 3},
+    };
+    for (size_t k = 0; k < sizeof sel / sizeof *sel; k++)
+        for (int j = 0; j < NALL; j++)
+            for (int l = 0; l < NLAYOUT; l++) {
+                bool big = sel[k].sh.s[0] == 1000;
+                if (big && l) continue;
+                select_case(ALL[j], sel[k].sh, sel[k].dim, l, l == 1 ? NN_I32 : NN_I64, sel[k].nidx, l == 2);
+            }
+    /* a 0-dim index (on the device, and on the CPU), a 0-dim input */
+    for (int j = 0; j < NALL; j++) {
+        if (!begin("index_select 0-dim index, 0-dim input %s", nn_dtype_name(ALL[j]))) continue;
+        int64_t s[2] = {5, 6};
+        pair x = make(ALL[j], 2, s, L_TRANS), x0 = make(ALL[j], 0, s, L_CONTIG);
+        pair ix = make_index(NN_I64, -1, 0, 4, false), i0 = make_index(NN_I32, -1, 0, 0, false);
+        for (int dim = 0; dim < 2; dim++) {
+            nn_tensor *c = nn_index_select(x.c, dim, ix.c), *g = nn_index_select(x.g, dim, ix.g), *h = nn_index_select(x.g, dim, ix.c);
+            check("device index", c, g, 0, 0);
+            check("CPU index", c, h, 0, 0);
+            nn_release(c), nn_release(g), nn_release(h);
+        }
+        nn_tensor *c = nn_index_select(x0.c, 0, i0.c), *g = nn_index_select(x0.g, 0, i0.g);
+        check("0-dim input", c, g, 0, 0);
+        nn_release(c), nn_release(g);
+        pair_free(x), pair_free(x0), pair_free(ix), pair_free(i0);
+        end();
+    }
+
+    const struct { shape sh; int dim; int64_t nidx; } add[] = {
+        {{2, {7, 9}}, 0, 12}, {{2, {7, 9}}, 1, 5}, {{3, {4, 5, 6}}, 1, 9}, {{2, {10, 64}}, 0, 30}, {{2, {10, 65}}, 0, 30},
+        {{1, {10}}, 0, 25},   {{0, {0}}, 0, 1},    {{2, {300, 16}}, 0, 20000},
+    };
+    for (size_t k = 0; k < sizeof add / sizeof *add; k++)
+        for (int j = 0; j < NALL; j++)
+            for (int v = 0; v < 5; v++) {
+                nn_dtype dt = ALL[j];
+                int layout = v == 1 ? L_TRANS : v == 2 ? L_NARROW : v == 4 ? L_EXPAND : L_CONTIG;
+                int slayout = v == 3 ? L_EXPAND : v == 1 ? L_TRANS : L_CONTIG;
+                double alpha = dt == NN_BOOL ? 1 : v == 2 ? 1 : nn_dtype_is_float(dt) ? 2.5 : 3;
+                if (add[k].nidx > 1000 && (v || dt == NN_F16 || dt == NN_BF16 || dt == NN_U8 || dt == NN_BOOL)) continue;
+                add_case(dt, add[k].sh, add[k].dim, layout, slayout, v == 2 ? NN_I32 : NN_I64, add[k].nidx, alpha);
+            }
+    for (int j = 0; j < NFLOAT; j++) {
+        embedding_case(ALL[j], 20, 16, NN_I64, 3);
+        embedding_case(ALL[j], 50, 7, NN_I32, -1);
+        embedding_case(ALL[j], 9, 130, NN_I64, 0);
+    }
+
+    /* out of range: a CPU 0-dim index fails at once; a device index is reported by the next call */
+    if (begin("index_select / index_add_ index out of range")) {
+        int64_t s[2] = {5, 6};
+        pair x = make(NN_F32, 2, s, L_CONTIG);
+        nn_tensor *i0 = nn_scalar_i64(7);
+        i0->wrapped_number = false;
+        nn_tensor *c = nn_index_select(x.c, 0, i0);
+        save_err();
+        nn_tensor *g = nn_index_select(x.g, 0, i0);
+        check("CPU index 7", c, g, 0, 0);
+        pair bad = make_index(NN_I64, 4, 5, 5, false), ok = make_index(NN_I64, 4, 0, 4, false);
+        g = nn_index_select(x.g, 0, bad.g);
+        if (g) {
+            nn_release(g);
+            sync_gpu();
+            g = nn_index_select(x.g, 0, ok.g);
+        }
+        if (g || !strstr(nn_last_error(), "index out of range in self")) fail("index_select: %s", g ? "no error" : nn_last_error());
+        nn_release(g);
+        int64_t s4[2] = {4, 6};
+        pair src = make(NN_F32, 2, s4, L_CONTIG);
+        nn_status st = nn_index_add_(x.g, 0, bad.g, src.g, 1);
+        if (!st) {
+            sync_gpu();
+            st = nn_index_add_(x.g, 0, ok.g, src.g, 1);
+        }
+        if (!st || !strstr(nn_last_error(), "index out of range in self")) fail("index_add_: %s", !st ? "no error" : nn_last_error());
+        g = nn_index_select(x.g, 0, ok.g);
+        if (!g) fail("after the error: %s", nn_last_error());
+        nn_release(g), nn_release(i0);
+        pair_free(x), pair_free(bad), pair_free(ok), pair_free(src);
+        end();
+    }
+}
+
+/* ---- optimizers ---- */
+
+enum { SGD, ADAM, RMSPROP, ADAGRAD };
+static const char *const ALG[] = {"sgd", "adam", "rmsprop", "adagrad"};
+
+typedef struct {
+    int alg;
+    const char *label;
+    nn_sgd_opts sgd;
+    nn_adam_opts adam;
+    nn_rmsprop_opts rms;
+    nn_adagrad_opts ada;
+} config;
+
+#define NPARAM 9
+typedef struct { int nd; int64_t s[3]; int play, glay; } pspec;
+/* param and gradient layouts: contiguous, large (several chunks), both transposed (a dense
+ * permuted layout), transposed param with contiguous grad, narrowed (not dense), 0-dim, empty,
+ * no gradient, expanded gradient */
+static const pspec PARAMS[NPARAM] = {
+    {2, {3, 5}, L_CONTIG, L_CONTIG}, {1, {100003}, L_CONTIG, L_CONTIG}, {2, {7, 11}, L_TRANS, L_TRANS},
+    {2, {6, 4}, L_TRANS, L_CONTIG},  {2, {5, 9}, L_NARROW, L_CONTIG},   {0, {0}, L_CONTIG, L_CONTIG},
+    {2, {0, 4}, L_CONTIG, L_CONTIG}, {2, {5, 5}, L_CONTIG, L_CONTIG},   {3, {2, 3, 4}, L_CONTIG, L_EXPAND},
+};
+
+typedef struct {
+    int n;
+    pair p[64], g[64];
+    nn_tensor *st[2][4][64]; /* [side][role][param] */
+} plist;
+
+static nn_status run_step(const config *c, int side, plist *L, nn_tensor **grads)
+{
+    nn_tensor *ps[64];
+    for (int k = 0; k < L->n; k++) ps[k] = side ? L->p[k].g : L->p[k].c;
+    nn_tensor **st0 = L->st[side][0], **st1 = L->st[side][1], **st2 = L->st[side][2], **st3 = L->st[side][3];
+    switch (c->alg) {
+    case SGD: return nn_sgd_step(L->n, ps, grads, st0, &c->sgd);
+    case ADAM: return nn_adam_step(L->n, ps, grads, st0, st1, st2, st3, &c->adam);
+    case RMSPROP: return nn_rmsprop_step(L->n, ps, grads, st0, st1, st2, st3, &c->rms);
+    default: return nn_adagrad_step(L->n, ps, grads, st0, st3, &c->ada);
+    }
+}
+
+/* dts: the dtype of param k is dts[k % ndts] */
+static void optim_case(const config *c, const nn_dtype *dts, int ndts, int nparams, int nsteps)
+{
+    char dn[64] = "";
+    for (int k = 0; k < ndts; k++) snprintf(dn + strlen(dn), sizeof dn - strlen(dn), "%s%s", k ? "+" : "", nn_dtype_name(dts[k]));
+    if (!begin("%s %s %s, %d params, %d steps", ALG[c->alg], c->label, dn, nparams, nsteps)) return;
+    static plist L;
+    memset(&L, 0, sizeof L);
+    L.n = nparams;
+    for (int k = 0; k < nparams; k++) {
+        const pspec *ps = &PARAMS[k % NPARAM];
+        L.p[k] = make(dts[k % ndts], ps->nd, ps->s, ps->play);
+    }
+    bool err = false;
+    for (int step = 0; step < nsteps && !err; step++) {
+        nn_tensor *gc[64] = {NULL}, *gg[64] = {NULL};
+        for (int k = 0; k < nparams; k++) {
+            const pspec *ps = &PARAMS[k % NPARAM];
+            if (k % NPARAM == 7 || (k % NPARAM == 3 && step == 1)) continue; /* no gradient; a missed step */
+            pair g = make(dts[k % ndts], ps->nd, ps->s, ps->glay);
+            gc[k] = g.c, gg[k] = g.g;
+        }
+        nn_status sc = run_step(c, 0, &L, gc);
+        if (sc) save_err();
+        nn_status sg = run_step(c, 1, &L, gg);
+        if (sc || sg) {
+            fail("step %d: cpu %d (%s), cuda %d (%s)", step, sc, sc ? cpu_err : "", sg, sg ? nn_last_error() : "");
+            err = true;
+        }
+        for (int k = 0; k < nparams; k++) nn_release(gc[k]), nn_release(gg[k]);
+    }
+    for (int k = 0; k < nparams && !err; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "param %d", k);
+        check_tol(what, L.p[k].c, L.p[k].g, L.p[k].c->dtype, 2);
+        for (int r = 0; r < 3; r++) {
+            nn_tensor *a = L.st[0][r][k], *b = L.st[1][r][k];
+            if (!a && !b) continue;
+            snprintf(what, sizeof what, "param %d state %d", k, r);
+            if (!a || !b) fail("%s: cpu %p cuda %p", what, (void *)a, (void *)b);
+            else check_tol(what, a, b, a->dtype, 2);
+        }
+        nn_tensor *a = L.st[0][3][k], *b = L.st[1][3][k];
+        if (a && b && nn_load_f64(nn_data(a), a->dtype) != nn_load_f64(nn_data(b), b->dtype)) fail("param %d: steps differ", k);
+    }
+    for (int k = 0; k < nparams; k++) {
+        pair_free(L.p[k]);
+        for (int s = 0; s < 2; s++)
+            for (int r = 0; r < 4; r++) nn_release(L.st[s][r][k]);
+    }
+    end();
+}
+
+static void test_optim(void)
+{
+    config cs[12];
+    int n = 0;
+    memset(cs, 0, sizeof cs);
+    cs[n].alg = SGD, cs[n].label = "plain", cs[n].sgd = (nn_sgd_opts){.lr = 0.1}, n++;
+    cs[n].alg = SGD, cs[n].label = "momentum dampening wd", cs[n].sgd = (nn_sgd_opts){.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01}, n++;
+    cs[n].alg = SGD, cs[n].label = "nesterov maximize", cs[n].sgd = (nn_sgd_opts){.lr = 0.05, .momentum = 0.8, .nesterov = true, .maximize = true}, n++;
+    cs[n].alg = ADAM, cs[n].label = "plain", cs[n].adam = (nn_adam_opts){.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}, n++;
+    cs[n].alg = ADAM, cs[n].label = "amsgrad wd", cs[n].adam = (nn_adam_opts){.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1, .amsgrad = true}, n++;
+    cs[n].alg = ADAM, cs[n].label = "AdamW maximize beta1 0.2", cs[n].adam = (nn_adam_opts){.lr = 0.02, .beta1 = 0.2, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.05, .decoupled = true, .maximize = true}, n++;
+    cs[n].alg = RMSPROP, cs[n].label = "plain", cs[n].rms = (nn_rmsprop_opts){.lr = 0.01, .alpha = 0.99, .eps = 1e-8}, n++;
+    cs[n].alg = RMSPROP, cs[n].label = "centered momentum wd", cs[n].rms = (nn_rmsprop_opts){.lr = 0.01, .alpha = 0.9, .eps = 1e-6, .weight_decay = 0.01, .momentum = 0.5, .centered = true}, n++;
+    cs[n].alg = ADAGRAD, cs[n].label = "plain", cs[n].ada = (nn_adagrad_opts){.lr = 0.1, .eps = 1e-10}, n++;
+    cs[n].alg = ADAGRAD, cs[n].label = "lr_decay wd init maximize", cs[n].ada = (nn_adagrad_opts){.lr = 0.1, .lr_decay = 0.01, .weight_decay = 0.02, .eps = 1e-10, .initial_accumulator_value = 0.1, .maximize = true}, n++;
+    for (int k = 0; k < n; k++) {
+        for (int j = 0; j < NFLOAT; j++) optim_case(&cs[k], &ALL[j], 1, NPARAM, 4);
+        optim_case(&cs[k], ALL, NFLOAT, 2 * NPARAM, 3); /* mixed dtypes in one list */
+    }
+}
+
+/* more parameters than one launch's table holds (several launches) */
+static void test_optim_long(void)
+{
+    if (!begin("adam, 700 parameters")) return;
+    enum { N = 700 };
+    static pair p[N];
+    static nn_tensor *st[2][4][N];
+    memset(st, 0, sizeof st);
+    nn_tensor *ps[2][N], *gs[2][N];
+    for (int k = 0; k < N; k++) {
+        int64_t s = 1 + k % 5;
+        p[k] = make(k % 3 ? NN_F32 : NN_BF16, 1, &s, L_CONTIG);
+        ps[0][k] = p[k].c, ps[1][k] = p[k].g;
+    }
+    nn_adam_opts o = {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
+    for (int step = 0; step < 3; step++) {
+        for (int k = 0; k < N; k++) {
+            int64_t s = 1 + k % 5;
+            pair g = make(p[k].c->dtype, 1, &s, L_CONTIG);
+            gs[0][k] = g.c, gs[1][k] = g.g;
+        }
+        for (int side = 0; side < 2; side++)
+            if (nn_adam_step(N, ps[side], gs[side], st[side][0], st[side][1], NULL, st[side][3], &o)) fail("step: %s", nn_last_error());
+        for (int k = 0; k < N; k++) nn_release(gs[0][k]), nn_release(gs[1][k]);
+    }
+    for (int k = 0; k < N; k++) {
+        check_tol("param", p[k].c, p[k].g, p[k].c->dtype, 2);
+        pair_free(p[k]);
+        for (int s = 0; s < 2; s++)
+            for (int r = 0; r < 4; r++) nn_release(st[s][r][k]);
+    }
+    end();
+}
+
+/* ---- timing (informational) ---- */
+
+static void timing(void)
+{
+    if (!have_gpu || self_test) return;
+    int64_t s[2] = {4096, 1000};
+    nn_tensor *x = mk(NN_F32, 2, s), *xg = to_dev(x);
+    nn_tensor *y = nn_softmax(xg, 1, NN_DTYPE_NONE);
+    nn_release(y);
+    sync_gpu();
+    double t0 = now();
+    for (int i = 0; i < 100; i++) nn_release(nn_log_softmax(xg, 1, NN_DTYPE_NONE));
+    sync_gpu();
+    double t = (now() - t0) / 100;
+    fprintf(stderr, "log_softmax [4096, 1000] f32: %.1f us (%.0f GB/s)\n", t * 1e6, 2 * 4096 * 1000 * 4 / t * 1e-9);
+    nn_release(x), nn_release(xg);
+
+    enum { NP = 160 };
+    nn_tensor *ps[NP], *gs[NP], *m[NP] = {NULL}, *v[NP] = {NULL}, *steps[NP] = {NULL};
+    int64_t total = 0;
+    for (int k = 0; k < NP; k++) {
+        int64_t n = k % 4 == 0 ? 1000000 : 5000;
+        total += n;
+        ps[k] = nn_zeros(1, &n, NN_F32, DEV);
+        gs[k] = nn_full(1, &n, 0.5, NN_F32, DEV);
+    }
+    nn_adam_opts o = {.lr = 0.001, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    nn_adam_step(NP, ps, gs, m, v, NULL, steps, &o);
+    sync_gpu();
+    t0 = now();
+    for (int i = 0; i < 20; i++) nn_adam_step(NP, ps, gs, m, v, NULL, steps, &o);
+    sync_gpu();
+    t = (now() - t0) / 20;
+    fprintf(stderr, "adam_step %d params, %lld floats: %.1f us (%.0f GB/s)\n", NP, (long long)total, t * 1e6, total * 4.0 * 7 / t * 1e-9);
+    for (int k = 0; k < NP; k++) nn_release(ps[k]), nn_release(gs[k]), nn_release(m[k]), nn_release(v[k]), nn_release(steps[k]);
+}
+
+int main(void)
+{
+    const char *dev = getenv("NNREPL_TEST_DEVICE");
+    self_test = dev && !strcmp(dev, "cpu");
+    if (self_test) {
+        DEV = CPU;
+        have_gpu = true;
+    } else {
+        have_gpu = nn_gpu && nn_gpu->device_count() > 0;
+    }
+    double t0 = now();
+    test_softmax();
+    test_nll_loss();
+    test_index();
+    test_optim();
+    test_optim_long();
+    timing();
+    if (have_gpu) fprintf(stderr, "test_cuda_nnfunc: %.1f s\n", now() - t0);
+    printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
+    return n_fail != 0;
+}
