@@ -101,16 +101,16 @@ static void bench_mm(const char *tag, nn_dtype dt, int64_t m, int64_t k, int64_t
     nn_cuda_set_matmul_allow_tf32(false);
 }
 
-static void bench_conv(nn_dtype dt, int64_t N, int64_t C, int64_t HW, int64_t O, int64_t kk, bool bench, bool tf32)
+static void bench_conv(nn_dtype dt, int64_t N, int64_t C, int64_t HW, int64_t O, int64_t kk, bool bench, bool tf32, bool bias)
 {
     int64_t xs[4] = {N, C, HW, HW}, ws[4] = {O, C, kk, kk}, bs[1] = {O}, ys[4] = {N, O, HW, HW};
     nn_cudnn_set_benchmark(bench);
     nn_cudnn_set_allow_tf32(tf32);
-    convctx c = {rnd(4, xs, dt), rnd(4, ws, dt), rnd(1, bs, dt), rnd(4, ys, dt), {1, 1}, {kk / 2, kk / 2}, {1, 1}};
+    convctx c = {rnd(4, xs, dt), rnd(4, ws, dt), bias ? rnd(1, bs, dt) : NULL, rnd(4, ys, dt), {1, 1}, {kk / 2, kk / 2}, {1, 1}};
     double flops = 2.0 * N * O * HW * HW * C * kk * kk * 1e-9;
     double f = time_op(do_conv, &c, 20), bi = time_op(do_conv_bwd_in, &c, 20), bw = time_op(do_conv_bwd_w, &c, 20);
-    printf("conv2d %s%s%s N%lld C%lld %lldx%lld O%lld k%lld: fwd %.3f ms (%.1f TFLOP/s), bwd-input %.3f ms, bwd-weight %.3f ms\n", nn_dtype_name(dt),
-           bench ? " benchmark" : "", tf32 ? " tf32" : "", (long long)N, (long long)C, (long long)HW, (long long)HW, (long long)O, (long long)kk,
+    printf("conv2d %s%s%s%s N%lld C%lld %lldx%lld O%lld k%lld: fwd %.3f ms (%.1f TFLOP/s), bwd-input %.3f ms, bwd-weight %.3f ms\n", nn_dtype_name(dt),
+           bench ? " benchmark" : "", tf32 ? " tf32" : "", bias ? "" : " no-bias", (long long)N, (long long)C, (long long)HW, (long long)HW, (long long)O, (long long)kk,
            f, flops / f, bi, bw);
     nn_release(c.x), nn_release(c.w), nn_release(c.b), nn_release(c.gy);
     nn_cudnn_set_benchmark(false);
@@ -137,12 +137,14 @@ int main(void)
         printf("bmm float16 64x[256x64x256]: %.4f ms\n", ms);
         nn_release(c.a), nn_release(c.b);
     }
-    bench_conv(NN_F32, 64, 64, 56, 64, 3, false, false);
-    bench_conv(NN_F32, 64, 64, 56, 64, 3, false, true);
-    bench_conv(NN_F32, 64, 64, 56, 64, 3, true, true);
-    bench_conv(NN_F16, 64, 64, 56, 64, 3, false, false);
-    bench_conv(NN_F16, 64, 64, 56, 64, 3, true, false);
-    bench_conv(NN_F32, 128, 3, 32, 32, 3, false, true);
+    bench_conv(NN_F32, 64, 64, 56, 64, 3, false, false, true);
+    bench_conv(NN_F32, 64, 64, 56, 64, 3, false, true, true);
+    bench_conv(NN_F32, 64, 64, 56, 64, 3, true, true, true);
+    bench_conv(NN_F16, 64, 64, 56, 64, 3, false, false, true);
+    bench_conv(NN_F16, 64, 64, 56, 64, 3, true, false, true);
+    bench_conv(NN_F32, 128, 3, 32, 32, 3, false, true, true);
+    bench_conv(NN_F32, 128, 3, 32, 32, 3, false, true, false);
+    bench_conv(NN_F32, 128, 3, 32, 32, 3, true, true, true);
     {
         int64_t xs[4] = {64, 64, 112, 112};
         nn_tensor *x = rnd(4, xs, NN_F32);

@@ -30,12 +30,12 @@ def bench_mm(tag, dt, m, k, n, tf32, iters):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
-def bench_conv(dt, N, C, HW, O, kk, bench, tf32):
+def bench_conv(dt, N, C, HW, O, kk, bench, tf32, bias=True):
     torch.backends.cudnn.benchmark = bench
     torch.backends.cudnn.allow_tf32 = tf32
     x = torch.rand(N, C, HW, HW, device="cuda").to(dt)
     w = torch.rand(O, C, kk, kk, device="cuda").to(dt)
-    b = torch.rand(O, device="cuda").to(dt)
+    b = torch.rand(O, device="cuda").to(dt) if bias else None
     gy = torch.rand(N, O, HW, HW, device="cuda").to(dt)
     p = kk // 2
     flops = 2.0 * N * O * HW * HW * C * kk * kk * 1e-9
@@ -43,7 +43,7 @@ def bench_conv(dt, N, C, HW, O, kk, bench, tf32):
     bi = time_op(lambda: torch.nn.grad.conv2d_input(x.shape, w, gy, 1, p), 20)
     bw = time_op(lambda: torch.nn.grad.conv2d_weight(x, w.shape, gy, 1, p), 20)
     name = str(dt).replace("torch.", "")
-    print(f"conv2d {name}{' benchmark' if bench else ''}{' tf32' if tf32 else ''} N{N} C{C} {HW}x{HW} O{O} k{kk}: "
+    print(f"conv2d {name}{' benchmark' if bench else ''}{' tf32' if tf32 else ''}{'' if bias else ' no-bias'} N{N} C{C} {HW}x{HW} O{O} k{kk}: "
           f"fwd {f:.3f} ms ({flops / f:.1f} TFLOP/s), bwd-input {bi:.3f} ms, bwd-weight {bw:.3f} ms")
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.allow_tf32 = True
@@ -66,6 +66,8 @@ def main():
     bench_conv(torch.float16, 64, 64, 56, 64, 3, False, False)
     bench_conv(torch.float16, 64, 64, 56, 64, 3, True, False)
     bench_conv(torch.float32, 128, 3, 32, 32, 3, False, True)
+    bench_conv(torch.float32, 128, 3, 32, 32, 3, False, True, False)
+    bench_conv(torch.float32, 128, 3, 32, 32, 3, True, True)
     x = torch.rand(64, 64, 112, 112, device="cuda")
     print(f"max_pool2d float32 [64, 64, 112, 112] k2 s2: {time_op(lambda: F.max_pool2d(x, 2, 2), 50):.4f} ms")
 

@@ -7,10 +7,8 @@
  * the host and passed by value. Three paths, one launch each:
  *  - dense: every tensor operand contiguous in the output's order and of the
  *    compute dtype; 16-byte vector loads and stores when aligned;
- *  - strided: same dtypes, any strides (broadcast inputs have stride 0), 32-bit
- *    index math;
- *  - generic: mixed dtypes (or more than 2^31 elements), loads and stores by
- *    runtime dtype. */
+ *  - strided: same dtypes, any strides (broadcast inputs have stride 0);
+ *  - generic: mixed dtypes, loads and stores by runtime dtype. */
 #include "ew.cuh"
 
 using namespace nnk;
@@ -109,14 +107,14 @@ __global__ void bin_dense(O *out, Operand<typename ctype<T>::type> a, Operand<ty
     for (int64_t i = nv * N + tid; i < n; i += step) out[i] = st<O>(bop<OP, C>(ta ? ld(pa[i]) : va, tb ? ld(pb[i]) : vb, p));
 }
 
-/* any strides, operands of the compute dtype; n < 2^31 */
+/* any strides, operands of the compute dtype */
 template <int OP, typename T, typename O>
-__global__ void bin_strided(char *out, Operand<typename ctype<T>::type> a, Operand<typename ctype<T>::type> b, uint32_t n,
+__global__ void bin_strided(char *out, Operand<typename ctype<T>::type> a, Operand<typename ctype<T>::type> b, int64_t n,
                             Geo<3> g, BinP p)
 {
     typedef typename ctype<T>::type C;
     const bool ta = a.mode != IN_VALUE, tb = b.mode != IN_VALUE;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[3];
         geo_offsets<3>(g, i, off);
         C x = ta ? ld(*(const T *)(a.p + off[1])) : a.val;
@@ -125,17 +123,35 @@ __global__ void bin_strided(char *out, Operand<typename ctype<T>::type> a, Opera
     }
 }
 
-/* any dtypes, any strides, any size */
+/* any dtypes, any strides; U elements per thread, a block's U * 256 consecutive
+ * elements per step, loads issued together */
 template <int OP, typename C>
-__global__ void bin_generic(char *out, int dto, Operand<C> a, Operand<C> b, int64_t n, nn_cuda_offsets o, BinP p)
+__global__ void bin_generic(char *out, int dto, Operand<C> a, Operand<C> b, int64_t n, Geo<3> g, BinP p)
 {
+    constexpr int U = 4;
     const bool ta = a.mode != IN_VALUE, tb = b.mode != IN_VALUE;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t off[3];
-        nn_cuda_offsets_at<3>(o, i, off);
-        C x = ta ? ld_dyn<C>(a.p + off[1], a.dt, p.cdt) : a.val;
-        C y = tb ? ld_dyn<C>(b.p + off[2], b.dt, p.cdt) : b.val;
-        st_dyn(out + off[0], dto, bop<OP, C>(x, y, p));
+    const int esa = dt_size(a.dt), esb = dt_size(b.dt), eso = dt_size(dto);
+    for (int64_t base = blockIdx.x * (int64_t)blockDim.x * U; base < n; base += (int64_t)gridDim.x * blockDim.x * U) {
+        const char *pa[U], *pb[U];
+        char *po[U];
+        bool ok[U];
+#pragma unroll
+        for (int k = 0; k < U; k++) {
+            int64_t i = base + k * (int64_t)blockDim.x + threadIdx.x, off[3];
+            ok[k] = i < n;
+            geo_offsets<3>(g, ok[k] ? i : 0, off);
+            po[k] = out + off[0], pa[k] = a.p + off[1], pb[k] = b.p + off[2];
+        }
+        uint64_t ra[U], rb[U], ro[U];
+        if (ta) ld_raw<U>(ra, pa, ok, esa);
+        if (tb) ld_raw<U>(rb, pb, ok, esb);
+#pragma unroll
+        for (int k = 0; k < U; k++) {
+            C x = ta ? from_bits<C>(ra[k], a.dt, p.cdt) : a.val;
+            C y = tb ? from_bits<C>(rb[k], b.dt, p.cdt) : b.val;
+            ro[k] = to_bits(dto, bop<OP, C>(x, y, p));
+        }
+        st_raw<U>(po, ro, ok, eso);
     }
 }
 
@@ -168,11 +184,8 @@ template <int OP, typename T> nn_status run_fast(const Call &c)
                (y.mode != IN_TENSOR || aligned16(y.p));
     if (dense && vec && c.n >= N) {
         bin_dense<OP, T, O, N><<<blocks_for(c.n / N), 256, 0, c.s>>>((O *)c.it.data[0], x, y, c.n, c.p);
-    } else if (c.n < (int64_t(1) << 31)) {
-        bin_strided<OP, T, O><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], x, y, (uint32_t)c.n, geo_of<3>(c.it), c.p);
     } else {
-        bin_generic<OP, C><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n,
-                                                               nn_cuda_offsets_of(c.it), c.p);
+        bin_strided<OP, T, O><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], x, y, c.n, geo_of<3>(c.it), c.p);
     }
     NN_CHECK_LAUNCH();
     return NN_OK;
@@ -184,8 +197,7 @@ template <int OP, typename C> nn_status run_generic(const Call &c)
         return nn_not_implemented(c.a, (nn_dtype)c.cdt);
     } else {
         Operand<C> x = operand<C>(c, 0), y = operand<C>(c, 1);
-        bin_generic<OP, C><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n,
-                                                               nn_cuda_offsets_of(c.it), c.p);
+        bin_generic<OP, C><<<blocks_for((c.n + 3) / 4), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n, geo_of<3>(c.it), c.p);
         NN_CHECK_LAUNCH();
         return NN_OK;
     }

@@ -19,15 +19,19 @@ template <> struct bits<8> { typedef uint64_t type; };
 
 /* Operand<uint64_t>: val holds a host value's bits in out's dtype (cond: 0/1) */
 template <int W>
-__global__ void where_same(char *out, Operand<uint64_t> c, Operand<uint64_t> a, Operand<uint64_t> b, uint32_t n, Geo<4> g)
+__global__ void where_same(char *out, Operand<uint64_t> c, Operand<uint64_t> a, Operand<uint64_t> b, int64_t n, Geo<4> g)
 {
     typedef typename bits<W>::type B;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const bool cv = c.mode == IN_VALUE, av = a.mode == IN_VALUE, bv = b.mode == IN_VALUE, cval = c.val != 0;
+    const B aval = (B)a.val, bval = (B)b.val;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[4];
         geo_offsets<4>(g, i, off);
-        bool t = c.mode == IN_VALUE ? c.val != 0 : *(const uint8_t *)(c.p + off[1]) != 0;
-        const Operand<uint64_t> &s = t ? a : b;
-        *(B *)(out + off[0]) = s.mode == IN_VALUE ? (B)s.val : *(const B *)(s.p + off[t ? 2 : 3]);
+        bool t = cv ? cval : *(const uint8_t *)(c.p + off[1]) != 0;
+        B v;
+        if (t) v = av ? aval : *(const B *)(a.p + off[2]);
+        else v = bv ? bval : *(const B *)(b.p + off[3]);
+        *(B *)(out + off[0]) = v;
     }
 }
 
@@ -41,25 +45,35 @@ __device__ __forceinline__ void put_bits(char *p, int es, uint64_t v)
     }
 }
 
+__device__ __forceinline__ uint64_t get_bits(const char *p, int es)
+{
+    switch (es) {
+    case 1: return *(const uint8_t *)p;
+    case 2: return *(const uint16_t *)p;
+    case 4: return *(const uint32_t *)p;
+    default: return *(const uint64_t *)p;
+    }
+}
+
 __global__ void where_generic(char *out, int dto, int es, Operand<uint64_t> c, Operand<uint64_t> a, Operand<uint64_t> b,
-                              int64_t n, nn_cuda_offsets o)
+                              int64_t n, Geo<4> g)
 {
     const bool ints = dto == NN_I64 || dto == NN_I32 || dto == NN_U8 || dto == NN_BOOL;
+    const bool cv = c.mode == IN_VALUE, av = a.mode == IN_VALUE, bv = b.mode == IN_VALUE, cval = c.val != 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[4];
-        nn_cuda_offsets_at<4>(o, i, off);
-        bool t = c.mode == IN_VALUE ? c.val != 0 : *(const uint8_t *)(c.p + off[1]) != 0;
-        const Operand<uint64_t> &s = t ? a : b;
+        geo_offsets<4>(g, i, off);
+        bool t = cv ? cval : *(const uint8_t *)(c.p + off[1]) != 0;
         char *d = out + off[0];
-        if (s.mode == IN_VALUE) {
-            put_bits(d, es, s.val);
+        if (t ? av : bv) {
+            put_bits(d, es, t ? a.val : b.val);
             continue;
         }
-        const char *src = s.p + off[t ? 2 : 3];
-        if (s.dt == dto) put_bits(d, es, es == 1 ? *(const uint8_t *)src : es == 2 ? *(const uint16_t *)src
-                                              : es == 4 ? *(const uint32_t *)src : *(const uint64_t *)src);
-        else if (ints) st_i64(d, dto, ld_i64(src, s.dt));
-        else st_f64(d, dto, ld_f64(src, s.dt));
+        const char *src = t ? a.p + off[2] : b.p + off[3];
+        int dt = t ? a.dt : b.dt;
+        if (dt == dto) put_bits(d, es, get_bits(src, es));
+        else if (ints) st_i64(d, dto, ld_i64(src, dt));
+        else st_f64(d, dto, ld_f64(src, dt));
     }
 }
 
@@ -96,17 +110,17 @@ extern "C" nn_status nn_cuda_ternary(const nn_kargs *a)
     Operand<uint64_t> y = where_operand(a->in[2], it.data[3], dto, false);
     cudaStream_t s = nn_cuda_stream(nn_cuda_index(a));
     bool same = (x.mode == IN_VALUE || x.dt == (int)dto) && (y.mode == IN_VALUE || y.dt == (int)dto);
-    if (same && n < (int64_t(1) << 31)) {
-        Geo<4> g = geo_of<4>(it);
-        unsigned blocks = blocks_for(n);
+    Geo<4> g = geo_of<4>(it);
+    unsigned blocks = blocks_for(n);
+    if (same) {
         switch (es) {
-        case 1: where_same<1><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, (uint32_t)n, g); break;
-        case 2: where_same<2><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, (uint32_t)n, g); break;
-        case 4: where_same<4><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, (uint32_t)n, g); break;
-        default: where_same<8><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, (uint32_t)n, g); break;
+        case 1: where_same<1><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
+        case 2: where_same<2><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
+        case 4: where_same<4><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
+        default: where_same<8><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
         }
     } else {
-        where_generic<<<blocks_for(n), 256, 0, s>>>(it.data[0], dto, es, c, x, y, n, nn_cuda_offsets_of(it));
+        where_generic<<<blocks, 256, 0, s>>>(it.data[0], dto, es, c, x, y, n, g);
     }
     NN_CHECK_LAUNCH();
     return NN_OK;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <math.h>
+#include <string.h>
 #include <type_traits>
 
 #include "kernels.cuh"
@@ -131,26 +132,42 @@ __device__ __forceinline__ void st_dyn(char *p, int dt, double v) { st_f64(p, dt
 __device__ __forceinline__ void st_dyn(char *p, int dt, int64_t v) { st_i64(p, dt, v); }
 __device__ __forceinline__ void st_dyn(char *p, int dt, bool v) { st_i64(p, dt, v); }
 
-/* ---- strided geometry: byte offsets of NOPS operands for a linear index below 2^32 ---- */
+/* ---- strided geometry: byte offsets of NOPS operands for a linear element index ----
+ * Below 2^31 elements the index is split with 32-bit multiply-high division by
+ * precomputed magic numbers (m, s with q = (umulhi(n, m) + n) >> s, exact for
+ * n, d < 2^31); above, with 64-bit division. */
 template <int NOPS> struct Geo {
     int ndim;
-    uint32_t shape[NN_MAX_DIMS];
+    bool small;
+    uint32_t shape[NN_MAX_DIMS], magic[NN_MAX_DIMS], shift[NN_MAX_DIMS];
+    int64_t lshape[NN_MAX_DIMS];
     int64_t strides[NOPS][NN_MAX_DIMS];
 };
 
-template <int NOPS> __device__ __forceinline__ void geo_offsets(const Geo<NOPS> &g, uint32_t i, int64_t *off)
+template <int NOPS> __device__ __forceinline__ void geo_offsets(const Geo<NOPS> &g, int64_t i, int64_t *off)
 {
 #pragma unroll
     for (int k = 0; k < NOPS; k++) off[k] = 0;
-    for (int d = g.ndim - 1; d > 0; d--) {
-        uint32_t q = i / g.shape[d], r = i - q * g.shape[d];
+    if (g.small) {
+        uint32_t u = (uint32_t)i;
+        for (int d = g.ndim - 1; d > 0; d--) {
+            uint32_t q = (__umulhi(u, g.magic[d]) + u) >> g.shift[d], r = u - q * g.shape[d];
 #pragma unroll
-        for (int k = 0; k < NOPS; k++) off[k] += (int64_t)r * g.strides[k][d];
-        i = q;
+            for (int k = 0; k < NOPS; k++) off[k] += (int64_t)r * g.strides[k][d];
+            u = q;
+        }
+        i = u;
+    } else {
+        for (int d = g.ndim - 1; d > 0; d--) {
+            int64_t q = i / g.lshape[d], r = i - q * g.lshape[d];
+#pragma unroll
+            for (int k = 0; k < NOPS; k++) off[k] += r * g.strides[k][d];
+            i = q;
+        }
     }
     if (g.ndim > 0) {
 #pragma unroll
-        for (int k = 0; k < NOPS; k++) off[k] += (int64_t)i * g.strides[k][0];
+        for (int k = 0; k < NOPS; k++) off[k] += i * g.strides[k][0];
     }
 }
 
@@ -166,9 +183,17 @@ inline int64_t iter_numel(const nn_iter &it)
 template <int NOPS> inline Geo<NOPS> geo_of(const nn_iter &it)
 {
     Geo<NOPS> g;
+    memset(&g, 0, sizeof g);
     g.ndim = it.ndim < 0 ? 0 : it.ndim;
+    g.small = iter_numel(it) < (int64_t(1) << 31);
     for (int d = 0; d < g.ndim; d++) {
-        g.shape[d] = (uint32_t)it.shape[d];
+        int64_t n = it.shape[d];
+        g.lshape[d] = n;
+        g.shape[d] = (uint32_t)n;
+        uint32_t s = 0;
+        while (s < 32 && (int64_t(1) << s) < n) s++;
+        g.shift[d] = s;
+        g.magic[d] = g.small ? (uint32_t)(((uint64_t(1) << 32) * ((uint64_t(1) << s) - (uint64_t)n)) / (uint64_t)n + 1) : 0;
         for (int k = 0; k < NOPS; k++) g.strides[k][d] = it.strides[k][d];
     }
     return g;
@@ -254,5 +279,144 @@ template <> inline int64_t host_value<int64_t>(const nn_tensor *t, int cdt)
     int64_t v = nn_load_i64(nn_data(t), t->dtype);
     return (int)t->dtype == cdt ? v : narrow(v, cdt);
 }
+
+} // namespace nnk
+
+/* ---- generic paths, several elements per thread: raw loads by element width (all issued
+ * together), then conversions in registers with the CPU kernels' semantics ---- */
+namespace nnk {
+
+__host__ __device__ __forceinline__ int dt_size(int dt)
+{
+    switch (dt) {
+    case NN_F64: case NN_I64: return 8;
+    case NN_F32: case NN_I32: return 4;
+    case NN_F16: case NN_BF16: return 2;
+    default: return 1;
+    }
+}
+
+template <int U> __device__ __forceinline__ void ld_raw(uint64_t *raw, const char *const *p, const bool *ok, int es)
+{
+    switch (es) {
+    case 1:
+#pragma unroll
+        for (int k = 0; k < U; k++) raw[k] = ok[k] ? *(const uint8_t *)p[k] : 0;
+        break;
+    case 2:
+#pragma unroll
+        for (int k = 0; k < U; k++) raw[k] = ok[k] ? *(const uint16_t *)p[k] : 0;
+        break;
+    case 4:
+#pragma unroll
+        for (int k = 0; k < U; k++) raw[k] = ok[k] ? *(const uint32_t *)p[k] : 0;
+        break;
+    default:
+#pragma unroll
+        for (int k = 0; k < U; k++) raw[k] = ok[k] ? *(const uint64_t *)p[k] : 0;
+        break;
+    }
+}
+
+template <int U> __device__ __forceinline__ void st_raw(char *const *p, const uint64_t *raw, const bool *ok, int es)
+{
+    switch (es) {
+    case 1:
+#pragma unroll
+        for (int k = 0; k < U; k++) if (ok[k]) *(uint8_t *)p[k] = (uint8_t)raw[k];
+        break;
+    case 2:
+#pragma unroll
+        for (int k = 0; k < U; k++) if (ok[k]) *(uint16_t *)p[k] = (uint16_t)raw[k];
+        break;
+    case 4:
+#pragma unroll
+        for (int k = 0; k < U; k++) if (ok[k]) *(uint32_t *)p[k] = (uint32_t)raw[k];
+        break;
+    default:
+#pragma unroll
+        for (int k = 0; k < U; k++) if (ok[k]) *(uint64_t *)p[k] = raw[k];
+        break;
+    }
+}
+
+/* the value of dtype dt held in bits b, as ld_dyn<C> reads it */
+__device__ __forceinline__ double bits_f64(uint64_t b, int dt)
+{
+    switch (dt) {
+    case NN_F32: return __int_as_float((int)(uint32_t)b);
+    case NN_F64: return __longlong_as_double((long long)b);
+    case NN_F16: return __half2float(__ushort_as_half((unsigned short)b));
+    case NN_BF16: return __bfloat162float(__ushort_as_bfloat16((unsigned short)b));
+    case NN_I64: return (double)(int64_t)b;
+    case NN_I32: return (int32_t)(uint32_t)b;
+    case NN_U8: return (uint8_t)b;
+    default: return (uint8_t)b != 0;
+    }
+}
+template <typename C> __device__ __forceinline__ C from_bits(uint64_t b, int dt, int cdt);
+template <> __device__ __forceinline__ float from_bits<float>(uint64_t b, int dt, int)
+{
+    switch (dt) {
+    case NN_F32: return __int_as_float((int)(uint32_t)b);
+    case NN_F16: return __half2float(__ushort_as_half((unsigned short)b));
+    case NN_BF16: return __bfloat162float(__ushort_as_bfloat16((unsigned short)b));
+    case NN_I64: return (float)(int64_t)b;
+    default: return (float)bits_f64(b, dt);
+    }
+}
+template <> __device__ __forceinline__ double from_bits<double>(uint64_t b, int dt, int) { return bits_f64(b, dt); }
+template <> __device__ __forceinline__ int64_t from_bits<int64_t>(uint64_t b, int dt, int cdt)
+{
+    int64_t v;
+    switch (dt) {
+    case NN_I64: v = (int64_t)b; break;
+    case NN_I32: v = (int32_t)(uint32_t)b; break;
+    case NN_U8: v = (uint8_t)b; break;
+    case NN_BOOL: v = (uint8_t)b != 0; break;
+    default: {
+        double f = bits_f64(b, dt);
+        v = isfinite(f) && fabs(f) < 9.2e18 ? (int64_t)f : INT64_MIN;
+    }
+    }
+    return dt == cdt ? v : narrow(v, cdt);
+}
+
+/* the bits of a result stored into dtype dt, as st_dyn writes it */
+__device__ __forceinline__ uint64_t int_bits(int64_t v, int dt)
+{
+    switch (dt) {
+    case NN_I64: return (uint64_t)v;
+    case NN_I32: return (uint32_t)(int32_t)v;
+    case NN_U8: return (uint8_t)v;
+    default: return v != 0;
+    }
+}
+__device__ __forceinline__ uint64_t float_bits(double v, int dt) /* dt a float dtype */
+{
+    switch (dt) {
+    case NN_F32: return __float_as_uint((float)v);
+    case NN_F64: return (uint64_t)__double_as_longlong(v);
+    case NN_F16: return __half_as_ushort(__float2half_rn((float)v));
+    default: return __bfloat16_as_ushort(__float2bfloat16_rn((float)v));
+    }
+}
+__device__ __forceinline__ uint64_t to_bits(int dt, double v)
+{
+    if (is_float_dt(dt)) return float_bits(v, dt);
+    if (dt == NN_BOOL) return v != 0;
+    return int_bits(isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : INT64_MIN, dt);
+}
+__device__ __forceinline__ uint64_t to_bits(int dt, float v)
+{
+    switch (dt) {
+    case NN_F32: return __float_as_uint(v);
+    case NN_F16: return __half_as_ushort(__float2half_rn(v));
+    case NN_BF16: return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    default: return to_bits(dt, (double)v);
+    }
+}
+__device__ __forceinline__ uint64_t to_bits(int dt, int64_t v) { return is_float_dt(dt) ? float_bits((double)v, dt) : int_bits(v, dt); }
+__device__ __forceinline__ uint64_t to_bits(int dt, bool v) { return to_bits(dt, (int64_t)v); }
 
 } // namespace nnk

@@ -9,7 +9,9 @@
  * output element forward. Backward gathers instead of scattering: one thread per grad_input
  * element visits the outputs whose window can contain it (for max, those whose index names it),
  * so no atomics, no zeroing, and the sums are deterministic. float16/bfloat16 add up in float,
- * float64 in double. */
+ * float64 in double. Index arithmetic is int32 where everything fits (see fits32), else int64. */
+#include <stdlib.h>
+
 #include "kernels.cuh"
 
 namespace {
@@ -19,6 +21,12 @@ struct Planes {
     int64_t sN, sC, sH, sW; /* element strides */
 };
 
+/* The same in the kernels' index type I: int32_t where every offset and product fits. */
+template <typename I> struct PlanesI {
+    I N, C, H, W, sN, sC, sH, sW;
+};
+template <typename I> PlanesI<I> narrow_planes(const Planes &p) { return PlanesI<I>{(I)p.N, (I)p.C, (I)p.H, (I)p.W, (I)p.sN, (I)p.sC, (I)p.sH, (I)p.sW}; }
+
 Planes planes_of(const nn_tensor *t)
 {
     int b = t->ndim == 4;
@@ -26,11 +34,14 @@ Planes planes_of(const nn_tensor *t)
                   t->strides[b + 2]};
 }
 
-struct Win {
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+template <typename I> struct Win {
+    I kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
-Win win_of(const int64_t *i) { return Win{i[0], i[1], i[2], i[3], i[4], i[5], i[6] > 0 ? i[6] : 1, i[7] > 0 ? i[7] : 1}; }
+template <typename I> Win<I> win_of(const int64_t *i)
+{
+    return Win<I>{(I)i[0], (I)i[1], (I)i[2], (I)i[3], (I)i[4], (I)i[5], (I)(i[6] > 0 ? i[6] : 1), (I)(i[7] > 0 ? i[7] : 1)};
+}
 
 template <typename T> __device__ __forceinline__ typename nn_acc<T>::type lda(T v) { return (typename nn_acc<T>::type)v; }
 template <> __device__ __forceinline__ float lda<__half>(__half v) { return __half2float(v); }
@@ -39,22 +50,22 @@ template <typename T> __device__ __forceinline__ T sta(typename nn_acc<T>::type 
 template <> __device__ __forceinline__ __half sta<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 sta<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-__device__ __forceinline__ int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return o * in / out; }
-__device__ __forceinline__ int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+template <typename I> __device__ __forceinline__ I adaptive_start(I o, I in, I out) { return o * in / out; }
+template <typename I> __device__ __forceinline__ I adaptive_end(I o, I in, I out) { return ((o + 1) * in + out - 1) / out; }
 
 /* Dilated max window along one axis: first position inside the input, end (exclusive). */
-__device__ __forceinline__ void max_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t d, int64_t n, int64_t *start, int64_t *end)
+template <typename I> __device__ __forceinline__ void max_window(I o, I k, I s, I p, I d, I n, I *start, I *end)
 {
-    int64_t b = o * s - p, e = b + (k - 1) * d + 1;
+    I b = o * s - p, e = b + (k - 1) * d + 1;
     if (e > n) e = n;
     if (b < 0) b += (-b + d - 1) / d * d;
     *start = b, *end = e;
 }
 
 /* Average window along one axis: clipped [start, end) and the length counted with padding. */
-__device__ __forceinline__ void avg_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t n, int64_t *start, int64_t *end, int64_t *padded)
+template <typename I> __device__ __forceinline__ void avg_window(I o, I k, I s, I p, I n, I *start, I *end, I *padded)
 {
-    int64_t b = o * s - p, e = b + k;
+    I b = o * s - p, e = b + k;
     if (e > n + p) e = n + p;
     *padded = e - b;
     if (b < 0) b = 0;
@@ -63,7 +74,7 @@ __device__ __forceinline__ void avg_window(int64_t o, int64_t k, int64_t s, int6
 }
 
 /* (n, c, y, x) of a flat index over N*C planes of h x w */
-__device__ __forceinline__ void unflat(int64_t i, int64_t C, int64_t h, int64_t w, int64_t *n, int64_t *c, int64_t *y, int64_t *x)
+template <typename I> __device__ __forceinline__ void unflat(I i, I C, I h, I w, I *n, I *c, I *y, I *x)
 {
     *x = i % w;
     i /= w;
@@ -75,12 +86,12 @@ __device__ __forceinline__ void unflat(int64_t i, int64_t C, int64_t h, int64_t 
 
 /* ---- max (also adaptive): values and indices ---- */
 
-template <typename T>
-__global__ void max_fwd(const T *in, Planes x, T *out, int64_t *ind, int64_t oh, int64_t ow, Win w, bool adaptive, int64_t total)
+template <typename T, typename I>
+__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Win<I> w, bool adaptive, I total)
 {
     typedef typename nn_acc<T>::type A;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t n, c, oy, ox, h0, h1, w0, w1, dh = 1, dw = 1;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I n, c, oy, ox, h0, h1, w0, w1, dh = 1, dw = 1;
         unflat(i, x.C, oh, ow, &n, &c, &oy, &ox);
         if (adaptive) {
             h0 = adaptive_start(oy, x.H, oh), h1 = adaptive_end(oy, x.H, oh);
@@ -92,9 +103,9 @@ __global__ void max_fwd(const T *in, Planes x, T *out, int64_t *ind, int64_t oh,
         }
         const T *p = in + n * x.sN + c * x.sC;
         A best = -INFINITY;
-        int64_t arg = h0 * x.W + w0;
-        for (int64_t h = h0; h < h1; h += dh)
-            for (int64_t q = w0; q < w1; q += dw) {
+        I arg = h0 * x.W + w0;
+        for (I h = h0; h < h1; h += dh)
+            for (I q = w0; q < w1; q += dw) {
                 A v = lda(p[h * x.sH + q * x.sW]);
                 if (v > best || v != v) best = v, arg = h * x.W + q;
             }
@@ -105,19 +116,19 @@ __global__ void max_fwd(const T *in, Planes x, T *out, int64_t *ind, int64_t oh,
 
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
  * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). */
-template <typename T>
-__global__ void max_bwd(const T *go, Planes g, const int64_t *ind, Planes ix, T *gx, Planes x, Win w, bool adaptive, int64_t total)
+template <typename T, typename I>
+__global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Win<I> w, bool adaptive, I total)
 {
     typedef typename nn_acc<T>::type A;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t n, c, h, q;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I n, c, h, q;
         unflat(i, x.C, x.H, x.W, &n, &c, &h, &q);
-        int64_t y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
+        I y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
         if (adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
             x0 = q * g.W / x.W - 1, x1 = ((q + 1) * g.W + x.W - 1) / x.W + 1;
         } else {
-            int64_t lo = h + w.ph - (w.kh - 1) * w.dh;
+            I lo = h + w.ph - (w.kh - 1) * w.dh;
             y0 = lo <= 0 ? 0 : (lo + w.sh - 1) / w.sh, y1 = (h + w.ph) / w.sh + 1;
             lo = q + w.pw - (w.kw - 1) * w.dw;
             x0 = lo <= 0 ? 0 : (lo + w.sw - 1) / w.sw, x1 = (q + w.pw) / w.sw + 1;
@@ -128,8 +139,8 @@ __global__ void max_bwd(const T *go, Planes g, const int64_t *ind, Planes ix, T 
         const int64_t *ip = ind + n * ix.sN + c * ix.sC;
         int64_t me = h * x.W + q;
         A acc = 0;
-        for (int64_t oy = y0; oy < y1; oy++)
-            for (int64_t ox = x0; ox < x1; ox++)
+        for (I oy = y0; oy < y1; oy++)
+            for (I ox = x0; ox < x1; ox++)
                 if (ip[oy * ix.sH + ox * ix.sW] == me) acc += lda(gp[oy * g.sH + ox * g.sW]);
         gx[i] = sta<T>(acc);
     }
@@ -137,22 +148,22 @@ __global__ void max_bwd(const T *go, Planes g, const int64_t *ind, Planes ix, T 
 
 /* ---- average (also adaptive) ---- */
 
-struct AvgArgs {
-    Win w;
+template <typename I> struct AvgArgs {
+    Win<I> w;
     bool include_pad, adaptive;
     int64_t divisor;
 };
 
 /* The window of output (oy, ox) of an oh x ow output over an H x W input, and its divisor. */
-__device__ __forceinline__ double avg_cell(const AvgArgs &m, int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t oy, int64_t ox, int64_t *h0,
-                                           int64_t *h1, int64_t *w0, int64_t *w1)
+template <typename I>
+__device__ __forceinline__ double avg_cell(const AvgArgs<I> &m, I H, I W, I oh, I ow, I oy, I ox, I *h0, I *h1, I *w0, I *w1)
 {
     if (m.adaptive) {
         *h0 = adaptive_start(oy, H, oh), *h1 = adaptive_end(oy, H, oh);
         *w0 = adaptive_start(ox, W, ow), *w1 = adaptive_end(ox, W, ow);
         return (double)((*h1 - *h0) * (*w1 - *w0));
     }
-    int64_t ph, pw;
+    I ph, pw;
     avg_window(oy, m.w.kh, m.w.sh, m.w.ph, H, h0, h1, &ph);
     avg_window(ox, m.w.kw, m.w.sw, m.w.pw, W, w0, w1, &pw);
     if (m.divisor) return (double)m.divisor;
@@ -160,12 +171,12 @@ __device__ __forceinline__ double avg_cell(const AvgArgs &m, int64_t H, int64_t 
     return (double)((*h1 - *h0) * (*w1 - *w0));
 }
 
-template <typename T>
-__global__ void avg_fwd(const T *in, Planes x, T *out, int64_t oh, int64_t ow, AvgArgs m, int64_t total)
+template <typename T, typename I>
+__global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, AvgArgs<I> m, I total)
 {
     typedef typename nn_acc<T>::type A;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t n, c, oy, ox, h0, h1, w0, w1;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I n, c, oy, ox, h0, h1, w0, w1;
         unflat(i, x.C, oh, ow, &n, &c, &oy, &ox);
         double div = avg_cell(m, x.H, x.W, oh, ow, oy, ox, &h0, &h1, &w0, &w1);
         if (h0 >= h1 || w0 >= w1) {
@@ -174,25 +185,25 @@ __global__ void avg_fwd(const T *in, Planes x, T *out, int64_t oh, int64_t ow, A
         }
         const T *p = in + n * x.sN + c * x.sC;
         A sum = 0;
-        for (int64_t h = h0; h < h1; h++)
-            for (int64_t q = w0; q < w1; q++) sum += lda(p[h * x.sH + q * x.sW]);
+        for (I h = h0; h < h1; h++)
+            for (I q = w0; q < w1; q++) sum += lda(p[h * x.sH + q * x.sW]);
         out[i] = sta<T>(sum / (A)div);
     }
 }
 
-template <typename T>
-__global__ void avg_bwd(const T *go, Planes g, T *gx, Planes x, AvgArgs m, int64_t total)
+template <typename T, typename I>
+__global__ void avg_bwd(const T *go, PlanesI<I> g, T *gx, PlanesI<I> x, AvgArgs<I> m, I total)
 {
     typedef typename nn_acc<T>::type A;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t n, c, h, q;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I n, c, h, q;
         unflat(i, x.C, x.H, x.W, &n, &c, &h, &q);
-        int64_t y0, y1, x0, x1;
+        I y0, y1, x0, x1;
         if (m.adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
             x0 = q * g.W / x.W - 1, x1 = ((q + 1) * g.W + x.W - 1) / x.W + 1;
         } else {
-            int64_t lo = h + m.w.ph - m.w.kh + 1;
+            I lo = h + m.w.ph - m.w.kh + 1;
             y0 = lo <= 0 ? 0 : (lo + m.w.sh - 1) / m.w.sh, y1 = (h + m.w.ph) / m.w.sh + 1;
             lo = q + m.w.pw - m.w.kw + 1;
             x0 = lo <= 0 ? 0 : (lo + m.w.sw - 1) / m.w.sw, x1 = (q + m.w.pw) / m.w.sw + 1;
@@ -201,9 +212,9 @@ __global__ void avg_bwd(const T *go, Planes g, T *gx, Planes x, AvgArgs m, int64
         y1 = y1 > g.H ? g.H : y1, x1 = x1 > g.W ? g.W : x1;
         const T *gp = go + n * g.sN + c * g.sC;
         A acc = 0;
-        for (int64_t oy = y0; oy < y1; oy++)
-            for (int64_t ox = x0; ox < x1; ox++) {
-                int64_t h0, h1, w0, w1;
+        for (I oy = y0; oy < y1; oy++)
+            for (I ox = x0; ox < x1; ox++) {
+                I h0, h1, w0, w1;
                 double div = avg_cell(m, x.H, x.W, g.H, g.W, oy, ox, &h0, &h1, &w0, &w1);
                 if (h < h0 || h >= h1 || q < w0 || q >= w1) continue;
                 acc += lda(gp[oy * g.sH + ox * g.sW]) / (A)div;
@@ -213,6 +224,22 @@ __global__ void avg_bwd(const T *go, Planes g, T *gx, Planes x, AvgArgs m, int64
 }
 
 int64_t numel_planes(const Planes &p, int64_t h, int64_t w) { return p.N * p.C * h * w; }
+
+/* Can the kernels index in int32? Offsets and counts below 2^31, and plane sizes and window
+ * parameters small enough that the window arithmetic (a few products of two of them) is too. */
+bool fits32(const Planes *ps, int n, const int64_t *params, int np)
+{
+    const int64_t small = 1 << 14, big = (int64_t)1 << 31;
+    for (int k = 0; k < n; k++) {
+        const Planes &p = ps[k];
+        if (p.H > small || p.W > small || p.N * p.C * p.H * p.W >= big / 2) return false; /* room for the grid-stride step */
+        int64_t extent = (p.N - 1) * llabs(p.sN) + (p.C - 1) * llabs(p.sC) + (p.H - 1) * llabs(p.sH) + (p.W - 1) * llabs(p.sW);
+        if (extent >= big) return false;
+    }
+    for (int k = 0; k < np; k++)
+        if (params[k] > small || params[k] < -small) return false;
+    return true;
+}
 
 nn_status check_io(const nn_kargs *a, int nout)
 {
@@ -227,21 +254,65 @@ nn_status check_io(const nn_kargs *a, int nout)
     return NN_OK;
 }
 
+template <typename I>
+nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow, bool adaptive, int64_t total, cudaStream_t st)
+{
+    nn_tensor *y = a->out[0];
+    int64_t *ind = (int64_t *)nn_data(a->out[1]);
+    NN_DISPATCH_FLOATS(y->dtype, a,
+                       max_fwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x),
+                                                                                     (scalar_t *)nn_data(y), ind, (I)oh, (I)ow, win_of<I>(a->i),
+                                                                                     adaptive, (I)total));
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
 nn_status max_common(const nn_kargs *a, bool adaptive)
 {
     nn_status s = check_io(a, 2);
     if (s) return s;
     if (a->out[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "%s: indices must be int64", nn_op_name(a->op));
     nn_tensor *y = a->out[0];
-    Planes x = planes_of(a->in[0]);
+    Planes x = planes_of(a->in[0]), yp = planes_of(y);
     int64_t oh = y->shape[y->ndim - 2], ow = y->shape[y->ndim - 1], total = numel_planes(x, oh, ow);
     if (!total) return NN_OK;
-    Win w = win_of(a->i);
     cudaStream_t st = nn_cuda_stream(nn_cuda_index(a));
-    int64_t *ind = (int64_t *)nn_data(a->out[1]);
-    NN_DISPATCH_FLOATS(y->dtype, a,
-                       max_fwd<scalar_t><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), x, (scalar_t *)nn_data(y),
-                                                                                  ind, oh, ow, w, adaptive, total));
+    Planes both[2] = {x, yp};
+    return fits32(both, 2, a->i, 8) ? launch_max<int32_t>(a, x, oh, ow, adaptive, total, st) : launch_max<int64_t>(a, x, oh, ow, adaptive, total, st);
+}
+
+template <typename I>
+nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, const Planes &x, bool adaptive, int64_t total, cudaStream_t st)
+{
+    nn_tensor *gx = a->out[0];
+    const int64_t *ind = (const int64_t *)nn_data(a->in[1]);
+    NN_DISPATCH_FLOATS(gx->dtype, a,
+                       max_bwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind,
+                                                                                     narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
+                                                                                     win_of<I>(a->i), adaptive, (I)total));
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
+template <typename I>
+nn_status launch_avg(const nn_kargs *a, const Planes &x, const Planes &g, bool adaptive, bool backward, int64_t total, cudaStream_t st)
+{
+    nn_tensor *in = a->in[0], *out = a->out[0];
+    AvgArgs<I> m;
+    m.w = win_of<I>(a->i);
+    m.adaptive = adaptive;
+    m.include_pad = !adaptive && a->i[6] != 0;
+    m.divisor = adaptive ? 0 : a->i[7];
+    unsigned blocks = nn_cuda_blocks(total);
+    if (!backward) {
+        NN_DISPATCH_FLOATS(out->dtype, a,
+                           avg_fwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(x), (scalar_t *)nn_data(out),
+                                                                        (I)g.H, (I)g.W, m, (I)total));
+    } else {
+        NN_DISPATCH_FLOATS(out->dtype, a,
+                           avg_bwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(g), (scalar_t *)nn_data(out),
+                                                                        narrow_planes<I>(x), m, (I)total));
+    }
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -251,26 +322,15 @@ nn_status avg_common(const nn_kargs *a, bool adaptive, bool backward)
     nn_status s = check_io(a, 1);
     if (s) return s;
     nn_tensor *in = a->in[0], *out = a->out[0];
-    AvgArgs m;
-    m.w = win_of(a->i);
-    m.adaptive = adaptive;
-    m.include_pad = !adaptive && a->i[6] != 0;
-    m.divisor = adaptive ? 0 : a->i[7];
     Planes x = planes_of(backward ? out : in), g = planes_of(backward ? in : out);
     if (x.N != g.N || x.C != g.C) return nn_error(NN_ERR_SHAPE, "%s: input and output planes do not match", nn_op_name(a->op));
     int64_t total = numel_planes(backward ? x : g, backward ? x.H : g.H, backward ? x.W : g.W);
     if (!total) return NN_OK;
     cudaStream_t st = nn_cuda_stream(nn_cuda_index(a));
-    unsigned blocks = nn_cuda_blocks(total);
-    if (!backward) {
-        NN_DISPATCH_FLOATS(out->dtype, a,
-                           avg_fwd<scalar_t><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), x, (scalar_t *)nn_data(out), g.H, g.W, m, total));
-    } else {
-        NN_DISPATCH_FLOATS(out->dtype, a,
-                           avg_bwd<scalar_t><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), g, (scalar_t *)nn_data(out), x, m, total));
-    }
-    NN_CHECK_LAUNCH();
-    return NN_OK;
+    Planes both[2] = {x, g};
+    int64_t params[6] = {a->i[0], a->i[1], a->i[2], a->i[3], a->i[4], a->i[5]}; /* i[7], the divisor, stays int64 */
+    return fits32(both, 2, params, 6) ? launch_avg<int32_t>(a, x, g, adaptive, backward, total, st)
+                                      : launch_avg<int64_t>(a, x, g, adaptive, backward, total, st);
 }
 
 } // namespace
@@ -291,15 +351,11 @@ extern "C" nn_status nn_cuda_max_pool2d_backward(const nn_kargs *a)
         return nn_error(NN_ERR_SHAPE, "max_pool2d_backward: grad_output, indices and grad_input do not match");
     int64_t total = numel_planes(x, x.H, x.W);
     if (!total) return NN_OK;
-    Win w = win_of(a->i);
     bool adaptive = a->i[0] <= 0;
     cudaStream_t st = nn_cuda_stream(nn_cuda_index(a));
-    const int64_t *ind = (const int64_t *)nn_data(a->in[1]);
-    NN_DISPATCH_FLOATS(gx->dtype, a,
-                       max_bwd<scalar_t><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), g, ind, ix,
-                                                                                  (scalar_t *)nn_data(gx), x, w, adaptive, total));
-    NN_CHECK_LAUNCH();
-    return NN_OK;
+    Planes all[3] = {g, ix, x};
+    return fits32(all, 3, a->i, 8) ? launch_max_bwd<int32_t>(a, g, ix, x, adaptive, total, st)
+                                   : launch_max_bwd<int64_t>(a, g, ix, x, adaptive, total, st);
 }
 
 extern "C" nn_status nn_cuda_avg_pool2d(const nn_kargs *a) { return avg_common(a, false, false); }

@@ -5,7 +5,7 @@
  * for float32/float16/bfloat16, double, wrapping int64 for integer types, with
  * the CPU kernels' formulas (engine/cpu/elementwise.c). logical_not reads any
  * dtype and writes 0/1. Paths as in binary.cu: dense with 16-byte vectors,
- * strided with 32-bit index math, generic by runtime dtype. */
+ * strided, generic by runtime dtype. */
 #include "ew.cuh"
 
 using namespace nnk;
@@ -85,10 +85,10 @@ template <int OP, typename T, int N> __global__ void un_dense(T *out, const T *i
     for (int64_t i = nv * N + tid; i < n; i += step) out[i] = st<T>(uop<OP, C>(ld(in[i]), p));
 }
 
-template <int OP, typename T> __global__ void un_strided(char *out, const char *in, uint32_t n, Geo<2> g, UnP p)
+template <int OP, typename T> __global__ void un_strided(char *out, const char *in, int64_t n, Geo<2> g, UnP p)
 {
     typedef typename ctype<T>::type C;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
         geo_offsets<2>(g, i, off);
         *(T *)(out + off[0]) = st<T>(uop<OP, C>(ld(*(const T *)(in + off[1])), p));
@@ -96,20 +96,20 @@ template <int OP, typename T> __global__ void un_strided(char *out, const char *
 }
 
 template <int OP, typename C>
-__global__ void un_generic(char *out, int dto, const char *in, int dti, int64_t n, nn_cuda_offsets o, UnP p)
+__global__ void un_generic(char *out, int dto, const char *in, int dti, int64_t n, Geo<2> g, UnP p)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
-        nn_cuda_offsets_at<2>(o, i, off);
+        geo_offsets<2>(g, i, off);
         st_dyn(out + off[0], dto, uop<OP, C>(ld_dyn<C>(in + off[1], dti, p.cdt), p));
     }
 }
 
-__global__ void not_kernel(char *out, int dto, const char *in, int dti, int64_t n, nn_cuda_offsets o)
+__global__ void not_kernel(char *out, int dto, const char *in, int dti, int64_t n, Geo<2> g)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
-        nn_cuda_offsets_at<2>(o, i, off);
+        geo_offsets<2>(g, i, off);
         st_i64(out + off[0], dto, ld_f64(in + off[1], dti) == 0);
     }
 }
@@ -128,11 +128,8 @@ template <int OP, typename T> nn_status run_fast(const Call &c)
     bool dense = iter_dense(c.it, 0) && iter_dense(c.it, 1);
     if (dense && aligned16(c.it.data[0]) && aligned16(c.it.data[1]) && c.n >= N)
         un_dense<OP, T, N><<<blocks_for(c.n / N), 256, 0, c.s>>>((T *)c.it.data[0], (const T *)c.it.data[1], c.n, c.p);
-    else if (c.n < (int64_t(1) << 31))
-        un_strided<OP, T><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.it.data[1], (uint32_t)c.n, geo_of<2>(c.it), c.p);
     else
-        un_generic<OP, typename ctype<T>::type><<<blocks_for(c.n), 256, 0, c.s>>>(
-            c.it.data[0], c.it.dtype[0], c.it.data[1], c.it.dtype[1], c.n, nn_cuda_offsets_of(c.it), c.p);
+        un_strided<OP, T><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.it.data[1], c.n, geo_of<2>(c.it), c.p);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -143,7 +140,7 @@ template <int OP, typename C> nn_status run_generic(const Call &c)
         return nn_not_implemented(c.a, (nn_dtype)c.p.cdt);
     } else {
         un_generic<OP, C><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.it.dtype[0], c.it.data[1], c.it.dtype[1], c.n,
-                                                              nn_cuda_offsets_of(c.it), c.p);
+                                                              geo_of<2>(c.it), c.p);
         NN_CHECK_LAUNCH();
         return NN_OK;
     }
@@ -183,7 +180,7 @@ extern "C" nn_status nn_cuda_unary(const nn_kargs *a)
     c.s = nn_cuda_stream(nn_cuda_index(a));
     if (a->op == NN_OP_logical_not) {
         not_kernel<<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.it.dtype[0], c.it.data[1], c.it.dtype[1], c.n,
-                                                       nn_cuda_offsets_of(c.it));
+                                                       geo_of<2>(c.it));
         NN_CHECK_LAUNCH();
         return NN_OK;
     }

@@ -1,5 +1,5 @@
 /* The launcher: `nnrepl --nproc-per-node N [--nnodes M --node-rank R --master-addr A
- * --master-port P] [options] script.lua args` starts N ranks of this node, each an
+ * --master-port P] [options] script.lua args` (or -e code) starts N ranks of this node, each an
  * nnrepl running the script with torchrun's environment (RANK, LOCAL_RANK,
  * WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT; OMP_NUM_THREADS=1
  * unless set). With several ranks each output line is prefixed "[rankR]: ".
@@ -210,6 +210,7 @@ int interp_launch(int argc, char **argv)
     char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
     if (!child_argv) return EXIT_FAILURE;
     int nc = 0;
+    bool has_e = false; /* -e code runs without a script */
     child_argv[nc++] = argv[0];
     int i = 1;
     for (; i < argc; i++) {
@@ -219,6 +220,7 @@ int interp_launch(int argc, char **argv)
         int k = launcher_opt(a, &v);
         if (k < 0) {
             child_argv[nc++] = argv[i];
+            has_e |= a[1] == 'e';
             if ((a[1] == 'e' || a[1] == 'l') && a[2] == '\0' && i + 1 < argc) child_argv[nc++] = argv[++i];
             continue;
         }
@@ -236,7 +238,7 @@ int interp_launch(int argc, char **argv)
         (void)name;
         if (bad) return EXIT_FAILURE;
     }
-    if (i >= argc) {
+    if (i >= argc && !has_e) {
         fprintf(stderr, "%s: the launcher needs a script: %s --nproc-per-node N script.lua [args]\n", INTERP_PROGNAME, INTERP_PROGNAME);
         return EXIT_FAILURE;
     }

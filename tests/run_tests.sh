@@ -32,6 +32,9 @@ done
 for t in "$root"/tests/interp/test_*.sh; do
   [ -f "$t" ] && run "$(basename "$t")" bash "$t" "$build/nnrepl"
 done
+for t in "$root"/tests/dist/test_*.sh; do
+  [ -f "$t" ] && run "$(basename "$t")" bash "$t" "$build/nnrepl"
+done
 for t in "$root"/tests/embed/test_*.sh; do
   [ -f "$t" ] && run "$(basename "$t")" bash "$t" "$build"
 done

@@ -589,14 +589,17 @@ end
 
 local Namespace = {}
 Namespace.__name = "Namespace"
+-- Python 3.9+ order: the actions' dests in the order they were added, then the rest
 function Namespace.__tostring(ns)
   local mt = getmetatable(ns)
-  local keys = {}
-  for k in pairs(mt._dests) do keys[#keys + 1] = k end
-  for k in pairs(ns) do if not mt._dests[k] then keys[#keys + 1] = k end end
-  table.sort(keys)
+  local keys, listed = {}, {}
+  for _, k in ipairs(mt._order) do keys[#keys + 1] = k; listed[k] = true end
+  local rest = {}
+  for k in pairs(ns) do if not listed[k] then rest[#rest + 1] = k end end
+  table.sort(rest, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(rest) do keys[#keys + 1] = k end
   local parts = {}
-  for i, k in ipairs(keys) do parts[i] = k .. "=" .. pyrepr(rawget(ns, k)) end
+  for i, k in ipairs(keys) do parts[i] = tostring(k) .. "=" .. pyrepr(rawget(ns, k)) end
   return "Namespace(" .. table.concat(parts, ", ") .. ")"
 end
 
@@ -817,11 +820,16 @@ function ArgumentParser:_parse(argv, ns)
 end
 
 local function new_namespace(self)
-  local dests = {}
-  for _, a in ipairs(self.actions) do if a.default ~= M.SUPPRESS then dests[a.dest] = true end end
+  local order, seen = {}, {}
+  for _, a in ipairs(self.actions) do
+    if a.default ~= M.SUPPRESS and not seen[a.dest] then order[#order + 1] = a.dest; seen[a.dest] = true end
+  end
+  for k in pairs(self.defaults) do
+    if not seen[k] then order[#order + 1] = k; seen[k] = true end
+  end
   local mt = {}
   for k, v in pairs(Namespace) do mt[k] = v end
-  mt._dests = dests
+  mt._order = order
   return setmetatable({}, mt)
 end
 

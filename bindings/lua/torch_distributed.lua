@@ -11,12 +11,32 @@
 -- dist.group.WORLD (there is only the default group). Timeouts are seconds (a
 -- number, or a table like {seconds=30, minutes=1}); the default is 600 s.
 local torch = require "torch"
-local C = torch._dist
+
+-- torch._dist's functions, raising their errors at the caller of the torch.distributed function
+local C = {}
+local function raise(msg) -- at the first frame outside the library
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then error(msg, 0) end
+    if info.source ~= "=[C]" and not info.source:find("^@bindings/lua/") then error(msg, level) end
+    level = level + 1
+  end
+end
+local function finish(ok, ...)
+  if ok then return ... end
+  local err = ...
+  if type(err) ~= "string" then error(err, 0) end
+  raise((err:gsub("^bindings/lua/[%w_]+%.lua:%d+: ", "", 1)))
+end
+for name, f in pairs(torch._dist) do
+  C[name] = type(f) == "function" and function(...) return finish(pcall(f, ...)) end or f
+end
 
 local dist = torch.distributed or {}
 torch.distributed = dist
 
-local function errorf(level, fmt, ...) error(string.format(fmt, ...), level + 1) end
+local function errorf(_, fmt, ...) raise(string.format(fmt, ...)) end
 
 -- ---- ReduceOp ----
 local ReduceOp = {}

@@ -117,14 +117,25 @@ static nn_status g_reduce_scatter(nn_pg *pg, void *out, void *in, size_t count, 
     return st;
 }
 
-static nn_status g_send(nn_pg *pg, const void *buf, size_t count, nn_dtype dt, int dst, int tag, nn_device dev)
+static nn_status g_send(nn_pg *pg, const void *buf, size_t count, nn_dtype dt, int dst, int tag, nn_device dev, void **pending)
 {
-    CALL(api->send(G(pg), buf, count * nn_dtype_size(dt), dst, tag, err, errlen));
+    char err[1024];
+    *pending = api->post_send(G(pg), buf, count * nn_dtype_size(dt), dst, tag, err, sizeof err);
+    return *pending ? NN_OK : nn_error(NN_ERR_RUNTIME, "%s", err);
 }
 
-static nn_status g_recv(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int src, int tag, nn_device dev)
+static nn_status g_recv(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int src, int tag, nn_device dev, void **pending)
 {
-    CALL(api->recv(G(pg), buf, count * nn_dtype_size(dt), src, tag, err, errlen));
+    char err[1024];
+    *pending = api->post_recv(G(pg), buf, count * nn_dtype_size(dt), src, tag, err, sizeof err);
+    return *pending ? NN_OK : nn_error(NN_ERR_RUNTIME, "%s", err);
+}
+
+static nn_status g_p2p_wait(void *pending, double timeout)
+{
+    char err[1024];
+    if (api->wait_p2p(pending, timeout, err, sizeof err)) return nn_error(NN_ERR_RUNTIME, "%s", err);
+    return NN_OK;
 }
 
 static nn_status g_barrier(nn_pg *pg) { CALL(api->barrier(G(pg), err, errlen)); }
@@ -138,7 +149,8 @@ static void g_destroy(nn_pg *pg)
 static const nn_pg_ops gloo_ops = {
     .name = "gloo", .device = NN_CPU, .blocking = true, .has_avg = false,
     .all_reduce = g_all_reduce, .broadcast = g_broadcast, .reduce = g_reduce, .all_gather = g_all_gather,
-    .reduce_scatter = g_reduce_scatter, .send = g_send, .recv = g_recv, .barrier = g_barrier, .destroy = g_destroy,
+    .reduce_scatter = g_reduce_scatter, .send = g_send, .recv = g_recv, .p2p_wait = g_p2p_wait, .barrier = g_barrier,
+    .destroy = g_destroy,
 };
 
 nn_status nn_gloo_backend_create(nn_pg *pg)

@@ -309,21 +309,46 @@ static int shim_barrier(nn_gloo *g, char *err, size_t errlen)
     })
 }
 
-static int shim_send(nn_gloo *g, const void *buf, size_t nbytes, int dst, int tag, char *err, size_t errlen)
+struct p2p {
+    std::unique_ptr<gloo::transport::UnboundBuffer> ub; // keeps its transport context alive
+    bool send;
+};
+
+static void *post(nn_gloo *g, void *buf, size_t nbytes, int peer, int tag, bool send, char *err, size_t errlen)
 {
-    GUARD("send", {
-        auto ub = g->ctx->createUnboundBuffer(const_cast<void *>(buf), nbytes);
-        ub->send(dst, gloo::Slot::build(kP2PSlotPrefix, (uint32_t)tag));
-        ub->waitSend(g->ctx->getTimeout());
-    })
+    try {
+        auto h = std::make_unique<p2p>();
+        h->send = send;
+        h->ub = g->ctx->createUnboundBuffer(buf, nbytes);
+        uint64_t slot = gloo::Slot::build(kP2PSlotPrefix, (uint32_t)tag);
+        if (send) h->ub->send(peer, slot);
+        else h->ub->recv(peer, slot);
+        return h.release();
+    } catch (const std::exception &e) {
+        set_err(err, errlen, send ? "send" : "recv", e.what());
+    } catch (...) {
+        set_err(err, errlen, send ? "send" : "recv", "unknown C++ exception");
+    }
+    return nullptr;
 }
 
-static int shim_recv(nn_gloo *g, void *buf, size_t nbytes, int src, int tag, char *err, size_t errlen)
+static void *shim_post_send(nn_gloo *g, const void *buf, size_t nbytes, int dst, int tag, char *err, size_t errlen)
 {
-    GUARD("recv", {
-        auto ub = g->ctx->createUnboundBuffer(buf, nbytes);
-        ub->recv(src, gloo::Slot::build(kP2PSlotPrefix, (uint32_t)tag));
-        ub->waitRecv(g->ctx->getTimeout());
+    return post(g, const_cast<void *>(buf), nbytes, dst, tag, true, err, errlen);
+}
+
+static void *shim_post_recv(nn_gloo *g, void *buf, size_t nbytes, int src, int tag, char *err, size_t errlen)
+{
+    return post(g, buf, nbytes, src, tag, false, err, errlen);
+}
+
+static int shim_wait_p2p(void *handle, double timeout, char *err, size_t errlen)
+{
+    std::unique_ptr<p2p> h(static_cast<p2p *>(handle));
+    GUARD(h->send ? "send" : "recv", {
+        auto ms = std::chrono::milliseconds((long long)(timeout * 1000));
+        if (h->send) h->ub->waitSend(ms);
+        else h->ub->waitRecv(ms);
     })
 }
 
@@ -337,7 +362,7 @@ static void shim_destroy(nn_gloo *g)
 
 static const nn_gloo_api api = {
     NN_GLOO_SHIM_VERSION, shim_create, shim_all_reduce, shim_broadcast, shim_reduce,
-    shim_all_gather, shim_barrier, shim_send, shim_recv, shim_destroy,
+    shim_all_gather, shim_barrier, shim_post_send, shim_post_recv, shim_wait_p2p, shim_destroy,
 };
 
 extern "C" __attribute__((visibility("default"))) const nn_gloo_api *nn_gloo_shim_api(void) { return &api; }

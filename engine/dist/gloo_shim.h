@@ -35,12 +35,15 @@ typedef struct {
     int (*reduce)(nn_gloo *g, void *buf, size_t count, int dtype, int op, int root, char *err, size_t errlen);
     int (*all_gather)(nn_gloo *g, void *out, const void *in, size_t nbytes, char *err, size_t errlen);
     int (*barrier)(nn_gloo *g, char *err, size_t errlen);
-    int (*send)(nn_gloo *g, const void *buf, size_t nbytes, int dst, int tag, char *err, size_t errlen);
-    int (*recv)(nn_gloo *g, void *buf, size_t nbytes, int src, int tag, char *err, size_t errlen);
+    /* point-to-point: post the transfer and return a handle for wait_p2p (NULL on error) */
+    void *(*post_send)(nn_gloo *g, const void *buf, size_t nbytes, int dst, int tag, char *err, size_t errlen);
+    void *(*post_recv)(nn_gloo *g, void *buf, size_t nbytes, int src, int tag, char *err, size_t errlen);
+    /* wait for a posted transfer and free its handle (valid after destroy too) */
+    int (*wait_p2p)(void *handle, double timeout, char *err, size_t errlen);
     void (*destroy)(nn_gloo *g);
 } nn_gloo_api;
 
-#define NN_GLOO_SHIM_VERSION 1
+#define NN_GLOO_SHIM_VERSION 2
 #define NN_GLOO_SHIM_SYMBOL "nn_gloo_shim_api"
 const nn_gloo_api *nn_gloo_shim_api(void);
 

@@ -68,6 +68,9 @@ struct nn_work {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done, finished;
+    void *pending;               /* a posted point-to-point transfer, for ops->p2p_wait */
+    const nn_pg_ops *ops;
+    double timeout;
     nn_status status;
     char msg[1024];
     nn_work *next;
@@ -91,6 +94,8 @@ static nn_work *work_new(nn_pg *pg, int kind)
     w->rank = pg->rank;
     w->size = pg->size;
     w->backend = pg->ops->name;
+    w->ops = pg->ops;
+    w->timeout = pg->timeout;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     return w;
@@ -99,6 +104,7 @@ static nn_work *work_new(nn_pg *pg, int kind)
 void nn_work_release(nn_work *w)
 {
     if (!w || __atomic_sub_fetch(&w->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+    if (w->pending) w->ops->p2p_wait(w->pending, w->timeout); /* the transfer may not outlive its buffer */
     nn_release(w->buf);
     nn_release(w->buf2);
     for (int i = 0; i < w->ncopies; i++) {
@@ -148,8 +154,8 @@ static void run(nn_work *w)
     case K_REDUCE: st = o->reduce(pg, a, w->count, w->dt, w->op, w->peer, dev); break;
     case K_ALL_GATHER: st = o->all_gather(pg, b, a, w->count, w->dt, dev); break;
     case K_REDUCE_SCATTER: st = o->reduce_scatter(pg, a, b, w->count, w->dt, w->op, dev); break;
-    case K_SEND: st = o->send(pg, a, w->count, w->dt, w->peer, w->tag, dev); break;
-    case K_RECV: st = o->recv(pg, a, w->count, w->dt, w->peer, w->tag, dev); break;
+    case K_SEND: st = o->send(pg, a, w->count, w->dt, w->peer, w->tag, dev, &w->pending); break;
+    case K_RECV: st = o->recv(pg, a, w->count, w->dt, w->peer, w->tag, dev, &w->pending); break;
     case K_BARRIER: st = o->barrier(pg); break;
     }
     pthread_mutex_lock(&w->mu);
@@ -184,7 +190,7 @@ static void *thread_main(void *arg)
 static nn_work *submit(nn_work *w)
 {
     nn_pg *pg = w->pg;
-    if (!pg->ops->blocking) {
+    if (!pg->ops->blocking || w->kind == K_SEND || w->kind == K_RECV) {
         run(w);
         return w;
     }
@@ -216,7 +222,7 @@ static nn_work *submit(nn_work *w)
 bool nn_work_is_completed(nn_work *w)
 {
     pthread_mutex_lock(&w->mu);
-    bool d = w->done;
+    bool d = w->done && !w->pending;
     pthread_mutex_unlock(&w->mu);
     return d;
 }
@@ -247,6 +253,11 @@ nn_status nn_work_wait(nn_work *w)
 {
     pthread_mutex_lock(&w->mu);
     while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+    if (w->pending) {
+        void *p = w->pending;
+        w->pending = NULL;
+        if (!w->status && (w->status = w->ops->p2p_wait(p, w->timeout))) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
+    }
     if (!w->finished) {
         w->finished = true;
         if (!w->status && (w->status = finish(w))) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());

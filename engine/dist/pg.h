@@ -40,8 +40,12 @@ typedef struct {
     nn_status (*all_gather)(nn_pg *pg, void *out, const void *in, size_t count, nn_dtype dt, nn_device dev);
     /* in: size * count elements (clobbered); out: count elements, rank r gets the reduced block r */
     nn_status (*reduce_scatter)(nn_pg *pg, void *out, void *in, size_t count, nn_dtype dt, nn_reduce_op op, nn_device dev);
-    nn_status (*send)(nn_pg *pg, const void *buf, size_t count, nn_dtype dt, int dst, int tag, nn_device dev);
-    nn_status (*recv)(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int src, int tag, nn_device dev);
+    /* point-to-point, in the caller's thread and not on the group's thread (a send waits for its
+     * receive, which may come later in the peer's queue): post the transfer; *pending (NULL if
+     * nothing is left to wait for) goes to p2p_wait, which must work after destroy too */
+    nn_status (*send)(nn_pg *pg, const void *buf, size_t count, nn_dtype dt, int dst, int tag, nn_device dev, void **pending);
+    nn_status (*recv)(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int src, int tag, nn_device dev, void **pending);
+    nn_status (*p2p_wait)(void *pending, double timeout);
     nn_status (*barrier)(nn_pg *pg);
     void (*destroy)(nn_pg *pg);
 } nn_pg_ops;

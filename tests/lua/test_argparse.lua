@@ -56,7 +56,7 @@ T.test("types and defaults", function()
   T.eq(a.lr, 1000.5)
   a = p:parse_args({ "--lr", "inf" })
   T.eq(a.lr, math.huge)
-  T.eq(tostring(p:parse_args({ "x" })), "Namespace(amp=False, data='x', epochs=20, lr=0.0001, mode='train')")
+  T.eq(tostring(p:parse_args({ "x" })), "Namespace(lr=0.0001, epochs=20, amp=False, mode='train', data='x')")
 end)
 
 T.test("the documents' flags as they are", function()
