@@ -5,6 +5,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export LD_LIBRARY_PATH=$root/.devbuild/lib:${LD_LIBRARY_PATH:-}
+# Debian's OpenBLAS does not recognise the GPU machine's Xeon and falls back to slow kernels
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 nn=$root/.devbuild/nnrepl
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/gpu: /'

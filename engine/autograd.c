@@ -1,5 +1,6 @@
 /* The autograd graph and the backward pass. Backward formulas live in engine/grad_*.c. */
 #include "autograd.h"
+#include "autocast.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,12 +402,14 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     }
     bool was = nn_grad_enabled();
     nn_set_grad_enabled(false);
+    unsigned autocast = nn_autocast_suspend(); /* backward ops keep the forward's dtypes */
     nn_status st = NN_OK;
     if (!root->grad_fn) { /* a leaf: its gradient is the seed */
         st = store_grad(root, g);
         if (!st && root->grad_hooks) st = run_grad_hooks(root);
         nn_release(g);
         nn_set_grad_enabled(was);
+        nn_autocast_resume(autocast);
         return st;
     }
 
@@ -481,5 +484,6 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     free(all.v);
     free(ready.v);
     nn_set_grad_enabled(was);
+    nn_autocast_resume(autocast);
     return st;
 }

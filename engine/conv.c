@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "backend.h"
 #include "conv.h"
+#include "memory_format.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
  * out of the static engine library; this strong reference does (the CPU backend is always built). */
@@ -132,7 +134,14 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
     int64_t ow = (x4->shape[3] + 2 * pad[1] - dil[1] * (weight->shape[3] - 1) - 1) / stride[1] + 1;
     int64_t shape[4] = {N, O, oh, ow};
     bool unbatched = x->ndim == 3;
-    nn_tensor *out = nn_empty(unbatched ? 3 : 4, unbatched ? shape + 1 : shape, x->dtype, x->storage->device);
+    nn_tensor *out;
+    if (!unbatched && (nn_suggest_memory_format(x4) == NN_CHANNELS_LAST || nn_suggest_memory_format(weight) == NN_CHANNELS_LAST)) {
+        int64_t cl[4]; /* channels-last in, channels-last out (PyTorch's rule) */
+        nn_format_strides("conv2d", 4, shape, NN_CHANNELS_LAST, cl);
+        out = nn_empty_strided(4, shape, cl, x->dtype, x->storage->device);
+    } else {
+        out = nn_empty(unbatched ? 3 : 4, unbatched ? shape + 1 : shape, x->dtype, x->storage->device);
+    }
     nn_tensor *out4 = out ? batched(out) : NULL;
     nn_status st = out4 ? NN_OK : nn_last_status();
     if (!st) {
@@ -168,6 +177,15 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
 nn_tensor *nn_conv2d(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const int64_t stride[2], const int64_t padding[2],
                      const int64_t dilation[2], int64_t groups)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[3] = {input, weight, bias}, *c[3];
+        if (nn_autocast_inputs(NN_OP_conv2d, 3, in, c)) return NULL;
+        if (c[0] || c[1] || c[2]) {
+            nn_tensor *r = nn_conv2d(c[0] ? c[0] : input, c[1] ? c[1] : weight, c[2] ? c[2] : bias, stride, padding, dilation, groups);
+            nn_autocast_release(3, c);
+            return r;
+        }
+    }
     if (check_input(input, bias)) return NULL;
     return conv_run(input, input, weight, bias, stride, padding, dilation, groups);
 }
@@ -175,6 +193,15 @@ nn_tensor *nn_conv2d(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const
 nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const int64_t stride[2], const int64_t dilation[2],
                           int64_t groups)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[3] = {input, weight, bias}, *c[3];
+        if (nn_autocast_inputs(NN_OP_conv2d, 3, in, c)) return NULL;
+        if (c[0] || c[1] || c[2]) {
+            nn_tensor *r = nn_conv2d_same(c[0] ? c[0] : input, c[1] ? c[1] : weight, c[2] ? c[2] : bias, stride, dilation, groups);
+            nn_autocast_release(3, c);
+            return r;
+        }
+    }
     char s1[160], s2[160];
     if (check_input(input, bias)) return NULL;
     if (weight->ndim < 3) {

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "backend.h"
 #include "grad.h"
 #include "ops.h"
@@ -242,6 +243,15 @@ static bool valid_op(nn_op op) { return op >= 0 && op < NN_OP_COUNT; }
 
 nn_tensor *nn_unary(nn_op op, nn_tensor *x)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast input */
+        nn_tensor *xc;
+        if (nn_autocast_inputs(op, 1, &x, &xc)) return NULL;
+        if (xc) {
+            nn_tensor *r = nn_unary(op, xc);
+            nn_release(xc);
+            return r;
+        }
+    }
     nn_dtype odt;
     if (!valid_op(op) || unary_dtype(nn_op_name(op), op, x->dtype, &odt)) {
         if (!valid_op(op)) nn_error(NN_ERR_ARG, "nn_unary: unknown op %d", (int)op);
@@ -271,6 +281,15 @@ static nn_status pow_scalar_dtype(const char *fn, nn_dtype in, double e, nn_dtyp
 
 nn_tensor *nn_pow_scalar(nn_tensor *x, double exponent)
 {
+    if (nn_autocast_on()) {
+        nn_tensor *xc;
+        if (nn_autocast_inputs(NN_OP_pow_scalar, 1, &x, &xc)) return NULL;
+        if (xc) {
+            nn_tensor *r = nn_pow_scalar(xc, exponent);
+            nn_release(xc);
+            return r;
+        }
+    }
     nn_dtype odt;
     if (pow_scalar_dtype("pow", x->dtype, exponent, &odt)) return NULL;
     double f[2] = {exponent, 0};
@@ -360,6 +379,15 @@ static nn_tensor *binary_out(nn_op op, nn_tensor *a, nn_tensor *b, double alpha)
     if (!valid_op(op)) {
         nn_error(NN_ERR_ARG, "nn_binary: unknown op %d", (int)op);
         return NULL;
+    }
+    if (nn_autocast_on()) {
+        nn_tensor *in[2] = {a, b}, *c[2];
+        if (nn_autocast_inputs(op, 2, in, c)) return NULL;
+        if (c[0] || c[1]) {
+            nn_tensor *r = binary_out(op, c[0] ? c[0] : a, c[1] ? c[1] : b, alpha);
+            nn_autocast_release(2, c);
+            return r;
+        }
     }
     const char *fn = nn_op_name(op);
     nn_dtype cdt, odt;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autocast.h"
 #include "backend.h"
 #include "grad.h"
 
@@ -83,6 +84,15 @@ static matdesc as_matrix(const nn_tensor *t, bool row)
 
 nn_tensor *nn_mm(nn_tensor *a, nn_tensor *b)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[2] = {a, b}, *c[2];
+        if (nn_autocast_inputs(NN_OP_bmm, 2, in, c)) return NULL;
+        if (c[0] || c[1]) {
+            nn_tensor *r = nn_mm(c[0] ? c[0] : a, c[1] ? c[1] : b);
+            nn_autocast_release(2, c);
+            return r;
+        }
+    }
     if (a->ndim != 2 || b->ndim != 2) {
         nn_error(NN_ERR_SHAPE, "mm: expected 2-D tensors, but got %d-D and %d-D tensors", a->ndim, b->ndim);
         return NULL;
@@ -105,6 +115,15 @@ nn_tensor *nn_mm(nn_tensor *a, nn_tensor *b)
 
 nn_tensor *nn_bmm(nn_tensor *a, nn_tensor *b)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[2] = {a, b}, *c[2];
+        if (nn_autocast_inputs(NN_OP_bmm, 2, in, c)) return NULL;
+        if (c[0] || c[1]) {
+            nn_tensor *r = nn_bmm(c[0] ? c[0] : a, c[1] ? c[1] : b);
+            nn_autocast_release(2, c);
+            return r;
+        }
+    }
     if (a->ndim != 3 || b->ndim != 3) {
         nn_error(NN_ERR_SHAPE, "bmm: expected 3-D tensors, but got %d-D and %d-D tensors", a->ndim, b->ndim);
         return NULL;
@@ -145,6 +164,15 @@ static bool collapsible(int n, const int64_t *shape, const int64_t *strides, int
 
 nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[2] = {a, b}, *c[2];
+        if (nn_autocast_inputs(NN_OP_bmm, 2, in, c)) return NULL;
+        if (c[0] || c[1]) {
+            nn_tensor *r = nn_matmul(c[0] ? c[0] : a, c[1] ? c[1] : b);
+            nn_autocast_release(2, c);
+            return r;
+        }
+    }
     char s1[160], s2[160];
     if (a->ndim == 0 || b->ndim == 0) {
         nn_error(NN_ERR_SHAPE, "matmul: both arguments to matmul need to be at least 1D, but they are %dD and %dD", a->ndim, b->ndim);
@@ -234,6 +262,15 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
 
 nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[3] = {bias, a, b}, *c[3];
+        if (nn_autocast_inputs(NN_OP_bmm, 3, in, c)) return NULL;
+        if (c[0] || c[1] || c[2]) {
+            nn_tensor *r = nn_addmm(c[0] ? c[0] : bias, c[1] ? c[1] : a, c[2] ? c[2] : b, beta, alpha);
+            nn_autocast_release(3, c);
+            return r;
+        }
+    }
     char s1[160], s2[160];
     if (a->ndim != 2 || b->ndim != 2) {
         nn_error(NN_ERR_SHAPE, "addmm: expected 2-D tensors, but got %d-D and %d-D tensors", a->ndim, b->ndim);
@@ -297,6 +334,15 @@ nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, do
 
 nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[2] = {a, b}, *c[2];
+        if (nn_autocast_apply(NN_AUTOCAST_PROMOTE, 2, in, c)) return NULL;
+        if (c[0] || c[1]) {
+            nn_tensor *r = nn_dot(c[0] ? c[0] : a, c[1] ? c[1] : b);
+            nn_autocast_release(2, c);
+            return r;
+        }
+    }
     char s1[160], s2[160];
     if (a->ndim != 1 || b->ndim != 1) {
         nn_error(NN_ERR_SHAPE, "dot: 1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);

@@ -1,6 +1,7 @@
 /* nll_loss frontend (PyTorch's shape and dtype checks), its backward frontend and autograd node. */
 #include <string.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "backend.h"
 #include "nnfunc.h"
@@ -65,6 +66,15 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
 
 nn_tensor *nn_nll_loss(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
+        nn_tensor *in[3] = {x, target, weight}, *c[3];
+        if (nn_autocast_inputs(NN_OP_nll_loss, 3, in, c)) return NULL;
+        if (c[0] || c[2]) {
+            nn_tensor *r = nn_nll_loss(c[0] ? c[0] : x, target, c[2] ? c[2] : weight, reduction, ignore_index);
+            nn_autocast_release(3, c);
+            return r;
+        }
+    }
     if (check_args(x->ndim, x->shape, x->dtype, target, weight, reduction)) return NULL;
     if (weight && nn_any_requires_grad(1, &weight)) {
         nn_error(NN_ERR_RUNTIME, "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This input cannot "

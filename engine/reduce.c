@@ -3,6 +3,7 @@
  * when !keepdim. */
 #include <math.h>
 
+#include "autocast.h"
 #include "backend.h"
 #include "grad.h"
 
@@ -76,6 +77,15 @@ static int empty_reduced_dim(const nn_tensor *x, uint32_t mask)
 
 nn_tensor *nn_reduce(nn_op op, nn_tensor *x, uint32_t dims, bool keepdim)
 {
+    if (nn_autocast_on()) { /* autocast: run again on the cast input */
+        nn_tensor *xc;
+        if (nn_autocast_inputs(op, 1, &x, &xc)) return NULL;
+        if (xc) {
+            nn_tensor *r = nn_reduce(op, xc, dims, keepdim);
+            nn_release(xc);
+            return r;
+        }
+    }
     const char *fn = nn_op_name(op);
     uint32_t mask = dims;
     nn_dtype odt = x->dtype;
@@ -238,6 +248,15 @@ nn_tensor *nn_argmin(nn_tensor *x, int dim, bool keepdim) { return arg_reduce(NN
 
 static nn_tensor *moment(const char *fn, nn_tensor *x, uint32_t dims, double correction, bool keepdim, bool std)
 {
+    if (nn_autocast_on()) {
+        nn_tensor *xc;
+        if (nn_autocast_inputs(NN_OP_var, 1, &x, &xc)) return NULL;
+        if (xc) {
+            nn_tensor *r = moment(fn, xc, dims, correction, keepdim, std);
+            nn_release(xc);
+            return r;
+        }
+    }
     if (!nn_dtype_is_float(x->dtype)) {
         nn_error(NN_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes", fn);
         return NULL;
@@ -252,6 +271,15 @@ nn_tensor *nn_std(nn_tensor *x, uint32_t dims, double correction, bool keepdim) 
 
 nn_tensor *nn_norm(nn_tensor *x, double p, uint32_t dims, bool keepdim)
 {
+    if (nn_autocast_on()) {
+        nn_tensor *xc;
+        if (nn_autocast_inputs(NN_OP_norm, 1, &x, &xc)) return NULL;
+        if (xc) {
+            nn_tensor *r = nn_norm(xc, p, dims, keepdim);
+            nn_release(xc);
+            return r;
+        }
+    }
     if (!nn_dtype_is_float(x->dtype)) {
         nn_error(NN_ERR_DTYPE, "norm(): expected a floating point or complex tensor as input. Got %s", torch_name(x->dtype));
         return NULL;

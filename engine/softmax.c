@@ -1,6 +1,7 @@
 /* softmax / log_softmax frontends, their backward frontends and autograd nodes. */
 #include <string.h>
 
+#include "autocast.h"
 #include "autograd.h"
 #include "backend.h"
 #include "nnfunc.h"
@@ -30,6 +31,7 @@ static nn_tensor *forward(nn_op op, nn_tensor *x, int dim, nn_dtype dt)
 {
     const char *fn = nn_op_name(op);
     if (nn_wrap_dim(fn, &dim, x->ndim)) return NULL;
+    if (nn_autocast_on()) dt = nn_autocast_opt_dtype(x, dt); /* autocast: read x as float32 */
     nn_dtype odt = dt == NN_DTYPE_NONE ? x->dtype : dt;
     if (!nn_dtype_is_float(odt)) {
         bool last = x->ndim == 0 || dim == x->ndim - 1;

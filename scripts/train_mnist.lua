@@ -12,6 +12,7 @@
 -- fit call; the defaults (5 epochs, lr 0.1) are issue 3's, with which PyTorch reaches
 -- 82.9% test accuracy on Fashion-MNIST. After training it prints the test-set accuracy.
 local torchvision = require "torchvision"
+local argparse = require "argparse"
 local time = require "time"
 local DataLoader = torch.utils.data.DataLoader
 local random_split = torch.utils.data.random_split
@@ -19,66 +20,23 @@ local ToTensor = torchvision.transforms.ToTensor
 
 -- ---- flags ----
 
-local flags = {
-  { "epochs", 5, "number of epochs" },
-  { "lr", 0.1, "SGD learning rate" },
-  { "batch-size", 128, "training batch size (validation and test use 256)" },
-  { "dataset", "fashion", "fashion or mnist" },
-  { "data-root", nil, "folder with the IDX files (default for fashion: /usr/share/datasets/fashion-mnist)" },
-  { "device", nil, "cpu or cuda (default: cuda if available)" },
-  { "num-workers", 2, "DataLoader worker threads" },
-  { "seed", nil, "random seed (default: none)" },
-}
-
-local function usage()
-  local lines = { "usage: nnrepl scripts/train_mnist.lua [options]" }
-  for _, f in ipairs(flags) do
-    lines[#lines + 1] = string.format("  --%-12s %s%s", f[1], f[3], f[2] ~= nil and (" (default " .. f[2] .. ")") or "")
-  end
-  return table.concat(lines, "\n")
+local parser = argparse.ArgumentParser({ prog = "train_mnist.lua",
+  description = "Document 001's MLP on Fashion-MNIST (or MNIST)" })
+parser:add_argument("--epochs", { type = "int", default = 5, help = "number of epochs (default %(default)s)" })
+parser:add_argument("--lr", { type = "float", default = 0.1, help = "SGD learning rate (default %(default)s)" })
+parser:add_argument("--batch-size", { type = "int", default = 128,
+  help = "training batch size (default %(default)s; validation and test use 256)" })
+parser:add_argument("--dataset", { choices = { "fashion", "mnist" }, default = "fashion",
+  help = "Fashion-MNIST or MNIST (default %(default)s)" })
+parser:add_argument("--data-root", { help = "folder with the IDX files (default for fashion: " ..
+  "/usr/share/datasets/fashion-mnist; required for mnist)" })
+parser:add_argument("--device", { help = "cpu, cuda or cuda:N (default: cuda if available)" })
+parser:add_argument("--num-workers", { type = "int", default = 2, help = "DataLoader worker threads (default %(default)s)" })
+parser:add_argument("--seed", { type = "int", help = "random seed (default: none)" })
+local args = parser:parse_args({ ... })
+if args.dataset == "mnist" and not args.data_root then
+  parser:error("--dataset mnist needs --data-root DIR (the folder with MNIST's IDX files; nothing is downloaded)")
 end
-
-local function die(msg)
-  io.stderr:write("train_mnist.lua: ", msg, "\n")
-  os.exit(2)
-end
-
--- --name value or --name=value; numbers where the default is a number.
-local function parse_args(argv)
-  local known, args = {}, {}
-  for _, f in ipairs(flags) do known[f[1]] = f; args[f[1]] = f[2] end
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    if a == "-h" or a == "--help" then print(usage()); os.exit(0) end
-    local name, value = a:match("^%-%-([%w-]+)=(.*)$")
-    if not name then
-      name = a:match("^%-%-([%w-]+)$")
-      if not name then die("unexpected argument '" .. a .. "'\n" .. usage()) end
-      i = i + 1
-      value = argv[i]
-      if value == nil then die("--" .. name .. " needs a value") end
-    end
-    local f = known[name]
-    if not f then die("unknown option --" .. name .. "\n" .. usage()) end
-    if type(f[2]) == "number" or name == "seed" then
-      local n = tonumber(value)
-      if n == nil then die("--" .. name .. " expects a number, got '" .. value .. "'") end
-      value = math.tointeger(n) or n
-    end
-    args[name] = value
-    i = i + 1
-  end
-  if args.dataset ~= "fashion" and args.dataset ~= "mnist" then
-    die("--dataset must be fashion or mnist, got '" .. tostring(args.dataset) .. "'")
-  end
-  if args.dataset == "mnist" and not args["data-root"] then
-    die("--dataset mnist needs --data-root DIR (the folder with MNIST's IDX files; nothing is downloaded)")
-  end
-  return args
-end
-
-local args = parse_args({ ... })
 if args.seed then torch.manual_seed(args.seed) end
 
 -- ---- step 6: pick the device, falling back to the CPU ----
@@ -97,8 +55,8 @@ local device = args.device and torch.device(args.device) or get_default_device()
 -- ---- step 3: training and validation datasets ----
 
 local Dataset = args.dataset == "mnist" and torchvision.datasets.MNIST or torchvision.datasets.FashionMNIST
-local dataset = Dataset({ root = args["data-root"], train = true, transform = ToTensor() })
-local test_dataset = Dataset({ root = args["data-root"], train = false, transform = ToTensor() })
+local dataset = Dataset({ root = args.data_root, train = true, transform = ToTensor() })
+local test_dataset = Dataset({ root = args.data_root, train = false, transform = ToTensor() })
 
 -- Splitting dataset to train and validation
 local val_size = 10000
@@ -107,13 +65,13 @@ local train_set, val_set = table.unpack(random_split(dataset, { train_size, val_
 
 -- ---- step 4: batches ----
 
-local batch_size = args["batch-size"]
+local batch_size = args.batch_size
 local pin_memory = device.type == "cuda" -- the document pins always; pinning only helps copies to a GPU
-local train_loader = DataLoader(train_set, { batch_size = batch_size, shuffle = true, num_workers = args["num-workers"],
+local train_loader = DataLoader(train_set, { batch_size = batch_size, shuffle = true, num_workers = args.num_workers,
   pin_memory = pin_memory })
-local val_loader = DataLoader(val_set, { batch_size = 256, shuffle = true, num_workers = args["num-workers"],
+local val_loader = DataLoader(val_set, { batch_size = 256, shuffle = true, num_workers = args.num_workers,
   pin_memory = pin_memory })
-local test_loader = DataLoader(test_dataset, { batch_size = 256, num_workers = args["num-workers"],
+local test_loader = DataLoader(test_dataset, { batch_size = 256, num_workers = args.num_workers,
   pin_memory = pin_memory })
 
 -- ---- step 5: the model ----
@@ -248,9 +206,9 @@ local num_classes = 10
 local model = MnistModel(784, 32, num_classes)
 to_device(model, device)
 
-print(string.format("%s on %s: %d training, %d validation, %d test images; %d epochs, lr %s, batch %d",
+print(string.format("%s on %s: %d training, %d validation, %d test images; %d epoch%s, lr %s, batch %d",
   args.dataset == "mnist" and "MNIST" or "Fashion-MNIST", tostring(device), #train_set, #val_set, #test_dataset,
-  args.epochs, tostring(args.lr), batch_size))
+  args.epochs, args.epochs == 1 and "" or "s", tostring(args.lr), batch_size))
 local t0 = time.perf_counter()
 local history = fit(args.epochs, args.lr, model, train_loader, val_loader)
 local seconds = time.perf_counter() - t0

@@ -47,10 +47,11 @@ end
 local function verify_params(dist, params)
   local n, total = #params, 0
   for _, p in ipairs(params) do total = total + p:numel() end
-  local mine = torch.tensor({ n, total }, { dtype = torch.int64 })
+  local dev = dist._device()
+  local mine = torch.tensor({ n, total }, { dtype = torch.int64 }):to(dev)
   local all = {}
   local world = dist.get_world_size()
-  for r = 1, world do all[r] = torch.zeros(2, { dtype = torch.int64 }) end
+  for r = 1, world do all[r] = torch.zeros(2, { dtype = torch.int64, device = dev }) end
   dist.all_gather(all, mine)
   for r = 1, world do
     local rn, rt = all[r][0]:item(), all[r][1]:item()

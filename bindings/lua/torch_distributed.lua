@@ -229,6 +229,12 @@ function dist.barrier(...)
   return C.barrier(o.async_op)
 end
 
+-- Where a collective's own tensors go: the current GPU for nccl, else the CPU.
+function dist._device()
+  if C.is_initialized() and C.backend() == "nccl" then return "cuda:" .. torch.cuda.current_device() end
+  return "cpu"
+end
+
 -- Lua values through the collectives: strings and numbers, tables of them (nested), booleans.
 local function encode(v) return string.format("%q", v) end
 local function serialize(v, out)
@@ -249,29 +255,30 @@ local function to_bytes(v)
   local out = {}
   serialize(v, out)
   local s = table.concat(out)
-  local t = torch.empty(#s, { dtype = torch.uint8 })
-  for i = 1, #s do t[i - 1] = s:byte(i) end
-  return t, #s
+  local bytes = { s:byte(1, -1) }
+  if #bytes == 0 then bytes = { 0 } end
+  return torch.tensor(bytes, { dtype = torch.uint8 }):to(dist._device()), #s
 end
 local function from_bytes(t, n)
+  local bytes = t:cpu():tolist()
   local chars = {}
-  for i = 1, n do chars[i] = string.char(t[i - 1]:item()) end
+  for i = 1, n do chars[i] = string.char(math.tointeger(bytes[i])) end
   return load("return " .. table.concat(chars), "=object", "t", {})()
 end
 
 -- all_gather_object(object_list, obj): object_list[r] (1-based) = rank r-1's obj
 function dist.all_gather_object(object_list, obj)
   local bytes, n = to_bytes(obj)
-  local world = C.size()
+  local world, dev = C.size(), dist._device()
   local sizes = {}
-  for r = 1, world do sizes[r] = torch.zeros(1, { dtype = torch.int64 }) end
-  C.all_gather(sizes, torch.tensor({ n }, { dtype = torch.int64 }), false)
+  for r = 1, world do sizes[r] = torch.zeros(1, { dtype = torch.int64, device = dev }) end
+  C.all_gather(sizes, torch.tensor({ n }, { dtype = torch.int64 }):to(dev), false)
   local max = 0
   for r = 1, world do max = math.max(max, sizes[r]:item()) end
-  local padded = torch.zeros(math.max(max, 1), { dtype = torch.uint8 })
-  if n > 0 then padded:narrow(0, 0, n):copy_(bytes) end
+  local padded = torch.zeros(math.max(max, 1), { dtype = torch.uint8, device = dev })
+  if n > 0 then padded:narrow(0, 0, n):copy_(bytes:narrow(0, 0, n)) end
   local outs = {}
-  for r = 1, world do outs[r] = torch.zeros(math.max(max, 1), { dtype = torch.uint8 }) end
+  for r = 1, world do outs[r] = torch.zeros(math.max(max, 1), { dtype = torch.uint8, device = dev }) end
   C.all_gather(outs, padded, false)
   for r = 1, world do object_list[r] = from_bytes(outs[r], math.tointeger(sizes[r]:item())) end
 end
@@ -279,7 +286,8 @@ end
 -- broadcast_object_list(list, src): every rank's list gets src's entries
 function dist.broadcast_object_list(object_list, src)
   src = src or 0
-  local n = torch.zeros(1, { dtype = torch.int64 })
+  local dev = dist._device()
+  local n = torch.zeros(1, { dtype = torch.int64, device = dev })
   local bytes
   if C.rank() == src then
     local k
@@ -288,7 +296,7 @@ function dist.broadcast_object_list(object_list, src)
   end
   C.broadcast(n, src, false)
   local k = math.tointeger(n:item())
-  if C.rank() ~= src then bytes = torch.zeros(math.max(k, 1), { dtype = torch.uint8 }) end
+  if C.rank() ~= src then bytes = torch.zeros(math.max(k, 1), { dtype = torch.uint8, device = dev }) end
   if k > 0 then C.broadcast(bytes, src, false) end
   if C.rank() ~= src then
     local got = from_bytes(bytes, k)

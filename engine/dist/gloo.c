@@ -149,7 +149,7 @@ static void g_destroy(nn_pg *pg)
 static const nn_pg_ops gloo_ops = {
     .name = "gloo", .device = NN_CPU, .blocking = true, .has_avg = false,
     .all_reduce = g_all_reduce, .broadcast = g_broadcast, .reduce = g_reduce, .all_gather = g_all_gather,
-    .reduce_scatter = g_reduce_scatter, .send = g_send, .recv = g_recv, .p2p_wait = g_p2p_wait, .barrier = g_barrier,
+    .reduce_scatter = g_reduce_scatter, .send = g_send, .recv = g_recv, .wait = g_p2p_wait, .barrier = g_barrier,
     .destroy = g_destroy,
 };
 

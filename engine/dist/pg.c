@@ -68,7 +68,7 @@ struct nn_work {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done, finished;
-    void *pending;               /* a posted point-to-point transfer, for ops->p2p_wait */
+    void *pending;               /* a posted point-to-point transfer, for ops->wait */
     const nn_pg_ops *ops;
     double timeout;
     nn_status status;
@@ -104,7 +104,7 @@ static nn_work *work_new(nn_pg *pg, int kind)
 void nn_work_release(nn_work *w)
 {
     if (!w || __atomic_sub_fetch(&w->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
-    if (w->pending) w->ops->p2p_wait(w->pending, w->timeout); /* the transfer may not outlive its buffer */
+    if (w->pending) w->ops->wait(w->pending, w->timeout); /* the transfer may not outlive its buffer */
     nn_release(w->buf);
     nn_release(w->buf2);
     for (int i = 0; i < w->ncopies; i++) {
@@ -158,6 +158,7 @@ static void run(nn_work *w)
     case K_RECV: st = o->recv(pg, a, w->count, w->dt, w->peer, w->tag, dev, &w->pending); break;
     case K_BARRIER: st = o->barrier(pg); break;
     }
+    if (!st && o->record && w->kind != K_BARRIER && !w->pending) w->pending = o->record(pg, dev);
     pthread_mutex_lock(&w->mu);
     w->status = st;
     if (st) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
@@ -256,7 +257,7 @@ nn_status nn_work_wait(nn_work *w)
     if (w->pending) {
         void *p = w->pending;
         w->pending = NULL;
-        if (!w->status && (w->status = w->ops->p2p_wait(p, w->timeout))) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
+        if (!w->status && (w->status = w->ops->wait(p, w->timeout))) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
     }
     if (!w->finished) {
         w->finished = true;

@@ -42,10 +42,14 @@ typedef struct {
     nn_status (*reduce_scatter)(nn_pg *pg, void *out, void *in, size_t count, nn_dtype dt, nn_reduce_op op, nn_device dev);
     /* point-to-point, in the caller's thread and not on the group's thread (a send waits for its
      * receive, which may come later in the peer's queue): post the transfer; *pending (NULL if
-     * nothing is left to wait for) goes to p2p_wait, which must work after destroy too */
+     * nothing is left to wait for) goes to wait */
     nn_status (*send)(nn_pg *pg, const void *buf, size_t count, nn_dtype dt, int dst, int tag, nn_device dev, void **pending);
     nn_status (*recv)(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int src, int tag, nn_device dev, void **pending);
-    nn_status (*p2p_wait)(void *pending, double timeout);
+    /* a stream backend (may be NULL): after an operation was enqueued, a token for wait */
+    void *(*record)(nn_pg *pg, nn_device dev);
+    /* finish a pending transfer or token (a stream backend: the current stream waits for it);
+     * must work after destroy too */
+    nn_status (*wait)(void *pending, double timeout);
     nn_status (*barrier)(nn_pg *pg);
     void (*destroy)(nn_pg *pg);
 } nn_pg_ops;

@@ -204,13 +204,19 @@ static nn_status finalize(nn_reducer *r)
     nn_tensor *used = NULL;
     if (r->o.find_unused_parameters) { /* which parameters got a gradient on some rank */
         int64_t n = r->n;
-        used = nn_empty(1, &n, NN_I32, NN_DEVICE_CPU);
-        if (!used) return nn_last_status();
-        memcpy(nn_data(used), r->used, sizeof(int32_t) * r->n);
-        nn_work *w = nn_dist_all_reduce(r->pg, used, NN_REDUCE_SUM);
+        nn_tensor *host = nn_empty(1, &n, NN_I32, NN_DEVICE_CPU), *dev = NULL;
+        if (!host) return nn_last_status();
+        memcpy(nn_data(host), r->used, sizeof(int32_t) * r->n);
+        /* a GPU backend takes it on the buckets' GPU */
+        dev = r->pg->ops->device == NN_CUDA ? nn_to_device(host, r->b[0].dev) : nn_retain(host);
+        nn_work *w = dev ? nn_dist_all_reduce(r->pg, dev, NN_REDUCE_SUM) : NULL;
         st = w ? nn_work_wait(w) : nn_last_status();
         nn_work_release(w);
-        if (st) { nn_release(used); return st; }
+        used = st ? NULL : nn_to_device(dev, NN_DEVICE_CPU);
+        nn_release(host);
+        nn_release(dev);
+        if (st) return st;
+        if (!used) return nn_last_status();
     }
     for (int i = 0; i < r->n && !st; i++) {
         nn_tensor *p = r->params[i];

@@ -95,7 +95,7 @@ static nn_status append(file_store *f, int fd, const char *key, const void *val,
     memcpy(rec, &kl, 4);
     memcpy(rec + 4, key, kl);
     memcpy(rec + 4 + kl, &vl, 8);
-    memcpy(rec + 12 + kl, val, n);
+    if (n) memcpy(rec + 12 + kl, val, n);
     off_t end = lseek(fd, 0, SEEK_END);
     size_t done = 0;
     while (done < total) {

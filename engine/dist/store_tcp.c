@@ -68,7 +68,7 @@ static int set_key(server *s, const char *key, const void *val, size_t n)
     entry *e = find(s, key);
     void *copy = malloc(n ? n : 1);
     if (!copy) return -1;
-    memcpy(copy, val, n);
+    if (n) memcpy(copy, val, n);
     if (!e) {
         char *k = strdup(key);
         if (!k || !GROW(s->kv, s->nkv, s->capkv)) { free(copy); free(k); return -1; }
@@ -267,7 +267,7 @@ static int send_request(tcp_store *t, unsigned char cmd, const char *key, const 
     uint32_t k32 = (uint32_t)klen;
     memcpy(head + 1, &k32, 4);
     memcpy(head + 5, key, klen);
-    memcpy(head + 5 + klen, extra, nextra);
+    if (nextra) memcpy(head + 5 + klen, extra, nextra);
     int rc = nn_net_send_all(t->fd, head, 5 + klen + nextra, dl);
     if (rc == NN_NET_OK && nval) rc = nn_net_send_all(t->fd, val, nval, dl);
     return rc;

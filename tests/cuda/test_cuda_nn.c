@@ -830,6 +830,12 @@ static void test_pool(void)
         adaptive_case(false, dt, 4, big, V_CONTIG, 1, 1, true);
         adaptive_case(true, dt, 4, big, V_CONTIG, 5, 7, true);
     }
+    /* a plane wider than the kernels' int32 indexing allows (their int64 path) */
+    const int64_t wide[4] = {1, 2, 3, 20000};
+    maxpool_case(&MAXS[1], NN_F32, 4, wide, V_T, false, true);
+    avgpool_case(&AVGS[2], NN_F32, 4, wide, V_NARROW, true);
+    adaptive_case(false, NN_F32, 4, wide, V_CONTIG, 2, 301, true);
+    adaptive_case(true, NN_F32, 4, wide, V_CONTIG, 2, 301, true);
     /* an empty batch */
     const int64_t e4[4] = {0, 3, 8, 8};
     maxpool_case(&MAXS[0], NN_F32, 4, e4, V_CONTIG, false, false);

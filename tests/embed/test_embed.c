@@ -34,7 +34,11 @@ static double now(void)
 
 static void test_example_host(void)
 {
-    const char *host = getenv("NNREPL_EMBED_HOST"); /* where the build directory moved (the GPU machine) */
+    const char *host = getenv("NNREPL_EMBED_HOST"); /* where the build directory moved; "": not carried */
+    if (host && !*host) {
+        printf("test_example_host: NNREPL_EMBED_HOST is empty, skipped\n");
+        return;
+    }
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' 2>&1", host ? host : EMBED_HOST);
     FILE *p = popen(cmd, "r");

@@ -3,6 +3,9 @@
 -- 5 epochs, 2 loader workers) must print the document's per-epoch lines and reach >= 82%
 -- test accuracy (PyTorch with the same settings: 82.9%). Skipped, with a note, when
 -- Debian's dataset-fashion-mnist is not installed.
+-- The seed is fixed (--seed 0: 83.54% here and on the GPU machine's CPU) because at lr 0.1
+-- the last epoch can land badly: document 001 in PyTorch 2.11 on the same data, seeds 0, 1, 2,
+-- reached 83.40%, 78.38% and 82.94% (nnrepl with seeds 1-6: 82.98% to 84.28%).
 local T = ...
 local root = "/usr/share/datasets/fashion-mnist"
 

@@ -18,6 +18,25 @@ local function find(list, v)
   return false
 end
 
+-- build(...) with nn.init's random fills replaced: overrides[name] = function(t, ...) or,
+-- by default, one that leaves t as it is. The layers' constructors call these, so a model
+-- built this way has its structure but not its values (filling 100M+ random numbers takes
+-- seconds, minutes under the sanitizers): for checks of counts, keys and printing.
+local function with_init(overrides, build, ...)
+  local init, saved = nn.init, {}
+  for _, name in ipairs({ "kaiming_uniform_", "uniform_", "kaiming_normal_", "normal_", "constant_" }) do
+    saved[name] = init[name]
+    local f = overrides[name]
+    if f == nil and name ~= "constant_" then f = function(t) return t end end
+    if f then init[name] = f end
+  end
+  local ok, m = pcall(build, ...)
+  for name, f in pairs(saved) do init[name] = f end
+  if not ok then error(m, 0) end
+  return m
+end
+local function structure_only(build, ...) return with_init({}, build, ...) end
+
 local ALEXNET = [[
 AlexNet(
   (features): Sequential(
@@ -158,7 +177,7 @@ T.test("alexnet", function()
   T.check(y:abs():max():item() < math.huge, "finite output")
   m, y = nil, nil
   collectgarbage()
-  local m2 = models.AlexNet(1000, 0.25)
+  local m2 = structure_only(models.AlexNet, 1000, 0.25)
   T.eq(count(m2), 61100840, "alexnet parameters at 1000 classes")
   T.eq(tostring(m2.classifier[3]), "Dropout(p=0.25, inplace=False)", "AlexNet(num_classes, dropout)")
 end)
@@ -213,7 +232,7 @@ end)
 collectgarbage()
 
 T.test("resnet50", function()
-  local r50 = models.resnet50()
+  local r50 = structure_only(models.resnet50)
   T.eq(count(r50), 25557032, "resnet50 parameters")
   local k = keys(r50)
   T.eq(#k, 320, "resnet50 state_dict entries")
@@ -226,25 +245,23 @@ collectgarbage()
 
 T.test("vgg11", function()
   -- torchvision's VGG init: convs kaiming_normal_(fan_out, relu), bias 0; Linear N(0, 0.01), bias 0.
-  -- The init functions are spied on (filling 120M normals would take seconds): each call is
-  -- recorded as "name shape args" and passed through to constant_ only (cheap).
-  local init, calls, saved = nn.init, {}, {}
-  for _, name in ipairs({ "kaiming_normal_", "normal_", "constant_" }) do
-    saved[name] = init[name]
-    init[name] = function(t, ...)
+  -- Its calls of nn.init are recorded as "name shape args"; constant_ runs (it is cheap), the
+  -- random fills do not (see with_init).
+  local calls = {}
+  local function spy(name, pass)
+    return function(t, ...)
       local args = {}
       for i, a in ipairs({ ... }) do
         if type(a) == "table" then args[i] = "{mode=" .. tostring(a.mode) .. ", nonlinearity=" .. tostring(a.nonlinearity) .. "}"
         else args[i] = tostring(a) end
       end
       calls[#calls + 1] = name .. " " .. tostring(t.shape) .. " " .. table.concat(args, " ")
-      if name == "constant_" then return saved[name](t, ...) end
+      if pass then return pass(t, ...) end
       return t
     end
   end
-  local ok, m = pcall(models.vgg11)
-  for name, f in pairs(saved) do init[name] = f end
-  if not ok then error(m, 0) end
+  local m = with_init({ kaiming_normal_ = spy("kaiming_normal_"), normal_ = spy("normal_"),
+    constant_ = spy("constant_", nn.init.constant_) }, models.vgg11)
   local want = {}
   local convs = { { 64, 3 }, { 128, 64 }, { 256, 128 }, { 256, 256 }, { 512, 256 }, { 512, 512 }, { 512, 512 }, { 512, 512 } }
   for _, c in ipairs(convs) do
@@ -265,7 +282,7 @@ T.test("vgg11", function()
   T.eq(tostring(m), VGG11, "print(vgg11)")
   m = nil
   collectgarbage()
-  local bn = models.vgg11_bn({ init_weights = false, num_classes = 10 })
+  local bn = structure_only(models.vgg11_bn, { num_classes = 10 })
   T.eq(count(bn), 128812810, "vgg11_bn parameters at 10 classes")
   k = keys(bn)
   T.eq(#k, 62, "vgg11_bn state_dict entries")
@@ -298,7 +315,7 @@ T.test("builders' arguments", function()
   T.check(err ~= nil, "unknown keyword raises")
   local names = models.list_models()
   T.check(find(names, "alexnet") and find(names, "resnet18") and find(names, "vgg11_bn"), "list_models")
-  local r = models.get_model("resnet18", { num_classes = 3, weights = false, progress = false })
+  local r = structure_only(models.get_model, "resnet18", { num_classes = 3, weights = false, progress = false })
   T.eq(r.fc.out_features, 3, "get_model with num_classes; weights=false and progress are accepted")
   T.raises(function() return models.get_model("nope") end, "Unknown model nope")
   T.check(nn.isinstance(r.layer1[0], models.BasicBlock), "models.BasicBlock is the block class")

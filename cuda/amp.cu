@@ -1,0 +1,228 @@
+/* GradScaler kernels on CUDA (semantics in engine/amp.h, list layout in ops.def).
+ *
+ * amp_unscale: multi-tensor, one launch for the whole gradient list. The launch
+ * carries a table of the gradients (address, length, dtype) as one __grid_constant__
+ * parameter, so nothing is copied to the device; each gradient is cut into chunks of
+ * CHUNK elements, one block per chunk, and a block finds its gradient by binary search
+ * over the running chunk counts. float32 chunks whose address is 16-byte aligned go
+ * four elements at a time. A block that met an inf or nan sets *found_inf = 1 (every
+ * writer writes the same value). inv_scale is read on the device: nothing syncs.
+ * A list longer than MAX_T gradients takes one launch per MAX_T; a gradient that is
+ * not dense (strides not a permutation of contiguous ones) is unscaled through a
+ * contiguous scratch copy, copied back after the launch.
+ *
+ * amp_update_scale: one thread updates the scale and the growth tracker in place. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.cuh"
+
+namespace {
+
+constexpr int MAX_T = 640;
+constexpr int64_t CHUNK = 16384;
+constexpr int THREADS = 256;
+
+struct Entry {
+    void *p;
+    int64_t n;
+    int dt;
+    int vec; /* float32 and 16-byte aligned */
+};
+
+struct Table {
+    int nt;
+    float *found;
+    const float *inv;
+    int64_t first[MAX_T + 1]; /* first chunk of each entry; first[nt] = total chunks */
+    Entry e[MAX_T];
+};
+
+template <typename T> __device__ __forceinline__ bool scale_one(T *p, int64_t j, float inv)
+{
+    float v = nn_to_float(p[j]);
+    if (inv != 1.f) p[j] = nn_from_float<T>(v * inv);
+    return !isfinite(v);
+}
+template <> __device__ __forceinline__ bool scale_one<double>(double *p, int64_t j, float inv)
+{
+    double v = p[j];
+    if (inv != 1.f) p[j] = v * (double)inv;
+    return !isfinite(v);
+}
+
+template <typename T> __device__ bool scale_range(T *p, int64_t lo, int64_t hi, float inv)
+{
+    bool found = false;
+    for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) found |= scale_one(p, j, inv);
+    return found;
+}
+
+/* float32, p + lo 16-byte aligned */
+__device__ bool scale_range_vec(float *p, int64_t lo, int64_t hi, float inv)
+{
+    bool found = false;
+    int64_t nv = (hi - lo) / 4;
+    float4 *q = (float4 *)(p + lo);
+    for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
+        float4 v = q[j];
+        found |= !isfinite(v.x) | !isfinite(v.y) | !isfinite(v.z) | !isfinite(v.w);
+        if (inv != 1.f) {
+            v.x *= inv, v.y *= inv, v.z *= inv, v.w *= inv;
+            q[j] = v;
+        }
+    }
+    return found | scale_range(p, lo + nv * 4, hi, inv);
+}
+
+__global__ void __launch_bounds__(THREADS) unscale_kernel(const __grid_constant__ Table t)
+{
+    int64_t b = blockIdx.x;
+    int lo = 0, hi = t.nt - 1; /* the last entry whose first chunk is <= b */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (t.first[mid] <= b) lo = mid;
+        else hi = mid - 1;
+    }
+    const Entry &e = t.e[lo];
+    int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
+    const float inv = *t.inv;
+    bool found;
+    switch (e.dt) {
+    case NN_F32: found = e.vec ? scale_range_vec((float *)e.p, start, end, inv) : scale_range((float *)e.p, start, end, inv); break;
+    case NN_F64: found = scale_range((double *)e.p, start, end, inv); break;
+    case NN_F16: found = scale_range((__half *)e.p, start, end, inv); break;
+    default: found = scale_range((__nv_bfloat16 *)e.p, start, end, inv); break;
+    }
+    if (__syncthreads_or(found) && threadIdx.x == 0) *t.found = 1.f;
+}
+
+__global__ void update_kernel(float *scale, int32_t *tracker, const float *found, double growth, double backoff, int64_t interval)
+{
+    if (*found) {
+        *scale = (float)(*scale * backoff);
+        *tracker = 0;
+        return;
+    }
+    int64_t successful = (int64_t)*tracker + 1;
+    if (successful == interval) {
+        float grown = (float)(*scale * growth);
+        if (isfinite(grown)) *scale = grown; /* never past float32's range */
+        *tracker = 0;
+    } else {
+        *tracker = (int32_t)successful;
+    }
+}
+
+/* strides are a permutation of contiguous strides (size-1 dims ignored) */
+bool dense(const nn_tensor *t)
+{
+    int64_t expect = 1;
+    bool used[NN_MAX_DIMS] = {false};
+    for (int done = 0; done < t->ndim; done++) {
+        int best = -1;
+        for (int d = 0; d < t->ndim; d++)
+            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
+        used[best] = true;
+        if (t->shape[best] == 1) continue;
+        if (t->strides[best] != expect) return false;
+        expect *= t->shape[best];
+    }
+    return true;
+}
+
+nn_status copy(nn_tensor *dst, nn_tensor *src)
+{
+    nn_kargs c{};
+    c.op = NN_OP_copy;
+    c.out[0] = dst;
+    c.in[0] = src;
+    c.nin = 1;
+    return nn_dispatch(&c);
+}
+
+/* contiguous copies of gradients that are not dense, copied back after the launch */
+struct Scratch {
+    nn_tensor *orig[MAX_T], *tmp[MAX_T];
+    int n = 0;
+    ~Scratch()
+    {
+        for (int k = 0; k < n; k++) nn_release(tmp[k]);
+    }
+    nn_status flush()
+    {
+        nn_status st = NN_OK;
+        for (int k = 0; k < n; k++) {
+            if (!st) st = copy(orig[k], tmp[k]);
+            nn_release(tmp[k]);
+        }
+        n = 0;
+        return st;
+    }
+};
+
+nn_status launch(Table &t, Scratch &sc, cudaStream_t s)
+{
+    if (t.nt) {
+        int64_t blocks = t.first[t.nt];
+        if (blocks > 0x7fffffff) return nn_error(NN_ERR_ARG, "amp_unscale: too many elements for one launch");
+        unscale_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(t);
+        NN_CHECK_LAUNCH();
+    }
+    t.nt = 0;
+    return sc.flush();
+}
+
+thread_local Table table; /* about 20 KiB: one per thread, reused */
+
+} // namespace
+
+extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
+{
+    int dev = nn_cuda_index(a);
+    if (!nn_cuda_dev(dev)) return nn_last_status();
+    cudaStream_t s = nn_cuda_stream(dev);
+    Table &t = table;
+    t.nt = 0;
+    t.first[0] = 0;
+    t.found = (float *)nn_data(a->out[0]);
+    t.inv = (const float *)nn_data(a->in[0]);
+    Scratch sc;
+    for (int k = 0; k < a->nlist; k++) {
+        nn_tensor *g = a->list[k];
+        if (!nn_dtype_is_float(g->dtype)) return nn_not_implemented(a, g->dtype);
+        int64_t n = nn_numel(g);
+        if (n == 0) continue;
+        void *p = nn_data(g);
+        if (!dense(g)) {
+            nn_tensor *c = nn_empty(g->ndim, g->shape, g->dtype, g->storage->device);
+            if (!c) return nn_last_status();
+            if (copy(c, g)) {
+                nn_release(c);
+                return nn_last_status();
+            }
+            sc.orig[sc.n] = g, sc.tmp[sc.n++] = c;
+            p = nn_data(c);
+        }
+        Entry e;
+        e.p = p;
+        e.n = n;
+        e.dt = g->dtype;
+        e.vec = g->dtype == NN_F32 && (uintptr_t)p % 16 == 0;
+        t.e[t.nt] = e;
+        t.first[t.nt + 1] = t.first[t.nt] + (n + CHUNK - 1) / CHUNK;
+        if (++t.nt == MAX_T && launch(t, sc, s)) return nn_last_status();
+    }
+    return launch(t, sc, s);
+}
+
+extern "C" nn_status nn_cuda_amp_update_scale(const nn_kargs *a)
+{
+    int dev = nn_cuda_index(a);
+    if (!nn_cuda_dev(dev)) return nn_last_status();
+    update_kernel<<<1, 1, 0, nn_cuda_stream(dev)>>>((float *)nn_data(a->out[0]), (int32_t *)nn_data(a->out[1]), (const float *)nn_data(a->in[0]),
+                                                    a->f[0], a->f[1], a->i[0]);
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}

@@ -1,0 +1,23 @@
+/* GradScaler's device-side steps (PyTorch's torch._amp_foreach_non_finite_check_and_unscale_
+ * and torch._amp_update_scale_), engine/amp.c. Both run on the device of their tensors
+ * and never read a value back to the host: the scale, the growth tracker and the
+ * found-inf flag stay device tensors, so a step costs no synchronisation. */
+#ifndef NN_AMP_H
+#define NN_AMP_H
+
+#include "tensor.h"
+
+/* One fused pass over the n gradients (float dtypes, any strides, on found_inf's device):
+ * g *= inv_scale in place (computed in float, double for float64; left as is when inv_scale
+ * is 1), and found_inf (float32, 1 element) is set to 1 when any value is inf or nan (it is
+ * never cleared here). inv_scale: float32, 1 element, same device. NULL gradients are skipped. */
+nn_status nn_amp_unscale_(int n, nn_tensor *const *grads, nn_tensor *found_inf, nn_tensor *inv_scale);
+
+/* PyTorch's scale update, in place: found_inf nonzero -> scale *= backoff_factor, tracker = 0;
+ * else tracker + 1 == growth_interval -> scale *= growth_factor (only if the result is finite),
+ * tracker = 0; else tracker += 1. scale float32 and growth_tracker int32, 1 element each, and
+ * found_inf (float32, 1 element) on one device. */
+nn_status nn_amp_update_scale_(nn_tensor *scale, nn_tensor *growth_tracker, nn_tensor *found_inf, double growth_factor,
+                               double backoff_factor, int64_t growth_interval);
+
+#endif

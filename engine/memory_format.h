@@ -1,0 +1,24 @@
+/* Memory formats (torch.contiguous_format, torch.channels_last, torch.channels_last_3d):
+ * a channels-last tensor keeps its NCHW shape with NHWC strides (engine/memory_format.c).
+ * Kernels that take any strides (conv on CPU, cuDNN's NHWC path on CUDA) run on it as is. */
+#ifndef NN_MEMORY_FORMAT_H
+#define NN_MEMORY_FORMAT_H
+
+#include "tensor.h"
+
+typedef enum { NN_CONTIGUOUS_FORMAT, NN_CHANNELS_LAST, NN_CHANNELS_LAST_3D, NN_PRESERVE_FORMAT } nn_memory_format;
+
+const char *nn_memory_format_name(nn_memory_format f); /* "torch.channels_last", ... */
+/* The dense strides of shape in format f; error when channels_last is asked of a tensor that is
+ * not 4-D (channels_last_3d: 5-D), or for preserve_format. fn names the caller in the message. */
+nn_status nn_format_strides(const char *fn, int ndim, const int64_t *shape, nn_memory_format f, int64_t *strides);
+/* x.is_contiguous(memory_format=f): size-1 dims are ignored; false for a rank f does not fit. */
+bool nn_is_contiguous_as(const nn_tensor *t, nn_memory_format f);
+/* x.contiguous(memory_format=f): t itself (retained) when it already is, else a copy in that
+ * layout, on the graph as CloneBackward0. */
+nn_tensor *nn_contiguous_as(nn_tensor *t, nn_memory_format f);
+/* channels_last (4-D) or channels_last_3d (5-D) when t is laid out so and not contiguous, else
+ * contiguous_format (PyTorch's suggest_memory_format, as convolutions use it). */
+nn_memory_format nn_suggest_memory_format(const nn_tensor *t);
+
+#endif
