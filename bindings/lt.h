@@ -108,6 +108,10 @@ void lt_open_image(lua_State *L);   /* image.c: torch._image (codecs, image tran
 void lt_open_optim(lua_State *L);   /* optim.c: torch._optim (optimizer steps) */
 void lt_open_dist(lua_State *L);    /* dist.c: torch._dist (torch.distributed, DDP's reducer) */
 void lt_open_io(lua_State *L);      /* io.c: torch._io (safetensors files, TensorBoard event files) */
+/* The memory_format field (torch.channels_last, ...) of the keyword table at idx as an
+ * nn_memory_format, or -1 when idx holds no table or the field is nil (amp.c). */
+int lt_opt_memory_format(lua_State *L, int idx);
+void lt_open_amp(lua_State *L);     /* amp.c: torch._amp (autocast, GradScaler kernels), memory formats; after lt_open_views */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lt.h"
+#include "memory_format.h"
 
 /* Push r as the result of a method on self (arg 1): self itself when r is t. */
 static int push_self_or(lua_State *L, nn_tensor *t, nn_tensor *r, int arg)
@@ -358,6 +359,12 @@ static int m_to(lua_State *L)
         next = nn_clone(r);
         nn_release(r);
         if (!(r = next)) return lt_fail(L, 0);
+    }
+    int mf = lt_opt_memory_format(L, o); /* amp.c: -1 when not given */
+    if (mf >= 0 && mf != NN_PRESERVE_FORMAT) {
+        next = nn_contiguous_as(r, (nn_memory_format)mf);
+        nn_release(r);
+        if (!(r = next)) return lt_fail(L, o);
     }
     return push_self_or(L, t, r, 2);
 }

@@ -123,35 +123,17 @@ __global__ void bin_strided(char *out, Operand<typename ctype<T>::type> a, Opera
     }
 }
 
-/* any dtypes, any strides; U elements per thread, a block's U * 256 consecutive
- * elements per step, loads issued together */
+/* any dtypes, any strides */
 template <int OP, typename C>
 __global__ void bin_generic(char *out, int dto, Operand<C> a, Operand<C> b, int64_t n, Geo<3> g, BinP p)
 {
-    constexpr int U = 4;
     const bool ta = a.mode != IN_VALUE, tb = b.mode != IN_VALUE;
-    const int esa = dt_size(a.dt), esb = dt_size(b.dt), eso = dt_size(dto);
-    for (int64_t base = blockIdx.x * (int64_t)blockDim.x * U; base < n; base += (int64_t)gridDim.x * blockDim.x * U) {
-        const char *pa[U], *pb[U];
-        char *po[U];
-        bool ok[U];
-#pragma unroll
-        for (int k = 0; k < U; k++) {
-            int64_t i = base + k * (int64_t)blockDim.x + threadIdx.x, off[3];
-            ok[k] = i < n;
-            geo_offsets<3>(g, ok[k] ? i : 0, off);
-            po[k] = out + off[0], pa[k] = a.p + off[1], pb[k] = b.p + off[2];
-        }
-        uint64_t ra[U], rb[U], ro[U];
-        if (ta) ld_raw<U>(ra, pa, ok, esa);
-        if (tb) ld_raw<U>(rb, pb, ok, esb);
-#pragma unroll
-        for (int k = 0; k < U; k++) {
-            C x = ta ? from_bits<C>(ra[k], a.dt, p.cdt) : a.val;
-            C y = tb ? from_bits<C>(rb[k], b.dt, p.cdt) : b.val;
-            ro[k] = to_bits(dto, bop<OP, C>(x, y, p));
-        }
-        st_raw<U>(po, ro, ok, eso);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[3];
+        geo_offsets<3>(g, i, off);
+        C x = ta ? ld_dyn<C>(a.p + off[1], a.dt, p.cdt) : a.val;
+        C y = tb ? ld_dyn<C>(b.p + off[2], b.dt, p.cdt) : b.val;
+        st_dyn(out + off[0], dto, bop<OP, C>(x, y, p));
     }
 }
 
@@ -197,7 +179,7 @@ template <int OP, typename C> nn_status run_generic(const Call &c)
         return nn_not_implemented(c.a, (nn_dtype)c.cdt);
     } else {
         Operand<C> x = operand<C>(c, 0), y = operand<C>(c, 1);
-        bin_generic<OP, C><<<blocks_for((c.n + 3) / 4), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n, geo_of<3>(c.it), c.p);
+        bin_generic<OP, C><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.a->out[0]->dtype, x, y, c.n, geo_of<3>(c.it), c.p);
         NN_CHECK_LAUNCH();
         return NN_OK;
     }

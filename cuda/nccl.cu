@@ -265,8 +265,13 @@ nn_status n_wait(void *pending, double)
 nn_status n_barrier(nn_pg *pg)
 {
     nccl_group *g = G(pg);
-    int index = g->comm ? g->device : 0;
-    if (!g->comm && nn_gpu && nn_gpu->current_device) index = nn_gpu->current_device();
+    int index = g->device;
+    if (!g->comm) { /* no collective yet: the current device, or as PyTorch guesses, local rank modulo the GPUs */
+        index = nn_gpu->current_device();
+        int count = nn_gpu->device_count();
+        const char *lr = getenv("LOCAL_RANK");
+        if (index == 0 && count > 1) index = (lr && *lr ? atoi(lr) : pg->rank) % count;
+    }
     nn_device dev = {NN_CUDA, (int8_t)index};
     if (nn_status st = comm_for(pg, dev)) return st;
     cudaStream_t s = g->stream;

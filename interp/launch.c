@@ -23,7 +23,8 @@
 #include "dist/net.h"
 #include "interp.h"
 
-#define GRACE_SECONDS 5.0
+#define GRACE_SECONDS 5.0  /* between SIGTERM and SIGKILL */
+#define DECIDE_SECONDS 0.3 /* after a rank fails, for the others that fail with it to be seen too */
 
 typedef struct {
     char *data;
@@ -35,7 +36,8 @@ typedef struct {
     int rank, local_rank;
     int fd[2];       /* stdout, stderr pipes; -1 once at end of file */
     linebuf buf[2];
-    bool running;
+    bool running, failed;
+    bool collective_error; /* its stderr reported a failed collective: likely a peer's failure, not its own */
     int status;
 } child;
 
@@ -45,7 +47,7 @@ static int sig_pipe[2] = {-1, -1};
 static void on_signal(int sig)
 {
     int e = errno;
-    got_signal = sig;
+    if (sig != SIGCHLD) got_signal = sig;
     char b = (char)sig;
     if (write(sig_pipe[1], &b, 1) < 0) { /* the pipe is full: the loop sees got_signal anyway */ }
     errno = e;
@@ -112,6 +114,7 @@ static void flush_lines(child *c, int stream, bool all, bool prefix)
     for (size_t i = 0; i < b->len; i++)
         if (b->data[i] == '\n') {
             emit(c->rank, stream, b->data + start, i + 1 - start, prefix);
+            if (stream == 1 && memmem(b->data + start, i - start, " failed on rank ", 16)) c->collective_error = true;
             start = i + 1;
         }
     if (all && start < b->len) {
@@ -123,26 +126,28 @@ static void flush_lines(child *c, int stream, bool all, bool prefix)
     b->len -= start;
 }
 
-static void read_pipe(child *c, int stream, bool prefix)
+/* Read what is there; false when nothing more is (for now or for good). */
+static bool read_pipe(child *c, int stream, bool prefix)
 {
     linebuf *b = &c->buf[stream];
     if (b->cap - b->len < 4096) {
         size_t cap = b->cap * 2 + 8192;
         char *d = realloc(b->data, cap);
-        if (!d) { flush_lines(c, stream, true, prefix); return; }
+        if (!d) { flush_lines(c, stream, true, prefix); return false; }
         b->data = d;
         b->cap = cap;
     }
     ssize_t k = read(c->fd[stream], b->data + b->len, b->cap - b->len);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (k < 0 && (errno == EINTR || errno == EAGAIN)) return false;
     if (k <= 0) {
         flush_lines(c, stream, true, prefix);
         close(c->fd[stream]);
         c->fd[stream] = -1;
-        return;
+        return false;
     }
     b->len += (size_t)k;
     flush_lines(c, stream, false, prefix);
+    return true;
 }
 
 static void describe(const child *c, char *buf, size_t len)
@@ -267,6 +272,8 @@ int interp_launch(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     for (size_t s = 0; s < sizeof sigs / sizeof *sigs; s++) sigaction(sigs[s], &sa, NULL);
+    sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+    sigaction(SIGCHLD, &sa, NULL); /* wakes the loop at once, so the first rank to fail is the one named */
     signal(SIGPIPE, SIG_IGN);
 
     child *cs = calloc((size_t)nproc, sizeof *cs);
@@ -287,6 +294,8 @@ int interp_launch(int argc, char **argv)
     if (started < nproc) signal_all(cs, started, SIGTERM);
     int forwarded = 0;
     bool failed = started < nproc;
+    int *failed_order = calloc((size_t)nproc, sizeof *failed_order), nfailed = 0;
+    double decide_at = 0;
 
     struct pollfd *pf = calloc((size_t)(2 * nproc + 1), sizeof *pf);
     child **owner = calloc((size_t)(2 * nproc + 1), sizeof *owner);
@@ -304,8 +313,8 @@ int interp_launch(int argc, char **argv)
                     pf[n++] = (struct pollfd){cs[r].fd[s], POLLIN, 0};
                 }
         }
-        if (!running && n == 1) break;
-        poll(pf, (nfds_t)n, 100);
+        if (!running && n == 1 && (!decide_at || failed)) break;
+        poll(pf, (nfds_t)n, decide_at && !failed ? 20 : 100);
         if (pf[0].revents) {
             char b[16];
             while (read(sig_pipe[0], b, sizeof b) > 0) {}
@@ -319,16 +328,31 @@ int interp_launch(int argc, char **argv)
             if (exit_code == EXIT_SUCCESS) exit_code = 128 + sig;
             if (!kill_at) kill_at = nn_net_now() + GRACE_SECONDS;
         }
-        for (int r = 0; r < started; r++) {
-            if (!cs[r].running || waitpid(cs[r].pid, &cs[r].status, WNOHANG) != cs[r].pid) continue;
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) { /* in the order they ended */
+            int r = 0;
+            while (r < started && cs[r].pid != pid) r++;
+            if (r == started) continue;
+            cs[r].status = status;
             cs[r].running = false;
             bool ok = WIFEXITED(cs[r].status) && WEXITSTATUS(cs[r].status) == 0;
             if (ok || failed || forwarded) continue;
+            cs[r].failed = true;
+            failed_order[nfailed++] = r;
+            for (int s = 0; s < 2; s++) /* its last words (a process it left behind may hold the pipe) */
+                while (cs[r].fd[s] >= 0 && read_pipe(&cs[r], s, prefix)) {}
+            if (!decide_at) decide_at = nn_net_now() + DECIDE_SECONDS;
+        }
+        if (decide_at && nn_net_now() >= decide_at && !failed) {
+            /* the first to fail, preferring a rank whose own error was not a collective that failed (the
+             * others' collectives fail because it went): ranks dying together are reaped in no set order */
+            int r = failed_order[0];
+            for (int k = 0; k < nfailed; k++)
+                if (!cs[failed_order[k]].collective_error) { r = failed_order[k]; break; }
             failed = true;
             char what[128];
             describe(&cs[r], what, sizeof what);
-            for (int s = 0; s < 2; s++) /* its last words first */
-                while (cs[r].fd[s] >= 0) read_pipe(&cs[r], s, prefix);
             fprintf(stderr, "%s: rank %d (local rank %d, pid %d) %s; stopping the other ranks\n", INTERP_PROGNAME, cs[r].rank,
                     cs[r].local_rank, (int)cs[r].pid, what);
             exit_code = WIFSIGNALED(cs[r].status) ? 128 + WTERMSIG(cs[r].status) : WEXITSTATUS(cs[r].status);
@@ -345,6 +369,7 @@ int interp_launch(int argc, char **argv)
         free(cs[r].buf[0].data);
         free(cs[r].buf[1].data);
     }
+    free(failed_order);
     free(pf);
     free(owner);
     free(stream);

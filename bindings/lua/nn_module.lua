@@ -468,7 +468,7 @@ end
 -- to(device), to(dtype), to(device, dtype), to(tensor), to({device=, dtype=, non_blocking=})
 function Module:to(...)
   local n = select("#", ...)
-  local device, dtype, non_blocking
+  local device, dtype, non_blocking, memory_format
   for i = 1, n do
     local a = (select(i, ...))
     if a == nil then -- skipped
@@ -483,6 +483,7 @@ function Module:to(...)
       device = o.device or device
       dtype = o.dtype or dtype
       non_blocking = o.non_blocking
+      memory_format = o.memory_format
     elseif type(a) == "string" and is_dtype(torch[a]) then
       dtype = torch[a]
     else
@@ -493,10 +494,14 @@ function Module:to(...)
     U.errorf("nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=%s", tostring(dtype))
   end
   local opts = non_blocking and { non_blocking = true } or nil
+  if memory_format == torch.preserve_format then memory_format = nil end
   return self:_apply(function(t)
     local dt = t:is_floating_point() and dtype or nil
-    if opts then return t:to(device, dt, opts) end
-    return t:to(device, dt)
+    local r
+    if opts then r = t:to(device, dt, opts) else r = t:to(device, dt) end
+    -- memory_format (channels_last) applies to the 4-D and 5-D tensors, as in PyTorch
+    if memory_format and (t:dim() == 4 or t:dim() == 5) then r = r:contiguous({ memory_format = memory_format }) end
+    return r
   end)
 end
 

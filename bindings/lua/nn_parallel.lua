@@ -181,22 +181,31 @@ function DP:__init(module, ...)
   self.src_device_obj = torch.device("cuda:" .. ids[1])
 end
 
+-- An instance of cls made without running its __init (a registered module with empty registries).
+local function bare_instance(cls)
+  local own = rawget(cls, "__init")
+  rawset(cls, "__init", function() end)
+  local ok, inst = pcall(cls)
+  rawset(cls, "__init", own)
+  if not ok then error(inst, 0) end
+  return inst
+end
+
 -- A copy of module m for device dev: same classes and attributes, parameters as
 -- differentiable copies on dev (gradients flow back to m's), buffers copied.
 local function replicate(m, dev, memo)
   if memo[m] then return memo[m] end
-  local mt = getmetatable(m)
-  local values = mt.__index
-  local r = { _parameters = U.OrderedDict.new(), _buffers = U.OrderedDict.new(), _modules = U.OrderedDict.new(),
-    _non_persistent_buffers_set = m._non_persistent_buffers_set }
-  local rv = {}
-  for k, v in pairs(values) do rv[k] = v end
-  setmetatable(rv, getmetatable(values))
-  local rmt = {}
-  for k, v in pairs(mt) do rmt[k] = v end
-  rmt.__index = rv
-  setmetatable(r, rmt)
+  local r = bare_instance(m.__class)
   memo[m] = r
+  local values, rv = getmetatable(m).__index, getmetatable(r).__index
+  local registered = {}
+  for _, reg in ipairs({ "_parameters", "_buffers", "_modules" }) do
+    for k in pairs(m[reg]) do registered[k] = true end
+  end
+  for k, v in pairs(values) do
+    if not registered[k] then rv[k] = v end
+  end
+  rawset(r, "_non_persistent_buffers_set", m._non_persistent_buffers_set)
   for k, p in pairs(m._parameters) do
     local c = p ~= nil and p:to(dev) or nil
     r._parameters:set(k, c)
@@ -214,6 +223,8 @@ local function replicate(m, dev, memo)
   end
   return r
 end
+
+parallel._replicate = function(m, dev) return replicate(m, dev, {}) end
 
 local function scatter(v, sizes, devices, dim)
   if torch.is_tensor(v) then

@@ -60,6 +60,14 @@ static nn_status load_shim(void)
     return NN_OK;
 }
 
+bool nn_gloo_loadable(void)
+{
+    if (api) return true;
+    bool ok = load_shim() == NN_OK;
+    nn_clear_error();
+    return ok;
+}
+
 /* ---- the store, for the shim ---- */
 
 static int store_set(void *ctx, const char *key, const void *val, size_t n, char *err, size_t errlen)

@@ -39,7 +39,13 @@ static nn_pg_create_fn find_backend(const char *name)
     return NULL;
 }
 
-bool nn_pg_backend_available(const char *name) { return find_backend(name) != NULL; }
+bool nn_gloo_loadable(void); /* gloo.c */
+
+bool nn_pg_backend_available(const char *name)
+{
+    if (!strcmp(name, "gloo")) return nn_gloo_loadable();
+    return find_backend(name) != NULL;
+}
 
 /* ---- work ---- */
 
@@ -620,7 +626,9 @@ nn_pg *nn_pg_new(const char *backend, nn_store *store, int rank, int world_size,
                       timeout, world_size, store->desc, nmissing, nmissing == 1 ? "" : "s", missing, nmissing > 16 ? ", ..." : "");
     }
     if (!st) st = create(pg);
-    if (!st) { /* every rank is connected before any returns (and may leave, taking the store with it) */
+    /* every rank is connected before any returns (and may leave, taking the store with it); a stream
+     * backend makes its communicator at the first collective, on that tensor's device, instead */
+    if (!st && pg->ops->blocking) {
         nn_work *w = nn_dist_barrier(pg);
         st = w ? nn_work_wait(w) : nn_last_status();
         nn_work_release(w);

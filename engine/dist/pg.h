@@ -8,7 +8,8 @@
  * Work: every collective returns an nn_work. A blocking backend (Gloo) runs its
  * collectives in order on the group's own thread, so the caller goes on (DDP
  * overlaps gradient all-reduce with backward this way); a stream backend (NCCL)
- * enqueues on the current stream at once. nn_work_wait finishes the work in the
+ * enqueues at once on its own stream, after the current stream's work, and waiting
+ * makes the current stream wait for it. nn_work_wait finishes the work in the
  * caller's thread. Every rank must issue the same collectives in the same order.
  *
  * Backends register by name (nn_pg_register_backend); cuda/nccl.cu registers

@@ -166,7 +166,7 @@ static int fix_layout(int layout, int nd)
 static pair make(nn_dtype dt, int nd, const int64_t *s, int layout, int dom)
 {
     int64_t bs[NN_MAX_DIMS];
-    memcpy(bs, s, sizeof(int64_t) * nd);
+    if (nd) memcpy(bs, s, sizeof(int64_t) * nd);
     layout = fix_layout(layout, nd);
     if (layout == L_TRANS) bs[nd - 1] = s[nd - 2], bs[nd - 2] = s[nd - 1];
     if (layout == L_NARROW) bs[nd - 1] += 3;

@@ -8,7 +8,7 @@ nnrepl=$(cd "$(dirname "${1:-build/nnrepl}")" && pwd)/$(basename "${1:-build/nnr
 dir=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; [ -f "$tmp/out" ] && sed 's/^/    /' "$tmp/out" | tail -n 40; }
 free_port() { "$nnrepl" -e 'print(torch._dist.free_port())'; }
@@ -24,6 +24,7 @@ ranks_run() { # name nproc script [args]
   if [ "$rc" -ne 0 ] || [ "$reports" -ne "$n" ]; then fail "$name: exit $rc, $reports of $n ranks reported"; else pass; fi
 }
 
+gloo_tests() {
 for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
@@ -123,6 +124,22 @@ timeout 60 "$nnrepl" --nproc-per-node 2 >"$tmp/out" 2>&1; [ $? -ne 0 ] && grep -
 timeout 60 "$nnrepl" --nproc-per-node 1 -e 'torch.distributed.init_process_group("gloo"); local t = torch.ones(2); torch.distributed.all_reduce(t); print("one", t:sum():item())' >"$tmp/out" 2>&1
 grep -q '^one	2.0$' "$tmp/out" && pass || fail "a world of one"
 
+}
+
+if "$nnrepl" -e 'os.exit(torch.distributed.is_gloo_available() and 0 or 1)'; then gloo_tests
+else echo "the gloo backend is not available (libgloo-dev was missing at build time): its tests are skipped"; skipped=$((skipped + 1)); fi
+
+# NCCL where there are two GPUs or more (the GPU machine)
+if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is_available() and torch.cuda.device_count() >= 2 and 0 or 1)' 2>/dev/null; then
+  ranks_run "nccl, 2 ranks" 2 "$dir/nccl.lua" 64
+  timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
+  line=$(tail -n 1 "$tmp/out")
+  if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+  else fail "dataparallel_gpu.lua: no result line"; fi
+  grep -c "In Model: input size torch.Size(\[15, 5\])" "$tmp/out" | grep -q '^2$' && pass || fail "30 rows over 2 GPUs: 15 and 15"
+else skipped=$((skipped + 1)); fi
+
 rm -f "$tmp/out"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,379 @@
+-- Mixed precision from Lua: torch.autocast as a <close> value, a function runner and a
+-- decorator (wrap) on a module's forward; aliases; nesting and enabled=false; the dtypes
+-- the policy gives F and nn ops under CPU autocast (bfloat16); gradients reaching
+-- float32 parameters in float32; one cast per parameter per region; GradScaler on CPU
+-- tensors: scaling, a skipped step on inf (parameters unchanged bit for bit, scale
+-- halved), growth after growth_interval clean steps, a scale sequence worked out from
+-- PyTorch's rule, unscale_ + clipping + step, state_dict round trips, a disabled scaler,
+-- its errors; memory formats (channels_last).
+local T = ...
+
+local function bits(t) -- exact contents, for bit-for-bit comparisons
+  return t:detach():reshape(-1):to(torch.float64):tolist()
+end
+
+local function stats() return torch._amp.stats() end
+
+T.test("autocast forms", function()
+  T.check(not torch.is_autocast_enabled("cpu"), "off at start")
+  do
+    local r <close> = torch.autocast("cpu")
+    T.check(torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16, "on in the region")
+    T.eq(torch.mm(torch.randn(2, 3), torch.randn(3, 2)).dtype, torch.bfloat16, "mm in bfloat16")
+  end
+  T.check(not torch.is_autocast_enabled("cpu"), "closed")
+  -- function runner, results passed through
+  local a, b = torch.autocast("cpu", { dtype = torch.float16 }, function()
+    return torch.mm(torch.randn(2, 3), torch.randn(3, 2)).dtype, torch.get_autocast_dtype("cpu")
+  end)
+  T.check(a == torch.float16 and b == torch.float16, "runner with dtype")
+  T.eq(torch.autocast("cpu", function() return 7 end), 7, "runner without options")
+  T.eq(torch.amp.autocast, torch.autocast, "torch.amp.autocast alias")
+  -- an error inside the function still closes the region
+  local ok = pcall(torch.autocast, "cpu", function() error("boom") end)
+  T.check(not ok and not torch.is_autocast_enabled("cpu"), "closed after an error")
+  -- nesting and enabled=false
+  do
+    local _ <close> = torch.autocast("cpu")
+    do
+      local _ <close> = torch.autocast("cpu", { enabled = false })
+      T.eq(torch.mm(torch.randn(2, 3), torch.randn(3, 2)).dtype, torch.float32, "disabled inside")
+      do
+        local _ <close> = torch.autocast("cpu", { dtype = torch.float16 })
+        T.eq(torch.mm(torch.randn(2, 3), torch.randn(3, 2)).dtype, torch.float16, "re-enabled in float16")
+      end
+    end
+    T.eq(torch.mm(torch.randn(2, 3), torch.randn(3, 2)).dtype, torch.bfloat16, "outer again")
+  end
+  -- cpu.amp alias and the region object's exit
+  local r = torch.cpu.amp.autocast()
+  T.check(torch.is_autocast_enabled("cpu"), "torch.cpu.amp.autocast()")
+  r:exit()
+  r:exit() -- a second exit does nothing
+  T.check(not torch.is_autocast_enabled("cpu"), "exit()")
+  -- errors
+  T.raises(function() return torch.autocast("cpu", { dtyp = torch.float16 }) end, "bad argument #2 to 'autocast' (unknown keyword 'dtyp')")
+  T.raises(function() return torch.autocast("xpu") end,
+    "bad argument #1 to 'autocast' (User specified an unsupported autocast device_type 'xpu')")
+  T.raises(function() return torch.autocast("cpu", { dtype = torch.int64 }) end, "~autocast: dtype int64 is not supported")
+  T.check(not torch.is_autocast_enabled("cpu"), "errors leave it off")
+  if not torch.cuda.is_available() then
+    -- PyTorch disables a cuda region when there is no GPU (with a warning)
+    local _ <close> = torch.cuda.amp.autocast()
+    T.check(not torch.is_autocast_enabled("cuda") and not torch.is_autocast_enabled(), "cuda region disabled without CUDA")
+  end
+end)
+
+T.test("the policy through F and nn", function()
+  local x = torch.randn(4, 3)
+  local lin = nn.Linear(3, 5)
+  local conv = nn.Conv2d(2, 3, 3)
+  local img = torch.randn(2, 2, 6, 6)
+  local t = torch.tensor({ 0, 1, 4, 2 })
+  local _ <close> = torch.autocast("cpu")
+  local y = lin(x)
+  T.eq(y.dtype, torch.bfloat16, "nn.Linear")
+  T.eq(lin(torch.randn(2, 4, 3)).dtype, torch.bfloat16, "nn.Linear on 3-D input (matmul + bias)")
+  T.eq(conv(img).dtype, torch.bfloat16, "nn.Conv2d")
+  T.eq(F.relu(y).dtype, torch.bfloat16, "relu keeps the dtype")
+  T.eq(F.softmax(y, 1).dtype, torch.float32, "softmax in float32")
+  T.eq(F.log_softmax(y, 1).dtype, torch.float32, "log_softmax in float32")
+  T.eq(F.cross_entropy(y, t).dtype, torch.float32, "cross_entropy in float32")
+  T.eq(F.mse_loss(y, torch.randn(4, 5)).dtype, torch.float32, "mse_loss in float32")
+  T.eq(y:sum().dtype, torch.float32, "sum in float32")
+  T.eq(y:mean().dtype, torch.float32, "mean in float32")
+  T.eq(y:exp().dtype, torch.float32, "exp in float32")
+  T.eq((y ^ 2).dtype, torch.float32, "pow in float32")
+  T.eq((y + torch.randn(4, 5)).dtype, torch.float32, "add promotes to the widest")
+  T.eq((y + 1).dtype, torch.bfloat16, "a number does not widen")
+  T.eq(torch.cat({ y, torch.randn(1, 5) }).dtype, torch.float32, "cat promotes")
+  T.eq(torch.mm(torch.randn(2, 2):double(), torch.randn(2, 2):double()).dtype, torch.float64, "float64 is left alone")
+end)
+
+T.test("gradients reach float32 parameters in float32", function()
+  local Net = nn.Module:extend("AmpNet")
+  function Net:__init()
+    Net.super.__init(self)
+    self.conv = nn.Conv2d(2, 4, 3)
+    self.fc = nn.Linear(4 * 4 * 4, 3)
+  end
+  function Net:forward(x) return self.fc(torch.flatten(F.relu(self.conv(x)), 1)) end
+  local net = Net()
+  local x, t = torch.randn(2, 2, 6, 6), torch.tensor({ 0, 2 })
+  local loss
+  do
+    local _ <close> = torch.autocast("cpu")
+    loss = F.cross_entropy(net(x), t)
+  end
+  loss:backward()
+  for i, p in ipairs(net:parameters()) do
+    T.check(p.grad ~= nil and p.grad.dtype == torch.float32, "parameter " .. i .. ": grad is float32")
+  end
+  -- against float32: the loss agrees to bfloat16 precision
+  local ref = F.cross_entropy(net(x), t)
+  T.near(loss:item(), ref:item(), 5e-2, "loss close to float32's")
+end)
+
+T.test("decorated forward (wrap)", function()
+  local Net = nn.Module:extend("WrappedNet")
+  function Net:__init()
+    Net.super.__init(self)
+    self.fc = nn.Linear(3, 2)
+  end
+  function Net:forward(x) return self.fc(x) end
+  Net.forward = torch.autocast.wrap(Net.forward, "cpu")
+  local net = Net()
+  T.eq(net(torch.randn(4, 3)).dtype, torch.bfloat16, "the policy holds inside forward")
+  T.check(not torch.is_autocast_enabled("cpu"), "and ends with it")
+  local f16 = torch.cpu.amp.autocast.wrap(function(a, b) return torch.mm(a, b), "second" end, { dtype = torch.float16 })
+  local r, s = f16(torch.randn(2, 2), torch.randn(2, 2))
+  T.check(r.dtype == torch.float16 and s == "second", "wrap with options passes arguments and results")
+  T.raises(function() torch.autocast.wrap(42) end, "bad argument #1 to 'autocast.wrap' (function expected, got number)")
+end)
+
+T.test("one cast per parameter per region", function()
+  local lin = nn.Linear(3, 5)
+  local x = torch.randn(4, 3):bfloat16() -- already in the region's dtype: only the parameters are cast
+  do
+    local _ <close> = torch.autocast("cpu")
+    local s0 = stats()
+    local y1 = lin(x)
+    local s1 = stats()
+    local y2 = lin(x)
+    local s2 = stats()
+    T.eq(s1.casts - s0.casts, 2, "weight and bias cast on first use")
+    T.eq(s2.casts - s1.casts, 0, "not again")
+    T.eq(s2.cache_hits - s1.cache_hits, 2, "served from the cache")
+    T.eq(s2.cached, 2, "two entries")
+    T.check(y1.dtype == torch.bfloat16 and y2.dtype == torch.bfloat16, "outputs")
+  end
+  T.eq(stats().cached, 0, "dropped at close")
+end)
+
+-- ---- GradScaler ----
+
+local function model_and_opt(lr)
+  torch.manual_seed(3)
+  local m = nn.Linear(4, 3)
+  return m, optim.SGD(m:parameters(), { lr = lr or 0.1 })
+end
+
+local function loss_of(m)
+  torch.manual_seed(5)
+  return m(torch.randn(6, 4)):pow(2):mean()
+end
+
+T.test("GradScaler: scale, step, update", function()
+  local m, opt = model_and_opt()
+  local scaler = torch.amp.GradScaler("cpu")
+  T.check(scaler:is_enabled(), "enabled on cpu")
+  T.eq(scaler:get_scale(), 65536.0, "init scale before use")
+  local loss = loss_of(m)
+  local scaled = scaler:scale(loss)
+  T.near(scaled:item(), loss:item() * 65536, 1e-6, "scaled loss")
+  opt:zero_grad()
+  scaled:backward()
+  -- the reference: the same step without scaling
+  local m2, opt2 = model_and_opt()
+  opt2:zero_grad()
+  loss_of(m2):backward()
+  opt2:step()
+  scaler:step(opt)
+  scaler:update()
+  T.near(bits(m.weight), bits(m2.weight), 1e-6, "the step equals the unscaled one")
+  T.eq(scaler:get_scale(), 65536.0, "no growth after one step")
+  T.eq(scaler:_get_growth_tracker(), 1, "one clean step counted")
+  -- a list of outputs scales elementwise
+  local two = scaler:scale({ loss, loss * 2 })
+  T.near({ two[1]:item(), two[2]:item() }, { loss:item() * 65536, loss:item() * 131072 }, 1e-6, "list of outputs")
+end)
+
+T.test("GradScaler: an inf skips the step and halves the scale", function()
+  local m, opt = model_and_opt()
+  local scaler = torch.amp.GradScaler("cpu", { init_scale = 1024 })
+  opt:zero_grad()
+  scaler:scale(loss_of(m)):backward()
+  m.bias.grad[1] = math.huge -- an inf in one gradient
+  local w0, b0 = bits(m.weight), bits(m.bias)
+  local ret = scaler:step(opt)
+  scaler:update()
+  T.eq(bits(m.weight), w0, "weight unchanged bit for bit")
+  T.eq(bits(m.bias), b0, "bias unchanged bit for bit")
+  T.check(ret == nil, "step skipped")
+  T.eq(scaler:get_scale(), 512.0, "scale halved")
+  T.eq(scaler:_get_growth_tracker(), 0, "tracker reset")
+  -- a nan does the same
+  opt:zero_grad()
+  scaler:scale(loss_of(m)):backward()
+  m.weight.grad[0][1] = 0 / 0
+  scaler:step(opt)
+  scaler:update()
+  T.eq(bits(m.weight), w0, "nan: unchanged")
+  T.eq(scaler:get_scale(), 256.0, "nan: halved")
+end)
+
+T.test("GradScaler: growth and the scale sequence of PyTorch's rule", function()
+  local m, opt = model_and_opt(1e-3)
+  local growth_interval = 3
+  local scaler = torch.amp.GradScaler("cpu", { init_scale = 8.0, growth_factor = 4.0, backoff_factor = 0.25,
+    growth_interval = growth_interval })
+  local pattern = "..x....x.x...xx......"
+  -- the rule: inf -> scale * backoff, tracker 0; else tracker + 1 == interval -> scale * growth, tracker 0
+  local want, s, tracker = {}, 8.0, 0
+  for i = 1, #pattern do
+    if pattern:sub(i, i) == "x" then s, tracker = s * 0.25, 0
+    elseif tracker + 1 == growth_interval then s, tracker = s * 4.0, 0
+    else tracker = tracker + 1 end
+    want[i] = s
+  end
+  local got = {}
+  for i = 1, #pattern do
+    opt:zero_grad()
+    scaler:scale(loss_of(m)):backward()
+    if pattern:sub(i, i) == "x" then m.weight.grad[2][3] = -math.huge end
+    scaler:step(opt)
+    scaler:update()
+    got[i] = scaler:get_scale()
+  end
+  T.eq(got, want, "scale after each step")
+  -- written out by hand for this pattern
+  T.eq(want, { 8.0, 8.0, 2.0, 2.0, 2.0, 8.0, 8.0, 2.0, 2.0, 0.5, 0.5, 0.5, 2.0, 0.5, 0.125, 0.125, 0.125, 0.5, 0.5, 0.5, 2.0 },
+    "hand-computed sequence")
+  -- growth after growth_interval clean steps (the default interval, with a short one here)
+  local g = torch.amp.GradScaler("cpu", { init_scale = 2.0, growth_interval = 2 })
+  for _ = 1, 4 do
+    opt:zero_grad()
+    g:scale(loss_of(m)):backward()
+    g:step(opt)
+    g:update()
+  end
+  T.eq(g:get_scale(), 8.0, "grew twice in four clean steps")
+end)
+
+T.test("GradScaler: unscale_, clip, step", function()
+  local m, opt = model_and_opt()
+  local m2, opt2 = model_and_opt()
+  local scaler = torch.amp.GradScaler("cpu")
+  local function clip(params, max_norm)
+    local total = 0
+    for _, p in ipairs(params) do total = total + (p.grad ^ 2):sum():item() end
+    total = math.sqrt(total)
+    local coef = max_norm / (total + 1e-6)
+    if coef < 1 then for _, p in ipairs(params) do p.grad:mul_(coef) end end
+  end
+  opt:zero_grad()
+  scaler:scale(loss_of(m)):backward()
+  scaler:unscale_(opt)
+  clip(m:parameters(), 0.1)
+  scaler:step(opt)
+  scaler:update()
+  opt2:zero_grad()
+  loss_of(m2):backward()
+  clip(m2:parameters(), 0.1)
+  opt2:step()
+  T.near(bits(m.weight), bits(m2.weight), 1e-6, "clipped step equals the unscaled one")
+  -- stage errors
+  opt:zero_grad()
+  scaler:scale(loss_of(m)):backward()
+  scaler:unscale_(opt)
+  T.raises(function() scaler:unscale_(opt) end, "~unscale_() has already been called on this optimizer since the last update().")
+  scaler:step(opt)
+  T.raises(function() scaler:step(opt) end, "~step() has already been called since the last update().")
+  T.raises(function() scaler:unscale_(opt) end, "~unscale_() is being called after step().")
+  scaler:update()
+  local fresh = torch.amp.GradScaler("cpu")
+  T.raises(function() fresh:update() end, "~Attempted update but _scale is None.")
+  T.raises(function() torch.amp.GradScaler("cpu", { growth_factor = 1 }) end, "~The growth factor must be > 1.0.")
+  T.raises(function() torch.amp.GradScaler("cpu", { init = 1 }) end, "~unknown keyword 'init'")
+  -- half gradients cannot be unscaled
+  local h = nn.Linear(2, 2):half()
+  local ho = optim.SGD(h:parameters(), { lr = 0.1 })
+  local hs = torch.amp.GradScaler("cpu")
+  hs:scale(h(torch.randn(3, 2):half()):float():sum()):backward()
+  T.raises(function() hs:step(ho) end, "~Attempting to unscale FP16 gradients.")
+  -- update(new_scale)
+  scaler:update(32.0)
+  T.eq(scaler:get_scale(), 32.0, "update(number)")
+  scaler:update(torch.tensor(16.0))
+  T.eq(scaler:get_scale(), 16.0, "update(tensor)")
+end)
+
+T.test("GradScaler: state_dict round trip, disabled scaler", function()
+  local m, opt = model_and_opt()
+  local a = torch.amp.GradScaler("cpu", { init_scale = 256, growth_interval = 5 })
+  for _ = 1, 3 do
+    opt:zero_grad()
+    a:scale(loss_of(m)):backward()
+    a:step(opt)
+    a:update()
+  end
+  local sd = a:state_dict()
+  T.eq(sd.scale, 256.0, "scale")
+  T.eq(sd._growth_tracker, 3, "tracker")
+  T.eq(sd.growth_interval, 5, "interval")
+  local b = torch.amp.GradScaler("cpu")
+  b:load_state_dict(sd)
+  T.eq(b:get_scale(), 256.0, "loaded scale")
+  T.eq(b:_get_growth_tracker(), 3, "loaded tracker")
+  -- two more clean steps grow it (interval 5)
+  for _ = 1, 2 do
+    opt:zero_grad()
+    b:scale(loss_of(m)):backward()
+    b:step(opt)
+    b:update()
+  end
+  T.eq(b:get_scale(), 512.0, "continues where it left off")
+  if torch.save then
+    local p = os.tmpname()
+    torch.save(a:state_dict(), p)
+    local c = torch.amp.GradScaler("cpu")
+    c:load_state_dict(torch.load(p))
+    os.remove(p)
+    T.eq(c:get_scale(), 256.0, "through torch.save/torch.load")
+  end
+  T.raises(function() b:load_state_dict({}) end, "~The source state dict is empty")
+  -- disabled: everything passes through
+  local d = torch.amp.GradScaler("cpu", { enabled = false })
+  local loss = loss_of(m)
+  T.check(rawequal(d:scale(loss), loss), "scale passes the loss through")
+  T.eq(d:get_scale(), 1.0, "scale 1")
+  T.eq(next(d:state_dict()), nil, "empty state_dict")
+  opt:zero_grad()
+  loss:backward()
+  local w0 = bits(m.weight)
+  d:step(opt)
+  d:update()
+  T.check(bits(m.weight)[1] ~= w0[1], "step runs")
+  if not torch.cuda.is_available() then
+    T.check(not torch.cuda.amp.GradScaler():is_enabled(), "a cuda scaler is disabled without CUDA")
+  end
+end)
+
+-- ---- memory formats ----
+
+T.test("channels_last", function()
+  local x = torch.randn(2, 3, 4, 5)
+  T.eq(tostring(torch.channels_last), "torch.channels_last", "name")
+  local c = x:contiguous({ memory_format = torch.channels_last })
+  T.eq(c:stride(), { 60, 1, 15, 3 }, "NHWC strides")
+  T.check(c:is_contiguous({ memory_format = torch.channels_last }) and not c:is_contiguous(), "is_contiguous")
+  T.check(x:is_contiguous({ memory_format = torch.contiguous_format }) and not x:is_contiguous({ memory_format = torch.channels_last }),
+    "an NCHW tensor")
+  T.eq(bits(c), bits(x), "same values")
+  T.check(rawequal(c:contiguous({ memory_format = torch.channels_last }), c), "already channels_last: itself")
+  T.eq(x:to({ memory_format = torch.channels_last }):stride(), { 60, 1, 15, 3 }, "to{memory_format=}")
+  T.eq(x:to(torch.float64, { memory_format = torch.channels_last }).dtype, torch.float64, "to(dtype, {memory_format=})")
+  T.raises(function() torch.randn(3, 4):contiguous({ memory_format = torch.channels_last }) end,
+    "~required rank 4 tensor to use channels_last format")
+  T.raises(function() x:contiguous({ memory_format = "channels_last" }) end, "~memory_format must be a torch.memory_format")
+  local conv = nn.Conv2d(3, 4, 3):to({ memory_format = torch.channels_last })
+  T.check(conv.weight:is_contiguous({ memory_format = torch.channels_last }), "model:to{memory_format=}")
+  T.check(torch.is_tensor(conv.bias) and conv.bias:dim() == 1, "1-D parameters untouched")
+  local y, ref = conv(c), conv(x)
+  T.check(y:is_contiguous({ memory_format = torch.channels_last }), "conv keeps channels_last")
+  T.near(bits(y), bits(ref), 1e-5, "conv values")
+  -- gradients through a channels-last input
+  local xl = c:clone():requires_grad_()
+  conv(xl):sum():backward()
+  T.check(xl.grad ~= nil and xl.grad.shape[1] == 3, "grad")
+end)
