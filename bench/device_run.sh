@@ -4,6 +4,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+[ -f .devbuild/pack.tar.xz ] && tar -C .devbuild -xJf .devbuild/pack.tar.xz
 export LD_LIBRARY_PATH=$root/.devbuild/lib:${LD_LIBRARY_PATH:-}
 # Debian's OpenBLAS does not recognise the GPU machine's Xeon and falls back to slow kernels
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
@@ -23,3 +24,11 @@ echo "== host cost of a + b (4-element CPU tensors)"
 ours=$("$nn" bench/host_overhead.lua | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 theirs=$(python3 bench/host_overhead.py | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 python3 -c "print(f'a+b host cost: nnrepl {$ours:.3f} us, pytorch {$theirs:.3f} us, ratio pytorch/nnrepl {$theirs/$ours:.2f}x')"
+
+echo "== CUDA tests"
+for t in .devbuild/tests/test_cuda_*; do [ -x "$t" ] && echo "$(basename "$t"): $("$t" 2>"$OUT/$(basename "$t").err" | tail -n 1)"; done
+
+echo "== MLP step on the GPU"
+ours=$("$nn" bench/mlp_gpu.lua 2>&1 | tee /dev/stderr | sed -nE 's/.*median ([0-9.]+) ms.*/\1/p')
+theirs=$(python3 bench/mlp_gpu.py 2>&1 | tee /dev/stderr | sed -nE 's/.*median ([0-9.]+) ms.*/\1/p')
+[ -n "$ours" ] && [ -n "$theirs" ] && python3 -c "print(f'mlp step: nnrepl {$ours:.4f} ms, pytorch {$theirs:.4f} ms, nnrepl/pytorch {$ours/$theirs:.2f}x')"

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Packs what a run on the GPU machine needs into .devbuild/ (git-ignored; pass it in
-# the device tool's `carry`): the nnrepl binary and test programs of a build, and the
-# shared libraries they load that the GPU machine lacks (it has no Debian packages).
+# Packs what a run on the GPU machine needs into .devbuild/pack.tar.xz (git-ignored;
+# pass .devbuild in the device tool's `carry`, 64 MiB at most, hence xz): the nnrepl
+# binary and test programs of a build, and the shared libraries they load that the
+# GPU machine lacks (it has no Debian packages). bench/device_run.sh unpacks it.
 set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/.devbuild
-rm -rf "$out" && mkdir -p "$out/lib" "$out/tests"
-cp "$root/$build/nnrepl" "$out/"
-cp "$root/$build"/tests/test_* "$out/tests/" 2>/dev/null || true
-for bin in "$out/nnrepl" "$out"/tests/*; do
+stage=$(mktemp -d)
+mkdir -p "$stage/lib" "$stage/tests"
+cp "$root/$build/nnrepl" "$stage/"
+cp "$root/$build"/tests/test_* "$stage/tests/" 2>/dev/null || true
+for bin in "$stage/nnrepl" "$stage"/tests/*; do
   ldd "$bin" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' | grep -vE 'libcu|libnccl|libnv' \
-  | while read -r lib; do cp -L "$lib" "$out/lib/"; done
-du -sh "$out"
+  | while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+rm -rf "$out" && mkdir -p "$out"
+tar -C "$stage" -cJf "$out/pack.tar.xz" .
+rm -rf "$stage"
+du -sh "$out/pack.tar.xz"

@@ -160,13 +160,12 @@ __global__ void fill_kernel(char *out, int64_t n, nn_cuda_offsets o, FillArgs f)
             if (integral(f.dt)) store_i(p, f.dt, (int64_t)f.a + i * (int64_t)f.b);
             else store_f(p, f.dt, f.a + (double)i * f.b);
             break;
-        case NN_OP_uniform: {
+        case NN_OP_uniform: { /* as engine/cpu/random.c: round to the dtype, then a value at hi becomes lo */
             uint4 w = philox(f.offset + i, f.seed);
             double u = wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
-            double v = f.a + u * (f.b - f.a);
-            if (!wide) { float fv = (float)v; if (fv >= (float)f.b) v = f.a; }
-            else if (v >= f.b) v = f.a;
+            double v = __dadd_rn(f.a, __dmul_rn(u, __dadd_rn(f.b, -f.a))); /* no FMA: the CPU rounds twice */
             store_f(p, f.dt, v);
+            if (load_f(p, f.dt) >= f.b && f.b > f.a) store_f(p, f.dt, f.a);
             break;
         }
         case NN_OP_normal: {

@@ -396,7 +396,7 @@ static void walk_reduced(const plan *p, const rctx *c, void *acc, char *base, bo
     int64_t idx[NN_MAX_DIMS] = {0}, R = p->rs[n], rst = p->rin[n];
     const int64_t *st[1] = {p->rin};
     char *ptr[1] = {base};
-    bool four = vec && c->acc == A_SUM && c->dt == NN_F32 && vs == 4;
+    bool four = vec && c->acc == A_SUM && c->dt == NN_F32 && vs == 4 && !c->ints;
     do {
         if (!vec) {
             fold_row(c, acc, ptr[0], rst, R);

@@ -16,9 +16,10 @@
  *     }
  *     nnrepl_close(S);
  *
- * Link with libnnrepl (pkg-config nnrepl): it holds the engine, the Lua bindings and
- * Lua 5.4 itself, so the host may use the whole Lua C API on nnrepl_lua(S). The Lua
- * headers this library was built with are installed next to this one.
+ * Link with libnnrepl (pkg-config nnrepl): the engine and the Lua bindings, with Lua
+ * 5.4 inside libnnrepl.a and Debian's liblua5.4.so.0 under libnnrepl.so. The host may
+ * use the whole Lua C API on nnrepl_lua(S); the Lua headers of the build are
+ * installed next to this one (include/nnrepl/).
  *
  * Statuses. Every function that can fail returns NNREPL_OK (0) or one of the
  * NNREPL_ERR* codes below, and leaves a message for nnrepl_error(S): the Lua error

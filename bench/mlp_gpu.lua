@@ -1,0 +1,35 @@
+-- Document 001's MLP (784-32-10) training step on the GPU: batch 128, cross_entropy,
+-- backward, SGD step, data already on the device. Prints ms per step: the median of
+-- repeats of 200 steps timed with CUDA events after a warm-up (no per-step sync).
+-- bench/mlp_gpu.py is PyTorch's side.
+local steps, reps = 200, 7
+torch.manual_seed(0)
+local dev = "cuda"
+local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10)):to(dev)
+local opt = optim.SGD(model:parameters(), {lr = 0.1})
+local xs, ys = {}, {}
+for i = 1, 8 do
+  xs[i] = torch.rand(128, 1, 28, 28, {device = dev})
+  ys[i] = torch.randint(0, 10, {128}, {device = dev})
+end
+local function step(i)
+  local k = i % 8 + 1
+  local loss = F.cross_entropy(model(xs[k]), ys[k])
+  opt:zero_grad()
+  loss:backward()
+  opt:step()
+  return loss
+end
+for i = 1, 50 do step(i) end
+torch.cuda.synchronize()
+local times = {}
+for r = 1, reps do
+  local e0, e1 = torch.cuda.Event({enable_timing = true}), torch.cuda.Event({enable_timing = true})
+  e0:record()
+  for i = 1, steps do step(i) end
+  e1:record()
+  e1:synchronize()
+  times[r] = e0:elapsed_time(e1) / steps
+end
+table.sort(times)
+print(string.format("nnrepl mlp step: median %.4f ms (min %.4f)", times[(reps + 1) // 2], times[1]))
