@@ -59,6 +59,10 @@ nn_status nn_cuda_set(int index);
 /* Scratch memory on the device's current stream, at least n bytes, valid until the next call. */
 void *nn_cuda_workspace(int index, size_t n);
 
+/* An index/target error a kernel found in an earlier call (index.cu): reported at the
+ * next synchronisation point, since kernels cannot return errors without a sync. */
+extern "C" nn_status nn_cuda_check_kernel_errors(void);
+
 /* The caching allocator (allocator.cu) */
 void *nn_cuda_alloc(int device, size_t n);
 void nn_cuda_free(int device, void *p);

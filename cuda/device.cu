@@ -112,7 +112,10 @@ static nn_status b_copy(void *dst, nn_device dd, const void *src, nn_device sd, 
     } else {
         NN_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s));
     }
-    if (dd.type == NN_CPU) NN_CHECK(cudaStreamSynchronize(s));
+    if (dd.type == NN_CPU) {
+        NN_CHECK(cudaStreamSynchronize(s));
+        return nn_cuda_check_kernel_errors();
+    }
     return NN_OK;
 }
 
@@ -139,7 +142,7 @@ static nn_status g_synchronize(int index)
 {
     if (nn_cuda_set(index)) return nn_last_status();
     NN_CHECK(cudaDeviceSynchronize());
-    return NN_OK;
+    return nn_cuda_check_kernel_errors();
 }
 
 static nn_status g_properties(int index, nn_gpu_properties *p)

@@ -12,7 +12,7 @@ tm() { tmux -L "$sock" -f /dev/null "$@"; }
 sock_file="${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"
 trap 'tm kill-server 2>/dev/null; rm -rf "$tmp"; rm -f "$sock_file"' EXIT
 passed=0 failed=0 skipped=0
-TIMEOUT=${NNREPL_TEST_TIMEOUT:-5}
+TIMEOUT=${NNREPL_TEST_TIMEOUT:-20} # seconds per wait; generous, so a loaded CI machine does not fail it
 
 if ! command -v tmux >/dev/null; then
   echo "tmux not found"; echo "0 passed, 0 failed, 1 skipped"; exit 0
