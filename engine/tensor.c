@@ -61,10 +61,7 @@ static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *st
     if (check_geometry(ndim, shape)) return NULL;
     if (dt == NN_DTYPE_NONE) dt = nn_default_dtype();
     const nn_backend *b = nn_backend_for(dev);
-    if (!b && dev.type == NN_CUDA) {
-        nn_error(NN_ERR_DEVICE, "CUDA is not available: this build of nnrepl has no CUDA backend");
-        return NULL;
-    }
+    if (dev.type == NN_CUDA && (!b || nn_gpu) && nn_require_gpu("cannot allocate a CUDA tensor")) return NULL;
     dev = nn_resolve_device(dev);
     if (!b) {
         char d[16];
