@@ -1,9 +1,13 @@
 # PyTorch's side of bench/host_overhead.lua: host cost of `c = a + b` on two
-# 4-element CPU float32 tensors, median over repeats of 10^6 calls, in microseconds.
-import statistics, time, torch
+# 4-element float32 tensors, median over repeats of N calls, in microseconds.
+# Arguments as the Lua side's: N REPS DEVICE (cpu or cuda; cuda synchronizes at the end).
+import statistics, sys, time, torch
 
-a, b = torch.rand(4), torch.rand(4)
-n, reps = 1_000_000, 5
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+dev = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+sync = torch.cuda.synchronize if dev != "cpu" else (lambda: None)
+a, b = torch.rand(4, device=dev), torch.rand(4, device=dev)
 for _ in range(100_000):
     c = a + b
 times = []
@@ -11,5 +15,6 @@ for _ in range(reps):
     t0 = time.perf_counter()
     for _ in range(n):
         c = a + b
+    sync()
     times.append((time.perf_counter() - t0) / n * 1e6)
-print(f"pytorch {torch.__version__} a+b: median {statistics.median(times):.3f} us/call")
+print(f"pytorch {torch.__version__} a+b ({dev}): median {statistics.median(times):.3f} us/call")

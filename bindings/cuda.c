@@ -1,6 +1,7 @@
 /* torch.cuda: devices, memory statistics, streams and events, through nn_gpu
  * (engine/device.h). With no GPU backend or no GPU, is_available() is false and
  * everything that needs a GPU raises "CUDA is not available". */
+#include <stdio.h>
 #include <string.h>
 
 #include "device.h"
@@ -149,16 +150,18 @@ static int empty_cache(lua_State *L)
 static int memory_summary(lua_State *L)
 {
     nn_gpu_memory_stats s = stats(L);
-    lua_pushfstring(L,
-                    "|===========================================================|\n"
-                    "| nnrepl CUDA memory summary                                |\n"
-                    "|-----------------------------------------------------------|\n"
-                    "| allocated: %10d KiB  (peak %10d KiB)           |\n"
-                    "| reserved:  %10d KiB  (peak %10d KiB)           |\n"
-                    "| alloc retries: %6d   OOMs: %6d                       |\n"
-                    "|===========================================================|\n",
-                    (int)(s.allocated >> 10), (int)(s.max_allocated >> 10), (int)(s.reserved >> 10),
-                    (int)(s.max_reserved >> 10), (int)s.num_alloc_retries, (int)s.num_ooms);
+    char buf[640]; /* snprintf: lua_pushfstring has no field widths */
+    snprintf(buf, sizeof buf,
+             "|===========================================================|\n"
+             "| nnrepl CUDA memory summary                                |\n"
+             "|-----------------------------------------------------------|\n"
+             "| allocated: %10d KiB  (peak %10d KiB)           |\n"
+             "| reserved:  %10d KiB  (peak %10d KiB)           |\n"
+             "| alloc retries: %6d   OOMs: %6d                       |\n"
+             "|===========================================================|\n",
+             (int)(s.allocated >> 10), (int)(s.max_allocated >> 10), (int)(s.reserved >> 10),
+             (int)(s.max_reserved >> 10), (int)s.num_alloc_retries, (int)s.num_ooms);
+    lua_pushstring(L, buf);
     return 1;
 }
 

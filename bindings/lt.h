@@ -102,6 +102,7 @@ void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ...
 void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, ... */
 int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
 void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */
+void lt_open_cuda_graph(lua_State *L); /* cuda_graph.c: torch.cuda.CUDAGraph */
 void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_loss, index ops, ... */
 void lt_open_data(lua_State *L);    /* data.c: torch.Generator, randperm, torch._data (datasets, loader) */
 void lt_open_image(lua_State *L);   /* image.c: torch._image (codecs, image transforms' loops) */
@@ -112,6 +113,7 @@ void lt_open_io(lua_State *L);      /* io.c: torch._io (safetensors files, Tenso
  * nn_memory_format, or -1 when idx holds no table or the field is nil (amp.c). */
 int lt_opt_memory_format(lua_State *L, int idx);
 void lt_open_amp(lua_State *L);     /* amp.c: torch._amp (autocast, GradScaler kernels), memory formats; after lt_open_views */
+void lt_open_backends(lua_State *L); /* backends.c: torch._backends (the TF32 and cudnn.benchmark switches) */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

@@ -19,8 +19,8 @@ extern const struct nn_lua_source {
 } nn_lua_sources[];
 
 static void (*const openers[])(lua_State *) = {
-    lt_open_tensor, lt_open_types, lt_open_views, lt_open_math, lt_open_create, lt_open_autograd, lt_open_cuda,
-    lt_open_nnfunc, lt_open_data, lt_open_image, lt_open_optim, lt_open_io, lt_open_dist, lt_open_amp,
+    lt_open_tensor, lt_open_types, lt_open_views, lt_open_math, lt_open_create, lt_open_autograd, lt_open_cuda, lt_open_cuda_graph,
+    lt_open_nnfunc, lt_open_data, lt_open_image, lt_open_optim, lt_open_io, lt_open_dist, lt_open_amp, lt_open_backends,
 };
 
 /* package.preload loader for embedded file number upvalue 1 */
@@ -45,6 +45,8 @@ int luaopen_torch(lua_State *L)
     int torch = lua_gettop(L);
     lua_pushvalue(L, torch);
     lua_setfield(L, loaded, "torch"); /* require "torch" from the Lua half finds it */
+    lua_pushliteral(L, "0.1.0"); /* torch.__version__: nnrepl's version, as in interp/include/nnrepl.h */
+    lua_setfield(L, torch, "__version__");
     for (size_t i = 0; i < sizeof openers / sizeof *openers; i++) {
         openers[i](L);
         lua_settop(L, torch);

@@ -12,7 +12,13 @@
  * recorded on each such stream at free time has completed.
  *
  * Out of memory: free every cached whole segment, retry once, then fail with
- * what was asked for and what is in use. */
+ * what was asked for and what is in use.
+ *
+ * CUDA graphs: while a graph captures on a stream, that stream's requests are
+ * served from the graph's private pool (nn_cuda_pool), whose blocks carry the
+ * pool as their stream key, so nothing else reuses memory a replay writes. A
+ * pool's free segments stay reserved while a graph uses it and are given back
+ * to the driver when the last one goes. */
 #include <map>
 #include <mutex>
 #include <set>
@@ -26,6 +32,7 @@ namespace {
 constexpr size_t kRound = 512, kSmall = 1 << 20, kSmallSegment = 2 << 20, kLargeSegment = 20 << 20, kMinLargeSplit = 1 << 20;
 
 struct Block {
+    nn_cuda_pool *pool = nullptr; /* a graph's private pool, or none */
     int device;
     cudaStream_t stream;
     size_t size;
@@ -54,9 +61,18 @@ struct DeviceCache {
 
 std::mutex lock;
 DeviceCache caches[NN_GPU_MAX];
+int capturing; /* graphs capturing now: no cudaFree meanwhile */
+
+/* the capture in progress on a device, if any */
+struct Capture {
+    nn_cuda_pool *pool = nullptr;
+    cudaStream_t stream = nullptr;
+} captures[NN_GPU_MAX];
 
 size_t round_size(size_t n) { return n < kRound ? kRound : (n + kRound - 1) / kRound * kRound; }
 std::set<Block *, Order> &pool_of(DeviceCache &c, bool small) { return small ? c.small : c.large; }
+
+bool pool_dead(const Block *b);
 
 void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged with free neighbours */
 {
@@ -75,6 +91,12 @@ void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged w
         }
         b->size += n->size;
         delete n;
+    }
+    if (pool_dead(b) && !b->prev && !b->next && !capturing) { /* a whole segment of a pool no graph uses */
+        cudaFree(b->ptr);
+        c.stats.reserved -= b->size;
+        delete b;
+        return;
     }
     pool.insert(b);
 }
@@ -97,7 +119,7 @@ void release_cached(DeviceCache &c)
     for (auto *pool : {&c.small, &c.large})
         for (auto it = pool->begin(); it != pool->end();) {
             Block *b = *it;
-            if (!b->prev && !b->next) {
+            if (!b->prev && !b->next && (!b->pool || pool_dead(b))) {
                 cudaFree(b->ptr);
                 c.stats.reserved -= b->size;
                 it = pool->erase(it);
@@ -108,11 +130,48 @@ void release_cached(DeviceCache &c)
 
 } // namespace
 
+struct nn_cuda_pool {
+    int device;
+    int users; /* graphs holding it */
+};
+
+namespace {
+bool pool_dead(const Block *b) { return b->pool && b->pool->users == 0; }
+} // namespace
+
+nn_cuda_pool *nn_cuda_pool_new(int device) { return new nn_cuda_pool{device, 1}; }
+
+void nn_cuda_pool_retain(nn_cuda_pool *p)
+{
+    std::lock_guard<std::mutex> g(lock);
+    p->users++;
+}
+
+/* The last user gone: the pool's whole free segments go back to the driver now, the
+ * others as their last tensors are freed. The pool record itself is kept (blocks
+ * still point at it); it is small. */
+void nn_cuda_pool_release(nn_cuda_pool *p)
+{
+    std::lock_guard<std::mutex> g(lock);
+    if (--p->users > 0 || capturing) return;
+    DeviceCache &c = caches[p->device];
+    release_cached(c);
+}
+
+void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s)
+{
+    std::lock_guard<std::mutex> g(lock);
+    capturing += p ? 1 : -1;
+    captures[device] = Capture{p, s};
+}
+
 void *nn_cuda_alloc(int device, size_t n)
 {
     std::lock_guard<std::mutex> g(lock);
     DeviceCache &c = caches[device];
     cudaStream_t stream = nn_cuda_stream(device);
+    nn_cuda_pool *gpool = captures[device].pool && captures[device].stream == stream ? captures[device].pool : nullptr;
+    if (gpool) stream = (cudaStream_t)gpool; /* the pool's blocks are keyed by the pool */
     process_events(c);
     size_t size = round_size(n);
     bool small = size <= kSmall;
@@ -130,7 +189,7 @@ void *nn_cuda_alloc(int device, size_t n)
         size_t seg = small ? kSmallSegment : size < kLargeSegment ? kLargeSegment : (size + kSmallSegment - 1) / kSmallSegment * kSmallSegment;
         void *p = nullptr;
         cudaError_t e = cudaMalloc(&p, seg);
-        if (e == cudaErrorMemoryAllocation) {
+        if (e == cudaErrorMemoryAllocation && !capturing) {
             cudaGetLastError();
             c.stats.num_alloc_retries++;
             cudaDeviceSynchronize();
@@ -153,6 +212,7 @@ void *nn_cuda_alloc(int device, size_t n)
         c.stats.reserved += seg;
         if (c.stats.reserved > c.stats.max_reserved) c.stats.max_reserved = c.stats.reserved;
         b = new Block();
+        b->pool = gpool;
         b->device = device;
         b->stream = stream;
         b->size = seg;
@@ -162,6 +222,7 @@ void *nn_cuda_alloc(int device, size_t n)
     size_t rest = b->size - size;
     if (rest >= (small ? kRound : kMinLargeSplit)) { /* split the remainder off as a free block */
         Block *r = new Block();
+        r->pool = b->pool;
         r->device = device;
         r->stream = stream;
         r->size = rest;

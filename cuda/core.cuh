@@ -67,6 +67,13 @@ extern "C" nn_status nn_cuda_check_kernel_errors(void);
 void *nn_cuda_alloc(int device, size_t n);
 void nn_cuda_free(int device, void *p);
 nn_status nn_cuda_record_stream_ptr(void *p, cudaStream_t s);
+/* CUDA graphs' private memory pools: while captures[device] names pool p and stream s,
+ * requests on s are served from p. A pool lives while graphs use it (retain/release). */
+struct nn_cuda_pool;
+nn_cuda_pool *nn_cuda_pool_new(int device);
+void nn_cuda_pool_retain(nn_cuda_pool *p);
+void nn_cuda_pool_release(nn_cuda_pool *p);
+void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s); /* p NULL: the capture ended */
 
 /* ---- kernels: strided offsets ---- */
 /* Byte offsets of up to 4 operands for a linear element index, from an nn_iter. */

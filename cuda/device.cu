@@ -107,6 +107,11 @@ static nn_status b_copy(void *dst, nn_device dd, const void *src, nn_device sd, 
     int index = dd.type == NN_CUDA ? dd.index : sd.index;
     cudaStream_t s = nn_cuda_stream(index);
     if (!nn_cuda_dev(index)) return nn_last_status();
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if ((dd.type == NN_CPU || sd.type == NN_CPU) && cudaStreamIsCapturing(s, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+        return nn_error(NN_ERR_DEVICE, "cannot copy between a CUDA tensor and the CPU while a CUDA graph is capturing (item(), tolist(), "
+                                       "printing and cpu() read values back: do that after the capture or a replay; copy_ new data "
+                                       "into the graph's input tensors before replay())");
     if (dd.type == NN_CUDA && sd.type == NN_CUDA && dd.index != sd.index) {
         NN_CHECK(cudaMemcpyPeerAsync(dst, dd.index, src, sd.index, n, s));
     } else {
@@ -271,6 +276,12 @@ extern "C" nn_status nn_cuda_memory_stats(int index, nn_gpu_memory_stats *s);
 extern "C" void nn_cuda_reset_peak(int index);
 extern "C" nn_status nn_cuda_empty_cache(void);
 extern "C" void nn_cuda_manual_seed(uint64_t seed);
+nn_gpu_graph *nn_cuda_graph_new(void);
+void nn_cuda_graph_free(nn_gpu_graph *g);
+nn_status nn_cuda_graph_capture_begin(nn_gpu_graph *g, nn_gpu_graph *share);
+nn_status nn_cuda_graph_capture_end(nn_gpu_graph *g);
+nn_status nn_cuda_graph_replay(nn_gpu_graph *g);
+nn_status nn_cuda_graph_reset(nn_gpu_graph *g);
 
 static nn_gpu_api gpu_api;
 
@@ -320,5 +331,11 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.record_stream = g_record_stream;
     gpu_api.host_alloc_pinned = g_host_alloc;
     gpu_api.host_free_pinned = g_host_free;
+    gpu_api.graph_new = nn_cuda_graph_new;
+    gpu_api.graph_free = nn_cuda_graph_free;
+    gpu_api.graph_capture_begin = nn_cuda_graph_capture_begin;
+    gpu_api.graph_capture_end = nn_cuda_graph_capture_end;
+    gpu_api.graph_replay = nn_cuda_graph_replay;
+    gpu_api.graph_reset = nn_cuda_graph_reset;
     nn_gpu = &gpu_api;
 }

@@ -24,6 +24,7 @@ typedef struct {
 
 typedef struct nn_gpu_stream nn_gpu_stream; /* opaque */
 typedef struct nn_gpu_event nn_gpu_event;   /* opaque */
+typedef struct nn_gpu_graph nn_gpu_graph;   /* opaque */
 
 typedef struct {
     int (*device_count)(void);  /* 0 when no usable GPU (driver missing, no device) */
@@ -53,6 +54,16 @@ typedef struct {
     nn_status (*record_stream)(nn_tensor *t, nn_gpu_stream *s);
     void *(*host_alloc_pinned)(size_t n);
     void (*host_free_pinned)(void *p);
+    /* CUDA graphs: between capture_begin and capture_end the current device's work is
+     * recorded (on a side stream, current meanwhile), not run; memory allocated then comes
+     * from the graph's private pool, shared with `share`'s when given; replay runs it all
+     * on the current stream. */
+    nn_gpu_graph *(*graph_new)(void);
+    void (*graph_free)(nn_gpu_graph *g);
+    nn_status (*graph_capture_begin)(nn_gpu_graph *g, nn_gpu_graph *share);
+    nn_status (*graph_capture_end)(nn_gpu_graph *g);
+    nn_status (*graph_replay)(nn_gpu_graph *g);
+    nn_status (*graph_reset)(nn_gpu_graph *g);
 } nn_gpu_api;
 
 extern const nn_gpu_api *nn_gpu;

@@ -6,6 +6,7 @@
 
 #include "autocast.h"
 #include "backend.h"
+#include "cuda_flags.h"
 #include "grad.h"
 
 /* The C++ type names PyTorch's dtype-mismatch messages print. */
@@ -260,6 +261,41 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
     return recorded(out, name, a, b);
 }
 
+/* linear's case on CUDA (1-D bias, beta = alpha = 1, float operands): one cuBLASLt call with
+ * the bias added in the epilogue instead of a broadcast copy and a gemm. False: not taken
+ * (or it failed, and the plain path runs and reports). */
+static bool fused_bias_gemm(nn_tensor *out, nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha)
+{
+    if (!nn_cuda_linear || out->storage->device.type != NN_CUDA || beta != 1 || alpha != 1 || bias->ndim != 1 ||
+        bias->shape[0] != out->shape[1] || !nn_dtype_is_float(a->dtype) || b->dtype != a->dtype ||
+        bias->storage->device.type != NN_CUDA || bias->storage->device.index != out->storage->device.index)
+        return false;
+    nn_tensor *w = nn_make_view(b, 2, (int64_t[]){b->shape[1], b->shape[0]}, (int64_t[]){b->strides[1], b->strides[0]}, b->offset);
+    if (!w) return false;
+    nn_status s = nn_cuda_linear(out, a, w, bias, false);
+    nn_release(w);
+    if (s) nn_clear_error();
+    return s == NN_OK;
+}
+
+/* out = bias (expanded by strides bst), then out = beta*out + alpha*a@b */
+static nn_status plain_addmm(nn_tensor *out, nn_tensor *bias, const int64_t *bst, nn_tensor *a, nn_tensor *b, double beta, double alpha)
+{
+    int64_t m = out->shape[0], n = out->shape[1], k = a->shape[1];
+    if (beta != 0) {
+        nn_tensor *e = nn_make_view(bias, 2, out->shape, bst, bias->offset);
+        nn_status s = NN_ERR_NOMEM;
+        if (e) {
+            nn_kargs c = {.op = NN_OP_copy, .out = {out}, .in = {e}, .nin = 1};
+            s = nn_dispatch(&c);
+        }
+        nn_release(e);
+        if (s) return s;
+    }
+    return gemm(view3(a, 1, m, k, 0, a->strides[0], a->strides[1], a->offset), view3(b, 1, k, n, 0, b->strides[0], b->strides[1], b->offset),
+                view3(out, 1, m, n, 0, n, 1, 0), alpha, beta);
+}
+
 nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha)
 {
     if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
@@ -290,7 +326,7 @@ nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, do
         nn_error(NN_ERR_ARG, "addmm: for integral input tensors, arguments alpha and beta must not be floating point numbers");
         return NULL;
     }
-    int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1], shape[2] = {m, n};
+    int64_t m = a->shape[0], n = b->shape[1], shape[2] = {m, n};
     /* bias broadcast to [m, n] */
     int64_t bst[2] = {0, 0};
     bool ok = bias->ndim <= 2;
@@ -306,21 +342,7 @@ nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, do
     }
     nn_tensor *out = nn_empty(2, shape, a->dtype, a->storage->device);
     if (!out) return NULL;
-    if (beta != 0) { /* out = bias (expanded), then out = beta*out + alpha*a@b */
-        nn_tensor *e = nn_make_view(bias, 2, shape, bst, bias->offset);
-        nn_status s = NN_ERR_NOMEM;
-        if (e) {
-            nn_kargs c = {.op = NN_OP_copy, .out = {out}, .in = {e}, .nin = 1};
-            s = nn_dispatch(&c);
-        }
-        nn_release(e);
-        if (s) {
-            nn_release(out);
-            return NULL;
-        }
-    }
-    if (gemm(view3(a, 1, m, k, 0, a->strides[0], a->strides[1], a->offset), view3(b, 1, k, n, 0, b->strides[0], b->strides[1], b->offset),
-             view3(out, 1, m, n, 0, n, 1, 0), alpha, beta)) {
+    if (!fused_bias_gemm(out, bias, a, b, beta, alpha) && plain_addmm(out, bias, bst, a, b, beta, alpha)) {
         nn_release(out);
         return NULL;
     }

@@ -19,7 +19,7 @@ static const char help_text[] =
   "\n"
   "Names follow PyTorch (torch, nn, F, optim); methods use ':' as in x:cuda(),\n"
   "keyword arguments are a trailing table as in optim.SGD(params, {lr=0.01}).\n"
-  "Dims and tensor indices are 0-based. Documentation: README.md in the nnrepl sources.\n"
+  "Dims and tensor indices are 0-based. Documentation: README.md and docs/ in the nnrepl sources.\n"
   "Scripts: nnrepl script.lua args...  (nnrepl --help lists the options)\n";
 
 static int l_help(lua_State *L) {

@@ -6,7 +6,10 @@
 -- several (`return img, label`), which ds[i] gives as the list {img, label}
 -- and ds:get(i) as multiple values.
 --
--- DataLoader fetches in one of two ways, with the same batches either way:
+-- DataLoader fetches in one of three ways, with the same batches every way:
+--  * device: a TensorDataset batched by the built-in samplers with default_collate
+--    is cut whole batches at a time with index_select on its tensors' own device
+--    (a GPU-resident data set never leaves the GPU); see device_epoch below.
 --  * C: the built-in datasets (TensorDataset, torchvision's MNIST, FashionMNIST
 --    and CIFAR10 with no transform or ToTensor/Normalize, and Subsets of these)
 --    describe themselves to C (the _c_source method) and batches are gathered
@@ -812,8 +815,97 @@ local function lua_fetch(ds, indices)
   return samples
 end
 
+-- ---- the device fast path: a TensorDataset cut where its tensors live ----
+-- A plain TensorDataset with default_collate, batched by a BatchSampler over a
+-- Sequential, Random or DistributedSampler (what batch_size/shuffle/drop_last
+-- build), is fetched whole batches at a time: the epoch's index order is drawn as
+-- the sampler draws it (same generator, so the same batches as the per-sample
+-- path), moved to each tensor's device once, and each batch is
+-- t:index_select(0, order[start:stop]) (t:narrow(...):clone() in order) for every
+-- tensor. No sample goes through Lua and the data never leaves its device; the
+-- batches are fresh contiguous tensors, as stacking gives. On the CPU it is taken
+-- when num_workers == 0 and pin_memory is off (the C path serves the others).
+local function class_of(obj)
+  local mt = type(obj) == "table" and getmetatable(obj)
+  return mt and rawget(mt, "__class")
+end
+
+-- The epoch's order: a CPU int64 tensor, or false for 0..m-1 in order; plus m.
+-- nil when the sampler is not one this path reproduces.
+local function fast_order(sampler, n)
+  local cls = class_of(sampler)
+  if cls == SequentialSampler then
+    local m = #sampler
+    if m > n then return nil end
+    return false, m
+  elseif cls == RandomSampler and not sampler.replacement then
+    -- RandomSampler:indices() drawn as tensors: same generator, same calls
+    local size, want = len(sampler.data_source, "the sampler's data_source"), sampler:num_samples()
+    local g = sampler.generator
+    if g == nil then g = torch.Generator():manual_seed(C.random_seed()) end
+    local parts, have = {}, 0
+    while have + size <= want do
+      parts[#parts + 1] = torch.randperm(size, {generator = g})
+      have = have + size
+    end
+    if have < want then parts[#parts + 1] = torch.randperm(size, {generator = g}):narrow(0, 0, want - have) end
+    return #parts == 1 and parts[1] or torch.cat(parts, 0), want
+  elseif cls == RandomSampler or cls == DistributedSampler then
+    local idx = sampler:indices()
+    return torch.tensor(idx, {dtype = torch.int64}), #idx
+  end
+  return nil
+end
+
+-- next() over the epoch's batches on the fast path, or nil when it does not apply.
+local function device_epoch(self)
+  local ds, bs = self.dataset, self.batch_sampler
+  if self.collate_fn ~= data.default_collate or not self._auto_collation then return nil end
+  if class_of(ds) ~= TensorDataset or ds.__getitem ~= TensorDataset.__getitem then return nil end
+  if class_of(bs) ~= BatchSampler or not is_int(bs.batch_size) then return nil end
+  local tensors = ds.tensors
+  if type(tensors) ~= "table" or #tensors == 0 then return nil end
+  local on_cpu = false
+  for _, t in ipairs(tensors) do
+    if not torch.is_tensor(t) then return nil end
+    if t.device.type == "cpu" then on_cpu = true end
+  end
+  if on_cpu and (self.num_workers > 0 or self.pin_memory) then return nil end
+  local order, m = fast_order(bs.sampler, #ds)
+  if order == nil then return nil end
+  if self.num_workers > 0 then call_worker_init(self) end
+  local nt = #tensors
+  local dev_order = {} -- per tensor: the order on its device, moved once per device
+  if order then
+    local moved = {}
+    for k = 1, nt do
+      local dev = tensors[k].device
+      local key = tostring(dev)
+      moved[key] = moved[key] or order:to(dev)
+      dev_order[k] = moved[key]
+    end
+  end
+  local size, drop, start = bs.batch_size, bs.drop_last, 0
+  return function()
+    local count = math.min(size, m - start)
+    if count <= 0 or (drop and count < size) then return end
+    local out = {}
+    for k = 1, nt do
+      if order then
+        out[k] = tensors[k]:index_select(0, dev_order[k]:narrow(0, start, count))
+      else
+        out[k] = tensors[k]:narrow(0, start, count):clone()
+      end
+    end
+    start = start + count
+    return unpack(out, 1, nt)
+  end
+end
+
 -- One epoch: returns next() (the next batch's values, nothing at the end) and finish().
 local function start_epoch(self)
+  local fast = device_epoch(self)
+  if fast then return fast, function() end end
   local source = self.collate_fn == data.default_collate and self._auto_collation and c_source(self.dataset)
   if source then
     local batches = epoch_batches(self)
@@ -844,7 +936,9 @@ local function start_epoch(self)
   end
 
   if self.num_workers > 0 then call_worker_init(self) end
-  local ds, collate_fn, pin = self.dataset, self.collate_fn, self.pin_memory
+  -- pin_memory pins only where there is a GPU (PyTorch's loader skips it otherwise)
+  local ds, collate_fn = self.dataset, self.collate_fn
+  local pin = self.pin_memory and torch.cuda ~= nil and torch.cuda.is_available()
   if self._auto_collation then
     local it = iterate(self.batch_sampler, "batch_sampler")
     return function()

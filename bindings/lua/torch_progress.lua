@@ -115,10 +115,15 @@ function Bar:refresh() self:display(true) end
 function Bar:set_description(desc) self.desc = desc; self:display(false) end
 function Bar:set_postfix(p) self.postfix = p; self:display(false) end
 
--- Print a message without breaking the bar (tqdm.write).
+-- Print a message on stdout without breaking the bar (tqdm.write): the bar's line is
+-- cleared, the message written (to stdout, even when stdout is not the bar's terminal),
+-- and the bar drawn again.
 function Bar:write(msg)
   if self.show and self.tty then
-    self.file:write("\r", string.rep(" ", self.shown or 0), "\r", tostring(msg), "\n")
+    self.file:write("\r", string.rep(" ", self.shown or 0), "\r")
+    self.file:flush()
+    io.stdout:write(tostring(msg), "\n")
+    io.stdout:flush()
     self.shown = 0
     self:display(true)
   else

@@ -1,10 +1,11 @@
 -- Runs every tests/lua/test_*.lua with a small assertion helper and prints
--- "N passed, N failed" as its last line. Usage: build/nnrepl tests/lua/run.lua [pattern]
+-- "N passed, N failed[, N skipped]" as its last line (T.skip counts checks that cannot
+-- run here, such as CUDA ones without a GPU). Usage: build/nnrepl tests/lua/run.lua [pattern]
 -- Each test file gets the helper as its first argument (`local T = ...`).
 local dir = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local only = arg and arg[1]
 
-local T = { passed = 0, failed = 0, file = "?" }
+local T = { passed = 0, failed = 0, skipped = 0, file = "?" }
 
 local function where(level)
   local info = debug.getinfo(level + 1, "Sl")
@@ -88,6 +89,12 @@ function T.raises(fn, want, msg)
   return false
 end
 
+-- n checks (default 1) that cannot run here (no GPU, a missing file): counted as skipped.
+function T.skip(why, n)
+  T.skipped = T.skipped + (n or 1)
+  io.stderr:write(string.format("skip %s: %s\n", T.file, why))
+end
+
 -- A named group of checks: an error inside counts as one failure and the file goes on.
 function T.test(name, fn)
   local ok, err = xpcall(fn, debug.traceback)
@@ -107,7 +114,7 @@ table.sort(files)
 
 for _, path in ipairs(files) do
   T.file = path:match("[^/]*$")
-  local before_p, before_f = T.passed, T.failed
+  local before_p, before_f, before_s = T.passed, T.failed, T.skipped
   local chunk, err = loadfile(path)
   if not chunk then
     T.failed = T.failed + 1
@@ -120,7 +127,10 @@ for _, path in ipairs(files) do
     end
   end
   collectgarbage()
-  print(string.format("%-24s %d passed, %d failed", T.file, T.passed - before_p, T.failed - before_f))
+  local s = T.skipped - before_s
+  print(string.format("%-24s %d passed, %d failed%s", T.file, T.passed - before_p, T.failed - before_f,
+    s > 0 and string.format(", %d skipped", s) or ""))
 end
-print(string.format("%d passed, %d failed", T.passed, T.failed))
+print(string.format("%d passed, %d failed%s", T.passed, T.failed,
+  T.skipped > 0 and string.format(", %d skipped", T.skipped) or ""))
 os.exit(T.failed == 0 and 0 or 1, true)

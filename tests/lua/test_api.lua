@@ -171,3 +171,16 @@ T.test("time module", function()
   T.raises(function() time.sleep(-1) end, "bad argument #1 to 'sleep' (sleep length must be non-negative)")
   T.check(math.type(time.perf_counter_ns()) == "integer", "perf_counter_ns is an integer")
 end)
+
+T.test("torch.__version__", function()
+  -- nnrepl's version, as interp/include/nnrepl.h defines it
+  local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+  local f = io.open(here .. "/../../interp/include/nnrepl.h", "r")
+  local h = f and f:read("a") or ""
+  if f then f:close() end
+  local parts = {}
+  for _, k in ipairs({"MAJOR", "MINOR", "PATCH"}) do parts[#parts + 1] = h:match("#define NNREPL_VERSION_" .. k .. " (%d+)") end
+  T.eq(type(torch.__version__), "string", "a string")
+  T.check(torch.__version__:match("^%d+%.%d+%.%d+$") ~= nil, "major.minor.patch: " .. tostring(torch.__version__))
+  if #parts == 3 then T.eq(torch.__version__, table.concat(parts, "."), "the header's version") end
+end)

@@ -101,3 +101,12 @@ T.test("devices", function()
     T.raises(function() torch.zeros(2):cuda() end, "~CUDA is not available")
   end
 end)
+
+T.test("torch.cuda memory statistics", function()
+  local s = torch.cuda.memory_summary()
+  T.check(type(s) == "string" and s:find("| allocated: +%d+ KiB") ~= nil, "memory_summary formats its numbers")
+  if not torch.cuda.is_available() then
+    T.eq(torch.cuda.memory_allocated(), 0, "no GPU: nothing allocated")
+    T.eq(torch.cuda.max_memory_reserved(), 0, "no GPU: nothing reserved")
+  end
+end)

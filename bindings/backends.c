@@ -1,0 +1,38 @@
+/* torch._backends: get(name) and set(name, bool) for the switches of engine/cuda_flags.h;
+ * bindings/lua/torch_backends.lua builds torch.backends and set_float32_matmul_precision
+ * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark". */
+#include <string.h>
+
+#include "cuda_flags.h"
+#include "lt.h"
+
+static bool *flag(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    if (!strcmp(name, "matmul.allow_tf32")) return &nn_cuda_allow_tf32;
+    if (!strcmp(name, "cudnn.allow_tf32")) return &nn_cudnn_allow_tf32;
+    if (!strcmp(name, "cudnn.benchmark")) return &nn_cudnn_benchmark;
+    luaL_argerror(L, 1, lua_pushfstring(L, "no switch named '%s'", name));
+    return NULL;
+}
+
+static int get(lua_State *L)
+{
+    lua_pushboolean(L, *flag(L));
+    return 1;
+}
+
+static int set(lua_State *L)
+{
+    bool *f = flag(L);
+    luaL_checktype(L, 2, LUA_TBOOLEAN);
+    *f = lua_toboolean(L, 2);
+    return 0;
+}
+
+void lt_open_backends(lua_State *L)
+{
+    static const luaL_Reg fns[] = {{"get", get}, {"set", set}, {NULL, NULL}};
+    luaL_newlib(L, fns);
+    lua_setfield(L, -2, "_backends");
+}

@@ -1,0 +1,60 @@
+-- torch.backends: the switches of the CUDA matrix and convolution kernels, as PyTorch names
+-- them (the flags live in engine/cuda_flags.c; bindings/backends.c reads and writes them).
+--
+--   torch.backends.cuda.matmul.allow_tf32 = true    -- float32 matmuls may use TF32 (default false)
+--   torch.backends.cudnn.allow_tf32 = false          -- float32 convolutions may use TF32 (default true)
+--   torch.backends.cudnn.benchmark = true            -- time conv algorithms once per shape (default false)
+--   torch.set_float32_matmul_precision("high")       -- "highest" (TF32 off), "high" or "medium" (on)
+--   torch.get_float32_matmul_precision()
+-- A change takes effect at the next op. Other keys are kept as plain fields, as Python's
+-- modules keep any attribute set on them.
+local torch = require "torch"
+local C = torch._backends
+
+-- A table whose listed keys read and write engine flags (key -> flag name).
+local function switches(name, map, fields)
+  local t = fields or {}
+  return setmetatable(t, {
+    __name = name,
+    __index = function(_, k)
+      local f = map[k]
+      if f then return C.get(f) end
+    end,
+    __newindex = function(tbl, k, v)
+      local f = map[k]
+      if not f then return rawset(tbl, k, v) end
+      if type(v) ~= "boolean" then
+        error(string.format("%s.%s must be a boolean, got %s", name, k, type(v)), 2)
+      end
+      C.set(f, v)
+    end,
+  })
+end
+
+local backends = torch.backends or {}
+torch.backends = backends
+backends.cuda = backends.cuda or {}
+backends.cuda.matmul = switches("torch.backends.cuda.matmul", { allow_tf32 = "matmul.allow_tf32" })
+backends.cudnn = switches("torch.backends.cudnn", { allow_tf32 = "cudnn.allow_tf32", benchmark = "cudnn.benchmark" }, {
+  is_available = function() return torch.cuda.is_available() end,
+})
+
+local PRECISIONS = { highest = true, high = true, medium = true }
+local precision = "highest"
+
+function torch.set_float32_matmul_precision(p)
+  if not PRECISIONS[p] then
+    error(string.format("bad argument #1 to 'set_float32_matmul_precision' (expected one of 'highest', 'high', " ..
+      "'medium', got %s)", type(p) == "string" and "'" .. p .. "'" or type(p)), 2)
+  end
+  precision = p
+  C.set("matmul.allow_tf32", p ~= "highest")
+end
+
+function torch.get_float32_matmul_precision()
+  -- allow_tf32 set directly wins, as in PyTorch (both read one flag)
+  if C.get("matmul.allow_tf32") then return precision == "highest" and "high" or precision end
+  return "highest"
+end
+
+return backends

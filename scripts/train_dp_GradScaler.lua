@@ -1,0 +1,50 @@
+-- Document 004 (../shared/seeds/004_*.txt), train_DP_GradScaler.py: train_dp_autocast.lua
+-- with a GradScaler (loss scaling against float16 gradient underflow). The model is the
+-- document's alexnet.py, AlexNet with autocast on its forward, so the policy holds in
+-- DataParallel's replicas.
+--
+--   build/nnrepl scripts/train_dp_GradScaler.lua [--dataset_root ../data] [--img_size 227] [--batch_size 64]
+--       [--lr 1e-4] [--epochs 20] [--tensorboard True] [--tensorboard_log ../tensorboard]
+--       [--cuda True] [--checkpoint ../checkpoint] [--fake-data [--fake-size 256]] [--print-every 100]
+--
+-- autocast and the GradScaler follow the device the model runs on (bfloat16 on a CPU).
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
+local common = require "cifar_common"
+local nn = torch.nn
+
+local args = common.parse_args({ ... })
+local run = common.setup(args) -- 1-4: SummaryWriter, dataset, DataLoader
+local device_type = run.cuda and "cuda" or "cpu"
+local function autocast() return torch.autocast(device_type) end
+
+-- 5.Create model
+local model = common.autocast_alexnet(device_type)
+if run.cuda then
+  model = model:cuda()
+  model = nn.DataParallel(model):cuda()
+else
+  model = nn.DataParallel(model)
+end
+
+-- 6.Create loss
+local cross_entropy_loss = nn.CrossEntropyLoss()
+
+-- 7.Optimizer
+local optim = torch.optim.AdamW(model:parameters(), { lr = args.lr })
+local scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optim, { patience = 3, verbose = true })
+local scaler = torch.amp.GradScaler(device_type)
+
+-- 8. The loop; one step per batch:
+common.train(args, run, model, optim, scheduler, function(imgs, targets)
+  optim:zero_grad()
+  local outputs, loss_train
+  do
+    local _ <close> = autocast()
+    outputs = model(imgs)
+    loss_train = cross_entropy_loss(outputs, targets)
+  end
+  scaler:scale(loss_train):backward()
+  scaler:step(optim)
+  scaler:update()
+  return loss_train
+end)

@@ -1,0 +1,48 @@
+-- Document 004 (../shared/seeds/004_*.txt), train_DP_autocast.py: train_dp_without.lua with
+-- autocast. As the document explains, `with autocast()` around a DataParallel call does not
+-- reach the replicas, so the model is the document's alexnet.py, AlexNet with autocast on
+-- its forward (common.autocast_alexnet); the loop keeps its own region for the loss.
+--
+--   build/nnrepl scripts/train_dp_autocast.lua [--dataset_root ../data] [--img_size 227] [--batch_size 64]
+--       [--lr 1e-4] [--epochs 20] [--tensorboard True] [--tensorboard_log ../tensorboard]
+--       [--cuda True] [--checkpoint ../checkpoint] [--fake-data [--fake-size 256]] [--print-every 100]
+--
+-- autocast follows the device the model runs on: float16 on GPUs, bfloat16 on a CPU.
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
+local common = require "cifar_common"
+local nn = torch.nn
+
+local args = common.parse_args({ ... })
+local run = common.setup(args) -- 1-4: SummaryWriter, dataset, DataLoader
+local device_type = run.cuda and "cuda" or "cpu"
+local function autocast() return torch.autocast(device_type) end
+
+-- 5.Create model
+local model = common.autocast_alexnet(device_type)
+if run.cuda then
+  model = model:cuda()
+  model = nn.DataParallel(model):cuda()
+else
+  model = nn.DataParallel(model)
+end
+
+-- 6.Create loss
+local cross_entropy_loss = nn.CrossEntropyLoss()
+
+-- 7.Optimizer
+local optim = torch.optim.AdamW(model:parameters(), { lr = args.lr })
+local scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optim, { patience = 3, verbose = true })
+
+-- 8. The loop; one step per batch:
+common.train(args, run, model, optim, scheduler, function(imgs, targets)
+  local outputs, loss_train
+  do
+    local _ <close> = autocast()
+    outputs = model(imgs)
+    loss_train = cross_entropy_loss(outputs, targets)
+  end
+  optim:zero_grad()
+  loss_train:backward()
+  optim:step()
+  return loss_train
+end)
