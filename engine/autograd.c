@@ -160,6 +160,10 @@ void nn_node_release(nn_node *n)
             }
             st[top++] = c;
         }
+        if (x->inner) { /* released like an input (the stack has room: just checked or grown) */
+            if (top == cap) nn_node_release(x->inner);
+            else st[top++] = x->inner;
+        }
         release_saved(x);
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) nn_release(x->grad_buf[k]);
         nn_release(x->leaf);

@@ -46,6 +46,7 @@ struct nn_node {
     nn_tensor *leaf;        /* AccumulateGrad only */
     bool view;              /* the node of a view op (its output shares its input's storage) */
     void *ctx;              /* extra per-node data, freed with free() */
+    nn_node *inner;         /* CopySlices: the in-place op's node, whose backward it runs */
     int nout;
     /* set while a backward pass runs */
     int deps;
@@ -87,6 +88,12 @@ bool nn_is_leaf(const nn_tensor *t);
 nn_status nn_retain_grad(nn_tensor *t);
 /* Error if grad mode is on and t is a leaf requiring grad or a view of one (in-place ops call this). */
 nn_status nn_check_inplace(const char *fn, nn_tensor *t);
+
+/* After an in-place op made node the grad_fn of self: when self is a view, the op changed
+ * its base too, so the base's history becomes a CopySlices node running the op's backward
+ * on the view's part of the base's gradient, and self's history a view of the base's new
+ * one (PyTorch's rebase_history). Nothing to do for a tensor that is not a view. */
+nn_status nn_rebase_view_history(nn_tensor *self);
 
 /* Called by nn_release when a tensor with history goes. */
 void nn_autograd_drop(nn_tensor *t);

@@ -373,7 +373,7 @@ static nn_status record_inplace(nn_inplace_rec *r, nn_op op, nn_tensor *self, nn
     nn_node_set_output(n, self, 0);
     if (out) nn_node_save(n, S_OUT, self);
     nn_node_release(n);
-    return NN_OK;
+    return nn_rebase_view_history(self);
 }
 
 nn_status nn_inplace_end(nn_inplace_rec *r, nn_op op, nn_tensor *self, nn_tensor *other, double f0, double f1, int64_t i0,

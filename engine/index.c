@@ -165,7 +165,7 @@ nn_status nn_index_add_(nn_tensor *self, int dim, nn_tensor *index, nn_tensor *s
     nn_node_save(node, 0, index);
     nn_node_set_output(node, self, 0);
     nn_node_release(node);
-    return NN_OK;
+    return nn_rebase_view_history(self);
 }
 
 /* "torch.FloatTensor", "torch.cuda.LongTensor": PyTorch's legacy type names. */

@@ -168,6 +168,7 @@ void nn_release(nn_tensor *t)
     if (t->grad_fn) nn_autograd_drop(t);
     if (t->grad_hooks) nn_grad_hooks_free(t);
     nn_release(t->grad);
+    nn_release(t->base);
     storage_release(t->storage);
     free(t);
 }

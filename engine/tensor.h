@@ -48,6 +48,7 @@ typedef struct nn_tensor {
     struct nn_node *grad_fn;
     int output_nr;
     struct nn_grad_hooks *grad_hooks; /* post-accumulate-grad hooks (autograd.h); NULL: none */
+    struct nn_tensor *base; /* a view made by a view op: the tensor it views (PyTorch's _base), held */
 } nn_tensor;
 
 /* Allocation and lifetime */

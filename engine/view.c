@@ -15,10 +15,17 @@ static int64_t prod(int n, const int64_t *s)
     return p;
 }
 
+/* v is a view of t: remember the tensor it views (an in-place op on v changes that one too). */
+static void link_base(nn_tensor *v, nn_tensor *t)
+{
+    if (v && v->storage == t->storage && !v->base) v->base = nn_retain(t->base ? t->base : t);
+}
+
 /* Recording on the autograd graph: each takes the new view v of t (or NULL), and returns it,
  * or NULL (releasing it) when recording fails. */
 static nn_tensor *rec_view(nn_tensor *v, const char *name, nn_tensor *t)
 {
+    link_base(v, t);
     if (v && nn_any_requires_grad(1, &t) && nn_record_view(name, t, v)) {
         nn_release(v);
         return NULL;
@@ -28,6 +35,7 @@ static nn_tensor *rec_view(nn_tensor *v, const char *name, nn_tensor *t)
 
 static nn_tensor *rec_slice(nn_tensor *v, const char *name, nn_tensor *t, int dim, int64_t start, int64_t step)
 {
+    link_base(v, t);
     if (v && nn_any_requires_grad(1, &t) && nn_record_slice(name, t, v, dim, start, step)) {
         nn_release(v);
         return NULL;
@@ -156,6 +164,7 @@ static nn_tensor *transpose(const char *name, nn_tensor *t, int d0, int d1)
         v->shape[d0] = t->shape[d1], v->shape[d1] = t->shape[d0];
         v->strides[d0] = t->strides[d1], v->strides[d1] = t->strides[d0];
     }
+    link_base(v, t);
     if (v && nn_any_requires_grad(1, &t) && nn_record_transpose(name, t, v, d0, d1)) {
         nn_release(v);
         return NULL;
@@ -190,6 +199,7 @@ nn_tensor *nn_permute(nn_tensor *t, const int *dims)
         st[i] = t->strides[d];
     }
     nn_tensor *v = nn_make_view(t, t->ndim, ns, st, t->offset);
+    link_base(v, t);
     if (v && nn_any_requires_grad(1, &t) && nn_record_permute(t, v, dims)) {
         nn_release(v);
         return NULL;
@@ -271,6 +281,7 @@ nn_tensor *nn_select(nn_tensor *t, int dim, int64_t index)
     for (int i = 0; i < t->ndim; i++)
         if (i != dim) ns[n] = t->shape[i], st[n++] = t->strides[i];
     nn_tensor *v = nn_make_view(t, n, ns, st, t->offset + index * t->strides[dim]);
+    link_base(v, t);
     if (v && nn_any_requires_grad(1, &t) && nn_record_select(t, v, dim, index)) {
         nn_release(v);
         return NULL;
@@ -353,6 +364,7 @@ nn_tensor *nn_expand(nn_tensor *t, int ndim, const int64_t *shape)
         st[i] = stride;
     }
     nn_tensor *v = nn_make_view(t, ndim, ns, st, t->offset);
+    link_base(v, t);
     if (v && nn_any_requires_grad(1, &t) && nn_record_expand(t, v)) {
         nn_release(v);
         return NULL;
