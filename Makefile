@@ -23,7 +23,7 @@ build:
 # The C and Lua tests once more under AddressSanitizer + UndefinedBehaviorSanitizer (.ci/run does this).
 test-asan: deps
 	@$(MAKE) --no-print-directory build BUILD=build-asan CMAKE_FLAGS="-DNNREPL_SANITIZE=ON -DNNREPL_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug"
-	@ASAN_OPTIONS=detect_leaks=1 bash tests/run_tests.sh build-asan
+	@ASAN_OPTIONS=detect_leaks=1 NNREPL_SANITIZED=1 bash tests/run_tests.sh build-asan
 
 clean:
 	rm -rf $(BUILD) build-asan

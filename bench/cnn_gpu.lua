@@ -3,30 +3,13 @@
 -- dampening 0.1 (the document's), data already on the device. Prints ms per step: the median
 -- of repeats of 100 steps timed with CUDA events after a warm-up (no per-step sync).
 -- TF32 as PyTorch's defaults (cuDNN convolutions may use it, matmuls not).
--- bench/cnn_gpu.py is PyTorch's side.
+-- bench/cnn_gpu.py is PyTorch's side. The model is scripts/doc000_net.lua (default init).
 local steps, reps = 100, 7
 torch.manual_seed(0)
 local dev = "cuda"
 
-local Net = nn.Module:extend("Net")
-function Net:__init()
-  self.conv1 = nn.Conv2d({ in_channels = 3, out_channels = 32, kernel_size = { 3, 3 } })
-  self.pool1 = nn.MaxPool2d({ kernel_size = 2, stride = 2 })
-  self.conv2 = nn.Conv2d({ in_channels = 32, out_channels = 64, kernel_size = 3 })
-  self.pool2 = nn.MaxPool2d(2, 2)
-  self.fc1 = nn.Linear(64 * 6 * 6, 256)
-  self.fc2 = nn.Linear(256, 128)
-  self.fc3 = nn.Linear(128, 101)
-end
-function Net:forward(x)
-  x = self.pool1(F.relu(self.conv1(x)))
-  x = self.pool2(F.relu(self.conv2(x)))
-  x = x:view(-1, 64 * 6 * 6)
-  x = F.relu(self.fc1(x))
-  x = F.relu(self.fc2(x))
-  x = self.fc3(x)
-  return x
-end
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/../scripts/?.lua;" .. package.path
+local Net = require "doc000_net" -- scripts/doc000_net.lua, the document's Net
 
 local model = Net():to(dev)
 local criterion = nn.CrossEntropyLoss()

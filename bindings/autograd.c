@@ -1,7 +1,7 @@
 /* Autograd from Lua: x:backward(), detach, requires_grad_, retain_grad, x.grad_fn,
- * and the grad-mode switches torch.no_grad / enable_grad / set_grad_enabled, each a
- * to-be-closed value (`local _ <close> = torch.no_grad()`) or a function runner
- * (`torch.no_grad(function() ... end)`). */
+ * and the grad-mode switches torch.no_grad / enable_grad / set_grad_enabled /
+ * inference_mode, each a to-be-closed value (`local _ <close> = torch.no_grad()`) or a
+ * function runner (`torch.no_grad(function() ... end)`). */
 #include "autograd.h"
 #include "lt.h"
 
@@ -133,6 +133,14 @@ static int with_mode(lua_State *L, bool on, int fn_idx)
 static int no_grad(lua_State *L) { return with_mode(L, false, 1); }
 static int enable_grad(lua_State *L) { return with_mode(L, true, 1); }
 
+/* inference_mode([mode=true][, fn]): no_grad here (there are no inference tensors);
+ * inference_mode(false) keeps the current grad mode. */
+static int inference_mode(lua_State *L)
+{
+    if (lua_isboolean(L, 1)) return with_mode(L, lua_toboolean(L, 1) ? false : nn_grad_enabled(), 2);
+    return with_mode(L, false, 1);
+}
+
 static int set_grad_enabled(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TBOOLEAN);
@@ -166,7 +174,7 @@ void lt_open_autograd(lua_State *L)
 
     static const luaL_Reg fns[] = {
         {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
-        {"is_grad_enabled", is_grad_enabled}, {NULL, NULL},
+        {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
     static const luaL_Reg methods[] = {

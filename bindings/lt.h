@@ -92,6 +92,14 @@ void lt_push_size(lua_State *L, int ndim, const int64_t *shape);
 /* The dims of a torch.Size at idx, or -1 if it is not one; *shape points into it. */
 int lt_tosize(lua_State *L, int idx, const int64_t **shape);
 
+/* ---- Python subscripts (tensor_index.c): the Tensor's __index / __newindex fallbacks for a
+ * key that is no method, field or integer ---- */
+/* x[k]: a subscript string (":, 1:3") gives a view, any other string nil; an integer or bool
+ * tensor, or a Lua list of integers or booleans, indexes like PyTorch (a copy). */
+int lt_index_get(lua_State *L);
+/* x[k] = v for such a key; returns 0, doing nothing, when k is a string that is no subscript. */
+int lt_index_set(lua_State *L);
+
 /* ---- per-area openers: each gets the torch table on top of the stack and leaves
  * the stack as it found it (nnrepl_lib.c calls them in order) ---- */
 void lt_open_tensor(lua_State *L);  /* tensor.c: the metatable, torch.Tensor */

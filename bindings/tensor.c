@@ -25,7 +25,7 @@ static size_t gc_debt;
 
 static inline void account(lua_State *L, const nn_tensor *t)
 {
-    gc_debt += sizeof(nn_tensor) + (t->storage->refcount == 1 ? sizeof(nn_storage) + t->storage->nbytes : 0);
+    gc_debt += sizeof(nn_tensor) + (nn_sole_owner(t) ? sizeof(nn_storage) + t->storage->nbytes : 0);
     if (gc_debt >= GC_DEBT_FLUSH) {
         size_t kb = gc_debt >> 10;
         gc_debt = kb > GC_STEP_MAX_KB ? (kb - GC_STEP_MAX_KB) << 10 : gc_debt & 1023;
@@ -236,13 +236,12 @@ static int t_index(lua_State *L)
             lua_call(L, 1, 1);
             return 1;
         }
-        lua_pushnil(L);
-        return 1;
+        return lt_index_get(L); /* a Python subscript (x[":, 1:3"]), else nil */
     }
     nn_tensor *t = lt_check(L, 1);
     int isint;
     lua_Integer i = lua_tointegerx(L, 2, &isint);
-    if (!isint) return luaL_error(L, "tensors are indexed by integers (0-based), got %s", luaL_typename(L, 2));
+    if (!isint) return lt_index_get(L); /* tensor and list keys */
     if (t->ndim == 0) return luaL_error(L, "invalid index of a 0-dim tensor; use tensor:item() to get the number");
     lt_push(L, nn_select(t, 0, i));
     return 1;
@@ -298,12 +297,12 @@ static int t_newindex(lua_State *L)
         if (!strcmp(k, "requires_grad")) set_requires_grad(L, t);
         else if (!strcmp(k, "grad")) set_grad(L, t);
         else if (!strcmp(k, "data")) set_data(L, t);
-        else return luaL_error(L, "cannot set field '%s' of a tensor", k);
+        else if (!lt_index_set(L)) return luaL_error(L, "cannot set field '%s' of a tensor", k);
         return 0;
     }
     int isint;
     lua_Integer i = lua_tointegerx(L, 2, &isint);
-    if (!isint) return luaL_error(L, "tensors are indexed by integers (0-based), got %s", luaL_typename(L, 2));
+    if (!isint) return lt_index_set(L), 0; /* tensor and list keys */
     if (!lt_is_operand(L, 3)) return luaL_error(L, "cannot assign a %s to a tensor element (tensor or number expected)", luaL_typename(L, 3));
     if (t->ndim == 0) return luaL_error(L, "invalid index of a 0-dim tensor");
     nn_tensor *view = nn_select(t, 0, i);

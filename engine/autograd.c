@@ -269,7 +269,7 @@ static nn_status accumulate(nn_tensor **slot, nn_tensor *g)
 /* A gradient stored in .grad must not alias another tensor that may be changed in place. */
 static nn_tensor *own_copy(nn_tensor *g)
 {
-    if (g->refcount == 1 && g->storage->refcount == 1 && !g->requires_grad && nn_is_contiguous(g)) return nn_retain(g);
+    if (g->refcount == 1 && nn_sole_owner(g) && !g->requires_grad && nn_is_contiguous(g)) return nn_retain(g);
     return nn_clone(g);
 }
 

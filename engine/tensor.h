@@ -60,6 +60,13 @@ nn_tensor *nn_from_blob(void *data, int ndim, const int64_t *shape, const int64_
                         nn_device dev, void (*release)(void *, void *), void *ctx);
 /* A new tensor header over t's storage with the given geometry (a view). */
 nn_tensor *nn_make_view(const nn_tensor *t, int ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
+/* No other tensor shares t's storage (t's own base, held only by t, does not count). */
+static inline bool nn_sole_owner(const nn_tensor *t)
+{
+    int r = t->storage->refcount;
+    if (t->base && t->base->refcount == 1 && t->base->storage == t->storage) r--;
+    return r == 1;
+}
 nn_tensor *nn_retain(nn_tensor *t);
 void nn_release(nn_tensor *t); /* NULL is fine */
 /* Bytes of storage the engine allocated and still holds, every device together. */

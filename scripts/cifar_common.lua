@@ -1,10 +1,11 @@
 -- What document 004's (../shared/seeds/004_*.txt) training and evaluation programs share:
 -- their argparse flags, CIFAR-10 resized to --img_size (or --fake-data), the SummaryWriter,
--- the epoch loop with its prints, timing, TensorBoard scalars and a checkpoint per epoch,
--- the evaluation loop, and the document's alexnet.py (AlexNet with autocast on forward).
--- The scripts (train_*.lua, eval_*.lua) keep what differs: the model's wrapper
--- (DataParallel, DistributedDataParallel), autocast and GradScaler. They load this file
--- from their own folder:
+-- moving the model to the GPU and into its wrapper, AdamW and ReduceLROnPlateau, the DDP
+-- programs' process group and __main__ block, the epoch loop with its prints, timing,
+-- TensorBoard scalars and a checkpoint per epoch, the evaluation loop, and the document's
+-- alexnet.py (AlexNet with autocast on forward). The scripts (train_*.lua, eval_*.lua) keep
+-- what differs: the model and its wrapper (DataParallel, DistributedDataParallel) and the
+-- training step with its autocast and GradScaler. They load this file from their own folder:
 --
 --   package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 --   local common = require "cifar_common"
@@ -102,6 +103,7 @@ end
 -- rank write them, to the same files). Returns the run's state for M.train.
 function M.setup(args, distributed)
   local run = { cuda = M.use_cuda(args), distributed = distributed, rank = 0, world_size = 1 }
+  run.device_type = run.cuda and "cuda" or "cpu" -- where autocast and the GradScaler act
   if distributed then
     run.rank, run.world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
   end
@@ -126,6 +128,42 @@ function M.setup(args, distributed)
     run.dataloader = DataLoader(train_dataset, { batch_size = args.batch_size })
   end
   return run
+end
+
+-- Step 5's moves, the document's
+--   if args.cuda == cuda: model = model.cuda(); model = Wrapper(model).cuda()
+--   else: model = Wrapper(model)
+-- with wrapper nn.DataParallel or nn.parallel.DistributedDataParallel (none: the bare model).
+function M.place(run, model, wrapper)
+  if run.cuda then model = model:cuda() end
+  if wrapper then
+    model = wrapper(model)
+    if run.cuda then model = model:cuda() end
+  end
+  return model
+end
+
+-- Step 7's optimizer and scheduler, the document's AdamW(lr) and ReduceLROnPlateau(patience=3).
+function M.optimizer(args, model)
+  local optim = torch.optim.AdamW(model:parameters(), { lr = args.lr })
+  return optim, torch.optim.lr_scheduler.ReduceLROnPlateau(optim, { patience = 3, verbose = true })
+end
+
+-- The DDP programs' dist.init_process_group: the ranks meet at tcp://--master_addr:--master_port.
+-- NCCL when the run is on GPUs (each rank on its node's GPU local_rank % count), else Gloo
+-- (the evaluation programs, which have no --cuda, always).
+function M.init_process_group(args)
+  local dist, cuda = torch.distributed, M.use_cuda(args)
+  dist.init_process_group(cuda and "nccl" or "gloo", { init_method = string.format("tcp://%s:%s", args.master_addr,
+    args.master_port), rank = args.rank, world_size = args.world_size })
+  if cuda then torch.cuda.set_device(dist.get_node_local_rank(args.rank) % torch.cuda.device_count()) end
+end
+
+-- The DDP programs' `if __name__ == "__main__":` block: print local_size, then run main.
+function M.main(main)
+  local local_size = torch.cuda.device_count()
+  print(string.format("local_size: ", local_size)) -- sic: the document's format string has no field for it
+  main()
 end
 
 -- hours, minutes, seconds of a duration, as the document's h, m, s

@@ -10,6 +10,7 @@
 -- The document's paths, batch size, learning rate and epochs are the defaults. --data-dir
 -- holds desc_train.csv, desc_valid.csv and desc_test.csv (path,label rows after a header line).
 -- torch.save writes a safetensors file whatever the name.
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local transforms = require("torchvision").transforms
 local Image = require("PIL").Image
 local argparse = require "argparse"
@@ -79,44 +80,8 @@ function MyDataset:__len()
   return #self.all_data
 end
 
-local Net = nn.Module:extend("Net")
-
-function Net:__init()
-  self.conv1 = nn.Conv2d({ in_channels = 3, out_channels = 32, kernel_size = { 3, 3 } })
-  self.pool1 = nn.MaxPool2d({ kernel_size = 2, stride = 2 })
-  self.conv2 = nn.Conv2d({ in_channels = 32, out_channels = 64, kernel_size = 3 })
-  self.pool2 = nn.MaxPool2d(2, 2)
-  self.fc1 = nn.Linear(64 * 6 * 6, 256)
-  self.fc2 = nn.Linear(256, 128)
-  self.fc3 = nn.Linear(128, 101)
-end
-
-function Net:forward(x)
-  x = self.pool1(F.relu(self.conv1(x)))
-  x = self.pool2(F.relu(self.conv2(x)))
-  x = x:view(-1, 64 * 6 * 6)
-  x = F.relu(self.fc1(x))
-  x = F.relu(self.fc2(x))
-  x = self.fc3(x)
-  return x
-end
-
-function Net:init_weights()
-  for _, m in ipairs(self:modules()) do
-    if nn.isinstance(m, nn.Conv2d) then
-      nn.init.xavier_normal_(m.weight.data)
-      if m.bias ~= nil then
-        m.bias.data:zero_()
-      end
-    elseif nn.isinstance(m, nn.BatchNorm2d) then
-      m.weight.data:fill_(1)
-      m.bias.data:zero_()
-    elseif nn.isinstance(m, nn.Linear) then
-      nn.init.normal_(m.weight.data, 0, 0.01)
-      m.bias.data:zero_()
-    end
-  end
-end
+-- the document's Net (conv, pool, conv, pool, three Linear) and its init_weights
+local Net = require "doc000_net"
 
 local desc_train = args.data_dir .. "/desc_train.csv"
 local desc_valid = args.data_dir .. "/desc_valid.csv"

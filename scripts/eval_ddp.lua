@@ -16,8 +16,7 @@ local dist = torch.distributed
 local args = common.parse_args({ ... }, { eval = true, ddp = true })
 
 local function eval()
-  dist.init_process_group("gloo", { init_method = string.format("tcp://%s:%s", args.master_addr, args.master_port),
-    rank = args.rank, world_size = args.world_size })
+  common.init_process_group(args) -- Gloo: evaluation runs on the CPU
   -- 1.Create model
   local model = alexnet()
   model = torch.nn.parallel.DistributedDataParallel(model)
@@ -27,6 +26,4 @@ local function eval()
   dist.destroy_process_group()
 end
 
-local local_size = torch.cuda.device_count()
-print(string.format("local_size: ", local_size)) -- sic: the document's format string has no field for it
-eval()
+common.main(eval) -- the document's __main__: prints local_size, then eval()

@@ -14,18 +14,16 @@ local nn = torch.nn
 
 local args = common.parse_args({ ... })
 local run = common.setup(args) -- 1-4: SummaryWriter, dataset, DataLoader
-local function autocast() return torch.autocast(run.cuda and "cuda" or "cpu") end
+local function autocast() return torch.autocast(run.device_type) end
 
--- 5.Create model
-local model = alexnet()
-if run.cuda then model = model:cuda() end
+-- 5.Create model: on the GPU when there is one
+local model = common.place(run, alexnet())
 
 -- 6.Create loss
 local cross_entropy_loss = nn.CrossEntropyLoss()
 
 -- 7.Optimizer
-local optim = torch.optim.AdamW(model:parameters(), { lr = args.lr })
-local scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optim, { patience = 3, verbose = true })
+local optim, scheduler = common.optimizer(args, model) -- AdamW(lr), ReduceLROnPlateau(patience=3)
 
 -- 8. The loop; one step per batch:
 common.train(args, run, model, optim, scheduler, function(imgs, targets)

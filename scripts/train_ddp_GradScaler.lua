@@ -14,29 +14,19 @@ local dist = torch.distributed
 local args = common.parse_args({ ... }, { ddp = true })
 
 local function train()
-  local cuda = common.use_cuda(args)
-  dist.init_process_group(cuda and "nccl" or "gloo", { init_method = string.format("tcp://%s:%s", args.master_addr,
-    args.master_port), rank = args.rank, world_size = args.world_size })
-  if cuda then torch.cuda.set_device(dist.get_node_local_rank(args.rank) % torch.cuda.device_count()) end
+  common.init_process_group(args) -- NCCL on GPUs (a GPU per rank), Gloo on CPUs
   local run = common.setup(args, true) -- 1-4: SummaryWriter (rank 0), dataset, DistributedSampler, DataLoader
-  local device_type = run.cuda and "cuda" or "cpu"
+  local device_type = run.device_type
   local function autocast() return torch.autocast(device_type) end
 
-  -- 5.Create model
-  local model = common.autocast_alexnet(device_type)
-  if run.cuda then
-    model = model:cuda()
-    model = nn.parallel.DistributedDataParallel(model):cuda()
-  else
-    model = nn.parallel.DistributedDataParallel(model)
-  end
+  -- 5.Create model: on the GPU when there is one, then wrapped
+  local model = common.place(run, common.autocast_alexnet(device_type), nn.parallel.DistributedDataParallel)
 
   -- 6.Create loss
   local cross_entropy_loss = nn.CrossEntropyLoss()
 
   -- 7.Optimizer
-  local optim = torch.optim.AdamW(model:parameters(), { lr = args.lr })
-  local scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optim, { patience = 3, verbose = true })
+  local optim, scheduler = common.optimizer(args, model) -- AdamW(lr), ReduceLROnPlateau(patience=3)
   local scaler = torch.amp.GradScaler(device_type)
 
   -- 8. The loop; one step per batch:
@@ -56,6 +46,4 @@ local function train()
   dist.destroy_process_group()
 end
 
-local local_size = torch.cuda.device_count()
-print(string.format("local_size: ", local_size)) -- sic: the document's format string has no field for it
-train()
+common.main(train) -- the document's __main__: prints local_size, then train()

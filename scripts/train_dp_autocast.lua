@@ -14,24 +14,17 @@ local nn = torch.nn
 
 local args = common.parse_args({ ... })
 local run = common.setup(args) -- 1-4: SummaryWriter, dataset, DataLoader
-local device_type = run.cuda and "cuda" or "cpu"
+local device_type = run.device_type
 local function autocast() return torch.autocast(device_type) end
 
--- 5.Create model
-local model = common.autocast_alexnet(device_type)
-if run.cuda then
-  model = model:cuda()
-  model = nn.DataParallel(model):cuda()
-else
-  model = nn.DataParallel(model)
-end
+-- 5.Create model: on the GPU when there is one, then wrapped
+local model = common.place(run, common.autocast_alexnet(device_type), nn.DataParallel)
 
 -- 6.Create loss
 local cross_entropy_loss = nn.CrossEntropyLoss()
 
 -- 7.Optimizer
-local optim = torch.optim.AdamW(model:parameters(), { lr = args.lr })
-local scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optim, { patience = 3, verbose = true })
+local optim, scheduler = common.optimizer(args, model) -- AdamW(lr), ReduceLROnPlateau(patience=3)
 
 -- 8. The loop; one step per batch:
 common.train(args, run, model, optim, scheduler, function(imgs, targets)

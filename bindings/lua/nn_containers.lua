@@ -4,6 +4,12 @@
 -- s[-1] the last), # counts the modules, and pairs(s) / s:enumerate() walk
 -- (index, module) in order, 0-based like Python's enumerate. ModuleDict is
 -- indexed by key and pairs(md) walks (key, module) in insertion order.
+--
+-- Python's `for m in model:` is `for _, m in pairs(model)` (or s:enumerate(), or
+-- ipairs(s:children()) for 1-based positions). ipairs(s) cannot work: Lua's ipairs
+-- starts at s[1], which is the second module, so it raises a clear error at its
+-- first step instead (found by seeing ipairs' iterator on the call stack).
+-- Explicit indexing out of range stays an IndexError, as in PyTorch.
 local U = require "nn_util"
 local Module = require "nn_module"
 
@@ -24,6 +30,23 @@ local function key_at(self, idx, fname)
 end
 
 local function count(self) return #self._modules end
+
+local ipairs_step = ipairs({})
+
+-- Raise when s[1] is read by ipairs' iterator (a few frames up: __index, __getitem).
+local function refuse_ipairs(self, idx)
+  if idx ~= 1 then return end
+  for level = 3, 6 do
+    local info = debug.getinfo(level, "f")
+    if info == nil then return end
+    if info.func == ipairs_step then
+      local name = self:_get_name()
+      U.errorf("ipairs() cannot walk a %s: it indexes from 0 like PyTorch (s[0] is the first module), so " ..
+        "ipairs would skip the first; use pairs(s) or s:enumerate() for (0-based index, module), or " ..
+        "ipairs(s:children())", name)
+    end
+  end
+end
 
 local function enumerate(self)
   local mods = self._modules:values()
@@ -72,7 +95,10 @@ function Sequential:__init(...)
   end
 end
 
-function Sequential:__getitem(idx) return self._modules[key_at(self, idx, "Sequential")] end
+function Sequential:__getitem(idx)
+  refuse_ipairs(self, idx)
+  return self._modules[key_at(self, idx, "Sequential")]
+end
 function Sequential:__setitem(idx, m) self[key_at(self, idx, "Sequential")] = m end
 Sequential.__len = count
 Sequential.__pairs = enumerate
@@ -88,11 +114,20 @@ function Sequential:append(m)
   return self
 end
 
-function Sequential:extend(list)
+-- extend: on an instance, Python's Sequential.extend (append modules); on the class itself,
+-- the class system's extend, so nn.Sequential:extend("MySeq") makes a subclass.
+local function extend_or_subclass(append_all)
+  return function(self, x)
+    if rawget(self, "__class") == self then return Module.extend(self, x) end
+    return append_all(self, x)
+  end
+end
+
+Sequential.extend = extend_or_subclass(function(self, list)
   local mods = is_module(list) and list:children() or list
   for _, m in ipairs(mods) do self:append(m) end
   return self
-end
+end)
 
 -- insert(index, module): before position index (0-based, negative from the end)
 function Sequential:insert(index, m)
@@ -139,7 +174,10 @@ function ModuleList:__init(modules)
   if modules ~= nil then self:extend(modules) end
 end
 
-function ModuleList:__getitem(idx) return self._modules[key_at(self, idx, "ModuleList")] end
+function ModuleList:__getitem(idx)
+  refuse_ipairs(self, idx)
+  return self._modules[key_at(self, idx, "ModuleList")]
+end
 function ModuleList:__setitem(idx, m) self[key_at(self, idx, "ModuleList")] = m end
 ModuleList.__len = count
 ModuleList.__pairs = enumerate
@@ -149,14 +187,14 @@ ModuleList.append = Sequential.append
 ModuleList.insert = Sequential.insert
 ModuleList.pop = Sequential.pop
 
-function ModuleList:extend(modules)
+ModuleList.extend = extend_or_subclass(function(self, modules)
   if type(modules) ~= "table" then
     U.errorf("ModuleList.extend should be called with an iterable, but got %s", U.typename(modules))
   end
   local mods = is_module(modules) and modules:children() or modules
   for _, m in ipairs(mods) do self:append(m) end
   return self
-end
+end)
 
 -- Repeated identical entries print once: "(0-2): 3 x Linear(...)".
 function ModuleList:__tostring()

@@ -5,6 +5,7 @@
 --   nn.Module, nn.Parameter, nn.init, nn.OrderedDict(pairs) (ordered tables:
 --   state_dict() returns one; pairs() follows insertion order, sd:keys() lists the
 --   keys), nn.is_parameter(x), nn.isinstance(x, cls), and the layers.
+--   nn.utils: clip_grad_norm_ & co (nn_utils_clip), parameters_to_vector (nn_utils_convert).
 local torch = require "torch"
 local U = require "nn_util"
 
@@ -24,6 +25,15 @@ nn.isinstance = Module.isinstance_of
 for _, file in ipairs({ "nn_layers", "nn_activation", "nn_norm", "nn_containers", "nn_loss" }) do
   for name, cls in pairs(require(file)) do
     if type(cls) == "table" and rawget(cls, "__class") == cls and name:sub(1, 1) ~= "_" then nn[name] = cls end
+  end
+end
+
+nn.utils = nn.utils or {}
+nn.utils.clip_grad = require "nn_utils_clip"
+nn.utils.convert_parameters = require "nn_utils_convert"
+for _, sub in ipairs({ nn.utils.clip_grad, nn.utils.convert_parameters }) do
+  for name, f in pairs(sub) do
+    if name:sub(1, 1) ~= "_" then nn.utils[name] = f end
   end
 end
 

@@ -56,3 +56,120 @@ setmetatable(Tensor, {
     return torch.empty(first, ...)
   end,
 })
+
+-- ---- comparisons: equal, isclose, allclose, isnan/isinf/isfinite ----
+-- Written with the existing elementwise ops, so they run on any device. equal and
+-- allclose return a Lua boolean (one host sync, as in PyTorch); isclose a bool tensor.
+local U = require "nn_util"
+
+local dtype_names = {
+  float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16",
+  int64 = "Long", int32 = "Int", uint8 = "Byte", bool = "Bool",
+}
+-- An error at the caller's line, past the library's own frames.
+local function fail(fmt, ...)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info or not info.source:find("^@bindings/lua/") then return error(string.format(fmt, ...), level) end
+    level = level + 1
+  end
+end
+
+local function dtype_name(t) local s = tostring(t.dtype):sub(7) return dtype_names[s] or s end
+
+local function check_tensor(fname, name, pos, v)
+  if not torch.is_tensor(v) then
+    fail("%s(): argument '%s' (position %d) must be Tensor, not %s", fname, name, pos, U.typename(v))
+  end
+end
+
+function torch.isnan(x) return x:ne(x) end
+function torch.isinf(x)
+  if not x:is_floating_point() then return torch.zeros_like(x, {dtype = torch.bool}) end
+  return x:abs():eq(math.huge)
+end
+function torch.isfinite(x)
+  if not x:is_floating_point() then return torch.ones_like(x, {dtype = torch.bool}) end
+  return x:eq(x):logical_and(x:abs():ne(math.huge))
+end
+
+-- true when a and b have the same shape and equal elements (dtypes may differ; nan is never equal)
+function torch.equal(a, b)
+  check_tensor("equal", "input", 1, a)
+  check_tensor("equal", "other", 2, b)
+  if tostring(a.device) ~= tostring(b.device) then
+    fail("Cannot compare two tensors on different devices. Got: %s and %s", tostring(a.device), tostring(b.device))
+  end
+  if a:dim() ~= b:dim() then return false end
+  for d = 0, a:dim() - 1 do if a:size(d) ~= b:size(d) then return false end end
+  if a:numel() == 0 then return true end
+  local _ <close> = torch.no_grad()
+  return a:eq(b):all():item()
+end
+
+local close_spec = { { "other", U.REQUIRED }, { "rtol", 1e-05 }, { "atol", 1e-08 }, { "equal_nan", false } }
+
+-- |a - b| <= atol + rtol * |b| elementwise (broadcasting), PyTorch's rule: equal values
+-- (inf included) are close, nan only with equal_nan, integer inputs compare with tolerance.
+function torch.isclose(a, ...)
+  local o = U.parse("isclose", close_spec, ...)
+  local b = o.other
+  check_tensor("isclose", "input", 1, a)
+  check_tensor("isclose", "other", 2, b)
+  if a.dtype ~= b.dtype then fail("%s did not match %s", dtype_name(a), dtype_name(b)) end
+  if o.rtol < 0 then fail("rtol must be greater than or equal to zero, but got %s", U.pyfloat(o.rtol)) end
+  if o.atol < 0 then fail("atol must be greater than or equal to zero, but got %s", U.pyfloat(o.atol)) end
+  local _ <close> = torch.no_grad()
+  local close = a:eq(b)
+  if o.equal_nan and a:is_floating_point() then close = close:logical_or(a:ne(a):logical_and(b:ne(b))) end
+  if o.rtol == 0 and o.atol == 0 then return close end
+  if a.dtype == torch.bool then
+    a, b = a:to(torch.get_default_dtype()), b:to(torch.get_default_dtype())
+  end
+  local allowed = b:mul(o.rtol):abs():add(o.atol)
+  local actual = a:sub(b):abs()
+  local finite = actual:is_floating_point() and actual:ne(math.huge):logical_and(actual:eq(actual)) or nil
+  local within = actual:le(allowed)
+  return close:logical_or(finite and finite:logical_and(within) or within)
+end
+
+function torch.allclose(a, ...)
+  local close = torch.isclose(a, ...)
+  if close:numel() == 0 then return true end
+  return close:all():item()
+end
+
+-- ---- cumsum / cumprod ----
+-- An inclusive scan in ceil(log2 n) steps of narrow + op + cat (Hillis-Steele), so it
+-- runs on every device and autograd differentiates it (cumprod's gradient is right
+-- with zeros, as it is built from products). Integer and bool inputs give int64.
+local function scan(fname, op, x, ...)
+  check_tensor(fname, "input", 1, x)
+  local o = U.parse(fname, { { "dim", U.REQUIRED }, { "dtype", nil } }, ...)
+  local dim = math.tointeger(o.dim)
+  if dim == nil then fail("%s(): argument 'dim' must be int, not %s", fname, U.typename(o.dim)) end
+  local nd = x:dim()
+  local span = math.max(nd, 1)
+  if dim < -span or dim >= span then
+    fail("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -span, span - 1, dim)
+  end
+  if dim < 0 then dim = dim + span end
+  if o.dtype then x = x:to(o.dtype)
+  elseif not x:is_floating_point() then x = x:to(torch.int64) end
+  local n = nd == 0 and 1 or x:size(dim)
+  if n <= 1 then return x:clone() end
+  local k = 1
+  while k < n do
+    x = torch.cat({ x:narrow(dim, 0, k), op(x:narrow(dim, k, n - k), x:narrow(dim, 0, n - k)) }, dim)
+    k = k * 2
+  end
+  return x
+end
+
+function torch.cumsum(x, ...) return scan("cumsum", Tensor.add, x, ...) end
+function torch.cumprod(x, ...) return scan("cumprod", Tensor.mul, x, ...) end
+
+for _, name in ipairs({ "isnan", "isinf", "isfinite", "equal", "isclose", "allclose", "cumsum", "cumprod" }) do
+  Tensor[name] = torch[name]
+end

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "layouts.h"
 #include "gradcheck.h"
 #include "nnfunc.h"
 
@@ -18,29 +19,17 @@ static double urand(void)
     return (double)(rng_state >> 11) * 0x1p-53;
 }
 
-enum { CONTIG, TRANSPOSED, NARROWED, EXPANDED, NKINDS };
 static const char *kind_name[] = {"contiguous", "transposed", "narrowed", "expanded"};
 
 static nn_tensor *make(int nd, const int64_t *shape, nn_dtype dt, int kind, double lo, double hi)
 {
-    int64_t bshape[NN_MAX_DIMS] = {0}, bstr[NN_MAX_DIMS] = {0}, strides[NN_MAX_DIMS] = {0}, offset = 0;
-    for (int d = 0; d < nd; d++) bshape[d] = kind == TRANSPOSED ? shape[nd - 1 - d] : kind == NARROWED ? shape[d] + 2 : shape[d];
-    if (kind == EXPANDED && nd > 0) bshape[0] = 1;
-    nn_tensor *base = nn_empty(nd, bshape, dt, NN_DEVICE_CPU);
+    nn_tensor *base = layout_base(kind, nd, shape, dt);
     char *p = nn_data(base);
     for (int64_t i = 0; i < nn_numel(base); i++) {
         double v = lo + (hi - lo) * urand();
         nn_store_f64(p + i * nn_dtype_size(dt), dt, dt == NN_BOOL ? v > 0 : nn_dtype_is_float(dt) ? v : floor(v));
     }
-    nn_contiguous_strides(nd, bshape, bstr);
-    for (int d = 0; d < nd; d++) {
-        strides[d] = kind == TRANSPOSED ? bstr[nd - 1 - d] : bstr[d];
-        if (kind == NARROWED) offset += bstr[d];
-    }
-    if (kind == EXPANDED && nd > 0) strides[0] = 0;
-    nn_tensor *v = nn_make_view(base, nd, shape, strides, offset);
-    nn_release(base);
-    return v;
+    return layout_view(base, kind, nd, shape);
 }
 
 /* n indices in [0, size) with repeats; int64 or int32, strided (every other element) when asked. */

@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "layouts.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double urand(void)
@@ -26,32 +27,16 @@ static double rand_value(nn_dtype dt)
     }
 }
 
-enum { CONTIG, TRANSPOSED, NARROWED, EXPANDED, NKINDS };
 static const char *kind_name[] = {"contiguous", "transposed", "narrowed", "expanded"};
 
 /* A random tensor of the given shape, laid out as kind says. */
 static nn_tensor *make(int nd, const int64_t *shape, nn_dtype dt, int kind)
 {
-    int64_t bshape[NN_MAX_DIMS] = {0}, bstr[NN_MAX_DIMS] = {0}, strides[NN_MAX_DIMS] = {0}, offset = 0;
-    for (int d = 0; d < nd; d++) bshape[d] = shape[d];
-    if (kind == TRANSPOSED)
-        for (int d = 0; d < nd; d++) bshape[d] = shape[nd - 1 - d];
-    if (kind == NARROWED)
-        for (int d = 0; d < nd; d++) bshape[d] = shape[d] + 2;
-    if (kind == EXPANDED && nd > 0) bshape[0] = 1;
-    nn_tensor *base = nn_empty(nd, bshape, dt, NN_DEVICE_CPU);
+    nn_tensor *base = layout_base(kind, nd, shape, dt);
     int64_t n = nn_numel(base);
     char *p = nn_data(base);
     for (int64_t i = 0; i < n; i++) nn_store_f64(p + i * nn_dtype_size(dt), dt, rand_value(dt));
-    nn_contiguous_strides(nd, bshape, bstr);
-    for (int d = 0; d < nd; d++) {
-        strides[d] = kind == TRANSPOSED ? bstr[nd - 1 - d] : bstr[d];
-        if (kind == NARROWED) offset += bstr[d];
-    }
-    if (kind == EXPANDED && nd > 0) strides[0] = 0;
-    nn_tensor *v = nn_make_view(base, nd, shape, strides, offset);
-    nn_release(base);
-    return v;
+    return layout_view(base, kind, nd, shape);
 }
 
 /* Step a multi-index in row-major order; false after the last. */

@@ -9,76 +9,18 @@
  *
  * A case is one op on one dtype/layout; the last line counts cases:
  * "N passed, N failed, N skipped". Without a GPU every case is skipped.
- * NNREPL_TEST_DEVICE=cpu runs the harness with the CPU standing in for the GPU
+ * NNREPL_TEST_DEVICE=cpu runs the harness (harness.h) with the CPU standing in for the GPU
  * (a check of the harness itself; the CUDA-only cases are then skipped). */
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "autograd.h"
-#include "backend.h"
+#include "harness.h"
 #include "conv.h"
 #include "cuda_flags.h"
-#include "device.h"
-#include "ops.h"
 
-static nn_device DEV = {NN_CUDA, 0};
-#define CPU ((nn_device){NN_CPU, -1})
-static bool have_gpu, self_test;
 static bool tf32_on; /* float32 results may come from TF32 tensor cores: looser tolerances */
-static int n_pass, n_fail, n_skip;
-static char case_name[256];
-static int case_errors;
-static char cpu_err[512];
-
-/* ---- cases ---- */
-
-static bool begin(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(case_name, sizeof case_name, fmt, ap);
-    va_end(ap);
-    if (!have_gpu) {
-        n_skip++;
-        return false;
-    }
-    case_errors = 0;
-    nn_clear_error();
-    return true;
-}
-
-static void fail(const char *fmt, ...)
-{
-    if (case_errors++ >= 4) return;
-    va_list ap;
-    fprintf(stderr, "FAIL %s: ", case_name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-static void end(void)
-{
-    if (case_errors) n_fail++;
-    else n_pass++;
-}
 
 /* ---- inputs ---- */
 
 static const nn_dtype FLOATS[] = {NN_F32, NN_F64, NN_F16, NN_BF16};
 #define NFLOATS 4
-
-static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(rng >> 11) * 0x1p-53;
-}
 
 /* A contiguous CPU tensor: floats uniform in [lo, hi), integers in [-5, 5] ([0, 5] for uint8);
  * a fraction nan_frac of the float elements NaN. */
@@ -96,27 +38,11 @@ static nn_tensor *mk(nn_dtype dt, int nd, const int64_t *s, double lo, double hi
     return t;
 }
 
-static nn_tensor *to_dev(nn_tensor *t)
-{
-    if (!t) return NULL;
-    return self_test ? nn_clone(t) : nn_to_device(t, DEV);
-}
-
-static nn_tensor *to_cpu(nn_tensor *t) { return t ? nn_to_device(t, CPU) : NULL; }
-
 /* views of the last two dims (and of dim 0 or the channels for 3-D/4-D operands) */
 enum { V_CONTIG, V_T, V_NARROW, V_STEP, V_EXPAND0, V_ROWBCAST, V_CL, NVIEW };
 static const char *const VNAME[] = {"contig", "transposed", "narrowed", "step 2", "batch-broadcast", "row-broadcast", "channels-last"};
 
-typedef struct { nn_tensor *c, *g; } pair;
-
-static void pair_free(pair p)
-{
-    nn_release(p.c);
-    nn_release(p.g);
-}
-
-static void base_shape(int v, int nd, const int64_t *s, int64_t *bs)
+static void view_base_shape(int v, int nd, const int64_t *s, int64_t *bs)
 {
     memcpy(bs, s, sizeof(int64_t) * nd);
     switch (v) {
@@ -159,7 +85,7 @@ static pair make_nan(nn_dtype dt, int nd, const int64_t *s, int v, double lo, do
 {
     int64_t bs[NN_MAX_DIMS];
     v = fix_view(v, nd);
-    base_shape(v, nd, s, bs);
+    view_base_shape(v, nd, s, bs);
     nn_tensor *base = mk(dt, nd, bs, lo, hi, nan_frac);
     nn_tensor *gbase = to_dev(base);
     pair p = {apply_view(base, v, nd, s), apply_view(gbase, v, nd, s)};
@@ -185,69 +111,6 @@ static void tol_red(nn_dtype dt, int64_t red, double *rtol, double *atol)
     }
     *rtol = r;
     *atol = r * sqrt((double)(red > 1 ? red : 1));
-}
-
-static int64_t elem_offset(const nn_tensor *t, int64_t flat)
-{
-    int64_t off = 0;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        int64_t s = t->shape[d];
-        off += (flat % s) * t->strides[d];
-        flat /= s;
-    }
-    return off * (int64_t)nn_dtype_size(t->dtype);
-}
-
-static void compare(const char *what, nn_tensor *c, nn_tensor *g, double rtol, double atol)
-{
-    char b1[160], b2[160];
-    if (c->dtype != g->dtype) {
-        fail("%s: dtype %s on the CPU, %s on the GPU", what, nn_dtype_name(c->dtype), nn_dtype_name(g->dtype));
-        return;
-    }
-    if (c->ndim != g->ndim || memcmp(c->shape, g->shape, sizeof(int64_t) * c->ndim)) {
-        fail("%s: shape %s on the CPU, %s on the GPU", what, nn_shape_str(b1, c->ndim, c->shape), nn_shape_str(b2, g->ndim, g->shape));
-        return;
-    }
-    nn_tensor *h = to_cpu(g);
-    if (!h) {
-        fail("%s: copy to the CPU failed: %s", what, nn_last_error());
-        return;
-    }
-    int64_t n = nn_numel(c), bad = 0;
-    bool fl = nn_dtype_is_float(c->dtype);
-    const char *pc = nn_data(c), *ph = nn_data(h);
-    for (int64_t i = 0; i < n; i++) {
-        const char *x = pc + elem_offset(c, i), *y = ph + elem_offset(h, i);
-        bool ok;
-        if (fl) {
-            double a = nn_load_f64(x, c->dtype), b = nn_load_f64(y, c->dtype);
-            ok = (isnan(a) || isnan(b)) ? isnan(a) && isnan(b) : a == b || fabs(a - b) <= atol + rtol * fabs(a);
-            if (!ok && bad < 3) fail("%s: element %lld: cpu %.9g cuda %.9g", what, (long long)i, a, b);
-        } else {
-            int64_t a = nn_load_i64(x, c->dtype), b = nn_load_i64(y, c->dtype);
-            ok = a == b;
-            if (!ok && bad < 3) fail("%s: element %lld: cpu %lld cuda %lld", what, (long long)i, (long long)a, (long long)b);
-        }
-        if (!ok) bad++;
-    }
-    if (bad > 3) fail("%s: %lld of %lld elements differ", what, (long long)bad, (long long)n);
-    nn_release(h);
-}
-
-static void save_err(void) { snprintf(cpu_err, sizeof cpu_err, "%s", nn_last_error()); }
-
-/* c: the CPU result (NULL: it failed, message saved by save_err), g: the GPU result */
-static void check(const char *what, nn_tensor *c, nn_tensor *g, double rtol, double atol)
-{
-    if (!c && !g) {
-        if (strcmp(cpu_err, nn_last_error())) fail("%s: errors differ: cpu '%s', cuda '%s'", what, cpu_err, nn_last_error());
-        return;
-    }
-    if (!c) fail("%s: the CPU failed (%s) but the GPU gave a result", what, cpu_err);
-    else if (!g) fail("%s: the GPU failed: %s", what, nn_last_error());
-    else if (!self_test && g->storage->device.type != NN_CUDA) fail("%s: the result is not on the GPU", what);
-    else compare(what, c, g, rtol, atol);
 }
 
 static void check_red(const char *what, nn_tensor *c, nn_tensor *g, int64_t red)
@@ -846,25 +709,9 @@ static void test_pool(void)
     maxpool_case(&badpad, NN_F32, 4, PX4, V_CONTIG, false, false);
 }
 
-/* ---- timing (informational) ---- */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(void)
 {
-    const char *dev = getenv("NNREPL_TEST_DEVICE");
-    self_test = dev && !strcmp(dev, "cpu");
-    if (self_test) {
-        DEV = CPU;
-        have_gpu = true;
-    } else {
-        have_gpu = nn_gpu && nn_gpu->device_count() > 0;
-    }
+    harness_init();
     double t0 = now();
     if (begin("flags: matmul TF32 off, cuDNN TF32 on, cudnn.benchmark off by default")) {
         if (nn_cuda_get_matmul_allow_tf32() || !nn_cudnn_get_allow_tf32() || nn_cudnn_get_benchmark())
@@ -875,7 +722,5 @@ int main(void)
     test_linear();
     test_conv();
     test_pool();
-    if (have_gpu) fprintf(stderr, "test_cuda_nn: %.1f s\n", now() - t0);
-    printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
-    return n_fail != 0;
+    return harness_done("test_cuda_nn", t0);
 }

@@ -8,92 +8,17 @@
  *
  * A case is one op on one dtype/layout; the last line counts cases:
  * "N passed, N failed, N skipped". Without a GPU every case is skipped.
- * NNREPL_TEST_DEVICE=cpu runs the harness with the CPU standing in for the GPU;
+ * NNREPL_TEST_DEVICE=cpu runs the harness (harness.h) with the CPU standing in for the GPU;
  * NNREPL_TEST_FILTER=a,b runs only the cases whose names contain a or b. */
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include "autograd.h"
-#include "backend.h"
-#include "device.h"
+#include "harness.h"
 #include "nnfunc.h"
-#include "ops.h"
 #include "optim.h"
-
-static nn_device DEV = {NN_CUDA, 0};
-#define CPU ((nn_device){NN_CPU, -1})
-static bool have_gpu, self_test;
-static int n_pass, n_fail, n_skip;
-static char case_name[256];
-static int case_errors;
-static char cpu_err[512];
-
-/* ---- cases ---- */
-
-/* NNREPL_TEST_FILTER: comma-separated substrings; a case whose name has none of them is skipped */
-static bool filtered_out(void)
-{
-    const char *f = getenv("NNREPL_TEST_FILTER");
-    if (!f || !*f) return false;
-    while (*f) {
-        const char *e = strchr(f, ',');
-        size_t n = e ? (size_t)(e - f) : strlen(f);
-        for (const char *p = case_name; n && *p; p++)
-            if (!strncmp(p, f, n)) return false;
-        f += n + (e != NULL);
-    }
-    return true;
-}
-
-static bool begin(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(case_name, sizeof case_name, fmt, ap);
-    va_end(ap);
-    if (!have_gpu || filtered_out()) {
-        n_skip++;
-        return false;
-    }
-    case_errors = 0;
-    nn_clear_error();
-    return true;
-}
-
-static void fail(const char *fmt, ...)
-{
-    if (case_errors++ >= 4) return;
-    va_list ap;
-    fprintf(stderr, "FAIL %s: ", case_name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-static void end(void)
-{
-    if (case_errors) n_fail++;
-    else n_pass++;
-}
 
 /* ---- inputs ---- */
 
 static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
 #define NALL 8
 #define NFLOAT 4 /* ALL[0..4) */
-
-static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static double urand(void)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(rng >> 11) * 0x1p-53;
-}
-static int64_t irand(int64_t lo, int64_t hi) { return lo + (int64_t)(urand() * (double)(hi - lo + 1)); }
 
 static void put(char *p, nn_dtype dt)
 {
@@ -112,61 +37,6 @@ static nn_tensor *mk(nn_dtype dt, int nd, const int64_t *s)
     char *p = nn_data(t);
     for (int64_t i = 0; i < n; i++) put(p + i * es, dt);
     return t;
-}
-
-static nn_tensor *to_dev(nn_tensor *t)
-{
-    if (!t) return NULL;
-    return self_test ? nn_clone(t) : nn_to_device(t, DEV);
-}
-
-static nn_tensor *to_cpu(nn_tensor *t) { return t ? nn_to_device(t, CPU) : NULL; }
-
-enum { L_CONTIG, L_TRANS, L_NARROW, L_EXPAND, NLAYOUT };
-static const char *const LNAME[] = {"contig", "transposed", "narrowed", "expanded"};
-
-typedef struct { nn_tensor *c, *g; } pair;
-
-static void pair_free(pair p)
-{
-    nn_release(p.c);
-    nn_release(p.g);
-}
-
-static int fix_layout(int layout, int nd)
-{
-    if (nd == 0) return L_CONTIG;
-    if (nd == 1 && layout == L_TRANS) return L_NARROW;
-    return layout;
-}
-
-static nn_tensor *view(nn_tensor *t, int layout, int nd, const int64_t *s)
-{
-    if (!t) return NULL;
-    switch (layout) {
-    case L_TRANS: return nn_transpose(t, nd - 2, nd - 1);
-    case L_NARROW: return nn_narrow(t, nd - 1, 1, s[nd - 1]);
-    case L_EXPAND: return nn_expand(t, nd, s);
-    default: return nn_retain(t);
-    }
-}
-
-/* base tensor (CPU) -> the same values on the CPU and the device, seen through the same kind of view */
-static pair share(nn_tensor *base, int layout, int nd, const int64_t *s)
-{
-    nn_tensor *gbase = to_dev(base);
-    pair p = {view(base, layout, nd, s), view(gbase, layout, nd, s)};
-    nn_release(base);
-    nn_release(gbase);
-    return p;
-}
-
-static void base_shape(int layout, int nd, const int64_t *s, int64_t *bs)
-{
-    memcpy(bs, s, sizeof(int64_t) * nd);
-    if (layout == L_TRANS) bs[nd - 1] = s[nd - 2], bs[nd - 2] = s[nd - 1];
-    if (layout == L_NARROW) bs[nd - 1] += 3;
-    if (layout == L_EXPAND) bs[0] = 1;
 }
 
 static pair make(nn_dtype dt, int nd, const int64_t *s, int layout)
@@ -200,90 +70,6 @@ static pair make_index(nn_dtype dt, int64_t n, int64_t lo, int64_t hi, bool stri
 
 /* ---- comparing ---- */
 
-static void tol_of(nn_dtype dt, double *rtol, double *atol)
-{
-    switch (dt) {
-    case NN_F32: *rtol = 1e-5, *atol = 1e-5; break;
-    case NN_F64: *rtol = 1e-12, *atol = 1e-12; break;
-    case NN_F16: *rtol = 2e-3, *atol = 2e-3; break;
-    case NN_BF16: *rtol = 1.6e-2, *atol = 1.6e-2; break;
-    default: *rtol = 0, *atol = 0; break;
-    }
-}
-
-static int64_t elem_offset(const nn_tensor *t, int64_t flat)
-{
-    int64_t off = 0;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        int64_t s = t->shape[d];
-        off += (flat % s) * t->strides[d];
-        flat /= s;
-    }
-    return off * (int64_t)nn_dtype_size(t->dtype);
-}
-
-static void compare(const char *what, nn_tensor *c, nn_tensor *g, double rtol, double atol)
-{
-    char b1[160], b2[160];
-    if (c->dtype != g->dtype) {
-        fail("%s: dtype %s on the CPU, %s on the GPU", what, nn_dtype_name(c->dtype), nn_dtype_name(g->dtype));
-        return;
-    }
-    if (c->ndim != g->ndim || memcmp(c->shape, g->shape, sizeof(int64_t) * c->ndim)) {
-        fail("%s: shape %s on the CPU, %s on the GPU", what, nn_shape_str(b1, c->ndim, c->shape), nn_shape_str(b2, g->ndim, g->shape));
-        return;
-    }
-    nn_tensor *h = to_cpu(g);
-    if (!h) {
-        fail("%s: copy to the CPU failed: %s", what, nn_last_error());
-        return;
-    }
-    int64_t n = nn_numel(c), bad = 0;
-    bool fl = nn_dtype_is_float(c->dtype);
-    const char *pc = nn_data(c), *ph = nn_data(h);
-    for (int64_t i = 0; i < n; i++) {
-        const char *x = pc + elem_offset(c, i), *y = ph + elem_offset(h, i);
-        bool ok;
-        if (fl) {
-            double a = nn_load_f64(x, c->dtype), b = nn_load_f64(y, c->dtype);
-            ok = (isnan(a) || isnan(b)) ? isnan(a) && isnan(b) : a == b || fabs(a - b) <= atol + rtol * fabs(a);
-            if (!ok && bad < 3) fail("%s: element %lld: cpu %.9g cuda %.9g", what, (long long)i, a, b);
-        } else {
-            int64_t a = nn_load_i64(x, c->dtype), b = nn_load_i64(y, c->dtype);
-            ok = a == b;
-            if (!ok && bad < 3) fail("%s: element %lld: cpu %lld cuda %lld", what, (long long)i, (long long)a, (long long)b);
-        }
-        if (!ok) bad++;
-    }
-    if (bad > 3) fail("%s: %lld of %lld elements differ", what, (long long)bad, (long long)n);
-    nn_release(h);
-}
-
-static void save_err(void) { snprintf(cpu_err, sizeof cpu_err, "%s", nn_last_error()); }
-
-/* c: the CPU result (NULL: it failed, message saved by save_err), g: the GPU result */
-static void check(const char *what, nn_tensor *c, nn_tensor *g, double rtol, double atol)
-{
-    if (!c && !g) {
-        if (strcmp(cpu_err, nn_last_error())) fail("%s: errors differ: cpu '%s', cuda '%s'", what, cpu_err, nn_last_error());
-        return;
-    }
-    if (!c) fail("%s: the CPU failed (%s) but the GPU gave a result", what, cpu_err);
-    else if (!g) fail("%s: the GPU failed: %s", what, nn_last_error());
-    else if (!self_test && g->storage->device.type != NN_CUDA) fail("%s: the result is not on the GPU", what);
-    else compare(what, c, g, rtol, atol);
-}
-
-/* tolerances of dt, scaled */
-static void check_tol(const char *what, nn_tensor *c, nn_tensor *g, nn_dtype dt, double scale)
-{
-    double rtol, atol;
-    tol_of(dt, &rtol, &atol);
-    check(what, c, g, rtol * scale, atol * scale);
-}
-
-static void check_dt(const char *what, nn_tensor *c, nn_tensor *g) { check_tol(what, c, g, c ? c->dtype : NN_F32, 1); }
-
 /* x.grad on both sides */
 static void check_grads(const char *what, pair x, double scale)
 {
@@ -297,13 +83,6 @@ static void check_grads(const char *what, pair x, double scale)
 static void sync_gpu(void)
 {
     if (!self_test && nn_gpu->synchronize(DEV.index)) fail("synchronize: %s", nn_last_error());
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ---- softmax / log_softmax ---- */
@@ -1016,14 +795,7 @@ static void timing(void)
 
 int main(void)
 {
-    const char *dev = getenv("NNREPL_TEST_DEVICE");
-    self_test = dev && !strcmp(dev, "cpu");
-    if (self_test) {
-        DEV = CPU;
-        have_gpu = true;
-    } else {
-        have_gpu = nn_gpu && nn_gpu->device_count() > 0;
-    }
+    harness_init();
     double t0 = now();
     test_softmax();
     test_nll_loss();
@@ -1031,7 +803,5 @@ int main(void)
     test_optim();
     test_optim_long();
     timing();
-    if (have_gpu) fprintf(stderr, "test_cuda_nnfunc: %.1f s\n", now() - t0);
-    printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
-    return n_fail != 0;
+    return harness_done("test_cuda_nnfunc", t0);
 }

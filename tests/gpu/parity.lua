@@ -45,26 +45,8 @@ function Mnistmodel:forward(xb)
   return out
 end
 
-local Net = nn.Module:extend("Net") -- document 000
-function Net:__init()
-  self.conv1 = nn.Conv2d({ in_channels = 3, out_channels = 32, kernel_size = { 3, 3 } })
-  self.pool1 = nn.MaxPool2d({ kernel_size = 2, stride = 2 })
-  self.conv2 = nn.Conv2d({ in_channels = 32, out_channels = 64, kernel_size = 3 })
-  self.pool2 = nn.MaxPool2d(2, 2)
-  self.fc1 = nn.Linear(64 * 6 * 6, 256)
-  self.fc2 = nn.Linear(256, 128)
-  self.fc3 = nn.Linear(128, 101)
-end
-
-function Net:forward(x)
-  x = self.pool1(F.relu(self.conv1(x)))
-  x = self.pool2(F.relu(self.conv2(x)))
-  x = x:view(-1, 64 * 6 * 6)
-  x = F.relu(self.fc1(x))
-  x = F.relu(self.fc2(x))
-  x = self.fc3(x)
-  return x
-end
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/../../scripts/?.lua;" .. package.path
+local Net = require "doc000_net" -- document 000's Net, scripts/doc000_net.lua
 
 -- name -> batch, input shape, classes (only --generate uses these)
 local SPECS = {

@@ -45,6 +45,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from doc000_net import Net  # noqa: E402  document 000's CNN, bench/doc000_net.py
+
 MODELS = ("mlp", "cnn", "alexnet")
 
 
@@ -60,27 +63,6 @@ class Mnistmodel(nn.Module):  # document 001
         rel = F.relu(out)
         out = self.linear2(rel)
         return out
-
-
-class Net(nn.Module):  # document 000
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_channels=3, out_channels=32, kernel_size=(3, 3))
-        self.pool1 = nn.MaxPool2d(kernel_size=2, stride=2)
-        self.conv2 = nn.Conv2d(in_channels=32, out_channels=64, kernel_size=3)
-        self.pool2 = nn.MaxPool2d(2, 2)
-        self.fc1 = nn.Linear(64 * 6 * 6, 256)
-        self.fc2 = nn.Linear(256, 128)
-        self.fc3 = nn.Linear(128, 101)
-
-    def forward(self, x):
-        x = self.pool1(F.relu(self.conv1(x)))
-        x = self.pool2(F.relu(self.conv2(x)))
-        x = x.view(-1, 64 * 6 * 6)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
 
 
 # name -> (batch, input shape, classes, teacher pooling (None: the whole input), input kind)

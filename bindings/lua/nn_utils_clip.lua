@@ -1,0 +1,116 @@
+-- torch.nn.utils gradient clipping: clip_grad_norm_, clip_grad_value_, and PyTorch
+-- 2.6's split of clip_grad_norm_ into get_total_norm + clip_grads_with_norm_.
+--
+-- `parameters` is a tensor, a Lua list of tensors or model:parameters(); tensors
+-- whose .grad is nil are skipped. The total norm stays a tensor on the first grad's
+-- device and the clip coefficient min(max_norm / (total + 1e-6), 1) multiplies every
+-- grad as a tensor, so CUDA grads are clipped with no host sync (unless
+-- error_if_nonfinite asks to look at the norm). `foreach` is accepted and ignored.
+local torch = require "torch"
+local U = require "nn_util"
+
+local M = {}
+
+-- The tensors of `parameters` as a fresh Lua list.
+function M._tensors(fname, parameters)
+  if torch.is_tensor(parameters) then return { parameters } end
+  if type(parameters) ~= "table" or rawget(parameters, "_parameters") ~= nil then
+    U.errorf("%s: parameters must be a Tensor or a list of Tensors (model:parameters()), got %s",
+      fname, U.typename(parameters))
+  end
+  local out = {}
+  for i, p in ipairs(parameters) do
+    if not torch.is_tensor(p) then U.errorf("%s: parameters[%d] is %s, not a Tensor", fname, i, U.typename(p)) end
+    out[i] = p
+  end
+  return out
+end
+
+local function grads_of(fname, parameters)
+  local grads = {}
+  for _, p in ipairs(M._tensors(fname, parameters)) do
+    local g = p.grad
+    if g ~= nil then grads[#grads + 1] = g end
+  end
+  return grads
+end
+
+-- norm_type: a number, math.huge, or "inf" / "-inf" as Python's float() reads them
+local function norm_value(fname, v)
+  if v == "inf" or v == "+inf" then return math.huge end
+  if v == "-inf" then return -math.huge end
+  local x = tonumber(v)
+  if x == nil then U.errorf("%s: norm_type must be a number, got %s", fname, U.typename(v)) end
+  return x + 0.0
+end
+
+local function number(fname, name, v)
+  if type(v) ~= "number" then U.errorf("%s: %s must be a number, got %s", fname, name, U.typename(v)) end
+  return v + 0.0
+end
+
+local total_spec = { { "norm_type", 2.0 }, { "error_if_nonfinite", false }, { "foreach", nil } }
+
+-- get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=false, foreach=nil): the norm of
+-- the norms of `tensors` (the grads themselves, not parameters), as a 0-dim tensor.
+function M.get_total_norm(tensors, ...)
+  local o = U.parse("get_total_norm", total_spec, ...)
+  local p = norm_value("get_total_norm", o.norm_type)
+  local list = M._tensors("get_total_norm", tensors)
+  if #list == 0 then return torch.tensor(0.0) end
+  local _ <close> = torch.no_grad()
+  local device = list[1].device
+  local norms = {}
+  for i, t in ipairs(list) do norms[i] = t:norm(p):to(device) end
+  local total = torch.stack(norms):norm(p)
+  if o.error_if_nonfinite and not torch.isfinite(total):item() then
+    U.errorf("The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be " ..
+      "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set " ..
+      "`error_if_nonfinite=False`", U.pyfloat(p))
+  end
+  return total
+end
+
+-- clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=nil): scale the grads by
+-- min(max_norm / (total_norm + 1e-6), 1) in place.
+function M.clip_grads_with_norm_(parameters, ...)
+  local fname = "clip_grads_with_norm_"
+  local o = U.parse(fname, { { "max_norm", U.REQUIRED }, { "total_norm", U.REQUIRED }, { "foreach", nil } }, ...)
+  local max_norm = number(fname, "max_norm", o.max_norm)
+  local grads = grads_of(fname, parameters)
+  if #grads == 0 then return end
+  local _ <close> = torch.no_grad()
+  local total = o.total_norm
+  if not torch.is_tensor(total) then total = torch.tensor(number(fname, "total_norm", total)) end
+  local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
+  local on = {} -- the coefficient on each grad device, copied once
+  for _, g in ipairs(grads) do
+    local key = tostring(g.device)
+    local c = on[key]
+    if c == nil then c = coef:to(g.device); on[key] = c end
+    g:mul_(c)
+  end
+end
+
+-- clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=false, foreach=nil):
+-- returns the total norm of the grads (before clipping) as a tensor.
+function M.clip_grad_norm_(parameters, ...)
+  local fname = "clip_grad_norm_"
+  local o = U.parse(fname, { { "max_norm", U.REQUIRED }, table.unpack(total_spec) }, ...)
+  local max_norm = number(fname, "max_norm", o.max_norm)
+  local grads = grads_of(fname, parameters)
+  local total = M.get_total_norm(grads, { norm_type = o.norm_type, error_if_nonfinite = o.error_if_nonfinite })
+  M.clip_grads_with_norm_(parameters, max_norm, total)
+  return total
+end
+
+-- clip_grad_value_(parameters, clip_value, foreach=nil): clamp every grad to [-clip_value, clip_value].
+function M.clip_grad_value_(parameters, ...)
+  local fname = "clip_grad_value_"
+  local o = U.parse(fname, { { "clip_value", U.REQUIRED }, { "foreach", nil } }, ...)
+  local v = number(fname, "clip_value", o.clip_value)
+  local _ <close> = torch.no_grad()
+  for _, g in ipairs(grads_of(fname, parameters)) do g:clamp_(-v, v) end
+end
+
+return M
