@@ -77,6 +77,8 @@ template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C
         return a >= b;
     } else if constexpr (OP == NN_OP_logical_and) {
         return a != 0 && b != 0;
+    } else if constexpr (OP == NN_OP_threshold_backward) {
+        return b > C(0) ? a : C(0);
     } else {
         static_assert(OP == NN_OP_logical_or, "not a binary op");
         return a != 0 || b != 0;
@@ -228,7 +230,7 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
 #define BIN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
     BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder)
     BIN_CASE(maximum) BIN_CASE(minimum) BIN_CASE(eq) BIN_CASE(ne) BIN_CASE(lt) BIN_CASE(le) BIN_CASE(gt) BIN_CASE(ge)
-    BIN_CASE(logical_and) BIN_CASE(logical_or)
+    BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward)
 #undef BIN_CASE
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }

@@ -352,7 +352,7 @@ static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, con
         if (alpha != 1 && nn_dtype_is_integral(c) && c != NN_BOOL && !is_integral_value(alpha))
             return nn_error(NN_ERR_ARG, "%s: For integral input tensors, argument alpha must not be a floating point number.", fn);
         return NN_OK;
-    case NN_OP_mul: case NN_OP_maximum: case NN_OP_minimum:
+    case NN_OP_mul: case NN_OP_maximum: case NN_OP_minimum: case NN_OP_threshold_backward:
         return NN_OK;
     case NN_OP_div:
         if (nn_dtype_is_integral(c)) *cdt = *odt = nn_default_dtype();

@@ -6,10 +6,10 @@ local torch = require "torch"
 
 local U = {}
 
--- The stack level of the first function outside the nn library, counted from
--- the caller of U.error, so errors point at the user's line.
+-- The stack level of the first function outside the Lua library (bindings/lua/*.lua),
+-- counted from the caller of U.error, so errors point at the user's line.
 local function is_library(src)
-  return src:find("^@bindings/lua/nn_") or src:find("^@bindings/lua/torch_nn")
+  return src:find("^@bindings/lua/") ~= nil
 end
 
 function U.error(msg)
@@ -33,6 +33,10 @@ local function finish(ok, ...)
   if type(err) ~= "string" then error(err, 0) end
   return U.error((err:gsub("^[^\n]-:%d+: ", "", 1)))
 end
+
+-- f(...), its error raised again at the user's line (for library functions that call C
+-- functions, whose errors would otherwise name the library's line)
+function U.call(f, ...) return finish(pcall(f, ...)) end
 
 function U.F(name, ...)
   local f = torch.nn.functional

@@ -420,6 +420,11 @@ def("batch_norm", function(...)
     end
   end
   local cs = channel_shape(x, C)
+  -- float16/bfloat16 input: computed in float32, the result in the input's dtype, as
+  -- PyTorch's kernels do (also under autocast, where batch_norm keeps its input's dtype)
+  local half = x.dtype == torch.float16 or x.dtype == torch.bfloat16
+  local in_dtype = x.dtype
+  if half then x = x:float() end
   local y
   if training then
     local n = x:numel() // math.max(C, 1)
@@ -443,7 +448,7 @@ def("batch_norm", function(...)
   end
   if w then y = y * w:reshape(cs) end
   if b then y = y + b:reshape(cs) end
-  return y
+  return half and y:to(in_dtype) or y
 end)
 
 local ln_sig = sig("layer_norm", { "input", "normalized_shape", "weight", "bias", "eps" })

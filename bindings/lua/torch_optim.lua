@@ -57,7 +57,7 @@ local function pyrepr(v)
 end
 optim._pyrepr = pyrepr
 
-local function fail(fmt, ...) error(string.format(fmt, ...), 3) end
+local function fail(fmt, ...) require("nn_util").errorf(fmt, ...) end
 
 local function typename(v)
   if torch.is_tensor(v) then return v:type() end

@@ -17,8 +17,8 @@ function Tensor:cpu() return self:to("cpu") end
 function Tensor:cuda(device, opts)
   if type(device) == "table" and getmetatable(device) == nil then device, opts = nil, device end
   if device == nil then device = "cuda" end
-  if opts then return self:to(device, opts) end
-  return self:to(device)
+  if opts then return require("nn_util").call(self.to, self, device, opts) end
+  return require("nn_util").call(self.to, self, device)
 end
 
 function Tensor:type_as(other) return self:to(other.dtype) end

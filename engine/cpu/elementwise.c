@@ -215,6 +215,7 @@ static inline int64_t ipow(int64_t b, int64_t e)
         case NN_OP_ge: LOOP(ob[i] = a[i] >= b[i]) break;                                        \
         case NN_OP_logical_and: LOOP(ob[i] = a[i] != 0 && b[i] != 0) break;                     \
         case NN_OP_logical_or: LOOP(ob[i] = a[i] != 0 || b[i] != 0) break;                      \
+        case NN_OP_threshold_backward: LOOP(o[i] = b[i] > 0 ? a[i] : 0) break;                  \
         default: c->status = nn_error(NN_ERR_NOTIMPL, "%s is not a binary op", nn_op_name(c->op)); \
         }                                                                                       \
     }
@@ -253,6 +254,7 @@ static void binary_i64(ectx *c, void *out, const void *pa, const void *pb, int64
     case NN_OP_ge: LOOP(ob[i] = a[i] >= b[i]) break;
     case NN_OP_logical_and: LOOP(ob[i] = a[i] != 0 && b[i] != 0) break;
     case NN_OP_logical_or: LOOP(ob[i] = a[i] != 0 || b[i] != 0) break;
+    case NN_OP_threshold_backward: LOOP(o[i] = b[i] > 0 ? a[i] : 0) break;
     default: /* div computes in a float dtype (the frontend promotes) */
         c->status = nn_error(NN_ERR_NOTIMPL, "%s is not implemented for cpu/%s", nn_op_name(c->op), nn_dtype_name(c->cdt));
     }

@@ -183,6 +183,7 @@ static double ref_f(nn_op op, double x, double y, double alpha)
     case NN_OP_ge: return x >= y;
     case NN_OP_logical_and: return x != 0 && y != 0;
     case NN_OP_logical_or: return x != 0 || y != 0;
+    case NN_OP_threshold_backward: return y > 0 ? x : 0;
     default: return NAN;
     }
 }
@@ -215,6 +216,7 @@ static int64_t ref_i(nn_op op, int64_t x, int64_t y, int64_t alpha)
     case NN_OP_ge: return x >= y;
     case NN_OP_logical_and: return x != 0 && y != 0;
     case NN_OP_logical_or: return x != 0 || y != 0;
+    case NN_OP_threshold_backward: return y > 0 ? x : 0;
     default: return INT64_MIN;
     }
 }
@@ -252,7 +254,7 @@ static void check_binary_values(const char *what, nn_op op, const nn_tensor *out
 
 static const nn_op BINARY_OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder,
                                    NN_OP_maximum, NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le,
-                                   NN_OP_gt, NN_OP_ge, NN_OP_logical_and, NN_OP_logical_or};
+                                   NN_OP_gt, NN_OP_ge, NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward};
 #define NBINARY (int)(sizeof BINARY_OPS / sizeof *BINARY_OPS)
 
 static bool binary_supported(nn_op op, nn_dtype dt)
@@ -1390,7 +1392,7 @@ static void test_devices(void)
     CHECK(bad == 0, "copy_ cpu -> cuda values");
     /* a CPU scalar joins a device op; a CPU tensor does not */
     nn_tensor *two = nn_scalar_f64(2), *r = nn_binary(NN_OP_add, g2, two);
-    CHECK(r && r->storage->device.type == NN_CUDA && fat(r, 0) == fat(x, 0) + 2, "cuda + CPU scalar: %s", nn_last_error());
+    CHECK(r && r->storage->device.type == NN_CUDA && fat(r, 0) == (float)(fat(x, 0) + 2), "cuda + CPU scalar: %s", nn_last_error());
     nn_release(r);
     r = nn_binary(NN_OP_add, two, g2);
     CHECK(r && r->storage->device.type == NN_CUDA, "CPU scalar + cuda lands on cuda");

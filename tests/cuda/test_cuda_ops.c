@@ -202,7 +202,7 @@ static void test_unary(void)
 
 static const nn_op BINARY[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_maximum,
                                NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le, NN_OP_gt, NN_OP_ge,
-                               NN_OP_logical_and, NN_OP_logical_or};
+                               NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward};
 #define NBINARY (int)(sizeof BINARY / sizeof *BINARY)
 
 static void binary_domains(nn_op op, nn_dtype da, nn_dtype db, int *doma, int *domb)

@@ -377,3 +377,23 @@ T.test("channels_last", function()
   conv(xl):sum():backward()
   T.check(xl.grad ~= nil and xl.grad.shape[1] == 3, "grad")
 end)
+
+T.test("batch_norm keeps a float16/bfloat16 input's dtype", function()
+  torch.manual_seed(3)
+  local bn = nn.BatchNorm2d(3)
+  local x = torch.randn(4, 3, 5, 5)
+  for _, dt in ipairs({ torch.bfloat16, torch.float16 }) do
+    local xl = x:to(dt)
+    local ref = F.batch_norm(xl:float(), torch.zeros(3), torch.ones(3), bn.weight, bn.bias, true)
+    local y = F.batch_norm(xl, torch.zeros(3), torch.ones(3), bn.weight, bn.bias, true)
+    T.eq(y.dtype, dt, "result dtype " .. tostring(dt))
+    T.check((y:float() - ref:to(dt):float()):abs():max():item() == 0, "float32 math, rounded once: " .. tostring(dt))
+  end
+  do -- under autocast: the conv's bfloat16 output goes through batch_norm as bfloat16
+    local _ <close> = torch.autocast("cpu")
+    local y = bn(nn.Conv2d(3, 3, 1)(x))
+    T.eq(y.dtype, torch.bfloat16, "BatchNorm2d under autocast")
+  end
+  local y = F.batch_norm(x, torch.zeros(3), torch.ones(3), nil, nil, true)
+  T.eq(y.dtype, torch.float32, "float32 stays float32")
+end)

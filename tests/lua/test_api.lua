@@ -184,3 +184,21 @@ T.test("torch.__version__", function()
   T.check(torch.__version__:match("^%d+%.%d+%.%d+$") ~= nil, "major.minor.patch: " .. tostring(torch.__version__))
   if #parts == 3 then T.eq(torch.__version__, table.concat(parts, "."), "the header's version") end
 end)
+
+T.test("errors from the Lua library name the caller's line", function()
+  local function err(f) return select(2, pcall(f)) end
+  local params = nn.Linear(2, 2):parameters()
+  local cases = {
+    err(function() local o = optim.SGD(params, { lr = 0.1, foo = 1 }); return o end),
+    err(function() local o = optim.Adam(params, { lr = -1 }); return o end),
+    err(function() local m = nn.Linear(2, 3)(torch.randn(4, 5)); return m end),
+  }
+  if not torch.cuda.is_available() then
+    cases[#cases + 1] = err(function() local y = torch.zeros(2):cuda(); return y end)
+    cases[#cases + 1] = err(function() local m = nn.Linear(2, 2):cuda(); return m end)
+  end
+  for i, e in ipairs(cases) do
+    T.check(type(e) == "string" and e:find("test_api.lua:%d+: ") and not e:find("bindings/lua/"),
+      "case " .. i .. " points at the test: " .. tostring(e))
+  end
+end)
