@@ -113,19 +113,25 @@ void process_events(DeviceCache &c)
     }
 }
 
-/* cudaFree every free block that is a whole segment. */
-void release_cached(DeviceCache &c)
+/* cudaFree the free blocks that are a whole segment and that `which` picks */
+template <class Which> void release_segments(DeviceCache &c, Which which)
 {
     for (auto *pool : {&c.small, &c.large})
         for (auto it = pool->begin(); it != pool->end();) {
             Block *b = *it;
-            if (!b->prev && !b->next && (!b->pool || pool_dead(b))) {
+            if (!b->prev && !b->next && which(b)) {
                 cudaFree(b->ptr);
                 c.stats.reserved -= b->size;
                 it = pool->erase(it);
                 delete b;
             } else ++it;
         }
+}
+
+/* every cached segment no live graph pool holds */
+void release_cached(DeviceCache &c)
+{
+    release_segments(c, [](const Block *b) { return !b->pool || pool_dead(b); });
 }
 
 } // namespace
@@ -154,8 +160,7 @@ void nn_cuda_pool_release(nn_cuda_pool *p)
 {
     std::lock_guard<std::mutex> g(lock);
     if (--p->users > 0 || capturing) return;
-    DeviceCache &c = caches[p->device];
-    release_cached(c);
+    release_segments(caches[p->device], [p](const Block *b) { return b->pool == p; });
 }
 
 void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s)

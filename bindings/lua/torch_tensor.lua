@@ -67,14 +67,7 @@ local dtype_names = {
   int64 = "Long", int32 = "Int", uint8 = "Byte", bool = "Bool",
 }
 -- An error at the caller's line, past the library's own frames.
-local function fail(fmt, ...)
-  local level = 2
-  while true do
-    local info = debug.getinfo(level, "S")
-    if not info or not info.source:find("^@bindings/lua/") then return error(string.format(fmt, ...), level) end
-    level = level + 1
-  end
-end
+local fail = require("nn_util").errorf
 
 local function dtype_name(t) local s = tostring(t.dtype):sub(7) return dtype_names[s] or s end
 
