@@ -31,18 +31,14 @@ nn_status nn_cuda_graph_reset(nn_gpu_graph *g)
     return NN_OK;
 }
 
+nn_status nn_cuda_graph_capture_end(nn_gpu_graph *g);
+
 void nn_cuda_graph_free(nn_gpu_graph *g)
 {
     if (!g) return;
     if (g->capturing) { /* collected mid-capture (an error unwound past it): end it, drop the result */
-        cudaGraph_t partial = nullptr;
-        nn_cuda_dev(g->device)->current = g->prev;
-        cudaStreamEndCapture(g->stream, &partial);
-        cudaGetLastError();
-        if (partial) cudaGraphDestroy(partial);
-        nn_cuda_pool_capture(g->device, nullptr, nullptr);
-        g->capturing = false;
-        active--;
+        nn_cuda_graph_capture_end(g);
+        nn_clear_error();
     }
     nn_cuda_graph_reset(g);
     if (g->stream) cudaStreamDestroy(g->stream);
