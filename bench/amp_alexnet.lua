@@ -12,6 +12,7 @@
 -- Prints one line per mode:  mode <name> step_ms <t> peak_gib <m> loss20 <l> rel <r>
 local time = require "time"
 local models = require "torchvision".models
+local make_step = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua")
 local steps = tonumber(arg and arg[1]) or 20
 local reps = tonumber(arg and arg[2]) or 5
 local warmup = tonumber(arg and arg[3]) or 5
@@ -44,26 +45,7 @@ local function setup(mode)
   local opt = torch.optim.AdamW(model:parameters(), { lr = 1e-4 })
   local scaler = mode.scaler and torch.amp.GradScaler("cuda") or nil
   local x = mode.channels_last and X_cl or X
-  local function step()
-    opt:zero_grad()
-    local loss
-    if mode.dtype then
-      local _ <close> = torch.autocast("cuda", { dtype = mode.dtype })
-      loss = F.cross_entropy(model(x), Y)
-    else
-      loss = F.cross_entropy(model(x), Y)
-    end
-    if scaler then
-      scaler:scale(loss):backward()
-      scaler:step(opt)
-      scaler:update()
-    else
-      loss:backward()
-      opt:step()
-    end
-    return loss
-  end
-  return step
+  return make_step(model, opt, x, Y, mode.dtype, scaler)
 end
 
 local modes = {

@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torchvision.models import alexnet
 
+from train_step import make_step
+
 steps, reps, warmup, B, img = ([int(a) for a in sys.argv[1:]] + [20, 5, 5, 64, 227][len(sys.argv) - 1:])[:5]
 dev = torch.device("cuda")
 torch.manual_seed(0)
@@ -26,20 +28,7 @@ def setup(mode):
     x = X_cl if mode.get("channels_last") else X
     dtype = mode.get("dtype")
 
-    def step():
-        opt.zero_grad()
-        with torch.autocast("cuda", dtype=dtype or torch.float16, enabled=dtype is not None):
-            loss = F.cross_entropy(model(x), Y)
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        return loss
-
-    return step
+    return make_step(model, opt, x, Y, dtype, scaler)
 
 
 modes = [dict(name="fp32"), dict(name="autocast_fp16", dtype=torch.float16),

@@ -2,11 +2,15 @@
  * and the grad-mode switches torch.no_grad / enable_grad / set_grad_enabled /
  * inference_mode, each a to-be-closed value (`local _ <close> = torch.no_grad()`) or a
  * function runner (`torch.no_grad(function() ... end)`). */
+#include <stdlib.h>
+
 #include "autograd.h"
 #include "lt.h"
 
 static const char GRAD_MODE_MT[] = "torch.grad_mode";
 static const char NODE_MT[] = "torch.autograd.Node";
+
+static _Thread_local lua_State *backward_L; /* the state running x:backward(), for pass-end functions */
 
 static const char *const backward_keys[] = {"gradient", "retain_graph", "create_graph", "inputs", NULL};
 
@@ -25,7 +29,50 @@ static int t_backward(lua_State *L)
         if (!lua_isnoneornil(L, 2)) grad = lt_check(L, 2);
         retain = lua_toboolean(L, 3);
     }
-    if (nn_backward(t, grad, retain)) return lt_fail(L, 0);
+    lua_State *outer = backward_L;
+    backward_L = L;
+    nn_status st = nn_backward(t, grad, retain);
+    backward_L = outer;
+    if (st) return lt_fail(L, 0);
+    return 0;
+}
+
+/* torch._at_backward_end(t, fn): fn() runs at the end of every backward pass through
+ * t's grad_fn (DataParallel's gradient reduction). */
+typedef struct { lua_State *owner; int ref; } pass_end_ctx;
+
+static nn_status call_pass_end(void *p)
+{
+    pass_end_ctx *c = p;
+    lua_State *L = backward_L;
+    if (!L) return nn_error(NN_ERR_RUNTIME, "a Lua function queued for the end of backward needs backward started from Lua");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    if (lua_pcall(L, 0, 0, 0) == LUA_OK) return NN_OK;
+    nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a function run at the end of backward");
+    lua_pop(L, 1);
+    return st;
+}
+
+static void free_pass_end(void *p)
+{
+    pass_end_ctx *c = p;
+    luaL_unref(c->owner, LUA_REGISTRYINDEX, c->ref);
+    free(c);
+}
+
+static int at_backward_end(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    if (!t->grad_fn) return luaL_argerror(L, 1, "the tensor has no grad_fn");
+    pass_end_ctx *c = malloc(sizeof *c);
+    if (!c) return luaL_error(L, "out of memory");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD); /* the registry outlives any coroutine */
+    c->owner = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    lua_pushvalue(L, 2);
+    c->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    if (nn_node_at_pass_end(t->grad_fn, call_pass_end, c, free_pass_end)) return lt_fail(L, 0);
     return 0;
 }
 
@@ -174,7 +221,8 @@ void lt_open_autograd(lua_State *L)
 
     static const luaL_Reg fns[] = {
         {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
-        {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode}, {NULL, NULL},
+        {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode},
+        {"_at_backward_end", at_backward_end}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
     static const luaL_Reg methods[] = {

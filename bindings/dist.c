@@ -10,7 +10,7 @@
  *       op: 0-based index of SUM, AVG, PRODUCT, MIN, MAX; with async true they
  *       return a Work (wait(), is_completed(), <close>), else nothing
  *   broadcast_coalesced(list, src)
- *   Reducer(params, bucket_cap_bytes, first_bucket_bytes, find_unused)
+ *   Reducer(params, bucket_cap_bytes, first_bucket_bytes, find_unused, gradient_as_bucket_view)
  *       DDP's reducer (engine/dist/reducer.h): prepare_forward(),
  *       prepare_backward(outputs), buckets() -> lists of 0-based parameter indices
  *
@@ -271,6 +271,7 @@ static int d_reducer(lua_State *L)
         .bucket_cap_bytes = (size_t)luaL_optnumber(L, 2, 25 << 20),
         .first_bucket_bytes = (size_t)luaL_optnumber(L, 3, 1 << 20),
         .find_unused_parameters = lua_toboolean(L, 4),
+        .gradient_as_bucket_view = lua_toboolean(L, 5),
     };
     reducer_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->r = NULL;

@@ -218,10 +218,18 @@ static int f_is_leaf(lua_State *L)
     return 1;
 }
 
+/* x._version: bumped by every in-place change of x's storage (shared by its views) */
+static int f_version(lua_State *L)
+{
+    lua_pushinteger(L, lt_check(L, 1)->storage->version);
+    return 1;
+}
+
 static const luaL_Reg fields[] = {
     {"shape", f_shape}, {"dtype", f_dtype}, {"device", f_device}, {"is_cuda", f_is_cuda},
     {"requires_grad", f_requires_grad}, {"grad", f_grad}, {"ndim", f_ndim}, {"T", f_T},
-    {"data", f_data}, {"is_leaf", f_is_leaf}, {"grad_fn", lt_field_grad_fn}, {NULL, NULL},
+    {"data", f_data}, {"is_leaf", f_is_leaf}, {"grad_fn", lt_field_grad_fn},
+    {"_version", f_version}, {NULL, NULL},
 };
 
 /* __index(x, k): upvalue 1 the method table, upvalue 2 the field getters. */

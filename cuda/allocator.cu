@@ -309,6 +309,7 @@ extern "C" void nn_cuda_reset_peak(int index)
 
 extern "C" nn_status nn_cuda_empty_cache(void)
 {
+    nn_cuda_host_empty_cache(); /* and the pinned host blocks no copy uses */
     std::lock_guard<std::mutex> g(lock);
     for (int d = 0; d < NN_GPU_MAX; d++) {
         DeviceCache &c = caches[d];

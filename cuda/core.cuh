@@ -49,6 +49,8 @@ struct nn_cuda_device {
     void *workspace; /* for cuBLASLt and cuDNN, grown on demand */
     size_t workspace_size;
     int sm_count;
+    cudaEvent_t xfer;  /* orders copies between this device and a peer; created on first use */
+    unsigned peers;    /* bit i: peer access to device i enabled (or found impossible) */
 };
 /* The state of device index (initialising it; NULL with the error set on failure). */
 nn_cuda_device *nn_cuda_dev(int index);
@@ -67,6 +69,11 @@ extern "C" nn_status nn_cuda_check_kernel_errors(void);
 void *nn_cuda_alloc(int device, size_t n);
 void nn_cuda_free(int device, void *p);
 nn_status nn_cuda_record_stream_ptr(void *p, cudaStream_t s);
+/* Pinned host memory, cached (host_alloc.cu); record: a copy on s uses host address p. */
+void *nn_cuda_host_alloc(size_t n);
+void nn_cuda_host_free(void *p);
+nn_status nn_cuda_host_record(const void *p, cudaStream_t s);
+void nn_cuda_host_empty_cache(void);
 /* CUDA graphs' private memory pools: while captures[device] names pool p and stream s,
  * requests on s are served from p. A pool lives while graphs use it (retain/release). */
 struct nn_cuda_pool;

@@ -99,6 +99,47 @@ static void b_free(int index, void *p, size_t n, bool pinned)
     nn_cuda_free(index, p);
 }
 
+static nn_status xfer_event(int index, cudaEvent_t *e)
+{
+    nn_cuda_device *d = nn_cuda_dev(index);
+    if (!d) return nn_last_status();
+    if (!d->xfer) NN_CHECK(cudaEventCreateWithFlags(&d->xfer, cudaEventDisableTiming));
+    *e = d->xfer;
+    return NN_OK;
+}
+
+/* Direct access between two GPUs (NVLink or PCIe) where the hardware allows it; the
+ * copy still works without it, staged by the driver. */
+static void enable_peer(int from, int to)
+{
+    nn_cuda_device *d = nn_cuda_dev(from);
+    if (!d || (d->peers >> to & 1u)) return;
+    d->peers |= 1u << to;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess && can) cudaDeviceEnablePeerAccess(to, 0);
+    cudaGetLastError(); /* already enabled is fine */
+}
+
+/* A copy between GPUs runs on the source's current stream, between two barriers: before
+ * it, the source stream waits for the work queued so far on the destination's stream
+ * (which may still use the destination's memory); after it, the destination stream
+ * waits for the copy. The producer copies as soon as its data is ready, so a consumer
+ * GPU waits only where it reads (DataParallel's replicas then overlap). */
+static nn_status peer_copy(void *dst, int di, const void *src, int si, size_t n)
+{
+    enable_peer(di, si);
+    enable_peer(si, di);
+    cudaEvent_t se = nullptr, de = nullptr;
+    if (xfer_event(si, &se) || xfer_event(di, &de)) return nn_last_status();
+    cudaStream_t ss = nn_cuda_stream(si), ds = nn_cuda_stream(di);
+    NN_CHECK(cudaEventRecord(de, ds));
+    NN_CHECK(cudaStreamWaitEvent(ss, de, 0));
+    NN_CHECK(cudaMemcpyPeerAsync(dst, di, src, si, n, ss));
+    NN_CHECK(cudaEventRecord(se, ss));
+    NN_CHECK(cudaStreamWaitEvent(ds, se, 0));
+    return NN_OK;
+}
+
 /* Copies on the current stream of the GPU side; a copy to host memory waits for
  * completion (the caller reads it next). */
 static nn_status b_copy(void *dst, nn_device dd, const void *src, nn_device sd, size_t n)
@@ -113,9 +154,10 @@ static nn_status b_copy(void *dst, nn_device dd, const void *src, nn_device sd, 
                                        "printing and cpu() read values back: do that after the capture or a replay; copy_ new data "
                                        "into the graph's input tensors before replay())");
     if (dd.type == NN_CUDA && sd.type == NN_CUDA && dd.index != sd.index) {
-        NN_CHECK(cudaMemcpyPeerAsync(dst, dd.index, src, sd.index, n, s));
+        return peer_copy(dst, dd.index, src, sd.index, n);
     } else {
         NN_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s));
+        if (sd.type == NN_CPU) return nn_cuda_host_record(src, s); /* a pinned source stays until the copy is done */
     }
     if (dd.type == NN_CPU) {
         NN_CHECK(cudaStreamSynchronize(s));
@@ -260,17 +302,7 @@ static nn_status g_record_stream(nn_tensor *t, nn_gpu_stream *s)
     return nn_cuda_record_stream_ptr(t->storage->data, s->s);
 }
 
-static void *g_host_alloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaHostAlloc(&p, n ? n : 1, cudaHostAllocDefault) != cudaSuccess) {
-        cudaGetLastError();
-        return NULL;
-    }
-    return p;
-}
 
-static void g_host_free(void *p) { cudaFreeHost(p); }
 
 extern "C" nn_status nn_cuda_memory_stats(int index, nn_gpu_memory_stats *s);
 extern "C" void nn_cuda_reset_peak(int index);
@@ -329,8 +361,8 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.event_query = g_event_query;
     gpu_api.event_elapsed_ms = g_event_elapsed;
     gpu_api.record_stream = g_record_stream;
-    gpu_api.host_alloc_pinned = g_host_alloc;
-    gpu_api.host_free_pinned = g_host_free;
+    gpu_api.host_alloc_pinned = nn_cuda_host_alloc;
+    gpu_api.host_free_pinned = nn_cuda_host_free;
     gpu_api.graph_new = nn_cuda_graph_new;
     gpu_api.graph_free = nn_cuda_graph_free;
     gpu_api.graph_capture_begin = nn_cuda_graph_capture_begin;

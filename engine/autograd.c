@@ -138,6 +138,32 @@ static void release_saved(nn_node *n)
 }
 
 /* Iterative, so a long chain of nodes (an RNN unrolled 10^5 times) cannot overflow the C stack. */
+struct nn_pass_end {
+    nn_pass_end_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *);
+};
+
+static void free_pass_end(struct nn_pass_end *e)
+{
+    if (!e) return;
+    if (e->free_ctx) e->free_ctx(e->ctx);
+    free(e);
+}
+
+nn_status nn_node_at_pass_end(nn_node *n, nn_pass_end_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    struct nn_pass_end *e = malloc(sizeof *e);
+    if (!e) {
+        if (free_ctx) free_ctx(ctx);
+        return nn_error(NN_ERR_NOMEM, "out of memory");
+    }
+    *e = (struct nn_pass_end){fn, ctx, free_ctx};
+    free_pass_end(n->pass_end);
+    n->pass_end = e;
+    return NN_OK;
+}
+
 void nn_node_release(nn_node *n)
 {
     nn_node *stack[64], **heap = NULL;
@@ -167,6 +193,7 @@ void nn_node_release(nn_node *n)
         release_saved(x);
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) nn_release(x->grad_buf[k]);
         nn_release(x->leaf);
+        free_pass_end(x->pass_end);
         free(x->ctx);
         free(x);
     }
@@ -471,6 +498,8 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
         }
         if (gin != gin_small) free(gin);
     }
+    for (int k = 0; k < all.n && !st; k++)
+        if (all.v[k]->pass_end) st = all.v[k]->pass_end->fn(all.v[k]->pass_end->ctx);
     for (int k = 0; k < all.n; k++) { /* reset the pass state, also after an error */
         nn_node *x = all.v[k];
         x->visited = false;

@@ -47,6 +47,7 @@ struct nn_node {
     bool view;              /* the node of a view op (its output shares its input's storage) */
     void *ctx;              /* extra per-node data, freed with free() */
     nn_node *inner;         /* CopySlices: the in-place op's node, whose backward it runs */
+    struct nn_pass_end *pass_end; /* run after every backward pass through this node */
     int nout;
     /* set while a backward pass runs */
     int deps;
@@ -79,6 +80,12 @@ void nn_node_release(nn_node *n);
 /* Run backward from root. grad NULL means ones (root must have one element); a grad of
  * another dtype is cast to root's, as PyTorch's engine does. */
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph);
+
+/* fn(ctx) runs once at the end of each backward pass that reaches node n, after every
+ * gradient of the pass is computed (DataParallel reduces its replicas' gradients then);
+ * free_ctx(ctx) when the node goes. One per node: a second replaces the first. */
+typedef nn_status (*nn_pass_end_fn)(void *ctx);
+nn_status nn_node_at_pass_end(nn_node *n, nn_pass_end_fn fn, void *ctx, void (*free_ctx)(void *));
 
 /* Tensor-level autograd helpers */
 nn_tensor *nn_detach(nn_tensor *t);          /* alias without history, requires_grad false */

@@ -100,7 +100,8 @@ function DDP:__init(module, ...)
   end
   -- as PyTorch: with the default cap the first bucket is small (1 MiB), so reduction starts early
   local first = o.bucket_cap_mb == nil and 1024 * 1024 or self.bucket_bytes_cap
-  self._reducer = torch._dist.Reducer(trainable, self.bucket_bytes_cap, first, self.find_unused_parameters)
+  self._reducer = torch._dist.Reducer(trainable, self.bucket_bytes_cap, first, self.find_unused_parameters,
+    self.gradient_as_bucket_view)
 end
 
 function DDP:forward(...)
@@ -191,9 +192,10 @@ local function bare_instance(cls)
   return inst
 end
 
--- A copy of module m for device dev: same classes and attributes, parameters as
--- differentiable copies on dev (gradients flow back to m's), buffers copied.
-local function replicate(m, dev, memo)
+-- A copy of module m's structure for device dev: same classes and attributes, its own
+-- registries; the parameter and buffer slots are filled by refresh(). slots collects
+-- {module, registry, key, source tensor} for each of them.
+local function replicate(m, memo, slots)
   if memo[m] then return memo[m] end
   local r = bare_instance(m.__class)
   memo[m] = r
@@ -206,25 +208,80 @@ local function replicate(m, dev, memo)
     if not registered[k] then rv[k] = v end
   end
   rawset(r, "_non_persistent_buffers_set", m._non_persistent_buffers_set)
-  for k, p in pairs(m._parameters) do
-    local c = p ~= nil and p:to(dev) or nil
-    r._parameters:set(k, c)
-    rv[k] = c
-  end
-  for k, b in pairs(m._buffers) do
-    local c = b ~= nil and b:to(dev) or nil
-    r._buffers:set(k, c)
-    rv[k] = c
+  for _, reg in ipairs({ "_parameters", "_buffers" }) do
+    for k, t in pairs(m[reg]) do
+      if t ~= nil then slots[#slots + 1] = { r, reg, k, t } end
+    end
   end
   for k, c in pairs(m._modules) do
-    local rc = c ~= nil and replicate(c, dev, memo) or nil
+    local rc = c ~= nil and replicate(c, memo, slots) or nil
     r._modules:set(k, rc)
     rv[k] = rc
   end
   return r
 end
 
-parallel._replicate = function(m, dev) return replicate(m, dev, {}) end
+-- A replica's own tensors on dev, made once: leaves (parameters require grad as
+-- their sources do) whose values refresh() copies from the sources.
+local function place(rep, dev)
+  for _, s in ipairs(rep.slots) do
+    local r, reg, k, t = s[1], s[2], s[3], s[4]
+    local c = t:detach():to(dev)
+    if reg == "_parameters" and t.requires_grad then c:requires_grad_(true) end
+    s[5] = c
+    r[reg]:set(k, c)
+    getmetatable(r).__index[k] = c
+  end
+end
+
+local function refresh(rep)
+  local _ <close> = torch.no_grad()
+  for _, s in ipairs(rep.slots) do s[5]:copy_(s[4]) end
+end
+
+-- At the end of a backward pass through the gathered output: each replica's
+-- parameter gradients are added into the source parameters' (on device_ids[0]).
+-- Done once the whole pass is queued, so no GPU waits for another mid-backward.
+local function reduce_grads(replicas)
+  return function()
+    for _, rep in pairs(replicas) do
+      for _, s in ipairs(rep.slots) do
+        local c, src = s[5], s[4]
+        local g = s[2] == "_parameters" and c.grad
+        if g then
+          g = g:to(src.device)
+          if src.grad == nil then src.grad = g else src.grad:add_(g) end
+          c.grad = nil
+        end
+      end
+    end
+  end
+end
+
+-- The source module's parameters and buffers, with their versions: a replica is
+-- rebuilt when the set changes and refreshed when a version does.
+local function snapshot(module)
+  local ts = module:parameters()
+  for _, b in ipairs(module:buffers()) do ts[#ts + 1] = b end
+  local v = {}
+  for i, t in ipairs(ts) do v[i] = t._version end
+  return ts, v
+end
+
+local function same_list(a, b)
+  if not b or #a ~= #b then return false end
+  for i = 1, #a do if not rawequal(a[i], b[i]) then return false end end
+  return true
+end
+
+local function new_replica(m, dev)
+  local rep = { slots = {} }
+  rep.module = replicate(m, {}, rep.slots)
+  place(rep, dev)
+  return rep
+end
+
+parallel._replicate = function(m, dev) return new_replica(m, dev).module end
 
 local function scatter(v, sizes, devices, dim)
   if torch.is_tensor(v) then
@@ -280,12 +337,37 @@ function DP:forward(...)
     local parts = scatter(args[a], sizes, self.device_ids, self.dim)
     for i = 1, #sizes do per[i][a] = parts[i] end
   end
+  -- replicas are built once and kept, their tensors refreshed only when a source
+  -- tensor changed (the optimizer's step, load_state_dict)
+  local ts, versions = snapshot(self.module)
+  if not same_list(ts, self._replica_sources) then
+    self._replicas, self._replica_sources, self._replica_versions = {}, ts, nil
+  end
+  local stale = not same_list(versions, self._replica_versions)
+  self._replica_versions = versions
   local outs = {}
   for i = 1, #sizes do
-    local replica = i == 1 and self.module or replicate(self.module, "cuda:" .. self.device_ids[i], {})
+    local replica = self.module
+    if i > 1 then
+      local rep = self._replicas[i]
+      if not rep then
+        rep = new_replica(self.module, "cuda:" .. self.device_ids[i])
+        self._replicas[i] = rep
+      elseif stale then
+        refresh(rep)
+      end
+      replica = rep.module
+    end
     outs[i] = replica(table.unpack(per[i], 1, args.n))
   end
-  return gather(outs, "cuda:" .. self.output_device, self.dim)
+  local out = gather(outs, "cuda:" .. self.output_device, self.dim)
+  if torch.is_grad_enabled() then
+    local reduce = reduce_grads(self._replicas)
+    for _, t in ipairs(collect_tensors(out, {}, {})) do
+      if t.grad_fn then torch._at_backward_end(t, reduce) end
+    end
+  end
+  return out
 end
 
 return parallel

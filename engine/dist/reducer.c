@@ -190,6 +190,13 @@ static nn_tensor *slice(nn_reducer *r, int i)
     return v;
 }
 
+/* g is parameter i's slice of its bucket (a gradient_as_bucket_view .grad). */
+static bool in_bucket(nn_reducer *r, int i, const nn_tensor *g)
+{
+    const bucket *b = &r->b[r->bucket_of[i]];
+    return b->buf && g->storage == b->buf->storage && g->offset == b->buf->offset + r->offset[i] && nn_is_contiguous(g);
+}
+
 static nn_status finalize(nn_reducer *r)
 {
     nn_status st = NN_OK;
@@ -221,6 +228,7 @@ static nn_status finalize(nn_reducer *r)
     for (int i = 0; i < r->n && !st; i++) {
         nn_tensor *p = r->params[i];
         if (used && ((int32_t *)nn_data(used))[i] == 0) continue; /* unused everywhere: .grad stays as it was */
+        if (p->grad && in_bucket(r, i, p->grad)) continue; /* averaged in place */
         nn_tensor *v = slice(r, i);
         if (!v) { st = nn_last_status(); break; }
         if (p->grad) st = nn_copy_(p->grad, v);
@@ -235,11 +243,7 @@ static nn_status launch_ready(nn_reducer *r)
 {
     while (r->next_launch < r->nb && r->b[r->next_launch].pending == 0) {
         bucket *b = &r->b[r->next_launch++];
-        nn_tensor *s = nn_scalar_f64((double)r->pg->size);
-        nn_status st = s ? nn_binary_(NN_OP_div, b->buf, s) : nn_last_status();
-        nn_release(s);
-        if (st) return st;
-        b->work = nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_SUM);
+        b->work = nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
         if (!b->work) return nn_last_status();
     }
     return r->next_launch == r->nb ? finalize(r) : NN_OK;
@@ -255,13 +259,19 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
                         i, r->pg->rank);
     r->ready[i] = true;
     r->marked++;
-    nn_tensor *g = unused ? NULL : r->params[i]->grad;
+    nn_tensor *p = r->params[i], *g = unused ? NULL : p->grad;
     r->used[i] = g != NULL;
-    nn_tensor *v = slice(r, i);
-    if (!v) return nn_last_status();
-    nn_status st = g ? nn_copy_(v, g) : nn_zero_(v);
-    nn_release(v);
-    if (st) return st;
+    if (!g || !in_bucket(r, i, g)) {
+        nn_tensor *v = slice(r, i);
+        if (!v) return nn_last_status();
+        nn_status st = g ? nn_copy_(v, g) : nn_zero_(v);
+        if (!st && g && r->o.gradient_as_bucket_view) { /* .grad is the bucket's slice from now on */
+            nn_release(p->grad);
+            p->grad = nn_retain(v);
+        }
+        nn_release(v);
+        if (st) return st;
+    }
     bucket *b = &r->b[r->bucket_of[i]];
     if (--b->pending == 0) return launch_ready(r);
     return NN_OK;

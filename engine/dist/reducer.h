@@ -6,10 +6,12 @@
  * gradients), split by dtype and device: the first holds up to first_bucket_bytes,
  * the others up to bucket_cap_bytes (a parameter is never split). A post-accumulate-
  * grad hook on every parameter copies its gradient into its bucket; the bucket,
- * divided by the world size, is all-reduced (in bucket order, the same on every
- * rank) on the group's thread while backward goes on. The hook of the last gradient
- * waits for every bucket and writes the averages back into the .grad tensors, so
- * when backward returns the gradients are averaged.
+ * averaged over the ranks by one all-reduce (in bucket order, the same on every
+ * rank) while backward goes on. The hook of the last gradient waits for every
+ * bucket and writes the averages back into the .grad tensors, so when backward
+ * returns the gradients are averaged. With gradient_as_bucket_view, each .grad is
+ * made a view of its bucket slice instead: nothing is copied back, and a gradient
+ * accumulated into such a view needs no copy in either.
  *
  * The layout is rebuilt if the parameters change dtype, device or size (model:cuda()
  * after wrapping). */
@@ -24,6 +26,7 @@ typedef struct {
     size_t bucket_cap_bytes;     /* DDP's bucket_cap_mb (25 MiB) */
     size_t first_bucket_bytes;   /* 1 MiB, as PyTorch */
     bool find_unused_parameters; /* mark parameters outside the autograd graph ready at once */
+    bool gradient_as_bucket_view; /* .grad becomes a view of its bucket: no copy back */
 } nn_reducer_opts;
 
 /* Parameters that do not require grad are left out. */

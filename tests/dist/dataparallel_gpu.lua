@@ -23,4 +23,35 @@ H.close(out:cpu(), ref:detach():cpu(), 1e-5, "DataParallel forward against one G
 out:sum():backward()
 ref:sum():backward()
 H.close(model.module.fc.weight.grad:cpu(), single.fc.weight.grad:cpu(), 1e-4, "gradients reduced into the module's parameters")
+
+-- several training steps: the kept replicas follow the optimizer's updates
+torch.manual_seed(1)
+local net1 = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)):cuda()
+torch.manual_seed(1)
+local dp = nn.DataParallel(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))):cuda()
+local o1 = torch.optim.SGD(net1:parameters(), { lr = 0.1, momentum = 0.9 })
+local o2 = torch.optim.SGD(dp:parameters(), { lr = 0.1, momentum = 0.9 })
+local xs, ys = torch.randn(6, 32, 8):cuda(), torch.randint(0, 3, { 6, 32 }):cuda()
+local first
+for s = 0, 5 do
+  for _, pair in ipairs({ { net1, o1 }, { dp, o2 } }) do
+    pair[2]:zero_grad()
+    F.cross_entropy(pair[1](xs[s]), ys[s]):backward()
+    pair[2]:step()
+  end
+  if n > 1 then
+    first = first or dp._replicas[2].module
+    H.check(dp._replicas[2].module == first, "step %d: the replica is kept", s)
+  end
+end
+for i, p in ipairs(net1:parameters()) do
+  H.close(dp.module:parameters()[i]:cpu(), p:detach():cpu(), 1e-5, "parameter %d after 6 DataParallel steps", i)
+end
+do -- evaluation without grad sees the latest parameters
+  local _ <close> = torch.no_grad()
+  H.close(dp(xs[0]):cpu(), net1(xs[0]):cpu(), 1e-5, "no_grad forward after the steps")
+  dp.module[0].weight:add_(1)
+  net1[0].weight:add_(1)
+  H.close(dp(xs[1]):cpu(), net1(xs[1]):cpu(), 1e-5, "no_grad forward after an in-place change")
+end
 H.report()

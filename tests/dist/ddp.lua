@@ -49,9 +49,11 @@ local X, Y = torch.randn(STEPS, B * world, 6), torch.randn(STEPS, B * world, 3)
 local function slice(t, step) return t[step]:narrow(0, rank * B, B) end
 
 -- 1. seeded differently, every rank starts from rank 0's weights
-for _, case in ipairs({ { cap = 0.0005, name = "small buckets" }, { cap = nil, name = "default buckets" } }) do
+for _, case in ipairs({ { cap = 0.0005, name = "small buckets" }, { cap = nil, name = "default buckets" },
+  { cap = 0.0005, view = true, name = "gradient_as_bucket_view" },
+  { cap = 0.0005, view = true, keep = true, name = "gradient_as_bucket_view, zero_grad(set_to_none=false)" } }) do
   local net = mlp(1000 + rank)
-  local model = DDP(net, { bucket_cap_mb = case.cap })
+  local model = DDP(net, { bucket_cap_mb = case.cap, gradient_as_bucket_view = case.view })
   same_params(net, mlp(1000), 0, case.name .. ": rank 0's initial weights after construction")
   H.check(model.module == net, "model.module is the wrapped module")
   local buckets = model:_buckets()
@@ -68,10 +70,15 @@ for _, case in ipairs({ { cap = 0.0005, name = "small buckets" }, { cap = nil, n
   -- 2. 20 steps of SGD with momentum == one process on the concatenated batches
   local opt = optim.SGD(model:parameters(), { lr = 0.05, momentum = 0.9 })
   for step = 0, STEPS - 1 do
-    opt:zero_grad()
+    opt:zero_grad(not case.keep)
     local loss = F.mse_loss(model(slice(X, step)), slice(Y, step))
     loss:backward()
     opt:step()
+  end
+  if case.view then -- the gradients of a bucket are views of one buffer, in bucket order
+    local ps, b1 = net:parameters(), buckets[1]
+    local a, z = ps[b1[1] + 1], ps[b1[2] + 1]
+    H.check(z.grad:data_ptr() == a.grad:data_ptr() + a:numel() * 4, "%s: .grad views its bucket", case.name)
   end
   local ref = mlp(1000)
   local ropt = optim.SGD(ref:parameters(), { lr = 0.05, momentum = 0.9 })

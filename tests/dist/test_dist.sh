@@ -131,13 +131,18 @@ else echo "the gloo backend is not available (libgloo-dev was missing at build t
 
 # NCCL where there are two GPUs or more (the GPU machine)
 if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is_available() and torch.cuda.device_count() >= 2 and 0 or 1)' 2>/dev/null; then
-  ranks_run "nccl, 2 ranks" 2 "$dir/nccl.lua" 64
+  ngpu=$("$nnrepl" -e 'print(torch.cuda.device_count())')
+  ranks_run "nccl, $ngpu ranks" "$ngpu" "$dir/nccl.lua" 64
+  grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
     passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
   else fail "dataparallel_gpu.lua: no result line"; fi
-  grep -c "In Model: input size torch.Size(\[15, 5\])" "$tmp/out" | grep -q '^2$' && pass || fail "30 rows over 2 GPUs: 15 and 15"
+  sizes=$(sed -nE 's/.*In Model: input size torch.Size\(\[([0-9]+), 5\]\).*/\1/p' "$tmp/out" | head -n "$ngpu" | sort -rn | paste -sd, -)
+  expect=$("$nnrepl" -e "print(table.concat(nn.parallel.chunk_sizes(30, $ngpu), ','))")
+  echo "document 003 on $ngpu GPUs: 30 rows split $sizes"
+  [ "$sizes" = "$expect" ] && pass || fail "30 rows over $ngpu GPUs: $sizes, expected $expect"
 else skipped=$((skipped + 1)); fi
 
 rm -f "$tmp/out"

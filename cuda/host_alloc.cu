@@ -1,0 +1,123 @@
+/* The caching allocator for pinned (page-locked) host memory, after PyTorch's.
+ *
+ * cudaHostAlloc costs tens of microseconds and cudaFreeHost synchronises the whole
+ * device, so a DataLoader that pins every batch would stall the GPU once per batch.
+ * Blocks are kept instead, in power-of-two sizes. A copy between a pinned block and
+ * a GPU records an event on the copy's stream; a freed block is reused only once
+ * those events have completed, so an asynchronous copy still reading it is never
+ * overwritten. Thread-safe: DataLoader workers pin batches on their own threads. */
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core.cuh"
+
+namespace {
+
+struct HostBlock {
+    size_t size;
+    bool allocated;
+    std::vector<cudaEvent_t> events; /* one per copy since it was last handed out */
+};
+
+std::mutex lock;
+std::map<char *, HostBlock> blocks;            /* every block, by address */
+std::multimap<size_t, char *> free_blocks;     /* free ones, by size */
+
+size_t bucket(size_t n)
+{
+    size_t s = 512;
+    while (s < n) s <<= 1;
+    return s;
+}
+
+/* all of b's copies have finished (their events are then dropped) */
+bool idle(HostBlock &b)
+{
+    for (cudaEvent_t e : b.events)
+        if (cudaEventQuery(e) != cudaSuccess) {
+            cudaGetLastError();
+            return false;
+        }
+    for (cudaEvent_t e : b.events) cudaEventDestroy(e);
+    b.events.clear();
+    return true;
+}
+
+} // namespace
+
+void *nn_cuda_host_alloc(size_t n)
+{
+    size_t size = bucket(n ? n : 1);
+    {
+        std::lock_guard<std::mutex> g(lock);
+        auto range = free_blocks.equal_range(size);
+        for (auto it = range.first; it != range.second; ++it) {
+            HostBlock &b = blocks[it->second];
+            if (!idle(b)) continue;
+            char *p = it->second;
+            free_blocks.erase(it);
+            b.allocated = true;
+            return p;
+        }
+    }
+    void *p = nullptr;
+    if (cudaHostAlloc(&p, size, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    std::lock_guard<std::mutex> g(lock);
+    blocks[(char *)p] = HostBlock{size, true, {}};
+    return p;
+}
+
+void nn_cuda_host_free(void *p)
+{
+    if (!p) return;
+    std::lock_guard<std::mutex> g(lock);
+    auto it = blocks.find((char *)p);
+    if (it == blocks.end() || !it->second.allocated) return;
+    it->second.allocated = false;
+    free_blocks.insert({it->second.size, (char *)p});
+}
+
+/* A copy on stream s reads or writes host memory at p: if p lies in a pinned block,
+ * the block is not reused before the copy is done. */
+nn_status nn_cuda_host_record(const void *p, cudaStream_t s)
+{
+    std::lock_guard<std::mutex> g(lock);
+    if (blocks.empty()) return NN_OK;
+    auto it = blocks.upper_bound((char *)p);
+    if (it == blocks.begin()) return NN_OK;
+    --it;
+    if ((const char *)p >= it->first + it->second.size) return NN_OK;
+    auto &ev = it->second.events; /* drop the finished ones: a long-lived pinned tensor copied every step */
+    for (size_t i = 0; i < ev.size();) {
+        if (cudaEventQuery(ev[i]) == cudaSuccess) {
+            cudaEventDestroy(ev[i]);
+            ev[i] = ev.back();
+            ev.pop_back();
+        } else {
+            cudaGetLastError();
+            i++;
+        }
+    }
+    cudaEvent_t e;
+    NN_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ev.push_back(e);
+    NN_CHECK(cudaEventRecord(e, s));
+    return NN_OK;
+}
+
+/* Give the free pinned blocks whose copies are done back to the driver. */
+void nn_cuda_host_empty_cache(void)
+{
+    std::lock_guard<std::mutex> g(lock);
+    for (auto it = free_blocks.begin(); it != free_blocks.end();) {
+        auto b = blocks.find(it->second);
+        if (!idle(b->second)) { ++it; continue; }
+        cudaFreeHost(it->second);
+        blocks.erase(b);
+        it = free_blocks.erase(it);
+    }
+}
