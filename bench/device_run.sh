@@ -8,7 +8,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | h
 lscpu | grep 'Model name' | sed 's/^ *//'
 python3 -c 'import torch; print("torch", torch.__version__)'
 
-# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab gpu doc001
+# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp gpu doc001
 # scripts io docs" picks some (default: all).
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 if want cuda; then
@@ -48,6 +48,23 @@ echo "== host cost of a + b on 4-element CUDA tensors"
 ours=$(timeout 60 "$nn" bench/host_overhead.lua 100000 5 cuda | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 theirs=$(timeout 60 python3 bench/host_overhead.py 100000 5 cuda | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 python3 -c "print(f'a+b host cost (cuda): nnrepl {$ours:.3f} us, pytorch {$theirs:.3f} us, ratio pytorch/nnrepl {$theirs/$ours:.2f}x')"
+fi
+
+if want amp; then
+echo "== AlexNet under autocast and GradScaler (bench/amp_alexnet.*)"
+timeout 150 "$nn" bench/amp_alexnet.lua 10 3 3 > "$LOG/amp_nn.txt" 2>&1; sed 's/^/nnrepl  /' "$LOG/amp_nn.txt"
+timeout 150 python3 bench/amp_alexnet.py 10 3 3 > "$LOG/amp_pt.txt" 2>&1; sed 's/^/pytorch /' "$LOG/amp_pt.txt"
+python3 - "$LOG/amp_nn.txt" "$LOG/amp_pt.txt" <<'PY'
+import re, sys
+def read(path):
+    return {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(r"mode (\S+)\s+step_ms ([0-9.]+) peak_gib ([0-9.]+)", open(path).read())}
+n, p = read(sys.argv[1]), read(sys.argv[2])
+for k in n:
+    if k in p: print(f"{k}: nnrepl/pytorch {n[k][0] / p[k][0]:.3f}x")
+if "autocast_fp16" in n and "fp32" in n:
+    a, s, f = n["autocast_fp16"][0], n.get("autocast_fp16_gradscaler", (float("nan"),))[0], n["fp32"][0]
+    print(f"nnrepl autocast fp16 / own fp32 {a / f:.3f}x; GradScaler adds {100 * (s / a - 1):+.1f}%; peak autocast/fp32 {n['autocast_fp16'][1] / n['fp32'][1]:.3f}x")
+PY
 fi
 
 if want gpu; then

@@ -32,6 +32,8 @@ struct Entry {
     void *s[3]; /* state tensors, NULL where unused */
     int64_t n;
     double c0, c1; /* adam: -lr / (1 - beta1^t), sqrt(1 - beta2^t); adagrad: -lr / (1 + (t - 1) * lr_decay) */
+    void *step;    /* a step counter on the device (c0, c1 are then worked out here), or NULL */
+    int step_dt;
     int dt;
     int fresh; /* sgd: the momentum buffer was just created */
 };
@@ -42,6 +44,7 @@ struct Hyper {
 };
 
 struct Table {
+    const float *found_inf; /* GradScaler's: nonzero, and the step changes nothing; or NULL */
     int nt;
     int64_t first[MAX_T + 1]; /* first chunk of each entry; first[nt] = total chunks */
     Entry e[MAX_T];
@@ -66,6 +69,19 @@ template <typename C> __device__ __forceinline__ C maxn(C a, C b) { return a > b
 template <typename C> __device__ __forceinline__ C lerp(C self, C end, C w, bool small)
 {
     return small ? self + w * (end - self) : end - (end - self) * ((C)1 - w);
+}
+
+/* The step-count coefficients (as the host works them out for a CPU counter), from a
+ * device counter not yet counted for this update. */
+__device__ void coefficients(int op, const Hyper &h, Entry &e)
+{
+    double t = (e.step_dt == NN_F64 ? *(const double *)e.step : (double)*(const float *)e.step) + 1;
+    if (op == NN_OP_adam_step) {
+        e.c0 = -(h.f[0] / (1 - pow(h.f[1], t)));
+        e.c1 = pow(1 - pow(h.f[2], t), 0.5);
+    } else if (op == NN_OP_adagrad_step) {
+        e.c0 = -(h.f[0] / (1 + (t - 1) * h.f[1]));
+    }
 }
 
 /* SGD: f lr momentum dampening weight_decay; i nesterov maximize */
@@ -194,13 +210,27 @@ __global__ void __launch_bounds__(THREADS) step_kernel(const __grid_constant__ T
         if (t.first[mid] <= b) lo = mid;
         else hi = mid - 1;
     }
-    const Entry &e = t.e[lo];
+    if (t.found_inf && *t.found_inf != 0) return;
+    Entry e = t.e[lo];
+    if (e.step) coefficients(OP, t.h, e);
     int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
     switch (e.dt) {
     case NN_F32: apply<OP, float>(e, t.h, start, end); break;
     case NN_F64: apply<OP, double>(e, t.h, start, end); break;
     case NN_F16: apply<OP, __half>(e, t.h, start, end); break;
     default: apply<OP, __nv_bfloat16>(e, t.h, start, end); break;
+    }
+}
+
+/* After the update: the device step counters count it (unless found_inf skipped it). */
+__global__ void count_steps(const __grid_constant__ Table t)
+{
+    if (t.found_inf && *t.found_inf != 0) return;
+    for (int k = threadIdx.x; k < t.nt; k += blockDim.x) {
+        const Entry &e = t.e[k];
+        if (!e.step) continue;
+        if (e.step_dt == NN_F64) *(double *)e.step += 1;
+        else *(float *)e.step += 1;
     }
 }
 
@@ -299,6 +329,12 @@ nn_status launch(int op, const Table &t, cudaStream_t s)
     default: step_kernel<NN_OP_adagrad_step><<<(unsigned)blocks, THREADS, 0, s>>>(t); break;
     }
     NN_CHECK_LAUNCH();
+    bool device_steps = false;
+    for (int k = 0; k < t.nt && !device_steps; k++) device_steps = t.e[k].step != NULL;
+    if (device_steps) {
+        count_steps<<<1, THREADS, 0, s>>>(t);
+        NN_CHECK_LAUNCH();
+    }
     return NN_OK;
 }
 
@@ -315,6 +351,7 @@ nn_status optim_step(const nn_kargs *a)
     Table &t = table;
     t.nt = 0;
     t.first[0] = 0;
+    t.found_inf = a->nin > 0 && a->in[0] ? (const float *)nn_data(a->in[0]) : NULL;
     memcpy(t.h.f, a->f, sizeof t.h.f);
     memcpy(t.h.i, a->i, sizeof t.h.i);
     Scratches sc{NULL, 0, 0};
@@ -323,14 +360,15 @@ nn_status optim_step(const nn_kargs *a)
         for (int r = 0; r < nst; r++) st[r] = a->list[roles[r] * m + k];
         if (p->dtype != NN_F32 && p->dtype != NN_F64 && p->dtype != NN_F16 && p->dtype != NN_BF16) return nn_not_implemented(a, p->dtype);
         int64_t n = nn_numel(p);
-        if (n == 0) continue;
         bool fresh = a->op == NN_OP_sgd_step && a->list[3 * m + k] != NULL;
         double step = 0;
+        Entry e{};
         if (step_role >= 0) {
             nn_tensor *s = a->list[step_role * m + k];
-            step = nn_load_f64(nn_data(s), s->dtype);
+            if (s->storage->device.type == NN_CPU) step = nn_load_f64(nn_data(s), s->dtype);
+            else e.step = nn_data(s), e.step_dt = s->dtype;
         }
-        Entry e{};
+        if (n == 0 && !e.step) continue; /* an empty param's device counter still counts (no chunks) */
         e.n = n;
         e.dt = p->dtype;
         e.fresh = fresh;

@@ -85,8 +85,12 @@ static nn_status check(const char *fn, int n, int nroles, const role *roles)
             nn_tensor *s = roles[r].t ? roles[r].t[k] : NULL;
             if (!s || roles[r].kind == R_FRESH) continue;
             if (roles[r].kind == R_STEP) {
-                if (nn_numel(s) != 1 || s->storage->device.type != NN_CPU || !nn_dtype_is_float(s->dtype))
-                    return nn_error(NN_ERR_ARG, "%s: step of parameter %d must be a one-element floating point CPU tensor",
+                bool on_cpu = s->storage->device.type == NN_CPU;
+                bool ok = on_cpu ? nn_dtype_is_float(s->dtype)
+                                 : nn_device_eq(s->storage->device, p->storage->device) && (s->dtype == NN_F32 || s->dtype == NN_F64);
+                if (nn_numel(s) != 1 || !ok)
+                    return nn_error(NN_ERR_ARG, "%s: step of parameter %d must be a one-element floating point tensor on the CPU "
+                                                "(or a float32/float64 one on the parameter's device)",
                                     fn, k);
             } else if (check_like(fn, k, roles[r].name, s, p)) {
                 return nn_last_status();
@@ -111,7 +115,7 @@ static nn_status create_state(int n, int nroles, role *roles)
     return NN_OK;
 }
 
-/* Add `by` to the step counters of the params with a gradient (skip[k] set: leave it). */
+/* Add `by` to the CPU step counters of the params with a gradient (skip[k] set: leave it). */
 static void count_steps(int n, int nroles, const role *roles, double by, const bool *skip)
 {
     for (int r = 2; r < nroles; r++) {
@@ -119,6 +123,7 @@ static void count_steps(int n, int nroles, const role *roles, double by, const b
         for (int k = 0; k < n; k++) {
             nn_tensor *s = roles[r].t[k];
             if (!roles[1].t[k] || !s || (skip && skip[k])) continue;
+            if (s->storage->device.type != NN_CPU) continue; /* the kernel counts it */
             nn_store_f64(nn_data(s), s->dtype, nn_load_f64(nn_data(s), s->dtype) + by);
             nn_bump_version(s);
         }
@@ -185,11 +190,41 @@ static nn_status dispatch_all(nn_kargs *a, int n, int nroles, const role *roles,
     return st;
 }
 
-static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles)
+/* GradScaler's found_inf: a CPU one is read here (*skip: nonzero); a device one goes to
+ * the kernels, and must be on the device of every param with a gradient. */
+static nn_status take_found_inf(nn_kargs *a, const char *fn, int n, const role *roles, const nn_tensor *f, bool *skip)
+{
+    *skip = false;
+    if (!f) return NN_OK;
+    if (nn_numel(f) != 1 || f->dtype != NN_F32)
+        return nn_error(NN_ERR_ARG, "%s: found_inf must be a one-element float32 tensor, got %s with %lld elements", fn,
+                        nn_dtype_name(f->dtype), (long long)nn_numel(f));
+    if (f->storage->device.type == NN_CPU) {
+        *skip = *(const float *)nn_data(f) != 0;
+        return NN_OK;
+    }
+    for (int k = 0; k < n; k++) {
+        const nn_tensor *p = roles[0].t[k];
+        if (!roles[1].t[k] || nn_device_eq(p->storage->device, f->storage->device)) continue;
+        char d1[16], d2[16];
+        return nn_error(NN_ERR_DEVICE, "%s: found_inf is on %s, but parameter %d is on %s", fn,
+                        nn_device_str(d1, f->storage->device), k, nn_device_str(d2, p->storage->device));
+    }
+    a->in[0] = (nn_tensor *)f;
+    a->nin = 1;
+    return NN_OK;
+}
+
+static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles, const nn_tensor *found_inf)
 {
     const char *fn = nn_op_name(a->op);
     if (n < 0) return nn_error(NN_ERR_ARG, "%s: negative parameter count %d", fn, n);
-    if (check(fn, n, nroles, roles) || create_state(n, nroles, roles)) return nn_last_status();
+    bool skip;
+    if (check(fn, n, nroles, roles) || take_found_inf(a, fn, n, roles, found_inf, &skip)) return nn_last_status();
+    if (skip) return NN_OK; /* an inf or nan in the gradients: this step does not happen */
+    /* (a skip decided on the device still creates missing state: SGD's first momentum
+     * buffer then starts at 0 rather than at the gradient, the same unless dampening != 0) */
+    if (create_state(n, nroles, roles)) return nn_last_status();
     scratch w;
     if (scratch_init(&w, n, fn)) return nn_last_status();
     count_steps(n, nroles, roles, 1, NULL);
@@ -215,7 +250,7 @@ nn_status nn_sgd_step(int n, nn_tensor *const *params, nn_tensor *const *grads, 
         {R_STATE, "momentum_buffer", use_bufs ? bufs : NULL, 0, fresh},
         {R_FRESH, "fresh", fresh, 0, NULL},
     };
-    nn_status st = run_step(&a, n, 4, roles);
+    nn_status st = run_step(&a, n, 4, roles, o->found_inf);
     if (fresh != small) free(fresh);
     return st;
 }
@@ -236,7 +271,7 @@ nn_status nn_adam_step(int n, nn_tensor *const *params, nn_tensor *const *grads,
         {R_STATE, "max_exp_avg_sq", o->amsgrad ? max_exp_avg_sqs : NULL, 0, NULL},
         {R_STEP, "step", steps, 0, NULL},
     };
-    return run_step(&a, n, 6, roles);
+    return run_step(&a, n, 6, roles, o->found_inf);
 }
 
 nn_status nn_rmsprop_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **square_avgs,
@@ -255,7 +290,7 @@ nn_status nn_rmsprop_step(int n, nn_tensor *const *params, nn_tensor *const *gra
         {R_STATE, "grad_avg", o->centered ? grad_avgs : NULL, 0, NULL},
         {R_STEP, "step", steps, 0, NULL},
     };
-    return run_step(&a, n, 6, roles);
+    return run_step(&a, n, 6, roles, o->found_inf);
 }
 
 nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **sums,
@@ -271,5 +306,5 @@ nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *gra
         {R_STATE, "sum", sums, o->initial_accumulator_value, NULL},
         {R_STEP, "step", steps, 0, NULL},
     };
-    return run_step(&a, n, 4, roles);
+    return run_step(&a, n, 4, roles, o->found_inf);
 }

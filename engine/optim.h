@@ -12,7 +12,13 @@
  * Dtypes: float32 and float64 are computed in their own precision, op by op as
  * PyTorch does; float16 and bfloat16 params are computed in float32 and rounded
  * to their dtype on store (state keeps the param's dtype); other dtypes are an
- * error. Params may live on several devices: one pass per device. */
+ * error. Params may live on several devices: one pass per device.
+ *
+ * found_inf (GradScaler's skip, decided on the device): a one-element float32
+ * tensor on the params' device; where it is nonzero the step changes nothing,
+ * step counters included. On a GPU nothing is read back: the kernels read it, and
+ * the step counters should then live on the device too (a CPU counter would have
+ * to be read and counted on the host); device counters are counted by the kernels. */
 #ifndef NN_OPTIM_H
 #define NN_OPTIM_H
 
@@ -21,22 +27,26 @@
 typedef struct {
     double lr, momentum, dampening, weight_decay;
     bool nesterov, maximize;
+    const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
 } nn_sgd_opts;
 
 typedef struct {
     double lr, beta1, beta2, eps, weight_decay;
     bool amsgrad, maximize;
     bool decoupled; /* AdamW: weight decay applied to the param, not added to the gradient */
+    const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
 } nn_adam_opts;
 
 typedef struct {
     double lr, alpha, eps, weight_decay, momentum;
     bool centered, maximize;
+    const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
 } nn_rmsprop_opts;
 
 typedef struct {
     double lr, lr_decay, weight_decay, eps, initial_accumulator_value;
     bool maximize;
+    const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
 } nn_adagrad_opts;
 
 /* bufs: momentum buffers, used when momentum != 0 (may be NULL otherwise). */
@@ -58,7 +68,8 @@ nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *gra
 /* A state tensor for param p: p's shape, dtype and device, filled with value; p's strides
  * when p is dense (torch.full_like with preserve_format), else contiguous. */
 nn_tensor *nn_optim_state_like(nn_tensor *p, double value);
-/* A step counter: a 0-dim CPU tensor of the default float dtype holding value. */
+/* A step counter: a 0-dim CPU tensor of the default float dtype holding value (a
+ * float32 or float64 counter on the param's device also works; see found_inf). */
 nn_tensor *nn_optim_step_counter(double value);
 
 /* The kernel list layout (kargs.list holds nlist = n tensors per role, role-major:
@@ -68,13 +79,16 @@ nn_tensor *nn_optim_step_counter(double value);
  *                 the gradient), else NULL.  f: lr momentum dampening weight_decay;
  *                 i: nesterov maximize
  *   adam_step     0 params, 1 grads, 2 exp_avg, 3 exp_avg_sq, 4 max_exp_avg_sq (NULL unless
- *                 amsgrad), 5 steps (CPU 0-dim, already counted for this update).
+ *                 amsgrad), 5 steps (CPU 0-dim, already counted for this update; or on the
+ *                 device, counted by the kernel after it).
  *                 f: lr beta1 beta2 eps weight_decay; i: amsgrad maximize decoupled
  *   rmsprop_step  0 params, 1 grads, 2 square_avg, 3 momentum buffers (NULL unless
  *                 momentum > 0), 4 grad_avg (NULL unless centered), 5 steps.
  *                 f: lr alpha eps weight_decay momentum; i: centered maximize
  *   adagrad_step  0 params, 1 grads, 2 sum, 3 steps.  f: lr lr_decay weight_decay eps;
  *                 i: maximize
+ * kargs.in[0]: found_inf on the device, or NULL (nin 0); a CPU found_inf is read by the
+ * frontend, which then skips or runs the step without it.
  * Kernels update params and state in place; frontends have checked shapes, dtypes and
  * devices, and bump versions afterwards. */
 

@@ -17,11 +17,12 @@
 --
 -- GradScaler keeps the scale (float32) and the growth tracker (int32) as device tensors.
 -- unscale_ is one fused pass over every gradient of a device (multiply by 1/scale, set
--- found_inf on inf/nan); update runs on the device. step() reads found_inf back once per
--- step to decide whether optimizer:step() runs, as PyTorch's GradScaler does: the
--- optimizers count their steps on the host (Adam's bias corrections need the count), so the
--- skip cannot be decided on the device without moving those counters there. That read is
--- the only synchronisation; get_scale() and state_dict() read the scale, and only they.
+-- found_inf on inf/nan); update runs on the device. step() hands found_inf to the
+-- optimizer, whose fused kernels skip the update on the device when it is set (their step
+-- counters then live on the device too), so a training step reads nothing back. Only an
+-- optimizer without that support (a user's own), or params spread over several devices,
+-- make step() read found_inf on the host as PyTorch's GradScaler does for its unfused
+-- optimizers. get_scale() and state_dict() read the scale, and only they.
 local torch = require "torch"
 local C = torch._amp
 
@@ -292,10 +293,16 @@ function GradScaler:step(optimizer, ...)
   local any = false
   for _ in pairs(st.found_inf_per_device) do any = true end
   if not any then error("No inf checks were recorded for this optimizer.", 2) end
-  local found = 0
-  for _, f in pairs(st.found_inf_per_device) do found = found + f:item() end -- the one sync of a step
+  local devices, only = 0, nil
+  for _, f in pairs(st.found_inf_per_device) do devices, only = devices + 1, f end
   local ret
-  if found == 0 then ret = optimizer:step(...) end
+  if optimizer._step_supports_amp_scaling and devices == 1 and select("#", ...) == 0 then
+    ret = optimizer:step({ found_inf = only }) -- skipped on the device if it holds an inf or nan
+  else
+    local found = 0
+    for _, f in pairs(st.found_inf_per_device) do found = found + f:item() end -- reads back: a sync
+    if found == 0 then ret = optimizer:step(...) end
+  end
   st.stage = STEPPED
   return ret
 end

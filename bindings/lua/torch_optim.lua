@@ -202,13 +202,39 @@ function Optimizer:zero_grad(opts)
 end
 
 -- step(closure): the closure (optional) runs with grad enabled; the update with it off.
+-- step({found_inf = f}): GradScaler's step (see _step_with_found_inf below).
 function Optimizer:step(closure)
+  if type(closure) == "table" and getmetatable(closure) == nil and closure.found_inf ~= nil then
+    return self:_step_with_found_inf(closure.found_inf) -- GradScaler's step({found_inf=})
+  end
   local loss
   if closure ~= nil then loss = torch.enable_grad(closure) end
   local update = self._update
   if not update then fail("%s does not implement step()", getmetatable(self).__name) end
   for _, g in ipairs(self.param_groups) do update(self, g) end
   return loss
+end
+
+-- GradScaler's step, opt:step({found_inf = f}) (the optimizers defined here are one fused
+-- pass, so they all take it: _step_supports_amp_scaling, as PyTorch's fused ones):
+-- found_inf, a one-element float32 tensor on the params' device, decides there whether
+-- the update happens, with no read back to the host. The step counters move to that
+-- device first, where the kernels count them (as PyTorch's fused optimizers keep them).
+function Optimizer:_step_with_found_inf(found_inf)
+  local dev = found_inf.device
+  for _, g in ipairs(self.param_groups) do
+    if dev.type ~= "cpu" then
+      for _, p in ipairs(g.params) do
+        local s = rawget(self.state, p)
+        if s == nil and p.grad ~= nil and self._counts_steps then -- not SGD
+          self.state[p] = { step = C.step_counter(0):to(dev) }
+        elseif s ~= nil and torch.is_tensor(s.step) and s.step.device ~= dev then
+          s.step = s.step:to(dev)
+        end
+      end
+    end
+    self:_update(g, found_inf)
+  end
 end
 
 function Optimizer:state_dict()
@@ -369,6 +395,8 @@ local function define(name, spec, npos, check, update, none_keys)
   cls._spec = spec
   cls._none_keys = none_keys
   cls._update = update
+  cls._step_supports_amp_scaling = true
+  cls._counts_steps = name ~= "SGD"
   function cls:__init(params, ...)
     local o = parse(name, spec, npos, ...)
     check(o)
@@ -398,7 +426,7 @@ define("SGD",
       fail("Nesterov momentum requires a momentum and zero dampening")
     end
   end,
-  function(self, g) return C.sgd_step(g, self.state) end,
+  function(self, g, found_inf) return C.sgd_step(g, self.state, found_inf) end,
   { "foreach", "fused" })
 
 local adam_spec = function(wd, extra)
@@ -413,10 +441,10 @@ local function check_adam(o)
 end
 
 define("Adam", adam_spec(0, { { "decoupled_weight_decay", false } }), 5, check_adam,
-  function(self, g) return C.adam_step(g, self.state, false) end, { "foreach", "fused" })
+  function(self, g, found_inf) return C.adam_step(g, self.state, false, found_inf) end, { "foreach", "fused" })
 
 local AdamW = define("AdamW", adam_spec(1e-2, {}), 5, check_adam,
-  function(self, g) return C.adam_step(g, self.state, true) end, { "foreach", "fused" })
+  function(self, g, found_inf) return C.adam_step(g, self.state, true, found_inf) end, { "foreach", "fused" })
 local adamw_init = AdamW.__init
 function AdamW:__init(...)
   adamw_init(self, ...)
@@ -435,7 +463,7 @@ define("RMSprop",
     check_nonneg(o.weight_decay, "weight_decay value")
     check_nonneg(o.alpha, "alpha value")
   end,
-  function(self, g) return C.rmsprop_step(g, self.state) end,
+  function(self, g, found_inf) return C.rmsprop_step(g, self.state, found_inf) end,
   { "foreach" })
 
 local Adagrad = define("Adagrad",
@@ -449,7 +477,7 @@ local Adagrad = define("Adagrad",
     check_nonneg(o.initial_accumulator_value, "initial_accumulator_value value")
     check_nonneg(o.eps, "epsilon value")
   end,
-  function(self, g) return C.adagrad_step(g, self.state) end,
+  function(self, g, found_inf) return C.adagrad_step(g, self.state, found_inf) end,
   { "foreach", "fused" })
 
 -- Adagrad's state exists from the start: step 0 and sum = initial_accumulator_value

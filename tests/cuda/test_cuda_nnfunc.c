@@ -600,31 +600,43 @@ typedef struct {
     nn_tensor *st[2][4][64]; /* [side][role][param] */
 } plist;
 
-static nn_status run_step(const config *c, int side, plist *L, nn_tensor **grads)
+static nn_status run_step(const config *cfg, int side, plist *L, nn_tensor **grads, const nn_tensor *found_inf)
 {
+    config c = *cfg;
+    c.sgd.found_inf = c.adam.found_inf = c.rms.found_inf = c.ada.found_inf = found_inf;
     nn_tensor *ps[64];
     for (int k = 0; k < L->n; k++) ps[k] = side ? L->p[k].g : L->p[k].c;
     nn_tensor **st0 = L->st[side][0], **st1 = L->st[side][1], **st2 = L->st[side][2], **st3 = L->st[side][3];
-    switch (c->alg) {
-    case SGD: return nn_sgd_step(L->n, ps, grads, st0, &c->sgd);
-    case ADAM: return nn_adam_step(L->n, ps, grads, st0, st1, st2, st3, &c->adam);
-    case RMSPROP: return nn_rmsprop_step(L->n, ps, grads, st0, st1, st2, st3, &c->rms);
-    default: return nn_adagrad_step(L->n, ps, grads, st0, st3, &c->ada);
+    switch (c.alg) {
+    case SGD: return nn_sgd_step(L->n, ps, grads, st0, &c.sgd);
+    case ADAM: return nn_adam_step(L->n, ps, grads, st0, st1, st2, st3, &c.adam);
+    case RMSPROP: return nn_rmsprop_step(L->n, ps, grads, st0, st1, st2, st3, &c.rms);
+    default: return nn_adagrad_step(L->n, ps, grads, st0, st3, &c.ada);
     }
 }
 
-/* dts: the dtype of param k is dts[k % ndts] */
-static void optim_case(const config *c, const nn_dtype *dts, int ndts, int nparams, int nsteps)
+/* GradScaler's found_inf for a step: 1 on step 1 (skipped), else 0 */
+static nn_tensor *found_inf_for(int step, nn_device dev)
+{
+    return nn_full(0, NULL, step == 1 ? 1 : 0, NN_F32, dev);
+}
+
+/* dts: the dtype of param k is dts[k % ndts]. skip: GradScaler's found_inf on every step
+ * (set on step 1), on the CPU for the CPU side and on the device for the CUDA side, whose
+ * step counters then live on the device. */
+static void optim_case(const config *c, const nn_dtype *dts, int ndts, int nparams, int nsteps, bool skip)
 {
     char dn[64] = "";
     for (int k = 0; k < ndts; k++) snprintf(dn + strlen(dn), sizeof dn - strlen(dn), "%s%s", k ? "+" : "", nn_dtype_name(dts[k]));
-    if (!begin("%s %s %s, %d params, %d steps", ALG[c->alg], c->label, dn, nparams, nsteps)) return;
+    if (!begin("%s %s %s, %d params, %d steps%s", ALG[c->alg], c->label, dn, nparams, nsteps, skip ? ", step 1 skipped by found_inf" : ""))
+        return;
     static plist L;
     memset(&L, 0, sizeof L);
     L.n = nparams;
     for (int k = 0; k < nparams; k++) {
         const pspec *ps = &PARAMS[k % NPARAM];
         L.p[k] = make(dts[k % ndts], ps->nd, ps->s, ps->play);
+        if (skip && c->alg != SGD) L.st[1][3][k] = nn_full(0, NULL, 0, NN_F32, DEV);
     }
     bool err = false;
     for (int step = 0; step < nsteps && !err; step++) {
@@ -635,9 +647,11 @@ static void optim_case(const config *c, const nn_dtype *dts, int ndts, int npara
             pair g = make(dts[k % ndts], ps->nd, ps->s, ps->glay);
             gc[k] = g.c, gg[k] = g.g;
         }
-        nn_status sc = run_step(c, 0, &L, gc);
+        nn_tensor *fc = skip ? found_inf_for(step, CPU) : NULL, *fg = skip ? found_inf_for(step, DEV) : NULL;
+        nn_status sc = run_step(c, 0, &L, gc, fc);
         if (sc) save_err();
-        nn_status sg = run_step(c, 1, &L, gg);
+        nn_status sg = run_step(c, 1, &L, gg, fg);
+        nn_release(fc), nn_release(fg);
         if (sc || sg) {
             fail("step %d: cpu %d (%s), cuda %d (%s)", step, sc, sc ? cpu_err : "", sg, sg ? nn_last_error() : "");
             err = true;
@@ -655,8 +669,10 @@ static void optim_case(const config *c, const nn_dtype *dts, int ndts, int npara
             if (!a || !b) fail("%s: cpu %p cuda %p", what, (void *)a, (void *)b);
             else check_tol(what, a, b, a->dtype, 2);
         }
-        nn_tensor *a = L.st[0][3][k], *b = L.st[1][3][k];
-        if (a && b && nn_load_f64(nn_data(a), a->dtype) != nn_load_f64(nn_data(b), b->dtype)) fail("param %d: steps differ", k);
+        nn_tensor *a = L.st[0][3][k], *b = L.st[1][3][k] ? to_cpu(L.st[1][3][k]) : NULL;
+        if (a && b && nn_load_f64(nn_data(a), a->dtype) != nn_load_f64(nn_data(b), b->dtype))
+            fail("param %d: steps differ (cpu %g, cuda %g)", k, nn_load_f64(nn_data(a), a->dtype), nn_load_f64(nn_data(b), b->dtype));
+        nn_release(b);
     }
     for (int k = 0; k < nparams; k++) {
         pair_free(L.p[k]);
@@ -682,8 +698,9 @@ static void test_optim(void)
     cs[n].alg = ADAGRAD, cs[n].label = "plain", cs[n].ada = (nn_adagrad_opts){.lr = 0.1, .eps = 1e-10}, n++;
     cs[n].alg = ADAGRAD, cs[n].label = "lr_decay wd init maximize", cs[n].ada = (nn_adagrad_opts){.lr = 0.1, .lr_decay = 0.01, .weight_decay = 0.02, .eps = 1e-10, .initial_accumulator_value = 0.1, .maximize = true}, n++;
     for (int k = 0; k < n; k++) {
-        for (int j = 0; j < NFLOAT; j++) optim_case(&cs[k], &ALL[j], 1, NPARAM, 4);
-        optim_case(&cs[k], ALL, NFLOAT, 2 * NPARAM, 3); /* mixed dtypes in one list */
+        for (int j = 0; j < NFLOAT; j++) optim_case(&cs[k], &ALL[j], 1, NPARAM, 4, false);
+        optim_case(&cs[k], ALL, NFLOAT, 2 * NPARAM, 3, false); /* mixed dtypes in one list */
+        optim_case(&cs[k], ALL, NFLOAT, 2 * NPARAM, 4, true);
     }
 }
 

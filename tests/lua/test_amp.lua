@@ -212,6 +212,53 @@ T.test("GradScaler: an inf skips the step and halves the scale", function()
   T.eq(scaler:get_scale(), 256.0, "nan: halved")
 end)
 
+-- The skip decided where the gradients are: on the CPU, and on the GPU without a read back
+-- (the step counters move there); every optimizer, an inf on steps 2 and 5, against a run
+-- that never saw those steps.
+T.test("GradScaler: skipped steps leave every optimizer as if they never happened", function()
+  local devices = { "cpu" }
+  if torch.cuda.is_available() then devices[2] = "cuda" end
+  local makers = {
+    SGD = function(ps) return optim.SGD(ps, { lr = 0.05, momentum = 0.9 }) end,
+    Adam = function(ps) return optim.Adam(ps, { lr = 0.01 }) end,
+    AdamW = function(ps) return optim.AdamW(ps, { lr = 0.01, amsgrad = true }) end,
+    RMSprop = function(ps) return optim.RMSprop(ps, { lr = 0.01, momentum = 0.5 }) end,
+    Adagrad = function(ps) return optim.Adagrad(ps, { lr = 0.1, lr_decay = 0.01 }) end,
+  }
+  for _, dev in ipairs(devices) do
+    for name, make in pairs(makers) do
+      torch.manual_seed(3)
+      local m = nn.Linear(4, 3):to(dev)
+      torch.manual_seed(3)
+      local ref = nn.Linear(4, 3):to(dev)
+      local opt, ropt = make(m:parameters()), make(ref:parameters())
+      local scaler = torch.amp.GradScaler(dev, { init_scale = 256 })
+      for step = 1, 6 do
+        local x = torch.randn(6, 4):to(dev)
+        opt:zero_grad()
+        scaler:scale(m(x):pow(2):mean()):backward()
+        local skip = step == 2 or step == 5
+        if skip then m.bias.grad[1] = math.huge end
+        scaler:step(opt)
+        scaler:update()
+        if not skip then
+          ropt:zero_grad()
+          ref(x):pow(2):mean():backward()
+          ropt:step()
+        end
+      end
+      local what = name .. " on " .. dev
+      T.near(bits(m.weight), bits(ref.weight), 1e-5, what .. ": weights as without the skipped steps")
+      T.eq(scaler:get_scale(), 64.0, what .. ": the scale halved twice")
+      local s = opt.state[m.weight]
+      if name ~= "SGD" then
+        T.eq(s.step:item(), 4.0, what .. ": 4 steps counted")
+        T.eq(s.step.device.type, dev, what .. ": the step counter lives where the gradients are")
+      end
+    end
+  end
+end)
+
 T.test("GradScaler: growth and the scale sequence of PyTorch's rule", function()
   local m, opt = model_and_opt(1e-3)
   local growth_interval = 3
