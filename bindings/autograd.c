@@ -37,43 +37,89 @@ static int t_backward(lua_State *L)
     return 0;
 }
 
-/* torch._at_backward_end(t, fn): fn() runs at the end of every backward pass through
- * t's grad_fn (DataParallel's gradient reduction). */
-typedef struct { lua_State *owner; int ref; } pass_end_ctx;
+/* A Lua function the engine calls during backward: in the state running x:backward(). */
+typedef struct { lua_State *owner; int ref; } lua_fn;
 
-static nn_status call_pass_end(void *p)
+static lua_fn *lua_fn_new(lua_State *L, int idx)
 {
-    pass_end_ctx *c = p;
-    lua_State *L = backward_L;
-    if (!L) return nn_error(NN_ERR_RUNTIME, "a Lua function queued for the end of backward needs backward started from Lua");
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
-    if (lua_pcall(L, 0, 0, 0) == LUA_OK) return NN_OK;
-    nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a function run at the end of backward");
+    lua_fn *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD); /* the registry outlives any coroutine */
+    c->owner = lua_tothread(L, -1);
     lua_pop(L, 1);
-    return st;
+    lua_pushvalue(L, idx);
+    c->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return c;
 }
 
-static void free_pass_end(void *p)
+static void lua_fn_free(void *p)
 {
-    pass_end_ctx *c = p;
+    lua_fn *c = p;
     luaL_unref(c->owner, LUA_REGISTRYINDEX, c->ref);
     free(c);
 }
 
+/* calls it with the leaf (a hook) or with nothing (leaf NULL) */
+static nn_status lua_fn_call(lua_fn *c, nn_tensor *leaf)
+{
+    lua_State *L = backward_L;
+    if (!L) return nn_error(NN_ERR_RUNTIME, "a Lua function run during backward needs backward started from Lua");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    if (leaf) lt_push(L, nn_retain(leaf));
+    if (lua_pcall(L, leaf ? 1 : 0, 0, 0) == LUA_OK) return NN_OK;
+    nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a function run during backward");
+    lua_pop(L, 1);
+    return st;
+}
+
+static nn_status call_pass_end(void *p) { return lua_fn_call(p, NULL); }
+static nn_status call_grad_hook(nn_tensor *leaf, void *p) { return lua_fn_call(p, leaf); }
+
+/* torch._at_backward_end(t, fn): fn() runs at the end of every backward pass through
+ * t's grad_fn (DataParallel's gradient reduction). */
 static int at_backward_end(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
     luaL_checktype(L, 2, LUA_TFUNCTION);
     if (!t->grad_fn) return luaL_argerror(L, 1, "the tensor has no grad_fn");
-    pass_end_ctx *c = malloc(sizeof *c);
+    lua_fn *c = lua_fn_new(L, 2);
     if (!c) return luaL_error(L, "out of memory");
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD); /* the registry outlives any coroutine */
-    c->owner = lua_tothread(L, -1);
-    lua_pop(L, 1);
-    lua_pushvalue(L, 2);
-    c->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    if (nn_node_at_pass_end(t->grad_fn, call_pass_end, c, free_pass_end)) return lt_fail(L, 0);
+    if (nn_node_at_pass_end(t->grad_fn, call_pass_end, c, lua_fn_free)) return lt_fail(L, 0);
     return 0;
+}
+
+/* p:register_post_accumulate_grad_hook(fn): fn(p) after each backward pass has accumulated
+ * p's gradient (p a leaf); returns a handle whose remove() takes the hook off. */
+static int remove_hook(lua_State *L)
+{
+    lua_getiuservalue(L, lua_upvalueindex(1), 1);
+    nn_tensor *t = lt_totensor(L, -1);
+    int64_t handle = (int64_t)lua_tointeger(L, lua_upvalueindex(2));
+    if (t && handle) nn_remove_grad_hook(t, handle);
+    lua_pushinteger(L, 0);
+    lua_replace(L, lua_upvalueindex(2));
+    return 0;
+}
+
+static int t_register_post_accumulate_grad_hook(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_fn *c = lua_fn_new(L, 2);
+    if (!c) return luaL_error(L, "out of memory");
+    int64_t h = nn_add_post_accumulate_grad_hook(t, call_grad_hook, c, lua_fn_free);
+    if (!h) {
+        lua_fn_free(c);
+        return lt_fail(L, 0);
+    }
+    lua_newtable(L); /* the handle: {remove = fn} */
+    lua_newuserdatauv(L, 0, 1); /* holds the tensor for remove() */
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    lua_pushinteger(L, (lua_Integer)h);
+    lua_pushcclosure(L, remove_hook, 2);
+    lua_setfield(L, -2, "remove");
+    return 1;
 }
 
 static int t_detach(lua_State *L)
@@ -227,7 +273,8 @@ void lt_open_autograd(lua_State *L)
     luaL_setfuncs(L, fns, 0);
     static const luaL_Reg methods[] = {
         {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_},
-        {"requires_grad_", t_requires_grad_}, {"retain_grad", t_retain_grad}, {NULL, NULL},
+        {"requires_grad_", t_requires_grad_}, {"retain_grad", t_retain_grad},
+        {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook}, {NULL, NULL},
     };
     lua_getfield(L, torch, "Tensor");
     luaL_setfuncs(L, methods, 0);

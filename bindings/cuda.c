@@ -252,13 +252,18 @@ static int current_stream(lua_State *L)
     return 1;
 }
 
-/* torch.cuda.stream(s) as a to-be-closed value: ops run on s until it closes */
-typedef struct { bool closed; } stream_ctx;
+/* torch.cuda.stream(s) as a to-be-closed value: ops on s's device run on s until it
+ * closes, then on the stream that was current there before (contexts nest, also
+ * across devices) */
+typedef struct { bool closed; nn_gpu_stream *prev; } stream_ctx;
 
 static int stream_ctx_close(lua_State *L)
 {
     stream_ctx *c = luaL_checkudata(L, 1, STREAM_CTX_MT);
-    if (!c->closed && nn_gpu) nn_gpu->set_stream(NULL); /* back to the default stream */
+    if (!c->closed && nn_gpu) {
+        nn_gpu->set_stream(c->prev);
+        nn_gpu->stream_free(c->prev);
+    }
     c->closed = true;
     return 0;
 }
@@ -268,10 +273,12 @@ static int stream_ctx_new(lua_State *L)
     need_gpu(L, "stream");
     nn_gpu_stream *s = check_stream(L, 1);
     stream_ctx *c = lua_newuserdatauv(L, sizeof *c, 1);
-    c->closed = false;
+    c->closed = true; /* until it holds the previous stream */
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* keep the stream alive while it is current */
     luaL_setmetatable(L, STREAM_CTX_MT);
+    if (!(c->prev = nn_gpu->current_stream(nn_gpu->stream_device(s)))) return lt_fail(L, 1);
+    c->closed = false;
     if (nn_gpu->set_stream(s)) return lt_fail(L, 1);
     return 1;
 }

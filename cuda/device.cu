@@ -235,6 +235,8 @@ static nn_gpu_stream *g_current_stream(int device)
     return new nn_gpu_stream{d->current, device, false};
 }
 
+static int g_stream_device(const nn_gpu_stream *s) { return s->device; }
+
 static nn_status g_set_stream(nn_gpu_stream *s)
 {
     int device = s ? s->device : current_index;
@@ -351,6 +353,7 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.stream_free = g_stream_free;
     gpu_api.current_stream = g_current_stream;
     gpu_api.set_stream = g_set_stream;
+    gpu_api.stream_device = g_stream_device;
     gpu_api.stream_synchronize = g_stream_synchronize;
     gpu_api.stream_query = g_stream_query;
     gpu_api.stream_wait_event = g_stream_wait_event;

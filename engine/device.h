@@ -40,6 +40,7 @@ typedef struct {
     nn_gpu_stream *(*stream_new)(int device, int priority);
     void (*stream_free)(nn_gpu_stream *s);
     nn_gpu_stream *(*current_stream)(int device);
+    int (*stream_device)(const nn_gpu_stream *s);
     nn_status (*set_stream)(nn_gpu_stream *s); /* NULL: the device's default stream */
     nn_status (*stream_synchronize)(nn_gpu_stream *s);
     bool (*stream_query)(nn_gpu_stream *s);

@@ -239,6 +239,28 @@ local function refresh(rep)
   for _, s in ipairs(rep.slots) do s[5]:copy_(s[4]) end
 end
 
+-- Side streams for the copies out of device_ids[0], one per device, made when first
+-- asked for.
+local function side_streams(dev0)
+  local streams = { dev0 = dev0 }
+  function streams.get(i)
+    if not streams[i] then
+      local _ <close> = torch.cuda.device(i)
+      streams[i] = torch.cuda.Stream(i)
+    end
+    return streams[i]
+  end
+  return streams
+end
+
+-- An event recorded now on stream s (of device i).
+local function mark(s, i)
+  local _ <close> = torch.cuda.device(i)
+  local e = torch.cuda.Event()
+  e:record(s)
+  return e
+end
+
 -- At the end of a backward pass through the gathered output: each replica's
 -- parameter gradients are added into the source parameters' (on device_ids[0]).
 -- Done once the whole pass is queued, so no GPU waits for another mid-backward.
@@ -314,6 +336,23 @@ local function gather(outs, dev, dim)
   return first
 end
 
+-- Copy the source's changed tensors into the kept replicas, on device_ids[0]'s side
+-- stream: its own stream goes on with replica 0's forward meanwhile (each replica's
+-- GPU waits for its copies). Returns the event that marks the copies done.
+function DP:_refresh_replicas(n)
+  local src = self.device_ids[1]
+  local side = self._streams.get(src)
+  side:wait_event(mark(torch.cuda.current_stream(src), src)) -- after whatever last changed the source
+  local any = false
+  do
+    local _ <close> = torch.cuda.stream(side)
+    for i = 2, n do
+      if self._replicas[i] then refresh(self._replicas[i]); any = true end
+    end
+  end
+  return any and mark(side, src) or nil
+end
+
 function DP:forward(...)
   if #self.device_ids == 0 then return self.module(...) end
   local src = self.src_device_obj
@@ -343,8 +382,10 @@ function DP:forward(...)
   if not same_list(ts, self._replica_sources) then
     self._replicas, self._replica_sources, self._replica_versions = {}, ts, nil
   end
+  self._streams = self._streams or side_streams(self.device_ids[1])
   local stale = not same_list(versions, self._replica_versions)
   self._replica_versions = versions
+  local copied = stale and self:_refresh_replicas(#sizes)
   local outs = {}
   for i = 1, #sizes do
     local replica = self.module
@@ -353,13 +394,13 @@ function DP:forward(...)
       if not rep then
         rep = new_replica(self.module, "cuda:" .. self.device_ids[i])
         self._replicas[i] = rep
-      elseif stale then
-        refresh(rep)
       end
       replica = rep.module
     end
     outs[i] = replica(table.unpack(per[i], 1, args.n))
   end
+  -- the source's tensors may change (optimizer step) only once the copies have read them
+  if copied then torch.cuda.current_stream(self.device_ids[1]):wait_event(copied) end
   local out = gather(outs, "cuda:" .. self.output_device, self.dim)
   if torch.is_grad_enabled() then
     local reduce = reduce_grads(self._replicas)
