@@ -163,6 +163,12 @@ void nn_cuda_pool_release(nn_cuda_pool *p)
     release_segments(caches[p->device], [p](const Block *b) { return b->pool == p; });
 }
 
+int nn_cuda_captures(void)
+{
+    std::lock_guard<std::mutex> g(lock);
+    return capturing;
+}
+
 void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s)
 {
     std::lock_guard<std::mutex> g(lock);

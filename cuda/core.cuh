@@ -81,6 +81,7 @@ nn_cuda_pool *nn_cuda_pool_new(int device);
 void nn_cuda_pool_retain(nn_cuda_pool *p);
 void nn_cuda_pool_release(nn_cuda_pool *p);
 void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s); /* p NULL: the capture ended */
+int nn_cuda_captures(void); /* graphs capturing now */
 
 /* ---- kernels: strided offsets ---- */
 /* Byte offsets of up to 4 operands for a linear element index, from an nn_iter. */

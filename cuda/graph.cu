@@ -16,8 +16,6 @@ struct nn_gpu_graph {
     bool capturing = false;
 };
 
-static int active; /* graphs capturing now */
-
 nn_gpu_graph *nn_cuda_graph_new(void) { return new nn_gpu_graph(); }
 
 nn_status nn_cuda_graph_reset(nn_gpu_graph *g)
@@ -56,7 +54,7 @@ nn_status nn_cuda_graph_capture_begin(nn_gpu_graph *g, nn_gpu_graph *share)
     if (share && (!share->pool || share->device != device))
         return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: the pool to share belongs to a graph that %s",
                         share->pool ? "is on another device" : "has not captured anything");
-    if (active) /* one capture at a time keeps the allocator's rules simple */
+    if (nn_cuda_captures()) /* one capture at a time keeps the allocator's rules simple */
         return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: another graph is capturing");
     if (g->device != device && g->stream) {
         cudaStreamDestroy(g->stream);
@@ -84,7 +82,6 @@ nn_status nn_cuda_graph_capture_begin(nn_gpu_graph *g, nn_gpu_graph *share)
     g->prev = d->current;
     d->current = g->stream;
     g->capturing = true;
-    active++;
     return NN_OK;
 }
 
@@ -95,7 +92,6 @@ nn_status nn_cuda_graph_capture_end(nn_gpu_graph *g)
     if (!d) return nn_last_status();
     d->current = g->prev;
     g->capturing = false;
-    active--;
     cudaError_t err = cudaStreamEndCapture(g->stream, &g->graph);
     nn_cuda_pool_capture(g->device, nullptr, nullptr);
     if (err == cudaSuccess) err = cudaGraphInstantiate(&g->exec, g->graph, 0);
