@@ -39,7 +39,8 @@ nn_status nn_cuda_set(int index)
         return nn_error(NN_ERR_DEVICE, device_count() ? "CUDA error: invalid device ordinal cuda:%d (%d device(s) present)"
                                                       : "CUDA is not available (asked for cuda:%d; no GPU or no driver found)",
                         index, device_count());
-    NN_CHECK(cudaSetDevice(index));
+    int now = -1; /* cudaGetDevice reads the thread's state; cudaSetDevice costs more, so only when it changes */
+    if (cudaGetDevice(&now) != cudaSuccess || now != index) NN_CHECK(cudaSetDevice(index));
     return NN_OK;
 }
 
