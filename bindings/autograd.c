@@ -176,6 +176,7 @@ static int node_name(lua_State *L)
 int lt_field_grad_fn(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
+    if (nn_refresh_view_history(t)) return lt_fail(L, 0);
     if (!t->grad_fn) {
         lua_pushnil(L);
         return 1;

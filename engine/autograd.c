@@ -51,6 +51,7 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
         e->dtype = t->dtype;
         e->device = t->storage->device;
         if (!t->requires_grad || t->wrapped_number) continue;
+        if (nn_refresh_view_history(t)) { nn_node_release(n); return NULL; }
         if (t->grad_fn) {
             e->node = t->grad_fn;
             e->node->refcount++;
@@ -119,6 +120,7 @@ void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr)
     out->grad_fn = n;
     out->output_nr = output_nr;
     out->requires_grad = true;
+    out->view_version = out->storage->version;
     if (output_nr + 1 > n->nout) n->nout = output_nr + 1;
 }
 
@@ -430,6 +432,10 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
         if (nn_numel(root) != 1) return nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
         g = nn_ones(root->ndim, root->shape, root->dtype, root->storage->device);
         if (!g) return nn_last_status();
+    }
+    if (nn_refresh_view_history(root)) {
+        nn_release(g);
+        return nn_last_status();
     }
     bool was = nn_grad_enabled();
     nn_set_grad_enabled(false);

@@ -102,6 +102,11 @@ nn_status nn_check_inplace(const char *fn, nn_tensor *t);
  * one (PyTorch's rebase_history). Nothing to do for a tensor that is not a view. */
 nn_status nn_rebase_view_history(nn_tensor *self);
 
+/* A view whose base (or a sibling view) was changed in place since its history was
+ * recorded gets a new one: its geometry within the base's current history (PyTorch
+ * regenerates a view's grad_fn the same way). Called wherever a grad_fn is read. */
+nn_status nn_refresh_view_history(nn_tensor *v);
+
 /* Called by nn_release when a tensor with history goes. */
 void nn_autograd_drop(nn_tensor *t);
 

@@ -5,7 +5,9 @@
  *     runs MulBackward0 on the part v covers and writes the result back there (the rest of
  *     the gradient passes through untouched), and hands MulBackward0's other inputs theirs;
  *   v.grad_fn = AsStridedBackward0(b's new history): v seen as its geometry within b.
- * Geometry is kept in storage terms (strides, offset from b's), so it holds for any view. */
+ * Geometry is kept in storage terms (strides, offset from b's), so it holds for any view.
+ * A view made before its base (or a sibling view) changed in place is refreshed the same
+ * way when its history is next read (nn_refresh_view_history). */
 #define NN_GRAD_INTERNAL
 #include <stdlib.h>
 #include <string.h>
@@ -133,4 +135,24 @@ fail:
     free(g2);
     nn_node_release(cs);
     return nn_error(NN_ERR_NOMEM, "out of memory recording CopySlices");
+}
+
+nn_status nn_refresh_view_history(nn_tensor *v)
+{
+    nn_tensor *b = v->base;
+    if (!b || b->storage != v->storage || v->view_version == v->storage->version) return NN_OK;
+    v->view_version = v->storage->version;
+    /* a view of a leaf or of a tensor without history: nothing upstream changed */
+    if (!v->requires_grad || !v->grad_fn || !b->grad_fn) return NN_OK;
+    geometry *g = geometry_of(v, b);
+    nn_node *av = g ? nn_node_new("AsStridedBackward0", as_strided_backward, 1, &b) : NULL;
+    if (!av) {
+        free(g);
+        return nn_error(NN_ERR_NOMEM, "out of memory recording AsStridedBackward0");
+    }
+    av->view = true;
+    av->ctx = g;
+    nn_node_set_output(av, v, 0);
+    nn_node_release(av);
+    return NN_OK;
 }

@@ -49,6 +49,7 @@ typedef struct nn_tensor {
     int output_nr;
     struct nn_grad_hooks *grad_hooks; /* post-accumulate-grad hooks (autograd.h); NULL: none */
     struct nn_tensor *base; /* a view made by a view op: the tensor it views (PyTorch's _base), held */
+    uint32_t view_version;  /* the storage's version when grad_fn was set (a view's history goes stale after it) */
 } nn_tensor;
 
 /* Allocation and lifetime */

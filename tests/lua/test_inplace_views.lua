@@ -9,6 +9,27 @@ torch.manual_seed(5)
 local f64 = { dtype = torch.float64 }
 local function randn(...) return torch.randn({ ... }, f64) end
 
+T.test("a view's history after its base or a sibling view changed in place", function()
+  gradcheck("a view made before its base was multiplied in place", function(a)
+    local b = a * 1
+    local v = b[1]
+    b:mul_(3)
+    return v
+  end, { randn(3, 4) })
+  gradcheck("a view made before a sibling view changed in place", function(a, w)
+    local b = a * 1
+    local v1, v2 = b[1], b:narrow(0, 0, 2)
+    v1:mul_(w)
+    return v2
+  end, { randn(3, 4), randn(4) })
+  local a = torch.ones(2, 3, f64):requires_grad_()
+  local b = a * 1
+  local v = b[0]
+  T.eq(v.grad_fn:name(), "SelectBackward0", "before the change")
+  b:add_(1)
+  T.eq(v.grad_fn:name(), "AsStridedBackward0", "after it: a view of the base's new history")
+end)
+
 T.test("gradients through in-place ops on views", function()
   gradcheck("select then mul_ by a number", function(a)
     local b = a * 2
