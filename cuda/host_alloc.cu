@@ -31,17 +31,21 @@ size_t bucket(size_t n)
     return s;
 }
 
-/* all of b's copies have finished (their events are then dropped) */
+/* Drop the events of b's copies that have finished; true when none is left (idle). */
 bool idle(HostBlock &b)
 {
-    for (cudaEvent_t e : b.events)
-        if (cudaEventQuery(e) != cudaSuccess) {
+    auto &ev = b.events;
+    for (size_t i = 0; i < ev.size();) {
+        if (cudaEventQuery(ev[i]) == cudaSuccess) {
+            cudaEventDestroy(ev[i]);
+            ev[i] = ev.back();
+            ev.pop_back();
+        } else {
             cudaGetLastError();
-            return false;
+            i++;
         }
-    for (cudaEvent_t e : b.events) cudaEventDestroy(e);
-    b.events.clear();
-    return true;
+    }
+    return ev.empty();
 }
 
 } // namespace
@@ -91,20 +95,10 @@ nn_status nn_cuda_host_record(const void *p, cudaStream_t s)
     if (it == blocks.begin()) return NN_OK;
     --it;
     if ((const char *)p >= it->first + it->second.size) return NN_OK;
-    auto &ev = it->second.events; /* drop the finished ones: a long-lived pinned tensor copied every step */
-    for (size_t i = 0; i < ev.size();) {
-        if (cudaEventQuery(ev[i]) == cudaSuccess) {
-            cudaEventDestroy(ev[i]);
-            ev[i] = ev.back();
-            ev.pop_back();
-        } else {
-            cudaGetLastError();
-            i++;
-        }
-    }
+    idle(it->second); /* drop the finished ones: a long-lived pinned tensor copied every step */
     cudaEvent_t e;
     NN_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    ev.push_back(e);
+    it->second.events.push_back(e);
     NN_CHECK(cudaEventRecord(e, s));
     return NN_OK;
 }

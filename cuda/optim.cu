@@ -71,17 +71,22 @@ template <typename C> __device__ __forceinline__ C lerp(C self, C end, C w, bool
     return small ? self + w * (end - self) : end - (end - self) * ((C)1 - w);
 }
 
-/* The step-count coefficients (as the host works them out for a CPU counter), from a
- * device counter not yet counted for this update. */
-__device__ void coefficients(int op, const Hyper &h, Entry &e)
+/* The step-count coefficients of update number t (f: the op's float parameters): on the
+ * host for a CPU counter, in the kernel for a device one. */
+__host__ __device__ void coefficients(int op, const double *f, double t, Entry &e)
 {
-    double t = (e.step_dt == NN_F64 ? *(const double *)e.step : (double)*(const float *)e.step) + 1;
     if (op == NN_OP_adam_step) {
-        e.c0 = -(h.f[0] / (1 - pow(h.f[1], t)));
-        e.c1 = pow(1 - pow(h.f[2], t), 0.5);
+        e.c0 = -(f[0] / (1 - pow(f[1], t)));
+        e.c1 = pow(1 - pow(f[2], t), 0.5);
     } else if (op == NN_OP_adagrad_step) {
-        e.c0 = -(h.f[0] / (1 + (t - 1) * h.f[1]));
+        e.c0 = -(f[0] / (1 + (t - 1) * f[1]));
     }
+}
+
+/* a device counter, not yet counted for this update */
+__device__ double device_step(const Entry &e)
+{
+    return (e.step_dt == NN_F64 ? *(const double *)e.step : (double)*(const float *)e.step) + 1;
 }
 
 /* SGD: f lr momentum dampening weight_decay; i nesterov maximize */
@@ -212,7 +217,7 @@ __global__ void __launch_bounds__(THREADS) step_kernel(const __grid_constant__ T
     }
     if (t.found_inf && *t.found_inf != 0) return;
     Entry e = t.e[lo];
-    if (e.step) coefficients(OP, t.h, e);
+    if (e.step) coefficients(OP, t.h.f, device_step(e), e);
     int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
     switch (e.dt) {
     case NN_F32: apply<OP, float>(e, t.h, start, end); break;
@@ -390,12 +395,7 @@ nn_status optim_step(const nn_kargs *a)
                 e.s[r] = nn_data(cs);
             }
         }
-        if (a->op == NN_OP_adam_step) {
-            e.c0 = -(a->f[0] / (1 - pow(a->f[1], step)));
-            e.c1 = pow(1 - pow(a->f[2], step), 0.5);
-        } else if (a->op == NN_OP_adagrad_step) {
-            e.c0 = -(a->f[0] / (1 + (step - 1) * a->f[1]));
-        }
+        if (!e.step) coefficients(a->op, a->f, step, e);
         t.e[t.nt] = e;
         t.first[t.nt + 1] = t.first[t.nt] + (n + CHUNK - 1) / CHUNK;
         if (++t.nt == MAX_T) {

@@ -239,20 +239,6 @@ local function refresh(rep)
   for _, s in ipairs(rep.slots) do s[5]:copy_(s[4]) end
 end
 
--- Side streams for the copies out of device_ids[0], one per device, made when first
--- asked for.
-local function side_streams(dev0)
-  local streams = { dev0 = dev0 }
-  function streams.get(i)
-    if not streams[i] then
-      local _ <close> = torch.cuda.device(i)
-      streams[i] = torch.cuda.Stream(i)
-    end
-    return streams[i]
-  end
-  return streams
-end
-
 -- An event recorded now on stream s (of device i).
 local function mark(s, i)
   local _ <close> = torch.cuda.device(i)
@@ -341,7 +327,11 @@ end
 -- GPU waits for its copies). Returns the event that marks the copies done.
 function DP:_refresh_replicas(n)
   local src = self.device_ids[1]
-  local side = self._streams.get(src)
+  if not self._copy_stream then
+    local _ <close> = torch.cuda.device(src)
+    self._copy_stream = torch.cuda.Stream(src)
+  end
+  local side = self._copy_stream
   side:wait_event(mark(torch.cuda.current_stream(src), src)) -- after whatever last changed the source
   local any = false
   do
@@ -382,7 +372,6 @@ function DP:forward(...)
   if not same_list(ts, self._replica_sources) then
     self._replicas, self._replica_sources, self._replica_versions = {}, ts, nil
   end
-  self._streams = self._streams or side_streams(self.device_ids[1])
   local stale = not same_list(versions, self._replica_versions)
   self._replica_versions = versions
   local copied = stale and self:_refresh_replicas(#sizes)
