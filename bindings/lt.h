@@ -22,7 +22,7 @@
 extern const char LT_TENSOR_MT[1]; /* address = registry key of the Tensor metatable */
 extern const char LT_DTYPES[1];    /* registry key: table dtype index + 1 -> dtype object */
 
-typedef struct { nn_tensor *t; } lt_tensor; /* the userdata block */
+typedef struct { nn_tensor *t; size_t bytes; } lt_tensor; /* the userdata block; bytes: what it reported to the GC */
 
 /* ---- tensors ---- */
 /* Push t as a new userdata, taking over the caller's reference. t == NULL raises

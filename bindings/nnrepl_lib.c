@@ -97,6 +97,7 @@ static void global_from_torch(lua_State *L, const char *name, const char *path)
 int nnrepl_openlibs(lua_State *L)
 {
     luaL_openlibs(L);
+    lua_gc(L, LUA_GCGEN, 0, 0); /* dead temporaries in young collections: see account() in bindings/tensor.c */
     luaL_requiref(L, "torch", luaopen_torch, 1);
     luaL_requiref(L, "time", luaopen_time, 1);
     lua_pop(L, 2);

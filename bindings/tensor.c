@@ -17,20 +17,38 @@ const char LT_DTYPES[1];
  * and storage when new) as GC debt, Torch7's heap tracking. Without it a loop of
  * `c = a + b` lets ~10^6 dead tensors pile up between cycles (each userdata looks
  * like 48 bytes, and finalized objects survive one extra cycle), and freeing them
- * in such batches costs more than the ops. A large tensor's report is split into
- * steps of at most GC_STEP_MAX, so one push never pays for a whole cycle. */
-static size_t gc_debt;
+ * in such batches costs more than the ops.
+ *
+ * The interpreter runs Lua's generational collector (nnrepl_openlibs): a reported
+ * debt then buys a young collection, which visits only the objects made since the
+ * last one, so dead temporaries go at a cost of about a microsecond. (Incremental
+ * steps paid for the same bytes walk the whole ~1 MB library heap: 10-30 us per
+ * op on an activation-sized tensor.) A tensor that outlives two young collections
+ * turns old and only a full collection frees it; Lua starts those when its own heap
+ * grows, which tensors do not make it do, so a full collection also starts when the
+ * bytes held by Tensor userdata have grown by an eighth (at least MAJOR_GROWTH)
+ * since the last one. In incremental mode (collectgarbage("incremental")) a large
+ * report is split into steps of at most GC_STEP_MAX_KB, so one push never pays for
+ * a whole cycle. */
+static size_t gc_debt, held_bytes, held_after_full;
 #define GC_DEBT_FLUSH 16384
 #define GC_STEP_MAX_KB 64
+#define MAJOR_GROWTH ((size_t)32 << 20)
 
-static inline void account(lua_State *L, const nn_tensor *t)
+static inline void account(lua_State *L, lt_tensor *u)
 {
-    gc_debt += sizeof(nn_tensor) + (nn_sole_owner(t) ? sizeof(nn_storage) + t->storage->nbytes : 0);
-    if (gc_debt >= GC_DEBT_FLUSH) {
-        size_t kb = gc_debt >> 10;
-        gc_debt = kb > GC_STEP_MAX_KB ? (kb - GC_STEP_MAX_KB) << 10 : gc_debt & 1023;
-        if (lua_gc(L, LUA_GCISRUNNING)) /* collectgarbage("stop") is respected */
-            lua_gc(L, LUA_GCSTEP, (int)(kb > GC_STEP_MAX_KB ? GC_STEP_MAX_KB : kb));
+    const nn_tensor *t = u->t;
+    u->bytes = sizeof(nn_tensor) + (nn_sole_owner(t) ? sizeof(nn_storage) + t->storage->nbytes : 0);
+    held_bytes += u->bytes;
+    gc_debt += u->bytes;
+    if (gc_debt < GC_DEBT_FLUSH || !lua_gc(L, LUA_GCISRUNNING)) return; /* collectgarbage("stop") is respected */
+    size_t kb = gc_debt >> 10;
+    gc_debt = kb > GC_STEP_MAX_KB ? (kb - GC_STEP_MAX_KB) << 10 : gc_debt & 1023;
+    lua_gc(L, LUA_GCSTEP, (int)(kb > GC_STEP_MAX_KB ? GC_STEP_MAX_KB : kb));
+    size_t growth = held_after_full / 8 > MAJOR_GROWTH ? held_after_full / 8 : MAJOR_GROWTH;
+    if (held_bytes > held_after_full + growth) {
+        lua_gc(L, LUA_GCCOLLECT);
+        held_after_full = held_bytes;
     }
 }
 
@@ -46,7 +64,7 @@ void lt_push(lua_State *L, nn_tensor *t)
     u->t = t;
     lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
     lua_setmetatable(L, -2);
-    account(L, t);
+    account(L, u);
 }
 
 void lt_push_or_fail(lua_State *L, nn_tensor *t, int arg)
@@ -124,6 +142,7 @@ static int t_release(lua_State *L)
     if (u && u->t) {
         nn_tensor *t = u->t;
         u->t = NULL;
+        held_bytes -= u->bytes;
         nn_release(t);
     }
     return 0;
@@ -343,7 +362,7 @@ static inline int push_fast(lua_State *L, nn_tensor *r)
     u->t = r;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_setmetatable(L, -2);
-    account(L, r);
+    account(L, u);
     return 1;
 }
 
