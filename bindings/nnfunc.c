@@ -346,8 +346,8 @@ static int f_softmax(lua_State *L)
 
 /* ---- losses ---- */
 
-/* nll_loss(input, target, weight=nil, reduction='mean', ignore_index=-100), ATen's order */
-static int f_nll_loss(lua_State *L)
+/* f(input, target, weight=nil, reduction='mean', ignore_index=-100), ATen's order */
+static int class_loss(lua_State *L, nn_tensor *(*f)(nn_tensor *, nn_tensor *, nn_tensor *, int, int64_t))
 {
     static const char *const keys[] = {"weight", "reduction", "ignore_index", NULL};
     fargs a = begin(L, keys);
@@ -357,9 +357,13 @@ static int f_nll_loss(lua_State *L)
     nn_tensor *w = (i = arg(L, &a, 3, "weight")) ? tensor_arg(L, &a, i, "weight") : NULL;
     int reduction = (i = arg(L, &a, 4, "reduction")) ? reduction_arg(L, &a, i) : NN_REDUCTION_MEAN;
     int64_t ignore = (i = arg(L, &a, 5, "ignore_index")) ? int_arg(L, &a, i, "ignore_index") : -100;
-    lt_push_or_fail(L, nn_nll_loss(x, t, w, reduction, ignore), 2);
+    lt_push_or_fail(L, f(x, t, w, reduction, ignore), 2);
     return 1;
 }
+
+static int f_nll_loss(lua_State *L) { return class_loss(L, nn_nll_loss); }
+/* cross-entropy with class-index targets, fused (F.cross_entropy calls it when label_smoothing is 0) */
+static int f_cross_entropy_loss(lua_State *L) { return class_loss(L, nn_cross_entropy); }
 
 /* linear(input, weight, bias=nil): input @ weight^T + bias, addmm for 2-D input */
 static int f_linear(lua_State *L)
@@ -557,7 +561,7 @@ void lt_open_nnfunc(lua_State *L)
     static const struct { const char *name; lua_CFunction f; } fns[] = {
         {"conv2d", f_conv2d}, {"max_pool2d", f_max_pool2d}, {"max_pool2d_with_indices", f_max_pool2d_with_indices},
         {"avg_pool2d", f_avg_pool2d}, {"adaptive_avg_pool2d", f_adaptive_avg_pool2d},
-        {"adaptive_max_pool2d", f_adaptive_max_pool2d}, {"nll_loss", f_nll_loss}, {"linear", f_linear},
+        {"adaptive_max_pool2d", f_adaptive_max_pool2d}, {"nll_loss", f_nll_loss}, {"_cross_entropy_loss", f_cross_entropy_loss}, {"linear", f_linear},
         {"embedding", f_embedding},
     };
     for (size_t k = 0; k < sizeof fns / sizeof *fns; k++) reg(L, torch, methods, fns[k].name, fns[k].f, 0, true, false);

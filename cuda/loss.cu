@@ -1,4 +1,4 @@
-/* CUDA nll_loss and its backward (engine/cpu/loss.c's semantics).
+/* CUDA nll_loss, the fused cross_entropy, and their backward (engine/cpu/loss.c's semantics).
  *
  * The input is [C] or [N, C, d1, ...]; a position is an index into every dim
  * but the class dim and addresses the target (and, for reduction none, the
@@ -8,19 +8,28 @@
  * adds them in a fixed tree; a single block does it all when the positions fit.
  * Backward zeroes grad_input and writes the one entry of each position.
  *
+ * cross_entropy gives each position a warp: its lanes stride over the classes with an
+ * online (max, sum of exp) pair, and lane 0 writes the logsumexp that the backward, one
+ * thread per element, turns into softmax - onehot(target); the sums go as nll_loss's.
+ *
  * A target out of [0, C) (and not ignore_index) is skipped and reported through
  * the deferred error word (cuda/index.cu); a 0-dim CPU target is checked now. */
 #include "kernels.cuh"
+#include "softmax_math.cuh"
 
 int64_t *nn_cuda_kernel_error_word(void); /* cuda/index.cu */
 extern "C" nn_status nn_cuda_check_kernel_errors(void);
 
 namespace {
 
+using namespace nn_smx;
+
 enum { NONE = 0, MEAN = 1 };
 constexpr int THREADS = 256;
 constexpr int64_t PER_BLOCK = 16 * THREADS; /* positions per block before a second block is used */
 constexpr int MAX_BLOCKS = 1024;
+constexpr int CE_WARPS = THREADS / 32;
+constexpr int64_t CE_PER_BLOCK = 4 * CE_WARPS; /* cross_entropy: positions per block before a second block is used */
 
 struct Lay {
     int m; /* position dims */
@@ -103,6 +112,35 @@ __device__ __forceinline__ void finish(T *loss, T *tw, int red, double s, double
     if (tw) st(tw, 0, w);
 }
 
+/* The loss at a position of class c, w[c] * (lse - x[c]) (nll_loss: lse -0, so -w[c] * x[c]
+ * to the bit), stored for reduction none and added to (s, wsum). */
+template <typename T>
+__device__ __forceinline__ void add_position(T *loss, const T *x, const int64_t *off, int64_t c, double lse, const T *w, int64_t ws, const Lay &L,
+                                             int red, int64_t ignore, int64_t *err, double &s, double &wsum)
+{
+    double v = 0, wt = 0;
+    if (c != ignore) {
+        if (c < 0 || c >= L.C) report(err, c);
+        else {
+            wt = w ? ld(w, c * ws) : 1.0;
+            v = wt * (lse - ld(x, off[0] + c * L.sc));
+        }
+    }
+    if (red == NONE) st(loss, off[2], v);
+    s += v;
+    wsum += wt;
+}
+
+/* the block's sums: the result when it is the only block, else its partial[2 * block] */
+template <typename T>
+__device__ __forceinline__ void block_done(T *loss, T *tw, int red, double s, double wsum, double *partial)
+{
+    double2 r = block_sum2(s, wsum);
+    if (threadIdx.x) return;
+    if (gridDim.x == 1) finish(loss, tw, red, r.x, r.y);
+    else partial[2 * blockIdx.x] = r.x, partial[2 * blockIdx.x + 1] = r.y;
+}
+
 /* blocks > 1: partial[2 * block] = (sum, wsum); else the result is written directly */
 template <typename T>
 __global__ void nll_fwd(T *loss, T *tw, const T *x, Target tg, const T *w, int64_t ws, Lay L, int red, int64_t ignore, double *partial,
@@ -113,23 +151,9 @@ __global__ void nll_fwd(T *loss, T *tw, const T *x, Target tg, const T *w, int64
     for (int64_t p = lo + threadIdx.x; p < hi; p += blockDim.x) {
         int64_t off[3];
         pos_offsets(L, p, off);
-        int64_t c = tg.t ? tg.t[off[1]] : tg.host;
-        double v = 0, wt = 0;
-        if (c != ignore) {
-            if (c < 0 || c >= L.C) report(err, c);
-            else {
-                wt = w ? ld(w, c * ws) : 1.0;
-                v = -wt * ld(x, off[0] + c * L.sc);
-            }
-        }
-        if (red == NONE) st(loss, off[2], v);
-        s += v;
-        wsum += wt;
+        add_position(loss, x, off, tg.t ? tg.t[off[1]] : tg.host, -0.0, w, ws, L, red, ignore, err, s, wsum);
     }
-    double2 r = block_sum2(s, wsum);
-    if (threadIdx.x) return;
-    if (gridDim.x == 1) finish(loss, tw, red, r.x, r.y);
-    else partial[2 * blockIdx.x] = r.x, partial[2 * blockIdx.x + 1] = r.y;
+    block_done(loss, tw, red, s, wsum, partial);
 }
 
 template <typename T>
@@ -167,6 +191,56 @@ __global__ void nll_bwd(T *gi, Scalar<T> go0, const T *go, Target tg, const T *w
         double wt = w ? ld(w, c * ws) : 1.0;
         double g = red == NONE ? (go ? ld(go, off[2]) : go0.host) : scalar(go0);
         st(gi, off[0] + c * L.sc, red == MEAN ? -wt * g / ld(total, 0) : -wt * g);
+    }
+}
+
+template <typename T>
+__global__ void ce_fwd(T *loss, T *tw, T *lse, const T *x, Target tg, const T *w, int64_t ws, Lay L, int red, int64_t ignore, double *partial,
+                       int64_t *err)
+{
+    typedef typename nn_acc<T>::type C;
+    int64_t per = (L.np + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = lo + per < L.np ? lo + per : L.np;
+    int lane = threadIdx.x % 32;
+    double s = 0, wsum = 0;
+    for (int64_t p = lo + threadIdx.x / 32; p < hi; p += CE_WARPS) {
+        int64_t off[3];
+        pos_offsets(L, p, off);
+        MS<C> m{ninf<C>(), (C)0};
+        for (int64_t k = lane; k < L.C; k += 32) ms_add(m, to_acc<C>(x[off[0] + k * L.sc]));
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) m = ms_merge(m, MS<C>{__shfl_xor_sync(0xffffffffu, m.m, o), __shfl_xor_sync(0xffffffffu, m.s, o)});
+        if (lane) continue;
+        ms_final(m);
+        C l = m.m + lg(m.s);
+        lse[off[2]] = from_acc<T>(l);
+        add_position(loss, x, off, tg.t ? tg.t[off[1]] : tg.host, (double)l, w, ws, L, red, ignore, err, s, wsum);
+    }
+    block_done(loss, tw, red, s, wsum, partial);
+}
+
+/* grad_input has the logits' (contiguous) offsets; grad_out for reduction none the logsumexp's */
+template <typename T>
+__global__ void ce_bwd(T *gi, Scalar<T> go0, const T *go, const T *x, Target tg, const T *lse, const T *w, int64_t ws, const T *total, Lay L,
+                       int red, int64_t ignore, int64_t *err)
+{
+    typedef typename nn_acc<T>::type C;
+    int64_t n = L.np * L.C;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t p = e / L.C, k = e - p * L.C, off[3];
+        pos_offsets(L, p, off);
+        int64_t c = tg.t ? tg.t[off[1]] : tg.host;
+        C scale = 0;
+        if (c != ignore) {
+            if (c < 0 || c >= L.C) {
+                if (k == 0) report(err, c);
+            } else {
+                double wt = w ? ld(w, c * ws) : 1.0, g = red == NONE ? (go ? ld(go, off[2]) : go0.host) : scalar(go0);
+                scale = (C)(red == MEAN ? wt * g / ld(total, 0) : wt * g);
+            }
+        }
+        int64_t i = off[0] + k * L.sc;
+        C pr = ex(to_acc<C>(x[i]) - to_acc<C>(lse[off[2]]));
+        gi[i] = from_acc<T>(scale * (pr - (k == c ? (C)1 : (C)0)));
     }
 }
 
@@ -218,18 +292,23 @@ nn_status check_common(const nn_kargs *a, nn_tensor *x, nn_tensor *w, nn_cuda_de
     return *d && *err ? NN_OK : nn_last_status();
 }
 
+/* nll_loss, or with fused the cross_entropy of logits */
 template <typename T>
-nn_status fwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, const Lay &L, const Target &tg)
+nn_status fwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, const Lay &L, const Target &tg, bool fused)
 {
     nn_tensor *x = a->in[0], *w = a->nin > 2 ? a->in[2] : NULL;
     int red = (int)a->i[0];
-    int64_t nb = (L.np + PER_BLOCK - 1) / PER_BLOCK;
+    int64_t per = fused ? CE_PER_BLOCK : PER_BLOCK, nb = (L.np + per - 1) / per;
     nb = nb < 1 ? 1 : nb > MAX_BLOCKS ? MAX_BLOCKS : nb;
     double *partial = NULL;
     if (nb > 1 && !(partial = (double *)nn_cuda_workspace(nn_cuda_index(a), (size_t)nb * 2 * sizeof(double)))) return nn_last_status();
     T *loss = (T *)nn_data(a->out[0]), *tw = a->out[1] ? (T *)nn_data(a->out[1]) : NULL;
-    nll_fwd<T><<<(unsigned)nb, THREADS, 0, d->current>>>(loss, tw, (const T *)nn_data(x), tg, w ? (const T *)nn_data(w) : NULL,
-                                                         w ? w->strides[0] : 0, L, red, a->i[1], partial, err);
+    const T *xp = (const T *)nn_data(x), *wp = w ? (const T *)nn_data(w) : NULL;
+    int64_t ws = w ? w->strides[0] : 0;
+    if (fused)
+        ce_fwd<T><<<(unsigned)nb, THREADS, 0, d->current>>>(loss, tw, (T *)nn_data(a->out[2]), xp, tg, wp, ws, L, red, a->i[1], partial, err);
+    else
+        nll_fwd<T><<<(unsigned)nb, THREADS, 0, d->current>>>(loss, tw, xp, tg, wp, ws, L, red, a->i[1], partial, err);
     NN_CHECK_LAUNCH();
     if (nb > 1) {
         nll_final<T><<<1, THREADS, 0, d->current>>>(loss, tw, partial, (int)nb, red);
@@ -238,19 +317,22 @@ nn_status fwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, const L
     return NN_OK;
 }
 
-nn_status nll_loss(const nn_kargs *a)
+/* nll_loss, or with fused cross_entropy (its out[2], the logsumexp, is the per-position tensor) */
+nn_status loss_forward(const nn_kargs *a, bool fused)
 {
     nn_tensor *x = a->in[0], *t = a->in[1], *w = a->nin > 2 ? a->in[2] : NULL;
     nn_cuda_device *d = NULL;
     int64_t *err = NULL;
+    const char *name = nn_op_name(a->op);
     if (check_common(a, x, w, &d, &err)) return nn_last_status();
-    if (on_host(x)) return nn_error(NN_ERR_DEVICE, "nll_loss: the input must be on the GPU");
-    if (a->out[0]->dtype != x->dtype || (a->out[1] && a->out[1]->dtype != x->dtype))
-        return nn_error(NN_ERR_DTYPE, "nll_loss: the outputs must have the input's dtype %s", nn_dtype_name(x->dtype));
-    Lay L = lay_of(x, t, a->i[0] == NONE ? a->out[0] : NULL);
+    if (on_host(x)) return nn_error(NN_ERR_DEVICE, "%s: the input must be on the GPU", name);
+    for (int k = 0; k < (fused ? 3 : 2); k++)
+        if (a->out[k] && a->out[k]->dtype != x->dtype)
+            return nn_error(NN_ERR_DTYPE, "%s: the outputs must have the input's dtype %s", name, nn_dtype_name(x->dtype));
+    Lay L = lay_of(x, t, fused ? a->out[2] : a->i[0] == NONE ? a->out[0] : NULL);
     Target tg;
     if (target_of(t, L.C, a->i[1], &tg)) return nn_last_status();
-    NN_DISPATCH_FLOATS(x->dtype, a, return fwd_launch<scalar_t>(a, d, err, L, tg));
+    NN_DISPATCH_FLOATS(x->dtype, a, return fwd_launch<scalar_t>(a, d, err, L, tg, fused));
     return NN_OK;
 }
 
@@ -306,7 +388,46 @@ nn_status nll_loss_backward(const nn_kargs *a)
     return st;
 }
 
+template <typename T>
+nn_status ce_bwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, const Lay &L, const Target &tg)
+{
+    nn_tensor *gi = a->out[0], *go = a->in[0], *w = a->nin > 5 ? a->in[5] : NULL;
+    Scalar<T> go0{NULL, 0};
+    const T *gop = NULL;
+    if (on_host(go)) go0.host = nn_load_f64(nn_data(go), go->dtype); /* a 0-dim CPU grad */
+    else if (a->i[0] == NONE) gop = (const T *)nn_data(go);
+    else go0.p = (const T *)nn_data(go);
+    ce_bwd<T><<<nn_cuda_blocks(L.np * L.C), 256, 0, d->current>>>((T *)nn_data(gi), go0, gop, (const T *)nn_data(a->in[1]), tg,
+                                                                    (const T *)nn_data(a->in[3]), w ? (const T *)nn_data(w) : NULL,
+                                                                    w ? w->strides[0] : 0, (const T *)nn_data(a->in[4]), L, (int)a->i[0], a->i[1], err);
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
+/* in0 grad_out (the logits' dtype; contiguous for reduction none), in1 logits, in2 target, in3 logsumexp,
+ * in4 total weight, in5 class weights; out grad_input, contiguous as the logits */
+nn_status cross_entropy_backward(const nn_kargs *a)
+{
+    nn_tensor *gi = a->out[0], *x = a->in[1], *t = a->in[2], *lse = a->in[3], *total = a->in[4], *w = a->nin > 5 ? a->in[5] : NULL;
+    nn_cuda_device *d = NULL;
+    int64_t *err = NULL;
+    if (check_common(a, gi, w, &d, &err)) return nn_last_status();
+    for (const nn_tensor *o : {x, lse, total})
+        if (o->dtype != gi->dtype || on_host(o))
+            return nn_error(NN_ERR_DTYPE, "cross_entropy_backward: the saved tensors must be %s tensors on the GPU", nn_dtype_name(gi->dtype));
+    if (!on_host(a->in[0]) && a->in[0]->dtype != gi->dtype)
+        return nn_error(NN_ERR_DTYPE, "cross_entropy_backward: grad_output must be %s", nn_dtype_name(gi->dtype));
+    Lay L = lay_of(x, t, lse);
+    Target tg;
+    if (target_of(t, L.C, a->i[1], &tg)) return nn_last_status();
+    if (L.np == 0 || L.C == 0) return NN_OK;
+    NN_DISPATCH_FLOATS(gi->dtype, a, return ce_bwd_launch<scalar_t>(a, d, err, L, tg));
+    return NN_OK;
+}
+
 } // namespace
 
-extern "C" nn_status nn_cuda_nll_loss(const nn_kargs *a) { return nll_loss(a); }
+extern "C" nn_status nn_cuda_nll_loss(const nn_kargs *a) { return loss_forward(a, false); }
+extern "C" nn_status nn_cuda_cross_entropy(const nn_kargs *a) { return loss_forward(a, true); }
+extern "C" nn_status nn_cuda_cross_entropy_backward(const nn_kargs *a) { return cross_entropy_backward(a); }
 extern "C" nn_status nn_cuda_nll_loss_backward(const nn_kargs *a) { return nll_loss_backward(a); }

@@ -11,8 +11,8 @@
  * frontend (the engine/ .c files); kernels only compute. */
 typedef struct nn_kargs {
     nn_op op;
-    nn_tensor *out[2];
-    nn_tensor *in[4];
+    nn_tensor *out[3];
+    nn_tensor *in[6];
     int nin;
     double f[8];   /* float parameters (see ops.def) */
     int64_t i[8];  /* integer parameters (see ops.def) */

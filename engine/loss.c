@@ -1,4 +1,5 @@
-/* nll_loss frontend (PyTorch's shape and dtype checks), its backward frontend and autograd node. */
+/* nll_loss and the fused cross_entropy: frontends (PyTorch's shape and dtype checks), backward
+ * frontends and autograd nodes. */
 #include <string.h>
 
 #include "autocast.h"
@@ -53,6 +54,32 @@ static nn_status check_args(int xnd, const int64_t *xs, nn_dtype xdt, const nn_t
     return NN_OK;
 }
 
+typedef nn_tensor *(*class_loss)(nn_tensor *, nn_tensor *, nn_tensor *, int, int64_t);
+
+/* What nll_loss and cross_entropy do first: under autocast, run again (self) on the cast
+ * inputs; then PyTorch's checks. True when *r is the answer (NULL: an error). */
+static bool prologue(nn_op op, class_loss self, nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index,
+                     nn_tensor **r)
+{
+    *r = NULL;
+    if (nn_autocast_on()) {
+        nn_tensor *in[3] = {x, target, weight}, *c[3];
+        if (nn_autocast_inputs(op, 3, in, c)) return true;
+        if (c[0] || c[2]) {
+            *r = self(c[0] ? c[0] : x, target, c[2] ? c[2] : weight, reduction, ignore_index);
+            nn_autocast_release(3, c);
+            return true;
+        }
+    }
+    if (check_args(x->ndim, x->shape, x->dtype, target, weight, reduction)) return true;
+    if (weight && nn_any_requires_grad(1, &weight)) {
+        nn_error(NN_ERR_RUNTIME, "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This input cannot "
+                                 "have requires_grad True.");
+        return true;
+    }
+    return false;
+}
+
 /* saved: 0 total weight, 1 target, 2 class weights (or empty) */
 static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
@@ -66,21 +93,8 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
 
 nn_tensor *nn_nll_loss(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index)
 {
-    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
-        nn_tensor *in[3] = {x, target, weight}, *c[3];
-        if (nn_autocast_inputs(NN_OP_nll_loss, 3, in, c)) return NULL;
-        if (c[0] || c[2]) {
-            nn_tensor *r = nn_nll_loss(c[0] ? c[0] : x, target, c[2] ? c[2] : weight, reduction, ignore_index);
-            nn_autocast_release(3, c);
-            return r;
-        }
-    }
-    if (check_args(x->ndim, x->shape, x->dtype, target, weight, reduction)) return NULL;
-    if (weight && nn_any_requires_grad(1, &weight)) {
-        nn_error(NN_ERR_RUNTIME, "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This input cannot "
-                                 "have requires_grad True.");
-        return NULL;
-    }
+    nn_tensor *r;
+    if (prologue(NN_OP_nll_loss, nn_nll_loss, x, target, weight, reduction, ignore_index, &r)) return r;
     nn_device dev = x->storage->device;
     nn_tensor *out = reduction == NN_REDUCTION_NONE ? nn_empty(target->ndim, target->shape, x->dtype, dev) : nn_empty(0, NULL, x->dtype, dev);
     nn_tensor *tw = nn_empty(0, NULL, x->dtype, dev);
@@ -124,4 +138,68 @@ nn_tensor *nn_nll_loss_backward(nn_tensor *grad_out, int ndim, const int64_t *sh
         gi = NULL;
     }
     return gi;
+}
+
+/* saved: 0 logits, 1 target, 2 logsumexp, 3 total weight, 4 class weights (or empty) */
+static nn_status cross_entropy_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
+{
+    nn_tensor *sv[5] = {NULL};
+    for (int k = 0; k < 5; k++)
+        if ((k < 4 || n->saved[k]) && !(sv[k] = nn_node_saved(n, k))) return nn_last_status();
+    nn_tensor *x = sv[0], *go = grad_out[0];
+    int red = (int)n->i[0];
+    if (red == NN_REDUCTION_NONE ? !same_shape(go->ndim, go->shape, sv[1]->ndim, sv[1]->shape) : nn_numel(go) != 1) {
+        char b1[160], b2[160];
+        return nn_error(NN_ERR_SHAPE, "cross_entropy backward: grad_output %s does not match the loss's shape %s",
+                        nn_shape_str(b1, go->ndim, go->shape), red == NN_REDUCTION_NONE ? nn_shape_str(b2, sv[1]->ndim, sv[1]->shape) : "[]");
+    }
+    /* the kernels read grad_out in the logits' dtype, and contiguous as the saved logsumexp */
+    nn_tensor *g = nn_to_dtype(go, x->dtype), *gc = g && red == NN_REDUCTION_NONE ? nn_contiguous(g) : nn_retain(g);
+    nn_tensor *gi = gc ? nn_empty(x->ndim, x->shape, x->dtype, x->storage->device) : NULL;
+    nn_kargs a = {.op = NN_OP_cross_entropy_backward, .out = {gi}, .in = {gc, x, sv[1], sv[2], sv[3], sv[4]}, .nin = sv[4] ? 6 : 5,
+                  .i = {red, n->i[1]}};
+    if (gi && nn_dispatch(&a)) {
+        nn_release(gi);
+        gi = NULL;
+    }
+    nn_release(g);
+    nn_release(gc);
+    grad_in[0] = gi;
+    return gi ? NN_OK : nn_last_status();
+}
+
+nn_tensor *nn_cross_entropy(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index)
+{
+    nn_tensor *r;
+    if (prologue(NN_OP_cross_entropy, nn_cross_entropy, x, target, weight, reduction, ignore_index, &r)) return r;
+    nn_device dev = x->storage->device;
+    nn_tensor *xc = nn_contiguous(x), *out = NULL, *tw = NULL, *lse = NULL;
+    if (!xc) return NULL;
+    out = reduction == NN_REDUCTION_NONE ? nn_empty(target->ndim, target->shape, x->dtype, dev) : nn_empty(0, NULL, x->dtype, dev);
+    tw = nn_empty(0, NULL, x->dtype, dev);
+    lse = nn_empty(target->ndim, target->shape, x->dtype, dev);
+    nn_kargs a = {.op = NN_OP_cross_entropy, .out = {out, tw, lse}, .in = {xc, target, weight}, .nin = weight ? 3 : 2,
+                  .i = {reduction, ignore_index}};
+    if (!out || !tw || !lse || nn_dispatch(&a)) goto fail;
+    if (nn_any_requires_grad(1, &x)) {
+        nn_node *n = nn_node_new(nn_op_backward_name(NN_OP_cross_entropy), cross_entropy_node, 1, &x);
+        if (!n) goto fail;
+        n->i[0] = reduction;
+        n->i[1] = ignore_index;
+        nn_tensor *sv[5] = {xc, target, lse, tw, weight};
+        for (int k = 0; k < 5; k++)
+            if (sv[k]) nn_node_save(n, k, sv[k]);
+        nn_node_set_output(n, out, 0);
+        nn_node_release(n);
+    }
+    nn_release(xc);
+    nn_release(tw);
+    nn_release(lse);
+    return out;
+fail:
+    nn_release(xc);
+    nn_release(out);
+    nn_release(tw);
+    nn_release(lse);
+    return NULL;
 }

@@ -31,6 +31,11 @@ nn_tensor *nn_nll_loss(nn_tensor *logp, nn_tensor *target, nn_tensor *weight, in
 nn_tensor *nn_nll_loss_backward(nn_tensor *grad_out, int ndim, const int64_t *shape, nn_tensor *target, nn_tensor *weight,
                                 nn_tensor *total_weight, int reduction, int64_t ignore_index);
 
+/* nll_loss(log_softmax(x, class dim), target, weight, reduction, ignore_index) in one kernel
+ * forward and one backward, with nll_loss's arguments, checks and errors. Autograd:
+ * NllLossBackward0 (gradient for x: weight[t] * (softmax(x) - onehot(t)), scaled as the loss). */
+nn_tensor *nn_cross_entropy(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index);
+
 /* ---- indexing (engine/index.c) ---- index: 1-D or 0-D, int64 or int32 */
 /* x's slices at the indices along dim; out-of-range indices are an error. Autograd: IndexSelectBackward0. */
 nn_tensor *nn_index_select(nn_tensor *x, int dim, nn_tensor *index);

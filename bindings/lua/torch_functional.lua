@@ -718,11 +718,13 @@ def("cross_entropy", function(...)
   if x:dim() == 0 then fail("cross_entropy", "Expected 1 or more dimensions (got 0)") end
   local class_dim = x:dim() == 1 and 0 or 1
   local C = x:size(class_dim)
+  local probabilities = same_size(x, t)
+  if not probabilities and eps == 0 then return torch._cross_entropy_loss(x, t, w, reduction, ignore) end
   local logp = x:log_softmax(class_dim)
   -- weight lined up with the class dim
   local wv = w and (x:dim() > 1 and w:reshape(channel_shape(x, w:numel())) or w)
 
-  if same_size(x, t) then -- class probabilities
+  if probabilities then -- class probabilities
     if not t:is_floating_point() then
       fail("cross_entropy", "Expected floating point type for target with class probabilities, got " .. scalar_name(t))
     end
@@ -741,7 +743,6 @@ def("cross_entropy", function(...)
   end
 
   local nll = torch.nll_loss(logp, t, w, reduction, ignore)
-  if eps == 0 then return nll end
   -- label smoothing: (1 - eps) * nll + eps / C * (the loss against the uniform distribution)
   local smooth = wv and -(logp * wv):sum(class_dim) or -logp:sum(class_dim)
   local ignored = t:eq(ignore)

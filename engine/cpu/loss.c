@@ -1,9 +1,10 @@
-/* CPU nll_loss and its backward.
+/* CPU nll_loss, the fused cross_entropy, and their backward.
  *
  * The input is [C] or [N, C, d1, ...]; a position is an index into every dim
  * but the class dim, and indexes the target (and, for reduction none, the loss
  * or grad_out) in the same order. One element per position is read or
  * written, so the generic load/store path costs little; sums are in double. */
+#include <math.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -126,6 +127,73 @@ nn_status nn_cpu_nll_loss_backward(const nn_kargs *a)
         double wt = w ? load_at(w, c * w->strides[0]) : 1.0;
         double g = red == NONE ? load_at(go, off[2]) : g0;
         store_at(gi, off[0] + c * L.sc, red == MEAN ? -wt * g / total : -wt * g);
+    } while (next_pos(&L, idx, off));
+    return NN_OK;
+}
+
+/* logsumexp over the classes of the position at off */
+static double class_logsumexp(const nn_tensor *x, const layout *L, int64_t off)
+{
+    double m = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < L->C; k++) {
+        double v = load_at(x, off + k * L->sc);
+        m = v > m ? v : m;
+    }
+    for (int64_t k = 0; k < L->C; k++) sum += exp(load_at(x, off + k * L->sc) - m);
+    return m + log(sum);
+}
+
+/* in0 logits (contiguous), in1 target, in2 weight (nin 3); out[0] loss, out[1] total weight,
+ * out[2] logsumexp per position. The loss and logsumexp tensors are new and contiguous in the
+ * target's shape, so they share the per-position offsets. */
+nn_status nn_cpu_cross_entropy(const nn_kargs *a)
+{
+    nn_tensor *x = a->in[0], *t = a->in[1], *w = a->nin > 2 ? a->in[2] : NULL, *out = a->out[0], *lse = a->out[2];
+    int red = (int)a->i[0];
+    if (!nn_dtype_is_float(x->dtype)) return nn_not_implemented(a, x->dtype);
+    layout L;
+    layout_init(&L, x, t, lse);
+    double sum = 0, wsum = 0;
+    int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c = -1;
+    if (positions(&L) > 0) do {
+            if (target_at(t, off[1], &L, a->i[1], &c)) return nn_last_status();
+            double l = class_logsumexp(x, &L, off[0]), v = 0, wt = 0;
+            store_at(lse, off[2], l);
+            if (c >= 0) {
+                wt = w ? load_at(w, c * w->strides[0]) : 1.0;
+                v = wt * (l - load_at(x, off[0] + c * L.sc));
+            }
+            if (red == NONE) store_at(out, off[2], v);
+            sum += v;
+            wsum += wt;
+        } while (next_pos(&L, idx, off));
+    if (red != NONE) store_at(out, 0, red == MEAN ? sum / wsum : sum);
+    store_at(a->out[1], 0, wsum);
+    return NN_OK;
+}
+
+/* in0 grad_out (contiguous for reduction none), in1 logits (contiguous), in2 target, in3 logsumexp,
+ * in4 total weight, in5 weight (nin 6); out[0] grad_input, contiguous as the logits:
+ * weight[t] * (softmax - onehot(t)), times grad_out (and / total weight for mean). */
+nn_status nn_cpu_cross_entropy_backward(const nn_kargs *a)
+{
+    nn_tensor *gi = a->out[0], *go = a->in[0], *x = a->in[1], *t = a->in[2], *lse = a->in[3], *w = a->nin > 5 ? a->in[5] : NULL;
+    int red = (int)a->i[0];
+    if (!nn_dtype_is_float(gi->dtype)) return nn_not_implemented(a, gi->dtype);
+    layout L;
+    layout_init(&L, x, t, lse);
+    int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c = -1;
+    if (positions(&L) == 0 || L.C == 0) return NN_OK;
+    double g0 = red == NONE ? 0 : load_at(go, 0), total = load_at(a->in[4], 0);
+    do {
+        if (target_at(t, off[1], &L, a->i[1], &c)) return nn_last_status();
+        double scale = 0, l = load_at(lse, off[2]);
+        if (c >= 0) {
+            double wt = w ? load_at(w, c * w->strides[0]) : 1.0, g = red == NONE ? load_at(go, off[2]) : g0;
+            scale = red == MEAN ? wt * g / total : wt * g;
+        }
+        for (int64_t k = 0; k < L.C; k++)
+            store_at(gi, off[0] + k * L.sc, scale * (exp(load_at(x, off[0] + k * L.sc) - l) - (k == c)));
     } while (next_pos(&L, idx, off));
     return NN_OK;
 }

@@ -246,7 +246,8 @@ static void test_errors(void)
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) nn_release(ts[i]);
 }
 
-/* cross-entropy: nll_loss(log_softmax(x, 1), t, w) against mean/sum of w[t] * (logsumexp(x) - x[t]) */
+/* cross-entropy, as nll_loss(log_softmax(x, 1), t, w) and fused (nn_cross_entropy), against
+ * mean/sum of w[t] * (logsumexp(x) - x[t]) */
 static void test_cross_entropy(void)
 {
     const struct {
@@ -256,7 +257,9 @@ static void test_cross_entropy(void)
     for (size_t si = 0; si < 3; si++)
         for (int kind = 0; kind < NKINDS; kind++)
             for (int wi = 0; wi < 2; wi++)
-                for (int red = 0; red < 3; red++) {
+                for (int v = 0; v < 6; v++) {
+                    int red = v % 3;
+                    bool fused = v >= 3;
                     int nd = cs[si].nd, tnd;
                     const int64_t *shape = cs[si].shape;
                     int64_t tshape[NN_MAX_DIMS], C = shape[1];
@@ -264,8 +267,8 @@ static void test_cross_entropy(void)
                     nn_tensor *x = make(nd, shape, NN_F32, kind, -30, 30); /* wide range: exercises the max shift */
                     nn_tensor *t = make_target(tnd, tshape, C, -100, false);
                     nn_tensor *w = wi ? make(1, &C, NN_F32, CONTIG, 0.5, 2) : NULL;
-                    nn_tensor *lp = nn_log_softmax(x, 1, NN_DTYPE_NONE);
-                    nn_tensor *l = nn_nll_loss(lp, t, w, red, -100);
+                    nn_tensor *lp = fused ? NULL : nn_log_softmax(x, 1, NN_DTYPE_NONE);
+                    nn_tensor *l = fused ? nn_cross_entropy(x, t, w, red, -100) : nn_nll_loss(lp, t, w, red, -100);
                     CHECK(l, "%s", nn_last_error());
                     double sum = 0, wsum = 0;
                     int64_t pos[NN_MAX_DIMS] = {0}, xi[NN_MAX_DIMS];
@@ -286,8 +289,8 @@ static void test_cross_entropy(void)
                     CHECK(bad == 0);
                     if (l && red != NN_REDUCTION_NONE) {
                         double want = red == NN_REDUCTION_MEAN ? sum / wsum : sum;
-                        CHECK(close_to(nn_get_f64(l, NULL), want, 1e-5), "cross_entropy shape %d reduction %d: %.9g, want %.9g", (int)si, red,
-                              nn_get_f64(l, NULL), want);
+                        CHECK(close_to(nn_get_f64(l, NULL), want, 1e-5), "cross_entropy (fused %d) shape %d reduction %d: %.9g, want %.9g", fused,
+                              (int)si, red, nn_get_f64(l, NULL), want);
                     }
                     nn_release(l), nn_release(lp), nn_release(x), nn_release(t), nn_release(w);
                 }
@@ -297,13 +300,14 @@ typedef struct {
     nn_tensor *target, *weight;
     int red;
     int64_t ignore;
-    bool log_softmax; /* cross-entropy: log_softmax over dim 1 first */
+    int ce; /* cross-entropy: 1 log_softmax over the class dim first, 2 fused (nn_cross_entropy) */
 } nll_ctx;
 
 static nn_tensor *nll_fn(nn_tensor *const *x, void *vc)
 {
     const nll_ctx *c = vc;
-    if (!c->log_softmax) return nn_nll_loss(x[0], c->target, c->weight, c->red, c->ignore);
+    if (!c->ce) return nn_nll_loss(x[0], c->target, c->weight, c->red, c->ignore);
+    if (c->ce == 2) return nn_cross_entropy(x[0], c->target, c->weight, c->red, c->ignore);
     nn_tensor *lp = nn_log_softmax(x[0], x[0]->ndim == 1 ? 0 : 1, NN_DTYPE_NONE);
     nn_tensor *l = lp ? nn_nll_loss(lp, c->target, c->weight, c->red, c->ignore) : NULL;
     nn_release(lp);
@@ -317,7 +321,7 @@ static void test_autograd(void)
             for (int wi = 0; wi < 2; wi++)
                 for (int ii = 0; ii < 2; ii++)
                     for (int red = 0; red < 3; red++)
-                        for (int ce = 0; ce < 2; ce++) {
+                        for (int ce = 0; ce < 3; ce++) {
                             int nd = shapes[si].nd, tnd;
                             const int64_t *shape = shapes[si].shape;
                             int64_t tshape[NN_MAX_DIMS], C = nd == 1 ? shape[0] : shape[1], ignore = ii ? 1 : -100;
@@ -326,7 +330,7 @@ static void test_autograd(void)
                             nn_requires_grad_(x, true);
                             nll_ctx c = {make_target(tnd, tshape, C, ignore, kind == NARROWED), wi ? make(1, &C, NN_F64, NARROWED, 0.1, 2) : NULL, red,
                                          ignore, ce};
-                            CHECK(gradcheck(ce ? "cross_entropy" : "nll_loss", nll_fn, &x, 1, &c, 1e-6, 1e-7, 1e-5),
+                            CHECK(gradcheck(ce == 2 ? "cross_entropy (fused)" : ce ? "cross_entropy" : "nll_loss", nll_fn, &x, 1, &c, 1e-6, 1e-7, 1e-5),
                                   "shape %d %s weight %d ignore %lld reduction %d", (int)si, kind_name[kind], wi, (long long)ignore, red);
                             nn_release(c.target), nn_release(c.weight), nn_release(x);
                         }

@@ -295,10 +295,18 @@ static pair make_logp(nn_dtype dt, int nd, const int64_t *s, int layout)
 
 static const char *const RED[] = {"none", "mean", "sum"};
 
-static void nll_case(nn_dtype dt, shape sh, int layout, bool weighted, int red, int64_t ignore, bool strided_target)
+/* nll_loss of log-probabilities, or the fused cross_entropy of logits: the same arguments */
+typedef nn_tensor *(*class_loss)(nn_tensor *, nn_tensor *, nn_tensor *, int, int64_t);
+static const struct {
+    const char *name;
+    class_loss f;
+} LOSSES[] = {{"nll_loss", nn_nll_loss}, {"cross_entropy", nn_cross_entropy}};
+
+static void nll_case(int fn, nn_dtype dt, shape sh, int layout, bool weighted, int red, int64_t ignore, bool strided_target)
 {
     char b[160];
-    if (!begin("nll_loss %s %s %s%s reduction %s ignore %lld%s", nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), LNAME[layout],
+    class_loss f = LOSSES[fn].f;
+    if (!begin("%s %s %s %s%s reduction %s ignore %lld%s", LOSSES[fn].name, nn_dtype_name(dt), nn_shape_str(b, sh.nd, sh.s), LNAME[layout],
                weighted ? " weighted" : "", RED[red], (long long)ignore, strided_target ? " strided target" : ""))
         return;
     pair x = make_logp(dt, sh.nd, sh.s, layout);
@@ -312,9 +320,9 @@ static void nll_case(nn_dtype dt, shape sh, int layout, bool weighted, int red, 
     }
     nn_requires_grad_(x.c, true);
     nn_requires_grad_(x.g, true);
-    nn_tensor *c = nn_nll_loss(x.c, t.c, w.c, red, ignore);
+    nn_tensor *c = f(x.c, t.c, w.c, red, ignore);
     if (!c) save_err();
-    nn_tensor *g = nn_nll_loss(x.g, t.g, w.g, red, ignore);
+    nn_tensor *g = f(x.g, t.g, w.g, red, ignore);
     /* sums of many terms: a little more room in the low-precision types */
     double scale = dt == NN_F32 && red ? 10 : 2;
     check_tol("loss", c, g, dt, scale);
@@ -330,22 +338,24 @@ static void nll_case(nn_dtype dt, shape sh, int layout, bool weighted, int red, 
     end();
 }
 
-static void test_nll_loss(void)
+static void class_loss_cases(int fn)
 {
+    class_loss f = LOSSES[fn].f;
+    const char *name = LOSSES[fn].name;
     const shape shapes[] = {{2, {64, 10}}, {1, {10}}, {4, {4, 5, 3, 7}}, {2, {100000, 7}}, {3, {8, 5, 2000}}, {2, {0, 5}}, {2, {1, 1}}};
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
         for (int j = 0; j < NFLOAT; j++)
             for (int red = 0; red < 3; red++)
                 for (int v = 0; v < 4; v++) {
                     int layout = v == 1 ? L_TRANS : v == 2 ? L_NARROW : L_CONTIG;
-                    nll_case(ALL[j], shapes[k], layout, v & 1, red, v == 3 ? 2 : -100, v == 2);
+                    nll_case(fn, ALL[j], shapes[k], layout, v & 1, red, v == 3 ? 2 : -100, v == 2);
                 }
     /* every target ignored: mean is nan */
-    if (begin("nll_loss every target ignored")) {
+    if (begin("%s every target ignored", name)) {
         int64_t s[2] = {6, 4};
         pair x = make(NN_F32, 2, s, L_CONTIG), t = make_target(2, s, -100, 1.0, false, 0);
         for (int red = 0; red < 3; red++) {
-            nn_tensor *c = nn_nll_loss(x.c, t.c, NULL, red, -100), *g = nn_nll_loss(x.g, t.g, NULL, red, -100);
+            nn_tensor *c = f(x.c, t.c, NULL, red, -100), *g = f(x.g, t.g, NULL, red, -100);
             check("loss", c, g, 0, 0);
             nn_release(c), nn_release(g);
         }
@@ -353,45 +363,51 @@ static void test_nll_loss(void)
         end();
     }
     /* a 0-dim target on the CPU with a [C] input on the GPU */
-    if (begin("nll_loss [C] input, 0-dim CPU target")) {
+    if (begin("%s [C] input, 0-dim CPU target", name)) {
         int64_t C = 12;
         pair x = make(NN_F32, 1, &C, L_CONTIG);
         nn_tensor *t = nn_empty(0, NULL, NN_I64, CPU);
         *(int64_t *)nn_data(t) = 5;
         for (int red = 0; red < 3; red++) {
-            nn_tensor *c = nn_nll_loss(x.c, t, NULL, red, -100), *g = nn_nll_loss(x.g, t, NULL, red, -100);
+            nn_tensor *c = f(x.c, t, NULL, red, -100), *g = f(x.g, t, NULL, red, -100);
             check("loss", c, g, 1e-6, 1e-6);
             nn_release(c), nn_release(g);
         }
         *(int64_t *)nn_data(t) = 12; /* out of range: an error now, as on the CPU */
-        nn_tensor *c = nn_nll_loss(x.c, t, NULL, 1, -100);
+        nn_tensor *c = f(x.c, t, NULL, 1, -100);
         save_err();
-        nn_tensor *g = nn_nll_loss(x.g, t, NULL, 1, -100);
+        nn_tensor *g = f(x.g, t, NULL, 1, -100);
         check("target 12", c, g, 0, 0);
         nn_release(t);
         pair_free(x);
         end();
     }
     /* a device target out of range: reported by the next call (an error at once on the CPU stand-in) */
-    if (begin("nll_loss target out of bounds on the GPU")) {
+    if (begin("%s target out of bounds on the GPU", name)) {
         int64_t s[2] = {50, 10};
         pair x = make(NN_F32, 2, s, L_CONTIG), t = make_target(2, s, -100, 0, false, 13), ok = make_target(2, s, -100, 0, false, 0);
-        nn_tensor *c = nn_nll_loss(x.c, t.c, NULL, 1, -100);
+        nn_tensor *c = f(x.c, t.c, NULL, 1, -100);
         if (c || !strstr(nn_last_error(), "Target 13 is out of bounds")) fail("cpu: %s", c ? "no error" : nn_last_error());
         nn_release(c);
-        nn_tensor *g = nn_nll_loss(x.g, t.g, NULL, 1, -100);
+        nn_tensor *g = f(x.g, t.g, NULL, 1, -100);
         if (g) {
             nn_release(g);
-            g = sync_reports_error() ? NULL : nn_nll_loss(x.g, ok.g, NULL, 1, -100);
+            g = sync_reports_error() ? NULL : f(x.g, ok.g, NULL, 1, -100);
         }
         if (g || !strstr(nn_last_error(), "Target 13 is out of bounds")) fail("cuda: %s", g ? "no error" : nn_last_error());
         nn_release(g);
-        g = nn_nll_loss(x.g, ok.g, NULL, 1, -100); /* reported once */
+        g = f(x.g, ok.g, NULL, 1, -100); /* reported once */
         if (!g) fail("after the error: %s", nn_last_error());
         nn_release(g);
         pair_free(x), pair_free(t), pair_free(ok);
         end();
     }
+}
+
+/* nll_loss and the fused cross_entropy (log_softmax + nll_loss in one kernel each way) */
+static void test_nll_loss(void)
+{
+    for (int fn = 0; fn < 2; fn++) class_loss_cases(fn);
 }
 
 /* ---- index_select / index_add_ / embedding ---- */
