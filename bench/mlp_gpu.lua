@@ -13,45 +13,12 @@ for i = 1, 8 do
   xs[i] = torch.rand(128, 1, 28, 28, {device = dev})
   ys[i] = torch.randint(0, 10, {128}, {device = dev})
 end
-local function step(i)
-  local k = i % 8 + 1
-  local loss = F.cross_entropy(model(xs[k]), ys[k])
+package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
+local timing = require "gpu_step_timing"
+timing.report("nnrepl mlp", function(x, y)
+  local loss = F.cross_entropy(model(x), y)
   opt:zero_grad()
   loss:backward()
   opt:step()
   return loss
-end
-for i = 1, 50 do step(i) end
-torch.cuda.synchronize()
-local function timed(fn)
-  local times = {}
-  for r = 1, reps do
-    local e0, e1 = torch.cuda.Event({enable_timing = true}), torch.cuda.Event({enable_timing = true})
-    e0:record()
-    for i = 1, steps do fn(i) end
-    e1:record()
-    e1:synchronize()
-    times[r] = e0:elapsed_time(e1) / steps
-  end
-  table.sort(times)
-  return times[(reps + 1) // 2], times[1]
-end
-print(string.format("nnrepl mlp step: median %.4f ms (min %.4f)", timed(step)))
-
-local sx, sy = xs[1]:clone(), ys[1]:clone()
-local g = torch.cuda.CUDAGraph()
-local static_loss = g:capture(function()
-  local loss = F.cross_entropy(model(sx), sy)
-  opt:zero_grad()
-  loss:backward()
-  opt:step()
-  return loss
-end)
-local function graph_step(i)
-  local k = i % 8 + 1
-  sx:copy_(xs[k]); sy:copy_(ys[k])
-  g:replay()
-end
-for i = 1, 50 do graph_step(i) end
-local med, min = timed(graph_step)
-print(string.format("nnrepl mlp graph step: median %.4f ms (min %.4f), last loss %.4f", med, min, static_loss:item()))
+end, xs, ys, steps, reps, 50)

@@ -70,6 +70,8 @@ ours=$(median "nnrepl cnn step" "$OUT/gpu_cnn_nnrepl.log")
 theirs=$(median "pytorch cnn step" "$OUT/gpu_cnn_torch.log")
 if [ -n "$ours" ] && [ -n "$theirs" ]; then
   echo "cnn step (doc 000, batch 32, SGD momentum): nnrepl $ours ms, pytorch $theirs ms, nnrepl/pytorch $(ratio "$ours" "$theirs") (goal <= 0.3x)"
+  graph=$(median "nnrepl cnn graph step" "$OUT/gpu_cnn_nnrepl.log")
+  [ -n "$graph" ] && echo "cnn step in a CUDA graph: nnrepl $graph ms, pytorch graph $(median "pytorch cnn graph step" "$OUT/gpu_cnn_torch.log") ms, nnrepl graph/pytorch eager $(ratio "$graph" "$theirs")"
 else
   echo "cnn step: no result:"; tail_of "$OUT/gpu_cnn_nnrepl.log"; tail_of "$OUT/gpu_cnn_torch.log"
 fi
