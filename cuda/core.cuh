@@ -46,6 +46,7 @@ struct nn_cuda_device {
     cublasHandle_t cublas;
     cublasLtHandle_t lt;
     cudnnHandle_t cudnn;
+    cudaStream_t cudnn_stream; /* the stream last set on cudnn (nn_cudnn_on) */
     void *workspace; /* for cuBLASLt and cuDNN, grown on demand */
     size_t workspace_size;
     int sm_count;
@@ -58,6 +59,13 @@ nn_cuda_device *nn_cuda_dev(int index);
 cudaStream_t nn_cuda_stream(int index);
 /* Make index the CUDA runtime's current device for this thread. */
 nn_status nn_cuda_set(int index);
+/* The device's cuDNN handle set to stream s: cudnnSetStream costs microseconds, so only when
+ * s differs from the last stream set (every user of the handle goes through here). */
+inline cudnnHandle_t nn_cudnn_on(nn_cuda_device *d, cudaStream_t s)
+{
+    if (d->cudnn_stream != s && cudnnSetStream(d->cudnn, s) == CUDNN_STATUS_SUCCESS) d->cudnn_stream = s;
+    return d->cudnn;
+}
 /* Scratch memory on the device's current stream, at least n bytes, valid until the next call. */
 void *nn_cuda_workspace(int index, size_t n);
 

@@ -1,10 +1,13 @@
 /* CUDA convolutions through cuDNN 9: conv2d (plus bias), conv2d_backward_input and
  * conv2d_backward_weight, i[0..6] = stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups.
  *
- * The legacy convolution API (deprecated in cuDNN 9, still shipped) with the algorithm
- * chosen once per problem and cached with its descriptors (plan_cache.cuh): cuDNN's heuristic
- * (cudnnGet*_v7) by default, or with nn_cudnn_benchmark set (torch.backends.cudnn.benchmark)
- * the fastest algorithm timed by cudnnFind*Ex on the first call.
+ * cuDNN's graph API: per problem, a one-operation graph whose execution plan is built once
+ * and cached (plan_cache.cuh); each call then costs one variant pack and one execute. (The
+ * legacy cudnnConvolution* calls rebuilt that state inside every call: 40-100 us of host
+ * time each, most of a small CNN's training step.) The plan is the first engine configuration
+ * of cuDNN's heuristic (mode A, then the fallback list) that builds and fits the workspace
+ * limit, or with nn_cudnn_benchmark set (torch.backends.cudnn.benchmark) the fastest of them
+ * timed on the first call's operands.
  *
  * Every problem names three 4-D operands: the image X [N,C,H,W] (conv2d's input, backward
  * input's result), the filter F [O,C/groups,kh,kw] and the output side Y [N,O,oh,ow]. They all
@@ -12,7 +15,8 @@
  * operand dense in that layout and 16-byte aligned is used in place; any other is copied into
  * the workspace first (an input) or computed there and copied out (the result).
  * Math: float16/bfloat16 on tensor cores with float accumulation; float32 may use TF32 when
- * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else FMA only; float64 in double. */
+ * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else only engines without the tensor-core
+ * note; float64 in double. */
 #include <limits.h>
 
 #include "kernels.cuh"
@@ -34,21 +38,24 @@ struct ConvKey {
     int64_t N, C, H, W, O, Cg, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
 };
 
+/* graph API descriptors: the operand tensors (uids 'x', 'w', 'y'), the convolution, the
+ * operation and its graph live as long as the plan that refers to them */
+enum { UID_X = 'x', UID_F = 'w', UID_Y = 'y', NDESC = 6 };
+
 struct ConvPlan {
-    cudnnTensorDescriptor_t x, y, b; /* b: the bias as (1, O, 1, 1) */
-    cudnnFilterDescriptor_t f;
-    cudnnConvolutionDescriptor_t conv;
-    int algo;
-    size_t ws;
+    cudnnBackendDescriptor_t desc[NDESC]; /* X, F, Y, convolution, operation, graph */
+    cudnnBackendDescriptor_t plan;
+    int64_t ws;
+    cudnnTensorDescriptor_t y, b; /* legacy descriptors for the bias add: Y, and the bias as (1, O, 1, 1) */
 };
 
 void destroy_plan(ConvPlan &p)
 {
-    if (p.x) cudnnDestroyTensorDescriptor(p.x);
+    if (p.plan) cudnnBackendDestroyDescriptor(p.plan);
+    for (int k = NDESC - 1; k >= 0; k--)
+        if (p.desc[k]) cudnnBackendDestroyDescriptor(p.desc[k]);
     if (p.y) cudnnDestroyTensorDescriptor(p.y);
     if (p.b) cudnnDestroyTensorDescriptor(p.b);
-    if (p.f) cudnnDestroyFilterDescriptor(p.f);
-    if (p.conv) cudnnDestroyConvolutionDescriptor(p.conv);
     p = ConvPlan{};
 }
 
@@ -109,88 +116,202 @@ struct Conv {
     int64_t N, C, H, W, O, Cg, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
 };
 
-/* The heuristic's or the timing's list -> the first algorithm that works and fits. */
-template <typename Perf>
-bool pick(const Perf *perf, int n, size_t limit, int *algo, cudnnMathType_t *math)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* the handle attributes: still how a plan learns its device */
+
+cudnnStatus_t set_attr(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t n, const void *v)
 {
-    for (int i = 0; i < n; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
-            *algo = (int)perf[i].algo;
-            *math = perf[i].mathType;
-            return true;
-        }
-    return false;
+    return cudnnBackendSetAttribute(d, name, type, n, v);
 }
 
-nn_status describe(const Conv &c, Layout L, bool tf32, ConvPlan *p)
+nn_status tensor_desc(cudnnBackendDescriptor_t *d, int64_t uid, cudnnDataType_t t, const int64_t *dims, Layout L)
 {
-    cudnnDataType_t t = cudnn_type(c.dt);
-    cudnnTensorFormat_t fmt = L == NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    NN_CHECK(cudnnCreateTensorDescriptor(&p->x));
-    NN_CHECK(cudnnCreateTensorDescriptor(&p->y));
-    NN_CHECK(cudnnCreateFilterDescriptor(&p->f));
-    NN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-    NN_CHECK(cudnnSetTensor4dDescriptor(p->x, fmt, t, (int)c.N, (int)c.C, (int)c.H, (int)c.W));
-    NN_CHECK(cudnnSetTensor4dDescriptor(p->y, fmt, t, (int)c.N, (int)c.O, (int)c.oh, (int)c.ow));
-    NN_CHECK(cudnnCreateTensorDescriptor(&p->b));
-    NN_CHECK(cudnnSetTensor4dDescriptor(p->b, CUDNN_TENSOR_NCHW, t, 1, (int)c.O, 1, 1));
-    NN_CHECK(cudnnSetFilter4dDescriptor(p->f, t, fmt, (int)c.O, (int)c.Cg, (int)c.kh, (int)c.kw));
-    NN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, (int)c.ph, (int)c.pw, (int)c.sh, (int)c.sw, (int)c.dh, (int)c.dw, CUDNN_CROSS_CORRELATION,
-                                             c.dt == NN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
-    NN_CHECK(cudnnSetConvolutionGroupCount(p->conv, (int)c.groups));
-    cudnnMathType_t math = c.dt == NN_F16 || c.dt == NN_BF16 ? CUDNN_TENSOR_OP_MATH : c.dt == NN_F32 && !tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
-    NN_CHECK(cudnnSetConvolutionMathType(p->conv, math));
+    int64_t st[4], align = 16;
+    packed_strides(dims, L, st);
+    NN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, d));
+    NN_CHECK(set_attr(*d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t));
+    NN_CHECK(set_attr(*d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
+    NN_CHECK(set_attr(*d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, st));
+    NN_CHECK(set_attr(*d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+    NN_CHECK(set_attr(*d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+    NN_CHECK(cudnnBackendFinalize(*d));
     return NN_OK;
 }
 
-/* Choose the algorithm: by heuristic, or (ws != NULL) by timing with the staged operands. */
-nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, void *ws, size_t wsize, bool *found)
+/* The problem as a finalized one-operation graph in p->desc. */
+nn_status describe(const Conv &c, Layout L, cudnnHandle_t h, ConvPlan *p)
 {
-    int algo = 0, n = 0;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    cudnnDataType_t t = cudnn_type(c.dt), comp = c.dt == NN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    const int64_t xd[4] = {c.N, c.C, c.H, c.W}, fd[4] = {c.O, c.Cg, c.kh, c.kw}, yd[4] = {c.N, c.O, c.oh, c.ow};
+    if (tensor_desc(&p->desc[0], UID_X, t, xd, L) || tensor_desc(&p->desc[1], UID_F, t, fd, L) || tensor_desc(&p->desc[2], UID_Y, t, yd, L))
+        return nn_last_status();
+    const int64_t pad[2] = {c.ph, c.pw}, stride[2] = {c.sh, c.sw}, dil[2] = {c.dh, c.dw}, two = 2;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    cudnnBackendDescriptor_t &cv = p->desc[3], &op = p->desc[4], &graph = p->desc[5];
+    NN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cv));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &two));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
+    NN_CHECK(set_attr(cv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
+    NN_CHECK(cudnnBackendFinalize(cv));
+    /* per kind: the operation type and its attributes for (alpha, beta, conv, X, W/DW, Y/DY) */
+    static const cudnnBackendDescriptorType_t types[3] = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                                          CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                                          CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR};
+    static const cudnnBackendAttributeName_t attrs[3][6] = {
+        {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y},
+        {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY},
+        {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY}};
+    const cudnnBackendAttributeName_t *at = attrs[c.kind];
+    NN_CHECK(cudnnBackendCreateDescriptor(types[c.kind], &op));
+    double one_d = 1, zero_d = 0;
+    float one_f = 1, zero_f = 0;
+    bool dbl = c.dt == NN_F64;
+    NN_CHECK(set_attr(op, at[0], dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT, 1, dbl ? (const void *)&one_d : (const void *)&one_f));
+    NN_CHECK(set_attr(op, at[1], dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT, 1, dbl ? (const void *)&zero_d : (const void *)&zero_f));
+    NN_CHECK(set_attr(op, at[2], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cv));
+    NN_CHECK(set_attr(op, at[3], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->desc[0]));
+    NN_CHECK(set_attr(op, at[4], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->desc[1]));
+    NN_CHECK(set_attr(op, at[5], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->desc[2]));
+    NN_CHECK(cudnnBackendFinalize(op));
+    NN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
+    NN_CHECK(set_attr(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
+    NN_CHECK(set_attr(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
+    NN_CHECK(cudnnBackendFinalize(graph));
+    if (c.kind == FWD && c.bias) {
+        cudnnTensorFormat_t fmt = L == NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+        NN_CHECK(cudnnCreateTensorDescriptor(&p->y));
+        NN_CHECK(cudnnSetTensor4dDescriptor(p->y, fmt, t, (int)c.N, (int)c.O, (int)c.oh, (int)c.ow));
+        NN_CHECK(cudnnCreateTensorDescriptor(&p->b));
+        NN_CHECK(cudnnSetTensor4dDescriptor(p->b, CUDNN_TENSOR_NCHW, t, 1, (int)c.O, 1, 1));
+    }
+    return NN_OK;
+}
+
+/* The execution plan of cfg, or NULL where cuDNN cannot build it (or TF32 is not allowed). */
+cudnnBackendDescriptor_t build_plan(cudnnBackendDescriptor_t cfg, cudnnHandle_t h, bool no_tensor_core)
+{
+    cudnnBackendDescriptor_t engine = NULL, plan = NULL;
+    if (no_tensor_core && cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == CUDNN_STATUS_SUCCESS) {
+        int64_t n = 0;
+        cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+        bool tc = false;
+        if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) == CUDNN_STATUS_SUCCESS &&
+            cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) ==
+                CUDNN_STATUS_SUCCESS)
+            for (int64_t k = 0; k < n; k++) tc = tc || notes[k] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
+        cudnnBackendDestroyDescriptor(engine);
+        if (tc) return NULL;
+    }
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) return NULL;
+    if (set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h) != CUDNN_STATUS_SUCCESS ||
+        set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS) {
+        cudnnBackendDestroyDescriptor(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+#pragma GCC diagnostic pop
+
+int64_t plan_workspace(cudnnBackendDescriptor_t plan)
+{
+    int64_t ws = 0, n = 0;
+    if (cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) != CUDNN_STATUS_SUCCESS) return -1;
+    return ws;
+}
+
+nn_status execute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, const Conv &c, void *ws)
+{
+    int64_t uids[3] = {UID_X, UID_F, UID_Y};
+    void *ptrs[3] = {c.X.p, c.F.p, c.Y.p};
+    cudnnBackendDescriptor_t pack;
+    NN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
+    cudnnStatus_t e = set_attr(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    if (!e) e = set_attr(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+    if (!e) e = set_attr(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    if (!e) e = cudnnBackendFinalize(pack);
+    if (!e) e = cudnnBackendExecute(h, plan, pack);
+    cudnnBackendDestroyDescriptor(pack);
+    NN_CHECK(e);
+    return NN_OK;
+}
+
+/* The engine configurations cuDNN proposes for the graph in heuristic mode m (caller destroys). */
+int heuristic_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t m, cudnnBackendDescriptor_t *cfgs, int max)
+{
+    cudnnBackendDescriptor_t heur;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != CUDNN_STATUS_SUCCESS) return 0;
+    int64_t n = 0;
+    int made = 0;
+    if (set_attr(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph) == CUDNN_STATUS_SUCCESS &&
+        set_attr(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &m) == CUDNN_STATUS_SUCCESS &&
+        cudnnBackendFinalize(heur) == CUDNN_STATUS_SUCCESS &&
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL) == CUDNN_STATUS_SUCCESS) {
+        n = n < max ? n : max;
+        while (made < n && cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) == CUDNN_STATUS_SUCCESS) made++;
+        int64_t got = 0;
+        if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &got, cfgs) != CUDNN_STATUS_SUCCESS)
+            got = 0;
+        for (int k = (int)got; k < made; k++) cudnnBackendDestroyDescriptor(cfgs[k]);
+        made = (int)got;
+    }
+    cudnnBackendDestroyDescriptor(heur);
+    return made;
+}
+
+/* Milliseconds of one run of plan on the staged operands (after one untimed run); -1 if it fails. */
+float time_plan(cudnnHandle_t h, cudnnBackendDescriptor_t plan, const Conv &c, void *ws, cudaStream_t s)
+{
+    cudaEvent_t e0, e1;
+    float ms = -1;
+    if (cudaEventCreate(&e0) != cudaSuccess) return -1;
+    if (cudaEventCreate(&e1) == cudaSuccess) {
+        if (!execute(h, plan, c, ws) && cudaEventRecord(e0, s) == cudaSuccess && !execute(h, plan, c, ws) && cudaEventRecord(e1, s) == cudaSuccess &&
+            cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+            ms = -1;
+        cudaEventDestroy(e1);
+    }
+    cudaEventDestroy(e0);
+    nn_clear_error();
+    cudaGetLastError();
+    return ms;
+}
+
+/* Choose the plan: the first that builds within limit bytes of workspace, or (ws != NULL: the
+ * operands are staged and ws has limit bytes) the fastest of them. */
+nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, void *ws, size_t limit, cudaStream_t s, bool *found)
+{
+    enum { MAX_CFGS = 64 };
+    cudnnBackendDescriptor_t cfgs[MAX_CFGS];
     *found = false;
-    size_t limit = ws ? wsize : kMaxWorkspace;
-    cudnnStatus_t e;
-    switch (c.kind) {
-    case FWD: {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        e = ws ? cudnnFindConvolutionForwardAlgorithmEx(h, p->x, c.X.p, p->f, c.F.p, p->conv, p->y, c.Y.p, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf,
-                                                        ws, wsize)
-               : cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->f, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
-        *found = e == CUDNN_STATUS_SUCCESS && pick(perf, n, limit, &algo, &math);
-        break;
-    }
-    case BWD_DATA: {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        e = ws ? cudnnFindConvolutionBackwardDataAlgorithmEx(h, p->f, c.F.p, p->y, c.Y.p, p->conv, p->x, c.X.p, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                             &n, perf, ws, wsize)
-               : cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->f, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
-        *found = e == CUDNN_STATUS_SUCCESS && pick(perf, n, limit, &algo, &math);
-        break;
-    }
-    default: {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        e = ws ? cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p->x, c.X.p, p->y, c.Y.p, p->conv, p->f, c.F.p,
-                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws, wsize)
-               : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->f, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf);
-        *found = e == CUDNN_STATUS_SUCCESS && pick(perf, n, limit, &algo, &math);
-        break;
-    }
-    }
-    /* NOT_SUPPORTED / BAD_PARAM: nothing for this layout (the caller may try NCHW) */
-    if (e != CUDNN_STATUS_SUCCESS && e != CUDNN_STATUS_NOT_SUPPORTED && e != CUDNN_STATUS_BAD_PARAM) NN_CHECK(e);
-    if (!*found) return NN_OK;
-    if (c.dt == NN_F32 && !tf32) math = CUDNN_FMA_MATH;
-    NN_CHECK(cudnnSetConvolutionMathType(p->conv, math));
-    p->algo = algo;
-    switch (c.kind) {
-    case FWD: NN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->f, p->conv, p->y, (cudnnConvolutionFwdAlgo_t)algo, &p->ws)); break;
-    case BWD_DATA:
-        NN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->f, p->y, p->conv, p->x, (cudnnConvolutionBwdDataAlgo_t)algo, &p->ws));
-        break;
-    default:
-        NN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->f, (cudnnConvolutionBwdFilterAlgo_t)algo, &p->ws));
-        break;
+    float best = 0;
+    bool no_tc = c.dt == NN_F32 && !tf32;
+    for (cudnnBackendHeurMode_t m : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+        int n = heuristic_configs(p->desc[5], m, cfgs, MAX_CFGS);
+        for (int k = 0; k < n; k++) {
+            bool done = *found && !ws;
+            cudnnBackendDescriptor_t plan = done ? NULL : build_plan(cfgs[k], h, no_tc);
+            int64_t need = plan ? plan_workspace(plan) : -1;
+            float ms = need >= 0 && (size_t)need <= limit && ws ? time_plan(h, plan, c, need ? ws : NULL, s) : 0;
+            if (need >= 0 && (size_t)need <= limit && ms >= 0 && (!*found || ms < best)) {
+                if (p->plan) cudnnBackendDestroyDescriptor(p->plan);
+                p->plan = plan, p->ws = need, best = ms, *found = true;
+            } else if (plan) {
+                cudnnBackendDestroyDescriptor(plan);
+            }
+            cudnnBackendDestroyDescriptor(cfgs[k]);
+        }
+        if (*found) break;
     }
     return NN_OK;
 }
@@ -278,7 +399,7 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
         if ((*out = conv_cache()->find(key))) return NN_OK;
         ConvPlan fresh{};
         bool found = false;
-        nn_status st = describe(c, *L, tf32, &fresh);
+        nn_status st = describe(c, *L, d->cudnn, &fresh);
         if (!st && bench) { /* time the algorithms on the real operands, with what workspace can be had */
             size_t find_ws = kFindWorkspace;
             for (;;) {
@@ -291,10 +412,10 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
             } else {
                 nn_clear_error();
                 *have = *ws ? staging + find_ws : 0;
-                if (!(st = stage_in(c, *L, *ws, s))) st = choose(c, d->cudnn, &fresh, tf32, *ws ? *ws + staging : NULL, find_ws, &found);
+                if (!(st = stage_in(c, *L, *ws, s))) st = choose(c, d->cudnn, &fresh, tf32, *ws ? *ws + staging : NULL, find_ws, s, &found);
             }
         } else if (!st) {
-            st = choose(c, d->cudnn, &fresh, tf32, NULL, 0, &found);
+            st = choose(c, d->cudnn, &fresh, tf32, NULL, kMaxWorkspace, s, &found);
         }
         if (st || !found) {
             destroy_plan(fresh);
@@ -327,37 +448,24 @@ nn_status run(Conv &c)
     for (const Operand *o : all)
         if (nn_numel(o->t) > INT_MAX)
             return nn_error(NN_ERR_ARG, "%s: tensors of more than %d elements are not supported on CUDA", op_name(c.kind), INT_MAX);
-    NN_CHECK(cudnnSetStream(d->cudnn, s));
+    if (nn_cudnn_on(d, s) && d->cudnn_stream != s) NN_CHECK(cudnnSetStream(d->cudnn, s)); /* reports the failure */
     Layout L = c.dt != NN_F64 && packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW) ? NHWC : NCHW;
     ConvPlan *plan;
     char *ws = NULL;
     size_t have = 0;
     nn_status st = get_plan(c, &L, d, s, &plan, &ws, &have);
     if (st) return st;
-    size_t staging = plan_staging(c, L), need = staging + plan->ws;
+    size_t staging = plan_staging(c, L), need = staging + (size_t)plan->ws;
     if (need > have || !ws) {
         if (need && !(ws = (char *)nn_cuda_workspace(c.dev, need))) return nn_last_status();
         if ((st = stage_in(c, L, ws, s))) return st;
     }
-    void *algo_ws = plan->ws ? ws + staging : NULL;
-    bool dbl = c.dt == NN_F64;
-    double one_d = 1, zero_d = 0;
-    float one_f = 1, zero_f = 0;
-    const void *one = dbl ? (const void *)&one_d : (const void *)&one_f, *zero = dbl ? (const void *)&zero_d : (const void *)&zero_f;
-    switch (c.kind) {
-    case FWD:
-        NN_CHECK(cudnnConvolutionForward(d->cudnn, one, plan->x, c.X.p, plan->f, c.F.p, plan->conv, (cudnnConvolutionFwdAlgo_t)plan->algo, algo_ws,
-                                         plan->ws, zero, plan->y, c.Y.p));
-        if (c.bias) NN_CHECK(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p));
-        break;
-    case BWD_DATA:
-        NN_CHECK(cudnnConvolutionBackwardData(d->cudnn, one, plan->f, c.F.p, plan->y, c.Y.p, plan->conv, (cudnnConvolutionBwdDataAlgo_t)plan->algo,
-                                              algo_ws, plan->ws, zero, plan->x, c.X.p));
-        break;
-    default:
-        NN_CHECK(cudnnConvolutionBackwardFilter(d->cudnn, one, plan->x, c.X.p, plan->y, c.Y.p, plan->conv,
-                                                (cudnnConvolutionBwdFilterAlgo_t)plan->algo, algo_ws, plan->ws, zero, plan->f, c.F.p));
-        break;
+    if ((st = execute(d->cudnn, plan->plan, c, plan->ws ? ws + staging : NULL))) return st;
+    if (c.kind == FWD && c.bias) {
+        float one_f = 1;
+        double one_d = 1;
+        const void *one = c.dt == NN_F64 ? (const void *)&one_d : (const void *)&one_f;
+        NN_CHECK(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p));
     }
     return stage_out(c, L, s);
 }
