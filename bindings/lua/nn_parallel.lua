@@ -234,9 +234,10 @@ local function place(rep, dev)
   end
 end
 
-local function refresh(rep)
+-- rep's tensors from the source's, or from another replica's (from)
+local function refresh(rep, from)
   local _ <close> = torch.no_grad()
-  for _, s in ipairs(rep.slots) do s[5]:copy_(s[4]) end
+  for k, s in ipairs(rep.slots) do s[5]:copy_(from and from.slots[k][5] or s[4]) end
 end
 
 -- An event recorded now on stream s (of device i).
@@ -247,19 +248,38 @@ local function mark(s, i)
   return e
 end
 
--- At the end of a backward pass through the gathered output: each replica's
--- parameter gradients are added into the source parameters' (on device_ids[0]).
--- Done once the whole pass is queued, so no GPU waits for another mid-backward.
-local function reduce_grads(replicas)
+-- Broadcast and reduction go over a binary tree of the devices (1 = device_ids[0], the
+-- source): in round r, devices 1..2^r each copy to (or add from) the device 2^r further on,
+-- so every GPU's links carry the parameters (or gradients) about once instead of device 1's
+-- carrying them once per replica. Copies run on their source device's stream (copy_ between
+-- GPUs orders itself with both streams), so the pairs of a round work at the same time.
+local function tree_rounds(n)
+  local steps, step = {}, 1
+  while step < n do steps[#steps + 1] = step; step = step * 2 end
+  return steps
+end
+
+-- At the end of a backward pass through the gathered output: each replica's parameter
+-- gradients are added up the tree into the source parameters' (on device_ids[0]). Done
+-- once the whole pass is queued, so no GPU waits for another mid-backward.
+local function reduce_grads(replicas, n)
   return function()
-    for _, rep in pairs(replicas) do
-      for _, s in ipairs(rep.slots) do
-        local c, src = s[5], s[4]
-        local g = s[2] == "_parameters" and c.grad
-        if g then
-          g = g:to(src.device)
-          if src.grad == nil then src.grad = g else src.grad:add_(g) end
-          c.grad = nil
+    local _ <close> = torch.no_grad()
+    local rounds = tree_rounds(n)
+    for r = #rounds, 1, -1 do
+      local step = rounds[r]
+      for i = 1, step do
+        local from = i + step <= n and replicas[i + step]
+        if from then
+          for k, s in ipairs(from.slots) do
+            local g = s[2] == "_parameters" and s[5].grad
+            if g then
+              local dst = i == 1 and s[4] or replicas[i].slots[k][5]
+              g = g:to(dst.device)
+              if dst.grad == nil then dst.grad = g else dst.grad:add_(g) end
+              s[5].grad = nil
+            end
+          end
         end
       end
     end
@@ -335,9 +355,13 @@ function DP:_refresh_replicas(n)
   side:wait_event(mark(torch.cuda.current_stream(src), src)) -- after whatever last changed the source
   local any = false
   do
-    local _ <close> = torch.cuda.stream(side)
-    for i = 2, n do
-      if self._replicas[i] then refresh(self._replicas[i]); any = true end
+    local _ <close> = torch.cuda.stream(side) -- the source's copies; a replica copies on its device's stream
+    for k in pairs(self._replicas) do n = math.max(n, k) end -- every replica kept, used in this call or not
+    for _, step in ipairs(tree_rounds(n)) do
+      for i = 1, step do
+        local to = self._replicas[i + step]
+        if to then refresh(to, i > 1 and self._replicas[i] or nil); any = true end
+      end
     end
   end
   return any and mark(side, src) or nil
@@ -392,7 +416,7 @@ function DP:forward(...)
   if copied then torch.cuda.current_stream(self.device_ids[1]):wait_event(copied) end
   local out = gather(outs, "cuda:" .. self.output_device, self.dim)
   if torch.is_grad_enabled() then
-    local reduce = reduce_grads(self._replicas)
+    local reduce = reduce_grads(self._replicas, #sizes)
     for _, t in ipairs(collect_tensors(out, {}, {})) do
       if t.grad_fn then torch._at_backward_end(t, reduce) end
     end

@@ -53,5 +53,10 @@ do -- evaluation without grad sees the latest parameters
   dp.module[0].weight:add_(1)
   net1[0].weight:add_(1)
   H.close(dp(xs[1]):cpu(), net1(xs[1]):cpu(), 1e-5, "no_grad forward after an in-place change")
+  -- a change seen by a 2-row batch (2 replicas used) reaches the replicas it did not use
+  dp.module[2].bias:add_(1)
+  net1[2].bias:add_(1)
+  H.close(dp(xs[2]:narrow(0, 0, 2)):cpu(), net1(xs[2]:narrow(0, 0, 2)):cpu(), 1e-5, "no_grad forward of 2 rows")
+  H.close(dp(xs[3]):cpu(), net1(xs[3]):cpu(), 1e-5, "then of a full batch on every replica")
 end
 H.report()
