@@ -15,6 +15,7 @@
  * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else FMA only; float64 in double. */
 #include <limits.h>
 
+#include "cudnn_common.cuh"
 #include "kernels.cuh"
 #include "plan_cache.cuh"
 #include "strided_copy.cuh"
@@ -52,21 +53,7 @@ void destroy_plan(ConvPlan &p)
     p = ConvPlan{};
 }
 
-nn_plan_cache<ConvKey, ConvPlan> *conv_cache()
-{
-    static nn_plan_cache<ConvKey, ConvPlan> *c = new nn_plan_cache<ConvKey, ConvPlan>(destroy_plan); /* lives to exit */
-    return c;
-}
-
-cudnnDataType_t cudnn_type(nn_dtype dt)
-{
-    switch (dt) {
-    case NN_F64: return CUDNN_DATA_DOUBLE;
-    case NN_F16: return CUDNN_DATA_HALF;
-    case NN_BF16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;
-    }
-}
+nn_plan_cache<ConvKey, ConvPlan> *conv_cache() { return nn_plan_cache_for<ConvKey, ConvPlan>(destroy_plan); }
 
 /* The dense strides of a 4-D shape in layout L (NHWC: dims stay N,C,H,W, memory N,H,W,C). */
 void packed_strides(const int64_t *s, Layout L, int64_t *st)
@@ -86,8 +73,6 @@ bool packed_as(const nn_tensor *t, Layout L)
         if (t->shape[d] > 1 && t->strides[d] != st[d]) return false;
     return true;
 }
-
-uintptr_t aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* One operand: the tensor, and where the library reads or writes it. */
 struct Operand {
@@ -124,7 +109,7 @@ bool pick(const Perf *perf, int n, size_t limit, int *algo, cudnnMathType_t *mat
 
 nn_status describe(const Conv &c, Layout L, bool tf32, ConvPlan *p)
 {
-    cudnnDataType_t t = cudnn_type(c.dt);
+    cudnnDataType_t t = nn_cudnn_type(c.dt);
     cudnnTensorFormat_t fmt = L == NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     NN_CHECK(cudnnCreateTensorDescriptor(&p->x));
     NN_CHECK(cudnnCreateTensorDescriptor(&p->y));
@@ -203,10 +188,10 @@ size_t plan_staging(Conv &c, Layout L)
     nn_staging::Carve cv;
     Operand *ops[3] = {&c.X, &c.F, &c.Y};
     for (Operand *o : ops) {
-        o->direct = packed_as(o->t, L) && aligned16(nn_data(o->t));
+        o->direct = packed_as(o->t, L) && nn_cudnn_aligned(nn_data(o->t));
         o->off = o->direct ? 0 : cv.take(operand_bytes(*o));
     }
-    c.bias_direct = !c.bias || (c.bias->strides[0] == 1 && aligned16(nn_data(c.bias)));
+    c.bias_direct = !c.bias || (c.bias->strides[0] == 1 && nn_cudnn_aligned(nn_data(c.bias)));
     c.bias_off = c.bias_direct ? 0 : cv.take((size_t)c.O * nn_dtype_size(c.dt));
     return cv.used;
 }
@@ -340,10 +325,7 @@ nn_status run(Conv &c)
         if ((st = stage_in(c, L, ws, s))) return st;
     }
     void *algo_ws = plan->ws ? ws + staging : NULL;
-    bool dbl = c.dt == NN_F64;
-    double one_d = 1, zero_d = 0;
-    float one_f = 1, zero_f = 0;
-    const void *one = dbl ? (const void *)&one_d : (const void *)&one_f, *zero = dbl ? (const void *)&zero_d : (const void *)&zero_f;
+    const void *one = nn_cudnn_one(c.dt), *zero = nn_cudnn_zero(c.dt);
     switch (c.kind) {
     case FWD:
         NN_CHECK(cudnnConvolutionForward(d->cudnn, one, plan->x, c.X.p, plan->f, c.F.p, plan->conv, (cudnnConvolutionFwdAlgo_t)plan->algo, algo_ws,
