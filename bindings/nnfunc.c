@@ -1,5 +1,5 @@
 /* Lua bindings of the engine's neural-network ops: torch.conv2d, the 2-D pools,
- * softmax / log_softmax, nll_loss, index_select / index_add_, embedding, erf,
+ * softmax / log_softmax, nll_loss, batch_norm, index_select / index_add_, embedding, erf,
  * log1p, masked_fill and linear. The functions take PyTorch's positional
  * arguments and a trailing keyword table with PyTorch's names, so
  * torch.nn.functional (bindings/lua/torch_functional.lua) uses several of them
@@ -365,6 +365,38 @@ static int f_nll_loss(lua_State *L) { return class_loss(L, nn_nll_loss); }
 /* cross-entropy with class-index targets, fused (F.cross_entropy calls it when label_smoothing is 0) */
 static int f_cross_entropy_loss(lua_State *L) { return class_loss(L, nn_cross_entropy); }
 
+/* ---- normalisation ---- */
+
+static double number_arg(lua_State *L, const fargs *a, int i, const char *name)
+{
+    int isnum;
+    lua_Number v = lua_tonumberx(L, i, &isnum);
+    if (!isnum || lua_type(L, i) != LUA_TNUMBER)
+        luaL_argerror(L, argno(a, i), lua_pushfstring(L, "'%s' must be a number, got %s", name, luaL_typename(L, i)));
+    return v;
+}
+
+/* batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled),
+ * ATen's order (F.batch_norm has its own); tensors may be nil, cudnn_enabled is accepted and ignored */
+static int f_batch_norm(lua_State *L)
+{
+    static const char *const keys[] = {"weight", "bias", "running_mean", "running_var", "training", "momentum", "eps", "cudnn_enabled", NULL};
+    fargs a = begin(L, keys);
+    no_more(L, &a, 9);
+    nn_tensor *x = lt_check(L, 1), *t[4];
+    for (int k = 0; k < 4; k++) {
+        int i = arg(L, &a, k + 2, keys[k]);
+        t[k] = i ? tensor_arg(L, &a, i, keys[k]) : NULL;
+    }
+    int i;
+    bool training = (i = arg(L, &a, 6, "training")) && bool_arg(L, &a, i, "training");
+    double momentum = (i = arg(L, &a, 7, "momentum")) ? number_arg(L, &a, i, "momentum") : 0.1;
+    double eps = (i = arg(L, &a, 8, "eps")) ? number_arg(L, &a, i, "eps") : 1e-5;
+    if ((i = arg(L, &a, 9, "cudnn_enabled"))) bool_arg(L, &a, i, "cudnn_enabled");
+    lt_push_or_fail(L, nn_batch_norm(x, t[2], t[3], t[0], t[1], training, momentum, eps), 1);
+    return 1;
+}
+
 /* linear(input, weight, bias=nil): input @ weight^T + bias, addmm for 2-D input */
 static int f_linear(lua_State *L)
 {
@@ -565,6 +597,7 @@ void lt_open_nnfunc(lua_State *L)
         {"embedding", f_embedding},
     };
     for (size_t k = 0; k < sizeof fns / sizeof *fns; k++) reg(L, torch, methods, fns[k].name, fns[k].f, 0, true, false);
+    reg(L, torch, methods, "batch_norm", f_batch_norm, 0, true, false);
     reg(L, torch, methods, "softmax", f_softmax, 0, true, true);
     reg(L, torch, methods, "log_softmax", f_softmax, 1, true, true);
     reg(L, torch, methods, "index_select", f_index_select, 0, true, true);

@@ -171,11 +171,7 @@ void destroy_plan(LtPlan &p)
     p = LtPlan{};
 }
 
-nn_plan_cache<LtKey, LtPlan> *lt_cache()
-{
-    static nn_plan_cache<LtKey, LtPlan> *c = new nn_plan_cache<LtKey, LtPlan>(destroy_plan); /* never freed: lives to exit */
-    return c;
-}
+nn_plan_cache<LtKey, LtPlan> *lt_cache() { return nn_plan_cache_for<LtKey, LtPlan>(destroy_plan); }
 
 cudaDataType_t cuda_type(nn_dtype dt)
 {

@@ -61,10 +61,12 @@ cudaStream_t nn_cuda_stream(int index);
 nn_status nn_cuda_set(int index);
 /* The device's cuDNN handle set to stream s: cudnnSetStream costs microseconds, so only when
  * s differs from the last stream set (every user of the handle goes through here). */
-inline cudnnHandle_t nn_cudnn_on(nn_cuda_device *d, cudaStream_t s)
+inline nn_status nn_cudnn_on(nn_cuda_device *d, cudaStream_t s)
 {
-    if (d->cudnn_stream != s && cudnnSetStream(d->cudnn, s) == CUDNN_STATUS_SUCCESS) d->cudnn_stream = s;
-    return d->cudnn;
+    if (d->cudnn_stream == s) return NN_OK;
+    NN_CHECK(cudnnSetStream(d->cudnn, s));
+    d->cudnn_stream = s;
+    return NN_OK;
 }
 /* Scratch memory on the device's current stream, at least n bytes, valid until the next call. */
 void *nn_cuda_workspace(int index, size_t n);

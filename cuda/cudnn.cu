@@ -19,6 +19,7 @@
  * note; float64 in double. */
 #include <limits.h>
 
+#include "cudnn_common.cuh"
 #include "kernels.cuh"
 #include "plan_cache.cuh"
 #include "strided_copy.cuh"
@@ -59,21 +60,7 @@ void destroy_plan(ConvPlan &p)
     p = ConvPlan{};
 }
 
-nn_plan_cache<ConvKey, ConvPlan> *conv_cache()
-{
-    static nn_plan_cache<ConvKey, ConvPlan> *c = new nn_plan_cache<ConvKey, ConvPlan>(destroy_plan); /* lives to exit */
-    return c;
-}
-
-cudnnDataType_t cudnn_type(nn_dtype dt)
-{
-    switch (dt) {
-    case NN_F64: return CUDNN_DATA_DOUBLE;
-    case NN_F16: return CUDNN_DATA_HALF;
-    case NN_BF16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;
-    }
-}
+nn_plan_cache<ConvKey, ConvPlan> *conv_cache() { return nn_plan_cache_for<ConvKey, ConvPlan>(destroy_plan); }
 
 /* The dense strides of a 4-D shape in layout L (NHWC: dims stay N,C,H,W, memory N,H,W,C). */
 void packed_strides(const int64_t *s, Layout L, int64_t *st)
@@ -93,8 +80,6 @@ bool packed_as(const nn_tensor *t, Layout L)
         if (t->shape[d] > 1 && t->strides[d] != st[d]) return false;
     return true;
 }
-
-uintptr_t aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* One operand: the tensor, and where the library reads or writes it. */
 struct Operand {
@@ -141,7 +126,7 @@ nn_status tensor_desc(cudnnBackendDescriptor_t *d, int64_t uid, cudnnDataType_t 
 /* The problem as a finalized one-operation graph in p->desc. */
 nn_status describe(const Conv &c, Layout L, cudnnHandle_t h, ConvPlan *p)
 {
-    cudnnDataType_t t = cudnn_type(c.dt), comp = c.dt == NN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    cudnnDataType_t t = nn_cudnn_type(c.dt), comp = c.dt == NN_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     const int64_t xd[4] = {c.N, c.C, c.H, c.W}, fd[4] = {c.O, c.Cg, c.kh, c.kw}, yd[4] = {c.N, c.O, c.oh, c.ow};
     if (tensor_desc(&p->desc[0], UID_X, t, xd, L) || tensor_desc(&p->desc[1], UID_F, t, fd, L) || tensor_desc(&p->desc[2], UID_Y, t, yd, L))
         return nn_last_status();
@@ -172,11 +157,9 @@ nn_status describe(const Conv &c, Layout L, cudnnHandle_t h, ConvPlan *p)
          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY}};
     const cudnnBackendAttributeName_t *at = attrs[c.kind];
     NN_CHECK(cudnnBackendCreateDescriptor(types[c.kind], &op));
-    double one_d = 1, zero_d = 0;
-    float one_f = 1, zero_f = 0;
-    bool dbl = c.dt == NN_F64;
-    NN_CHECK(set_attr(op, at[0], dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT, 1, dbl ? (const void *)&one_d : (const void *)&one_f));
-    NN_CHECK(set_attr(op, at[1], dbl ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT, 1, dbl ? (const void *)&zero_d : (const void *)&zero_f));
+    cudnnBackendAttributeType_t blend = c.dt == NN_F64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+    NN_CHECK(set_attr(op, at[0], blend, 1, nn_cudnn_one(c.dt)));
+    NN_CHECK(set_attr(op, at[1], blend, 1, nn_cudnn_zero(c.dt)));
     NN_CHECK(set_attr(op, at[2], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cv));
     NN_CHECK(set_attr(op, at[3], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->desc[0]));
     NN_CHECK(set_attr(op, at[4], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->desc[1]));
@@ -324,10 +307,10 @@ size_t plan_staging(Conv &c, Layout L)
     nn_staging::Carve cv;
     Operand *ops[3] = {&c.X, &c.F, &c.Y};
     for (Operand *o : ops) {
-        o->direct = packed_as(o->t, L) && aligned16(nn_data(o->t));
+        o->direct = packed_as(o->t, L) && nn_cudnn_aligned(nn_data(o->t));
         o->off = o->direct ? 0 : cv.take(operand_bytes(*o));
     }
-    c.bias_direct = !c.bias || (c.bias->strides[0] == 1 && aligned16(nn_data(c.bias)));
+    c.bias_direct = !c.bias || (c.bias->strides[0] == 1 && nn_cudnn_aligned(nn_data(c.bias)));
     c.bias_off = c.bias_direct ? 0 : cv.take((size_t)c.O * nn_dtype_size(c.dt));
     return cv.used;
 }
@@ -448,7 +431,7 @@ nn_status run(Conv &c)
     for (const Operand *o : all)
         if (nn_numel(o->t) > INT_MAX)
             return nn_error(NN_ERR_ARG, "%s: tensors of more than %d elements are not supported on CUDA", op_name(c.kind), INT_MAX);
-    if (nn_cudnn_on(d, s) && d->cudnn_stream != s) NN_CHECK(cudnnSetStream(d->cudnn, s)); /* reports the failure */
+    if (nn_cudnn_on(d, s)) return nn_last_status();
     Layout L = c.dt != NN_F64 && packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW) ? NHWC : NCHW;
     ConvPlan *plan;
     char *ws = NULL;
@@ -462,9 +445,7 @@ nn_status run(Conv &c)
     }
     if ((st = execute(d->cudnn, plan->plan, c, plan->ws ? ws + staging : NULL))) return st;
     if (c.kind == FWD && c.bias) {
-        float one_f = 1;
-        double one_d = 1;
-        const void *one = c.dt == NN_F64 ? (const void *)&one_d : (const void *)&one_f;
+        const void *one = nn_cudnn_one(c.dt);
         NN_CHECK(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p));
     }
     return stage_out(c, L, s);

@@ -67,3 +67,10 @@ class nn_plan_cache {
     bool used_[CAP] = {};
     int count_ = 0;
 };
+
+/* The process-wide cache of one plan type, made on first use; never freed (it lives to exit). */
+template <typename K, typename V> nn_plan_cache<K, V> *nn_plan_cache_for(void (*destroy)(V &))
+{
+    static nn_plan_cache<K, V> *c = new nn_plan_cache<K, V>(destroy);
+    return c;
+}

@@ -49,6 +49,7 @@ nn_status nn_dispatch(const nn_kargs *a)
     nn_device dev = a->out[0]->storage->device;
     char d1[16], d2[16];
     for (int i = 0; i < a->nin; i++) {
+        if (!a->in[i]) continue; /* an optional operand left out */
         nn_device di = a->in[i]->storage->device;
         /* 0-dim CPU tensors (Lua numbers) may join any device's op, as in PyTorch */
         if (!nn_device_eq(di, dev) && !(di.type == NN_CPU && a->in[i]->ndim == 0))

@@ -8,7 +8,8 @@
 #include "tensor.h"
 
 /* Everything a kernel needs: outputs and inputs are allocated and shaped by the
- * frontend (the engine/ .c files); kernels only compute. */
+ * frontend (the engine/ .c files); kernels only compute. An optional operand an op
+ * leaves out is NULL in its slot (ops.def says which may be). */
 typedef struct nn_kargs {
     nn_op op;
     nn_tensor *out[3];

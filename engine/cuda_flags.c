@@ -4,6 +4,8 @@
 bool nn_cuda_allow_tf32 = false;
 bool nn_cudnn_allow_tf32 = true;
 bool nn_cudnn_benchmark = false;
+bool nn_cudnn_batch_norm = true;
+long nn_cudnn_batch_norm_declined = 0;
 
 bool nn_cuda_get_matmul_allow_tf32(void) { return nn_cuda_allow_tf32; }
 void nn_cuda_set_matmul_allow_tf32(bool on) { nn_cuda_allow_tf32 = on; }

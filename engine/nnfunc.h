@@ -1,5 +1,6 @@
 /* Neural-network functions with autograd: softmax / log_softmax, nll_loss,
- * index_select / index_add_ and embedding (engine/softmax.c, loss.c, index.c).
+ * index_select / index_add_, embedding and batch_norm (engine/softmax.c, loss.c,
+ * index.c, batchnorm.c).
  * Same conventions as ops.h: new references or NULL with the error set; dims
  * may be negative. */
 #ifndef NN_NNFUNC_H
@@ -46,5 +47,24 @@ nn_status nn_index_add_(nn_tensor *self, int dim, nn_tensor *index, nn_tensor *s
  * padding_idx in [0, V) gets no gradient; -1: none (wrap PyTorch's negative padding_idx
  * before the call). Autograd: EmbeddingBackward0. */
 nn_tensor *nn_embedding(nn_tensor *weight, nn_tensor *indices, int64_t padding_idx);
+
+/* ---- batch_norm (engine/batchnorm.c) ----
+ * torch.nn.functional.batch_norm over dim 1 of x [N, C, *]. running_mean, running_var, weight
+ * and bias have C elements each, or are NULL. Training: normalised with the batch mean and biased
+ * variance over every dim but 1; running stats given are updated in place,
+ * running = (1 - momentum) * running + momentum * stat, the variance's with the unbiased batch
+ * variance. Eval: normalised with the running stats (both required). y = (x - mean) /
+ * sqrt(var + eps) * weight + bias, of x's dtype and layout (contiguous or channels-last); float16
+ * and bfloat16 inputs compute in float32, and their per-channel tensors may be float32.
+ * Autograd: NativeBatchNormBackward0 for x, weight and bias (not the running stats). */
+nn_tensor *nn_batch_norm(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var, nn_tensor *weight, nn_tensor *bias,
+                         bool training, double momentum, double eps);
+/* The gradients of batch_norm for x, weight and bias: each computed when its want[] flag is set,
+ * else left NULL. Training: mean and invstd are the batch's mean and 1/sqrt(biased var + eps) of
+ * the forward; eval: mean and var are the running stats (var is then the running variance, eps
+ * its epsilon), fixed, so grad_input = grad_out * weight / sqrt(var + eps). */
+nn_status nn_batch_norm_backward(nn_tensor *grad_out, nn_tensor *x, nn_tensor *weight, nn_tensor *mean, nn_tensor *var_or_invstd,
+                                 bool training, double eps, const bool want[3], nn_tensor **grad_input, nn_tensor **grad_weight,
+                                 nn_tensor **grad_bias);
 
 #endif

@@ -1,7 +1,7 @@
 -- torch.nn.functional (the global F): PyTorch's functional API. Functions take
 -- PyTorch's positional arguments and a trailing keyword table with PyTorch's
 -- names; an unknown keyword is an error naming it. The kernels with a C binding
--- (conv2d, pools, softmax, nll_loss, embedding, linear) are called as they are;
+-- (conv2d, pools, softmax, nll_loss, embedding, linear, batch_norm) are called as they are;
 -- the rest are composites of engine ops, so autograd flows through them.
 --
 -- Composites run protected (see `def`): an error inside one is raised again at
@@ -419,36 +419,16 @@ def("batch_norm", function(...)
       argerror("batch_norm", s:argno(r, p[1]), string.format("%s should contain %d elements not %d", p[1], C, p[2]:numel()))
     end
   end
-  local cs = channel_shape(x, C)
-  -- float16/bfloat16 input: computed in float32, the result in the input's dtype, as
-  -- PyTorch's kernels do (also under autocast, where batch_norm keeps its input's dtype)
-  local half = x.dtype == torch.float16 or x.dtype == torch.bfloat16
-  local in_dtype = x.dtype
-  if half then x = x:float() end
-  local y
   if training then
-    local n = x:numel() // math.max(C, 1)
-    if n == 1 then
+    if x:numel() // math.max(C, 1) == 1 then
       fail("batch_norm", "Expected more than 1 value per channel when training, got input size " .. tostring(x.shape))
     end
-    local dims = { 0 }
-    for d = 2, x:dim() - 1 do dims[#dims + 1] = d end
-    local mean = x:mean(dims, true)
-    local var = x:var(dims, { correction = 0, keepdim = true })
-    y = (x - mean) * (var + eps):rsqrt()
-    if rm or rv then
-      local _ <close> = torch.no_grad()
-      -- the running variance takes the unbiased batch variance
-      if rm then rm:mul_(1 - momentum):add_(mean:reshape(rm.shape) * momentum) end
-      if rv then rv:mul_(1 - momentum):add_(var:reshape(rv.shape) * (momentum * n / (n - 1))) end
-    end
-  else
-    if not rm or not rv then fail("batch_norm", "running_mean and running_var must be defined in evaluation mode") end
-    y = (x - rm:reshape(cs)) * (rv:reshape(cs) + eps):rsqrt()
+  elseif not rm or not rv then
+    fail("batch_norm", "running_mean and running_var must be defined in evaluation mode")
   end
-  if w then y = y * w:reshape(cs) end
-  if b then y = y + b:reshape(cs) end
-  return half and y:to(in_dtype) or y
+  -- one engine op (engine/batchnorm.c): float16/bfloat16 input computes in float32 and keeps
+  -- its dtype, as PyTorch's kernels do (also under autocast); running stats update in place
+  return torch.batch_norm(x, w, b, rm, rv, training, momentum, eps)
 end)
 
 local ln_sig = sig("layer_norm", { "input", "normalized_shape", "weight", "bias", "eps" })

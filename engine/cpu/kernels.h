@@ -14,6 +14,10 @@ nn_status nn_cpu_fill(const nn_kargs *a);    /* cpu/copy.c: fill, arange; random
 nn_status nn_cpu_random(const nn_kargs *a);  /* cpu/random.c: uniform, normal, randint */
 nn_status nn_cpu_copy(const nn_kargs *a);    /* cpu/copy.c */
 
+/* n elements of float dtype dt at p, byte stride s, to and from doubles (cpu/rows.c) */
+void nn_cpu_load_row(double *restrict b, const char *p, int64_t s, int64_t n, nn_dtype dt);
+void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, nn_dtype dt);
+
 /* Ops of kind NN each have a kernel nn_cpu_<name>. Declared weak: a kernel not yet
  * written is a NULL table entry, which nn_dispatch reports as not implemented. */
 #define NN_CPU_DECLARE_UNARY(name)

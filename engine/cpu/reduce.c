@@ -109,17 +109,6 @@ static bool odo_next(int n, int64_t *idx, const int64_t *shape, char **ptr, cons
 
 /* ---- loading a strided row into a buffer ---- */
 
-static void load_f(double *restrict buf, const char *p, int64_t s, int64_t n, nn_dtype dt)
-{
-    switch (dt) {
-    case NN_F32: for (int64_t i = 0; i < n; i++) buf[i] = *(const float *)(p + i * s); break;
-    case NN_F64: for (int64_t i = 0; i < n; i++) buf[i] = *(const double *)(p + i * s); break;
-    case NN_F16: for (int64_t i = 0; i < n; i++) buf[i] = nn_half_to_float(*(const uint16_t *)(p + i * s)); break;
-    case NN_BF16: for (int64_t i = 0; i < n; i++) buf[i] = nn_bf16_to_float(*(const uint16_t *)(p + i * s)); break;
-    default: for (int64_t i = 0; i < n; i++) buf[i] = nn_load_f64(p + i * s, dt); break;
-    }
-}
-
 static void load_i(int64_t *restrict buf, const char *p, int64_t s, int64_t n, nn_dtype dt)
 {
     switch (dt) {
@@ -259,7 +248,7 @@ static void fold_row(const rctx *c, void *acc, const char *p, int64_t s, int64_t
     double buf[CHUNK];
     for (int64_t i = 0; i < n; i += CHUNK) {
         int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        load_f(buf, p + i * s, s, m, c->dt);
+        nn_cpu_load_row(buf, p + i * s, s, m, c->dt);
         *a = fold_f(c, *a, buf, m);
     }
 }
@@ -352,7 +341,7 @@ static void vec_row(const rctx *c, void *acc, const char *p, int64_t s, int64_t 
     double buf[CHUNK];
     for (int64_t i = 0; i < n; i += CHUNK) {
         int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        load_f(buf, p + i * s, s, m, c->dt);
+        nn_cpu_load_row(buf, p + i * s, s, m, c->dt);
         vec_f(c, a + i, buf, m, c->centers ? c->centers + i : NULL);
     }
 }
@@ -507,7 +496,7 @@ static nn_status reduce_index(const nn_kargs *a)
             bool nan = false;
             for (int64_t i = 0; i < n && !nan; i += CHUNK) {
                 int64_t m = n - i < CHUNK ? n - i : CHUNK;
-                load_f(fb, ptr[0] + i * s, s, m, x->dtype);
+                nn_cpu_load_row(fb, ptr[0] + i * s, s, m, x->dtype);
                 for (int64_t j = 0; j < m; j++) {
                     double v = fb[j];
                     if (v != v) { best = i + j, nan = true; break; }

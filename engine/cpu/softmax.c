@@ -40,28 +40,6 @@ static void for_each_row(int nops, nn_tensor *const *t, int dim, row_fn fn, void
     }
 }
 
-static void load_row(double *restrict b, const char *p, int64_t s, int64_t n, nn_dtype dt)
-{
-    switch (dt) {
-    case NN_F32: for (int64_t i = 0; i < n; i++) b[i] = *(const float *)(p + i * s); break;
-    case NN_F64: for (int64_t i = 0; i < n; i++) b[i] = *(const double *)(p + i * s); break;
-    case NN_F16: for (int64_t i = 0; i < n; i++) b[i] = nn_half_to_float(*(const uint16_t *)(p + i * s)); break;
-    case NN_BF16: for (int64_t i = 0; i < n; i++) b[i] = nn_bf16_to_float(*(const uint16_t *)(p + i * s)); break;
-    default: for (int64_t i = 0; i < n; i++) b[i] = nn_load_f64(p + i * s, dt); break;
-    }
-}
-
-static void store_row(char *p, int64_t s, const double *restrict b, int64_t n, nn_dtype dt)
-{
-    switch (dt) {
-    case NN_F32: for (int64_t i = 0; i < n; i++) *(float *)(p + i * s) = (float)b[i]; break;
-    case NN_F64: for (int64_t i = 0; i < n; i++) *(double *)(p + i * s) = b[i]; break;
-    case NN_F16: for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = nn_float_to_half((float)b[i]); break;
-    case NN_BF16: for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * s) = nn_float_to_bf16((float)b[i]); break;
-    default: for (int64_t i = 0; i < n; i++) nn_store_f64(p + i * s, dt, b[i]); break;
-    }
-}
-
 /* Row max ignoring NaN (a NaN still makes the whole row NaN through the sum); blocks of 8 so -O2 vectorizes. */
 static float max_f32(const float *x, int64_t n)
 {
@@ -150,9 +128,9 @@ static void fwd_row(char *const *p, const int64_t *s, int64_t n, void *vc)
     } else if (c->fast == NN_F64 && unit_strides(2, s, NN_F64)) {
         fwd_f64((double *)p[0], (const double *)p[1], n, c->log_);
     } else {
-        load_row(c->buf, p[1], s[1], n, c->dt[1]);
+        nn_cpu_load_row(c->buf, p[1], s[1], n, c->dt[1]);
         fwd_f64(c->buf, c->buf, n, c->log_);
-        store_row(p[0], s[0], c->buf, n, c->dt[0]);
+        nn_cpu_store_row(p[0], s[0], c->buf, n, c->dt[0]);
     }
 }
 
@@ -193,10 +171,10 @@ static void bwd_row(char *const *p, const int64_t *s, int64_t n, void *vc)
         bwd_f64((double *)p[0], (const double *)p[1], (const double *)p[2], n, c->log_);
     } else {
         double *g = c->buf, *y = c->buf + n;
-        load_row(g, p[1], s[1], n, c->dt[1]);
-        load_row(y, p[2], s[2], n, c->dt[2]);
+        nn_cpu_load_row(g, p[1], s[1], n, c->dt[1]);
+        nn_cpu_load_row(y, p[2], s[2], n, c->dt[2]);
         bwd_f64(g, g, y, n, c->log_);
-        store_row(p[0], s[0], g, n, c->dt[0]);
+        nn_cpu_store_row(p[0], s[0], g, n, c->dt[0]);
     }
 }
 
