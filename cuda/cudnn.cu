@@ -439,16 +439,20 @@ nn_status run(Conv &c)
     nn_status st = get_plan(c, &L, d, s, &plan, &ws, &have);
     if (st) return st;
     size_t staging = plan_staging(c, L), need = staging + (size_t)plan->ws;
+    char *own = NULL; /* the call's own workspace, back to the allocator at its end (as PyTorch's): held
+                         between calls, the largest algorithm's workspace would add to every later peak */
     if (need > have || !ws) {
-        if (need && !(ws = (char *)nn_cuda_workspace(c.dev, need))) return nn_last_status();
-        if ((st = stage_in(c, L, ws, s))) return st;
+        if (need && !(ws = own = (char *)nn_cuda_alloc(c.dev, need))) return nn_last_status();
+        st = stage_in(c, L, ws, s);
     }
-    if ((st = execute(d->cudnn, plan->plan, c, plan->ws ? ws + staging : NULL))) return st;
-    if (c.kind == FWD && c.bias) {
+    if (!st) st = execute(d->cudnn, plan->plan, c, plan->ws ? ws + staging : NULL);
+    if (!st && c.kind == FWD && c.bias) {
         const void *one = nn_cudnn_one(c.dt);
-        NN_CHECK(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p));
+        st = nn_check(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p), "cudnnAddTensor", __FILE__, __LINE__);
     }
-    return stage_out(c, L, s);
+    if (!st) st = stage_out(c, L, s);
+    if (own) nn_cuda_free(c.dev, own);
+    return st;
 }
 
 nn_status setup(const nn_kargs *a, Kind kind, Conv *c)

@@ -22,8 +22,8 @@ extern bool nn_cudnn_allow_tf32;
  * instead of taking cuDNN's heuristic choice (default false) */
 extern bool nn_cudnn_benchmark;
 
-/* Batch norm on CUDA goes through cuDNN where cuDNN takes the problem, else through the backend's
- * own kernels; false: always the own kernels (the tests check both). Not a torch.backends switch:
+/* Batch norm on CUDA goes through cuDNN for float16/bfloat16 in NCHW (where it is the faster) when
+ * cuDNN takes the problem, else through the backend's own kernels; false: always the own kernels. Not a torch.backends switch:
  * PyTorch's cudnn.enabled also covers convolutions, which have no other kernels here. */
 extern bool nn_cudnn_batch_norm;
 /* How many batch norm problems (shape, dtype and kind of call) cuDNN declined as unsupported; the
