@@ -415,6 +415,21 @@ static bool push(node_list *l, nn_node *x)
     return true;
 }
 
+/* Of the nodes pushed from base on, the AccumulateGrad ones go to the top of the stack, in
+ * their order, so they run next: a leaf's gradient (and its hooks, DDP's bucket all-reduce
+ * among them) is done as soon as it is computed, not after the rest of the graph below it,
+ * as PyTorch's engine runs AccumulateGrad first. */
+static void leaves_on_top(node_list *l, int base)
+{
+    for (int i = base, top = l->n; i < top; i++) {
+        if (!l->v[i]->leaf) continue;
+        nn_node *leaf = l->v[i];
+        memmove(&l->v[i], &l->v[i + 1], (size_t)(l->n - i - 1) * sizeof *l->v);
+        l->v[l->n - 1] = leaf;
+        i--, top--;
+    }
+}
+
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
 {
     if (!root->requires_grad)
@@ -491,6 +506,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             release_saved(x);
             x->released = true;
         }
+        int base = ready.n; /* the nodes this one makes ready are pushed from here */
         for (int i = 0; i < x->nin; i++) {
             nn_edge *e = &x->next[i];
             if (!st && e->node && gin[i]) {
@@ -502,6 +518,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             nn_release(gin[i]);
             if (e->node && --e->node->deps == 0 && !st && !push(&ready, e->node)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
         }
+        leaves_on_top(&ready, base);
         if (gin != gin_small) free(gin);
     }
     for (int k = 0; k < all.n && !st; k++)
