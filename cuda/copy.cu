@@ -196,7 +196,7 @@ extern "C" nn_status nn_cuda_fill(const nn_kargs *a)
 {
     nn_tensor *out = a->out[0];
     nn_iter it;
-    nn_iter_init(&it, 1, &out);
+    nn_iter_init_logical(&it, 1, &out); /* random values follow the logical index, as on the CPU */
     int64_t n = iter_numel(it);
     if (!n) return NN_OK;
     FillArgs f{};

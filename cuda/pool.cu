@@ -5,7 +5,8 @@
  *   avg       [oy*sh - ph, +kh) cut at H + ph gives the pool size, then cut to the input;
  *             divisor_override, else the pool size (count_include_pad) or the count inside
  *   adaptive  rows floor(oy*H/oh) .. ceil((oy+1)*H/oh) - 1, columns alike
- * Inputs, grad_out and indices may have any strides; outputs are contiguous. One thread per
+ * Inputs, grad_out and indices may have any strides; outputs are contiguous, or channels-last
+ * dense (then a thread's linear index runs over n, y, x, c, so neighbours write neighbours). One thread per
  * output element forward. Backward gathers instead of scattering: one thread per grad_input
  * element visits the outputs whose window can contain it (for max, those whose index names it),
  * so no atomics, no zeroing, and the sums are deterministic. float16/bfloat16 add up in float,
@@ -84,15 +85,27 @@ template <typename I> __device__ __forceinline__ void unflat(I i, I C, I h, I w,
     *n = i / C;
 }
 
+/* the same for an output in memory order n, y, x, c (cl: channels-last) */
+template <typename I> __device__ __forceinline__ void unflat_as(bool cl, I i, I C, I h, I w, I *n, I *c, I *y, I *x)
+{
+    if (!cl) return unflat(i, C, h, w, n, c, y, x);
+    *c = i % C;
+    i /= C;
+    *x = i % w;
+    i /= w;
+    *y = i % h;
+    *n = i / h;
+}
+
 /* ---- max (also adaptive): values and indices ---- */
 
 template <typename T, typename I>
-__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Win<I> w, bool adaptive, I total)
+__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Win<I> w, bool adaptive, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, oy, ox, h0, h1, w0, w1, dh = 1, dw = 1;
-        unflat(i, x.C, oh, ow, &n, &c, &oy, &ox);
+        unflat_as(cl, i, x.C, oh, ow, &n, &c, &oy, &ox);
         if (adaptive) {
             h0 = adaptive_start(oy, x.H, oh), h1 = adaptive_end(oy, x.H, oh);
             w0 = adaptive_start(ox, x.W, ow), w1 = adaptive_end(ox, x.W, ow);
@@ -117,12 +130,13 @@ __global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
  * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). */
 template <typename T, typename I>
-__global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Win<I> w, bool adaptive, I total)
+__global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Win<I> w, bool adaptive, I total,
+                        bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, h, q;
-        unflat(i, x.C, x.H, x.W, &n, &c, &h, &q);
+        unflat_as(cl, i, x.C, x.H, x.W, &n, &c, &h, &q);
         I y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
         if (adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
@@ -172,12 +186,12 @@ __device__ __forceinline__ double avg_cell(const AvgArgs<I> &m, I H, I W, I oh, 
 }
 
 template <typename T, typename I>
-__global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, AvgArgs<I> m, I total)
+__global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, AvgArgs<I> m, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, oy, ox, h0, h1, w0, w1;
-        unflat(i, x.C, oh, ow, &n, &c, &oy, &ox);
+        unflat_as(cl, i, x.C, oh, ow, &n, &c, &oy, &ox);
         double div = avg_cell(m, x.H, x.W, oh, ow, oy, ox, &h0, &h1, &w0, &w1);
         if (h0 >= h1 || w0 >= w1) {
             out[i] = sta<T>((A)0);
@@ -192,12 +206,12 @@ __global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, AvgArgs<I
 }
 
 template <typename T, typename I>
-__global__ void avg_bwd(const T *go, PlanesI<I> g, T *gx, PlanesI<I> x, AvgArgs<I> m, I total)
+__global__ void avg_bwd(const T *go, PlanesI<I> g, T *gx, PlanesI<I> x, AvgArgs<I> m, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, h, q;
-        unflat(i, x.C, x.H, x.W, &n, &c, &h, &q);
+        unflat_as(cl, i, x.C, x.H, x.W, &n, &c, &h, &q);
         I y0, y1, x0, x1;
         if (m.adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
@@ -241,10 +255,22 @@ bool fits32(const Planes *ps, int n, const int64_t *params, int np)
     return true;
 }
 
+/* a 4-D output dense in channels-last order, not contiguous */
+bool out_cl(const nn_tensor *t)
+{
+    if (t->ndim != 4 || nn_is_contiguous(t)) return false;
+    const int64_t *s = t->shape, *st = t->strides;
+    return (s[1] == 1 || st[1] == 1) && (s[3] == 1 || st[3] == s[1]) && (s[2] == 1 || st[2] == s[1] * s[3]) &&
+           (s[0] == 1 || st[0] == s[1] * s[2] * s[3]);
+}
+
 nn_status check_io(const nn_kargs *a, int nout)
 {
     for (int k = 0; k < nout; k++)
-        if (!nn_is_contiguous(a->out[k])) return nn_error(NN_ERR_ARG, "%s: expects contiguous outputs", nn_op_name(a->op));
+        if (!nn_is_contiguous(a->out[k]) && !out_cl(a->out[k]))
+            return nn_error(NN_ERR_ARG, "%s: expects contiguous or channels-last outputs", nn_op_name(a->op));
+    if (nout == 2 && out_cl(a->out[0]) != out_cl(a->out[1]))
+        return nn_error(NN_ERR_ARG, "%s: values and indices must share a layout", nn_op_name(a->op));
     nn_dtype dt = a->out[0]->dtype;
     if (!nn_dtype_is_float(dt) || a->in[0]->dtype != dt) return nn_not_implemented(a, a->in[0]->dtype);
     int dev = nn_cuda_index(a);
@@ -262,7 +288,7 @@ nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow,
     NN_DISPATCH_FLOATS(y->dtype, a,
                        max_fwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x),
                                                                                      (scalar_t *)nn_data(y), ind, (I)oh, (I)ow, win_of<I>(a->i),
-                                                                                     adaptive, (I)total));
+                                                                                     adaptive, (I)total, out_cl(y)));
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -289,7 +315,7 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
     NN_DISPATCH_FLOATS(gx->dtype, a,
                        max_bwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind,
                                                                                      narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
-                                                                                     win_of<I>(a->i), adaptive, (I)total));
+                                                                                     win_of<I>(a->i), adaptive, (I)total, out_cl(gx)));
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -307,11 +333,11 @@ nn_status launch_avg(const nn_kargs *a, const Planes &x, const Planes &g, bool a
     if (!backward) {
         NN_DISPATCH_FLOATS(out->dtype, a,
                            avg_fwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(x), (scalar_t *)nn_data(out),
-                                                                        (I)g.H, (I)g.W, m, (I)total));
+                                                                        (I)g.H, (I)g.W, m, (I)total, out_cl(out)));
     } else {
         NN_DISPATCH_FLOATS(out->dtype, a,
                            avg_bwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(g), (scalar_t *)nn_data(out),
-                                                                        narrow_planes<I>(x), m, (I)total));
+                                                                        narrow_planes<I>(x), m, (I)total, out_cl(out)));
     }
     NN_CHECK_LAUNCH();
     return NN_OK;

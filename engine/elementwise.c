@@ -10,6 +10,7 @@
 #include "autocast.h"
 #include "backend.h"
 #include "grad.h"
+#include "memory_format.h"
 #include "ops.h"
 
 /* ---- type promotion ---- */
@@ -211,9 +212,25 @@ static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *ou
     }
 }
 
+/* An elementwise op's output of shape [nd, shape]: channels-last when the first of ins with
+ * that shape is (PyTorch keeps the inputs' memory format), else contiguous. */
+static nn_tensor *empty_result(int nd, const int64_t *shape, nn_dtype dt, nn_device dev, nn_tensor *const *ins, int nin)
+{
+    if (nd == 4 || nd == 5)
+        for (int k = 0; k < nin; k++) {
+            const nn_tensor *t = ins[k];
+            if (t->ndim != nd || memcmp(t->shape, shape, sizeof(int64_t) * nd)) continue;
+            nn_memory_format f = nn_suggest_memory_format(t);
+            int64_t st[NN_MAX_DIMS];
+            if (f != NN_CONTIGUOUS_FORMAT && !nn_format_strides("elementwise", nd, shape, f, st)) return nn_empty_strided(nd, shape, st, dt, dev);
+            break;
+        }
+    return nn_empty(nd, shape, dt, dev);
+}
+
 static nn_tensor *unary_out(nn_op op, nn_tensor *x, nn_dtype odt, const double *f, const int64_t *i)
 {
-    nn_tensor *out = nn_empty(x->ndim, x->shape, odt, x->storage->device);
+    nn_tensor *out = empty_result(x->ndim, x->shape, odt, x->storage->device, &x, 1);
     if (!out) return NULL;
     nn_kargs k = {.op = op, .out = {out}, .in = {x}, .nin = 1, .f = {f[0], f[1]}, .i = {i[0], i[1]}};
     if (nn_dispatch(&k) || (nn_any_requires_grad(1, &x) && nn_record_unary(op, x, out, f[0], f[1], i[0]))) {
@@ -400,7 +417,7 @@ static nn_tensor *binary_out(nn_op op, nn_tensor *a, nn_tensor *b, double alpha)
         shape = bshape;
     }
     nn_tensor *ins[2] = {a, b};
-    nn_tensor *out = nn_empty(nd, shape, odt, pick_device(ins, 2));
+    nn_tensor *out = empty_result(nd, shape, odt, pick_device(ins, 2), ins, 2);
     if (!out) return NULL;
     nn_kargs k = {.op = op, .out = {out}, .in = {a, b}, .nin = 2, .f = {alpha}, .i = {cdt}};
     if (nn_dispatch(&k) || (nn_any_requires_grad(2, ins) && nn_record_binary(op, a, b, out, alpha))) {
@@ -452,7 +469,7 @@ nn_tensor *nn_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b)
         return NULL;
     nn_dtype odt = nn_result_type(a, b);
     nn_tensor *ins[3] = {cond, a, b};
-    nn_tensor *out = nn_empty(n2, s2, odt, pick_device(ins, 3));
+    nn_tensor *out = empty_result(n2, s2, odt, pick_device(ins, 3), ins, 3);
     if (!out) return NULL;
     nn_kargs k = {.op = NN_OP_where, .out = {out}, .in = {cond, a, b}, .nin = 3, .i = {odt}};
     if (nn_dispatch(&k) || (nn_any_requires_grad(3, ins) && nn_record_where(cond, a, b, out))) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "memory_format.h"
 #include "backend.h"
 #include "conv.h"
 
@@ -81,6 +82,17 @@ static nn_status check_input(const char *fn, const nn_tensor *x)
     return NN_OK;
 }
 
+/* An empty tensor of shape [ndim, shape] in like's layout: channels-last when like is and on a GPU
+ * (the CUDA kernels write either layout; the CPU's write contiguous planes), else contiguous. */
+static nn_tensor *empty_as(const nn_tensor *like, int ndim, const int64_t *shape, nn_dtype dt)
+{
+    int64_t st[4];
+    if (ndim == 4 && like->storage->device.type == NN_CUDA && nn_suggest_memory_format(like) == NN_CHANNELS_LAST &&
+        !nn_format_strides("pool", 4, shape, NN_CHANNELS_LAST, st))
+        return nn_empty_strided(4, shape, st, dt, like->storage->device);
+    return nn_empty(ndim, shape, dt, like->storage->device);
+}
+
 /* An empty tensor shaped like x with the last two dims replaced by oh, ow. */
 static nn_tensor *empty_out(const nn_tensor *x, int64_t oh, int64_t ow, nn_dtype dt)
 {
@@ -88,7 +100,7 @@ static nn_tensor *empty_out(const nn_tensor *x, int64_t oh, int64_t ow, nn_dtype
     memcpy(shape, x->shape, sizeof(int64_t) * x->ndim);
     shape[x->ndim - 2] = oh;
     shape[x->ndim - 1] = ow;
-    return nn_empty(x->ndim, shape, dt, x->storage->device);
+    return empty_as(x, x->ndim, shape, dt);
 }
 
 /* Record a one-input node for out; saved (may be NULL) is kept for backward. */
@@ -115,7 +127,7 @@ static nn_tensor *run_backward(nn_op op, const nn_edge *e, nn_tensor *g, nn_tens
 {
     nn_tensor *gc = nn_to_dtype(g, e->dtype);
     if (!gc) return NULL;
-    nn_tensor *out = nn_empty(e->ndim, e->shape, e->dtype, gc->storage->device);
+    nn_tensor *out = empty_as(gc, e->ndim, e->shape, e->dtype);
     if (out) {
         nn_kargs a = {.op = op, .out = {out}, .in = {gc, indices}, .nin = indices ? 2 : 1};
         memcpy(a.i, i, sizeof a.i);

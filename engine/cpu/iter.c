@@ -2,7 +2,29 @@
 
 #include <string.h>
 
-void nn_iter_init(nn_iter *it, int nops, nn_tensor *const *ops)
+static void iter_init(nn_iter *it, int nops, nn_tensor *const *ops, bool memory_order);
+
+void nn_iter_init(nn_iter *it, int nops, nn_tensor *const *ops) { iter_init(it, nops, ops, true); }
+void nn_iter_init_logical(nn_iter *it, int nops, nn_tensor *const *ops) { iter_init(it, nops, ops, false); }
+
+/* Sort the dims by the output's stride, outermost first (stable: ties keep their order). */
+static void memory_order_dims(nn_iter *it, int nd)
+{
+    for (int d = 1; d < nd; d++) {
+        if (it->strides[0][d] <= it->strides[0][d - 1]) continue; /* already in order here */
+        int j = d;
+        int64_t sh = it->shape[j], st[NN_ITER_MAX_OPS];
+        for (int k = 0; k < it->nops; k++) st[k] = it->strides[k][j];
+        for (; j > 0 && it->strides[0][j - 1] < st[0]; j--) {
+            it->shape[j] = it->shape[j - 1];
+            for (int k = 0; k < it->nops; k++) it->strides[k][j] = it->strides[k][j - 1];
+        }
+        it->shape[j] = sh;
+        for (int k = 0; k < it->nops; k++) it->strides[k][j] = st[k];
+    }
+}
+
+static void iter_init(nn_iter *it, int nops, nn_tensor *const *ops, bool memory_order)
 {
     const nn_tensor *out = ops[0];
     memset(it, 0, sizeof *it);
@@ -26,6 +48,7 @@ void nn_iter_init(nn_iter *it, int nops, nn_tensor *const *ops)
         for (int k = 0; k < nops; k++) it->strides[k][n] = it->strides[k][d];
         n++;
     }
+    if (memory_order) memory_order_dims(it, n);
     int m = 0;
     for (int d = 0; d < n; d++) {
         if (m > 0) {

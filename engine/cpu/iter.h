@@ -17,8 +17,13 @@ typedef struct {
 } nn_iter;
 
 /* ops[0] is usually the output; every op must have the same shape as ops[0]
- * or a shape that broadcasts to it (it is expanded with stride 0). */
+ * or a shape that broadcasts to it (it is expanded with stride 0). The dims are
+ * visited in ops[0]'s memory order (outermost stride first), so a channels-last
+ * output and inputs coalesce like contiguous ones; for elementwise work, where
+ * the order of the positions does not matter. */
 void nn_iter_init(nn_iter *it, int nops, nn_tensor *const *ops);
+/* The same in the dims' logical order (a fill whose values depend on the order, as the RNG's). */
+void nn_iter_init_logical(nn_iter *it, int nops, nn_tensor *const *ops);
 
 /* One innermost row: n elements; ptr[k] advances by stride[k] bytes per element. */
 typedef void (*nn_iter_row)(char **ptr, const int64_t *stride, int64_t n, void *ctx);

@@ -144,10 +144,10 @@ nn_status nn_cpu_random(const nn_kargs *a)
         .op = a->op, .dt = out->dtype, .key = {(uint32_t)seed, (uint32_t)(seed >> 32)}, .counter = (uint64_t)a->i[2],
         .a = a->f[0], .b = a->f[1], .low = a->i[0], .range = (uint64_t)a->i[3] - (uint64_t)a->i[0],
     };
-    /* nn_iter keeps the dims in order (it only drops size-1 dims and merges contiguous ones), so its
-     * rows come in row-major logical order and the counter advances with the logical index */
+    /* nn_iter_init_logical keeps the dims in order (it only drops size-1 dims and merges contiguous
+     * ones), so its rows come in row-major logical order and the counter advances with the logical index */
     nn_iter it;
-    nn_iter_init(&it, 1, &out);
+    nn_iter_init_logical(&it, 1, &out);
     nn_iter_run(&it, a->op == NN_OP_uniform ? row_uniform : a->op == NN_OP_normal ? row_normal : row_randint, &c);
     return NN_OK;
 }
