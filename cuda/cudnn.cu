@@ -367,9 +367,8 @@ nn_status fill_result(const Conv &c, const nn_tensor *out, const nn_tensor *bias
 
 const char *op_name(Kind k) { return nn_op_name(k == FWD ? NN_OP_conv2d : k == BWD_DATA ? NN_OP_conv2d_backward_input : NN_OP_conv2d_backward_weight); }
 
-/* The plan for c in layout L (from the cache, or chosen now); *L may fall back to NCHW. On return
- * the operands are staged in *ws (of at least *have bytes). */
-nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPlan **out, char **ws, size_t *have)
+/* The plan for c in layout L (from the cache, or chosen now); *L may fall back to NCHW. */
+nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPlan **out)
 {
     bool tf32 = c.dt == NN_F32 && nn_cudnn_allow_tf32, bench = nn_cudnn_benchmark;
     for (;;) {
@@ -385,18 +384,19 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
         nn_status st = describe(c, *L, d->cudnn, &fresh);
         if (!st && bench) { /* time the algorithms on the real operands, with what workspace can be had */
             size_t find_ws = kFindWorkspace;
-            for (;;) {
-                *ws = staging + find_ws ? (char *)nn_cuda_workspace(c.dev, staging + find_ws) : NULL;
-                if (*ws || !find_ws) break;
+            char *tws;
+            for (;;) { /* from the allocator for the timing only, so it is not held afterwards */
+                tws = staging + find_ws ? (char *)nn_cuda_alloc(c.dev, staging + find_ws) : NULL;
+                if (tws || !find_ws) break;
                 find_ws /= 4;
             }
-            if (!*ws && staging) {
+            if (!tws && staging) {
                 st = nn_last_status();
             } else {
                 nn_clear_error();
-                *have = *ws ? staging + find_ws : 0;
-                if (!(st = stage_in(c, *L, *ws, s))) st = choose(c, d->cudnn, &fresh, tf32, *ws ? *ws + staging : NULL, find_ws, s, &found);
+                if (!(st = stage_in(c, *L, tws, s))) st = choose(c, d->cudnn, &fresh, tf32, tws ? tws + staging : NULL, find_ws, s, &found);
             }
+            if (tws) nn_cuda_free(c.dev, tws);
         } else if (!st) {
             st = choose(c, d->cudnn, &fresh, tf32, NULL, kMaxWorkspace, s, &found);
         }
@@ -405,7 +405,6 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
             if (*L == NHWC) { /* no NHWC algorithm for this problem: go through NCHW copies */
                 nn_clear_error();
                 *L = NCHW;
-                *have = 0;
                 continue;
             }
             if (st) return st;
@@ -434,24 +433,21 @@ nn_status run(Conv &c)
     if (nn_cudnn_on(d, s)) return nn_last_status();
     Layout L = c.dt != NN_F64 && packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW) ? NHWC : NCHW;
     ConvPlan *plan;
-    char *ws = NULL;
-    size_t have = 0;
-    nn_status st = get_plan(c, &L, d, s, &plan, &ws, &have);
+    nn_status st = get_plan(c, &L, d, s, &plan);
     if (st) return st;
+    /* the call's own workspace (staged operands, then the algorithm's), back to the allocator at its
+     * end as PyTorch's: held between calls, the largest algorithm's would add to every later peak */
     size_t staging = plan_staging(c, L), need = staging + (size_t)plan->ws;
-    char *own = NULL; /* the call's own workspace, back to the allocator at its end (as PyTorch's): held
-                         between calls, the largest algorithm's workspace would add to every later peak */
-    if (need > have || !ws) {
-        if (need && !(ws = own = (char *)nn_cuda_alloc(c.dev, need))) return nn_last_status();
-        st = stage_in(c, L, ws, s);
-    }
+    char *ws = need ? (char *)nn_cuda_alloc(c.dev, need) : NULL;
+    if (need && !ws) return nn_last_status();
+    st = stage_in(c, L, ws, s);
     if (!st) st = execute(d->cudnn, plan->plan, c, plan->ws ? ws + staging : NULL);
     if (!st && c.kind == FWD && c.bias) {
         const void *one = nn_cudnn_one(c.dt);
         st = nn_check(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p), "cudnnAddTensor", __FILE__, __LINE__);
     }
     if (!st) st = stage_out(c, L, s);
-    if (own) nn_cuda_free(c.dev, own);
+    if (ws) nn_cuda_free(c.dev, ws);
     return st;
 }
 

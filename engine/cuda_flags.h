@@ -18,8 +18,8 @@ extern "C" {
 extern bool nn_cuda_allow_tf32;
 /* torch.backends.cudnn.allow_tf32: float32 convolutions may use TF32 (default true) */
 extern bool nn_cudnn_allow_tf32;
-/* torch.backends.cudnn.benchmark: time the convolution algorithms once per shape (cudnnFind*)
- * instead of taking cuDNN's heuristic choice (default false) */
+/* torch.backends.cudnn.benchmark: time the convolution engine configurations cuDNN proposes, once
+ * per shape, instead of taking its heuristic's first (default false) */
 extern bool nn_cudnn_benchmark;
 
 /* Batch norm on CUDA goes through cuDNN for float16/bfloat16 in NCHW (where it is the faster) when
