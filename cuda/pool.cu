@@ -15,6 +15,10 @@
 
 #include "kernels.cuh"
 
+extern "C" {
+#include "memory_format.h"
+}
+
 namespace {
 
 struct Planes {
@@ -256,13 +260,7 @@ bool fits32(const Planes *ps, int n, const int64_t *params, int np)
 }
 
 /* a 4-D output dense in channels-last order, not contiguous */
-bool out_cl(const nn_tensor *t)
-{
-    if (t->ndim != 4 || nn_is_contiguous(t)) return false;
-    const int64_t *s = t->shape, *st = t->strides;
-    return (s[1] == 1 || st[1] == 1) && (s[3] == 1 || st[3] == s[1]) && (s[2] == 1 || st[2] == s[1] * s[3]) &&
-           (s[0] == 1 || st[0] == s[1] * s[2] * s[3]);
-}
+bool out_cl(const nn_tensor *t) { return t->ndim == 4 && !nn_is_contiguous(t) && nn_is_contiguous_as(t, NN_CHANNELS_LAST); }
 
 nn_status check_io(const nn_kargs *a, int nout)
 {

@@ -37,9 +37,7 @@ static nn_tensor *per_channel(nn_tensor *t, int64_t C, nn_dtype dt)
 /* A tensor of x's shape in the layout `like` has (contiguous or channels-last). */
 static nn_tensor *empty_as(const nn_tensor *like, nn_dtype dt)
 {
-    int64_t st[NN_MAX_DIMS];
-    if (nn_format_strides("batch_norm", like->ndim, like->shape, nn_suggest_memory_format(like), st)) return NULL;
-    return nn_empty_strided(like->ndim, like->shape, st, dt, like->storage->device);
+    return nn_empty_format(like->ndim, like->shape, nn_suggest_memory_format(like), dt, like->storage->device);
 }
 
 /* A [2, C] pair of per-channel vectors, each row starting 16-byte aligned (cuDNN takes the rows as

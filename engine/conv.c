@@ -136,9 +136,7 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
     bool unbatched = x->ndim == 3;
     nn_tensor *out;
     if (!unbatched && (nn_suggest_memory_format(x4) == NN_CHANNELS_LAST || nn_suggest_memory_format(weight) == NN_CHANNELS_LAST)) {
-        int64_t cl[4]; /* channels-last in, channels-last out (PyTorch's rule) */
-        nn_format_strides("conv2d", 4, shape, NN_CHANNELS_LAST, cl);
-        out = nn_empty_strided(4, shape, cl, x->dtype, x->storage->device);
+        out = nn_empty_format(4, shape, NN_CHANNELS_LAST, x->dtype, x->storage->device); /* channels-last in, out (PyTorch's rule) */
     } else {
         out = nn_empty(unbatched ? 3 : 4, unbatched ? shape + 1 : shape, x->dtype, x->storage->device);
     }

@@ -221,8 +221,7 @@ static nn_tensor *empty_result(int nd, const int64_t *shape, nn_dtype dt, nn_dev
             const nn_tensor *t = ins[k];
             if (t->ndim != nd || memcmp(t->shape, shape, sizeof(int64_t) * nd)) continue;
             nn_memory_format f = nn_suggest_memory_format(t);
-            int64_t st[NN_MAX_DIMS];
-            if (f != NN_CONTIGUOUS_FORMAT && !nn_format_strides("elementwise", nd, shape, f, st)) return nn_empty_strided(nd, shape, st, dt, dev);
+            if (f != NN_CONTIGUOUS_FORMAT) return nn_empty_format(nd, shape, f, dt, dev);
             break;
         }
     return nn_empty(nd, shape, dt, dev);

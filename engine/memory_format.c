@@ -63,6 +63,13 @@ bool nn_is_contiguous_as(const nn_tensor *t, nn_memory_format f)
     return true;
 }
 
+nn_tensor *nn_empty_format(int ndim, const int64_t *shape, nn_memory_format f, nn_dtype dt, nn_device dev)
+{
+    int64_t strides[NN_MAX_DIMS];
+    if (nn_format_strides("empty", ndim, shape, f, strides)) return NULL;
+    return nn_empty_strided(ndim, shape, strides, dt, dev);
+}
+
 nn_tensor *nn_contiguous_as(nn_tensor *t, nn_memory_format f)
 {
     int64_t strides[NN_MAX_DIMS];

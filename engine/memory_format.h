@@ -12,6 +12,8 @@ const char *nn_memory_format_name(nn_memory_format f); /* "torch.channels_last",
 /* The dense strides of shape in format f; error when channels_last is asked of a tensor that is
  * not 4-D (channels_last_3d: 5-D), or for preserve_format. fn names the caller in the message. */
 nn_status nn_format_strides(const char *fn, int ndim, const int64_t *shape, nn_memory_format f, int64_t *strides);
+/* An uninitialised tensor of shape [ndim, shape] laid out in format f (errors as nn_format_strides). */
+nn_tensor *nn_empty_format(int ndim, const int64_t *shape, nn_memory_format f, nn_dtype dt, nn_device dev);
 /* x.is_contiguous(memory_format=f): size-1 dims are ignored; false for a rank f does not fit. */
 bool nn_is_contiguous_as(const nn_tensor *t, nn_memory_format f);
 /* x.contiguous(memory_format=f): t itself (retained) when it already is, else a copy in that

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "autograd.h"
-#include "memory_format.h"
 #include "backend.h"
 #include "conv.h"
+#include "memory_format.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
  * out of the static engine library; this strong reference does (the CPU backend is always built). */
@@ -86,11 +86,8 @@ static nn_status check_input(const char *fn, const nn_tensor *x)
  * (the CUDA kernels write either layout; the CPU's write contiguous planes), else contiguous. */
 static nn_tensor *empty_as(const nn_tensor *like, int ndim, const int64_t *shape, nn_dtype dt)
 {
-    int64_t st[4];
-    if (ndim == 4 && like->storage->device.type == NN_CUDA && nn_suggest_memory_format(like) == NN_CHANNELS_LAST &&
-        !nn_format_strides("pool", 4, shape, NN_CHANNELS_LAST, st))
-        return nn_empty_strided(4, shape, st, dt, like->storage->device);
-    return nn_empty(ndim, shape, dt, like->storage->device);
+    bool cl = ndim == 4 && like->storage->device.type == NN_CUDA && nn_suggest_memory_format(like) == NN_CHANNELS_LAST;
+    return nn_empty_format(ndim, shape, cl ? NN_CHANNELS_LAST : NN_CONTIGUOUS_FORMAT, dt, like->storage->device);
 }
 
 /* An empty tensor shaped like x with the last two dims replaced by oh, ow. */
