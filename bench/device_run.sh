@@ -48,6 +48,9 @@ echo "== host cost of a + b on 4-element CUDA tensors"
 ours=$(timeout 60 "$nn" bench/host_overhead.lua 100000 5 cuda | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 theirs=$(timeout 60 python3 bench/host_overhead.py 100000 5 cuda | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 python3 -c "print(f'a+b host cost (cuda): nnrepl {$ours:.3f} us, pytorch {$theirs:.3f} us, ratio pytorch/nnrepl {$theirs/$ours:.2f}x')"
+ours=$(timeout 60 "$nn" bench/host_overhead.lua 100000 5 cuda 200 | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
+theirs=$(timeout 60 python3 bench/host_overhead.py 100000 5 cuda 200 | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
+python3 -c "print(f'a+b host cost (cuda, bursts of 200): nnrepl {$ours:.3f} us, pytorch {$theirs:.3f} us, ratio pytorch/nnrepl {$theirs/$ours:.2f}x')"
 fi
 
 if want amp; then

@@ -17,6 +17,9 @@
 #include <string.h>
 
 #include "kernels.cuh"
+extern "C" {
+#include "memory_format.h"
+}
 
 namespace {
 
@@ -115,23 +118,6 @@ __global__ void update_kernel(float *scale, int32_t *tracker, const float *found
     }
 }
 
-/* strides are a permutation of contiguous strides (size-1 dims ignored) */
-bool dense(const nn_tensor *t)
-{
-    int64_t expect = 1;
-    bool used[NN_MAX_DIMS] = {false};
-    for (int done = 0; done < t->ndim; done++) {
-        int best = -1;
-        for (int d = 0; d < t->ndim; d++)
-            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
-        used[best] = true;
-        if (t->shape[best] == 1) continue;
-        if (t->strides[best] != expect) return false;
-        expect *= t->shape[best];
-    }
-    return true;
-}
-
 nn_status copy(nn_tensor *dst, nn_tensor *src)
 {
     nn_kargs c{};
@@ -195,7 +181,7 @@ extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
         int64_t n = nn_numel(g);
         if (n == 0) continue;
         void *p = nn_data(g);
-        if (!dense(g)) {
+        if (!nn_is_dense(g)) {
             nn_tensor *c = nn_empty(g->ndim, g->shape, g->dtype, g->storage->device);
             if (!c) return nn_last_status();
             if (copy(c, g)) {

@@ -4,7 +4,7 @@
  * gives the same numbers on the GPU as on the CPU. */
 #include <math.h>
 
-#include "kernels.cuh"
+#include "ew.cuh"
 
 namespace {
 
@@ -67,6 +67,61 @@ __global__ void copy_same(W *dst, const W *src, int64_t n)
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) dst[i] = src[i];
 }
 
+/* float64 to float16/bfloat16 goes through float32, as the CPU backend (and PyTorch) converts */
+template <typename O, typename I> __device__ __forceinline__ O cast_one(I v)
+{
+    if constexpr (std::is_same<I, double>::value && sizeof(O) == 2) return nnk::st<O>((float)v);
+    else return nnk::st<O>(nnk::ld(v));
+}
+
+/* a dense cast between float dtypes, N elements per access (16 bytes of the wider side) */
+template <typename O, typename I, int N>
+__global__ void cast_dense(O *dst, const I *src, int64_t n)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t nv = n / N;
+    for (int64_t v = tid; v < nv; v += step) {
+        nnk::Vec<I, N> x = ((const nnk::Vec<I, N> *)src)[v];
+        nnk::Vec<O, N> y;
+#pragma unroll
+        for (int j = 0; j < N; j++) y.v[j] = cast_one<O>(x.v[j]);
+        ((nnk::Vec<O, N> *)dst)[v] = y;
+    }
+    for (int64_t i = nv * N + tid; i < n; i += step) dst[i] = cast_one<O>(src[i]);
+}
+
+template <typename O, typename I> void launch_cast(void *dst, const void *src, int64_t n, cudaStream_t s)
+{
+    constexpr int N = 16 / (sizeof(O) > sizeof(I) ? sizeof(O) : sizeof(I));
+    if (nnk::aligned16(dst) && nnk::aligned16(src))
+        cast_dense<O, I, N><<<nnk::blocks_for(n / N + 1), 256, 0, s>>>((O *)dst, (const I *)src, n);
+    else
+        cast_dense<O, I, 1><<<nnk::blocks_for(n), 256, 0, s>>>((O *)dst, (const I *)src, n);
+}
+
+/* Launches a dense cast between two different float dtypes; false if not such a pair. */
+template <typename O> bool cast_from(void *dst, const void *src, int dt_in, int64_t n, cudaStream_t s)
+{
+    switch (dt_in) {
+    case NN_F32: launch_cast<O, float>(dst, src, n, s); return true;
+    case NN_F64: launch_cast<O, double>(dst, src, n, s); return true;
+    case NN_F16: launch_cast<O, __half>(dst, src, n, s); return true;
+    case NN_BF16: launch_cast<O, __nv_bfloat16>(dst, src, n, s); return true;
+    default: return false;
+    }
+}
+
+bool cast_dense_floats(void *dst, int dt_out, const void *src, int dt_in, int64_t n, cudaStream_t s)
+{
+    switch (dt_out) {
+    case NN_F32: return cast_from<float>(dst, src, dt_in, n, s);
+    case NN_F64: return cast_from<double>(dst, src, dt_in, n, s);
+    case NN_F16: return cast_from<__half>(dst, src, dt_in, n, s);
+    case NN_BF16: return cast_from<__nv_bfloat16>(dst, src, dt_in, n, s);
+    default: return false;
+    }
+}
+
 __global__ void copy_strided(char *dst, const char *src, int64_t n, nn_cuda_offsets o, int dt_out, int dt_in, int es)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -111,6 +166,11 @@ extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
     bool same = ops[0]->dtype == ops[1]->dtype;
     if (same && it.ndim == 1 && it.strides[0][0] == es && it.strides[1][0] == es && a->in[0]->storage->device.index == dev) {
         NN_CHECK(cudaMemcpyAsync(it.data[0], it.data[1], (size_t)n * es, cudaMemcpyDeviceToDevice, s));
+        return NN_OK;
+    }
+    if (!same && nnk::iter_dense(it, 0) && nnk::iter_dense(it, 1) && a->in[0]->storage->device.index == dev &&
+        cast_dense_floats(it.data[0], ops[0]->dtype, it.data[1], ops[1]->dtype, n, s)) {
+        NN_CHECK_LAUNCH();
         return NN_OK;
     }
     copy_strided<<<nn_cuda_blocks(n), 256, 0, s>>>(it.data[0], it.data[1], n, nn_cuda_offsets_of(it), ops[0]->dtype, ops[1]->dtype, es);

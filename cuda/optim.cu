@@ -19,6 +19,9 @@
 #include <string.h>
 
 #include "kernels.cuh"
+extern "C" {
+#include "memory_format.h"
+}
 
 namespace {
 
@@ -241,23 +244,6 @@ __global__ void count_steps(const __grid_constant__ Table t)
 
 /* ---- host side ---- */
 
-/* Strides are a permutation of contiguous strides (size-1 dims ignored). */
-bool dense(const nn_tensor *t)
-{
-    int64_t expect = 1;
-    bool used[NN_MAX_DIMS] = {false};
-    for (int done = 0; done < t->ndim; done++) {
-        int best = -1;
-        for (int d = 0; d < t->ndim; d++)
-            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
-        used[best] = true;
-        if (t->shape[best] == 1) continue;
-        if (t->strides[best] != expect) return false;
-        expect *= t->shape[best];
-    }
-    return true;
-}
-
 bool same_strides(const nn_tensor *a, const nn_tensor *b)
 {
     for (int d = 0; d < a->ndim; d++)
@@ -377,7 +363,7 @@ nn_status optim_step(const nn_kargs *a)
         e.n = n;
         e.dt = p->dtype;
         e.fresh = fresh;
-        bool fast = dense(p) && same_strides(p, g);
+        bool fast = nn_is_dense(p) && same_strides(p, g);
         for (int r = 0; r < nst && fast; r++) fast = !st[r] || same_strides(p, st[r]);
         if (fast) {
             e.p = nn_data(p);

@@ -39,13 +39,46 @@ Planes planes_of(const nn_tensor *t)
                   t->strides[b + 2]};
 }
 
+/* n / d for n >= 0. The int32 path divides by a multiply-high and a shift (Granlund and
+ * Montgomery), valid for n < 2^31: a hardware division costs some twenty instructions, and
+ * the backward kernels, one thread per input element, were bound by them. */
+template <typename I> struct Div {
+    I d;
+    static Div of(I d) { return Div{d > 0 ? d : 1}; }
+    __device__ __forceinline__ I operator()(I n) const { return n / d; }
+};
+template <> struct Div<int32_t> {
+    int32_t d;
+    uint32_t m, s;
+    static Div of(int32_t d)
+    {
+        if (d < 1) d = 1;
+        uint32_t s = 0;
+        while ((1ull << s) < (uint64_t)d) s++;
+        return Div{d, (uint32_t)(((1ull << 32) * ((1ull << s) - (uint64_t)d)) / (uint64_t)d + 1), s};
+    }
+    __device__ __forceinline__ int32_t operator()(int32_t n) const
+    {
+        uint32_t t = __umulhi((uint32_t)n, m);
+        return (int32_t)((t + (uint32_t)n) >> s);
+    }
+};
+
+/* the divisors that take a flat index apart: C channels of h x w planes */
+template <typename I> struct Flat {
+    Div<I> C, h, w;
+};
+template <typename I> Flat<I> flat_of(int64_t C, int64_t h, int64_t w) { return Flat<I>{Div<I>::of((I)C), Div<I>::of((I)h), Div<I>::of((I)w)}; }
+
 template <typename I> struct Win {
     I kh, kw, sh, sw, ph, pw, dh, dw;
+    Div<I> by_sh, by_sw;
 };
 
 template <typename I> Win<I> win_of(const int64_t *i)
 {
-    return Win<I>{(I)i[0], (I)i[1], (I)i[2], (I)i[3], (I)i[4], (I)i[5], (I)(i[6] > 0 ? i[6] : 1), (I)(i[7] > 0 ? i[7] : 1)};
+    return Win<I>{(I)i[0], (I)i[1], (I)i[2], (I)i[3], (I)i[4], (I)i[5], (I)(i[6] > 0 ? i[6] : 1), (I)(i[7] > 0 ? i[7] : 1),
+                  Div<I>::of((I)i[2]), Div<I>::of((I)i[3])};
 }
 
 template <typename T> __device__ __forceinline__ typename nn_acc<T>::type lda(T v) { return (typename nn_acc<T>::type)v; }
@@ -78,38 +111,38 @@ template <typename I> __device__ __forceinline__ void avg_window(I o, I k, I s, 
     *start = b, *end = e;
 }
 
-/* (n, c, y, x) of a flat index over N*C planes of h x w */
-template <typename I> __device__ __forceinline__ void unflat(I i, I C, I h, I w, I *n, I *c, I *y, I *x)
+/* i = q * d + r */
+template <typename I> __device__ __forceinline__ I divmod(I i, const Div<I> &d, I *r)
 {
-    *x = i % w;
-    i /= w;
-    *y = i % h;
-    i /= h;
-    *c = i % C;
-    *n = i / C;
+    I q = d(i);
+    *r = i - q * d.d;
+    return q;
 }
 
-/* the same for an output in memory order n, y, x, c (cl: channels-last) */
-template <typename I> __device__ __forceinline__ void unflat_as(bool cl, I i, I C, I h, I w, I *n, I *c, I *y, I *x)
+/* (n, c, y, x) of a flat index over N*C planes of h x w, in memory order n, c, y, x or, when cl
+ * (channels-last), n, y, x, c */
+template <typename I> __device__ __forceinline__ void unflat_as(bool cl, I i, const Flat<I> &f, I *n, I *c, I *y, I *x)
 {
-    if (!cl) return unflat(i, C, h, w, n, c, y, x);
-    *c = i % C;
-    i /= C;
-    *x = i % w;
-    i /= w;
-    *y = i % h;
-    *n = i / h;
+    if (!cl) {
+        i = divmod(i, f.w, x);
+        i = divmod(i, f.h, y);
+        *n = divmod(i, f.C, c);
+    } else {
+        i = divmod(i, f.C, c);
+        i = divmod(i, f.w, x);
+        *n = divmod(i, f.h, y);
+    }
 }
 
 /* ---- max (also adaptive): values and indices ---- */
 
 template <typename T, typename I>
-__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Win<I> w, bool adaptive, I total, bool cl)
+__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Flat<I> f, Win<I> w, bool adaptive, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, oy, ox, h0, h1, w0, w1, dh = 1, dw = 1;
-        unflat_as(cl, i, x.C, oh, ow, &n, &c, &oy, &ox);
+        unflat_as(cl, i, f, &n, &c, &oy, &ox);
         if (adaptive) {
             h0 = adaptive_start(oy, x.H, oh), h1 = adaptive_end(oy, x.H, oh);
             w0 = adaptive_start(ox, x.W, ow), w1 = adaptive_end(ox, x.W, ow);
@@ -134,22 +167,22 @@ __global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
  * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). */
 template <typename T, typename I>
-__global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Win<I> w, bool adaptive, I total,
-                        bool cl)
+__global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w, bool adaptive,
+                        I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, h, q;
-        unflat_as(cl, i, x.C, x.H, x.W, &n, &c, &h, &q);
+        unflat_as(cl, i, f, &n, &c, &h, &q);
         I y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
         if (adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
             x0 = q * g.W / x.W - 1, x1 = ((q + 1) * g.W + x.W - 1) / x.W + 1;
         } else {
             I lo = h + w.ph - (w.kh - 1) * w.dh;
-            y0 = lo <= 0 ? 0 : (lo + w.sh - 1) / w.sh, y1 = (h + w.ph) / w.sh + 1;
+            y0 = lo <= 0 ? 0 : w.by_sh(lo + w.sh - 1), y1 = w.by_sh(h + w.ph) + 1;
             lo = q + w.pw - (w.kw - 1) * w.dw;
-            x0 = lo <= 0 ? 0 : (lo + w.sw - 1) / w.sw, x1 = (q + w.pw) / w.sw + 1;
+            x0 = lo <= 0 ? 0 : w.by_sw(lo + w.sw - 1), x1 = w.by_sw(q + w.pw) + 1;
         }
         y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
         y1 = y1 > g.H ? g.H : y1, x1 = x1 > g.W ? g.W : x1;
@@ -190,12 +223,12 @@ __device__ __forceinline__ double avg_cell(const AvgArgs<I> &m, I H, I W, I oh, 
 }
 
 template <typename T, typename I>
-__global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, AvgArgs<I> m, I total, bool cl)
+__global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, Flat<I> f, AvgArgs<I> m, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, oy, ox, h0, h1, w0, w1;
-        unflat_as(cl, i, x.C, oh, ow, &n, &c, &oy, &ox);
+        unflat_as(cl, i, f, &n, &c, &oy, &ox);
         double div = avg_cell(m, x.H, x.W, oh, ow, oy, ox, &h0, &h1, &w0, &w1);
         if (h0 >= h1 || w0 >= w1) {
             out[i] = sta<T>((A)0);
@@ -210,21 +243,21 @@ __global__ void avg_fwd(const T *in, PlanesI<I> x, T *out, I oh, I ow, AvgArgs<I
 }
 
 template <typename T, typename I>
-__global__ void avg_bwd(const T *go, PlanesI<I> g, T *gx, PlanesI<I> x, AvgArgs<I> m, I total, bool cl)
+__global__ void avg_bwd(const T *go, PlanesI<I> g, T *gx, PlanesI<I> x, Flat<I> f, AvgArgs<I> m, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, h, q;
-        unflat_as(cl, i, x.C, x.H, x.W, &n, &c, &h, &q);
+        unflat_as(cl, i, f, &n, &c, &h, &q);
         I y0, y1, x0, x1;
         if (m.adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
             x0 = q * g.W / x.W - 1, x1 = ((q + 1) * g.W + x.W - 1) / x.W + 1;
         } else {
             I lo = h + m.w.ph - m.w.kh + 1;
-            y0 = lo <= 0 ? 0 : (lo + m.w.sh - 1) / m.w.sh, y1 = (h + m.w.ph) / m.w.sh + 1;
+            y0 = lo <= 0 ? 0 : m.w.by_sh(lo + m.w.sh - 1), y1 = m.w.by_sh(h + m.w.ph) + 1;
             lo = q + m.w.pw - m.w.kw + 1;
-            x0 = lo <= 0 ? 0 : (lo + m.w.sw - 1) / m.w.sw, x1 = (q + m.w.pw) / m.w.sw + 1;
+            x0 = lo <= 0 ? 0 : m.w.by_sw(lo + m.w.sw - 1), x1 = m.w.by_sw(q + m.w.pw) + 1;
         }
         y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
         y1 = y1 > g.H ? g.H : y1, x1 = x1 > g.W ? g.W : x1;
@@ -285,7 +318,7 @@ nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow,
     int64_t *ind = (int64_t *)nn_data(a->out[1]);
     NN_DISPATCH_FLOATS(y->dtype, a,
                        max_fwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x),
-                                                                                     (scalar_t *)nn_data(y), ind, (I)oh, (I)ow, win_of<I>(a->i),
+                                                                                     (scalar_t *)nn_data(y), ind, (I)oh, (I)ow, flat_of<I>(x.C, oh, ow), win_of<I>(a->i),
                                                                                      adaptive, (I)total, out_cl(y)));
     NN_CHECK_LAUNCH();
     return NN_OK;
@@ -313,7 +346,7 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
     NN_DISPATCH_FLOATS(gx->dtype, a,
                        max_bwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind,
                                                                                      narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
-                                                                                     win_of<I>(a->i), adaptive, (I)total, out_cl(gx)));
+                                                                                     flat_of<I>(x.C, x.H, x.W), win_of<I>(a->i), adaptive, (I)total, out_cl(gx)));
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -331,11 +364,11 @@ nn_status launch_avg(const nn_kargs *a, const Planes &x, const Planes &g, bool a
     if (!backward) {
         NN_DISPATCH_FLOATS(out->dtype, a,
                            avg_fwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(x), (scalar_t *)nn_data(out),
-                                                                        (I)g.H, (I)g.W, m, (I)total, out_cl(out)));
+                                                                        (I)g.H, (I)g.W, flat_of<I>(x.C, g.H, g.W), m, (I)total, out_cl(out)));
     } else {
         NN_DISPATCH_FLOATS(out->dtype, a,
                            avg_bwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(g), (scalar_t *)nn_data(out),
-                                                                        narrow_planes<I>(x), m, (I)total, out_cl(out)));
+                                                                        narrow_planes<I>(x), flat_of<I>(x.C, x.H, x.W), m, (I)total, out_cl(out)));
     }
     NN_CHECK_LAUNCH();
     return NN_OK;

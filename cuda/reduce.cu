@@ -262,6 +262,30 @@ template <typename A> __device__ __forceinline__ A shfl_down(const A &v, int off
     return r;
 }
 
+/* Steps acc over reduced positions i, i + step, ... below r1 of the output at base. With
+ * two reduced dims (a conv bias's gradient: N and H*W) the position moves without a
+ * division per element. */
+template <class R, typename T>
+__device__ __forceinline__ void red_walk(const RGeo &g, const R &r, const char *base, int64_t i, int64_t r1, int step,
+                                         typename R::acc_t &acc)
+{
+    if (g.nr <= 1) {
+        const int64_t rs = g.nr ? g.rin[0] : 0;
+#pragma unroll 4
+        for (; i < r1; i += step) r.step(acc, ld(*(const T *)(base + i * rs)), i);
+    } else if (g.nr == 2 && g.rs[1] >= step) { /* then the inner index wraps at most once per step */
+        const int64_t n = g.rs[1], si = g.rin[1], so = g.rin[0];
+        int64_t outer = i, inner = divmod(outer, n, g.small);
+        for (; i < r1; i += step) {
+            r.step(acc, ld(*(const T *)(base + outer * so + inner * si)), i);
+            inner += step;
+            if (inner >= n) inner -= n, outer++;
+        }
+    } else {
+        for (; i < r1; i += step) r.step(acc, ld(*(const T *)(base + red_offset(g, i))), i);
+    }
+}
+
 /* G threads per output (blockDim.x = 256); N > 1: the reduced run is contiguous and
  * 16-byte aligned, chunk a multiple of N */
 template <class R, typename T, int N>
@@ -288,12 +312,8 @@ __global__ void __launch_bounds__(256) red_rows(const char *in, char *out, char 
                 for (int j = 0; j < N; j++) r.step(acc, ld(x.v[j]), r0 + v * N + j);
             }
             for (int64_t i = r0 + nv * N + lane; i < r1; i += G) r.step(acc, ld(p[i]), i);
-        } else if (g.nr <= 1) {
-            const int64_t rs = g.nr ? g.rin[0] : 0;
-#pragma unroll 4
-            for (int64_t i = r0 + lane; i < r1; i += G) r.step(acc, ld(*(const T *)(base + i * rs)), i);
         } else {
-            for (int64_t i = r0 + lane; i < r1; i += G) r.step(acc, ld(*(const T *)(base + red_offset(g, i))), i);
+            red_walk<R, T>(g, r, base, r0 + lane, r1, G, acc);
         }
     }
     if (G > 1) {
@@ -326,14 +346,7 @@ __global__ void __launch_bounds__(256) red_cols(const char *in, char *out, char 
     int64_t oi = 0, oo = 0, oo2 = 0;
     if (o < g.nout) {
         kept_offsets(g, o, oi, oo, oo2);
-        const char *base = in + oi;
-        if (g.nr <= 1) {
-            const int64_t rs = g.nr ? g.rin[0] : 0;
-#pragma unroll 4
-            for (int64_t i = r0 + ty; i < r1; i += 8) r.step(acc, ld(*(const T *)(base + i * rs)), i);
-        } else {
-            for (int64_t i = r0 + ty; i < r1; i += 8) r.step(acc, ld(*(const T *)(base + red_offset(g, i))), i);
-        }
+        red_walk<R, T>(g, r, in + oi, r0 + ty, r1, 8, acc);
     }
     sh[ty][tx] = acc;
     __syncthreads();

@@ -5,6 +5,7 @@
 #include "autocast.h"
 #include "backend.h"
 #include "grad.h"
+#include "memory_format.h"
 
 _Thread_local unsigned nn_autocast_mask_;
 
@@ -143,36 +144,11 @@ static bool eligible(const nn_tensor *t)
     return t && (nn_autocast_mask_ >> t->storage->device.type & 1) && nn_dtype_is_float(t->dtype) && t->dtype != NN_F64;
 }
 
-/* strides are a permutation of contiguous strides (size-1 dims ignored) */
-static bool dense(const nn_tensor *t)
-{
-    int64_t expect = 1;
-    bool used[NN_MAX_DIMS] = {false};
-    for (int done = 0; done < t->ndim; done++) {
-        int best = -1;
-        for (int d = 0; d < t->ndim; d++)
-            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
-        used[best] = true;
-        if (t->shape[best] == 1) continue;
-        if (t->strides[best] != expect) return false;
-        expect *= t->shape[best];
-    }
-    return true;
-}
-
 /* t as dt, on the graph as ToCopyBackward0; a dense permuted layout (channels_last) is kept */
 static nn_tensor *convert(nn_tensor *t, nn_dtype dt)
 {
     stats.casts++;
-    if (nn_is_contiguous(t) || !dense(t)) return nn_to_dtype(t, dt);
-    nn_tensor *out = nn_empty_strided(t->ndim, t->shape, t->strides, dt, t->storage->device);
-    if (!out) return NULL;
-    nn_kargs k = {.op = NN_OP_copy, .out = {out}, .in = {t}, .nin = 1};
-    if (nn_dispatch(&k) || (nn_any_requires_grad(1, &t) && nn_record_copy("ToCopyBackward0", t, out))) {
-        nn_release(out);
-        return NULL;
-    }
-    return out;
+    return nn_to_dtype_preserve(t, dt);
 }
 
 /* t cast to dt, through the cache when t is a parameter going to the region's dtype */

@@ -1,6 +1,7 @@
 /* The autograd graph and the backward pass. Backward formulas live in engine/grad_*.c. */
 #include "autograd.h"
 #include "autocast.h"
+#include "memory_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,7 +278,7 @@ nn_tensor *nn_grad_to_input(nn_tensor *g, const nn_edge *e)
         if (!r) return NULL;
     }
     if (r->dtype != e->dtype) {
-        nn_tensor *c = nn_to_dtype(r, e->dtype);
+        nn_tensor *c = nn_to_dtype_preserve(r, e->dtype);
         nn_release(r);
         r = c;
     }
@@ -295,17 +296,35 @@ static nn_status accumulate(nn_tensor **slot, nn_tensor *g)
     return NN_OK;
 }
 
-/* A gradient stored in .grad must not alias another tensor that may be changed in place. */
-static nn_tensor *own_copy(nn_tensor *g)
+static bool same_strides(const nn_tensor *a, const nn_tensor *b)
 {
-    if (g->refcount == 1 && nn_sole_owner(g) && !g->requires_grad && nn_is_contiguous(g)) return nn_retain(g);
-    return nn_clone(g);
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
+    return true;
+}
+
+/* A gradient stored in .grad must not alias another tensor that may be changed in place. It
+ * takes the parameter's layout when that is dense (PyTorch's layout contract: a channels-last
+ * weight gets a channels-last .grad, and the fused optimizers run on both in place), else
+ * contiguous. */
+static nn_tensor *own_copy(const nn_tensor *param, nn_tensor *g)
+{
+    bool like = !nn_is_contiguous(param) && nn_is_dense(param);
+    if (g->refcount == 1 && nn_sole_owner(g) && !g->requires_grad && (like ? same_strides(g, param) : nn_is_contiguous(g)))
+        return nn_retain(g);
+    if (!like) return nn_clone(g);
+    nn_tensor *c = nn_empty_strided(param->ndim, param->shape, param->strides, g->dtype, g->storage->device);
+    if (c && nn_copy_(c, g)) {
+        nn_release(c);
+        return NULL;
+    }
+    return c;
 }
 
 static nn_status store_grad(nn_tensor *t, nn_tensor *g)
 {
     if (t->grad) return nn_binary_(NN_OP_add, t->grad, g);
-    nn_tensor *c = own_copy(g);
+    nn_tensor *c = own_copy(t, g);
     if (!c) return nn_last_status();
     t->grad = c;
     return NN_OK;

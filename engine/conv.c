@@ -50,6 +50,14 @@ static nn_tensor *batched(nn_tensor *t)
     return nn_make_view(t, 4, shape, strides, t->offset);
 }
 
+/* A 4-D result channels-last when a or b is (PyTorch's rule for cuDNN convolutions and their
+ * gradients), else contiguous. */
+static nn_tensor *empty_suggested(const int64_t shape[4], const nn_tensor *a, const nn_tensor *b, nn_dtype dt, nn_device dev)
+{
+    bool cl = nn_suggest_memory_format(a) == NN_CHANNELS_LAST || nn_suggest_memory_format(b) == NN_CHANNELS_LAST;
+    return cl ? nn_empty_format(4, shape, NN_CHANNELS_LAST, dt, dev) : nn_empty(4, shape, dt, dev);
+}
+
 static nn_status check_shape_forward(const nn_tensor *x, const nn_tensor *w, const nn_tensor *b, const int64_t *stride,
                                      const int64_t *pad, const int64_t *dil, int64_t groups)
 {
@@ -134,12 +142,8 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
     int64_t ow = (x4->shape[3] + 2 * pad[1] - dil[1] * (weight->shape[3] - 1) - 1) / stride[1] + 1;
     int64_t shape[4] = {N, O, oh, ow};
     bool unbatched = x->ndim == 3;
-    nn_tensor *out;
-    if (!unbatched && (nn_suggest_memory_format(x4) == NN_CHANNELS_LAST || nn_suggest_memory_format(weight) == NN_CHANNELS_LAST)) {
-        out = nn_empty_format(4, shape, NN_CHANNELS_LAST, x->dtype, x->storage->device); /* channels-last in, out (PyTorch's rule) */
-    } else {
-        out = nn_empty(unbatched ? 3 : 4, unbatched ? shape + 1 : shape, x->dtype, x->storage->device);
-    }
+    nn_tensor *out = unbatched ? nn_empty(3, shape + 1, x->dtype, x->storage->device)
+                               : empty_suggested(shape, x4, weight, x->dtype, x->storage->device);
     nn_tensor *out4 = out ? batched(out) : NULL;
     nn_status st = out4 ? NN_OK : nn_last_status();
     if (!st) {
@@ -294,7 +298,7 @@ nn_tensor *nn_conv2d_backward_input(nn_tensor *grad_output, nn_tensor *weight, c
     }
     if (check_sizes(fn, input_shape, weight->shape, grad_output, stride, padding, dilation, groups)) return NULL;
     nn_tensor *g = grad4(grad_output, weight->dtype);
-    nn_tensor *out = g ? nn_empty(4, input_shape, weight->dtype, weight->storage->device) : NULL;
+    nn_tensor *out = g ? empty_suggested(input_shape, g, weight, weight->dtype, weight->storage->device) : NULL;
     if (out) {
         nn_kargs a = {.op = NN_OP_conv2d_backward_input, .out = {out}, .in = {g, weight}, .nin = 2,
                       .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};
@@ -318,7 +322,7 @@ nn_tensor *nn_conv2d_backward_weight(nn_tensor *grad_output, nn_tensor *input, c
     }
     if (check_sizes(fn, input->shape, weight_shape, grad_output, stride, padding, dilation, groups)) return NULL;
     nn_tensor *g = grad4(grad_output, input->dtype);
-    nn_tensor *out = g ? nn_empty(4, weight_shape, input->dtype, input->storage->device) : NULL;
+    nn_tensor *out = g ? empty_suggested(weight_shape, g, input, input->dtype, input->storage->device) : NULL;
     if (out) {
         nn_kargs a = {.op = NN_OP_conv2d_backward_weight, .out = {out}, .in = {g, input}, .nin = 2,
                       .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};

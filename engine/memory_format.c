@@ -93,3 +93,32 @@ nn_memory_format nn_suggest_memory_format(const nn_tensor *t)
     }
     return NN_CONTIGUOUS_FORMAT;
 }
+
+bool nn_is_dense(const nn_tensor *t)
+{
+    int64_t expect = 1;
+    bool used[NN_MAX_DIMS] = {false};
+    for (int done = 0; done < t->ndim; done++) {
+        int best = -1;
+        for (int d = 0; d < t->ndim; d++)
+            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
+        used[best] = true;
+        if (t->shape[best] == 1) continue;
+        if (t->strides[best] != expect) return false;
+        expect *= t->shape[best];
+    }
+    return true;
+}
+
+nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt)
+{
+    if (dt == t->dtype || nn_is_contiguous(t) || !nn_is_dense(t)) return nn_to_dtype(t, dt);
+    nn_tensor *out = nn_empty_strided(t->ndim, t->shape, t->strides, dt, t->storage->device);
+    if (!out) return NULL;
+    nn_kargs k = {.op = NN_OP_copy, .out = {out}, .in = {t}, .nin = 1};
+    if (nn_dispatch(&k) || (nn_any_requires_grad(1, &t) && nn_record_copy("ToCopyBackward0", t, out))) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}

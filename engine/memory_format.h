@@ -19,6 +19,12 @@ bool nn_is_contiguous_as(const nn_tensor *t, nn_memory_format f);
 /* x.contiguous(memory_format=f): t itself (retained) when it already is, else a copy in that
  * layout, on the graph as CloneBackward0. */
 nn_tensor *nn_contiguous_as(nn_tensor *t, nn_memory_format f);
+/* Non-overlapping and dense: the strides are a permutation of contiguous strides (size-1 dims
+ * ignored), so the elements fill numel consecutive slots from nn_data(t). */
+bool nn_is_dense(const nn_tensor *t);
+/* t as dt keeping a dense layout (PyTorch's preserve_format: channels-last stays channels-last),
+ * else contiguous; t itself (retained) if already dt; on the graph as ToCopyBackward0. */
+nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt);
 /* channels_last (4-D) or channels_last_3d (5-D) when t is laid out so and not contiguous, else
  * contiguous_format (PyTorch's suggest_memory_format, as convolutions use it). */
 nn_memory_format nn_suggest_memory_format(const nn_tensor *t);

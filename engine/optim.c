@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "optim.h"
+#include "memory_format.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
  * out of a static library: this strong one pulls in cpu/optim.c. */
@@ -22,26 +23,9 @@ typedef struct {
     nn_tensor **fresh; /* R_STATE: where to record created entries (SGD), or NULL */
 } role;
 
-static bool is_dense(const nn_tensor *t)
-{
-    /* strides are a permutation of contiguous strides (size-1 dims ignored) */
-    int64_t expect = 1;
-    bool used[NN_MAX_DIMS] = {false};
-    for (int done = 0; done < t->ndim; done++) {
-        int best = -1;
-        for (int d = 0; d < t->ndim; d++)
-            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
-        used[best] = true;
-        if (t->shape[best] == 1) continue;
-        if (t->strides[best] != expect) return false;
-        expect *= t->shape[best];
-    }
-    return true;
-}
-
 nn_tensor *nn_optim_state_like(nn_tensor *p, double value)
 {
-    nn_tensor *t = is_dense(p) && !nn_is_contiguous(p)
+    nn_tensor *t = nn_is_dense(p) && !nn_is_contiguous(p)
                        ? nn_empty_strided(p->ndim, p->shape, p->strides, p->dtype, p->storage->device)
                        : nn_empty(p->ndim, p->shape, p->dtype, p->storage->device);
     if (t && nn_fill_(t, value)) {

@@ -4,6 +4,7 @@
 
 #include "iter.h"
 #include "kernels.h"
+#include "memory_format.h"
 
 typedef struct {
     float inv;
@@ -57,23 +58,6 @@ static void unscale_row(char **ptr, const int64_t *stride, int64_t n, void *ctx)
     unscale_run(ptr[0], stride[0], n, r->dt, r->c);
 }
 
-/* strides are a permutation of contiguous strides (size-1 dims ignored): numel elements from nn_data */
-static bool dense(const nn_tensor *t)
-{
-    int64_t expect = 1;
-    bool used[NN_MAX_DIMS] = {false};
-    for (int done = 0; done < t->ndim; done++) {
-        int best = -1;
-        for (int d = 0; d < t->ndim; d++)
-            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
-        used[best] = true;
-        if (t->shape[best] == 1) continue;
-        if (t->strides[best] != expect) return false;
-        expect *= t->shape[best];
-    }
-    return true;
-}
-
 nn_status nn_cpu_amp_unscale(const nn_kargs *a)
 {
     unscale_ctx c = {*(const float *)nn_data(a->in[0]), false};
@@ -81,7 +65,7 @@ nn_status nn_cpu_amp_unscale(const nn_kargs *a)
         nn_tensor *g = a->list[k];
         if (!nn_dtype_is_float(g->dtype)) return nn_not_implemented(a, g->dtype);
         if (nn_numel(g) == 0) continue;
-        if (dense(g)) {
+        if (nn_is_dense(g)) {
             unscale_run(nn_data(g), (int64_t)nn_dtype_size(g->dtype), nn_numel(g), g->dtype, &c);
             continue;
         }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "memory_format.h"
 
 #define MAX_STATE 3
 
@@ -213,24 +214,6 @@ static bool same_strides(const nn_tensor *a, const nn_tensor *b)
     return true;
 }
 
-/* Strides are a permutation of contiguous strides (size-1 dims ignored): the elements fill
- * numel consecutive slots from element 0's address. */
-static bool dense(const nn_tensor *t)
-{
-    int64_t expect = 1;
-    bool used[NN_MAX_DIMS] = {false};
-    for (int done = 0; done < t->ndim; done++) {
-        int best = -1;
-        for (int d = 0; d < t->ndim; d++)
-            if (!used[d] && (best < 0 || t->strides[d] < t->strides[best])) best = d;
-        used[best] = true;
-        if (t->shape[best] == 1) continue;
-        if (t->strides[best] != expect) return false;
-        expect *= t->shape[best];
-    }
-    return true;
-}
-
 static nn_status copy(nn_tensor *dst, nn_tensor *src)
 {
     nn_kargs c = {.op = NN_OP_copy, .out = {dst}, .in = {src}, .nin = 1};
@@ -280,7 +263,7 @@ static nn_status optim_step(const nn_kargs *a)
         if (p->dtype != NN_F32 && p->dtype != NN_F64 && p->dtype != NN_F16 && p->dtype != NN_BF16)
             return nn_not_implemented(a, p->dtype);
         if (u.n == 0) continue;
-        bool fast = (p->dtype == NN_F32 || p->dtype == NN_F64) && dense(p) && same_strides(p, g);
+        bool fast = (p->dtype == NN_F32 || p->dtype == NN_F64) && nn_is_dense(p) && same_strides(p, g);
         for (int r = 0; r < nst && fast; r++) fast = !st[r] || same_strides(p, st[r]);
         if (!fast) {
             nn_status s = update_scratch(a, p, g, st, nst, &u);

@@ -592,11 +592,12 @@ static void test_copy_fill(void)
 {
     for (int i = 0; i < NALL; i++)
         for (int j = 0; j < NALL; j++)
-            for (int l = 0; l < 3; l++) {
+            for (int l = 0; l < 4; l++) { /* contiguous, transposed, large, dense but misaligned */
                 nn_dtype from = ALL[i], to = ALL[j];
-                shape sh = l == 2 ? BIG : SQ;
-                if (!begin("copy %s -> %s %s", nn_dtype_name(from), nn_dtype_name(to), l == 2 ? "large" : LNAME[l])) continue;
-                pair x = make(from, sh.nd, sh.s, l == 1 ? L_TRANS : L_CONTIG, D_ANY);
+                static const char *const kind[] = {"contig", "transposed", "large", "1-D from element 1"};
+                shape sh = l == 2 ? BIG : l == 3 ? ODD : SQ;
+                if (!begin("copy %s -> %s %s", nn_dtype_name(from), nn_dtype_name(to), kind[l])) continue;
+                pair x = make(from, sh.nd, sh.s, l == 1 ? L_TRANS : l == 3 ? L_NARROW : L_CONTIG, D_ANY);
                 nn_tensor *c = nn_to_dtype(x.c, to);
                 if (!c) save_err();
                 nn_tensor *g = nn_to_dtype(x.g, to);

@@ -420,9 +420,27 @@ T.test("channels_last", function()
   T.check(y:is_contiguous({ memory_format = torch.channels_last }), "conv keeps channels_last")
   T.near(bits(y), bits(ref), 1e-5, "conv values")
   -- gradients through a channels-last input
-  local xl = c:clone():requires_grad_()
+  local xl = x:contiguous({ memory_format = torch.channels_last }):requires_grad_()
   conv(xl):sum():backward()
   T.check(xl.grad ~= nil and xl.grad.shape[1] == 3, "grad")
+  -- the gradients keep the channels-last layout (the weight's .grad takes the weight's strides)
+  -- and equal those of the same convolution in NCHW
+  local ref_conv = nn.Conv2d(3, 4, 3)
+  ref_conv.weight.data:copy_(conv.weight.data)
+  ref_conv.bias.data:copy_(conv.bias.data)
+  local xr = x:clone():requires_grad_()
+  ref_conv(xr):sum():backward()
+  T.check(xl.grad:is_contiguous({ memory_format = torch.channels_last }), "input grad channels_last")
+  T.eq(conv.weight.grad:stride(), conv.weight:stride(), "weight grad has the weight's strides")
+  T.near(bits(conv.weight.grad), bits(ref_conv.weight.grad), 1e-5, "weight grad values")
+  T.near(bits(xl.grad), bits(xr.grad), 1e-5, "input grad values")
+  conv:zero_grad(true)
+  do -- the same under bfloat16 autocast: the cast back to float32 keeps the layout
+    local _ <close> = torch.autocast("cpu", { dtype = torch.bfloat16 })
+    conv(c):float():sum():backward()
+  end
+  T.eq(conv.weight.grad:stride(), conv.weight:stride(), "autocast: weight grad has the weight's strides")
+  T.near(bits(conv.weight.grad), bits(ref_conv.weight.grad), 0.05, "autocast: weight grad values")
 end)
 
 T.test("batch_norm keeps a float16/bfloat16 input's dtype", function()
