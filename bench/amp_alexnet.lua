@@ -5,7 +5,7 @@
 --   time: per step, mean over `steps` steps between two synchronisations (no sync inside),
 --         median of `reps` repeats after `warmup` steps
 --   peak: torch.cuda.max_memory_allocated over the timed steps (model, optimizer state,
---         activations; the input batch stays resident)
+--         activations; the input batch stays resident; the check's model is collected first)
 --   check: the loss after 20 steps on one fixed batch from the same initial weights, and
 --         its relative distance to float32's (issue 6: "within tolerance"; 2% here)
 -- Usage: nnrepl bench/amp_alexnet.lua [steps 20] [reps 5] [warmup 5] [batch 64] [img 227]
@@ -69,6 +69,7 @@ for _, mode in ipairs(modes) do
   if mode.name == "fp32" then ref_loss = l20 end
   -- the timing, on a fresh model (the same work per step)
   step = setup(mode)
+  collectgarbage() -- the check's model and optimizer go now, as Python's reference counting frees them
   for _ = 1, warmup do step() end
   torch.cuda.synchronize()
   torch.cuda.reset_peak_memory_stats()

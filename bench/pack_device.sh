@@ -8,10 +8,11 @@ build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/.devbuild
 stage=$(mktemp -d)
-mkdir -p "$stage/lib" "$stage/tests"
+mkdir -p "$stage/lib" "$stage/tests" "$stage/bench"
 cp "$root/$build/nnrepl" "$stage/"
 cp "$root/$build"/tests/test_* "$stage/tests/" 2>/dev/null || true
-for bin in "$stage/nnrepl" "$stage"/tests/*; do
+cp "$root/$build"/bench/bench_cuda_* "$stage/bench/" 2>/dev/null || true
+for bin in "$stage/nnrepl" "$stage"/tests/* "$stage"/bench/*; do
   ldd "$bin" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' | grep -vE 'libcu|libnccl|libnv' \
   | while read -r lib; do cp -L "$lib" "$stage/lib/"; done

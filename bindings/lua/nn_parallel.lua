@@ -234,18 +234,25 @@ local function place(rep, dev)
   end
 end
 
--- rep's tensors from the source's, or from another replica's (from)
-local function refresh(rep, from)
-  local _ <close> = torch.no_grad()
-  for k, s in ipairs(rep.slots) do s[5]:copy_(from and from.slots[k][5] or s[4]) end
-end
-
 -- An event recorded now on stream s (of device i).
 local function mark(s, i)
   local _ <close> = torch.cuda.device(i)
   local e = torch.cuda.Event()
   e:record(s)
   return e
+end
+
+-- rep's tensors from the source's, or from another replica's (from), copied while rep's
+-- device has its side stream current: each replica module's tensors get an event there
+-- (rep.ready), which the module's forward pre-hook makes the device's stream wait for, so
+-- the first layers compute while later (larger) ones are still arriving.
+local function refresh(rep, from, side)
+  local _ <close> = torch.no_grad()
+  local slots = rep.slots
+  for k, s in ipairs(slots) do
+    s[5]:copy_(from and from.slots[k][5] or s[4])
+    if k == #slots or slots[k + 1][1] ~= s[1] then rep.ready[s[1]] = mark(side, rep.device) end
+  end
 end
 
 -- Broadcast and reduction go over a binary tree of the devices (1 = device_ids[0], the
@@ -259,31 +266,149 @@ local function tree_rounds(n)
   return steps
 end
 
--- At the end of a backward pass through the gathered output: each replica's parameter
--- gradients are added up the tree into the source parameters' (on device_ids[0]). Done
--- once the whole pass is queued, so no GPU waits for another mid-backward.
-local function reduce_grads(replicas, n)
-  return function()
-    local _ <close> = torch.no_grad()
-    local rounds = tree_rounds(n)
-    for r = #rounds, 1, -1 do
-      local step = rounds[r]
-      for i = 1, step do
-        local from = i + step <= n and replicas[i + step]
-        if from then
-          for k, s in ipairs(from.slots) do
-            local g = s[2] == "_parameters" and s[5].grad
-            if g then
-              local dst = i == 1 and s[4] or replicas[i].slots[k][5]
-              g = g:to(dst.device)
-              if dst.grad == nil then dst.grad = g else dst.grad:add_(g) end
-              s[5].grad = nil
-            end
-          end
-        end
+-- The tree's parent of device position i (1-based; 1 is the root): 2 -> 1, 3 -> 1, 4 -> 2,
+-- 5 -> 1, ..., the reverse of tree_rounds' copies.
+local function tree_parent(i)
+  local p = 1
+  while p * 2 < i do p = p * 2 end
+  return i - p
+end
+
+-- Gradient reduction overlapped with backward. As each replica's gradient of a parameter
+-- is accumulated (a post-accumulate-grad hook), it moves up the tree toward device_ids[0]
+-- on per-device side streams, so the transfers run while backward goes on computing; a
+-- device passes a parameter on once its own gradient and its children's have arrived.
+-- Transfers land in buffers kept from pass to pass (recv[i][k]: position i's sum of slot
+-- k, on its parent's device), so no pass allocates across streams. At the end of the pass
+-- device_ids[0]'s stream waits for its side stream and adds what arrived into the source
+-- parameters' .grad, and every other device's stream waits for its side stream before the
+-- replicas' gradients are let go.
+local Reduction = {}
+Reduction.__index = Reduction
+
+local function new_reduction(ids, replicas)
+  return setmetatable({ ids = ids, replicas = replicas, side = {}, recv = {}, sum = {} }, Reduction)
+end
+
+function Reduction:stream(i)
+  local s = self.side[i]
+  if not s then
+    local _ <close> = torch.cuda.device(self.ids[i])
+    s = torch.cuda.Stream(self.ids[i])
+    self.side[i] = s
+  end
+  return s
+end
+
+-- a buffer kept in t[i][k], shaped like g, on device dev
+local function kept(t, i, k, g, dev)
+  t[i] = t[i] or {}
+  local b = t[i][k]
+  if not b then
+    b = torch.empty(g:size(), { dtype = g.dtype, device = "cuda:" .. dev })
+    t[i][k] = b
+  end
+  return b
+end
+
+-- a forward over n devices: its backward reduces over the first n
+function Reduction:arm(n)
+  local kids = {}
+  for c = 2, n do
+    local p = tree_parent(c)
+    kids[p] = kids[p] or {}
+    kids[p][#kids[p] + 1] = c
+  end
+  self.pass = { n = n, kids = kids, pending = {}, sent = {}, arrived = {}, keep = {} }
+end
+
+-- one of position i's inputs for slot k is in: its own gradient (i > 1) or a child's sum
+function Reduction:arrive(i, k)
+  local P = self.pass
+  P.pending[i] = P.pending[i] or {}
+  local left = P.pending[i][k] or #(P.kids[i] or {}) + (i > 1 and 1 or 0)
+  P.pending[i][k] = left - 1
+  if left == 1 and i > 1 then self:send(i, k) end
+end
+
+-- the children's sums of slot k that reached position i (in recv, on i's device)
+function Reduction:received(i, k)
+  local P, got = self.pass, {}
+  for _, c in ipairs(P.kids[i] or {}) do
+    if P.arrived[c] and P.arrived[c][k] then got[#got + 1] = self.recv[c][k] end
+  end
+  return got
+end
+
+-- position i's sum for slot k (its gradient plus its children's) to its parent's recv
+function Reduction:send(i, k)
+  local P = self.pass
+  P.sent[i] = P.sent[i] or {}
+  if P.sent[i][k] then return end
+  P.sent[i][k] = true
+  local p, di = tree_parent(i), self.ids[i]
+  local si, sp = self:stream(i), self:stream(p)
+  local param = self.replicas[i].slots[k][5]
+  local own, got = param.grad, self:received(i, k)
+  param.grad = nil
+  local total = own
+  if own then
+    si:wait_event(mark(torch.cuda.current_stream(di), di)) -- own was computed there
+    P.keep[#P.keep + 1] = own                                -- read on si: let go after the pass
+  end
+  if #got > 0 then
+    local _ <close> = torch.cuda.stream(si)
+    total = kept(self.sum, i, k, got[1], di)
+    if own then total:copy_(own) else total:copy_(got[1]) end
+    for j = own and 1 or 2, #got do total:add_(got[j]) end
+  end
+  if total then
+    local _ <close> = torch.cuda.stream(si)
+    local _ <close> = torch.cuda.stream(sp)
+    kept(self.recv, i, k, total, self.ids[p]):copy_(total)
+    P.arrived[i] = P.arrived[i] or {}
+    P.arrived[i][k] = true
+  end
+  self:arrive(p, k)
+end
+
+function Reduction:grad_ready(i, k)
+  local P = self.pass
+  if not P or i > P.n then return end
+  local _ <close> = torch.no_grad()
+  self:arrive(i, k)
+end
+
+function Reduction:finish()
+  local P = self.pass
+  if not P then return end
+  local _ <close> = torch.no_grad()
+  for i = P.n, 2, -1 do -- parameters a replica's forward left without a gradient
+    for k, s in ipairs(self.replicas[i].slots) do
+      if s.trainable and not (P.sent[i] and P.sent[i][k]) then
+        P.pending[i] = P.pending[i] or {}
+        P.pending[i][k] = 1
+        self:arrive(i, k)
       end
     end
   end
+  local ids = self.ids
+  local main = torch.cuda.current_stream(ids[1])
+  main:wait_event(mark(self:stream(1), ids[1]))
+  for k, s in ipairs(self.replicas[2].slots) do
+    local got = s.trainable and self:received(1, k) or {}
+    local dst = s[4]
+    for j, g in ipairs(got) do
+      if dst.grad == nil and j == 1 then dst.grad = g:clone() else dst.grad:add_(g) end
+    end
+  end
+  for i = 2, P.n do -- the streams that allocated the replicas' gradients wait for their reads
+    torch.cuda.current_stream(ids[i]):wait_event(mark(self:stream(i), ids[i]))
+  end
+  for i = 1, P.n do -- next pass: recv and sum are rewritten only after this pass's reads
+    self:stream(i):wait_event(mark(torch.cuda.current_stream(ids[i]), ids[i]))
+  end
+  P.pending, P.sent, P.arrived, P.keep = {}, {}, {}, {} -- another backward through the same graph starts afresh
 end
 
 -- The source module's parameters and buffers, with their versions: a replica is
@@ -303,10 +428,40 @@ local function same_list(a, b)
 end
 
 local function new_replica(m, dev)
-  local rep = { slots = {} }
+  local device = device_index(dev)
+  local rep = { slots = {}, ready = {}, device = device }
   rep.module = replicate(m, {}, rep.slots)
   place(rep, dev)
+  local hooked = {}
+  for _, s in ipairs(rep.slots) do
+    local r = s[1]
+    if not hooked[r] then
+      hooked[r] = true
+      r:register_forward_pre_hook(function()
+        local ev = rep.ready[r]
+        if ev then
+          rep.ready[r] = nil
+          torch.cuda.current_stream(device):wait_event(ev)
+        end
+      end)
+    end
+  end
   return rep
+end
+
+-- replica i's parameters tell reduction when their gradients are in; the hooks hold it
+-- weakly (they live in the registry, and a strong reference would keep it forever)
+local function hook_replica(rep, i, reduction)
+  local weak = setmetatable({ r = reduction }, { __mode = "v" })
+  for k, s in ipairs(rep.slots) do
+    s.trainable = s[2] == "_parameters" and s[5].requires_grad
+    if s.trainable then
+      s[5]:register_post_accumulate_grad_hook(function()
+        local r = weak.r
+        if r then r:grad_ready(i, k) end
+      end)
+    end
+  end
 end
 
 parallel._replicate = function(m, dev) return new_replica(m, dev).module end
@@ -342,29 +497,30 @@ local function gather(outs, dev, dim)
   return first
 end
 
--- Copy the source's changed tensors into the kept replicas, on device_ids[0]'s side
--- stream: its own stream goes on with replica 0's forward meanwhile (each replica's
--- GPU waits for its copies). Returns the event that marks the copies done.
+-- Copy the source's changed tensors into the kept replicas, on the devices' side streams
+-- (a copy runs on its source's): the devices' own streams go on meanwhile, and a replica
+-- module waits only for its own tensors (refresh). Returns the event that marks the
+-- source's copies done.
 function DP:_refresh_replicas(n)
-  local src = self.device_ids[1]
-  if not self._copy_stream then
-    local _ <close> = torch.cuda.device(src)
-    self._copy_stream = torch.cuda.Stream(src)
-  end
-  local side = self._copy_stream
-  side:wait_event(mark(torch.cuda.current_stream(src), src)) -- after whatever last changed the source
+  local ids, streams = self.device_ids, self._reduction
+  local src = ids[1]
+  streams:stream(1):wait_event(mark(torch.cuda.current_stream(src), src)) -- after whatever last changed the source
   local any = false
-  do
-    local _ <close> = torch.cuda.stream(side) -- the source's copies; a replica copies on its device's stream
-    for k in pairs(self._replicas) do n = math.max(n, k) end -- every replica kept, used in this call or not
-    for _, step in ipairs(tree_rounds(n)) do
-      for i = 1, step do
-        local to = self._replicas[i + step]
-        if to then refresh(to, i > 1 and self._replicas[i] or nil); any = true end
+  for k in pairs(self._replicas) do n = math.max(n, k) end -- every replica kept, used in this call or not
+  for _, step in ipairs(tree_rounds(n)) do
+    for i = 1, step do
+      local to = self._replicas[i + step]
+      if to then
+        local from_side, to_side = streams:stream(i), streams:stream(i + step)
+        to_side:wait_event(mark(torch.cuda.current_stream(ids[i + step]), ids[i + step])) -- the last step's reads of them
+        local _ <close> = torch.cuda.stream(from_side)
+        local _ <close> = torch.cuda.stream(to_side)
+        refresh(to, i > 1 and self._replicas[i] or nil, to_side)
+        any = true
       end
     end
   end
-  return any and mark(side, src) or nil
+  return any and mark(streams:stream(1), src) or nil
 end
 
 function DP:forward(...)
@@ -395,6 +551,7 @@ function DP:forward(...)
   local ts, versions = snapshot(self.module)
   if not same_list(ts, self._replica_sources) then
     self._replicas, self._replica_sources, self._replica_versions = {}, ts, nil
+    self._reduction = new_reduction(self.device_ids, self._replicas)
   end
   local stale = not same_list(versions, self._replica_versions)
   self._replica_versions = versions
@@ -406,6 +563,7 @@ function DP:forward(...)
       local rep = self._replicas[i]
       if not rep then
         rep = new_replica(self.module, "cuda:" .. self.device_ids[i])
+        hook_replica(rep, i, self._reduction)
         self._replicas[i] = rep
       end
       replica = rep.module
@@ -416,9 +574,10 @@ function DP:forward(...)
   if copied then torch.cuda.current_stream(self.device_ids[1]):wait_event(copied) end
   local out = gather(outs, "cuda:" .. self.output_device, self.dim)
   if torch.is_grad_enabled() then
-    local reduce = reduce_grads(self._replicas, #sizes)
+    local reduction = self._reduction
+    reduction:arm(#sizes)
     for _, t in ipairs(collect_tensors(out, {}, {})) do
-      if t.grad_fn then torch._at_backward_end(t, reduce) end
+      if t.grad_fn then torch._at_backward_end(t, function() reduction:finish() end) end
     end
   end
   return out

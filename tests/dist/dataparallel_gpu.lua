@@ -59,4 +59,22 @@ do -- evaluation without grad sees the latest parameters
   H.close(dp(xs[2]:narrow(0, 0, 2)):cpu(), net1(xs[2]:narrow(0, 0, 2)):cpu(), 1e-5, "no_grad forward of 2 rows")
   H.close(dp(xs[3]):cpu(), net1(xs[3]):cpu(), 1e-5, "then of a full batch on every replica")
 end
+
+do -- the reduction overlaps backward: a parameter no replica used keeps no gradient, and a
+  -- second backward through the same graph (retain_graph) adds its reduced gradients again
+  local Two = nn.Module:extend("Two")
+  function Two:__init() self.used, self.unused = nn.Linear(4, 3), nn.Linear(4, 3) end
+  function Two:forward(x) return self.used(x) end
+  torch.manual_seed(2)
+  local ref = Two():cuda()
+  torch.manual_seed(2)
+  local par = nn.DataParallel(Two()):cuda()
+  local x = torch.randn(16, 4):cuda()
+  local lr, lp = ref(x):pow(2):sum(), par(x):pow(2):sum()
+  lr:backward({ retain_graph = true }); lr:backward()
+  lp:backward({ retain_graph = true }); lp:backward()
+  H.close(par.module.used.weight.grad:cpu(), ref.used.weight.grad:cpu(), 1e-4, "two backward passes through one graph")
+  H.close(par.module.used.bias.grad:cpu(), ref.used.bias.grad:cpu(), 1e-4, "two backward passes: bias")
+  H.check(par.module.unused.weight.grad == nil, "a parameter no replica used has no gradient")
+end
 H.report()
