@@ -14,6 +14,7 @@ typedef struct {
     nn_device dev;
     int64_t numel;
     nn_tensor *buf;    /* flat, allocated on first use */
+    nn_tensor *direct; /* this pass: a one-parameter bucket's gradient, reduced where it is */
     int pending;
     nn_work *work;
 } bucket;
@@ -57,6 +58,7 @@ static void free_layout(nn_reducer *r)
     for (int k = 0; k < r->nb; k++) {
         if (r->b[k].work) { nn_work_wait(r->b[k].work); nn_work_release(r->b[k].work); }
         nn_release(r->b[k].buf);
+        nn_release(r->b[k].direct);
     }
     free(r->b);
     r->b = NULL;
@@ -79,6 +81,13 @@ static nn_status build_layout(nn_reducer *r)
         int k = 0;
         while (k < nkinds && !(kinds[k].dt == p->dtype && nn_device_eq(kinds[k].dev, p->storage->device))) k++;
         if (k == nkinds) kinds[nkinds++] = (struct kind){p->dtype, p->storage->device, -1, 0};
+        size_t limit = kinds[k].nclosed == 0 ? r->o.first_bucket_bytes : r->o.bucket_cap_bytes;
+        size_t bytes = (size_t)r->numel[i] * nn_dtype_size(p->dtype);
+        if (kinds[k].open >= 0 && bytes >= limit) { /* a parameter that fills a bucket gets one of its own */
+            kinds[k].nclosed++;
+            kinds[k].open = -1;
+            limit = r->o.bucket_cap_bytes;
+        }
         if (kinds[k].open < 0) {
             kinds[k].open = r->nb++;
             r->b[kinds[k].open] = (bucket){.first = 0, .dt = p->dtype, .dev = p->storage->device};
@@ -88,7 +97,6 @@ static nn_status build_layout(nn_reducer *r)
         r->offset[i] = b->numel;
         b->numel += r->numel[i];
         b->count++;
-        size_t limit = kinds[k].nclosed == 0 ? r->o.first_bucket_bytes : r->o.bucket_cap_bytes;
         if ((size_t)b->numel * nn_dtype_size(b->dt) >= limit) { /* full: the next parameter of this kind opens another */
             kinds[k].nclosed++;
             kinds[k].open = -1;
@@ -183,6 +191,7 @@ int nn_reducer_buckets(nn_reducer *r, int *sizes, int *idx)
 static nn_tensor *slice(nn_reducer *r, int i)
 {
     bucket *b = &r->b[r->bucket_of[i]];
+    if (!b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return NULL;
     nn_tensor *s = nn_narrow(b->buf, 0, r->offset[i], r->numel[i]);
     if (!s) return NULL;
     nn_tensor *v = nn_view(s, r->params[i]->ndim, r->params[i]->shape);
@@ -228,7 +237,7 @@ static nn_status finalize(nn_reducer *r)
     for (int i = 0; i < r->n && !st; i++) {
         nn_tensor *p = r->params[i];
         if (used && ((int32_t *)nn_data(used))[i] == 0) continue; /* unused everywhere: .grad stays as it was */
-        if (p->grad && in_bucket(r, i, p->grad)) continue; /* averaged in place */
+        if (p->grad && (in_bucket(r, i, p->grad) || r->b[r->bucket_of[i]].direct == p->grad)) continue; /* averaged in place */
         nn_tensor *v = slice(r, i);
         if (!v) { st = nn_last_status(); break; }
         if (p->grad) st = nn_copy_(p->grad, v);
@@ -236,6 +245,10 @@ static nn_status finalize(nn_reducer *r)
         nn_release(v);
     }
     nn_release(used);
+    for (int k = 0; k < r->nb; k++) {
+        nn_release(r->b[k].direct);
+        r->b[k].direct = NULL;
+    }
     return st;
 }
 
@@ -243,7 +256,7 @@ static nn_status launch_ready(nn_reducer *r)
 {
     while (r->next_launch < r->nb && r->b[r->next_launch].pending == 0) {
         bucket *b = &r->b[r->next_launch++];
-        b->work = nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
+        b->work = nn_dist_all_reduce(r->pg, b->direct ? b->direct : b->buf, NN_REDUCE_AVG);
         if (!b->work) return nn_last_status();
     }
     return r->next_launch == r->nb ? finalize(r) : NN_OK;
@@ -261,7 +274,10 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
     r->marked++;
     nn_tensor *p = r->params[i], *g = unused ? NULL : p->grad;
     r->used[i] = g != NULL;
-    if (!g || !in_bucket(r, i, g)) {
+    bucket *b = &r->b[r->bucket_of[i]];
+    if (g && b->count == 1 && !in_bucket(r, i, g) && g->dtype == b->dt && nn_is_contiguous(g) && nn_sole_owner(g)) {
+        b->direct = nn_retain(g); /* its own bucket, and no other tensor's storage: averaged where it is */
+    } else if (!g || !in_bucket(r, i, g)) {
         nn_tensor *v = slice(r, i);
         if (!v) return nn_last_status();
         nn_status st = g ? nn_copy_(v, g) : nn_zero_(v);
@@ -272,7 +288,6 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
         nn_release(v);
         if (st) return st;
     }
-    bucket *b = &r->b[r->bucket_of[i]];
     if (--b->pending == 0) return launch_ready(r);
     return NN_OK;
 }
@@ -368,7 +383,7 @@ nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, 
     if (stale && build_layout(r)) return nn_last_status();
     for (int k = 0; k < r->nb; k++) {
         bucket *b = &r->b[k];
-        if (!b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return nn_last_status();
+        if (b->count > 1 && !b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return nn_last_status();
         if (b->work) { nn_work_wait(b->work); nn_work_release(b->work); b->work = NULL; }
         b->pending = b->count;
     }

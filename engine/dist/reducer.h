@@ -4,8 +4,10 @@
  *
  * Buckets are filled in reverse parameter order (the order backward produces the
  * gradients), split by dtype and device: the first holds up to first_bucket_bytes,
- * the others up to bucket_cap_bytes (a parameter is never split). A post-accumulate-
- * grad hook on every parameter copies its gradient into its bucket; the bucket,
+ * the others up to bucket_cap_bytes (a parameter is never split, and one that fills a
+ * bucket gets one of its own). A post-accumulate-grad hook on every parameter copies its
+ * gradient into its bucket (a bucket of one parameter whose .grad is a dense tensor of
+ * its own is reduced in place instead, with no copy in or out); the bucket,
  * averaged over the ranks by one all-reduce (in bucket order, the same on every
  * rank) while backward goes on. The hook of the last gradient waits for every
  * bucket and writes the averages back into the .grad tensors, so when backward
