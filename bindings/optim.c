@@ -1,9 +1,10 @@
 /* torch._optim: the C half of torch.optim (bindings/lua/torch_optim.lua is the rest).
  *
- *   _optim.sgd_step(group, state, [found_inf])  one fused update of a parameter group:
- *   _optim.adam_step(group, state, decoupled, [found_inf])   the params are group.params,
- *   _optim.rmsprop_step(group, state, [found_inf])  hyperparameters the group's fields;
- *   _optim.adagrad_step(group, state, [found_inf])  state[param] is the param's state
+ *   _optim.sgd_step(group, state, [found_inf, [grad_scale]])  one fused update of a group:
+ *   _optim.adam_step(group, state, decoupled, [found_inf, [grad_scale]])  the params are
+ *   _optim.rmsprop_step(group, state, [found_inf, [grad_scale]])  group.params, the
+ *   _optim.adagrad_step(group, state, [found_inf, [grad_scale]])  hyperparameters its
+ *                                                  fields; state[param] the param's state
  *                                      table (created when the param first gets
  *                                      an update), holding PyTorch's names (step,
  *                                      exp_avg, ...). Params whose .grad is nil are skipped.
@@ -155,7 +156,7 @@ static void store_created(lua_State *L, int params, int state, const algo *al, c
  * update with grad mode off; then the new state is stored. */
 typedef nn_status (*step_fn)(lua_State *L, int group, lists *ls);
 
-/* GradScaler's found_inf (engine/optim.h), or nothing */
+/* GradScaler's found_inf or grad_scale (engine/optim.h), or nothing */
 static const nn_tensor *found_inf_arg(lua_State *L, int i) { return lua_isnoneornil(L, i) ? NULL : lt_check(L, i); }
 
 static bool grad_off(void)
@@ -185,7 +186,7 @@ static nn_status sgd(lua_State *L, int group, lists *ls)
         .lr = group_num(L, group, "lr", 1e-3), .momentum = group_num(L, group, "momentum", 0),
         .dampening = group_num(L, group, "dampening", 0), .weight_decay = group_num(L, group, "weight_decay", 0),
         .nesterov = group_bool(L, group, "nesterov"), .maximize = group_bool(L, group, "maximize"),
-        .found_inf = found_inf_arg(L, 3),
+        .found_inf = found_inf_arg(L, 3), .grad_scale = found_inf_arg(L, 4),
     };
     bool prev = grad_off();
     nn_status s = nn_sgd_step(ls->n, ls->p, ls->g, ls->st[0], &o);
@@ -207,7 +208,7 @@ static nn_status adam(lua_State *L, int group, lists *ls)
         .weight_decay = group_num(L, group, "weight_decay", 0), .amsgrad = group_bool(L, group, "amsgrad"),
         .maximize = group_bool(L, group, "maximize"),
         .decoupled = lua_toboolean(L, 3) || group_bool(L, group, "decoupled_weight_decay"),
-        .found_inf = found_inf_arg(L, 4),
+        .found_inf = found_inf_arg(L, 4), .grad_scale = found_inf_arg(L, 5),
     };
     group_betas(L, group, &o.beta1, &o.beta2);
     bool prev = grad_off();
@@ -229,7 +230,7 @@ static nn_status rmsprop(lua_State *L, int group, lists *ls)
         .lr = group_num(L, group, "lr", 1e-2), .alpha = group_num(L, group, "alpha", 0.99),
         .eps = group_num(L, group, "eps", 1e-8), .weight_decay = group_num(L, group, "weight_decay", 0),
         .momentum = group_num(L, group, "momentum", 0), .centered = group_bool(L, group, "centered"),
-        .maximize = group_bool(L, group, "maximize"), .found_inf = found_inf_arg(L, 3),
+        .maximize = group_bool(L, group, "maximize"), .found_inf = found_inf_arg(L, 3), .grad_scale = found_inf_arg(L, 4),
     };
     bool prev = grad_off();
     nn_status s = nn_rmsprop_step(ls->n, ls->p, ls->g, ls->st[0], ls->st[1], ls->st[2], ls->st[3], &o);
@@ -250,7 +251,7 @@ static nn_status adagrad(lua_State *L, int group, lists *ls)
         .lr = group_num(L, group, "lr", 1e-2), .lr_decay = group_num(L, group, "lr_decay", 0),
         .weight_decay = group_num(L, group, "weight_decay", 0), .eps = group_num(L, group, "eps", 1e-10),
         .initial_accumulator_value = group_num(L, group, "initial_accumulator_value", 0),
-        .maximize = group_bool(L, group, "maximize"), .found_inf = found_inf_arg(L, 3),
+        .maximize = group_bool(L, group, "maximize"), .found_inf = found_inf_arg(L, 3), .grad_scale = found_inf_arg(L, 4),
     };
     bool prev = grad_off();
     nn_status s = nn_adagrad_step(ls->n, ls->p, ls->g, ls->st[0], ls->st[1], &o);

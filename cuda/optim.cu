@@ -47,7 +47,8 @@ struct Hyper {
 };
 
 struct Table {
-    const float *found_inf; /* GradScaler's: nonzero, and the step changes nothing; or NULL */
+    const float *found_inf;  /* GradScaler's: nonzero, and the step changes nothing; or NULL */
+    const float *grad_scale; /* GradScaler's: gradients are multiplied by its reciprocal as read; or NULL */
     int nt;
     int64_t first[MAX_T + 1]; /* first chunk of each entry; first[nt] = total chunks */
     Entry e[MAX_T];
@@ -93,15 +94,16 @@ __device__ double device_step(const Entry &e)
 }
 
 /* SGD: f lr momentum dampening weight_decay; i nesterov maximize */
-template <typename T> __device__ void sgd(const Entry &e, const Hyper &h, int64_t lo, int64_t hi)
+template <typename T> __device__ void sgd(const Entry &e, const Hyper &h, float gs, int64_t lo, int64_t hi)
 {
     typedef typename Comp<T>::type C;
+    const C unscale = (C)gs;
     T *p = (T *)e.p, *buf = (T *)e.s[0];
     const T *g = (const T *)e.g;
     const C neg_lr = (C)-h.f[0], mom = (C)h.f[1], damp1 = (C)(1 - h.f[2]), wd = (C)h.f[3];
     const bool use_wd = h.f[3] != 0, maximize = h.i[1], nesterov = h.i[0], fresh = e.fresh;
     for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-        C d = ld<C>(g, j), pj = ld<C>(p, j);
+        C d = ld<C>(g, j) * unscale, pj = ld<C>(p, j);
         if (maximize) d = -d;
         if (use_wd) d = d + wd * pj;
         if (buf) {
@@ -114,9 +116,10 @@ template <typename T> __device__ void sgd(const Entry &e, const Hyper &h, int64_
 }
 
 /* Adam/AdamW: f lr beta1 beta2 eps weight_decay; i amsgrad maximize decoupled */
-template <typename T> __device__ void adam(const Entry &e, const Hyper &h, int64_t lo, int64_t hi)
+template <typename T> __device__ void adam(const Entry &e, const Hyper &h, float gs, int64_t lo, int64_t hi)
 {
     typedef typename Comp<T>::type C;
+    const C unscale = (C)gs;
     T *p = (T *)e.p, *m = (T *)e.s[0], *v = (T *)e.s[1], *vmax = (T *)e.s[2];
     const T *g = (const T *)e.g;
     const double lr = h.f[0], beta1 = h.f[1], beta2 = h.f[2];
@@ -126,7 +129,7 @@ template <typename T> __device__ void adam(const Entry &e, const Hyper &h, int64
     const bool small = fabs(1 - beta1) < 0.5;
     const C neg_step_size = (C)e.c0, bc2_sqrt = (C)e.c1;
     for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-        C d = ld<C>(g, j), pj = ld<C>(p, j);
+        C d = ld<C>(g, j) * unscale, pj = ld<C>(p, j);
         if (maximize) d = -d;
         if (use_wd) {
             if (decoupled) pj = pj * decay;
@@ -146,9 +149,10 @@ template <typename T> __device__ void adam(const Entry &e, const Hyper &h, int64
 }
 
 /* RMSprop: f lr alpha eps weight_decay momentum; i centered maximize */
-template <typename T> __device__ void rmsprop(const Entry &e, const Hyper &h, int64_t lo, int64_t hi)
+template <typename T> __device__ void rmsprop(const Entry &e, const Hyper &h, float gs, int64_t lo, int64_t hi)
 {
     typedef typename Comp<T>::type C;
+    const C unscale = (C)gs;
     T *p = (T *)e.p, *v = (T *)e.s[0], *buf = (T *)e.s[1], *ga = (T *)e.s[2];
     const T *g = (const T *)e.g;
     const double alpha = h.f[1];
@@ -157,7 +161,7 @@ template <typename T> __device__ void rmsprop(const Entry &e, const Hyper &h, in
     const bool use_wd = h.f[3] != 0, maximize = h.i[1];
     const bool small = fabs(1 - alpha) < 0.5;
     for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-        C d = ld<C>(g, j), pj = ld<C>(p, j);
+        C d = ld<C>(g, j) * unscale, pj = ld<C>(p, j);
         if (maximize) d = -d;
         if (use_wd) d = d + wd * pj;
         C vj = ld<C>(v, j) * al + w * d * d;
@@ -182,15 +186,16 @@ template <typename T> __device__ void rmsprop(const Entry &e, const Hyper &h, in
 }
 
 /* Adagrad: f lr lr_decay weight_decay eps; i maximize */
-template <typename T> __device__ void adagrad(const Entry &e, const Hyper &h, int64_t lo, int64_t hi)
+template <typename T> __device__ void adagrad(const Entry &e, const Hyper &h, float gs, int64_t lo, int64_t hi)
 {
     typedef typename Comp<T>::type C;
+    const C unscale = (C)gs;
     T *p = (T *)e.p, *sum = (T *)e.s[0];
     const T *g = (const T *)e.g;
     const C neg_clr = (C)e.c0, wd = (C)h.f[2], eps = (C)h.f[3];
     const bool use_wd = h.f[2] != 0, maximize = h.i[0];
     for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-        C d = ld<C>(g, j), pj = ld<C>(p, j);
+        C d = ld<C>(g, j) * unscale, pj = ld<C>(p, j);
         if (maximize) d = -d;
         if (use_wd) d = d + wd * pj;
         C sj = ld<C>(sum, j) + (C)1 * d * d;
@@ -200,12 +205,12 @@ template <typename T> __device__ void adagrad(const Entry &e, const Hyper &h, in
     }
 }
 
-template <int OP, typename T> __device__ __forceinline__ void apply(const Entry &e, const Hyper &h, int64_t lo, int64_t hi)
+template <int OP, typename T> __device__ __forceinline__ void apply(const Entry &e, const Hyper &h, float gs, int64_t lo, int64_t hi)
 {
-    if constexpr (OP == NN_OP_sgd_step) sgd<T>(e, h, lo, hi);
-    else if constexpr (OP == NN_OP_adam_step) adam<T>(e, h, lo, hi);
-    else if constexpr (OP == NN_OP_rmsprop_step) rmsprop<T>(e, h, lo, hi);
-    else adagrad<T>(e, h, lo, hi);
+    if constexpr (OP == NN_OP_sgd_step) sgd<T>(e, h, gs, lo, hi);
+    else if constexpr (OP == NN_OP_adam_step) adam<T>(e, h, gs, lo, hi);
+    else if constexpr (OP == NN_OP_rmsprop_step) rmsprop<T>(e, h, gs, lo, hi);
+    else adagrad<T>(e, h, gs, lo, hi);
 }
 
 template <int OP>
@@ -222,11 +227,12 @@ __global__ void __launch_bounds__(THREADS) step_kernel(const __grid_constant__ T
     Entry e = t.e[lo];
     if (e.step) coefficients(OP, t.h.f, device_step(e), e);
     int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
+    const float gs = t.grad_scale ? (float)(1.0 / (double)*t.grad_scale) : 1.f; /* GradScaler's reciprocal, as unscale_ takes it */
     switch (e.dt) {
-    case NN_F32: apply<OP, float>(e, t.h, start, end); break;
-    case NN_F64: apply<OP, double>(e, t.h, start, end); break;
-    case NN_F16: apply<OP, __half>(e, t.h, start, end); break;
-    default: apply<OP, __nv_bfloat16>(e, t.h, start, end); break;
+    case NN_F32: apply<OP, float>(e, t.h, gs, start, end); break;
+    case NN_F64: apply<OP, double>(e, t.h, gs, start, end); break;
+    case NN_F16: apply<OP, __half>(e, t.h, gs, start, end); break;
+    default: apply<OP, __nv_bfloat16>(e, t.h, gs, start, end); break;
     }
 }
 
@@ -343,6 +349,7 @@ nn_status optim_step(const nn_kargs *a)
     t.nt = 0;
     t.first[0] = 0;
     t.found_inf = a->nin > 0 && a->in[0] ? (const float *)nn_data(a->in[0]) : NULL;
+    t.grad_scale = a->nin > 1 && a->in[1] ? (const float *)nn_data(a->in[1]) : NULL;
     memcpy(t.h.f, a->f, sizeof t.h.f);
     memcpy(t.h.i, a->i, sizeof t.h.i);
     Scratches sc{NULL, 0, 0};

@@ -174,37 +174,43 @@ static nn_status dispatch_all(nn_kargs *a, int n, int nroles, const role *roles,
     return st;
 }
 
-/* GradScaler's found_inf: a CPU one is read here (*skip: nonzero); a device one goes to
- * the kernels, and must be on the device of every param with a gradient. */
-static nn_status take_found_inf(nn_kargs *a, const char *fn, int n, const role *roles, const nn_tensor *f, bool *skip)
+/* GradScaler's one-element float32 tensor t (what names it), on the device of every param
+ * with a gradient unless cpu_ok */
+static nn_status check_amp_scalar(const char *fn, const char *what, int n, const role *roles, const nn_tensor *t, bool cpu_ok)
 {
-    *skip = false;
-    if (!f) return NN_OK;
-    if (nn_numel(f) != 1 || f->dtype != NN_F32)
-        return nn_error(NN_ERR_ARG, "%s: found_inf must be a one-element float32 tensor, got %s with %lld elements", fn,
-                        nn_dtype_name(f->dtype), (long long)nn_numel(f));
-    if (f->storage->device.type == NN_CPU) {
-        *skip = *(const float *)nn_data(f) != 0;
-        return NN_OK;
-    }
+    if (nn_numel(t) != 1 || t->dtype != NN_F32)
+        return nn_error(NN_ERR_ARG, "%s: %s must be a one-element float32 tensor, got %s with %lld elements", fn, what,
+                        nn_dtype_name(t->dtype), (long long)nn_numel(t));
+    if (cpu_ok && t->storage->device.type == NN_CPU) return NN_OK;
     for (int k = 0; k < n; k++) {
         const nn_tensor *p = roles[0].t[k];
-        if (!roles[1].t[k] || nn_device_eq(p->storage->device, f->storage->device)) continue;
+        if (!roles[1].t[k] || nn_device_eq(p->storage->device, t->storage->device)) continue;
         char d1[16], d2[16];
-        return nn_error(NN_ERR_DEVICE, "%s: found_inf is on %s, but parameter %d is on %s", fn,
-                        nn_device_str(d1, f->storage->device), k, nn_device_str(d2, p->storage->device));
+        return nn_error(NN_ERR_DEVICE, "%s: %s is on %s, but parameter %d is on %s", fn, what,
+                        nn_device_str(d1, t->storage->device), k, nn_device_str(d2, p->storage->device));
     }
-    a->in[0] = (nn_tensor *)f;
-    a->nin = 1;
     return NN_OK;
 }
 
-static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles, const nn_tensor *found_inf)
+/* GradScaler's found_inf and grad_scale: a CPU found_inf is read here (*skip: nonzero); a
+ * device one, and grad_scale, go to the kernels. */
+static nn_status take_amp(nn_kargs *a, const char *fn, int n, const role *roles, const nn_tensor *f, const nn_tensor *gs, bool *skip)
+{
+    *skip = false;
+    if (f && check_amp_scalar(fn, "found_inf", n, roles, f, true)) return nn_last_status();
+    if (gs && check_amp_scalar(fn, "grad_scale", n, roles, gs, false)) return nn_last_status();
+    if (f && f->storage->device.type == NN_CPU) *skip = *(const float *)nn_data(f) != 0;
+    else if (f) a->in[0] = (nn_tensor *)f, a->nin = 1;
+    if (gs) a->in[1] = (nn_tensor *)gs, a->nin = 2;
+    return NN_OK;
+}
+
+static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles, const nn_tensor *found_inf, const nn_tensor *grad_scale)
 {
     const char *fn = nn_op_name(a->op);
     if (n < 0) return nn_error(NN_ERR_ARG, "%s: negative parameter count %d", fn, n);
     bool skip;
-    if (check(fn, n, nroles, roles) || take_found_inf(a, fn, n, roles, found_inf, &skip)) return nn_last_status();
+    if (check(fn, n, nroles, roles) || take_amp(a, fn, n, roles, found_inf, grad_scale, &skip)) return nn_last_status();
     if (skip) return NN_OK; /* an inf or nan in the gradients: this step does not happen */
     /* (a skip decided on the device still creates missing state: SGD's first momentum
      * buffer then starts at 0 rather than at the gradient, the same unless dampening != 0) */
@@ -234,7 +240,7 @@ nn_status nn_sgd_step(int n, nn_tensor *const *params, nn_tensor *const *grads, 
         {R_STATE, "momentum_buffer", use_bufs ? bufs : NULL, 0, fresh},
         {R_FRESH, "fresh", fresh, 0, NULL},
     };
-    nn_status st = run_step(&a, n, 4, roles, o->found_inf);
+    nn_status st = run_step(&a, n, 4, roles, o->found_inf, o->grad_scale);
     if (fresh != small) free(fresh);
     return st;
 }
@@ -255,7 +261,7 @@ nn_status nn_adam_step(int n, nn_tensor *const *params, nn_tensor *const *grads,
         {R_STATE, "max_exp_avg_sq", o->amsgrad ? max_exp_avg_sqs : NULL, 0, NULL},
         {R_STEP, "step", steps, 0, NULL},
     };
-    return run_step(&a, n, 6, roles, o->found_inf);
+    return run_step(&a, n, 6, roles, o->found_inf, o->grad_scale);
 }
 
 nn_status nn_rmsprop_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **square_avgs,
@@ -274,7 +280,7 @@ nn_status nn_rmsprop_step(int n, nn_tensor *const *params, nn_tensor *const *gra
         {R_STATE, "grad_avg", o->centered ? grad_avgs : NULL, 0, NULL},
         {R_STEP, "step", steps, 0, NULL},
     };
-    return run_step(&a, n, 6, roles, o->found_inf);
+    return run_step(&a, n, 6, roles, o->found_inf, o->grad_scale);
 }
 
 nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *grads, nn_tensor **sums,
@@ -290,5 +296,5 @@ nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *gra
         {R_STATE, "sum", sums, o->initial_accumulator_value, NULL},
         {R_STEP, "step", steps, 0, NULL},
     };
-    return run_step(&a, n, 4, roles, o->found_inf);
+    return run_step(&a, n, 4, roles, o->found_inf, o->grad_scale);
 }

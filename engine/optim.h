@@ -18,7 +18,11 @@
  * tensor on the params' device; where it is nonzero the step changes nothing,
  * step counters included. On a GPU nothing is read back: the kernels read it, and
  * the step counters should then live on the device too (a CPU counter would have
- * to be read and counted on the host); device counters are counted by the kernels. */
+ * to be read and counted on the host); device counters are counted by the kernels.
+ *
+ * grad_scale (GradScaler's scale, as PyTorch's fused optimizers take it): a one-element
+ * float32 tensor on the params' device; each gradient is multiplied by its float32
+ * reciprocal as it is read (the unscale fused into the update), and .grad stays scaled. */
 #ifndef NN_OPTIM_H
 #define NN_OPTIM_H
 
@@ -28,6 +32,7 @@ typedef struct {
     double lr, momentum, dampening, weight_decay;
     bool nesterov, maximize;
     const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
+    const nn_tensor *grad_scale; /* GradScaler's: see below (NULL: gradients as they are) */
 } nn_sgd_opts;
 
 typedef struct {
@@ -35,18 +40,21 @@ typedef struct {
     bool amsgrad, maximize;
     bool decoupled; /* AdamW: weight decay applied to the param, not added to the gradient */
     const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
+    const nn_tensor *grad_scale; /* GradScaler's: see below (NULL: gradients as they are) */
 } nn_adam_opts;
 
 typedef struct {
     double lr, alpha, eps, weight_decay, momentum;
     bool centered, maximize;
     const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
+    const nn_tensor *grad_scale; /* GradScaler's: see below (NULL: gradients as they are) */
 } nn_rmsprop_opts;
 
 typedef struct {
     double lr, lr_decay, weight_decay, eps, initial_accumulator_value;
     bool maximize;
     const nn_tensor *found_inf; /* GradScaler's: see below (NULL: always update) */
+    const nn_tensor *grad_scale; /* GradScaler's: see below (NULL: gradients as they are) */
 } nn_adagrad_opts;
 
 /* bufs: momentum buffers, used when momentum != 0 (may be NULL otherwise). */
@@ -87,8 +95,8 @@ nn_tensor *nn_optim_step_counter(double value);
  *                 f: lr alpha eps weight_decay momentum; i: centered maximize
  *   adagrad_step  0 params, 1 grads, 2 sum, 3 steps.  f: lr lr_decay weight_decay eps;
  *                 i: maximize
- * kargs.in[0]: found_inf on the device, or NULL (nin 0); a CPU found_inf is read by the
- * frontend, which then skips or runs the step without it.
+ * kargs.in[0]: found_inf on the device, or NULL; a CPU found_inf is read by the frontend,
+ * which then skips or runs the step without it. kargs.in[1]: grad_scale, or NULL.
  * Kernels update params and state in place; frontends have checked shapes, dtypes and
  * devices, and bump versions afterwards. */
 

@@ -17,9 +17,12 @@
 --
 -- GradScaler keeps the scale (float32) and the growth tracker (int32) as device tensors.
 -- unscale_ is one fused pass over every gradient of a device (multiply by 1/scale, set
--- found_inf on inf/nan); update runs on the device. step() hands found_inf to the
--- optimizer, whose fused kernels skip the update on the device when it is set (their step
--- counters then live on the device too), so a training step reads nothing back. Only an
+-- found_inf on inf/nan); update runs on the device. step() without unscale_ before it
+-- checks for inf/nan in a pass that only reads, and hands found_inf and the scale to the
+-- optimizer, whose fused kernels skip the update on the device when found_inf is set
+-- (their step counters then live on the device too) and unscale each gradient as they
+-- read it (.grad stays scaled, as with PyTorch's fused optimizers); a training step reads
+-- nothing back. Only an
 -- optimizer without that support (a user's own), or params spread over several devices,
 -- make step() read found_inf on the host as PyTorch's GradScaler does for its unfused
 -- optimizers. get_scale() and state_dict() read the scale, and only they.
@@ -289,14 +292,30 @@ function GradScaler:step(optimizer, ...)
   self:_check_scale_growth_tracker("step")
   local st = self:_state(optimizer)
   if st.stage == STEPPED then error("step() has already been called since the last update().", 2) end
-  if st.stage == READY then self:unscale_(optimizer) end
+  local supported = optimizer._step_supports_amp_scaling and select("#", ...) == 0
+  local fused = false
+  if st.stage == READY then
+    if supported then
+      -- as PyTorch with its fused optimizers: the inf check alone (a pass that writes
+      -- nothing), and the update divides each gradient by the scale as it reads it, so
+      -- .grad stays scaled (unscale_ first, e.g. to clip, and it is unscaled in place)
+      self._one = self._one or torch.ones({}, { dtype = torch.float32, device = self._scale.device })
+      st.found_inf_per_device = self:_unscale_grads_(optimizer, self._one, false) -- fp16 gradients: the error of PyTorch's default optimizers
+      local devices = 0
+      for _ in pairs(st.found_inf_per_device) do devices = devices + 1 end
+      fused = devices == 1
+    end
+    if not fused then self:unscale_(optimizer) end
+  end
   local any = false
   for _ in pairs(st.found_inf_per_device) do any = true end
   if not any then error("No inf checks were recorded for this optimizer.", 2) end
   local devices, only = 0, nil
   for _, f in pairs(st.found_inf_per_device) do devices, only = devices + 1, f end
   local ret
-  if optimizer._step_supports_amp_scaling and devices == 1 and select("#", ...) == 0 then
+  if fused then
+    ret = optimizer:step({ found_inf = only, grad_scale = self._scale:to(only.device) })
+  elseif supported and devices == 1 then
     ret = optimizer:step({ found_inf = only }) -- skipped on the device if it holds an inf or nan
   else
     local found = 0

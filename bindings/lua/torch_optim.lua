@@ -202,10 +202,10 @@ function Optimizer:zero_grad(opts)
 end
 
 -- step(closure): the closure (optional) runs with grad enabled; the update with it off.
--- step({found_inf = f}): GradScaler's step (see _step_with_found_inf below).
+-- step({found_inf = f, grad_scale = s}): GradScaler's step (see _step_with_found_inf below).
 function Optimizer:step(closure)
   if type(closure) == "table" and getmetatable(closure) == nil and closure.found_inf ~= nil then
-    return self:_step_with_found_inf(closure.found_inf) -- GradScaler's step({found_inf=})
+    return self:_step_with_found_inf(closure.found_inf, closure.grad_scale) -- GradScaler's step({found_inf=, grad_scale=})
   end
   local loss
   if closure ~= nil then loss = torch.enable_grad(closure) end
@@ -215,12 +215,14 @@ function Optimizer:step(closure)
   return loss
 end
 
--- GradScaler's step, opt:step({found_inf = f}) (the optimizers defined here are one fused
--- pass, so they all take it: _step_supports_amp_scaling, as PyTorch's fused ones):
--- found_inf, a one-element float32 tensor on the params' device, decides there whether
--- the update happens, with no read back to the host. The step counters move to that
--- device first, where the kernels count them (as PyTorch's fused optimizers keep them).
-function Optimizer:_step_with_found_inf(found_inf)
+-- GradScaler's step, opt:step({found_inf = f, grad_scale = s}) (the optimizers defined here
+-- are one fused pass, so they all take it: _step_supports_amp_scaling, as PyTorch's fused
+-- ones): found_inf, a one-element float32 tensor on the params' device, decides there
+-- whether the update happens, with no read back to the host; grad_scale (optional, the
+-- same kind of tensor) divides each gradient as the update reads it, and .grad stays
+-- scaled. The step counters move to that device first, where the kernels count them (as
+-- PyTorch's fused optimizers keep them).
+function Optimizer:_step_with_found_inf(found_inf, grad_scale)
   local dev = found_inf.device
   for _, g in ipairs(self.param_groups) do
     if dev.type ~= "cpu" then
@@ -233,7 +235,7 @@ function Optimizer:_step_with_found_inf(found_inf)
         end
       end
     end
-    self:_update(g, found_inf)
+    self:_update(g, found_inf, grad_scale)
   end
 end
 
@@ -426,7 +428,7 @@ define("SGD",
       fail("Nesterov momentum requires a momentum and zero dampening")
     end
   end,
-  function(self, g, found_inf) return C.sgd_step(g, self.state, found_inf) end,
+  function(self, g, found_inf, grad_scale) return C.sgd_step(g, self.state, found_inf, grad_scale) end,
   { "foreach", "fused" })
 
 local adam_spec = function(wd, extra)
@@ -441,10 +443,10 @@ local function check_adam(o)
 end
 
 define("Adam", adam_spec(0, { { "decoupled_weight_decay", false } }), 5, check_adam,
-  function(self, g, found_inf) return C.adam_step(g, self.state, false, found_inf) end, { "foreach", "fused" })
+  function(self, g, found_inf, grad_scale) return C.adam_step(g, self.state, false, found_inf, grad_scale) end, { "foreach", "fused" })
 
 local AdamW = define("AdamW", adam_spec(1e-2, {}), 5, check_adam,
-  function(self, g, found_inf) return C.adam_step(g, self.state, true, found_inf) end, { "foreach", "fused" })
+  function(self, g, found_inf, grad_scale) return C.adam_step(g, self.state, true, found_inf, grad_scale) end, { "foreach", "fused" })
 local adamw_init = AdamW.__init
 function AdamW:__init(...)
   adamw_init(self, ...)
@@ -463,7 +465,7 @@ define("RMSprop",
     check_nonneg(o.weight_decay, "weight_decay value")
     check_nonneg(o.alpha, "alpha value")
   end,
-  function(self, g, found_inf) return C.rmsprop_step(g, self.state, found_inf) end,
+  function(self, g, found_inf, grad_scale) return C.rmsprop_step(g, self.state, found_inf, grad_scale) end,
   { "foreach" })
 
 local Adagrad = define("Adagrad",
@@ -477,7 +479,7 @@ local Adagrad = define("Adagrad",
     check_nonneg(o.initial_accumulator_value, "initial_accumulator_value value")
     check_nonneg(o.eps, "epsilon value")
   end,
-  function(self, g, found_inf) return C.adagrad_step(g, self.state, found_inf) end,
+  function(self, g, found_inf, grad_scale) return C.adagrad_step(g, self.state, found_inf, grad_scale) end,
   { "foreach", "fused" })
 
 -- Adagrad's state exists from the start: step 0 and sum = initial_accumulator_value

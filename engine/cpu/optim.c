@@ -30,6 +30,7 @@ typedef struct {
     void *s[MAX_STATE]; /* the algorithm's state tensors, NULL where unused */
     bool fresh;         /* SGD: the momentum buffer was just created */
     double step;        /* the step count including this update */
+    double unscale;     /* GradScaler's grad_scale as a float32 reciprocal, or 1 */
 } upd;
 
 static inline float sqrt_float(float x) { return sqrtf(x); }
@@ -52,10 +53,11 @@ static inline double max_double(double a, double b) { return a > b || isnan(a) ?
     {                                                                                             \
         T *restrict p = u->p, *restrict buf = u->s[0];                                            \
         const T *restrict g = u->g;                                                               \
+        const T unscale = (T)u->unscale; /* GradScaler's 1/scale, or 1 */                         \
         const T neg_lr = (T)-a->f[0], mom = (T)a->f[1], damp1 = (T)(1 - a->f[2]), wd = (T)a->f[3]; \
         const bool use_wd = a->f[3] != 0, maximize = a->i[1], nesterov = a->i[0], fresh = u->fresh; \
         for (int64_t j = 0; j < u->n; j++) {                                                      \
-            T d = maximize ? -g[j] : g[j];                                                        \
+            T d = (maximize ? -g[j] : g[j]) * unscale;                                            \
             if (use_wd) d = d + wd * p[j];                                                        \
             if (has_buf) {                                                                        \
                 T b = fresh ? d : buf[j] * mom + damp1 * d;                                       \
@@ -79,6 +81,7 @@ static inline double max_double(double a, double b) { return a > b || isnan(a) ?
     {                                                                                             \
         T *restrict p = u->p, *restrict m = u->s[0], *restrict v = u->s[1], *restrict vmax = u->s[2]; \
         const T *restrict g = u->g;                                                               \
+        const T unscale = (T)u->unscale; /* GradScaler's 1/scale, or 1 */                         \
         const double lr = a->f[0], beta1 = a->f[1], beta2 = a->f[2];                              \
         const T w1 = (T)(1 - beta1), b2 = (T)beta2, w2 = (T)(1 - beta2), eps = (T)a->f[3];         \
         const T wd = (T)a->f[4], decay = (T)(1 - lr * a->f[4]);                                   \
@@ -87,7 +90,7 @@ static inline double max_double(double a, double b) { return a > b || isnan(a) ?
         const T neg_step_size = (T)(-(lr / (1 - pow(beta1, u->step))));                           \
         const T bc2_sqrt = (T)pow(1 - pow(beta2, u->step), 0.5); /* Python's ** 0.5 */            \
         for (int64_t j = 0; j < u->n; j++) {                                                      \
-            T d = maximize ? -g[j] : g[j];                                                        \
+            T d = (maximize ? -g[j] : g[j]) * unscale;                                            \
             T pj = p[j];                                                                          \
             if (use_wd) {                                                                         \
                 if (decoupled) pj = pj * decay;                                                   \
@@ -119,13 +122,14 @@ static inline double max_double(double a, double b) { return a > b || isnan(a) ?
     {                                                                                             \
         T *restrict p = u->p, *restrict v = u->s[0], *restrict buf = u->s[1], *restrict ga = u->s[2]; \
         const T *restrict g = u->g;                                                               \
+        const T unscale = (T)u->unscale; /* GradScaler's 1/scale, or 1 */                         \
         const double alpha = a->f[1];                                                             \
         const T neg_lr = (T)-a->f[0], al = (T)alpha, w = (T)(1 - alpha), eps = (T)a->f[2];        \
         const T wd = (T)a->f[3], mom = (T)a->f[4];                                                \
         const bool use_wd = a->f[3] != 0, maximize = a->i[1];                                     \
         const bool lerp_small = fabs(1 - alpha) < 0.5;                                            \
         for (int64_t j = 0; j < u->n; j++) {                                                      \
-            T d = maximize ? -g[j] : g[j];                                                        \
+            T d = (maximize ? -g[j] : g[j]) * unscale;                                            \
             if (use_wd) d = d + wd * p[j];                                                        \
             T vj = v[j] * al + w * d * d;                                                         \
             v[j] = vj;                                                                            \
@@ -162,11 +166,12 @@ static inline double max_double(double a, double b) { return a > b || isnan(a) ?
     {                                                                                             \
         T *restrict p = u->p, *restrict sum = u->s[0];                                            \
         const T *restrict g = u->g;                                                               \
+        const T unscale = (T)u->unscale; /* GradScaler's 1/scale, or 1 */                         \
         const T neg_clr = (T)-(a->f[0] / (1 + (u->step - 1) * a->f[1]));                          \
         const T wd = (T)a->f[2], eps = (T)a->f[3];                                                \
         const bool use_wd = a->f[2] != 0, maximize = a->i[0];                                     \
         for (int64_t j = 0; j < u->n; j++) {                                                      \
-            T d = maximize ? -g[j] : g[j];                                                        \
+            T d = (maximize ? -g[j] : g[j]) * unscale;                                            \
             if (use_wd) d = d + wd * p[j];                                                        \
             T sj = sum[j] + (T)1 * d * d;                                                         \
             sum[j] = sj;                                                                          \
@@ -251,10 +256,11 @@ static nn_status optim_step(const nn_kargs *a)
     int roles[MAX_STATE], step_role, m = a->nlist;
     int nst = state_roles(a->op, roles, &step_role);
     if (nst < 0) return nn_not_implemented(a, a->out[0]->dtype);
+    const double unscale = a->nin > 1 && a->in[1] ? (float)(1.0 / (double)*(const float *)nn_data(a->in[1])) : 1.0;
     for (int k = 0; k < m; k++) {
         nn_tensor *p = a->list[k], *g = a->list[m + k], *st[MAX_STATE] = {NULL};
         for (int r = 0; r < nst; r++) st[r] = a->list[roles[r] * m + k];
-        upd u = {.n = nn_numel(p)};
+        upd u = {.n = nn_numel(p), .unscale = unscale};
         if (a->op == NN_OP_sgd_step) u.fresh = a->list[3 * m + k] != NULL;
         if (step_role >= 0) {
             nn_tensor *s = a->list[step_role * m + k];

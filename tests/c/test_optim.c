@@ -143,23 +143,23 @@ static bool uses_state(const config *c, int k)
 }
 
 static nn_status engine_step(const config *c, nn_tensor **p, nn_tensor **g, nn_tensor *st[3][NP], nn_tensor **steps,
-                             const nn_tensor *found_inf)
+                             const nn_tensor *found_inf, const nn_tensor *grad_scale)
 {
     switch (c->alg) {
     case SGD: {
-        nn_sgd_opts o = {c->lr, c->a1, c->a2, c->wd, c->b0, c->maximize, found_inf};
+        nn_sgd_opts o = {c->lr, c->a1, c->a2, c->wd, c->b0, c->maximize, found_inf, grad_scale};
         return nn_sgd_step(NP, p, g, st[0], &o);
     }
     case ADAM: {
-        nn_adam_opts o = {c->lr, c->a1, c->a2, c->a3, c->wd, c->b0, c->maximize, c->b1, found_inf};
+        nn_adam_opts o = {c->lr, c->a1, c->a2, c->a3, c->wd, c->b0, c->maximize, c->b1, found_inf, grad_scale};
         return nn_adam_step(NP, p, g, st[0], st[1], st[2], steps, &o);
     }
     case RMSPROP: {
-        nn_rmsprop_opts o = {c->lr, c->a1, c->a2, c->wd, c->a3, c->b0, c->maximize, found_inf};
+        nn_rmsprop_opts o = {c->lr, c->a1, c->a2, c->wd, c->a3, c->b0, c->maximize, found_inf, grad_scale};
         return nn_rmsprop_step(NP, p, g, st[0], st[1], st[2], steps, &o);
     }
     default: {
-        nn_adagrad_opts o = {c->lr, c->a1, c->wd, c->a2, c->a3, c->maximize, found_inf};
+        nn_adagrad_opts o = {c->lr, c->a1, c->wd, c->a2, c->a3, c->maximize, found_inf, grad_scale};
         return nn_adagrad_step(NP, p, g, st[0], steps, &o);
     }
     }
@@ -193,6 +193,9 @@ static const int gkind[NP] = {CONTIG, TRANSPOSED, TRANSPOSED, CONTIG, EXPANDED, 
 
 /* GradScaler's found_inf: set on step 3, which then changes nothing (false: no found_inf) */
 static bool skip_step3;
+/* GradScaler's grad_scale (0: none): the engine gets the gradients times it, the reference
+ * the gradients as they are (a power of two: the scaling is exact) */
+static float grad_scale_by;
 
 static void run_config(const config *c, nn_dtype dt)
 {
@@ -216,13 +219,17 @@ static void run_config(const config *c, nn_dtype dt)
         for (int k = 0; k < NP; k++) {
             for (int64_t j = 0; j < r[k].n; j++) set(g[k], j, urand() * 4 - 2);
             for (int64_t j = 0; j < r[k].n; j++) r[k].g[j] = get(g[k], j);
+            if (grad_scale_by)
+                for (int64_t j = 0; j < r[k].n; j++) set(g[k], j, r[k].g[j] * grad_scale_by);
             gl[k] = k == NO_GRAD || (k == SKIPS && step == 2) ? NULL : g[k];
         }
         uint32_t v0 = p[0]->storage->version;
         bool skipped = skip_step3 && step == 3;
         nn_tensor *found_inf = skip_step3 ? nn_full(0, NULL, skipped, NN_F32, NN_DEVICE_CPU) : NULL;
-        nn_status s = engine_step(c, p, gl, st, steps, found_inf);
+        nn_tensor *grad_scale = grad_scale_by ? nn_full(0, NULL, grad_scale_by, NN_F32, NN_DEVICE_CPU) : NULL;
+        nn_status s = engine_step(c, p, gl, st, steps, found_inf, grad_scale);
         nn_release(found_inf);
+        nn_release(grad_scale);
         CHECK(s == NN_OK, "%s %s step %d: %s", alg_name[c->alg], nn_dtype_name(dt), step, nn_last_error());
         if (s) break;
         CHECK(skipped ? p[0]->storage->version == v0 : p[0]->storage->version > v0, "version bumped (unless skipped)");
@@ -374,6 +381,11 @@ int main(void)
     all_configs(NN_F32);
     all_configs(NN_F16);
     skip_step3 = false;
+    grad_scale_by = 1024; /* the unscale fused into the update, as GradScaler's step asks for it */
+    all_configs(NN_F64);
+    all_configs(NN_F32);
+    all_configs(NN_F16);
+    grad_scale_by = 0;
     test_sgd_buffer();
     test_many_params();
     test_errors();

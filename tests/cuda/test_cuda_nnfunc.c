@@ -616,10 +616,11 @@ typedef struct {
     nn_tensor *st[2][4][64]; /* [side][role][param] */
 } plist;
 
-static nn_status run_step(const config *cfg, int side, plist *L, nn_tensor **grads, const nn_tensor *found_inf)
+static nn_status run_step(const config *cfg, int side, plist *L, nn_tensor **grads, const nn_tensor *found_inf, const nn_tensor *grad_scale)
 {
     config c = *cfg;
     c.sgd.found_inf = c.adam.found_inf = c.rms.found_inf = c.ada.found_inf = found_inf;
+    c.sgd.grad_scale = c.adam.grad_scale = c.rms.grad_scale = c.ada.grad_scale = grad_scale;
     nn_tensor *ps[64];
     for (int k = 0; k < L->n; k++) ps[k] = side ? L->p[k].g : L->p[k].c;
     nn_tensor **st0 = L->st[side][0], **st1 = L->st[side][1], **st2 = L->st[side][2], **st3 = L->st[side][3];
@@ -638,13 +639,13 @@ static nn_tensor *found_inf_for(int step, nn_device dev)
 }
 
 /* dts: the dtype of param k is dts[k % ndts]. skip: GradScaler's found_inf on every step
- * (set on step 1), on the CPU for the CPU side and on the device for the CUDA side, whose
- * step counters then live on the device. */
+ * (set on step 1) and its grad_scale (512), on the CPU for the CPU side and on the device
+ * for the CUDA side, whose step counters then live on the device. */
 static void optim_case(const config *c, const nn_dtype *dts, int ndts, int nparams, int nsteps, bool skip)
 {
     char dn[64] = "";
     for (int k = 0; k < ndts; k++) snprintf(dn + strlen(dn), sizeof dn - strlen(dn), "%s%s", k ? "+" : "", nn_dtype_name(dts[k]));
-    if (!begin("%s %s %s, %d params, %d steps%s", ALG[c->alg], c->label, dn, nparams, nsteps, skip ? ", step 1 skipped by found_inf" : ""))
+    if (!begin("%s %s %s, %d params, %d steps%s", ALG[c->alg], c->label, dn, nparams, nsteps, skip ? ", step 1 skipped by found_inf, grad_scale 512" : ""))
         return;
     static plist L;
     memset(&L, 0, sizeof L);
@@ -664,10 +665,11 @@ static void optim_case(const config *c, const nn_dtype *dts, int ndts, int npara
             gc[k] = g.c, gg[k] = g.g;
         }
         nn_tensor *fc = skip ? found_inf_for(step, CPU) : NULL, *fg = skip ? found_inf_for(step, DEV) : NULL;
-        nn_status sc = run_step(c, 0, &L, gc, fc);
+        nn_tensor *sc_ = skip ? nn_full(0, NULL, 512, NN_F32, CPU) : NULL, *sg_ = skip ? nn_full(0, NULL, 512, NN_F32, DEV) : NULL;
+        nn_status sc = run_step(c, 0, &L, gc, fc, sc_);
         if (sc) save_err();
-        nn_status sg = run_step(c, 1, &L, gg, fg);
-        nn_release(fc), nn_release(fg);
+        nn_status sg = run_step(c, 1, &L, gg, fg, sg_);
+        nn_release(fc), nn_release(fg), nn_release(sc_), nn_release(sg_);
         if (sc || sg) {
             fail("step %d: cpu %d (%s), cuda %d (%s)", step, sc, sc ? cpu_err : "", sg, sg ? nn_last_error() : "");
             err = true;

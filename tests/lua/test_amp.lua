@@ -259,6 +259,40 @@ T.test("GradScaler: skipped steps leave every optimizer as if they never happene
   end
 end)
 
+-- step() without unscale_ takes the path of PyTorch's fused optimizers: a read-only inf
+-- check, the unscale inside the update, .grad left scaled; with unscale_ first, .grad is
+-- unscaled in place. The parameters come out the same bit for bit (a power-of-two scale).
+T.test("GradScaler: the unscale fused into the optimizer's update", function()
+  local devices = { "cpu" }
+  if torch.cuda.is_available() then devices[2] = "cuda" end
+  for _, dev in ipairs(devices) do
+    for _, make in ipairs({ function(ps) return optim.AdamW(ps, { lr = 0.01 }) end,
+      function(ps) return optim.SGD(ps, { lr = 0.05, momentum = 0.9 }) end }) do
+      torch.manual_seed(5)
+      local a = nn.Linear(4, 3):to(dev)
+      torch.manual_seed(5)
+      local b = nn.Linear(4, 3):to(dev)
+      local oa, ob = make(a:parameters()), make(b:parameters())
+      local sa, sb = torch.amp.GradScaler(dev, { init_scale = 512 }), torch.amp.GradScaler(dev, { init_scale = 512 })
+      for _ = 1, 3 do
+        local x = torch.randn(5, 4):to(dev)
+        oa:zero_grad(); ob:zero_grad()
+        sa:scale(a(x):pow(2):mean()):backward()
+        sb:scale(b(x):pow(2):mean()):backward()
+        local scaled = a.weight.grad:clone()
+        sa:step(oa)
+        sb:unscale_(ob)
+        T.eq(bits(b.weight.grad), bits(scaled / 512), dev .. ": unscale_ unscales .grad in place")
+        sb:step(ob)
+        T.eq(bits(a.weight.grad), bits(scaled), dev .. ": step alone leaves .grad scaled")
+        sa:update(); sb:update()
+      end
+      T.eq(bits(a.weight), bits(b.weight), dev .. ": the same parameters bit for bit")
+      T.eq(bits(a.bias), bits(b.bias), dev .. ": bias")
+    end
+  end
+end)
+
 T.test("GradScaler: growth and the scale sequence of PyTorch's rule", function()
   local m, opt = model_and_opt(1e-3)
   local growth_interval = 3
