@@ -25,11 +25,14 @@ bool nn_any_requires_grad(int n, nn_tensor *const *ts)
     return false;
 }
 
+static _Thread_local uint64_t node_count;
+
 static nn_node *node_alloc(const char *name, nn_backward_fn fn, int nin)
 {
     nn_node *n = calloc(1, sizeof *n + (size_t)nin * sizeof(nn_edge));
     if (!n) return NULL;
     n->refcount = 1;
+    n->seq = ++node_count;
     n->name = name;
     n->backward = fn;
     n->nin = nin;
@@ -59,6 +62,7 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
             e->input_nr = t->output_nr;
         } else {
             nn_node *acc = node_alloc("AccumulateGrad", accumulate_grad, 0);
+            if (acc) acc->seq = UINT64_MAX; /* runs as soon as it is ready */
             if (!acc) { nn_node_release(n); nn_error(NN_ERR_NOMEM, "out of memory"); return NULL; }
             acc->leaf = nn_retain(t);
             e->node = acc;
@@ -434,19 +438,36 @@ static bool push(node_list *l, nn_node *x)
     return true;
 }
 
-/* Of the nodes pushed from base on, the AccumulateGrad ones go to the top of the stack, in
- * their order, so they run next: a leaf's gradient (and its hooks, DDP's bucket all-reduce
- * among them) is done as soon as it is computed, not after the rest of the graph below it,
- * as PyTorch's engine runs AccumulateGrad first. */
-static void leaves_on_top(node_list *l, int base)
+/* The ready nodes as a max-heap on seq, PyTorch's engine order: the node made last in the
+ * forward runs first, and AccumulateGrad (seq UINT64_MAX) before anything, so a leaf's
+ * gradient (and its hooks, DDP's bucket all-reduce among them) is done as soon as it is
+ * computed, and a parameter's own chain (autocast's cast back to float32, ToCopyBackward0)
+ * runs right after the op that used it rather than after the rest of the graph. */
+static bool heap_push(node_list *h, nn_node *x)
 {
-    for (int i = base, top = l->n; i < top; i++) {
-        if (!l->v[i]->leaf) continue;
-        nn_node *leaf = l->v[i];
-        memmove(&l->v[i], &l->v[i + 1], (size_t)(l->n - i - 1) * sizeof *l->v);
-        l->v[l->n - 1] = leaf;
-        i--, top--;
+    if (!push(h, x)) return false;
+    for (int i = h->n - 1; i > 0;) {
+        int p = (i - 1) / 2;
+        if (h->v[p]->seq >= h->v[i]->seq) break;
+        nn_node *t = h->v[p];
+        h->v[p] = h->v[i], h->v[i] = t, i = p;
     }
+    return true;
+}
+
+static nn_node *heap_pop(node_list *h)
+{
+    nn_node *top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && h->v[l]->seq > h->v[m]->seq) m = l;
+        if (r < h->n && h->v[r]->seq > h->v[m]->seq) m = r;
+        if (m == i) break;
+        nn_node *t = h->v[m];
+        h->v[m] = h->v[i], h->v[i] = t, i = m;
+    }
+    return top;
 }
 
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
@@ -503,10 +524,10 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     if (!st) {
         start->grad_buf[root->output_nr] = g;
         g = NULL;
-        if (!push(&ready, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        if (!heap_push(&ready, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
     }
     while (!st && ready.n) {
-        nn_node *x = ready.v[--ready.n];
+        nn_node *x = heap_pop(&ready);
         for (int k = 0; k < x->nout && !st; k++)
             if (x->retained[k] && x->grad_buf[k]) st = store_grad(x->retained[k], x->grad_buf[k]);
         nn_tensor *gin_small[8] = {0}, **gin = gin_small;
@@ -525,7 +546,6 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             release_saved(x);
             x->released = true;
         }
-        int base = ready.n; /* the nodes this one makes ready are pushed from here */
         for (int i = 0; i < x->nin; i++) {
             nn_edge *e = &x->next[i];
             if (!st && e->node && gin[i]) {
@@ -535,9 +555,8 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
                 nn_release(gi);
             }
             nn_release(gin[i]);
-            if (e->node && --e->node->deps == 0 && !st && !push(&ready, e->node)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+            if (e->node && --e->node->deps == 0 && !st && !heap_push(&ready, e->node)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
         }
-        leaves_on_top(&ready, base);
         if (gin != gin_small) free(gin);
     }
     for (int k = 0; k < all.n && !st; k++)

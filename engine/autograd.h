@@ -49,6 +49,7 @@ struct nn_node {
     nn_node *inner;         /* CopySlices: the in-place op's node, whose backward it runs */
     struct nn_pass_end *pass_end; /* run after every backward pass through this node */
     int nout;
+    uint64_t seq;           /* creation order; backward runs the latest-made ready node first */
     /* set while a backward pass runs */
     int deps;
     bool visited;
