@@ -15,6 +15,7 @@ extern "C" {
 #include "device.h"
 #include "ops.h"
 }
+#include "launch.cuh"
 
 namespace {
 
@@ -79,6 +80,7 @@ int main(void)
         auto launch = (decltype(&cuLaunchKernel))entry; /* found at run time: no link to libcuda */
         measure("kernel launch, driver API (cuLaunchKernel)", [&] { launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, (CUstream)s, args, 0); });
     }
+    measure("kernel launch, nn_launch (the backend's elementwise ops)", [&] { nn_launch<add4>(1, 32, s, po, pa, pb, n); });
     measure("engine: result = a + b, then released", [&] { nn_release(nn_binary(NN_OP_add, a, b)); });
     measure("engine: a 16-byte CUDA tensor allocated and released", [&] { nn_release(nn_empty(1, &four, NN_F32, g)); });
     nn_release(a);

@@ -167,9 +167,9 @@ template <int OP, typename T> nn_status run_fast(const Call &c)
     bool vec = ((uintptr_t)c.it.data[0] % (N * sizeof(O))) == 0 && (x.mode != IN_TENSOR || aligned16(x.p)) &&
                (y.mode != IN_TENSOR || aligned16(y.p));
     if (dense && vec && c.n >= N) {
-        bin_dense<OP, T, O, N><<<blocks_for(c.n / N), 256, 0, c.s>>>((O *)c.it.data[0], x, y, c.n, c.p);
+        nn_launch<bin_dense<OP, T, O, N>>(blocks_for(c.n / N), 256, c.s, (O *)c.it.data[0], x, y, c.n, c.p);
     } else {
-        bin_strided<OP, T, O><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], x, y, c.n, geo_of<3>(c.it), c.p);
+        nn_launch<bin_strided<OP, T, O>>(blocks_for(c.n), 256, c.s, c.it.data[0], x, y, c.n, geo_of<3>(c.it), c.p);
     }
     NN_CHECK_LAUNCH();
     return NN_OK;

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels.cuh"
+#include "launch.cuh"
 
 namespace nnk {
 

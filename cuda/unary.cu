@@ -127,9 +127,9 @@ template <int OP, typename T> nn_status run_fast(const Call &c)
     constexpr int N = 16 / sizeof(T);
     bool dense = iter_dense(c.it, 0) && iter_dense(c.it, 1);
     if (dense && aligned16(c.it.data[0]) && aligned16(c.it.data[1]) && c.n >= N)
-        un_dense<OP, T, N><<<blocks_for(c.n / N), 256, 0, c.s>>>((T *)c.it.data[0], (const T *)c.it.data[1], c.n, c.p);
+        nn_launch<un_dense<OP, T, N>>(blocks_for(c.n / N), 256, c.s, (T *)c.it.data[0], (const T *)c.it.data[1], c.n, c.p);
     else
-        un_strided<OP, T><<<blocks_for(c.n), 256, 0, c.s>>>(c.it.data[0], c.it.data[1], c.n, geo_of<2>(c.it), c.p);
+        nn_launch<un_strided<OP, T>>(blocks_for(c.n), 256, c.s, c.it.data[0], c.it.data[1], c.n, geo_of<2>(c.it), c.p);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
