@@ -94,9 +94,9 @@ template <typename O, typename I> void launch_cast(void *dst, const void *src, i
 {
     constexpr int N = 16 / (sizeof(O) > sizeof(I) ? sizeof(O) : sizeof(I));
     if (nnk::aligned16(dst) && nnk::aligned16(src))
-        cast_dense<O, I, N><<<nnk::blocks_for(n / N + 1), 256, 0, s>>>((O *)dst, (const I *)src, n);
+        nn_launch<cast_dense<O, I, N>>(nnk::blocks_for(n / N + 1), 256, s, (O *)dst, (const I *)src, n);
     else
-        cast_dense<O, I, 1><<<nnk::blocks_for(n), 256, 0, s>>>((O *)dst, (const I *)src, n);
+        nn_launch<cast_dense<O, I, 1>>(nnk::blocks_for(n), 256, s, (O *)dst, (const I *)src, n);
 }
 
 /* Launches a dense cast between two different float dtypes; false if not such a pair. */
@@ -173,7 +173,7 @@ extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
         NN_CHECK_LAUNCH();
         return NN_OK;
     }
-    copy_strided<<<nn_cuda_blocks(n), 256, 0, s>>>(it.data[0], it.data[1], n, nn_cuda_offsets_of(it), ops[0]->dtype, ops[1]->dtype, es);
+    nn_launch<copy_strided>(nn_cuda_blocks(n), 256, s, it.data[0], it.data[1], n, nn_cuda_offsets_of(it), ops[0]->dtype, ops[1]->dtype, es);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -270,7 +270,7 @@ extern "C" nn_status nn_cuda_fill(const nn_kargs *a)
     f.low = a->i[0];
     f.range = (uint64_t)(a->i[3] - a->i[0]);
     if (a->op == NN_OP_arange && !nn_is_contiguous(out)) return nn_error(NN_ERR_ARG, "arange: the output must be contiguous");
-    fill_kernel<<<nn_cuda_blocks(n), 256, 0, nn_cuda_stream(nn_cuda_index(a))>>>(it.data[0], n, nn_cuda_offsets_of(it), f);
+    nn_launch<fill_kernel>(nn_cuda_blocks(n), 256, nn_cuda_stream(nn_cuda_index(a)), it.data[0], n, nn_cuda_offsets_of(it), f);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

@@ -114,13 +114,13 @@ extern "C" nn_status nn_cuda_ternary(const nn_kargs *a)
     unsigned blocks = blocks_for(n);
     if (same) {
         switch (es) {
-        case 1: where_same<1><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
-        case 2: where_same<2><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
-        case 4: where_same<4><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
-        default: where_same<8><<<blocks, 256, 0, s>>>(it.data[0], c, x, y, n, g); break;
+        case 1: nn_launch<where_same<1>>(blocks, 256, s, it.data[0], c, x, y, n, g); break;
+        case 2: nn_launch<where_same<2>>(blocks, 256, s, it.data[0], c, x, y, n, g); break;
+        case 4: nn_launch<where_same<4>>(blocks, 256, s, it.data[0], c, x, y, n, g); break;
+        default: nn_launch<where_same<8>>(blocks, 256, s, it.data[0], c, x, y, n, g); break;
         }
     } else {
-        where_generic<<<blocks, 256, 0, s>>>(it.data[0], dto, es, c, x, y, n, g);
+        nn_launch<where_generic>(blocks, 256, s, it.data[0], dto, es, c, x, y, n, g);
     }
     NN_CHECK_LAUNCH();
     return NN_OK;

@@ -10,7 +10,6 @@
 #include <type_traits>
 
 #include "kernels.cuh"
-#include "launch.cuh"
 
 namespace nnk {
 

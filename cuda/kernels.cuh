@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core.cuh"
+#include "launch.cuh"
 
 #define NN_CUDA_WEAK extern "C" __attribute__((weak))
 NN_CUDA_WEAK nn_status nn_cuda_unary(const nn_kargs *a);

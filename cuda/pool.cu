@@ -317,7 +317,7 @@ nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow,
     nn_tensor *y = a->out[0];
     int64_t *ind = (int64_t *)nn_data(a->out[1]);
     NN_DISPATCH_FLOATS(y->dtype, a,
-                       max_fwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x),
+                       nn_launch<max_fwd<scalar_t, I>>(nn_cuda_blocks(total), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x),
                                                                                      (scalar_t *)nn_data(y), ind, (I)oh, (I)ow, flat_of<I>(x.C, oh, ow), win_of<I>(a->i),
                                                                                      adaptive, (I)total, out_cl(y)));
     NN_CHECK_LAUNCH();
@@ -344,7 +344,7 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
     nn_tensor *gx = a->out[0];
     const int64_t *ind = (const int64_t *)nn_data(a->in[1]);
     NN_DISPATCH_FLOATS(gx->dtype, a,
-                       max_bwd<scalar_t, I><<<nn_cuda_blocks(total), 256, 0, st>>>((const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind,
+                       nn_launch<max_bwd<scalar_t, I>>(nn_cuda_blocks(total), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind,
                                                                                      narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
                                                                                      flat_of<I>(x.C, x.H, x.W), win_of<I>(a->i), adaptive, (I)total, out_cl(gx)));
     NN_CHECK_LAUNCH();
@@ -363,11 +363,11 @@ nn_status launch_avg(const nn_kargs *a, const Planes &x, const Planes &g, bool a
     unsigned blocks = nn_cuda_blocks(total);
     if (!backward) {
         NN_DISPATCH_FLOATS(out->dtype, a,
-                           avg_fwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(x), (scalar_t *)nn_data(out),
+                           nn_launch<avg_fwd<scalar_t, I>>(blocks, 256, st, (const scalar_t *)nn_data(in), narrow_planes<I>(x), (scalar_t *)nn_data(out),
                                                                         (I)g.H, (I)g.W, flat_of<I>(x.C, g.H, g.W), m, (I)total, out_cl(out)));
     } else {
         NN_DISPATCH_FLOATS(out->dtype, a,
-                           avg_bwd<scalar_t, I><<<blocks, 256, 0, st>>>((const scalar_t *)nn_data(in), narrow_planes<I>(g), (scalar_t *)nn_data(out),
+                           nn_launch<avg_bwd<scalar_t, I>>(blocks, 256, st, (const scalar_t *)nn_data(in), narrow_planes<I>(g), (scalar_t *)nn_data(out),
                                                                         narrow_planes<I>(x), flat_of<I>(x.C, x.H, x.W), m, (I)total, out_cl(out)));
     }
     NN_CHECK_LAUNCH();

@@ -484,15 +484,15 @@ template <class R, typename T> nn_status launch(const nn_kargs *a, const RGeo &g
     }
     if (rows) {
         dim3 grid((unsigned)cdiv(nout, 256 / G), (unsigned)splits);
-        if (vec) red_rows<R, T, NV><<<grid, 256, 0, s>>>(in, out, out2, odt, g, r, G, chunk, part);
-        else red_rows<R, T, 1><<<grid, 256, 0, s>>>(in, out, out2, odt, g, r, G, chunk, part);
+        if (vec) nn_launch<red_rows<R, T, NV>>(grid, 256, s, in, out, out2, odt, g, r, G, chunk, part);
+        else nn_launch<red_rows<R, T, 1>>(grid, 256, s, in, out, out2, odt, g, r, G, chunk, part);
     } else {
         dim3 grid((unsigned)cdiv(nout, 32), (unsigned)splits);
-        red_cols<R, T><<<grid, dim3(32, 8), 0, s>>>(in, out, out2, odt, g, r, chunk, part);
+        nn_launch<red_cols<R, T>>(grid, dim3(32, 8), s, in, out, out2, odt, g, r, chunk, part);
     }
     nn_status st = nn_check(cudaGetLastError(), "reduction kernel", __FILE__, __LINE__);
     if (!st && splits > 1) {
-        red_finish<R><<<(unsigned)cdiv(nout, 8), 256, 0, s>>>(part, (int)splits, out, out2, odt, g, r);
+        nn_launch<red_finish<R>>((unsigned)cdiv(nout, 8), 256, s, part, (int)splits, out, out2, odt, g, r);
         st = nn_check(cudaGetLastError(), "reduction finish kernel", __FILE__, __LINE__);
     }
     if (part) nn_cuda_free(dev, part); /* stream-ordered: reused only by later work on this stream */

@@ -315,7 +315,7 @@ template <typename Tin, typename T> struct FwdWarp {
     template <int W, int E> void go()
     {
         constexpr int threads = 128;
-        fwd_warp<Tin, T, W, E><<<grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, 0, s>>>(y, x, g, dtin, log_);
+        nn_launch<fwd_warp<Tin, T, W, E>>(grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, s, y, x, g, dtin, log_);
     }
 };
 
@@ -328,7 +328,7 @@ template <typename T> struct BwdWarp {
     template <int W, int E> void go()
     {
         constexpr int threads = 128;
-        bwd_warp<T, W, E><<<grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, 0, s>>>(gi, go_, y, g, log_);
+        nn_launch<bwd_warp<T, W, E>>(grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, s, gi, go_, y, g, log_);
     }
 };
 
@@ -337,8 +337,8 @@ void launch_fwd(Path p, T *y, const char *x, const Rows &g, int dtin, bool log_,
 {
     switch (p) {
     case WARP: pick_we(g.n, FwdWarp<Tin, T>{y, x, g, dtin, log_, s}); break;
-    case BLOCKP: fwd_block<Tin, T><<<grid_of(g.nrows), BLOCK, 0, s>>>(y, x, g, dtin, log_); break;
-    default: fwd_thread<Tin, T><<<nn_cuda_blocks(g.nrows, 128), 128, 0, s>>>(y, x, g, dtin, log_); break;
+    case BLOCKP: nn_launch<fwd_block<Tin, T>>(grid_of(g.nrows), BLOCK, s, y, x, g, dtin, log_); break;
+    default: nn_launch<fwd_thread<Tin, T>>(nn_cuda_blocks(g.nrows, 128), 128, s, y, x, g, dtin, log_); break;
     }
 }
 
@@ -398,8 +398,8 @@ nn_status backward(const nn_kargs *a, bool log_)
         const scalar_t *gp = (const scalar_t *)nn_data(go), *yp = (const scalar_t *)nn_data(y);
         switch (p) {
         case WARP: pick_we(g.n, BwdWarp<scalar_t>{o, gp, yp, g, log_, s}); break;
-        case BLOCKP: bwd_block<scalar_t><<<grid_of(g.nrows), BLOCK, 0, s>>>(o, gp, yp, g, log_); break;
-        default: bwd_thread<scalar_t><<<nn_cuda_blocks(g.nrows, 128), 128, 0, s>>>(o, gp, yp, g, log_); break;
+        case BLOCKP: nn_launch<bwd_block<scalar_t>>(grid_of(g.nrows), BLOCK, s, o, gp, yp, g, log_); break;
+        default: nn_launch<bwd_thread<scalar_t>>(nn_cuda_blocks(g.nrows, 128), 128, s, o, gp, yp, g, log_); break;
         }
     });
     nn_release(go);
