@@ -1,7 +1,7 @@
 /* NNREPL_OP_PROFILE=N: GPU time per op on cuda:0 after the first N-1 op calls (leave out
  * the warm-up, where plans are built), printed to stderr when the program exits. An op
- * called from inside another op counts in its caller. Every kernel in the CUDA backend's table is wrapped: an event before and after
- * it on the op's stream, read back in batches. Ops on other devices, copies between
+ * called from inside another op counts in its caller. Every kernel in the CUDA backend's
+ * table is wrapped: an event before and after it on the op's stream, read back in batches. Ops on other devices, copies between
  * devices and collectives are not counted. The events cost host time, so a profiled run
  * says where the GPU's time goes, not how fast the host is. */
 #include <stdio.h>

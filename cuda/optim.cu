@@ -250,13 +250,6 @@ __global__ void count_steps(const __grid_constant__ Table t)
 
 /* ---- host side ---- */
 
-bool same_strides(const nn_tensor *a, const nn_tensor *b)
-{
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
-    return true;
-}
-
 int state_roles(nn_op op, int *roles, int *step_role)
 {
     switch (op) {
@@ -370,8 +363,8 @@ nn_status optim_step(const nn_kargs *a)
         e.n = n;
         e.dt = p->dtype;
         e.fresh = fresh;
-        bool fast = nn_is_dense(p) && same_strides(p, g);
-        for (int r = 0; r < nst && fast; r++) fast = !st[r] || same_strides(p, st[r]);
+        bool fast = nn_is_dense(p) && nn_same_strides(p, g);
+        for (int r = 0; r < nst && fast; r++) fast = !st[r] || nn_same_strides(p, st[r]);
         if (fast) {
             e.p = nn_data(p);
             e.g = nn_data(g);

@@ -300,13 +300,6 @@ static nn_status accumulate(nn_tensor **slot, nn_tensor *g)
     return NN_OK;
 }
 
-static bool same_strides(const nn_tensor *a, const nn_tensor *b)
-{
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
-    return true;
-}
-
 /* A gradient stored in .grad must not alias another tensor that may be changed in place. It
  * takes the parameter's layout when that is dense (PyTorch's layout contract: a channels-last
  * weight gets a channels-last .grad, and the fused optimizers run on both in place), else
@@ -314,15 +307,9 @@ static bool same_strides(const nn_tensor *a, const nn_tensor *b)
 static nn_tensor *own_copy(const nn_tensor *param, nn_tensor *g)
 {
     bool like = !nn_is_contiguous(param) && nn_is_dense(param);
-    if (g->refcount == 1 && nn_sole_owner(g) && !g->requires_grad && (like ? same_strides(g, param) : nn_is_contiguous(g)))
+    if (g->refcount == 1 && nn_sole_owner(g) && !g->requires_grad && (like ? nn_same_strides(g, param) : nn_is_contiguous(g)))
         return nn_retain(g);
-    if (!like) return nn_clone(g);
-    nn_tensor *c = nn_empty_strided(param->ndim, param->shape, param->strides, g->dtype, g->storage->device);
-    if (c && nn_copy_(c, g)) {
-        nn_release(c);
-        return NULL;
-    }
-    return c;
+    return like ? nn_copy_as(g, param->strides, g->dtype, "CloneBackward0") : nn_clone(g);
 }
 
 static nn_status store_grad(nn_tensor *t, nn_tensor *g)

@@ -75,14 +75,7 @@ nn_tensor *nn_contiguous_as(nn_tensor *t, nn_memory_format f)
     int64_t strides[NN_MAX_DIMS];
     if (nn_format_strides("contiguous", t->ndim, t->shape, f, strides)) return NULL;
     if (nn_is_contiguous_as(t, f)) return nn_retain(t);
-    nn_tensor *out = nn_empty_strided(t->ndim, t->shape, strides, t->dtype, t->storage->device);
-    if (!out) return NULL;
-    nn_kargs k = {.op = NN_OP_copy, .out = {out}, .in = {t}, .nin = 1};
-    if (nn_dispatch(&k) || (nn_any_requires_grad(1, &t) && nn_record_copy("CloneBackward0", t, out))) {
-        nn_release(out);
-        return NULL;
-    }
-    return out;
+    return nn_copy_as(t, strides, t->dtype, "CloneBackward0");
 }
 
 nn_memory_format nn_suggest_memory_format(const nn_tensor *t)
@@ -110,15 +103,27 @@ bool nn_is_dense(const nn_tensor *t)
     return true;
 }
 
-nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt)
+bool nn_same_strides(const nn_tensor *a, const nn_tensor *b)
 {
-    if (dt == t->dtype || nn_is_contiguous(t) || !nn_is_dense(t)) return nn_to_dtype(t, dt);
-    nn_tensor *out = nn_empty_strided(t->ndim, t->shape, t->strides, dt, t->storage->device);
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
+    return true;
+}
+
+nn_tensor *nn_copy_as(nn_tensor *t, const int64_t *strides, nn_dtype dt, const char *grad_name)
+{
+    nn_tensor *out = nn_empty_strided(t->ndim, t->shape, strides, dt, t->storage->device);
     if (!out) return NULL;
     nn_kargs k = {.op = NN_OP_copy, .out = {out}, .in = {t}, .nin = 1};
-    if (nn_dispatch(&k) || (nn_any_requires_grad(1, &t) && nn_record_copy("ToCopyBackward0", t, out))) {
+    if (nn_dispatch(&k) || (nn_any_requires_grad(1, &t) && nn_record_copy(grad_name, t, out))) {
         nn_release(out);
         return NULL;
     }
     return out;
+}
+
+nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt)
+{
+    if (dt == t->dtype || nn_is_contiguous(t) || !nn_is_dense(t)) return nn_to_dtype(t, dt);
+    return nn_copy_as(t, t->strides, dt, "ToCopyBackward0");
 }

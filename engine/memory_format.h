@@ -22,6 +22,10 @@ nn_tensor *nn_contiguous_as(nn_tensor *t, nn_memory_format f);
 /* Non-overlapping and dense: the strides are a permutation of contiguous strides (size-1 dims
  * ignored), so the elements fill numel consecutive slots from nn_data(t). */
 bool nn_is_dense(const nn_tensor *t);
+/* Equal strides on every dim of size > 1 (a and b of one shape). */
+bool nn_same_strides(const nn_tensor *a, const nn_tensor *b);
+/* A copy of t with the given strides and dtype, on the graph as grad_name when t requires grad. */
+nn_tensor *nn_copy_as(nn_tensor *t, const int64_t *strides, nn_dtype dt, const char *grad_name);
 /* t as dt keeping a dense layout (PyTorch's preserve_format: channels-last stays channels-last),
  * else contiguous; t itself (retained) if already dt; on the graph as ToCopyBackward0. */
 nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt);

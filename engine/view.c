@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "grad.h"
+#include "memory_format.h"
 #include "ops.h"
 
 #define SHAPE_BUF 192
@@ -375,14 +376,9 @@ nn_tensor *nn_expand(nn_tensor *t, int ndim, const int64_t *shape)
 nn_tensor *nn_contiguous(nn_tensor *t)
 {
     if (nn_is_contiguous(t)) return nn_retain(t);
-    nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, t->storage->device);
-    if (!out) return NULL;
-    nn_kargs a = {.op = NN_OP_copy, .out = {out}, .in = {t}, .nin = 1};
-    if (nn_dispatch(&a) || (nn_any_requires_grad(1, &t) && nn_record_copy("CloneBackward0", t, out))) {
-        nn_release(out);
-        return NULL;
-    }
-    return out;
+    int64_t strides[NN_MAX_DIMS];
+    nn_contiguous_strides(t->ndim, t->shape, strides);
+    return nn_copy_as(t, strides, t->dtype, "CloneBackward0");
 }
 
 /* A piece [start, start+len) of dim, as a view (on the graph as name). */

@@ -212,13 +212,6 @@ static int state_roles(nn_op op, int *roles, int *step_role)
     }
 }
 
-static bool same_strides(const nn_tensor *a, const nn_tensor *b)
-{
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != 1 && a->strides[d] != b->strides[d]) return false;
-    return true;
-}
-
 static nn_status copy(nn_tensor *dst, nn_tensor *src)
 {
     nn_kargs c = {.op = NN_OP_copy, .out = {dst}, .in = {src}, .nin = 1};
@@ -269,8 +262,8 @@ static nn_status optim_step(const nn_kargs *a)
         if (p->dtype != NN_F32 && p->dtype != NN_F64 && p->dtype != NN_F16 && p->dtype != NN_BF16)
             return nn_not_implemented(a, p->dtype);
         if (u.n == 0) continue;
-        bool fast = (p->dtype == NN_F32 || p->dtype == NN_F64) && nn_is_dense(p) && same_strides(p, g);
-        for (int r = 0; r < nst && fast; r++) fast = !st[r] || same_strides(p, st[r]);
+        bool fast = (p->dtype == NN_F32 || p->dtype == NN_F64) && nn_is_dense(p) && nn_same_strides(p, g);
+        for (int r = 0; r < nst && fast; r++) fast = !st[r] || nn_same_strides(p, st[r]);
         if (!fast) {
             nn_status s = update_scratch(a, p, g, st, nst, &u);
             if (s) return s;

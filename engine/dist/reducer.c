@@ -13,7 +13,7 @@ typedef struct {
     nn_dtype dt;
     nn_device dev;
     int64_t numel;
-    nn_tensor *buf;    /* flat, allocated on first use */
+    nn_tensor *buf;    /* flat, allocated by slice() on first use (never for a bucket reduced in place) */
     nn_tensor *direct; /* this pass: a one-parameter bucket's gradient, reduced where it is */
     int pending;
     nn_work *work;
@@ -383,7 +383,6 @@ nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, 
     if (stale && build_layout(r)) return nn_last_status();
     for (int k = 0; k < r->nb; k++) {
         bucket *b = &r->b[k];
-        if (b->count > 1 && !b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return nn_last_status();
         if (b->work) { nn_work_wait(b->work); nn_work_release(b->work); b->work = NULL; }
         b->pending = b->count;
     }
