@@ -51,6 +51,11 @@ python3 -c "print(f'a+b host cost (cuda): nnrepl {$ours:.3f} us, pytorch {$their
 ours=$(timeout 60 "$nn" bench/host_overhead.lua 100000 5 cuda 200 | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 theirs=$(timeout 60 python3 bench/host_overhead.py 100000 5 cuda 200 | tee /dev/stderr | sed -E 's/.*median ([0-9.]+) us.*/\1/')
 python3 -c "print(f'a+b host cost (cuda, bursts of 200): nnrepl {$ours:.3f} us, pytorch {$theirs:.3f} us, ratio pytorch/nnrepl {$theirs/$ours:.2f}x')"
+echo "-- each op launched on its own (NNREPL_SMALL_OPS=0), and the launch floor"
+NNREPL_SMALL_OPS=0 timeout 60 "$nn" bench/host_overhead.lua 100000 5 cuda
+NNREPL_SMALL_OPS=0 timeout 60 "$nn" bench/host_overhead.lua 100000 5 cuda 200
+timeout 120 .devbuild/bench/bench_cuda_launch_floor
+NNREPL_SMALL_OPS=0 timeout 120 .devbuild/bench/bench_cuda_launch_floor | grep engine
 fi
 
 if want amp; then

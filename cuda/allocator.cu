@@ -93,6 +93,7 @@ void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged w
         delete n;
     }
     if (pool_dead(b) && !b->prev && !b->next && !capturing) { /* a whole segment of a pool no graph uses */
+        nn_small_flush_all(); /* a queued op may still use it */
         cudaFree(b->ptr);
         c.stats.reserved -= b->size;
         delete b;
@@ -120,6 +121,7 @@ template <class Which> void release_segments(DeviceCache &c, Which which)
         for (auto it = pool->begin(); it != pool->end();) {
             Block *b = *it;
             if (!b->prev && !b->next && which(b)) {
+                nn_small_flush_all();
                 cudaFree(b->ptr);
                 c.stats.reserved -= b->size;
                 it = pool->erase(it);
@@ -180,7 +182,9 @@ void *nn_cuda_alloc(int device, size_t n)
 {
     std::lock_guard<std::mutex> g(lock);
     DeviceCache &c = caches[device];
-    cudaStream_t stream = nn_cuda_stream(device);
+    nn_cuda_device *d = nn_cuda_dev(device);
+    if (!d) return nullptr;
+    cudaStream_t stream = d->current; /* not nn_cuda_stream: an allocation launches no queued small op */
     nn_cuda_pool *gpool = captures[device].pool && captures[device].stream == stream ? captures[device].pool : nullptr;
     if (gpool) stream = (cudaStream_t)gpool; /* the pool's blocks are keyed by the pool */
     process_events(c);
@@ -203,6 +207,7 @@ void *nn_cuda_alloc(int device, size_t n)
         if (e == cudaErrorMemoryAllocation && !capturing) {
             cudaGetLastError();
             c.stats.num_alloc_retries++;
+            nn_small_flush_all();
             cudaDeviceSynchronize();
             process_events(c);
             release_cached(c);
@@ -267,6 +272,7 @@ void nn_cuda_free(int device, void *p)
         give_back(c, b);
         return;
     }
+    nn_small_flush_all(); /* the events below follow every op queued on those streams */
     for (cudaStream_t s : b->uses) { /* reuse only once the other streams are done with it */
         cudaEvent_t e;
         if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, s) != cudaSuccess) {
@@ -320,6 +326,7 @@ extern "C" nn_status nn_cuda_empty_cache(void)
     for (int d = 0; d < NN_GPU_MAX; d++) {
         DeviceCache &c = caches[d];
         if (c.small.empty() && c.large.empty() && c.events.empty()) continue;
+        nn_small_flush_all();
         cudaSetDevice(d);
         cudaDeviceSynchronize();
         process_events(c);

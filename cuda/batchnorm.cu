@@ -498,9 +498,9 @@ nn_status run(const nn_kargs *a, bool bwd)
      * 100 us) run the own kernels. */
     bool cudnn_faster = (x->dtype == NN_F16 || x->dtype == NN_BF16) && !(g.inner && g.S > 1);
     if (nn_cudnn_batch_norm && cudnn_faster && (!bwd || (a->i[0] && a->out[1])) && (st = get_plan(g, x->dtype, dev, &plan))) return st;
-    if (plan && (st = (bwd ? cudnn_backward : cudnn_forward)(a, plan, d, dev, d->current, &done))) return st;
+    if (plan && (st = (bwd ? cudnn_backward : cudnn_forward)(a, plan, d, dev, nn_cuda_current(d), &done))) return st;
     if (done) return NN_OK;
-    return bwd ? own_backward<T, P>(a, g, dev, d->current) : own_forward<T, P>(a, g, dev, d->current);
+    return bwd ? own_backward<T, P>(a, g, dev, nn_cuda_current(d)) : own_forward<T, P>(a, g, dev, nn_cuda_current(d));
 }
 
 nn_status entry(const nn_kargs *a, bool bwd)

@@ -9,81 +9,11 @@
  *    compute dtype; 16-byte vector loads and stores when aligned;
  *  - strided: same dtypes, any strides (broadcast inputs have stride 0);
  *  - generic: mixed dtypes, loads and stores by runtime dtype. */
-#include "ew.cuh"
+#include "binary_ops.cuh"
 
 using namespace nnk;
 
 namespace {
-
-struct BinP {
-    double f0;  /* alpha of add/sub */
-    int64_t i0; /* integer alpha */
-    int cdt;
-};
-
-template <int OP> constexpr bool is_cmp()
-{
-    return OP == NN_OP_eq || OP == NN_OP_ne || OP == NN_OP_lt || OP == NN_OP_le || OP == NN_OP_gt || OP == NN_OP_ge ||
-           OP == NN_OP_logical_and || OP == NN_OP_logical_or;
-}
-
-/* true division computes in a float dtype (the frontend promotes) */
-template <int OP, typename C> constexpr bool valid() { return !(std::is_integral<C>::value && OP == NN_OP_div); }
-
-template <int OP, typename C> using res_t = typename std::conditional<is_cmp<OP>(), bool, C>::type;
-
-template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C b, const BinP &p)
-{
-    constexpr bool I = std::is_integral<C>::value;
-    typedef uint64_t U;
-    if constexpr (OP == NN_OP_add) {
-        if constexpr (I) return (int64_t)((U)a + (U)p.i0 * (U)b);
-        else { const C al = (C)p.f0; return al == 1 ? a + b : a + al * b; }
-    } else if constexpr (OP == NN_OP_sub) {
-        if constexpr (I) return (int64_t)((U)a - (U)p.i0 * (U)b);
-        else { const C al = (C)p.f0; return al == 1 ? a - b : a - al * b; }
-    } else if constexpr (OP == NN_OP_mul) {
-        if constexpr (I) return (int64_t)((U)a * (U)b);
-        else return a * b;
-    } else if constexpr (OP == NN_OP_div) {
-        return a / b;
-    } else if constexpr (OP == NN_OP_pow) {
-        if constexpr (I) return ipow(a, b);
-        else return m_pow(a, b);
-    } else if constexpr (OP == NN_OP_remainder) { /* Python's %: the sign of the divisor */
-        if constexpr (I) {
-            if (b == 0) return 0; /* the CPU raises ZeroDivisionError; a kernel cannot, and returns 0 */
-            C r = b == -1 ? 0 : a % b;
-            return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-        } else {
-            C r = m_fmod(a, b);
-            return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-        }
-    } else if constexpr (OP == NN_OP_maximum) { /* NaN propagates */
-        return a != a ? a : (a < b || b != b) ? b : a;
-    } else if constexpr (OP == NN_OP_minimum) {
-        return a != a ? a : (b < a || b != b) ? b : a;
-    } else if constexpr (OP == NN_OP_eq) {
-        return a == b;
-    } else if constexpr (OP == NN_OP_ne) {
-        return a != b;
-    } else if constexpr (OP == NN_OP_lt) {
-        return a < b;
-    } else if constexpr (OP == NN_OP_le) {
-        return a <= b;
-    } else if constexpr (OP == NN_OP_gt) {
-        return a > b;
-    } else if constexpr (OP == NN_OP_ge) {
-        return a >= b;
-    } else if constexpr (OP == NN_OP_logical_and) {
-        return a != 0 && b != 0;
-    } else if constexpr (OP == NN_OP_threshold_backward) {
-        return b > C(0) ? a : C(0);
-    } else {
-        static_assert(OP == NN_OP_logical_or, "not a binary op");
-        return a != 0 || b != 0;
-    }
-}
 
 /* contiguous operands, N elements per access (16 bytes of T when N > 1) */
 template <int OP, typename T, typename O, int N>
@@ -210,6 +140,48 @@ template <int OP> nn_status run_op(const Call &c)
     return run_generic<OP, int64_t>(c);
 }
 
+int small_code(int op)
+{
+    switch (op) {
+    case NN_OP_add: return NN_SMALL_add;
+    case NN_OP_sub: return NN_SMALL_sub;
+    case NN_OP_mul: return NN_SMALL_mul;
+    case NN_OP_div: return NN_SMALL_div;
+    case NN_OP_maximum: return NN_SMALL_maximum;
+    case NN_OP_minimum: return NN_SMALL_minimum;
+    case NN_OP_threshold_backward: return NN_SMALL_threshold_backward;
+    default: return -1;
+    }
+}
+
+/* A small dense float op joins the device's queue (small_ops.cu) in place of a launch. */
+bool defer_small(const Call &c, int dev)
+{
+    const nn_kargs *a = c.a;
+    int code = small_code(a->op);
+    bool float_dt = c.cdt == NN_F32 || c.cdt == NN_F16 || c.cdt == NN_BF16;
+    if (code < 0 || !float_dt || c.n > NN_SMALL_MAX || (int)a->out[0]->dtype != c.cdt || !iter_dense(c.it, 0)) return false;
+    nn_small_op o{};
+    o.out = c.it.data[0];
+    o.alpha = c.p.f0;
+    o.n = (int)c.n;
+    o.op = (uint8_t)code;
+    o.dt = (uint8_t)c.cdt;
+    const void **p[2] = {&o.a, &o.b};
+    float *v[2] = {&o.va, &o.vb};
+    uint8_t *m[2] = {&o.ma, &o.mb};
+    for (int k = 0; k < 2; k++) {
+        const nn_tensor *t = a->in[k];
+        if (host_scalar(t)) *m[k] = IN_VALUE, *v[k] = host_value<float>(t, c.cdt);
+        else if ((int)t->dtype != c.cdt) return false;
+        else if (iter_broadcast(c.it, k + 1)) *m[k] = IN_DEVSCALAR;
+        else if (iter_dense(c.it, k + 1)) *m[k] = IN_TENSOR;
+        else return false;
+        *p[k] = c.it.data[k + 1];
+    }
+    return nn_small_defer(dev, o);
+}
+
 } // namespace
 
 extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
@@ -225,7 +197,9 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
     c.p.f0 = a->f[0];
     c.p.i0 = c.cdt == NN_BOOL ? a->f[0] != 0 : (int64_t)a->f[0]; /* the frontend checked alpha is integral */
     c.p.cdt = c.cdt;
-    c.s = nn_cuda_stream(nn_cuda_index(a));
+    int dev = nn_cuda_index(a);
+    if (defer_small(c, dev)) return NN_OK;
+    c.s = nn_cuda_stream(dev);
     switch (a->op) {
 #define BIN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
     BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder)

@@ -406,7 +406,7 @@ nn_status gemm_float(int dev, nn_dtype dt, int64_t nb, int64_t m, int64_t n, int
     if (nb > 1 && C.bs == 0) return nn_error(NN_ERR_ARG, "%s: the output's batches overlap (batch stride 0)", fn);
     nn_cuda_device *d = nn_cuda_dev(dev);
     if (!d) return nn_last_status();
-    cudaStream_t stream = d->current;
+    cudaStream_t stream = nn_cuda_current(d);
     size_t es = nn_dtype_size(dt);
     nn_staging::Carve cv;
     size_t lt_off = dt == NN_F64 ? 0 : cv.take(kLtWorkspace);
@@ -484,7 +484,7 @@ extern "C" nn_status nn_cuda_bmm(const nn_kargs *a)
     if (nb == 0 || m == 0 || n == 0) return NN_OK;
     nn_cuda_device *d = nn_cuda_dev(dev);
     if (!d) return nn_last_status();
-    if (k == 0) return scale_out(a, d->current);
+    if (k == 0) return scale_out(a, nn_cuda_current(d));
     switch (dt) {
     case NN_F32:
     case NN_F64:
@@ -492,7 +492,7 @@ extern "C" nn_status nn_cuda_bmm(const nn_kargs *a)
     case NN_BF16: return gemm_float(dev, dt, nb, m, n, k, mat_of(x), mat_of(y), mat_of(out), a->f[0], a->f[1], NULL, false, "bmm");
     case NN_I64:
     case NN_I32:
-    case NN_U8: return bmm_int(a, d->current);
+    case NN_U8: return bmm_int(a, nn_cuda_current(d));
     default: return nn_not_implemented(a, dt);
     }
 }
@@ -517,7 +517,7 @@ extern "C" nn_status nn_cuda_linear(nn_tensor *out, const nn_tensor *x, const nn
     if (m == 0 || n == 0) return NN_OK;
     nn_cuda_device *d = nn_cuda_dev(dev);
     if (!d) return nn_last_status();
-    cudaStream_t s = d->current;
+    cudaStream_t s = nn_cuda_current(d);
     Mat A{(char *)nn_data(x), 0, x->strides[0], x->strides[1], m, k};
     Mat B{(char *)nn_data(w), 0, w->strides[1], w->strides[0], k, n}; /* w^T */
     Mat C{(char *)nn_data(out), 0, n, 1, m, n};

@@ -55,8 +55,34 @@ struct nn_cuda_device {
 };
 /* The state of device index (initialising it; NULL with the error set on failure). */
 nn_cuda_device *nn_cuda_dev(int index);
-/* The stream ops on device index run on now. */
+
+/* ---- deferred small ops (small_ops.cu) ---- */
+enum { NN_SMALL_MAX = 2048 }; /* elements: one block of 1024 threads does the op in two rounds at most */
+enum { NN_SMALL_add, NN_SMALL_sub, NN_SMALL_mul, NN_SMALL_div, NN_SMALL_maximum, NN_SMALL_minimum, NN_SMALL_threshold_backward };
+/* out = a op b on n contiguous elements of dt (float32, float16 or bfloat16), each input a
+ * tensor (IN_TENSOR), a value (IN_VALUE: va/vb) or one broadcast element (IN_DEVSCALAR) */
+struct nn_small_op {
+    void *out;
+    const void *a, *b;
+    double alpha;
+    float va, vb;
+    int n;
+    uint8_t op, dt, ma, mb;
+};
+/* Queue op on device index's current stream; false where queueing is off (then launch it). */
+bool nn_small_defer(int index, const nn_small_op &op);
+extern unsigned nn_small_pending; /* bit i: device i has queued ops */
+/* Launch every queued op: before anything else uses a stream, or memory goes back to the driver. */
+void nn_small_flush_all(void);
+
+/* The stream ops on device index run on now, with the queued small ops launched on it first. */
 cudaStream_t nn_cuda_stream(int index);
+/* The same for a device's state at hand. */
+inline cudaStream_t nn_cuda_current(nn_cuda_device *d)
+{
+    if (nn_small_pending) nn_small_flush_all();
+    return d->current;
+}
 /* Make index the CUDA runtime's current device for this thread. */
 nn_status nn_cuda_set(int index);
 /* The device's cuDNN handle set to stream s: cudnnSetStream costs microseconds, so only when

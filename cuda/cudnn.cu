@@ -421,7 +421,7 @@ nn_status run(Conv &c)
 {
     nn_cuda_device *d = nn_cuda_dev(c.dev);
     if (!d) return nn_last_status();
-    cudaStream_t s = d->current;
+    cudaStream_t s = nn_cuda_current(d);
     Operand *result = c.kind == FWD ? &c.Y : c.kind == BWD_DATA ? &c.X : &c.F;
     if (!nn_numel(result->t)) return NN_OK;
     if (!nn_numel(c.X.t) || !nn_numel(c.Y.t) || !nn_numel(c.F.t)) /* a sum over nothing */

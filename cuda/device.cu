@@ -70,7 +70,7 @@ nn_cuda_device *nn_cuda_dev(int index)
 cudaStream_t nn_cuda_stream(int index)
 {
     nn_cuda_device *d = nn_cuda_dev(index);
-    return d ? d->current : (cudaStream_t)0;
+    return d ? nn_cuda_current(d) : (cudaStream_t)0;
 }
 
 void *nn_cuda_workspace(int index, size_t n)
@@ -188,6 +188,7 @@ static nn_status g_set_device(int index)
 
 static nn_status g_synchronize(int index)
 {
+    nn_small_flush_all();
     if (nn_cuda_set(index)) return nn_last_status();
     NN_CHECK(cudaDeviceSynchronize());
     return nn_cuda_check_kernel_errors();
@@ -243,20 +244,27 @@ static nn_status g_set_stream(nn_gpu_stream *s)
     int device = s ? s->device : current_index;
     nn_cuda_device *d = nn_cuda_dev(device);
     if (!d) return nn_last_status();
+    nn_small_flush_all();
     d->current = s ? s->s : d->default_stream;
     return NN_OK;
 }
 
 static nn_status g_stream_synchronize(nn_gpu_stream *s)
 {
+    nn_small_flush_all();
     NN_CHECK(cudaStreamSynchronize(s ? s->s : nn_cuda_stream(current_index)));
     return NN_OK;
 }
 
-static bool g_stream_query(nn_gpu_stream *s) { return cudaStreamQuery(s ? s->s : nn_cuda_stream(current_index)) == cudaSuccess; }
+static bool g_stream_query(nn_gpu_stream *s)
+{
+    nn_small_flush_all();
+    return cudaStreamQuery(s ? s->s : nn_cuda_stream(current_index)) == cudaSuccess;
+}
 
 static nn_status g_stream_wait_event(nn_gpu_stream *s, nn_gpu_event *e)
 {
+    nn_small_flush_all();
     NN_CHECK(cudaStreamWaitEvent(s ? s->s : nn_cuda_stream(current_index), e->e, 0));
     return NN_OK;
 }
@@ -281,6 +289,7 @@ static void g_event_free(nn_gpu_event *e)
 
 static nn_status g_event_record(nn_gpu_event *e, nn_gpu_stream *s)
 {
+    nn_small_flush_all();
     NN_CHECK(cudaEventRecord(e->e, s ? s->s : nn_cuda_stream(current_index)));
     return NN_OK;
 }

@@ -65,7 +65,7 @@ nn_status nn_cuda_graph_capture_begin(nn_gpu_graph *g, nn_gpu_graph *share)
     /* the captured work must follow what is queued now (it reads the warm-up's results) */
     cudaEvent_t e;
     NN_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    cudaEventRecord(e, d->current);
+    cudaEventRecord(e, nn_cuda_current(d));
     cudaStreamWaitEvent(g->stream, e, 0);
     cudaEventDestroy(e);
     if (share) nn_cuda_pool_retain(share->pool);
@@ -90,6 +90,7 @@ nn_status nn_cuda_graph_capture_end(nn_gpu_graph *g)
     if (!g->capturing) return nn_error(NN_ERR_ARG, "CUDAGraph.capture_end: the graph is not capturing");
     nn_cuda_device *d = nn_cuda_dev(g->device);
     if (!d) return nn_last_status();
+    nn_small_flush_all(); /* the queued small ops belong to the graph */
     d->current = g->prev;
     g->capturing = false;
     cudaError_t err = cudaStreamEndCapture(g->stream, &g->graph);

@@ -337,11 +337,11 @@ nn_status index_select(const nn_kargs *a)
         if (rowbytes / (int64_t)u >= 8) {
             int64_t rows = outer * nidx;
             switch (u) {
-            case 16: launch_select_rows<uint4>(op, xp, rows, nidx, size, rowbytes, ix, err, d->current); break;
-            case 8: launch_select_rows<uint2>(op, xp, rows, nidx, size, rowbytes, ix, err, d->current); break;
-            case 4: launch_select_rows<uint32_t>(op, xp, rows, nidx, size, rowbytes, ix, err, d->current); break;
-            case 2: launch_select_rows<uint16_t>(op, xp, rows, nidx, size, rowbytes, ix, err, d->current); break;
-            default: launch_select_rows<uint8_t>(op, xp, rows, nidx, size, rowbytes, ix, err, d->current); break;
+            case 16: launch_select_rows<uint4>(op, xp, rows, nidx, size, rowbytes, ix, err, nn_cuda_current(d)); break;
+            case 8: launch_select_rows<uint2>(op, xp, rows, nidx, size, rowbytes, ix, err, nn_cuda_current(d)); break;
+            case 4: launch_select_rows<uint32_t>(op, xp, rows, nidx, size, rowbytes, ix, err, nn_cuda_current(d)); break;
+            case 2: launch_select_rows<uint16_t>(op, xp, rows, nidx, size, rowbytes, ix, err, nn_cuda_current(d)); break;
+            default: launch_select_rows<uint8_t>(op, xp, rows, nidx, size, rowbytes, ix, err, nn_cuda_current(d)); break;
             }
             nn_release(x);
             NN_CHECK_LAUNCH();
@@ -350,10 +350,10 @@ nn_status index_select(const nn_kargs *a)
     }
     Geo g = geo_of(out, x, dim);
     switch (es) {
-    case 1: launch_select_any<uint8_t>(op, xp, g, ix, err, d->current); break;
-    case 2: launch_select_any<uint16_t>(op, xp, g, ix, err, d->current); break;
-    case 4: launch_select_any<uint32_t>(op, xp, g, ix, err, d->current); break;
-    default: launch_select_any<uint64_t>(op, xp, g, ix, err, d->current); break;
+    case 1: launch_select_any<uint8_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
+    case 2: launch_select_any<uint16_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
+    case 4: launch_select_any<uint32_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
+    default: launch_select_any<uint64_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
     }
     nn_release(x);
     NN_CHECK_LAUNCH();
@@ -406,7 +406,7 @@ nn_status index_add(const nn_kargs *a)
     }
     Alpha al{a->f[0], (float)a->f[0], nn_dtype_is_integral(self->dtype) ? (int64_t)a->f[0] : 0};
     int64_t nidx = nn_numel(a->in[0]);
-    cudaStream_t s = d->current;
+    cudaStream_t s = nn_cuda_current(d);
     switch (self->dtype) {
     case NN_F32: launch_add<float>(self, src, dim, nidx, ix, al, err, s); break;
     case NN_F64: launch_add<double>(self, src, dim, nidx, ix, al, err, s); break;

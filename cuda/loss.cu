@@ -306,12 +306,12 @@ nn_status fwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, const L
     const T *xp = (const T *)nn_data(x), *wp = w ? (const T *)nn_data(w) : NULL;
     int64_t ws = w ? w->strides[0] : 0;
     if (fused)
-        nn_launch<ce_fwd<T>>((unsigned)nb, THREADS, d->current, loss, tw, (T *)nn_data(a->out[2]), xp, tg, wp, ws, L, red, a->i[1], partial, err);
+        nn_launch<ce_fwd<T>>((unsigned)nb, THREADS, nn_cuda_current(d), loss, tw, (T *)nn_data(a->out[2]), xp, tg, wp, ws, L, red, a->i[1], partial, err);
     else
-        nn_launch<nll_fwd<T>>((unsigned)nb, THREADS, d->current, loss, tw, xp, tg, wp, ws, L, red, a->i[1], partial, err);
+        nn_launch<nll_fwd<T>>((unsigned)nb, THREADS, nn_cuda_current(d), loss, tw, xp, tg, wp, ws, L, red, a->i[1], partial, err);
     NN_CHECK_LAUNCH();
     if (nb > 1) {
-        nn_launch<nll_final<T>>(1, THREADS, d->current, loss, tw, partial, (int)nb, red);
+        nn_launch<nll_final<T>>(1, THREADS, nn_cuda_current(d), loss, tw, partial, (int)nb, red);
         NN_CHECK_LAUNCH();
     }
     return NN_OK;
@@ -343,11 +343,11 @@ nn_status bwd_launch(const nn_kargs *a, nn_tensor *go, nn_cuda_device *d, int64_
     int red = (int)a->i[0];
     T *gp = (T *)nn_data(gi);
     if (nn_is_contiguous(gi)) {
-        NN_CHECK(cudaMemsetAsync(gp, 0, (size_t)nn_numel(gi) * sizeof(T), d->current));
+        NN_CHECK(cudaMemsetAsync(gp, 0, (size_t)nn_numel(gi) * sizeof(T), nn_cuda_current(d)));
     } else {
         nn_iter it;
         nn_iter_init(&it, 1, &gi);
-        nn_launch<zero_strided<T>>(nn_cuda_blocks(nn_numel(gi)), 256, d->current, gp, nn_cuda_offsets_of(it), nn_numel(gi));
+        nn_launch<zero_strided<T>>(nn_cuda_blocks(nn_numel(gi)), 256, nn_cuda_current(d), gp, nn_cuda_offsets_of(it), nn_numel(gi));
         NN_CHECK_LAUNCH();
     }
     if (L.np == 0 || L.C == 0) return NN_OK;
@@ -356,7 +356,7 @@ nn_status bwd_launch(const nn_kargs *a, nn_tensor *go, nn_cuda_device *d, int64_
     if (on_host(go)) go0.host = nn_load_f64(nn_data(go), go->dtype); /* a 0-dim CPU grad */
     else if (red == NONE) gop = (const T *)nn_data(go);
     else go0.p = (const T *)nn_data(go);
-    nn_launch<nll_bwd<T>>(nn_cuda_blocks(L.np), 256, d->current, gp, go0, gop, tg, w ? (const T *)nn_data(w) : NULL, w ? w->strides[0] : 0,
+    nn_launch<nll_bwd<T>>(nn_cuda_blocks(L.np), 256, nn_cuda_current(d), gp, go0, gop, tg, w ? (const T *)nn_data(w) : NULL, w ? w->strides[0] : 0,
                                                               (const T *)nn_data(total), L, red, a->i[1], err);
     NN_CHECK_LAUNCH();
     return NN_OK;
@@ -397,7 +397,7 @@ nn_status ce_bwd_launch(const nn_kargs *a, nn_cuda_device *d, int64_t *err, cons
     if (on_host(go)) go0.host = nn_load_f64(nn_data(go), go->dtype); /* a 0-dim CPU grad */
     else if (a->i[0] == NONE) gop = (const T *)nn_data(go);
     else go0.p = (const T *)nn_data(go);
-    nn_launch<ce_bwd<T>>(nn_cuda_blocks(L.np * L.C), 256, d->current, (T *)nn_data(gi), go0, gop, (const T *)nn_data(a->in[1]), tg,
+    nn_launch<ce_bwd<T>>(nn_cuda_blocks(L.np * L.C), 256, nn_cuda_current(d), (T *)nn_data(gi), go0, gop, (const T *)nn_data(a->in[1]), tg,
                                                                     (const T *)nn_data(a->in[3]), w ? (const T *)nn_data(w) : NULL,
                                                                     w ? w->strides[0] : 0, (const T *)nn_data(a->in[4]), L, (int)a->i[0], a->i[1], err);
     NN_CHECK_LAUNCH();

@@ -385,11 +385,11 @@ nn_status optim_step(const nn_kargs *a)
         t.e[t.nt] = e;
         t.first[t.nt + 1] = t.first[t.nt] + (n + CHUNK - 1) / CHUNK;
         if (++t.nt == MAX_T) {
-            if (launch(a->op, t, d->current)) return nn_last_status();
+            if (launch(a->op, t, nn_cuda_current(d))) return nn_last_status();
             t.nt = 0;
         }
     }
-    if (launch(a->op, t, d->current)) return nn_last_status();
+    if (launch(a->op, t, nn_cuda_current(d))) return nn_last_status();
     for (int k = 0; k < sc.n; k++)
         if (sc.v[k].orig && copy(sc.v[k].orig, sc.v[k].copy)) return nn_last_status();
     return NN_OK;

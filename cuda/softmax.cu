@@ -365,8 +365,8 @@ nn_status forward(const nn_kargs *a, bool log_)
     int dtin = x->dtype;
     bool same = x->dtype == y->dtype;
     NN_DISPATCH_FLOATS(y->dtype, a, {
-        if (same) launch_fwd<scalar_t, scalar_t>(p, (scalar_t *)nn_data(y), xp, g, dtin, log_, d->current);
-        else launch_fwd<Dyn, scalar_t>(p, (scalar_t *)nn_data(y), xp, g, dtin, log_, d->current);
+        if (same) launch_fwd<scalar_t, scalar_t>(p, (scalar_t *)nn_data(y), xp, g, dtin, log_, nn_cuda_current(d));
+        else launch_fwd<Dyn, scalar_t>(p, (scalar_t *)nn_data(y), xp, g, dtin, log_, nn_cuda_current(d));
     });
     nn_release(x);
     NN_CHECK_LAUNCH();
@@ -392,7 +392,7 @@ nn_status backward(const nn_kargs *a, bool log_)
     nn_tensor *ops[3] = {gi, go, y};
     Rows g = rows_of(3, ops, (int)a->i[0]);
     Path p = choose(g, 3);
-    cudaStream_t s = d->current;
+    cudaStream_t s = nn_cuda_current(d);
     NN_DISPATCH_FLOATS(gi->dtype, a, {
         scalar_t *o = (scalar_t *)nn_data(gi);
         const scalar_t *gp = (const scalar_t *)nn_data(go), *yp = (const scalar_t *)nn_data(y);

@@ -1,5 +1,5 @@
 -- NCCL on the GPU machine (2 or more GPUs): collectives on CUDA tensors, DDP against
--- one process, and the all_reduce bus bandwidth. Run through the launcher:
+-- one process, and the all_reduce bus bandwidth (bench/allreduce.* compares it with PyTorch). Run through the launcher:
 --   nnrepl --nproc-per-node 2 tests/dist/nccl.lua [MB for the bandwidth run]
 local H = dofile(arg[0]:match("^(.*)/") .. "/harness.lua")
 local dist = torch.distributed
