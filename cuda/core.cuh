@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <atomic>
+
 extern "C" {
 #include "backend.h"
 #include "cpu/iter.h"
@@ -71,7 +73,7 @@ struct nn_small_op {
 };
 /* Queue op on device index's current stream; false where queueing is off (then launch it). */
 bool nn_small_defer(int index, const nn_small_op &op);
-extern unsigned nn_small_pending; /* bit i: device i has queued ops */
+extern std::atomic<unsigned> nn_small_pending; /* bit i: device i has queued ops */
 /* Launch every queued op: before anything else uses a stream, or memory goes back to the driver. */
 void nn_small_flush_all(void);
 
@@ -80,7 +82,7 @@ cudaStream_t nn_cuda_stream(int index);
 /* The same for a device's state at hand. */
 inline cudaStream_t nn_cuda_current(nn_cuda_device *d)
 {
-    if (nn_small_pending) nn_small_flush_all();
+    if (nn_small_pending.load(std::memory_order_relaxed)) nn_small_flush_all();
     return d->current;
 }
 /* Make index the CUDA runtime's current device for this thread. */

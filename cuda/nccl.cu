@@ -200,6 +200,21 @@ nn_status n_all_reduce(nn_pg *pg, void *buf, size_t count, nn_dtype dt, nn_reduc
     ENQUEUE("all_reduce", ncclAllReduce(buf, buf, count, nccl_type(dt), nccl_op(op, dt), comm, s));
 }
 
+/* one NCCL group: the all-reduces go to the GPU as one launch */
+ncclResult_t all_reduce_group(void *const *bufs, const size_t *counts, int n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
+{
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return r;
+    for (int i = 0; i < n && r == ncclSuccess; i++) r = ncclAllReduce(bufs[i], bufs[i], counts[i], t, op, comm, s);
+    ncclResult_t e = ncclGroupEnd(); /* ends the group even after an error */
+    return r != ncclSuccess ? r : e;
+}
+
+nn_status n_all_reduce_many(nn_pg *pg, void *const *bufs, const size_t *counts, int n, nn_dtype dt, nn_reduce_op op, nn_device dev)
+{
+    ENQUEUE("all_reduce", all_reduce_group(bufs, counts, n, nccl_type(dt), nccl_op(op, dt), comm, s));
+}
+
 nn_status n_broadcast(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int root, nn_device dev)
 {
     ENQUEUE("broadcast", ncclBroadcast(buf, buf, count, nccl_type(dt), root, comm, s));
@@ -319,7 +334,7 @@ void n_destroy(nn_pg *pg)
 
 const nn_pg_ops nccl_ops = {
     "nccl", NN_CUDA, /*blocking=*/false, /*has_avg=*/true,
-    n_all_reduce, n_broadcast, n_reduce, n_all_gather, n_reduce_scatter, n_send, n_recv, n_record, n_wait, n_barrier, n_destroy,
+    n_all_reduce, n_all_reduce_many, n_broadcast, n_reduce, n_all_gather, n_reduce_scatter, n_send, n_recv, n_record, n_wait, n_barrier, n_destroy,
 };
 
 nn_status nccl_create(nn_pg *pg)

@@ -8,17 +8,21 @@
  * one after another with a barrier between them, so each sees the one before it, in the
  * order they were asked for. Order on the stream is kept: nothing else reaches the stream
  * before the queue does.
- * NNREPL_SMALL_OPS=0 launches every op on its own. The backend's per-device state is used
- * from one thread at a time, as the current stream is. */
+ * NNREPL_SMALL_OPS=0 launches every op on its own. Interpreters on other threads share the
+ * queues (and the streams, whose order the caching allocator relies on) under one lock. */
 #include <stdlib.h>
+
+#include <mutex>
 
 #include "binary_ops.cuh"
 
 using namespace nnk;
 
-unsigned nn_small_pending;
+std::atomic<unsigned> nn_small_pending;
 
 namespace {
+
+std::mutex lock;
 
 enum { CAP = 64, THREADS = 1024 };
 
@@ -80,6 +84,7 @@ template <int N> void launch(const Queue &q)
     nn_launch<run_batch<N>>(1, THREADS, q.s, b);
 }
 
+/* with lock held */
 void flush(int index)
 {
     Queue &q = queues[index];
@@ -108,6 +113,7 @@ bool enabled()
 
 void nn_small_flush_all(void)
 {
+    std::lock_guard<std::mutex> g(lock);
     for (int i = 0; nn_small_pending && i < NN_GPU_MAX; i++)
         if (nn_small_pending & (1u << i)) flush(i);
 }
@@ -117,6 +123,7 @@ bool nn_small_defer(int index, const nn_small_op &op)
     if (!enabled() || index < 0 || index >= NN_GPU_MAX) return false;
     nn_cuda_device *d = nn_cuda_dev(index);
     if (!d) return false;
+    std::lock_guard<std::mutex> g(lock);
     Queue &q = queues[index];
     if (q.count && q.s != d->current) flush(index);
     if (!q.count) q.s = d->current;

@@ -102,6 +102,20 @@ static nn_status g_all_reduce(nn_pg *pg, void *buf, size_t count, nn_dtype dt, n
     CALL(api->all_reduce(G(pg), buf, count, dt, op, err, errlen));
 }
 
+/* Gloo has no grouped call: one all-reduce over the buffers packed end to end. */
+static nn_status g_all_reduce_many(nn_pg *pg, void *const *bufs, const size_t *counts, int n, nn_dtype dt, nn_reduce_op op, nn_device dev)
+{
+    size_t es = nn_dtype_size(dt), total = 0;
+    for (int i = 0; i < n; i++) total += counts[i];
+    char *flat = malloc(total * es + 1);
+    if (!flat) return nn_error(NN_ERR_NOMEM, "gloo: all_reduce: out of memory");
+    for (size_t i = 0, at = 0; i < (size_t)n; at += counts[i++] * es) memcpy(flat + at, bufs[i], counts[i] * es);
+    nn_status st = g_all_reduce(pg, flat, total, dt, op, dev);
+    for (size_t i = 0, at = 0; !st && i < (size_t)n; at += counts[i++] * es) memcpy(bufs[i], flat + at, counts[i] * es);
+    free(flat);
+    return st;
+}
+
 static nn_status g_broadcast(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int root, nn_device dev)
 {
     CALL(api->broadcast(G(pg), buf, count * nn_dtype_size(dt), root, err, errlen));
@@ -156,7 +170,7 @@ static void g_destroy(nn_pg *pg)
 
 static const nn_pg_ops gloo_ops = {
     .name = "gloo", .device = NN_CPU, .blocking = true, .has_avg = false,
-    .all_reduce = g_all_reduce, .broadcast = g_broadcast, .reduce = g_reduce, .all_gather = g_all_gather,
+    .all_reduce = g_all_reduce, .all_reduce_many = g_all_reduce_many, .broadcast = g_broadcast, .reduce = g_reduce, .all_gather = g_all_gather,
     .reduce_scatter = g_reduce_scatter, .send = g_send, .recv = g_recv, .wait = g_p2p_wait, .barrier = g_barrier,
     .destroy = g_destroy,
 };

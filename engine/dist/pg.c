@@ -49,8 +49,8 @@ bool nn_pg_backend_available(const char *name)
 
 /* ---- work ---- */
 
-enum { K_ALL_REDUCE, K_BROADCAST, K_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_SEND, K_RECV, K_BARRIER };
-static const char *const kind_names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "send", "recv", "barrier"};
+enum { K_ALL_REDUCE, K_BROADCAST, K_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_SEND, K_RECV, K_BARRIER, K_ALL_REDUCE_MANY };
+static const char *const kind_names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "send", "recv", "barrier", "all_reduce"};
 
 #define MAX_COPIES 64
 
@@ -60,6 +60,8 @@ struct nn_work {
     int kind, rank, size;
     const char *backend;
     nn_tensor *buf, *buf2;       /* what the backend works on (contiguous, on its device) */
+    nn_tensor **many;            /* K_ALL_REDUCE_MANY's tensors, reduced in place */
+    int nmany;
     size_t count;
     nn_dtype dt;
     nn_reduce_op op;
@@ -120,6 +122,8 @@ void nn_work_release(nn_work *w)
     free(w->more_dst);
     free(w->more_src);
     nn_release(w->touched);
+    for (int i = 0; i < w->nmany; i++) nn_release(w->many[i]);
+    free(w->many);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);
@@ -147,12 +151,24 @@ static nn_status add_copy(nn_work *w, nn_tensor *dst, nn_tensor *src)
     return NN_OK;
 }
 
+static nn_status run_many(nn_work *w)
+{
+    void **bufs = malloc(sizeof *bufs * w->nmany);
+    size_t *counts = malloc(sizeof *counts * w->nmany);
+    nn_status st = bufs && counts ? NN_OK : nn_error(NN_ERR_NOMEM, "all_reduce: out of memory");
+    for (int i = 0; i < w->nmany && !st; i++) bufs[i] = nn_data(w->many[i]), counts[i] = (size_t)nn_numel(w->many[i]);
+    if (!st) st = w->ops->all_reduce_many(w->pg, bufs, counts, w->nmany, w->dt, w->op, w->many[0]->storage->device);
+    free(bufs);
+    free(counts);
+    return st;
+}
+
 static void run(nn_work *w)
 {
     nn_pg *pg = w->pg;
     const nn_pg_ops *o = pg->ops;
     void *a = w->buf ? nn_data(w->buf) : NULL, *b = w->buf2 ? nn_data(w->buf2) : NULL;
-    nn_device dev = w->buf ? w->buf->storage->device : NN_DEVICE_CPU;
+    nn_device dev = w->buf ? w->buf->storage->device : w->nmany ? w->many[0]->storage->device : NN_DEVICE_CPU;
     nn_status st = NN_OK;
     switch (w->kind) {
     case K_ALL_REDUCE: st = o->all_reduce(pg, a, w->count, w->dt, w->op, dev); break;
@@ -163,6 +179,7 @@ static void run(nn_work *w)
     case K_SEND: st = o->send(pg, a, w->count, w->dt, w->peer, w->tag, dev, &w->pending); break;
     case K_RECV: st = o->recv(pg, a, w->count, w->dt, w->peer, w->tag, dev, &w->pending); break;
     case K_BARRIER: st = o->barrier(pg); break;
+    case K_ALL_REDUCE_MANY: st = run_many(w); break;
     }
     if (!st && o->record && w->kind != K_BARRIER && !w->pending) w->pending = o->record(pg, dev);
     pthread_mutex_lock(&w->mu);
@@ -235,14 +252,25 @@ bool nn_work_is_completed(nn_work *w)
 }
 
 /* In-place ops on a detached alias, so a leaf that requires grad can take a collective's result. */
+static nn_status divide(nn_tensor *t, int size)
+{
+    nn_tensor *d = nn_detach(t), *s = nn_scalar_f64((double)size);
+    nn_status st = d && s ? nn_binary_(NN_OP_div, d, s) : nn_last_status();
+    nn_release(d);
+    nn_release(s);
+    return st;
+}
+
 static nn_status finish(nn_work *w)
 {
-    if (w->avg) {
-        nn_tensor *d = nn_detach(w->buf), *s = nn_scalar_f64((double)w->size);
-        nn_status st = d && s ? nn_binary_(NN_OP_div, d, s) : nn_last_status();
-        nn_release(d);
-        nn_release(s);
+    if (w->avg && w->buf) {
+        nn_status st = divide(w->buf, w->size);
         if (st) return st;
+    }
+    for (int i = 0; i < w->nmany; i++) {
+        nn_status st = w->avg ? divide(w->many[i], w->size) : NN_OK;
+        if (st) return st;
+        nn_bump_version(w->many[i]);
     }
     for (int i = 0; i < w->ncopies; i++) {
         nn_tensor *dst = i < MAX_COPIES ? w->copy_dst[i] : w->more_dst[i - MAX_COPIES];
@@ -348,6 +376,35 @@ nn_work *nn_dist_all_reduce(nn_pg *pg, nn_tensor *t, nn_reduce_op op)
     w->avg = op == NN_REDUCE_AVG && !pg->ops->has_avg;
     w->op = w->avg ? NN_REDUCE_SUM : op;
     return start(w, inplace_buffer(w, "all_reduce", t, true));
+}
+
+nn_work *nn_dist_all_reduce_many(nn_pg *pg, nn_tensor *const *ts, int n, nn_reduce_op op)
+{
+    if (check_pg(pg, "all_reduce") || n < 1 || check_op("all_reduce", op, ts[0]->dtype)) return NULL;
+    if (!pg->ops->all_reduce_many) {
+        nn_error(NN_ERR_RUNTIME, "all_reduce: the %s backend has no grouped all_reduce", pg->ops->name);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        const nn_tensor *t = ts[i];
+        if (t->dtype != ts[0]->dtype || !nn_device_eq(t->storage->device, ts[0]->storage->device) ||
+            (nn_devtype)t->storage->device.type != pg->ops->device || !nn_is_contiguous(t)) {
+            nn_error(NN_ERR_ARG, "all_reduce: grouped tensors must be contiguous, of one dtype, on one %s device", pg->ops->name);
+            return NULL;
+        }
+    }
+    nn_work *w = work_new(pg, K_ALL_REDUCE_MANY);
+    if (!w) return NULL;
+    if (!(w->many = malloc(sizeof *w->many * n))) {
+        nn_work_release(w);
+        nn_error(NN_ERR_NOMEM, "all_reduce: out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) w->many[w->nmany++] = nn_retain(ts[i]);
+    w->dt = ts[0]->dtype;
+    w->avg = op == NN_REDUCE_AVG && !pg->ops->has_avg;
+    w->op = w->avg ? NN_REDUCE_SUM : op;
+    return submit(w);
 }
 
 nn_work *nn_dist_broadcast(nn_pg *pg, nn_tensor *t, int src)

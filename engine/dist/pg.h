@@ -34,6 +34,8 @@ typedef struct {
     bool blocking;      /* calls block until done: run them on the group's thread */
     bool has_avg;       /* NN_REDUCE_AVG natively */
     nn_status (*all_reduce)(nn_pg *pg, void *buf, size_t count, nn_dtype dt, nn_reduce_op op, nn_device dev);
+    /* n buffers all-reduced in place as one grouped call (NULL: the backend has none) */
+    nn_status (*all_reduce_many)(nn_pg *pg, void *const *bufs, const size_t *counts, int n, nn_dtype dt, nn_reduce_op op, nn_device dev);
     nn_status (*broadcast)(nn_pg *pg, void *buf, size_t count, nn_dtype dt, int root, nn_device dev);
     /* the result lands in buf on root; other ranks' buf may be clobbered */
     nn_status (*reduce)(nn_pg *pg, void *buf, size_t count, nn_dtype dt, nn_reduce_op op, int root, nn_device dev);
@@ -92,6 +94,10 @@ void nn_work_release(nn_work *w);
 
 /* ---- collectives on tensors (async: NULL with the error set, or work to wait) ---- */
 nn_work *nn_dist_all_reduce(nn_pg *pg, nn_tensor *t, nn_reduce_op op);
+/* ts (n contiguous tensors of one dtype on the backend's device) all-reduced in place in
+ * one grouped call: no copies into or out of a flat buffer. Only where the backend has
+ * all_reduce_many. */
+nn_work *nn_dist_all_reduce_many(nn_pg *pg, nn_tensor *const *ts, int n, nn_reduce_op op);
 nn_work *nn_dist_broadcast(nn_pg *pg, nn_tensor *t, int src);
 nn_work *nn_dist_reduce(nn_pg *pg, nn_tensor *t, int dst, nn_reduce_op op);
 /* outs: pg->size tensors shaped like t */

@@ -15,6 +15,8 @@ typedef struct {
     int64_t numel;
     nn_tensor *buf;    /* flat, allocated by slice() on first use (never for a bucket reduced in place) */
     nn_tensor *direct; /* this pass: a one-parameter bucket's gradient, reduced where it is */
+    int bad;           /* this pass: gradients that cannot be reduced in place (grouped) */
+    bool grouped;      /* this pass: the gradients were all-reduced in place, in one grouped call */
     int pending;
     nn_work *work;
 } bucket;
@@ -43,6 +45,7 @@ struct nn_reducer {
     int next_launch, marked;
     bool *ready;
     int32_t *used;
+    nn_tensor **got;         /* this pass: the gradients of grouped buckets, for their all-reduce */
 };
 
 static nn_status hook(nn_tensor *leaf, void *ctx);
@@ -51,6 +54,14 @@ static int key_cmp(const void *a, const void *b)
 {
     const nn_tensor *x = ((const param_key *)a)->t, *y = ((const param_key *)b)->t;
     return x < y ? -1 : x > y;
+}
+
+static void drop_got(nn_reducer *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        nn_release(r->got[i]);
+        r->got[i] = NULL;
+    }
 }
 
 static void free_layout(nn_reducer *r)
@@ -135,8 +146,9 @@ nn_reducer *nn_reducer_new(nn_pg *pg, nn_tensor *const *params, int n, const nn_
     r->numel = calloc(c, sizeof *r->numel);
     r->ready = calloc(c, sizeof *r->ready);
     r->used = calloc(c, sizeof *r->used);
+    r->got = calloc(c, sizeof *r->got);
     if (!r->params || !r->ctx || !r->hooks || !r->keys || !r->order || !r->bucket_of || !r->offset || !r->dt || !r->dev ||
-        !r->numel || !r->ready || !r->used) {
+        !r->numel || !r->ready || !r->used || !r->got) {
         nn_reducer_free(r);
         nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory");
         return NULL;
@@ -159,6 +171,7 @@ void nn_reducer_free(nn_reducer *r)
 {
     if (!r) return;
     free_layout(r);
+    if (r->got) drop_got(r);
     for (int i = 0; i < r->n; i++) {
         if (r->hooks[i]) nn_remove_grad_hook(r->params[i], r->hooks[i]);
         nn_release(r->params[i]);
@@ -175,6 +188,7 @@ void nn_reducer_free(nn_reducer *r)
     free(r->numel);
     free(r->ready);
     free(r->used);
+    free(r->got);
     free(r);
 }
 
@@ -237,7 +251,8 @@ static nn_status finalize(nn_reducer *r)
     for (int i = 0; i < r->n && !st; i++) {
         nn_tensor *p = r->params[i];
         if (used && ((int32_t *)nn_data(used))[i] == 0) continue; /* unused everywhere: .grad stays as it was */
-        if (p->grad && (in_bucket(r, i, p->grad) || r->b[r->bucket_of[i]].direct == p->grad)) continue; /* averaged in place */
+        const bucket *b = &r->b[r->bucket_of[i]];
+        if (p->grad && (in_bucket(r, i, p->grad) || b->direct == p->grad || b->grouped)) continue; /* averaged in place */
         nn_tensor *v = slice(r, i);
         if (!v) { st = nn_last_status(); break; }
         if (p->grad) st = nn_copy_(p->grad, v);
@@ -249,14 +264,52 @@ static nn_status finalize(nn_reducer *r)
         nn_release(r->b[k].direct);
         r->b[k].direct = NULL;
     }
+    drop_got(r);
     return st;
+}
+
+/* A bucket of several gradients whose backend reduces a list of tensors in one call:
+ * the gradients are reduced where they are, with no copy into the bucket or back. */
+static bool groupable(const nn_reducer *r, const bucket *b)
+{
+    return b->count > 1 && !r->o.gradient_as_bucket_view && r->pg->ops->all_reduce_many;
+}
+
+static bool reducible_in_place(const bucket *b, const nn_tensor *g, nn_devtype backend)
+{
+    return g->dtype == b->dt && nn_device_eq(g->storage->device, b->dev) && (nn_devtype)b->dev.type == backend && nn_is_contiguous(g) &&
+           nn_sole_owner(g);
+}
+
+/* A grouped bucket's all-reduce: in place, or (a gradient missing or not reducible in
+ * place) through the bucket's buffer, copying the gradients in now. */
+static nn_work *reduce_grouped(nn_reducer *r, bucket *b)
+{
+    int *idx = r->order + b->first;
+    if (!b->bad) {
+        nn_tensor **ts = malloc(sizeof *ts * b->count);
+        if (!ts) { nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); return NULL; }
+        for (int j = 0; j < b->count; j++) ts[j] = r->got[idx[j]];
+        nn_work *w = nn_dist_all_reduce_many(r->pg, ts, b->count, NN_REDUCE_AVG);
+        free(ts);
+        b->grouped = w != NULL;
+        return w;
+    }
+    for (int j = 0; j < b->count; j++) {
+        int i = idx[j];
+        nn_tensor *v = slice(r, i), *g = r->used[i] ? r->params[i]->grad : NULL;
+        nn_status st = !v ? nn_last_status() : g ? nn_copy_(v, g) : nn_zero_(v);
+        nn_release(v);
+        if (st) return NULL;
+    }
+    return nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
 }
 
 static nn_status launch_ready(nn_reducer *r)
 {
     while (r->next_launch < r->nb && r->b[r->next_launch].pending == 0) {
         bucket *b = &r->b[r->next_launch++];
-        b->work = nn_dist_all_reduce(r->pg, b->direct ? b->direct : b->buf, NN_REDUCE_AVG);
+        b->work = groupable(r, b) ? reduce_grouped(r, b) : nn_dist_all_reduce(r->pg, b->direct ? b->direct : b->buf, NN_REDUCE_AVG);
         if (!b->work) return nn_last_status();
     }
     return r->next_launch == r->nb ? finalize(r) : NN_OK;
@@ -277,6 +330,9 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
     bucket *b = &r->b[r->bucket_of[i]];
     if (g && b->count == 1 && !in_bucket(r, i, g) && g->dtype == b->dt && nn_is_contiguous(g) && nn_sole_owner(g)) {
         b->direct = nn_retain(g); /* its own bucket, and no other tensor's storage: averaged where it is */
+    } else if (groupable(r, b)) { /* copied, if at all, when the bucket is complete */
+        if (g && reducible_in_place(b, g, r->pg->ops->device)) r->got[i] = nn_retain(g);
+        else b->bad++;
     } else if (!g || !in_bucket(r, i, g)) {
         nn_tensor *v = slice(r, i);
         if (!v) return nn_last_status();
@@ -385,7 +441,10 @@ nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, 
         bucket *b = &r->b[k];
         if (b->work) { nn_work_wait(b->work); nn_work_release(b->work); b->work = NULL; }
         b->pending = b->count;
+        b->bad = 0;
+        b->grouped = false;
     }
+    drop_got(r);
     memset(r->ready, 0, sizeof *r->ready * (size_t)r->n);
     memset(r->used, 0, sizeof *r->used * (size_t)r->n);
     r->next_launch = 0;

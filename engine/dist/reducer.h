@@ -5,15 +5,17 @@
  * Buckets are filled in reverse parameter order (the order backward produces the
  * gradients), split by dtype and device: the first holds up to first_bucket_bytes,
  * the others up to bucket_cap_bytes (a parameter is never split, and one that fills a
- * bucket gets one of its own). A post-accumulate-grad hook on every parameter copies its
- * gradient into its bucket (a bucket of one parameter whose .grad is a dense tensor of
- * its own is reduced in place instead, with no copy in or out); the bucket,
- * averaged over the ranks by one all-reduce (in bucket order, the same on every
- * rank) while backward goes on. The hook of the last gradient waits for every
- * bucket and writes the averages back into the .grad tensors, so when backward
- * returns the gradients are averaged. With gradient_as_bucket_view, each .grad is
- * made a view of its bucket slice instead: nothing is copied back, and a gradient
- * accumulated into such a view needs no copy in either.
+ * bucket gets one of its own). A post-accumulate-grad hook on every parameter marks its
+ * gradient ready; a complete bucket is averaged over the ranks by one all-reduce (in
+ * bucket order, the same on every rank) while backward goes on. Where every gradient of
+ * the bucket is a dense tensor of its own, they are averaged where they are: one
+ * all-reduce of the one gradient, or one grouped all-reduce of the list (NCCL groups the
+ * calls; gloo packs them itself), with no copy in or out. Otherwise the gradients are
+ * copied into the bucket's buffer, and the hook of the last gradient waits for every
+ * bucket and writes the averages back into the .grad tensors, so when backward returns
+ * the gradients are averaged. With gradient_as_bucket_view, each .grad is made a view of
+ * its bucket slice instead: nothing is copied back, and a gradient accumulated into such
+ * a view needs no copy in either.
  *
  * The layout is rebuilt if the parameters change dtype, device or size (model:cuda()
  * after wrapping). */

@@ -2,7 +2,10 @@
  * (cuda/small_ops.cu). These cases run long chains of small dependent ops, where each op
  * reads what the one before it wrote, against the same chain on the CPU, with what must
  * launch the queue mixed in: other kernels (a reduction), stream switches, giving memory back to
- * the driver, a CUDA graph capture. Sizes on both sides of the queue's limit (2048). */
+ * the driver, a CUDA graph capture, another thread queueing on the same GPU at the same time.
+ * Sizes on both sides of the queue's limit (2048). */
+#include <pthread.h>
+
 #include "harness.h"
 
 static const nn_op OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_maximum, NN_OP_minimum, NN_OP_threshold_backward};
@@ -155,6 +158,49 @@ static void test_graph(nn_dtype dt)
     end();
 }
 
+/* Two threads, each with its own chain, share the device's queue (an embedding host may run
+ * interpreters on several threads). */
+typedef struct {
+    nn_tensor *x;
+    operands *o;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    j->x = chain(j->x, j->o, 600, PLAIN, true);
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    if (!begin("two threads on one device")) return;
+    int64_t n = 129;
+    nn_tensor *x[2], *y = nn_rand(1, &n, NN_F32, CPU);
+    nn_uniform_(y, 0.5, 1.5);
+    operands oc = make_operands(y, CPU, NN_F32), og[2] = {make_operands(y, DEV, NN_F32), make_operands(y, DEV, NN_F32)};
+    job jobs[2];
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        x[k] = nn_rand(1, &n, NN_F32, CPU);
+        nn_uniform_(x[k], -1, 1);
+        jobs[k] = (job){to_dev(x[k]), &og[k]};
+        pthread_create(&th[k], NULL, run_job, &jobs[k]);
+    }
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 2; k++) {
+        nn_tensor *xc = chain(nn_retain(x[k]), &oc, 600, PLAIN, false);
+        check_tol(k ? "second thread's chain" : "first thread's chain", xc, jobs[k].x, NN_F32, 0.1);
+        nn_release(xc);
+        nn_release(jobs[k].x);
+        nn_release(x[k]);
+        operands_free(og[k]);
+    }
+    nn_release(y);
+    operands_free(oc);
+    end();
+}
+
 int main(void)
 {
     harness_init();
@@ -166,5 +212,6 @@ int main(void)
         for (int m = STREAMS; m < NMODES; m++) test_chain(dts[d], 129, m);
         if (!self_test) test_graph(dts[d]);
     }
+    test_threads();
     return harness_done("test_cuda_small_ops", t0);
 }

@@ -50,6 +50,8 @@ local function slice(t, step) return t[step]:narrow(0, rank * B, B) end
 
 -- 1. seeded differently, every rank starts from rank 0's weights
 for _, case in ipairs({ { cap = 0.0005, name = "small buckets" }, { cap = nil, name = "default buckets" },
+  { cap = nil, keep = true, name = "default buckets, zero_grad(set_to_none=false)" },
+  { cap = nil, keep = true, alias = true, name = "default buckets, a view of a .grad held" },
   { cap = 0.0005, view = true, name = "gradient_as_bucket_view" },
   { cap = 0.0005, view = true, keep = true, name = "gradient_as_bucket_view, zero_grad(set_to_none=false)" } }) do
   local net = mlp(1000 + rank)
@@ -69,11 +71,16 @@ for _, case in ipairs({ { cap = 0.0005, name = "small buckets" }, { cap = nil, n
 
   -- 2. 20 steps of SGD with momentum == one process on the concatenated batches
   local opt = optim.SGD(model:parameters(), { lr = 0.05, momentum = 0.9 })
+  local held -- a view sharing a .grad's storage: that gradient is averaged through the bucket
   for step = 0, STEPS - 1 do
     opt:zero_grad(not case.keep)
     local loss = F.mse_loss(model(slice(X, step)), slice(Y, step))
     loss:backward()
+    if case.alias and step == 0 then held = net:parameters()[1].grad:view(-1) end
     opt:step()
+  end
+  if held then
+    H.check(H.maxdiff(held, net:parameters()[1].grad:view(-1)) == 0, "%s: the view sees the averaged gradient", case.name)
   end
   if case.view then -- the gradients of a bucket are views of one buffer, in bucket order
     local ps, b1 = net:parameters(), buckets[1]
