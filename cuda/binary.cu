@@ -140,32 +140,24 @@ template <int OP> nn_status run_op(const Call &c)
     return run_generic<OP, int64_t>(c);
 }
 
-int small_code(int op)
+/* the ops small_ops.cu's kernel does */
+bool queueable(int op)
 {
-    switch (op) {
-    case NN_OP_add: return NN_SMALL_add;
-    case NN_OP_sub: return NN_SMALL_sub;
-    case NN_OP_mul: return NN_SMALL_mul;
-    case NN_OP_div: return NN_SMALL_div;
-    case NN_OP_maximum: return NN_SMALL_maximum;
-    case NN_OP_minimum: return NN_SMALL_minimum;
-    case NN_OP_threshold_backward: return NN_SMALL_threshold_backward;
-    default: return -1;
-    }
+    return op == NN_OP_add || op == NN_OP_sub || op == NN_OP_mul || op == NN_OP_div || op == NN_OP_maximum || op == NN_OP_minimum ||
+           op == NN_OP_threshold_backward;
 }
 
 /* A small dense float op joins the device's queue (small_ops.cu) in place of a launch. */
 bool defer_small(const Call &c, int dev)
 {
     const nn_kargs *a = c.a;
-    int code = small_code(a->op);
     bool float_dt = c.cdt == NN_F32 || c.cdt == NN_F16 || c.cdt == NN_BF16;
-    if (code < 0 || !float_dt || c.n > NN_SMALL_MAX || (int)a->out[0]->dtype != c.cdt || !iter_dense(c.it, 0)) return false;
+    if (!queueable(a->op) || !float_dt || c.n > NN_SMALL_MAX || (int)a->out[0]->dtype != c.cdt || !iter_dense(c.it, 0)) return false;
     nn_small_op o{};
     o.out = c.it.data[0];
     o.alpha = c.p.f0;
     o.n = (int)c.n;
-    o.op = (uint8_t)code;
+    o.op = (uint8_t)a->op;
     o.dt = (uint8_t)c.cdt;
     const void **p[2] = {&o.a, &o.b};
     float *v[2] = {&o.va, &o.vb};

@@ -60,17 +60,18 @@ nn_cuda_device *nn_cuda_dev(int index);
 
 /* ---- deferred small ops (small_ops.cu) ---- */
 enum { NN_SMALL_MAX = 2048 }; /* elements: one block of 1024 threads does the op in two rounds at most */
-enum { NN_SMALL_add, NN_SMALL_sub, NN_SMALL_mul, NN_SMALL_div, NN_SMALL_maximum, NN_SMALL_minimum, NN_SMALL_threshold_backward };
-/* out = a op b on n contiguous elements of dt (float32, float16 or bfloat16), each input a
- * tensor (IN_TENSOR), a value (IN_VALUE: va/vb) or one broadcast element (IN_DEVSCALAR) */
+/* out = a op b (add sub mul div maximum minimum threshold_backward) on n contiguous elements of
+ * dt (float32, float16 or bfloat16), each input a tensor (IN_TENSOR), a value (IN_VALUE: va/vb)
+ * or one broadcast element (IN_DEVSCALAR) */
 struct nn_small_op {
     void *out;
     const void *a, *b;
     double alpha;
     float va, vb;
     int n;
-    uint8_t op, dt, ma, mb;
+    uint8_t op, dt, ma, mb; /* op: the nn_op */
 };
+static_assert(NN_OP_COUNT <= 256, "nn_small_op keeps the op in a byte");
 /* Queue op on device index's current stream; false where queueing is off (then launch it). */
 bool nn_small_defer(int index, const nn_small_op &op);
 extern std::atomic<unsigned> nn_small_pending; /* bit i: device i has queued ops */

@@ -50,12 +50,12 @@ template <typename T> __device__ void run_one(const nn_small_op &o)
     for (int i = threadIdx.x; i < o.n; i += THREADS) {
         float x = operand<T>(o.a, o.va, o.ma, i), y = operand<T>(o.b, o.vb, o.mb, i), r;
         switch (o.op) {
-        case NN_SMALL_add: r = bop<NN_OP_add, float>(x, y, p); break;
-        case NN_SMALL_sub: r = bop<NN_OP_sub, float>(x, y, p); break;
-        case NN_SMALL_mul: r = bop<NN_OP_mul, float>(x, y, p); break;
-        case NN_SMALL_div: r = bop<NN_OP_div, float>(x, y, p); break;
-        case NN_SMALL_maximum: r = bop<NN_OP_maximum, float>(x, y, p); break;
-        case NN_SMALL_minimum: r = bop<NN_OP_minimum, float>(x, y, p); break;
+        case NN_OP_add: r = bop<NN_OP_add, float>(x, y, p); break;
+        case NN_OP_sub: r = bop<NN_OP_sub, float>(x, y, p); break;
+        case NN_OP_mul: r = bop<NN_OP_mul, float>(x, y, p); break;
+        case NN_OP_div: r = bop<NN_OP_div, float>(x, y, p); break;
+        case NN_OP_maximum: r = bop<NN_OP_maximum, float>(x, y, p); break;
+        case NN_OP_minimum: r = bop<NN_OP_minimum, float>(x, y, p); break;
         default: r = bop<NN_OP_threshold_backward, float>(x, y, p); break;
         }
         ((T *)o.out)[i] = st<T>(r);

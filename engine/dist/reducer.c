@@ -275,10 +275,10 @@ static bool groupable(const nn_reducer *r, const bucket *b)
     return b->count > 1 && !r->o.gradient_as_bucket_view && r->pg->ops->all_reduce_many;
 }
 
-static bool reducible_in_place(const bucket *b, const nn_tensor *g, nn_devtype backend)
+/* a dense gradient of the bucket's dtype that no other tensor shares: it can be averaged where it is */
+static bool own_dense(const bucket *b, const nn_tensor *g)
 {
-    return g->dtype == b->dt && nn_device_eq(g->storage->device, b->dev) && (nn_devtype)b->dev.type == backend && nn_is_contiguous(g) &&
-           nn_sole_owner(g);
+    return g->dtype == b->dt && nn_is_contiguous(g) && nn_sole_owner(g);
 }
 
 /* A grouped bucket's all-reduce: in place, or (a gradient missing or not reducible in
@@ -328,10 +328,10 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
     nn_tensor *p = r->params[i], *g = unused ? NULL : p->grad;
     r->used[i] = g != NULL;
     bucket *b = &r->b[r->bucket_of[i]];
-    if (g && b->count == 1 && !in_bucket(r, i, g) && g->dtype == b->dt && nn_is_contiguous(g) && nn_sole_owner(g)) {
-        b->direct = nn_retain(g); /* its own bucket, and no other tensor's storage: averaged where it is */
+    if (g && b->count == 1 && !in_bucket(r, i, g) && own_dense(b, g)) {
+        b->direct = nn_retain(g); /* its own bucket: averaged where it is */
     } else if (groupable(r, b)) { /* copied, if at all, when the bucket is complete */
-        if (g && reducible_in_place(b, g, r->pg->ops->device)) r->got[i] = nn_retain(g);
+        if (g && own_dense(b, g) && (nn_devtype)g->storage->device.type == r->pg->ops->device) r->got[i] = nn_retain(g);
         else b->bad++;
     } else if (!g || !in_bucket(r, i, g)) {
         nn_tensor *v = slice(r, i);
