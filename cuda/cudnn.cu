@@ -365,6 +365,20 @@ nn_status fill_result(const Conv &c, const nn_tensor *out, const nn_tensor *bias
     return nn_staging::copy(nn_data(out), out->strides, nn_data(bias), bs, out->shape, 4, es, s);
 }
 
+const char *op_name(Kind k);
+
+/* NNREPL_CUDNN_LOG: each new plan's problem and cuDNN's description of its engine, on stderr */
+void log_plan(const Conv &c, Layout L, const ConvPlan &p)
+{
+    char json[4096] = "";
+    int64_t n = 0;
+    cudnnBackendGetAttribute(p.plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, sizeof json - 1, &n, json);
+    json[n < (int64_t)sizeof json ? n : (int64_t)sizeof json - 1] = 0;
+    fprintf(stderr, "cudnn plan: %s %s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%lld,%lld] ws %lld: %s\n", op_name(c.kind), nn_dtype_name(c.dt),
+            L == NHWC ? "NHWC" : "NCHW", (long long)c.N, (long long)c.C, (long long)c.H, (long long)c.W, (long long)c.O, (long long)c.Cg,
+            (long long)c.kh, (long long)c.kw, (long long)p.ws, json);
+}
+
 const char *op_name(Kind k) { return nn_op_name(k == FWD ? NN_OP_conv2d : k == BWD_DATA ? NN_OP_conv2d_backward_input : NN_OP_conv2d_backward_weight); }
 
 /* The plan for c in layout L (from the cache, or chosen now); *L may fall back to NCHW. */
@@ -413,6 +427,7 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
                             (long long)c.Cg, (long long)c.kh, (long long)c.kw);
         }
         *out = conv_cache()->insert(key, fresh);
+        if (getenv("NNREPL_CUDNN_LOG")) log_plan(c, *L, **out);
         return NN_OK;
     }
 }

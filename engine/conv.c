@@ -251,12 +251,14 @@ nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, 
     return out;
 }
 
-/* grad_output as a contiguous [N, O, oh, ow] tensor of dtype dt. */
-static nn_tensor *grad4(nn_tensor *g, nn_dtype dt)
+/* grad_output as a dense [N, O, oh, ow] tensor of dtype dt: channels-last when it or the other
+ * operand is, as the gradient computed from it will be (cuDNN then reads it in place). */
+static nn_tensor *grad4(nn_tensor *g, const nn_tensor *other, nn_dtype dt)
 {
-    nn_tensor *c = nn_to_dtype(g, dt);
+    nn_tensor *c = nn_to_dtype_preserve(g, dt);
     if (!c) return NULL;
-    nn_tensor *k = nn_contiguous(c);
+    bool cl = c->ndim == 4 && (nn_suggest_memory_format(c) == NN_CHANNELS_LAST || nn_suggest_memory_format(other) == NN_CHANNELS_LAST);
+    nn_tensor *k = nn_contiguous_as(c, cl ? NN_CHANNELS_LAST : NN_CONTIGUOUS_FORMAT);
     nn_release(c);
     if (!k) return NULL;
     nn_tensor *b = batched(k);
@@ -297,7 +299,7 @@ nn_tensor *nn_conv2d_backward_input(nn_tensor *grad_output, nn_tensor *weight, c
         return NULL;
     }
     if (check_sizes(fn, input_shape, weight->shape, grad_output, stride, padding, dilation, groups)) return NULL;
-    nn_tensor *g = grad4(grad_output, weight->dtype);
+    nn_tensor *g = grad4(grad_output, weight, weight->dtype);
     nn_tensor *out = g ? empty_suggested(input_shape, g, weight, weight->dtype, weight->storage->device) : NULL;
     if (out) {
         nn_kargs a = {.op = NN_OP_conv2d_backward_input, .out = {out}, .in = {g, weight}, .nin = 2,
@@ -321,7 +323,7 @@ nn_tensor *nn_conv2d_backward_weight(nn_tensor *grad_output, nn_tensor *input, c
         return NULL;
     }
     if (check_sizes(fn, input->shape, weight_shape, grad_output, stride, padding, dilation, groups)) return NULL;
-    nn_tensor *g = grad4(grad_output, input->dtype);
+    nn_tensor *g = grad4(grad_output, input, input->dtype);
     nn_tensor *out = g ? empty_suggested(weight_shape, g, input, input->dtype, input->storage->device) : NULL;
     if (out) {
         nn_kargs a = {.op = NN_OP_conv2d_backward_weight, .out = {out}, .in = {g, input}, .nin = 2,
@@ -335,7 +337,7 @@ nn_tensor *nn_conv2d_backward_weight(nn_tensor *grad_output, nn_tensor *input, c
     return out;
 }
 
-/* g (contiguous, the saved input's size) cut to the caller's input: the top-left in_h x in_w of
+/* g (dense, the saved input's size) cut to the caller's input: the top-left in_h x in_w of
  * each plane, without the batch dim if the caller's input had none. */
 static nn_tensor *to_edge(nn_tensor *g, const nn_edge *e)
 {
@@ -352,7 +354,7 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     const conv_ctx *c = n->ctx;
     nn_tensor *x = nn_node_saved(n, 0), *w = nn_node_saved(n, 1);
     if (!x || !w) return nn_last_status();
-    nn_tensor *g = grad4(grad_out[0], x->dtype);
+    nn_tensor *g = grad4(grad_out[0], x, x->dtype);
     if (!g) return nn_last_status();
     nn_status st = NN_OK;
     if (n->next[0].node) {

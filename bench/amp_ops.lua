@@ -1,0 +1,58 @@
+-- The AlexNet autocast step's ops other than convolutions and matmuls, one at a time on
+-- cuda:0: CUDA events around `iters` calls after a warm-up, median of `reps` repeats, in
+-- microseconds per call. bench/amp_ops.py times the same in PyTorch; bench/device_run.sh
+-- prints both side by side.   nnrepl bench/amp_ops.lua [iters] [reps]
+local iters, reps = tonumber(arg[1]) or 50, tonumber(arg[2]) or 7
+local dev = torch.device(os.getenv("AMP_OPS_DEVICE") or "cuda")
+torch.manual_seed(0)
+
+local function time(name, fn)
+  for _ = 1, 3 do fn() end
+  local t = {}
+  for r = 1, reps do
+    if dev.type == "cuda" then
+      local e0, e1 = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
+      e0:record()
+      for _ = 1, iters do fn() end
+      e1:record()
+      e1:synchronize()
+      t[r] = e0:elapsed_time(e1) * 1000 / iters
+    else -- a smoke test of the script on the CPU (AMP_OPS_DEVICE=cpu)
+      local t0 = require("time").perf_counter()
+      for _ = 1, iters do fn() end
+      t[r] = (require("time").perf_counter() - t0) * 1e6 / iters
+    end
+  end
+  table.sort(t)
+  print(string.format("op %-32s %9.2f us", name, t[(reps + 1) // 2]))
+end
+
+-- conv outputs' gradients of AlexNet at batch 64, reduced to the biases' gradients
+local shapes = { { 64, 64, 55, 55 }, { 64, 192, 27, 27 }, { 64, 384, 13, 13 }, { 64, 256, 13, 13 } }
+for _, dt in ipairs({ torch.float16, torch.float32 }) do
+  local name = dt == torch.float16 and "f16" or "f32"
+  for _, s in ipairs(shapes) do
+    local g = torch.randn(s, { device = dev }):to(dt)
+    time(string.format("sum023_%s_%dx%d", name, s[2], s[3]), function() return g:sum({ 0, 2, 3 }) end)
+  end
+  local h = torch.randn({ 64, 9216 }, { device = dev }):to(dt)
+  time("dropout_" .. name .. "_64x9216", function() return F.dropout(h, 0.5, true) end)
+  local u = torch.rand({ 64, 9216 }, { device = dev }):to(dt)
+  time("lt_" .. name .. "_64x9216", function() return u:lt(0.5) end)
+  time("rand_like_" .. name .. "_64x9216", function() return torch.rand_like(u) end)
+end
+local w = torch.randn({ 4096, 9216 }, { device = dev })
+local w16 = w:half()
+time("cast_f32_to_f16_4096x9216", function() return w:half() end)
+time("cast_f16_to_f32_4096x9216", function() return w16:float() end)
+local x = torch.randn({ 64, 256, 13, 13 }, { device = dev }):half():requires_grad_(true)
+local gp = torch.randn({ 64, 256, 6, 6 }, { device = dev }):half()
+time("max_pool2d_fwd_bwd_f16_256x13", function()
+  x.grad = nil
+  F.max_pool2d(x, 3, 2):backward(gp)
+end)
+
+local model = require("torchvision").models.alexnet():to(dev)
+for _, q in ipairs(model:parameters()) do q.grad = torch.randn_like(q) end
+local opt = torch.optim.AdamW(model:parameters(), { lr = 1e-4 })
+time("adamw_step_alexnet", function() opt:step() end)

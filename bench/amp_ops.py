@@ -1,0 +1,46 @@
+# PyTorch's side of bench/amp_ops.lua (same ops, same timing).  python3 bench/amp_ops.py [iters] [reps]
+import sys, torch, torchvision
+import torch.nn.functional as F
+iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+dev = "cuda"
+torch.manual_seed(0)
+
+def time(name, fn):
+    for _ in range(3): fn()
+    t = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(iters): fn()
+        e1.record(); e1.synchronize()
+        t.append(e0.elapsed_time(e1) * 1000 / iters)
+    t.sort()
+    print(f"op {name:<32} {t[(reps + 1) // 2 - 1]:9.2f} us")
+
+shapes = [(64, 64, 55, 55), (64, 192, 27, 27), (64, 384, 13, 13), (64, 256, 13, 13)]
+for dt in (torch.float16, torch.float32):
+    name = "f16" if dt == torch.float16 else "f32"
+    for s in shapes:
+        g = torch.randn(s, device=dev).to(dt)
+        time(f"sum023_{name}_{s[1]}x{s[2]}", lambda: g.sum((0, 2, 3)))
+    h = torch.randn(64, 9216, device=dev).to(dt)
+    time(f"dropout_{name}_64x9216", lambda: F.dropout(h, 0.5, True))
+    u = torch.rand(64, 9216, device=dev).to(dt)
+    time(f"lt_{name}_64x9216", lambda: u.lt(0.5))
+    time(f"rand_like_{name}_64x9216", lambda: torch.rand_like(u))
+w = torch.randn(4096, 9216, device=dev)
+w16 = w.half()
+time("cast_f32_to_f16_4096x9216", lambda: w.half())
+time("cast_f16_to_f32_4096x9216", lambda: w16.float())
+x = torch.randn(64, 256, 13, 13, device=dev).half().requires_grad_(True)
+gp = torch.randn(64, 256, 6, 6, device=dev).half()
+def pool():
+    x.grad = None
+    F.max_pool2d(x, 3, 2).backward(gp)
+time("max_pool2d_fwd_bwd_f16_256x13", pool)
+
+model = torchvision.models.alexnet().to(dev)
+for q in model.parameters(): q.grad = torch.randn_like(q)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+time("adamw_step_alexnet", lambda: opt.step())
