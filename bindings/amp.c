@@ -8,6 +8,8 @@
  *   _amp.increment_nesting(), decrement_nesting(), clear_cache()
  *   _amp.stats()                           {casts=, cache_hits=, cached=} (tests)
  *   _amp.unscale_(grads, found_inf, inv_scale)   one fused pass over a list of gradients
+ *   _amp.check_finite_(grads, found_inf)          the inf/nan check alone (reads cast flags where it can)
+ *   _amp.flags_hold(t)                     t's cast flags still stand for its values (tests)
  *   _amp.update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval)
  *
  * Memory formats: torch.contiguous_format, channels_last, channels_last_3d, preserve_format;
@@ -138,20 +140,45 @@ static int a_stats(lua_State *L)
 /* ---- GradScaler's kernels ---- */
 
 /* unscale_(grads, found_inf, inv_scale): grads a list of tensors */
-static int a_unscale(lua_State *L)
+/* the tensors of the list at argument 1, in a buffer the GC frees (also on error); *n: how many */
+static nn_tensor **tensor_list(lua_State *L, int *n)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    nn_tensor *found = lt_check(L, 2), *inv = lt_check(L, 3);
-    int n = (int)lua_rawlen(L, 1);
-    nn_tensor **gs = lua_newuserdatauv(L, sizeof *gs * (size_t)(n ? n : 1), 0); /* freed by the GC, also on error */
-    for (int k = 0; k < n; k++) {
+    *n = (int)lua_rawlen(L, 1);
+    nn_tensor **gs = lua_newuserdatauv(L, sizeof *gs * (size_t)(*n ? *n : 1), 0);
+    for (int k = 0; k < *n; k++) {
         lua_rawgeti(L, 1, k + 1);
         gs[k] = lt_totensor(L, -1);
-        if (!gs[k]) return luaL_argerror(L, 1, lua_pushfstring(L, "tensor expected at index %d, got %s", k + 1, luaL_typename(L, -1)));
+        if (!gs[k]) luaL_argerror(L, 1, lua_pushfstring(L, "tensor expected at index %d, got %s", k + 1, luaL_typename(L, -1)));
         lua_pop(L, 1);
     }
+    return gs;
+}
+
+static int a_unscale(lua_State *L)
+{
+    nn_tensor *found = lt_check(L, 2), *inv = lt_check(L, 3);
+    int n;
+    nn_tensor **gs = tensor_list(L, &n);
     if (nn_amp_unscale_(n, gs, found, inv)) return lt_fail(L, 1);
     return 0;
+}
+
+static int a_check_finite(lua_State *L)
+{
+    nn_tensor *found = lt_check(L, 2);
+    int n;
+    nn_tensor **gs = tensor_list(L, &n);
+    if (nn_amp_check_finite_(n, gs, found)) return lt_fail(L, 1);
+    return 0;
+}
+
+/* whether t carries cast flags that still stand for its values (tests) */
+static int a_flags_hold(lua_State *L)
+{
+    const nn_tensor *t = lt_check(L, 1);
+    lua_pushboolean(L, t->finite_flags && t->finite_version == t->storage->version);
+    return 1;
 }
 
 static int a_update_scale(lua_State *L)
@@ -248,7 +275,7 @@ void lt_open_amp(lua_State *L)
         {"region", a_region}, {"is_enabled", a_is_enabled}, {"get_dtype", a_get_dtype}, {"set_enabled", a_set_enabled},
         {"set_dtype", a_set_dtype}, {"is_cache_enabled", a_is_cache_enabled}, {"set_cache_enabled", a_set_cache_enabled},
         {"increment_nesting", a_increment_nesting}, {"decrement_nesting", a_decrement_nesting}, {"clear_cache", a_clear_cache},
-        {"stats", a_stats}, {"unscale_", a_unscale}, {"update_scale_", a_update_scale}, {NULL, NULL},
+        {"stats", a_stats}, {"unscale_", a_unscale}, {"check_finite_", a_check_finite}, {"flags_hold", a_flags_hold}, {"update_scale_", a_update_scale}, {NULL, NULL},
     };
     luaL_newlib(L, fns);
     lua_setfield(L, torch, "_amp");

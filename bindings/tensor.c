@@ -313,6 +313,8 @@ static void set_data(lua_State *L, nn_tensor *t)
     memcpy(t->shape, s->shape, sizeof t->shape);
     memcpy(t->strides, s->strides, sizeof t->strides);
     t->offset = s->offset;
+    nn_release(t->finite_flags); /* they spoke for the old values */
+    t->finite_flags = NULL;
     nn_release(old);
 }
 

@@ -11,12 +11,17 @@
  * not dense (strides not a permutation of contiguous ones) is unscaled through a
  * contiguous scratch copy, copied back after the launch.
  *
+ * Without inv_scale the pass only reads; a u8 entry is cast_check's flags, found where nonzero.
+ *
+ * cast_check: a dense float cast whose blocks also write one flag each, whether they met an
+ * inf or nan (engine/amp.h's nn_cast_checked).
+ *
  * amp_update_scale: one thread updates the scale and the growth tracker in place. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels.cuh"
+#include "ew.cuh"
 extern "C" {
 #include "memory_format.h"
 }
@@ -90,13 +95,17 @@ __global__ void __launch_bounds__(THREADS) unscale_kernel(const __grid_constant_
     }
     const Entry &e = t.e[lo];
     int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
-    const float inv = *t.inv;
+    const float inv = t.inv ? *t.inv : 1.f;
     bool found;
     switch (e.dt) {
     case NN_F32: found = e.vec ? scale_range_vec((float *)e.p, start, end, inv) : scale_range((float *)e.p, start, end, inv); break;
     case NN_F64: found = scale_range((double *)e.p, start, end, inv); break;
     case NN_F16: found = scale_range((__half *)e.p, start, end, inv); break;
-    default: found = scale_range((__nv_bfloat16 *)e.p, start, end, inv); break;
+    case NN_BF16: found = scale_range((__nv_bfloat16 *)e.p, start, end, inv); break;
+    default: /* u8: cast_check's flags */
+        found = false;
+        for (int64_t j = start + threadIdx.x; j < end; j += blockDim.x) found |= ((const uint8_t *)e.p)[j] != 0;
+        break;
     }
     if (__syncthreads_or(found) && threadIdx.x == 0) *t.found = 1.f;
 }
@@ -162,6 +171,51 @@ nn_status launch(Table &t, Scratch &sc, cudaStream_t s)
 
 thread_local Table table; /* about 20 KiB: one per thread, reused */
 
+/* cast_check: block b casts its grid-stride share (N elements per access when both sides are
+ * 16-byte aligned) and writes flags[b] = whether any cast value is inf or nan */
+template <typename O, typename I, int N>
+__global__ void __launch_bounds__(THREADS) cast_check_kernel(O *dst, const I *src, int64_t n, uint8_t *flags)
+{
+    const int64_t step = (int64_t)gridDim.x * blockDim.x, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t nv = n / N;
+    bool found = false;
+    for (int64_t v = tid; v < nv; v += step) {
+        nnk::Vec<I, N> x = ((const nnk::Vec<I, N> *)src)[v];
+        nnk::Vec<O, N> y;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            y.v[j] = nnk::st<O>(nnk::ld(x.v[j]));
+            found |= !isfinite(nnk::ld(y.v[j]));
+        }
+        ((nnk::Vec<O, N> *)dst)[v] = y;
+    }
+    for (int64_t i = nv * N + tid; i < n; i += step) {
+        dst[i] = nnk::st<O>(nnk::ld(src[i]));
+        found |= !isfinite(nnk::ld(dst[i]));
+    }
+    int any = __syncthreads_or(found);
+    if (threadIdx.x == 0) flags[blockIdx.x] = any ? 1 : 0;
+}
+
+template <typename O, typename I> void launch_cast_check(void *dst, const void *src, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
+{
+    constexpr int N = 16 / (sizeof(O) > sizeof(I) ? sizeof(O) : sizeof(I));
+    if (nnk::aligned16(dst) && nnk::aligned16(src))
+        cast_check_kernel<O, I, N><<<blocks, THREADS, 0, s>>>((O *)dst, (const I *)src, n, flags);
+    else
+        cast_check_kernel<O, I, 1><<<blocks, THREADS, 0, s>>>((O *)dst, (const I *)src, n, flags);
+}
+
+template <typename O> bool cast_check_from(void *dst, const void *src, int dt_in, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
+{
+    switch (dt_in) {
+    case NN_F32: launch_cast_check<O, float>(dst, src, n, flags, blocks, s); return true;
+    case NN_F16: launch_cast_check<O, __half>(dst, src, n, flags, blocks, s); return true;
+    case NN_BF16: launch_cast_check<O, __nv_bfloat16>(dst, src, n, flags, blocks, s); return true;
+    default: return false;
+    }
+}
+
 } // namespace
 
 extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
@@ -173,11 +227,11 @@ extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
     t.nt = 0;
     t.first[0] = 0;
     t.found = (float *)nn_data(a->out[0]);
-    t.inv = (const float *)nn_data(a->in[0]);
+    t.inv = a->nin ? (const float *)nn_data(a->in[0]) : NULL;
     Scratch sc;
     for (int k = 0; k < a->nlist; k++) {
         nn_tensor *g = a->list[k];
-        if (!nn_dtype_is_float(g->dtype)) return nn_not_implemented(a, g->dtype);
+        if (!nn_dtype_is_float(g->dtype) && !(g->dtype == NN_U8 && nn_is_dense(g))) return nn_not_implemented(a, g->dtype);
         int64_t n = nn_numel(g);
         if (n == 0) continue;
         void *p = nn_data(g);
@@ -209,6 +263,29 @@ extern "C" nn_status nn_cuda_amp_update_scale(const nn_kargs *a)
     if (!nn_cuda_dev(dev)) return nn_last_status();
     update_kernel<<<1, 1, 0, nn_cuda_stream(dev)>>>((float *)nn_data(a->out[0]), (int32_t *)nn_data(a->out[1]), (const float *)nn_data(a->in[0]),
                                                     a->f[0], a->f[1], a->i[0]);
+    NN_CHECK_LAUNCH();
+    return NN_OK;
+}
+
+extern "C" nn_status nn_cuda_cast_check(const nn_kargs *a)
+{
+    int dev = nn_cuda_index(a);
+    if (!nn_cuda_dev(dev)) return nn_last_status();
+    nn_tensor *out = a->out[0], *flags = a->out[1];
+    const nn_tensor *in = a->in[0];
+    int64_t n = nn_numel(out), blocks = nn_numel(flags);
+    if (!nn_is_dense(out) || !nn_same_strides(out, in) || blocks < 1 || blocks > 65535 || flags->dtype != NN_U8)
+        return nn_error(NN_ERR_ARG, "cast_check: expected dense tensors of one layout and 1 to 65535 u8 flags");
+    cudaStream_t s = nn_cuda_stream(dev);
+    uint8_t *f = (uint8_t *)nn_data(flags);
+    bool ok = false;
+    switch (out->dtype) {
+    case NN_F32: ok = cast_check_from<float>(nn_data(out), nn_data(in), in->dtype, n, f, (unsigned)blocks, s); break;
+    case NN_F16: ok = cast_check_from<__half>(nn_data(out), nn_data(in), in->dtype, n, f, (unsigned)blocks, s); break;
+    case NN_BF16: ok = cast_check_from<__nv_bfloat16>(nn_data(out), nn_data(in), in->dtype, n, f, (unsigned)blocks, s); break;
+    default: break;
+    }
+    if (!ok) return nn_not_implemented(a, in->dtype);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

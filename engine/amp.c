@@ -4,6 +4,7 @@
 
 #include "amp.h"
 #include "backend.h"
+#include "memory_format.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
  * out of a static library: this strong one pulls in cpu/amp.c. */
@@ -26,12 +27,13 @@ static nn_status same_device(const char *fn, const char *what, const nn_tensor *
                     nn_device_str(d2, ref->storage->device));
 }
 
-nn_status nn_amp_unscale_(int n, nn_tensor *const *grads, nn_tensor *found_inf, nn_tensor *inv_scale)
+/* The unscale pass over the gradients; inv_scale NULL: the check alone, through finite_flags
+ * where they still hold. */
+static nn_status unscale_or_check(const char *fn, int n, nn_tensor *const *grads, nn_tensor *found_inf, nn_tensor *inv_scale)
 {
-    static const char fn[] = "_amp_foreach_non_finite_check_and_unscale_";
-    nn_status st = one_element(fn, "inv_scale", inv_scale, NN_F32, "a float");
+    nn_status st = inv_scale ? one_element(fn, "inv_scale", inv_scale, NN_F32, "a float") : NN_OK;
     if (!st) st = one_element(fn, "found_inf", found_inf, NN_F32, "a float");
-    if (!st) st = same_device(fn, "inv_scale", inv_scale, found_inf);
+    if (!st && inv_scale) st = same_device(fn, "inv_scale", inv_scale, found_inf);
     int m = 0;
     for (int k = 0; k < n && !st; k++) {
         if (!grads[k]) continue;
@@ -44,16 +46,52 @@ nn_status nn_amp_unscale_(int n, nn_tensor *const *grads, nn_tensor *found_inf, 
     nn_tensor *small[64], **list = m <= 64 ? small : malloc(sizeof *list * (size_t)m);
     if (!list) return nn_error(NN_ERR_NOMEM, "%s: out of memory", fn);
     m = 0;
-    for (int k = 0; k < n; k++)
-        if (grads[k]) list[m++] = grads[k];
-    nn_kargs a = {.op = NN_OP_amp_unscale, .out = {found_inf}, .in = {inv_scale}, .nin = 1, .list = list, .nlist = m};
+    for (int k = 0; k < n; k++) {
+        nn_tensor *g = grads[k];
+        if (!g) continue;
+        bool flagged = !inv_scale && g->finite_flags && g->finite_version == g->storage->version;
+        list[m++] = flagged ? g->finite_flags : g;
+    }
+    nn_kargs a = {.op = NN_OP_amp_unscale, .out = {found_inf}, .in = {inv_scale}, .nin = inv_scale ? 1 : 0, .list = list, .nlist = m};
     st = nn_dispatch(&a);
     if (!st) {
-        for (int k = 0; k < m; k++) nn_bump_version(list[k]);
+        for (int k = 0; k < m && inv_scale; k++) nn_bump_version(list[k]);
         nn_bump_version(found_inf);
     }
     if (list != small) free(list);
     return st;
+}
+
+nn_status nn_amp_unscale_(int n, nn_tensor *const *grads, nn_tensor *found_inf, nn_tensor *inv_scale)
+{
+    return unscale_or_check("_amp_foreach_non_finite_check_and_unscale_", n, grads, found_inf, inv_scale);
+}
+
+nn_status nn_amp_check_finite_(int n, nn_tensor *const *grads, nn_tensor *found_inf)
+{
+    return unscale_or_check("_amp_non_finite_check_", n, grads, found_inf, NULL);
+}
+
+nn_tensor *nn_cast_checked(nn_tensor *t, nn_dtype dt)
+{
+    if (!nn_dtype_is_float(t->dtype) || !nn_dtype_is_float(dt) || !nn_is_dense(t) || t->requires_grad) {
+        nn_error(NN_ERR_ARG, "cast_checked: expected a dense floating point tensor that does not require grad and a floating point dtype");
+        return NULL;
+    }
+    nn_device dev = t->storage->device;
+    int64_t n = nn_numel(t), blocks = (n + (1 << 14) - 1) >> 14;
+    blocks = blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks; /* one flag per part the kernel checks */
+    nn_tensor *out = nn_empty_strided(t->ndim, t->shape, t->strides, dt, dev);
+    nn_tensor *flags = out ? nn_empty(1, &blocks, NN_U8, dev) : NULL;
+    nn_kargs a = {.op = NN_OP_cast_check, .out = {out, flags}, .in = {t}, .nin = 1};
+    if (!flags || nn_dispatch(&a)) {
+        nn_release(flags);
+        nn_release(out);
+        return NULL;
+    }
+    out->finite_flags = flags;
+    out->finite_version = out->storage->version;
+    return out;
 }
 
 nn_status nn_amp_update_scale_(nn_tensor *scale, nn_tensor *growth_tracker, nn_tensor *found_inf, double growth_factor,

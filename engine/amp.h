@@ -13,6 +13,16 @@
  * never cleared here). inv_scale: float32, 1 element, same device. NULL gradients are skipped. */
 nn_status nn_amp_unscale_(int n, nn_tensor *const *grads, nn_tensor *found_inf, nn_tensor *inv_scale);
 
+/* found_inf (float32, 1 element) = 1 when any value of the n gradients is inf or nan, reading
+ * nothing but a gradient's finite_flags where they still speak for it (nn_cast_checked); the
+ * gradients are left as they are. Checks and NULLs as nn_amp_unscale_. */
+nn_status nn_amp_check_finite_(int n, nn_tensor *const *grads, nn_tensor *found_inf);
+
+/* t (dense, float) as dtype dt (float) in t's layout, with finite_flags set by the same kernel:
+ * how a float16/bfloat16 gradient becomes a float32 .grad whose inf/nan check is then almost
+ * free. t must not require grad (the cast is not recorded). */
+nn_tensor *nn_cast_checked(nn_tensor *t, nn_dtype dt);
+
 /* PyTorch's scale update, in place: found_inf nonzero -> scale *= backoff_factor, tracker = 0;
  * else tracker + 1 == growth_interval -> scale *= growth_factor (only if the result is finite),
  * tracker = 0; else tracker += 1. scale float32 and growth_tracker int32, 1 element each, and

@@ -1,4 +1,5 @@
 /* The autograd graph and the backward pass. Backward formulas live in engine/grad_*.c. */
+#include "amp.h"
 #include "autograd.h"
 #include "autocast.h"
 #include "memory_format.h"
@@ -282,7 +283,11 @@ nn_tensor *nn_grad_to_input(nn_tensor *g, const nn_edge *e)
         if (!r) return NULL;
     }
     if (r->dtype != e->dtype) {
-        nn_tensor *c = nn_to_dtype_preserve(r, e->dtype);
+        /* a float16/bfloat16 gradient on its way to a float32 .grad (autocast's weights): the cast
+         * also records whether it met an inf or nan, which GradScaler then reads instead of .grad */
+        bool checked = e->node && e->node->leaf && e->dtype == NN_F32 && (r->dtype == NN_F16 || r->dtype == NN_BF16) &&
+                       !r->requires_grad && nn_is_dense(r);
+        nn_tensor *c = checked ? nn_cast_checked(r, e->dtype) : nn_to_dtype_preserve(r, e->dtype);
         nn_release(r);
         r = c;
     }

@@ -169,6 +169,7 @@ void nn_release(nn_tensor *t)
     if (t->grad_hooks) nn_grad_hooks_free(t);
     nn_release(t->grad);
     nn_release(t->base);
+    nn_release(t->finite_flags);
     storage_release(t->storage);
     free(t);
 }

@@ -50,6 +50,11 @@ typedef struct nn_tensor {
     struct nn_grad_hooks *grad_hooks; /* post-accumulate-grad hooks (autograd.h); NULL: none */
     struct nn_tensor *base; /* a view made by a view op: the tensor it views (PyTorch's _base), held */
     uint32_t view_version;  /* the storage's version when grad_fn was set (a view's history goes stale after it) */
+    /* flags from the kernel that wrote this tensor's values (nn_cast_checked, engine/amp.h): a
+     * nonzero byte where it met an inf or nan; they speak for the values while the storage's
+     * version is still finite_version. NULL: none. */
+    struct nn_tensor *finite_flags;
+    uint32_t finite_version;
 } nn_tensor;
 
 /* Allocation and lifetime */

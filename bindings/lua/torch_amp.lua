@@ -18,7 +18,8 @@
 -- GradScaler keeps the scale (float32) and the growth tracker (int32) as device tensors.
 -- unscale_ is one fused pass over every gradient of a device (multiply by 1/scale, set
 -- found_inf on inf/nan); update runs on the device. step() without unscale_ before it
--- checks for inf/nan in a pass that only reads, and hands found_inf and the scale to the
+-- checks for inf/nan in a pass that only reads (a float32 .grad that autocast's float16
+-- gradient was cast into carries flags from that cast, and only they are read), and hands found_inf and the scale to the
 -- optimizer, whose fused kernels skip the update on the device when found_inf is set
 -- (their step counters then live on the device too) and unscale each gradient as they
 -- read it (.grad stays scaled, as with PyTorch's fused optimizers); a training step reads
@@ -237,7 +238,8 @@ function GradScaler:scale(outputs)
   return out
 end
 
--- the gradients of optimizer's params, unscaled in one pass per device; found_inf per device
+-- the gradients of optimizer's params, unscaled in one pass per device (inv_scale nil: only
+-- checked for inf/nan); found_inf per device
 function GradScaler:_unscale_grads_(optimizer, inv_scale, allow_fp16)
   local per_device, order = {}, {}
   local _ <close> = torch.no_grad()
@@ -260,7 +262,7 @@ function GradScaler:_unscale_grads_(optimizer, inv_scale, allow_fp16)
     local grads = per_device[key]
     local f = torch.zeros({}, { dtype = torch.float32, device = grads.device })
     grads.device = nil
-    C.unscale_(grads, f, inv_scale:to(f.device))
+    if inv_scale then C.unscale_(grads, f, inv_scale:to(f.device)) else C.check_finite_(grads, f) end
     found[key] = f
   end
   return found
@@ -299,8 +301,7 @@ function GradScaler:step(optimizer, ...)
       -- as PyTorch with its fused optimizers: the inf check alone (a pass that writes
       -- nothing), and the update divides each gradient by the scale as it reads it, so
       -- .grad stays scaled (unscale_ first, e.g. to clip, and it is unscaled in place)
-      self._one = self._one or torch.ones({}, { dtype = torch.float32, device = self._scale.device })
-      st.found_inf_per_device = self:_unscale_grads_(optimizer, self._one, false) -- fp16 gradients: the error of PyTorch's default optimizers
+      st.found_inf_per_device = self:_unscale_grads_(optimizer, nil, false) -- fp16 gradients: the error of PyTorch's default optimizers
       local devices = 0
       for _ in pairs(st.found_inf_per_device) do devices = devices + 1 end
       fused = devices == 1

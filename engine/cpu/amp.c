@@ -58,11 +58,24 @@ static void unscale_row(char **ptr, const int64_t *stride, int64_t n, void *ctx)
     unscale_run(ptr[0], stride[0], n, r->dt, r->c);
 }
 
+/* any nonzero byte in a dense u8 tensor (cast_check's flags) */
+static bool any_set(const nn_tensor *f)
+{
+    const uint8_t *p = nn_data(f);
+    for (int64_t i = 0, n = nn_numel(f); i < n; i++)
+        if (p[i]) return true;
+    return false;
+}
+
 nn_status nn_cpu_amp_unscale(const nn_kargs *a)
 {
-    unscale_ctx c = {*(const float *)nn_data(a->in[0]), false};
+    unscale_ctx c = {a->nin ? *(const float *)nn_data(a->in[0]) : 1.f, false};
     for (int k = 0; k < a->nlist; k++) {
         nn_tensor *g = a->list[k];
+        if (g->dtype == NN_U8 && nn_is_dense(g)) {
+            c.found |= any_set(g);
+            continue;
+        }
         if (!nn_dtype_is_float(g->dtype)) return nn_not_implemented(a, g->dtype);
         if (nn_numel(g) == 0) continue;
         if (nn_is_dense(g)) {
@@ -96,5 +109,27 @@ nn_status nn_cpu_amp_update_scale(const nn_kargs *a)
     } else {
         *tracker = (int32_t)successful;
     }
+    return NN_OK;
+}
+
+/* out0 = in0 in out0's dtype, both dense in one layout; out1's first byte says whether any value
+ * is inf or nan, the rest are 0 */
+nn_status nn_cpu_cast_check(const nn_kargs *a)
+{
+    nn_tensor *out = a->out[0], *flags = a->out[1];
+    const nn_tensor *in = a->in[0];
+    int64_t n = nn_numel(out);
+    const char *src = nn_data(in);
+    char *dst = nn_data(out);
+    size_t is = nn_dtype_size(in->dtype), os = nn_dtype_size(out->dtype);
+    bool found = false;
+    for (int64_t i = 0; i < n; i++) {
+        double v = nn_load_f64(src + i * is, in->dtype);
+        nn_store_f64(dst + i * os, out->dtype, v);
+        found |= !isfinite(nn_load_f64(dst + i * os, out->dtype));
+    }
+    uint8_t *f = nn_data(flags);
+    for (int64_t i = 0, m = nn_numel(flags); i < m; i++) f[i] = 0;
+    if (nn_numel(flags)) f[0] = found;
     return NN_OK;
 }

@@ -2,7 +2,8 @@
  * (contiguous, transposed, narrowed, channels-last, empty, NULL entries) against a
  * plain loop, inf/nan detection in any one gradient, found_inf never cleared,
  * inv_scale 1 leaving every bit alone; amp_update_scale's sequence for an inf pattern
- * against PyTorch's rule written out here, no growth to inf; argument errors. */
+ * against PyTorch's rule written out here, no growth to inf; argument errors; nn_cast_checked's
+ * flags standing for a tensor's values until it is written again. */
 #include <math.h>
 #include <string.h>
 
@@ -223,9 +224,62 @@ static void test_update(void)
     nn_release(t64), nn_release(s64), nn_release(scale), nn_release(tracker), nn_release(found);
 }
 
+/* nn_cast_checked: the values of a plain cast, in the source's layout, and flags that
+ * nn_amp_check_finite_ reads in place of the values until the tensor is written again */
+static void test_cast_checked(void)
+{
+    static const nn_dtype from[2] = {NN_F16, NN_BF16};
+    int64_t s4[4] = {2, 3, 4, 5}, big[1] = {40000};
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; l < 2; l++) {
+            nn_tensor *g = l ? grad(4, s4, from[k], CHANNELS_LAST) : grad(1, big, from[k], CONTIG);
+            nn_tensor *c = nn_cast_checked(g, NN_F32), *ref = nn_to_dtype(g, NN_F32);
+            CHECK(c && ref, "cast_checked: %s", nn_last_error());
+            if (!c || !ref) continue;
+            double a[128], b[128];
+            bool same = nn_same_strides(c, g) && c->finite_flags && c->finite_flags->dtype == NN_U8;
+            if (nn_numel(c) <= 128) {
+                values(c, a), values(ref, b);
+                same &= !memcmp(a, b, sizeof(double) * (size_t)nn_numel(c));
+            } else {
+                same &= !memcmp(nn_data(c), nn_data(ref), (size_t)nn_numel(c) * 4);
+            }
+            CHECK(same, "cast_checked %s layout %d: values, layout, flags", nn_dtype_name(from[k]), l);
+            nn_tensor *found = f32_scalar(0), *list[1] = {c};
+            CHECK(!nn_amp_check_finite_(1, list, found) && f32_of(found) == 0, "clean: nothing found");
+            nn_release(c), nn_release(ref), nn_release(found);
+            /* an inf in the source: the flags say so; values the flags speak for are not read */
+            set_at(g, 5, INFINITY);
+            c = nn_cast_checked(g, NN_F32);
+            found = f32_scalar(0), list[0] = c;
+            float *p = nn_data(c);
+            for (int64_t i = 0; i < nn_numel(c); i++) p[i] = 1.f; /* behind the engine's back: no version bump */
+            CHECK(!nn_amp_check_finite_(1, list, found) && f32_of(found) == 1, "inf: found through the flags");
+            /* written through the engine (version bumped): the values are read again */
+            nn_tensor *one = f32_scalar(1);
+            CHECK(!nn_fill_(c, 1.0), "fill_: %s", nn_last_error());
+            *(float *)nn_data(found) = 0;
+            CHECK(!nn_amp_check_finite_(1, list, found) && f32_of(found) == 0, "after fill_: the values are read, not the flags");
+            p[3] = NAN;
+            CHECK(!nn_amp_check_finite_(1, list, found) && f32_of(found) == 1, "after fill_: a nan in the values found");
+            /* unscale_ always reads and writes the values */
+            *(float *)nn_data(found) = 0;
+            p[3] = 2.f;
+            nn_bump_version(c);
+            c->finite_version = c->storage->version; /* flags that claim an inf */
+            CHECK(!nn_amp_unscale_(1, list, found, one) && f32_of(found) == 0, "unscale_ reads the values");
+            nn_release(c), nn_release(g), nn_release(found), nn_release(one);
+        }
+    int64_t s[1] = {3};
+    nn_tensor *i = nn_ones(1, s, NN_I64, NN_DEVICE_CPU);
+    CHECK(!nn_cast_checked(i, NN_F32) && strstr(nn_last_error(), "floating point"), "cast_checked: an integer tensor is an error");
+    nn_release(i);
+}
+
 int main(void)
 {
     test_unscale();
+    test_cast_checked();
     test_unscale_errors();
     test_update();
     return CHECK_REPORT();

@@ -293,6 +293,48 @@ T.test("GradScaler: the unscale fused into the optimizer's update", function()
   end
 end)
 
+-- Under autocast a parameter's float16/bfloat16 gradient becomes its float32 .grad through a
+-- cast that also flags infs and nans; step()'s check reads those flags instead of .grad, until
+-- .grad is written again.
+T.test("GradScaler: the inf check through autocast's gradient casts", function()
+  local devices = { "cpu" }
+  if torch.cuda.is_available() then devices[2] = "cuda" end
+  for _, dev in ipairs(devices) do
+    torch.manual_seed(7)
+    local m = nn.Linear(8, 4):to(dev)
+    local opt = optim.AdamW(m:parameters(), { lr = 0.01 })
+    local scaler = torch.amp.GradScaler(dev, { init_scale = 1024 })
+    local function step(x, poke)
+      opt:zero_grad()
+      do
+        local _ <close> = torch.autocast(dev)
+        scaler:scale(m(x):float():pow(2):mean()):backward()
+      end
+      if poke then poke() end
+      local w = m.weight:detach():clone()
+      scaler:step(opt)
+      scaler:update()
+      return not torch.equal(m.weight:detach(), w)
+    end
+    local x = torch.randn(5, 8):to(dev)
+    T.check(step(x), dev .. ": a clean step updates")
+    T.check(torch._amp.flags_hold(m.weight.grad) and torch._amp.flags_hold(m.bias.grad), dev .. ": .grad came with flags")
+    T.eq(scaler:get_scale(), 1024.0, dev .. ": scale kept")
+    local bad = x:clone()
+    bad[1][2] = math.huge
+    T.check(not step(bad), dev .. ": an inf in the input: skipped, seen through the flags")
+    T.eq(scaler:get_scale(), 512.0, dev .. ": halved")
+    T.check(not step(x, function()
+      m.bias.grad[1] = math.huge
+      T.check(not torch._amp.flags_hold(m.bias.grad), dev .. ": a write to .grad retires its flags")
+    end), dev .. ": an inf written into .grad after the cast: skipped")
+    T.eq(scaler:get_scale(), 256.0, dev .. ": halved again")
+    T.check(not step(x, function() m.weight.grad.data = torch.full({ 4, 8 }, 0 / 0, { device = dev }) end),
+      dev .. ": .grad.data replaced by nans: skipped")
+    T.check(step(x), dev .. ": clean again")
+  end
+end)
+
 T.test("GradScaler: growth and the scale sequence of PyTorch's rule", function()
   local m, opt = model_and_opt(1e-3)
   local growth_interval = 3
