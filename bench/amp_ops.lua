@@ -1,6 +1,7 @@
 -- The AlexNet autocast step's ops other than convolutions and matmuls, one at a time on
 -- cuda:0: CUDA events around `iters` calls after a warm-up, median of `reps` repeats, in
--- microseconds per call. bench/amp_ops.py times the same in PyTorch; bench/device_run.sh
+-- microseconds per call. Lua's collector is stopped while a repeat runs (a loop that only
+-- makes large results is otherwise host-bound on full collections; a training step is not). bench/amp_ops.py times the same in PyTorch; bench/device_run.sh
 -- prints both side by side.   nnrepl bench/amp_ops.lua [iters] [reps]
 local iters, reps = tonumber(arg[1]) or 50, tonumber(arg[2]) or 7
 local dev = torch.device(os.getenv("AMP_OPS_DEVICE") or "cuda")
@@ -10,6 +11,8 @@ local function time(name, fn)
   for _ = 1, 3 do fn() end
   local t = {}
   for r = 1, reps do
+    collectgarbage("collect")
+    collectgarbage("stop") -- GPU time: results are freed between repeats, not by full collections inside
     if dev.type == "cuda" then
       local e0, e1 = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
       e0:record()
@@ -22,6 +25,7 @@ local function time(name, fn)
       for _ = 1, iters do fn() end
       t[r] = (require("time").perf_counter() - t0) * 1e6 / iters
     end
+    collectgarbage("restart")
   end
   table.sort(t)
   print(string.format("op %-32s %9.2f us", name, t[(reps + 1) // 2]))
@@ -34,6 +38,10 @@ for _, dt in ipairs({ torch.float16, torch.float32 }) do
   for _, s in ipairs(shapes) do
     local g = torch.randn(s, { device = dev }):to(dt)
     time(string.format("sum023_%s_%dx%d", name, s[2], s[3]), function() return g:sum({ 0, 2, 3 }) end)
+  end
+  for _, s in ipairs({ shapes[1], shapes[3] }) do
+    local g = torch.randn(s, { device = dev }):to(dt):contiguous({ memory_format = torch.channels_last })
+    time(string.format("sum023_cl_%s_%dx%d", name, s[2], s[3]), function() return g:sum({ 0, 2, 3 }) end)
   end
   local h = torch.randn({ 64, 9216 }, { device = dev }):to(dt)
   time("dropout_" .. name .. "_64x9216", function() return F.dropout(h, 0.5, true) end)

@@ -24,6 +24,9 @@ for dt in (torch.float16, torch.float32):
     for s in shapes:
         g = torch.randn(s, device=dev).to(dt)
         time(f"sum023_{name}_{s[1]}x{s[2]}", lambda: g.sum((0, 2, 3)))
+    for s in (shapes[0], shapes[2]):
+        g = torch.randn(s, device=dev).to(dt).contiguous(memory_format=torch.channels_last)
+        time(f"sum023_cl_{name}_{s[1]}x{s[2]}", lambda: g.sum((0, 2, 3)))
     h = torch.randn(64, 9216, device=dev).to(dt)
     time(f"dropout_{name}_64x9216", lambda: F.dropout(h, 0.5, True))
     u = torch.rand(64, 9216, device=dev).to(dt)

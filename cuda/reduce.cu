@@ -273,12 +273,12 @@ __device__ __forceinline__ void red_walk(const RGeo &g, const R &r, const char *
         const int64_t rs = g.nr ? g.rin[0] : 0;
 #pragma unroll 4
         for (; i < r1; i += step) r.step(acc, ld(*(const T *)(base + i * rs)), i);
-    } else if (g.nr == 2 && g.rs[1] >= step) { /* then the inner index wraps at most once per step */
+    } else if (g.nr == 2) { /* a step moves (outer, inner) by (step / n, step % n), carrying once at most */
         const int64_t n = g.rs[1], si = g.rin[1], so = g.rin[0];
-        int64_t outer = i, inner = divmod(outer, n, g.small);
+        int64_t outer = i, inner = divmod(outer, n, g.small), douter = step, dinner = divmod(douter, n, g.small);
         for (; i < r1; i += step) {
             r.step(acc, ld(*(const T *)(base + outer * so + inner * si)), i);
-            inner += step;
+            inner += dinner, outer += douter;
             if (inner >= n) inner -= n, outer++;
         }
     } else {
