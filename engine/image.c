@@ -127,8 +127,25 @@ static void png_on_write(png_structp png, png_bytep data, size_t len)
 
 static void png_on_flush(png_structp png) { (void)png; }
 
+/* Every chunk before IEND lies inside the n bytes. libpng allocates an ancillary chunk's buffer
+ * from its declared length before it reads the data, so a corrupt length (an sPLT claiming
+ * 1.9 GB in a 311-byte file) would cost that much memory. */
+static int png_chunks_fit(const uint8_t *bytes, size_t n, char *err, size_t errlen)
+{
+    size_t pos = 8;
+    while (pos + 8 <= n) {
+        uint32_t len = (uint32_t)bytes[pos] << 24 | (uint32_t)bytes[pos + 1] << 16 | (uint32_t)bytes[pos + 2] << 8 | bytes[pos + 3];
+        if (len > n - pos - 8 || n - pos - 8 - len < 4)
+            return fail(err, errlen, "truncated file (a chunk runs past the end of the data)");
+        if (!memcmp(bytes + pos + 4, "IEND", 4)) break;
+        pos += 12 + (size_t)len;
+    }
+    return 0;
+}
+
 static int decode_png(const uint8_t *bytes, size_t n, nn_image_buf *out, char *err, size_t errlen)
 {
+    if (png_chunks_fit(bytes, n, err, errlen)) return -1;
     png_ctx ctx = {.err = err, .errlen = errlen, .data = bytes, .n = n};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, png_on_error, png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
@@ -145,6 +162,7 @@ static int decode_png(const uint8_t *bytes, size_t n, nn_image_buf *out, char *e
         return -1;
     }
     png_set_read_fn(png, &ctx, png_on_read);
+    png_set_chunk_cache_max(png, 128); /* a corrupt file may hold thousands of ancillary chunks */
     png_read_info(png, info);
     png_uint_32 w, h;
     int depth, ctype, interlace;

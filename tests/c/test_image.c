@@ -263,6 +263,13 @@ static void test_codecs(void)
             ok = ok && rc == -1 && err[0] && b.data == NULL;
         }
         CHECK(ok, "png truncations c=%d", c);
+        /* a chunk whose length runs past the data is refused before libpng allocates for it
+         * (libpng would buffer an sPLT's 1.9 GB first) */
+        uint8_t bad[64];
+        memcpy(bad, png, 33); /* signature and IHDR */
+        memcpy(bad + 33, "\x73\x73\x73\x73sPLTpalette", 16);
+        err[0] = 0;
+        CHECK(nn_image_decode_buf(bad, 49, 0, &b, err, sizeof err) == -1 && strstr(err, "chunk runs past the end") && !b.data, "%s", err);
         free(png);
     }
     uint8_t *jpg;
