@@ -60,6 +60,14 @@ time("max_pool2d_fwd_bwd_f16_256x13", function()
   F.max_pool2d(x, 3, 2):backward(gp)
 end)
 
+local logits = torch.randn({ 64, 1000 }, { device = dev }):requires_grad_(true)
+local target = torch.randint(0, 1000, { 64 }):to(dev)
+time("cross_entropy_64x1000", function() return F.cross_entropy(logits, target) end)
+time("cross_entropy_fwd_bwd_64x1000", function()
+  logits.grad = nil
+  F.cross_entropy(logits, target):backward()
+end)
+
 local model = require("torchvision").models.alexnet():to(dev)
 for _, q in ipairs(model:parameters()) do q.grad = torch.randn_like(q) end
 local opt = torch.optim.AdamW(model:parameters(), { lr = 1e-4 })

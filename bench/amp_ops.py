@@ -43,6 +43,14 @@ def pool():
     F.max_pool2d(x, 3, 2).backward(gp)
 time("max_pool2d_fwd_bwd_f16_256x13", pool)
 
+logits = torch.randn(64, 1000, device=dev).requires_grad_(True)
+target = torch.randint(0, 1000, (64,)).to(dev)
+time("cross_entropy_64x1000", lambda: F.cross_entropy(logits, target))
+def ce():
+    logits.grad = None
+    F.cross_entropy(logits, target).backward()
+time("cross_entropy_fwd_bwd_64x1000", ce)
+
 model = torchvision.models.alexnet().to(dev)
 for q in model.parameters(): q.grad = torch.randn_like(q)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
