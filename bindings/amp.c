@@ -176,8 +176,7 @@ static int a_check_finite(lua_State *L)
 /* whether t carries cast flags that still stand for its values (tests) */
 static int a_flags_hold(lua_State *L)
 {
-    const nn_tensor *t = lt_check(L, 1);
-    lua_pushboolean(L, t->finite_flags && t->finite_version == t->storage->version);
+    lua_pushboolean(L, nn_finite_flags_hold(lt_check(L, 1)));
     return 1;
 }
 

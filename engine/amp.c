@@ -49,8 +49,7 @@ static nn_status unscale_or_check(const char *fn, int n, nn_tensor *const *grads
     for (int k = 0; k < n; k++) {
         nn_tensor *g = grads[k];
         if (!g) continue;
-        bool flagged = !inv_scale && g->finite_flags && g->finite_version == g->storage->version;
-        list[m++] = flagged ? g->finite_flags : g;
+        list[m++] = !inv_scale && nn_finite_flags_hold(g) ? g->finite_flags : g;
     }
     nn_kargs a = {.op = NN_OP_amp_unscale, .out = {found_inf}, .in = {inv_scale}, .nin = inv_scale ? 1 : 0, .list = list, .nlist = m};
     st = nn_dispatch(&a);

@@ -112,24 +112,18 @@ nn_status nn_cpu_amp_update_scale(const nn_kargs *a)
     return NN_OK;
 }
 
-/* out0 = in0 in out0's dtype, both dense in one layout; out1's first byte says whether any value
- * is inf or nan, the rest are 0 */
+/* out0 = in0 in out0's dtype (the copy kernel), both dense in one layout; out1's first byte says
+ * whether any value of out0 is inf or nan (the unscale pass's check), the rest are 0 */
 nn_status nn_cpu_cast_check(const nn_kargs *a)
 {
     nn_tensor *out = a->out[0], *flags = a->out[1];
-    const nn_tensor *in = a->in[0];
-    int64_t n = nn_numel(out);
-    const char *src = nn_data(in);
-    char *dst = nn_data(out);
-    size_t is = nn_dtype_size(in->dtype), os = nn_dtype_size(out->dtype);
-    bool found = false;
-    for (int64_t i = 0; i < n; i++) {
-        double v = nn_load_f64(src + i * is, in->dtype);
-        nn_store_f64(dst + i * os, out->dtype, v);
-        found |= !isfinite(nn_load_f64(dst + i * os, out->dtype));
-    }
+    nn_kargs c = {.op = NN_OP_copy, .out = {out}, .in = {a->in[0]}, .nin = 1};
+    nn_status st = nn_cpu_copy(&c);
+    if (st) return st;
+    unscale_ctx u = {1.f, false};
+    unscale_run(nn_data(out), (int64_t)nn_dtype_size(out->dtype), nn_numel(out), out->dtype, &u);
     uint8_t *f = nn_data(flags);
     for (int64_t i = 0, m = nn_numel(flags); i < m; i++) f[i] = 0;
-    if (nn_numel(flags)) f[0] = found;
+    if (nn_numel(flags)) f[0] = u.found;
     return NN_OK;
 }
