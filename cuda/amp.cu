@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "copy.cuh"
 #include "ew.cuh"
 extern "C" {
 #include "memory_format.h"
@@ -171,51 +172,6 @@ nn_status launch(Table &t, Scratch &sc, cudaStream_t s)
 
 thread_local Table table; /* about 20 KiB: one per thread, reused */
 
-/* cast_check: block b casts its grid-stride share (N elements per access when both sides are
- * 16-byte aligned) and writes flags[b] = whether any cast value is inf or nan */
-template <typename O, typename I, int N>
-__global__ void __launch_bounds__(THREADS) cast_check_kernel(O *dst, const I *src, int64_t n, uint8_t *flags)
-{
-    const int64_t step = (int64_t)gridDim.x * blockDim.x, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t nv = n / N;
-    bool found = false;
-    for (int64_t v = tid; v < nv; v += step) {
-        nnk::Vec<I, N> x = ((const nnk::Vec<I, N> *)src)[v];
-        nnk::Vec<O, N> y;
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            y.v[j] = nnk::st<O>(nnk::ld(x.v[j]));
-            found |= !isfinite(nnk::ld(y.v[j]));
-        }
-        ((nnk::Vec<O, N> *)dst)[v] = y;
-    }
-    for (int64_t i = nv * N + tid; i < n; i += step) {
-        dst[i] = nnk::st<O>(nnk::ld(src[i]));
-        found |= !isfinite(nnk::ld(dst[i]));
-    }
-    int any = __syncthreads_or(found);
-    if (threadIdx.x == 0) flags[blockIdx.x] = any ? 1 : 0;
-}
-
-template <typename O, typename I> void launch_cast_check(void *dst, const void *src, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
-{
-    constexpr int N = 16 / (sizeof(O) > sizeof(I) ? sizeof(O) : sizeof(I));
-    if (nnk::aligned16(dst) && nnk::aligned16(src))
-        cast_check_kernel<O, I, N><<<blocks, THREADS, 0, s>>>((O *)dst, (const I *)src, n, flags);
-    else
-        cast_check_kernel<O, I, 1><<<blocks, THREADS, 0, s>>>((O *)dst, (const I *)src, n, flags);
-}
-
-template <typename O> bool cast_check_from(void *dst, const void *src, int dt_in, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
-{
-    switch (dt_in) {
-    case NN_F32: launch_cast_check<O, float>(dst, src, n, flags, blocks, s); return true;
-    case NN_F16: launch_cast_check<O, __half>(dst, src, n, flags, blocks, s); return true;
-    case NN_BF16: launch_cast_check<O, __nv_bfloat16>(dst, src, n, flags, blocks, s); return true;
-    default: return false;
-    }
-}
-
 } // namespace
 
 extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
@@ -278,13 +234,7 @@ extern "C" nn_status nn_cuda_cast_check(const nn_kargs *a)
         return nn_error(NN_ERR_ARG, "cast_check: expected dense tensors of one layout and 1 to 65535 u8 flags");
     cudaStream_t s = nn_cuda_stream(dev);
     uint8_t *f = (uint8_t *)nn_data(flags);
-    bool ok = false;
-    switch (out->dtype) {
-    case NN_F32: ok = cast_check_from<float>(nn_data(out), nn_data(in), in->dtype, n, f, (unsigned)blocks, s); break;
-    case NN_F16: ok = cast_check_from<__half>(nn_data(out), nn_data(in), in->dtype, n, f, (unsigned)blocks, s); break;
-    case NN_BF16: ok = cast_check_from<__nv_bfloat16>(nn_data(out), nn_data(in), in->dtype, n, f, (unsigned)blocks, s); break;
-    default: break;
-    }
+    bool ok = nn_cuda_cast_dense(nn_data(out), out->dtype, nn_data(in), in->dtype, n, f, (unsigned)blocks, s);
     if (!ok) return nn_not_implemented(a, in->dtype);
     NN_CHECK_LAUNCH();
     return NN_OK;

@@ -4,6 +4,7 @@
  * gives the same numbers on the GPU as on the CPU. */
 #include <math.h>
 
+#include "copy.cuh"
 #include "ew.cuh"
 
 namespace {
@@ -74,53 +75,78 @@ template <typename O, typename I> __device__ __forceinline__ O cast_one(I v)
     else return nnk::st<O>(nnk::ld(v));
 }
 
-/* a dense cast between float dtypes, N elements per access (16 bytes of the wider side) */
-template <typename O, typename I, int N>
-__global__ void cast_dense(O *dst, const I *src, int64_t n)
+/* a dense cast between float dtypes, N elements per access (16 bytes of the wider side); with
+ * Check, block b also writes flags[b] = whether any value it cast came out inf or nan */
+template <typename O, typename I, int N, bool Check>
+__global__ void cast_dense(O *dst, const I *src, int64_t n, uint8_t *flags)
 {
     const int64_t step = (int64_t)gridDim.x * blockDim.x, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     const int64_t nv = n / N;
+    bool found = false;
     for (int64_t v = tid; v < nv; v += step) {
         nnk::Vec<I, N> x = ((const nnk::Vec<I, N> *)src)[v];
         nnk::Vec<O, N> y;
 #pragma unroll
-        for (int j = 0; j < N; j++) y.v[j] = cast_one<O>(x.v[j]);
+        for (int j = 0; j < N; j++) {
+            y.v[j] = cast_one<O>(x.v[j]);
+            if (Check) found |= !isfinite(nnk::ld(y.v[j]));
+        }
         ((nnk::Vec<O, N> *)dst)[v] = y;
     }
-    for (int64_t i = nv * N + tid; i < n; i += step) dst[i] = cast_one<O>(src[i]);
+    for (int64_t i = nv * N + tid; i < n; i += step) {
+        dst[i] = cast_one<O>(src[i]);
+        if (Check) found |= !isfinite(nnk::ld(dst[i]));
+    }
+    if (Check) {
+        int any = __syncthreads_or(found);
+        if (threadIdx.x == 0) flags[blockIdx.x] = any ? 1 : 0;
+    }
 }
 
-template <typename O, typename I> void launch_cast(void *dst, const void *src, int64_t n, cudaStream_t s)
+template <typename O, typename I, bool Check> void launch_cast_as(void *dst, const void *src, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
 {
     constexpr int N = 16 / (sizeof(O) > sizeof(I) ? sizeof(O) : sizeof(I));
-    if (nnk::aligned16(dst) && nnk::aligned16(src))
-        nn_launch<cast_dense<O, I, N>>(nnk::blocks_for(n / N + 1), 256, s, (O *)dst, (const I *)src, n);
+    bool vec = nnk::aligned16(dst) && nnk::aligned16(src);
+    if (!Check) blocks = (unsigned)nnk::blocks_for((vec ? n / N : n) + 1);
+    if (vec)
+        nn_launch<cast_dense<O, I, N, Check>>(blocks, 256, s, (O *)dst, (const I *)src, n, flags);
     else
-        nn_launch<cast_dense<O, I, 1>>(nnk::blocks_for(n), 256, s, (O *)dst, (const I *)src, n);
+        nn_launch<cast_dense<O, I, 1, Check>>(blocks, 256, s, (O *)dst, (const I *)src, n, flags);
+}
+
+template <typename O, typename I> void launch_cast(void *dst, const void *src, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
+{
+    if (flags) launch_cast_as<O, I, true>(dst, src, n, flags, blocks, s);
+    else launch_cast_as<O, I, false>(dst, src, n, flags, blocks, s);
 }
 
 /* Launches a dense cast between two different float dtypes; false if not such a pair. */
-template <typename O> bool cast_from(void *dst, const void *src, int dt_in, int64_t n, cudaStream_t s)
+template <typename O> bool cast_from(void *dst, const void *src, int dt_in, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
 {
     switch (dt_in) {
-    case NN_F32: launch_cast<O, float>(dst, src, n, s); return true;
-    case NN_F64: launch_cast<O, double>(dst, src, n, s); return true;
-    case NN_F16: launch_cast<O, __half>(dst, src, n, s); return true;
-    case NN_BF16: launch_cast<O, __nv_bfloat16>(dst, src, n, s); return true;
+    case NN_F32: launch_cast<O, float>(dst, src, n, flags, blocks, s); return true;
+    case NN_F64: launch_cast<O, double>(dst, src, n, flags, blocks, s); return true;
+    case NN_F16: launch_cast<O, __half>(dst, src, n, flags, blocks, s); return true;
+    case NN_BF16: launch_cast<O, __nv_bfloat16>(dst, src, n, flags, blocks, s); return true;
     default: return false;
     }
 }
 
-bool cast_dense_floats(void *dst, int dt_out, const void *src, int dt_in, int64_t n, cudaStream_t s)
+} // namespace
+
+/* A dense cast of n elements between float dtypes (see cuda/copy.cuh); false if not such a pair. */
+bool nn_cuda_cast_dense(void *dst, int dt_out, const void *src, int dt_in, int64_t n, uint8_t *flags, unsigned blocks, cudaStream_t s)
 {
     switch (dt_out) {
-    case NN_F32: return cast_from<float>(dst, src, dt_in, n, s);
-    case NN_F64: return cast_from<double>(dst, src, dt_in, n, s);
-    case NN_F16: return cast_from<__half>(dst, src, dt_in, n, s);
-    case NN_BF16: return cast_from<__nv_bfloat16>(dst, src, dt_in, n, s);
+    case NN_F32: return cast_from<float>(dst, src, dt_in, n, flags, blocks, s);
+    case NN_F64: return cast_from<double>(dst, src, dt_in, n, flags, blocks, s);
+    case NN_F16: return cast_from<__half>(dst, src, dt_in, n, flags, blocks, s);
+    case NN_BF16: return cast_from<__nv_bfloat16>(dst, src, dt_in, n, flags, blocks, s);
     default: return false;
     }
 }
+
+namespace {
 
 __global__ void copy_strided(char *dst, const char *src, int64_t n, nn_cuda_offsets o, int dt_out, int dt_in, int es)
 {
@@ -169,7 +195,7 @@ extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
         return NN_OK;
     }
     if (!same && nnk::iter_dense(it, 0) && nnk::iter_dense(it, 1) && a->in[0]->storage->device.index == dev &&
-        cast_dense_floats(it.data[0], ops[0]->dtype, it.data[1], ops[1]->dtype, n, s)) {
+        nn_cuda_cast_dense(it.data[0], ops[0]->dtype, it.data[1], ops[1]->dtype, n, NULL, 0, s)) {
         NN_CHECK_LAUNCH();
         return NN_OK;
     }

@@ -29,7 +29,7 @@ constexpr int THREADS = 256;
 constexpr int64_t PER_BLOCK = 16 * THREADS; /* positions per block before a second block is used */
 constexpr int MAX_BLOCKS = 1024;
 constexpr int CE_WARPS = THREADS / 32;
-constexpr int64_t CE_PER_BLOCK = 4 * CE_WARPS; /* cross_entropy: positions per block before a second block is used */
+constexpr int64_t CE_PER_BLOCK = CE_WARPS; /* cross_entropy: one position per warp before a second block is used */
 
 struct Lay {
     int m; /* position dims */
@@ -206,7 +206,14 @@ __global__ void ce_fwd(T *loss, T *tw, T *lse, const T *x, Target tg, const T *w
         int64_t off[3];
         pos_offsets(L, p, off);
         MS<C> m{ninf<C>(), (C)0};
-        for (int64_t k = lane; k < L.C; k += 32) ms_add(m, to_acc<C>(x[off[0] + k * L.sc]));
+        const T *xr = x + off[0];
+        int64_t k = lane;
+        for (; k + 96 < L.C; k += 128) { /* four loads in flight, added in class order */
+            C v0 = to_acc<C>(xr[k * L.sc]), v1 = to_acc<C>(xr[(k + 32) * L.sc]);
+            C v2 = to_acc<C>(xr[(k + 64) * L.sc]), v3 = to_acc<C>(xr[(k + 96) * L.sc]);
+            ms_add(m, v0), ms_add(m, v1), ms_add(m, v2), ms_add(m, v3);
+        }
+        for (; k < L.C; k += 32) ms_add(m, to_acc<C>(xr[k * L.sc]));
 #pragma unroll
         for (int o = 16; o > 0; o /= 2) m = ms_merge(m, MS<C>{__shfl_xor_sync(0xffffffffu, m.m, o), __shfl_xor_sync(0xffffffffu, m.s, o)});
         if (lane) continue;
