@@ -59,6 +59,22 @@ time("max_pool2d_fwd_bwd_f16_256x13", function()
   x.grad = nil
   F.max_pool2d(x, 3, 2):backward(gp)
 end)
+-- AlexNet's first pool, float16 and float32, in each layout
+for _, dt in ipairs({ torch.float16, torch.float32 }) do
+  for _, cl in ipairs({ false, true }) do
+    local xp = torch.randn({ 64, 64, 55, 55 }, { device = dev }):to(dt)
+    local gq = torch.randn({ 64, 64, 27, 27 }, { device = dev }):to(dt)
+    if cl then
+      xp = xp:contiguous({ memory_format = torch.channels_last })
+      gq = gq:contiguous({ memory_format = torch.channels_last })
+    end
+    xp:requires_grad_(true)
+    time(string.format("max_pool2d_fwd_bwd_%s%s_64x55", cl and "cl_" or "", dt == torch.float16 and "f16" or "f32"), function()
+      xp.grad = nil
+      F.max_pool2d(xp, 3, 2):backward(gq)
+    end)
+  end
+end
 
 local logits = torch.randn({ 64, 1000 }, { device = dev }):requires_grad_(true)
 local target = torch.randint(0, 1000, { 64 }):to(dev)

@@ -43,6 +43,21 @@ def pool():
     F.max_pool2d(x, 3, 2).backward(gp)
 time("max_pool2d_fwd_bwd_f16_256x13", pool)
 
+def pool_case(dt, cl):
+    xp = torch.randn(64, 64, 55, 55, device=dev).to(dt)
+    gq = torch.randn(64, 64, 27, 27, device=dev).to(dt)
+    if cl:
+        xp = xp.contiguous(memory_format=torch.channels_last)
+        gq = gq.contiguous(memory_format=torch.channels_last)
+    xp.requires_grad_(True)
+    def run():
+        xp.grad = None
+        F.max_pool2d(xp, 3, 2).backward(gq)
+    time(f"max_pool2d_fwd_bwd_{'cl_' if cl else ''}{'f16' if dt == torch.float16 else 'f32'}_64x55", run)
+for dt in (torch.float16, torch.float32):
+    for cl in (False, True):
+        pool_case(dt, cl)
+
 logits = torch.randn(64, 1000, device=dev).requires_grad_(True)
 target = torch.randint(0, 1000, (64,)).to(dev)
 time("cross_entropy_64x1000", lambda: F.cross_entropy(logits, target))

@@ -203,6 +203,15 @@ static int m_uniform_(lua_State *L)
     return 1;
 }
 
+/* t:_dropout_noise_(keep): dropout's noise, 1 / keep with probability keep, else 0 (F.dropout) */
+static int m_dropout_noise_(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (nn_dropout_noise_(t, luaL_checknumber(L, 2))) return lt_fail(L, 2);
+    lua_settop(L, 1);
+    return 1;
+}
+
 static int m_normal_(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
@@ -460,7 +469,7 @@ void lt_open_math(lua_State *L)
     };
     static const luaL_Reg only_methods[] = {
         {"clamp_", m_clamp_}, {"clip_", m_clamp_}, {"where", m_where}, {"fill_", m_fill_}, {"zero_", m_zero_},
-        {"copy_", m_copy_}, {"uniform_", m_uniform_}, {"normal_", m_normal_}, {NULL, NULL},
+        {"copy_", m_copy_}, {"uniform_", m_uniform_}, {"normal_", m_normal_}, {"_dropout_noise_", m_dropout_noise_}, {NULL, NULL},
     };
     luaL_setfuncs(L, only_methods, 0);
     luaL_setfuncs(L, both, 0);

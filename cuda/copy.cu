@@ -267,6 +267,12 @@ __global__ void fill_kernel(char *out, int64_t n, nn_cuda_offsets o, FillArgs f)
             store_f(p, f.dt, f.a + f.b * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
             break;
         }
+        case NN_OP_dropout_noise: {
+            uint4 w = philox(f.offset + i, f.seed);
+            double u = wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
+            store_f(p, f.dt, u < f.a ? f.b : 0.0);
+            break;
+        }
         default: { /* randint */
             uint4 w = philox(f.offset + i, f.seed);
             uint64_t r = f.range <= (1ull << 32) ? (uint64_t)w.x % f.range : (((uint64_t)w.x << 32) | w.y) % f.range;

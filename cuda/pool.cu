@@ -7,7 +7,9 @@
  *   adaptive  rows floor(oy*H/oh) .. ceil((oy+1)*H/oh) - 1, columns alike
  * Inputs, grad_out and indices may have any strides; outputs are contiguous, or channels-last
  * dense (then a thread's linear index runs over n, y, x, c, so neighbours write neighbours). One thread per
- * output element forward. Backward gathers instead of scattering: one thread per grad_input
+ * output element forward; the max kernels give a thread 16 bytes' worth of neighbouring channels
+ * where every operand is channels-last with C a multiple of that (the index arithmetic, which
+ * bound them, is then shared). Backward gathers instead of scattering: one thread per grad_input
  * element visits the outputs whose window can contain it (for max, those whose index names it),
  * so no atomics, no zeroing, and the sums are deterministic. float16/bfloat16 add up in float,
  * float64 in double. Index arithmetic is int32 where everything fits (see fits32), else int64. */
@@ -136,13 +138,37 @@ template <typename I> __device__ __forceinline__ void unflat_as(bool cl, I i, co
 
 /* ---- max (also adaptive): values and indices ---- */
 
-template <typename T, typename I>
+/* V consecutive elements through 16-byte accesses (V > 1: the address is 16-byte aligned) */
+template <typename T, int V> struct alignas(16) Pack {
+    T v[V];
+};
+template <typename T, int V> __device__ __forceinline__ Pack<T, V> ldv(const T *p)
+{
+    Pack<T, V> r;
+    if constexpr (V == 1) r.v[0] = *p;
+    else
+#pragma unroll
+        for (int k = 0; k < (int)(V * sizeof(T) / 16); k++) reinterpret_cast<uint4 *>(r.v)[k] = reinterpret_cast<const uint4 *>(p)[k];
+    return r;
+}
+template <typename T, int V> __device__ __forceinline__ void stv(T *p, const Pack<T, V> &r)
+{
+    if constexpr (V == 1) *p = r.v[0];
+    else
+#pragma unroll
+        for (int k = 0; k < (int)(V * sizeof(T) / 16); k++) reinterpret_cast<uint4 *>(p)[k] = reinterpret_cast<const uint4 *>(r.v)[k];
+}
+
+/* V > 1 (channels-last only): a thread takes V neighbouring channels, f.C dividing by C / V; the
+ * planes' channel stride is 1 and their other strides multiples of V (see vec_width). */
+template <typename T, typename I, int V>
 __global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Flat<I> f, Win<I> w, bool adaptive, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, oy, ox, h0, h1, w0, w1, dh = 1, dw = 1;
         unflat_as(cl, i, f, &n, &c, &oy, &ox);
+        c *= V;
         if (adaptive) {
             h0 = adaptive_start(oy, x.H, oh), h1 = adaptive_end(oy, x.H, oh);
             w0 = adaptive_start(ox, x.W, ow), w1 = adaptive_end(ox, x.W, ow);
@@ -152,21 +178,30 @@ __global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I
             dh = w.dh, dw = w.dw;
         }
         const T *p = in + n * x.sN + c * x.sC;
-        A best = -INFINITY;
-        I arg = h0 * x.W + w0;
+        A best[V];
+        Pack<int64_t, V> arg;
+#pragma unroll
+        for (int j = 0; j < V; j++) best[j] = -INFINITY, arg.v[j] = h0 * x.W + w0;
         for (I h = h0; h < h1; h += dh)
             for (I q = w0; q < w1; q += dw) {
-                A v = lda(p[h * x.sH + q * x.sW]);
-                if (v > best || v != v) best = v, arg = h * x.W + q;
+                Pack<T, V> v = ldv<T, V>(p + h * x.sH + q * x.sW);
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    A u = lda(v.v[j]);
+                    if (u > best[j] || u != u) best[j] = u, arg.v[j] = h * x.W + q;
+                }
             }
-        out[i] = sta<T>(best);
-        ind[i] = arg;
+        Pack<T, V> o;
+#pragma unroll
+        for (int j = 0; j < V; j++) o.v[j] = sta<T>(best[j]);
+        stv(out + (int64_t)i * V, o);
+        stv(ind + (int64_t)i * V, arg);
     }
 }
 
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
- * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). */
-template <typename T, typename I>
+ * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). V as max_fwd's. */
+template <typename T, typename I, int V>
 __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w, bool adaptive,
                         I total, bool cl)
 {
@@ -174,6 +209,7 @@ __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, h, q;
         unflat_as(cl, i, f, &n, &c, &h, &q);
+        c *= V;
         I y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
         if (adaptive) {
             y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
@@ -189,11 +225,23 @@ __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I
         const T *gp = go + n * g.sN + c * g.sC;
         const int64_t *ip = ind + n * ix.sN + c * ix.sC;
         int64_t me = h * x.W + q;
-        A acc = 0;
+        A acc[V] = {};
         for (I oy = y0; oy < y1; oy++)
-            for (I ox = x0; ox < x1; ox++)
-                if (ip[oy * ix.sH + ox * ix.sW] == me) acc += lda(gp[oy * g.sH + ox * g.sW]);
-        gx[i] = sta<T>(acc);
+            for (I ox = x0; ox < x1; ox++) {
+                Pack<int64_t, V> k = ldv<int64_t, V>(ip + oy * ix.sH + ox * ix.sW);
+                bool any = false;
+#pragma unroll
+                for (int j = 0; j < V; j++) any |= k.v[j] == me;
+                if (!any) continue;
+                Pack<T, V> v = ldv<T, V>(gp + oy * g.sH + ox * g.sW);
+#pragma unroll
+                for (int j = 0; j < V; j++)
+                    if (k.v[j] == me) acc[j] += lda(v.v[j]);
+            }
+        Pack<T, V> o;
+#pragma unroll
+        for (int j = 0; j < V; j++) o.v[j] = sta<T>(acc[j]);
+        stv(gx + (int64_t)i * V, o);
     }
 }
 
@@ -311,15 +359,37 @@ nn_status check_io(const nn_kargs *a, int nout)
     return NN_OK;
 }
 
+/* Channels per thread for the max kernels: 16 bytes of T where every plane is channels-last with
+ * channel stride 1, other strides and C multiples of that, and 16-byte aligned data; else 1. */
+int vec_width(const Planes *ps, const nn_tensor *const *ts, int n, nn_dtype dt)
+{
+    int v = (int)(16 / nn_dtype_size(dt));
+    for (int k = 0; k < n; k++) {
+        const Planes &p = ps[k];
+        if (p.sC != 1 || p.C % v || p.sN % v || p.sH % v || p.sW % v || ((uintptr_t)nn_data(ts[k]) & 15)) return 1;
+    }
+    return v;
+}
+
+/* launches kernel K<T, I, V> for the output's dtype and the vector width v */
+#define MAX_LAUNCH(K, v, total, st, ...)                                                                                          \
+    NN_DISPATCH_FLOATS(a->out[0]->dtype, a, {                                                                                    \
+        constexpr int W = 16 / sizeof(scalar_t);                                                                                   \
+        if (v == W) nn_launch<K<scalar_t, I, W>>(nn_cuda_blocks((total) / W), 256, st, __VA_ARGS__);                               \
+        else nn_launch<K<scalar_t, I, 1>>(nn_cuda_blocks(total), 256, st, __VA_ARGS__);                                            \
+    })
+
 template <typename I>
 nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow, bool adaptive, int64_t total, cudaStream_t st)
 {
     nn_tensor *y = a->out[0];
     int64_t *ind = (int64_t *)nn_data(a->out[1]);
-    NN_DISPATCH_FLOATS(y->dtype, a,
-                       nn_launch<max_fwd<scalar_t, I>>(nn_cuda_blocks(total), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x),
-                                                                                     (scalar_t *)nn_data(y), ind, (I)oh, (I)ow, flat_of<I>(x.C, oh, ow), win_of<I>(a->i),
-                                                                                     adaptive, (I)total, out_cl(y)));
+    bool cl = out_cl(y);
+    const nn_tensor *ts[3] = {a->in[0], y, a->out[1]};
+    Planes ps[3] = {x, planes_of(y), planes_of(a->out[1])};
+    int v = cl ? vec_width(ps, ts, 3, y->dtype) : 1;
+    MAX_LAUNCH(max_fwd, v, total, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(x), (scalar_t *)nn_data(y), ind, (I)oh, (I)ow,
+               flat_of<I>(x.C / v, oh, ow), win_of<I>(a->i), adaptive, (I)(total / v), cl);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -343,10 +413,12 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
 {
     nn_tensor *gx = a->out[0];
     const int64_t *ind = (const int64_t *)nn_data(a->in[1]);
-    NN_DISPATCH_FLOATS(gx->dtype, a,
-                       nn_launch<max_bwd<scalar_t, I>>(nn_cuda_blocks(total), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind,
-                                                                                     narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
-                                                                                     flat_of<I>(x.C, x.H, x.W), win_of<I>(a->i), adaptive, (I)total, out_cl(gx)));
+    bool cl = out_cl(gx);
+    const nn_tensor *ts[3] = {a->in[0], a->in[1], gx};
+    Planes ps[3] = {g, ix, x};
+    int v = cl ? vec_width(ps, ts, 3, gx->dtype) : 1;
+    MAX_LAUNCH(max_bwd, v, total, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind, narrow_planes<I>(ix), (scalar_t *)nn_data(gx),
+               narrow_planes<I>(x), flat_of<I>(x.C / v, x.H, x.W), win_of<I>(a->i), adaptive, (I)(total / v), cl);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

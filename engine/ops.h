@@ -71,6 +71,8 @@ nn_tensor *nn_randint(int64_t low, int64_t high, int ndim, const int64_t *shape,
 nn_tensor *nn_normal(double mean, double std, int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);
 nn_status nn_uniform_(nn_tensor *t, double lo, double hi);
 nn_status nn_normal_(nn_tensor *t, double mean, double std);
+/* dropout's noise: each element 1 / keep with probability keep (0 < keep <= 1), else 0 */
+nn_status nn_dropout_noise_(nn_tensor *t, double keep);
 
 /* ---- elementwise (engine/elementwise.c) ---- */
 nn_dtype nn_result_type(const nn_tensor *a, const nn_tensor *b); /* PyTorch's result_type (0-dim and wrapped numbers rank lower) */

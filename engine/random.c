@@ -95,6 +95,15 @@ nn_status nn_normal_(nn_tensor *t, double mean, double std)
     return s;
 }
 
+nn_status nn_dropout_noise_(nn_tensor *t, double keep)
+{
+    nn_status s = need_float("dropout", t->dtype);
+    if (!s && !(keep > 0 && keep <= 1)) s = nn_error(NN_ERR_ARG, "dropout: the keep probability must be in (0, 1], but got %g", keep);
+    if (!s) s = random_fill(NN_OP_dropout_noise, t, keep, 1.0 / keep, 0, 0);
+    if (!s) nn_bump_version(t);
+    return s;
+}
+
 /* A new tensor filled by op; fn names the frontend in messages. */
 static nn_tensor *make_random(const char *fn, nn_op op, int ndim, const int64_t *shape, nn_dtype dt, nn_device dev, double f0,
                               double f1, int64_t low, int64_t high)

@@ -342,16 +342,16 @@ local function check_p(fname, s, r)
   return p
 end
 
--- x * mask / (1 - p) with mask ~ Bernoulli(1 - p) from torch.rand (so manual_seed fixes it);
--- mask_shape: the shape of the mask (broadcast over x), nil for x's shape.
+-- x * mask / (1 - p) with mask ~ Bernoulli(1 - p), drawn as torch.rand draws (so manual_seed
+-- fixes it); mask_shape: the shape of the mask (broadcast over x), nil for x's shape.
 local function dropout_apply(x, p, inplace, mask_shape)
   if p == 1 then
     if inplace then return x:zero_() end
     return x * 0
   end
   local q = 1 - p
-  local u = mask_shape and torch.rand(mask_shape, { dtype = x.dtype, device = x.device }) or torch.rand_like(x)
-  local noise = u:lt(q):to(x.dtype):div_(q)
+  local noise = mask_shape and torch.empty(mask_shape, { dtype = x.dtype, device = x.device }) or torch.empty_like(x)
+  noise:_dropout_noise_(q)
   if inplace then return x:mul_(noise) end
   return x * noise
 end

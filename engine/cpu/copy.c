@@ -72,6 +72,7 @@ nn_status nn_cpu_fill(const nn_kargs *a)
     case NN_OP_uniform:
     case NN_OP_normal:
     case NN_OP_randint:
+    case NN_OP_dropout_noise:
         return nn_cpu_random(a);
     default:
         return nn_not_implemented(a, out->dtype);

@@ -7,7 +7,8 @@
  *            value lo + u * (hi - lo), and a value that rounds to hi becomes lo (as PyTorch's CUDA does)
  *   normal   Box-Muller on u1 = 1 - u (u from w0[,w1] as above), u2 (from w1, or w2,w3 for float64):
  *            mean + std * sqrt(-2 ln u1) * cos(2 pi u2)
- *   randint  r = range <= 2^32 ? w0 % range : (w0 << 32 | w1) % range; value low + r */
+ *   randint  r = range <= 2^32 ? w0 % range : (w0 << 32 | w1) % range; value low + r
+ *   dropout_noise  u as uniform's (before any rounding to the dtype); value 1 / keep where u < keep, else 0 */
 #include <math.h>
 #include <string.h>
 
@@ -108,6 +109,14 @@ static void row_uniform(char **ptr, const int64_t *stride, int64_t n, void *vctx
     })
 }
 
+static void row_dropout_noise(char **ptr, const int64_t *stride, int64_t n, void *vctx)
+{
+    rng_ctx *c = vctx;
+    char *p = ptr[0];
+    bool wide = c->dt == NN_F64;
+    FOR_GROUPS({ store(p, c->dt, (wide ? u53(w[0][l], w[1][l]) : u24(w[0][l])) < c->a ? c->b : 0.0); })
+}
+
 static void row_normal(char **ptr, const int64_t *stride, int64_t n, void *vctx)
 {
     rng_ctx *c = vctx;
@@ -138,7 +147,9 @@ nn_status nn_cpu_random(const nn_kargs *a)
 {
     nn_tensor *out = a->out[0];
     if (a->op != NN_OP_randint && !nn_dtype_is_float(out->dtype)) return nn_not_implemented(a, out->dtype);
-    if (a->op != NN_OP_uniform && a->op != NN_OP_normal && a->op != NN_OP_randint) return nn_not_implemented(a, out->dtype);
+    static const nn_iter_row rows[] = {[NN_OP_uniform] = row_uniform, [NN_OP_normal] = row_normal, [NN_OP_randint] = row_randint,
+                                      [NN_OP_dropout_noise] = row_dropout_noise};
+    if ((size_t)a->op >= sizeof rows / sizeof *rows || !rows[a->op]) return nn_not_implemented(a, out->dtype);
     uint64_t seed = (uint64_t)a->i[1];
     rng_ctx c = {
         .op = a->op, .dt = out->dtype, .key = {(uint32_t)seed, (uint32_t)(seed >> 32)}, .counter = (uint64_t)a->i[2],
@@ -148,6 +159,6 @@ nn_status nn_cpu_random(const nn_kargs *a)
      * ones), so its rows come in row-major logical order and the counter advances with the logical index */
     nn_iter it;
     nn_iter_init_logical(&it, 1, &out);
-    nn_iter_run(&it, a->op == NN_OP_uniform ? row_uniform : a->op == NN_OP_normal ? row_normal : row_randint, &c);
+    nn_iter_run(&it, rows[a->op], &c);
     return NN_OK;
 }

@@ -129,10 +129,11 @@ static nn_tensor *weighted_sum(nn_tensor *y, nn_tensor *r)
     return s;
 }
 
-/* loss = sum(yc * r) on the CPU and sum(yg * r) on the device, then backward on both */
-static bool backward_both(nn_tensor *yc, nn_tensor *yg)
+/* loss = sum(yc * r) on the CPU and sum(yg * r) on the device, then backward on both; r (so the
+ * gradient reaching y) is laid out as view rv */
+static bool backward_both_as(nn_tensor *yc, nn_tensor *yg, int rv)
 {
-    pair r = make(yc->dtype, yc->ndim, yc->shape, V_CONTIG);
+    pair r = make(yc->dtype, yc->ndim, yc->shape, rv);
     nn_tensor *lc = weighted_sum(yc, r.c), *lg = weighted_sum(yg, r.g);
     bool ok = lc && lg;
     if (!ok) fail("loss: %s", nn_last_error());
@@ -144,6 +145,8 @@ static bool backward_both(nn_tensor *yc, nn_tensor *yg)
     pair_free(r);
     return ok;
 }
+
+static bool backward_both(nn_tensor *yc, nn_tensor *yg) { return backward_both_as(yc, yg, V_CONTIG); }
 
 static void check_grad(const char *what, pair p, int64_t red)
 {
@@ -602,7 +605,7 @@ static void maxpool_case(const maxcfg *m, nn_dtype dt, int nd, const int64_t *xs
     nn_tensor *g = nn_max_pool2d(x.g, m->k, m->s, m->p, m->d, m->ceil, &ig);
     check("values", c, g, 0, 0);
     if (c && g) check("indices", ic, ig, 0, 0);
-    if (grad && c && g && backward_both(c, g)) check_grad("x.grad", x, 4);
+    if (grad && c && g && backward_both_as(c, g, nd == 4 ? xv : V_CONTIG)) check_grad("x.grad", x, 4);
     nn_release(c), nn_release(g), nn_release(ic), nn_release(ig);
     pair_free(x);
     end();
@@ -650,7 +653,7 @@ static void adaptive_case(bool is_max, nn_dtype dt, int nd, const int64_t *xs, i
         g = nn_adaptive_avg_pool2d(x.g, oh, ow);
         check("values", c, g, t, t);
     }
-    if (grad && c && g && backward_both(c, g)) check("x.grad", x.c->grad, x.g->grad, t, 3 * t);
+    if (grad && c && g && backward_both_as(c, g, nd == 4 ? xv : V_CONTIG)) check("x.grad", x.c->grad, x.g->grad, t, 3 * t);
     nn_release(c), nn_release(g), nn_release(ic), nn_release(ig);
     pair_free(x);
     end();
@@ -686,6 +689,13 @@ static void test_pool(void)
                 adaptive_case(mx, dt, 4, a5, V_T, outs[o][0], outs[o][1], true);
                 adaptive_case(mx, dt, 3, PX3, V_CL, outs[o][0], outs[o][1], o == 1);
             }
+        /* channels-last with C a multiple of 16 bytes' worth: the max kernels take several channels a thread */
+        const int64_t pc[4] = {2, 16, 9, 11}, ac[4] = {3, 24, 10, 7};
+        for (size_t i = 0; i < sizeof MAXS / sizeof *MAXS; i++) {
+            maxpool_case(&MAXS[i], dt, 4, pc, V_CL, false, true);
+            maxpool_case(&MAXS[i], dt, 4, pc, V_CL, true, true);
+        }
+        for (size_t o = 0; o < sizeof outs / sizeof *outs; o++) adaptive_case(true, dt, 4, ac, V_CL, outs[o][0], outs[o][1], true);
         /* larger planes: many threads */
         const int64_t big[4] = {8, 64, 32, 32};
         maxpool_case(&MAXS[1], dt, 4, big, V_CONTIG, false, true);

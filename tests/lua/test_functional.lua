@@ -520,6 +520,36 @@ T.test("dropout", function()
   T.raises(function() F.dropout2d(torch.randn(3), 0.5) end, "~Feature dropout requires at least 2 dimensions in the input")
 end)
 
+-- The mask is drawn before any rounding to the dtype: float16/bfloat16 keep an element where
+-- torch.rand in float32 would be under 1 - p, with the same numbers on the GPU as on the CPU.
+T.test("dropout noise in each dtype and device", function()
+  local devs = { "cpu" }
+  if torch.cuda.is_available() then devs[2] = "cuda" end
+  torch.manual_seed(3)
+  local u = flatten(torch.rand(2000):tolist())
+  for _, dev in ipairs(devs) do
+    for _, dt in ipairs({ torch.float32, torch.float16, torch.bfloat16, torch.float64 }) do
+      local x = torch.ones(40, 50, { dtype = dt, device = dev })
+      torch.manual_seed(3)
+      local y = flatten(F.dropout(x, 0.3):float():cpu():tolist())
+      local scale = torch.tensor({ 1 / 0.7 }, { dtype = dt }):item()
+      local ok, bad = true, nil
+      if dt == torch.float64 then
+        torch.manual_seed(3)
+        u = flatten(torch.rand(2000, { dtype = torch.float64 }):tolist())
+      end
+      for k = 1, #y do
+        local want = u[k] < 0.7 and scale or 0
+        if y[k] ~= want and math.abs(y[k] - want) > 1e-6 then ok, bad = false, k; break end
+      end
+      T.check(ok, string.format("%s %s: element %s", dev, tostring(dt), tostring(bad)))
+      if dt == torch.float64 then torch.manual_seed(3); u = flatten(torch.rand(2000):tolist()) end
+    end
+  end
+  T.raises(function() torch.ones(3):_dropout_noise_(0) end, "~keep probability must be in (0, 1]")
+  T.raises(function() torch.ones(3, { dtype = torch.int64 }):_dropout_noise_(0.5) end, "~expected a floating point dtype")
+end)
+
 -- ---- normalisation ----
 
 -- per-channel (dim 1) mean and biased / unbiased variance of x
