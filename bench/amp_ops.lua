@@ -68,6 +68,8 @@ for _, dt in ipairs({ torch.float16, torch.float32 }) do
       xp = xp:contiguous({ memory_format = torch.channels_last })
       gq = gq:contiguous({ memory_format = torch.channels_last })
     end
+    local tag = string.format("%s%s_64x55", cl and "cl_" or "", dt == torch.float16 and "f16" or "f32")
+    time("max_pool2d_fwd_" .. tag, function() return F.max_pool2d(xp, 3, 2) end)
     xp:requires_grad_(true)
     time(string.format("max_pool2d_fwd_bwd_%s%s_64x55", cl and "cl_" or "", dt == torch.float16 and "f16" or "f32"), function()
       xp.grad = nil

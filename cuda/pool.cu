@@ -199,6 +199,22 @@ __global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I
     }
 }
 
+/* The outputs [o0, o1) along one axis whose window can hold input position h (n_in positions in,
+ * n_out out). Adaptive: window o is [floor(o * n_in / n_out), ceil((o + 1) * n_in / n_out)), which
+ * holds h exactly for floor(h * n_out / n_in) <= o < ceil((h + 1) * n_out / n_in). */
+template <typename I>
+__device__ __forceinline__ void out_span(I h, I n_in, I n_out, I k, I s, I p, I d, const Div<I> &by_s, bool adaptive, I *o0, I *o1)
+{
+    I b, e;
+    if (adaptive) {
+        b = h * n_out / n_in, e = ((h + 1) * n_out + n_in - 1) / n_in;
+    } else {
+        I lo = h + p - (k - 1) * d;
+        b = lo <= 0 ? 0 : by_s(lo + s - 1), e = by_s(h + p) + 1;
+    }
+    *o0 = b < 0 ? 0 : b, *o1 = e > n_out ? n_out : e;
+}
+
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
  * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). V as max_fwd's. */
 template <typename T, typename I, int V>
@@ -211,17 +227,8 @@ __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I
         unflat_as(cl, i, f, &n, &c, &h, &q);
         c *= V;
         I y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
-        if (adaptive) {
-            y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
-            x0 = q * g.W / x.W - 1, x1 = ((q + 1) * g.W + x.W - 1) / x.W + 1;
-        } else {
-            I lo = h + w.ph - (w.kh - 1) * w.dh;
-            y0 = lo <= 0 ? 0 : w.by_sh(lo + w.sh - 1), y1 = w.by_sh(h + w.ph) + 1;
-            lo = q + w.pw - (w.kw - 1) * w.dw;
-            x0 = lo <= 0 ? 0 : w.by_sw(lo + w.sw - 1), x1 = w.by_sw(q + w.pw) + 1;
-        }
-        y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
-        y1 = y1 > g.H ? g.H : y1, x1 = x1 > g.W ? g.W : x1;
+        out_span(h, x.H, g.H, w.kh, w.sh, w.ph, w.dh, w.by_sh, adaptive, &y0, &y1);
+        out_span(q, x.W, g.W, w.kw, w.sw, w.pw, w.dw, w.by_sw, adaptive, &x0, &x1);
         const T *gp = go + n * g.sN + c * g.sC;
         const int64_t *ip = ind + n * ix.sN + c * ix.sC;
         int64_t me = h * x.W + q;
@@ -242,6 +249,40 @@ __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I
 #pragma unroll
         for (int j = 0; j < V; j++) o.v[j] = sta<T>(acc[j]);
         stv(gx + (int64_t)i * V, o);
+    }
+}
+
+/* max_bwd for a contiguous grad_input: a thread takes Q neighbouring columns of a row (f divides
+ * by C, H and the row's ceil(W / Q) groups), visiting the outputs their windows share once. */
+template <typename T, typename I, int Q>
+__global__ void max_bwd_cols(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w,
+                             bool adaptive, I total)
+{
+    typedef typename nn_acc<T>::type A;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I n, c, h, qg;
+        unflat_as(false, i, f, &n, &c, &h, &qg);
+        I qa = qg * Q, nq = x.W - qa < Q ? x.W - qa : Q, y0, y1, x0, x1, unused;
+        out_span(h, x.H, g.H, w.kh, w.sh, w.ph, w.dh, w.by_sh, adaptive, &y0, &y1);
+        out_span(qa, x.W, g.W, w.kw, w.sw, w.pw, w.dw, w.by_sw, adaptive, &x0, &unused);
+        out_span(qa + nq - 1, x.W, g.W, w.kw, w.sw, w.pw, w.dw, w.by_sw, adaptive, &unused, &x1);
+        const T *gp = go + n * g.sN + c * g.sC;
+        const int64_t *ip = ind + n * ix.sN + c * ix.sC;
+        int64_t first = h * x.W + qa;
+        A acc[Q] = {};
+        for (I oy = y0; oy < y1; oy++)
+            for (I ox = x0; ox < x1; ox++) {
+                int64_t j = ip[oy * ix.sH + ox * ix.sW] - first;
+                if (j < 0 || j >= nq) continue;
+                A v = lda(gp[oy * g.sH + ox * g.sW]);
+#pragma unroll
+                for (int k = 0; k < Q; k++)
+                    if (j == k) acc[k] += v;
+            }
+        T *out = gx + n * x.sN + c * x.sC + h * x.sH + qa * x.sW;
+#pragma unroll
+        for (int k = 0; k < Q; k++)
+            if (k < nq) out[k * x.sW] = sta<T>(acc[k]);
     }
 }
 
@@ -298,17 +339,8 @@ __global__ void avg_bwd(const T *go, PlanesI<I> g, T *gx, PlanesI<I> x, Flat<I> 
         I n, c, h, q;
         unflat_as(cl, i, f, &n, &c, &h, &q);
         I y0, y1, x0, x1;
-        if (m.adaptive) {
-            y0 = h * g.H / x.H - 1, y1 = ((h + 1) * g.H + x.H - 1) / x.H + 1;
-            x0 = q * g.W / x.W - 1, x1 = ((q + 1) * g.W + x.W - 1) / x.W + 1;
-        } else {
-            I lo = h + m.w.ph - m.w.kh + 1;
-            y0 = lo <= 0 ? 0 : m.w.by_sh(lo + m.w.sh - 1), y1 = m.w.by_sh(h + m.w.ph) + 1;
-            lo = q + m.w.pw - m.w.kw + 1;
-            x0 = lo <= 0 ? 0 : m.w.by_sw(lo + m.w.sw - 1), x1 = m.w.by_sw(q + m.w.pw) + 1;
-        }
-        y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
-        y1 = y1 > g.H ? g.H : y1, x1 = x1 > g.W ? g.W : x1;
+        out_span(h, x.H, g.H, m.w.kh, m.w.sh, m.w.ph, (I)1, m.w.by_sh, m.adaptive, &y0, &y1);
+        out_span(q, x.W, g.W, m.w.kw, m.w.sw, m.w.pw, (I)1, m.w.by_sw, m.adaptive, &x0, &x1);
         const T *gp = go + n * g.sN + c * g.sC;
         A acc = 0;
         for (I oy = y0; oy < y1; oy++)
@@ -416,7 +448,17 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
     bool cl = out_cl(gx);
     const nn_tensor *ts[3] = {a->in[0], a->in[1], gx};
     Planes ps[3] = {g, ix, x};
-    int v = cl ? vec_width(ps, ts, 3, gx->dtype) : 1;
+    if (!cl) { /* contiguous: Q columns a thread */
+        constexpr int Q = 8;
+        int64_t groups = (x.W + Q - 1) / Q, n = x.N * x.C * x.H * groups;
+        NN_DISPATCH_FLOATS(gx->dtype, a,
+                           nn_launch<max_bwd_cols<scalar_t, I, Q>>(nn_cuda_blocks(n), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g),
+                                                                   ind, narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
+                                                                   flat_of<I>(x.C, x.H, groups), win_of<I>(a->i), adaptive, (I)n));
+        NN_CHECK_LAUNCH();
+        return NN_OK;
+    }
+    int v = vec_width(ps, ts, 3, gx->dtype);
     MAX_LAUNCH(max_bwd, v, total, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind, narrow_planes<I>(ix), (scalar_t *)nn_data(gx),
                narrow_planes<I>(x), flat_of<I>(x.C / v, x.H, x.W), win_of<I>(a->i), adaptive, (I)(total / v), cl);
     NN_CHECK_LAUNCH();
