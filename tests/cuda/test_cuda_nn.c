@@ -498,6 +498,13 @@ static void test_conv(void)
             conv_case(k, dt, V_NARROW, V_T, false, false, "");
             if (i < 3) conv_case(k, dt, V_CONTIG, V_CONTIG, true, true, "");
         }
+    /* an image network's first layer, large enough that the GPU runs it with a zero fourth channel
+     * (float16/bfloat16, and float32 in NCHW) */
+    convcfg rgb = {8, 3, 227, 227, 8, 11, 11, 4, 4, 2, 2, 1, 1, 1, true};
+    for (int d = 0; d < NFLOATS; d++) {
+        conv_case(&rgb, FLOATS[d], V_CONTIG, V_CONTIG, false, true, "");
+        conv_case(&rgb, FLOATS[d], V_CL, V_CL, false, true, "");
+    }
     /* empty batch, no input channels' worth of work */
     convcfg empty = {0, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
     for (int d = 0; d < NFLOATS; d++) conv_case(&empty, FLOATS[d], V_CONTIG, V_CONTIG, false, false, "");
