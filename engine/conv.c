@@ -126,11 +126,11 @@ static nn_status check_input(const nn_tensor *input, const nn_tensor *bias)
 
 static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in);
 
-/* A 3-channel convolution on the GPU (an image network's first layer) runs as a 4-channel one,
- * input and weight given a zero fourth channel, where cuDNN's kernels are faster with it: on an
- * H200, AlexNet's first layer forward and weight gradient took 537 -> 418 us in float16 and
- * 1012 -> 804 us in NCHW float32 (bench/NOTES.md); bfloat16 did not gain, channels-last float32
- * lost. */
+/* A 3-channel convolution's forward on the GPU (an image network's first layer) runs as a
+ * 4-channel one, input and weight given a zero fourth channel, where cuDNN's kernels are faster
+ * with it: on an H200, AlexNet's first layer took 259 -> 139 us in float16 and 634 -> 443 us in
+ * NCHW float32 (bench/NOTES.md); bfloat16 did not gain, channels-last float32 lost, and the
+ * gradients gained nothing, so the backward keeps the caller's 3-channel tensors. */
 static bool pad_to_4(const nn_tensor *x4, const nn_tensor *w, int64_t groups)
 {
     nn_dtype dt = x4->dtype;
@@ -169,16 +169,17 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
         nn_release(x4);
         return NULL;
     }
-    nn_tensor *w = nn_retain(weight); /* what runs: the caller's weight, or its 4-channel copy */
+    nn_tensor *xr = nn_retain(x4), *w = nn_retain(weight); /* what the forward runs: these, or their 4-channel copies */
     if (pad_to_4(x4, weight, groups)) {
-        nn_tensor *xp = with_zero_channel(x4), *wp = xp ? with_zero_channel(weight) : NULL;
-        nn_release(x4);
+        nn_release(xr);
         nn_release(w);
-        if (!wp) {
-            nn_release(xp);
+        xr = with_zero_channel(x4);
+        w = xr ? with_zero_channel(weight) : NULL;
+        if (!w) {
+            nn_release(xr);
+            nn_release(x4);
             return NULL;
         }
-        x4 = xp, w = wp;
     }
     int64_t N = x4->shape[0], O = weight->shape[0];
     int64_t oh = (x4->shape[2] + 2 * pad[0] - dil[0] * (weight->shape[2] - 1) - 1) / stride[0] + 1;
@@ -190,7 +191,7 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
     nn_tensor *out4 = out ? batched(out) : NULL;
     nn_status st = out4 ? NN_OK : nn_last_status();
     if (!st) {
-        nn_kargs a = {.op = NN_OP_conv2d, .out = {out4}, .in = {x4, w, bias}, .nin = bias ? 3 : 2,
+        nn_kargs a = {.op = NN_OP_conv2d, .out = {out4}, .in = {xr, w, bias}, .nin = bias ? 3 : 2,
                       .i = {stride[0], stride[1], pad[0], pad[1], dil[0], dil[1], groups}};
         st = nn_dispatch(&a);
     }
@@ -205,12 +206,13 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
             *c = (conv_ctx){{stride[0], stride[1]}, {pad[0], pad[1]}, {dil[0], dil[1]}, groups};
             node->ctx = c;
             nn_node_save(node, 0, x4);
-            nn_node_save(node, 1, w);
+            nn_node_save(node, 1, weight);
             nn_node_set_output(node, out, 0);
             nn_node_release(node);
         }
     }
     nn_release(x4);
+    nn_release(xr);
     nn_release(w);
     nn_release(out4);
     if (st) {
@@ -406,15 +408,8 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
         if (gx) gx = to_edge(gx, &n->next[0]);
         if (!(grad_in[0] = gx)) st = nn_last_status();
     }
-    if (!st && n->next[1].node) {
-        nn_tensor *gw = nn_conv2d_backward_weight(g, x, w->shape, c->stride, c->pad, c->dil, c->groups);
-        if (gw && gw->shape[1] != n->next[1].shape[1]) { /* run with a zero channel: the caller's channels, dense */
-            nn_tensor *cut = to_edge(gw, &n->next[1]);
-            gw = cut ? nn_contiguous_as(cut, nn_suggest_memory_format(cut)) : NULL;
-            nn_release(cut);
-        }
-        if (!(grad_in[1] = gw)) st = nn_last_status();
-    }
+    if (!st && n->next[1].node && !(grad_in[1] = nn_conv2d_backward_weight(g, x, w->shape, c->stride, c->pad, c->dil, c->groups)))
+        st = nn_last_status();
     if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, g->dtype))) st = nn_last_status();
     nn_release(g);
     return st;
