@@ -148,11 +148,13 @@ bool nn_cuda_cast_dense(void *dst, int dt_out, const void *src, int dt_in, int64
 
 namespace {
 
-__global__ void copy_strided(char *dst, const char *src, int64_t n, nn_cuda_offsets o, int dt_out, int dt_in, int es)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t off[2];
-        nn_cuda_offsets_at<2>(o, i, off);
+/* one element of a strided copy (any dtypes) */
+struct CopyOne {
+    char *dst;
+    const char *src;
+    int dt_out, dt_in, es;
+    __device__ __forceinline__ void operator()(int64_t, const int64_t *off) const
+    {
         char *d = dst + off[0];
         const char *s = src + off[1];
         if (dt_out == dt_in) {
@@ -165,7 +167,11 @@ __global__ void copy_strided(char *dst, const char *src, int64_t n, nn_cuda_offs
         } else if (integral(dt_out) && integral(dt_in)) store_i(d, dt_out, load_i(s, dt_in));
         else store_f(d, dt_out, load_f(s, dt_in));
     }
-}
+};
+
+constexpr int CHUNK = 4; /* elements a thread in the strided copies and fills */
+
+__global__ void copy_strided(CopyOne f, int64_t n, nn_cuda_offsets o) { nn_cuda_for_chunks<2, CHUNK>(o, n, f); }
 
 int64_t iter_numel(const nn_iter &it)
 {
@@ -199,7 +205,9 @@ extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
         NN_CHECK_LAUNCH();
         return NN_OK;
     }
-    nn_launch<copy_strided>(nn_cuda_blocks(n), 256, s, it.data[0], it.data[1], n, nn_cuda_offsets_of(it), ops[0]->dtype, ops[1]->dtype, es);
+    nn_cuda_offsets o = nn_cuda_offsets_of(it);
+    nn_launch<copy_strided>(nn_cuda_blocks(nn_cuda_chunks(o, n, CHUNK)), 256, s, CopyOne{it.data[0], it.data[1], ops[0]->dtype, ops[1]->dtype, es},
+                            n, o);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }
@@ -230,11 +238,12 @@ struct FillArgs {
     uint64_t range, seed, offset;
 };
 
-__global__ void fill_kernel(char *out, int64_t n, nn_cuda_offsets o, FillArgs f)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t off[1];
-        nn_cuda_offsets_at<1>(o, i, off);
+/* element i (the logical index: random values follow it) of a fill */
+struct FillOne {
+    char *out;
+    FillArgs f;
+    __device__ __forceinline__ void operator()(int64_t i, const int64_t *off) const
+    {
         char *p = out + off[0];
         bool wide = f.dt == NN_F64;
         switch (f.op) {
@@ -280,7 +289,9 @@ __global__ void fill_kernel(char *out, int64_t n, nn_cuda_offsets o, FillArgs f)
         }
         }
     }
-}
+};
+
+__global__ void fill_kernel(FillOne f, int64_t n, nn_cuda_offsets o) { nn_cuda_for_chunks<1, CHUNK>(o, n, f); }
 
 } // namespace
 
@@ -302,7 +313,8 @@ extern "C" nn_status nn_cuda_fill(const nn_kargs *a)
     f.low = a->i[0];
     f.range = (uint64_t)(a->i[3] - a->i[0]);
     if (a->op == NN_OP_arange && !nn_is_contiguous(out)) return nn_error(NN_ERR_ARG, "arange: the output must be contiguous");
-    nn_launch<fill_kernel>(nn_cuda_blocks(n), 256, nn_cuda_stream(nn_cuda_index(a)), it.data[0], n, nn_cuda_offsets_of(it), f);
+    nn_cuda_offsets o = nn_cuda_offsets_of(it);
+    nn_launch<fill_kernel>(nn_cuda_blocks(nn_cuda_chunks(o, n, CHUNK)), 256, nn_cuda_stream(nn_cuda_index(a)), FillOne{it.data[0], f}, n, o);
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

@@ -126,17 +126,33 @@ int nn_cuda_captures(void); /* graphs capturing now */
 /* Byte offsets of up to 4 operands for a linear element index, from an nn_iter. */
 struct nn_cuda_offsets {
     int ndim;
+    bool fast; /* indices below 2^31: each dim's division is a multiply-high and a shift (mul, shift) */
     int64_t shape[NN_MAX_DIMS];
     int64_t strides[NN_ITER_MAX_OPS][NN_MAX_DIMS];
+    uint32_t mul[NN_MAX_DIMS], shift[NN_MAX_DIMS];
 };
+/* n / d == (umulhi(n, m) + n) >> s for 0 <= n < 2^31, with s = ceil(log2 d) and
+ * m = 2^32 (2^s - d) / d + 1 (Granlund and Montgomery): a hardware 64-bit division costs tens of
+ * instructions, and strided copies and fills were bound by them */
+inline void nn_cuda_div32(int64_t d, uint32_t *m, uint32_t *s)
+{
+    uint32_t k = 0;
+    while ((1ull << k) < (uint64_t)d) k++;
+    *s = k;
+    *m = (uint32_t)(((1ull << 32) * ((1ull << k) - (uint64_t)d)) / (uint64_t)d + 1);
+}
 inline nn_cuda_offsets nn_cuda_offsets_of(const nn_iter &it)
 {
     nn_cuda_offsets o;
     o.ndim = it.ndim < 0 ? 0 : it.ndim;
+    int64_t n = 1;
     for (int d = 0; d < o.ndim; d++) {
         o.shape[d] = it.shape[d];
+        n *= it.shape[d];
         for (int k = 0; k < it.nops; k++) o.strides[k][d] = it.strides[k][d];
+        nn_cuda_div32(it.shape[d] > 0 ? it.shape[d] : 1, &o.mul[d], &o.shift[d]);
     }
+    o.fast = n < ((int64_t)1 << 31);
     return o;
 }
 template <int NOPS>
@@ -144,11 +160,60 @@ __device__ __forceinline__ void nn_cuda_offsets_at(const nn_cuda_offsets &o, int
 {
 #pragma unroll
     for (int k = 0; k < NOPS; k++) off[k] = 0;
+    if (o.fast) {
+        uint32_t u = (uint32_t)i;
+        for (int d = o.ndim - 1; d >= 0; d--) {
+            uint32_t q = (__umulhi(u, o.mul[d]) + u) >> o.shift[d], r = u - q * (uint32_t)o.shape[d];
+#pragma unroll
+            for (int k = 0; k < NOPS; k++) off[k] += (int64_t)r * o.strides[k][d];
+            u = q;
+        }
+        return;
+    }
     for (int d = o.ndim - 1; d >= 0; d--) {
         int64_t q = i / o.shape[d], r = i - q * o.shape[d];
 #pragma unroll
         for (int k = 0; k < NOPS; k++) off[k] += r * o.strides[k][d];
         i = q;
+    }
+}
+
+/* f(i, off) for each element i < n of the iteration o (off: its operands' byte offsets), U
+ * elements of one row of the innermost dim a thread, whose offsets follow from the first's by
+ * that dim's strides: the index arithmetic is paid once for U elements. In rows of 32 U or more a
+ * warp takes 32 U neighbours, lane l the l-th of every 32 (each access then spans a warp's worth
+ * of neighbours); in shorter rows a thread takes U neighbours. A grid of nn_cuda_chunks(o, n, U)
+ * threads covers them (grid-stride beyond). */
+inline int64_t nn_cuda_chunks(const nn_cuda_offsets &o, int64_t n, int U)
+{
+    int64_t inner = o.ndim ? o.shape[o.ndim - 1] : 1;
+    if (!inner) return 0;
+    return inner >= 32 * U ? n / inner * ((inner + 32 * U - 1) / (32 * U)) * 32 : n / inner * ((inner + U - 1) / U);
+}
+template <int NOPS, int U, typename F>
+__device__ __forceinline__ void nn_cuda_for_chunks(const nn_cuda_offsets &o, int64_t n, const F &f)
+{
+    const int64_t inner = o.ndim ? o.shape[o.ndim - 1] : 1;
+    if (!inner) return;
+    const bool warp = inner >= 32 * U;
+    const int64_t span = warp ? 32 * U : U, per_row = (inner + span - 1) / span, total = n / inner * per_row * (warp ? 32 : 1);
+    const int64_t gap = warp ? 32 : 1; /* between a thread's elements */
+    int64_t step[NOPS];
+#pragma unroll
+    for (int k = 0; k < NOPS; k++) step[k] = (o.ndim ? o.strides[k][o.ndim - 1] : 0) * gap;
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t w = warp ? t >> 5 : t, lane = warp ? t & 31 : 0;
+        int64_t row = o.fast ? (int64_t)((uint32_t)w / (uint32_t)per_row) : w / per_row, c = (w - row * per_row) * span + lane;
+        if (c >= inner) continue;
+        int64_t i = row * inner + c, off[NOPS];
+        nn_cuda_offsets_at<NOPS>(o, i, off);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (c + u * gap >= inner) break;
+            f(i + u * gap, off);
+#pragma unroll
+            for (int k = 0; k < NOPS; k++) off[k] += step[k];
+        }
     }
 }
 

@@ -41,9 +41,8 @@ Planes planes_of(const nn_tensor *t)
                   t->strides[b + 2]};
 }
 
-/* n / d for n >= 0. The int32 path divides by a multiply-high and a shift (Granlund and
- * Montgomery), valid for n < 2^31: a hardware division costs some twenty instructions, and
- * the backward kernels, one thread per input element, were bound by them. */
+/* n / d for n >= 0; the int32 path by a multiply-high and a shift (nn_cuda_div32): the backward
+ * kernels, one thread per input element, were bound by hardware divisions. */
 template <typename I> struct Div {
     I d;
     static Div of(I d) { return Div{d > 0 ? d : 1}; }
@@ -54,10 +53,10 @@ template <> struct Div<int32_t> {
     uint32_t m, s;
     static Div of(int32_t d)
     {
-        if (d < 1) d = 1;
-        uint32_t s = 0;
-        while ((1ull << s) < (uint64_t)d) s++;
-        return Div{d, (uint32_t)(((1ull << 32) * ((1ull << s) - (uint64_t)d)) / (uint64_t)d + 1), s};
+        Div r;
+        r.d = d < 1 ? 1 : d;
+        nn_cuda_div32(r.d, &r.m, &r.s);
+        return r;
     }
     __device__ __forceinline__ int32_t operator()(int32_t n) const
     {

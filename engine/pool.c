@@ -24,6 +24,7 @@ static const char *torch_name(nn_dtype dt)
 
 typedef struct {
     int64_t i[8]; /* the kernels' i[] */
+    bool cl;      /* the input was channels-last on a GPU: so is grad_input */
 } pool_ctx;
 
 /* floor division (PyTorch's div_rtn) */
@@ -112,6 +113,7 @@ static nn_status record(const char *name, nn_backward_fn fn, nn_tensor *input, n
         return nn_last_status();
     }
     memcpy(c->i, i, sizeof c->i);
+    c->cl = input->ndim == 4 && input->storage->device.type == NN_CUDA && nn_suggest_memory_format(input) == NN_CHANNELS_LAST;
     node->ctx = c;
     if (saved) nn_node_save(node, 0, saved);
     nn_node_set_output(node, out, 0);
@@ -119,12 +121,14 @@ static nn_status record(const char *name, nn_backward_fn fn, nn_tensor *input, n
     return NN_OK;
 }
 
-/* Run a backward kernel: grad_input shaped like the forward input (edge e) from grad_out g. */
-static nn_tensor *run_backward(nn_op op, const nn_edge *e, nn_tensor *g, nn_tensor *indices, const int64_t *i)
+/* Run a backward kernel: grad_input shaped like the forward input (edge e), in its layout (as
+ * PyTorch: the next convolution's backward then reads it in place), from grad_out g. */
+static nn_tensor *run_backward(nn_op op, const nn_edge *e, nn_tensor *g, nn_tensor *indices, const pool_ctx *c)
 {
     nn_tensor *gc = nn_to_dtype(g, e->dtype);
     if (!gc) return NULL;
-    nn_tensor *out = empty_as(gc, e->ndim, e->shape, e->dtype);
+    nn_tensor *out = nn_empty_format(e->ndim, e->shape, c->cl ? NN_CHANNELS_LAST : NN_CONTIGUOUS_FORMAT, e->dtype, gc->storage->device);
+    const int64_t *i = c->i;
     if (out) {
         nn_kargs a = {.op = op, .out = {out}, .in = {gc, indices}, .nin = indices ? 2 : 1};
         memcpy(a.i, i, sizeof a.i);
@@ -142,21 +146,21 @@ static nn_status max_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor 
     nn_tensor *ind = nn_node_saved(n, 0);
     if (!ind) return nn_last_status();
     const pool_ctx *c = n->ctx;
-    grad_in[0] = run_backward(NN_OP_max_pool2d_backward, &n->next[0], grad_out[0], ind, c->i);
+    grad_in[0] = run_backward(NN_OP_max_pool2d_backward, &n->next[0], grad_out[0], ind, c);
     return grad_in[0] ? NN_OK : nn_last_status();
 }
 
 static nn_status avg_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     const pool_ctx *c = n->ctx;
-    grad_in[0] = run_backward(NN_OP_avg_pool2d_backward, &n->next[0], grad_out[0], NULL, c->i);
+    grad_in[0] = run_backward(NN_OP_avg_pool2d_backward, &n->next[0], grad_out[0], NULL, c);
     return grad_in[0] ? NN_OK : nn_last_status();
 }
 
 static nn_status adaptive_avg_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     const pool_ctx *c = n->ctx;
-    grad_in[0] = run_backward(NN_OP_adaptive_avg_pool2d_backward, &n->next[0], grad_out[0], NULL, c->i);
+    grad_in[0] = run_backward(NN_OP_adaptive_avg_pool2d_backward, &n->next[0], grad_out[0], NULL, c);
     return grad_in[0] ? NN_OK : nn_last_status();
 }
 
