@@ -58,7 +58,9 @@ for src in "$root"/tests/fuzz/fuzz_*.c; do
   log="$out/$name.log"
   if ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$secs" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
        -artifact_prefix="$out/crashes/$short/" "$corpus" "${extra[@]}" >"$log" 2>&1; then
-    echo "ok $name: $(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$log" | grep -Eo '[0-9]+' || grep -Eo '#[0-9]+' "$log" | tail -n 1) runs in ${secs}s"
+    # libFuzzer's closing "Done N runs" (a "#N" can also sit in its recommended dictionary)
+    runs=$(grep -Eo '^Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || grep -Eo '^#[0-9]+' "$log" | tail -n 1)
+    echo "ok $name: $runs runs in ${secs}s"
   else
     tail -n 40 "$log"; echo "FAIL $name: crash (artifacts in $out/crashes/$short)"; status=1
   fi
