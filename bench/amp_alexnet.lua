@@ -9,7 +9,7 @@
 --   check: the loss after 20 steps on one fixed batch from the same initial weights, and
 --         its relative distance to float32's (issue 6: "within tolerance"; 2% here)
 -- Usage: nnrepl bench/amp_alexnet.lua [steps 20] [reps 5] [warmup 5] [batch 64] [img 227]
--- Prints one line per mode:  mode <name> step_ms <t> peak_gib <m> loss20 <l> rel <r>
+-- Prints one line per mode:  mode <name> step_ms <t> peak_gib <m> loss20 <l> rel <r>  repeats <t1 t2 ..>
 local time = require "time"
 local models = require "torchvision".models
 local make_step = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua")
@@ -84,8 +84,10 @@ for _, mode in ipairs(modes) do
   end
   local peak = torch.cuda.max_memory_allocated() / 2 ^ 30
   local rel = math.abs(l20 - ref_loss) / math.abs(ref_loss)
-  print(string.format("mode %-28s step_ms %.3f peak_gib %.3f loss20 %.5f rel %.4f%s", mode.name, median(times), peak, l20, rel,
-    rel <= 0.02 and "" or "  OUT OF TOLERANCE"))
+  local each = {}
+  for r, t in ipairs(times) do each[r] = string.format("%.3f", t) end
+  print(string.format("mode %-28s step_ms %.3f peak_gib %.3f loss20 %.5f rel %.4f%s  repeats %s", mode.name, median(times), peak, l20, rel,
+    rel <= 0.02 and "" or "  OUT OF TOLERANCE", table.concat(each, " ")))
   step = nil
   collectgarbage()
   collectgarbage()
