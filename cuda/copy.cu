@@ -231,6 +231,12 @@ __device__ __forceinline__ uint4 philox(uint64_t counter, uint64_t seed)
     return make_uint4(c0, c1, c2, c3);
 }
 
+/* u in [0, 1) from a Philox block, as engine/cpu/random.c draws it: 53 bits for float64, else 24 */
+__device__ __forceinline__ double unit(uint4 w, bool wide)
+{
+    return wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
+}
+
 struct FillArgs {
     int op, dt;
     double a, b;        /* fill value / arange start, step / uniform lo, hi / normal mean, std */
@@ -256,8 +262,7 @@ struct FillOne {
             else store_f(p, f.dt, f.a + (double)i * f.b);
             break;
         case NN_OP_uniform: { /* as engine/cpu/random.c: round to the dtype, then a value at hi becomes lo */
-            uint4 w = philox(f.offset + i, f.seed);
-            double u = wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
+            double u = unit(philox(f.offset + i, f.seed), wide);
             double v = __dadd_rn(f.a, __dmul_rn(u, __dadd_rn(f.b, -f.a))); /* no FMA: the CPU rounds twice */
             store_f(p, f.dt, v);
             if (load_f(p, f.dt) >= f.b && f.b > f.a) store_f(p, f.dt, f.a);
@@ -265,21 +270,12 @@ struct FillOne {
         }
         case NN_OP_normal: {
             uint4 w = philox(f.offset + i, f.seed);
-            double u1, u2;
-            if (wide) {
-                u1 = 1.0 - (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53;
-                u2 = (double)((((uint64_t)w.z << 32) | w.w) >> 11) * 0x1p-53;
-            } else {
-                u1 = 1.0 - (double)(w.x >> 8) * 0x1p-24;
-                u2 = (double)(w.y >> 8) * 0x1p-24;
-            }
+            double u1 = 1.0 - unit(w, wide), u2 = unit(wide ? make_uint4(w.z, w.w, 0, 0) : make_uint4(w.y, 0, 0, 0), wide);
             store_f(p, f.dt, f.a + f.b * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
             break;
         }
         case NN_OP_dropout_noise: {
-            uint4 w = philox(f.offset + i, f.seed);
-            double u = wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
-            store_f(p, f.dt, u < f.a ? f.b : 0.0);
+            store_f(p, f.dt, unit(philox(f.offset + i, f.seed), wide) < f.a ? f.b : 0.0);
             break;
         }
         default: { /* randint */

@@ -215,15 +215,16 @@ __device__ __forceinline__ void out_span(I h, I n_in, I n_out, I k, I s, I p, I 
 }
 
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
- * ix: index planes (same shape), gx: grad_input (contiguous, planes of H x W). V as max_fwd's. */
+ * ix: index planes (same shape), gx: grad_input, channels-last dense (a contiguous one is
+ * max_bwd_cols's). V as max_fwd's. */
 template <typename T, typename I, int V>
 __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w, bool adaptive,
-                        I total, bool cl)
+                        I total)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
         I n, c, h, q;
-        unflat_as(cl, i, f, &n, &c, &h, &q);
+        unflat_as(true, i, f, &n, &c, &h, &q);
         c *= V;
         I y0, y1, x0, x1; /* output rows [y0, y1) and columns [x0, x1) to visit */
         out_span(h, x.H, g.H, w.kh, w.sh, w.ph, w.dh, w.by_sh, adaptive, &y0, &y1);
@@ -444,10 +445,7 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
 {
     nn_tensor *gx = a->out[0];
     const int64_t *ind = (const int64_t *)nn_data(a->in[1]);
-    bool cl = out_cl(gx);
-    const nn_tensor *ts[3] = {a->in[0], a->in[1], gx};
-    Planes ps[3] = {g, ix, x};
-    if (!cl) { /* contiguous: Q columns a thread */
+    if (!out_cl(gx)) { /* contiguous: Q columns a thread */
         constexpr int Q = 8;
         int64_t groups = (x.W + Q - 1) / Q, n = x.N * x.C * x.H * groups;
         NN_DISPATCH_FLOATS(gx->dtype, a,
@@ -457,9 +455,11 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
         NN_CHECK_LAUNCH();
         return NN_OK;
     }
+    const nn_tensor *ts[3] = {a->in[0], a->in[1], gx};
+    Planes ps[3] = {g, ix, x};
     int v = vec_width(ps, ts, 3, gx->dtype);
     MAX_LAUNCH(max_bwd, v, total, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g), ind, narrow_planes<I>(ix), (scalar_t *)nn_data(gx),
-               narrow_planes<I>(x), flat_of<I>(x.C / v, x.H, x.W), win_of<I>(a->i), adaptive, (I)(total / v), cl);
+               narrow_planes<I>(x), flat_of<I>(x.C / v, x.H, x.W), win_of<I>(a->i), adaptive, (I)(total / v));
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

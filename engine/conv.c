@@ -138,17 +138,24 @@ static bool pad_to_4(const nn_tensor *x4, const nn_tensor *w, int64_t groups)
            nn_numel(x4) >= (1 << 20) && (dt == NN_F16 || (dt == NN_F32 && nn_suggest_memory_format(x4) != NN_CHANNELS_LAST));
 }
 
+/* dst = src, not recorded for autograd (dst is a padded copy the caller builds) */
+static nn_status copy_untracked(nn_tensor *dst, nn_tensor *src)
+{
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_status st = nn_copy_(dst, src);
+    nn_set_grad_enabled(was);
+    return st;
+}
+
 /* t (4-D, 3 channels) with a fourth, zero channel, in t's memory format; not recorded for autograd */
 static nn_tensor *with_zero_channel(nn_tensor *t)
 {
     int64_t shape[4] = {t->shape[0], 4, t->shape[2], t->shape[3]};
     nn_tensor *p = nn_empty_format(4, shape, nn_suggest_memory_format(t), t->dtype, t->storage->device);
     nn_tensor *head = p ? nn_narrow(p, 1, 0, 3) : NULL, *tail = p ? nn_narrow(p, 1, 3, 1) : NULL;
-    bool was = nn_grad_enabled();
-    nn_set_grad_enabled(false);
     nn_status st = head && tail ? nn_zero_(tail) : nn_last_status();
-    if (!st) st = nn_copy_(head, t);
-    nn_set_grad_enabled(was);
+    if (!st) st = copy_untracked(head, t);
     nn_release(head);
     nn_release(tail);
     if (st) {
@@ -169,17 +176,13 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
         nn_release(x4);
         return NULL;
     }
-    nn_tensor *xr = nn_retain(x4), *w = nn_retain(weight); /* what the forward runs: these, or their 4-channel copies */
-    if (pad_to_4(x4, weight, groups)) {
+    bool pad4 = pad_to_4(x4, weight, groups); /* the forward runs x4 and weight, or their 4-channel copies */
+    nn_tensor *xr = pad4 ? with_zero_channel(x4) : nn_retain(x4);
+    nn_tensor *w = !xr ? NULL : pad4 ? with_zero_channel(weight) : nn_retain(weight);
+    if (!w) {
         nn_release(xr);
-        nn_release(w);
-        xr = with_zero_channel(x4);
-        w = xr ? with_zero_channel(weight) : NULL;
-        if (!w) {
-            nn_release(xr);
-            nn_release(x4);
-            return NULL;
-        }
+        nn_release(x4);
+        return NULL;
     }
     int64_t N = x4->shape[0], O = weight->shape[0];
     int64_t oh = (x4->shape[2] + 2 * pad[0] - dil[0] * (weight->shape[2] - 1) - 1) / stride[0] + 1;
@@ -287,10 +290,7 @@ nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, 
     if (!padded) return NULL;
     nn_contiguous_strides(nd, shape, strides);
     nn_tensor *inner = nn_make_view(padded, nd, input->shape, strides, 0);
-    bool was = nn_grad_enabled();
-    nn_set_grad_enabled(false);
-    nn_status st = inner ? nn_copy_(inner, input) : nn_last_status();
-    nn_set_grad_enabled(was);
+    nn_status st = inner ? copy_untracked(inner, input) : nn_last_status();
     nn_release(inner);
     nn_tensor *out = st ? NULL : conv_run(padded, input, weight, bias, stride, left, dilation, groups);
     nn_release(padded);

@@ -83,11 +83,17 @@ static nn_status check_input(const char *fn, const nn_tensor *x)
     return NN_OK;
 }
 
-/* An empty tensor of shape [ndim, shape] in like's layout: channels-last when like is and on a GPU
- * (the CUDA kernels write either layout; the CPU's write contiguous planes), else contiguous. */
+/* Is t a 4-D channels-last GPU tensor? Its pool results are then channels-last too (the CUDA
+ * kernels write either layout; the CPU's write contiguous planes). */
+static bool gpu_channels_last(const nn_tensor *t)
+{
+    return t->ndim == 4 && t->storage->device.type == NN_CUDA && nn_suggest_memory_format(t) == NN_CHANNELS_LAST;
+}
+
+/* An empty tensor of shape [ndim, shape] in like's layout where gpu_channels_last(like), else contiguous. */
 static nn_tensor *empty_as(const nn_tensor *like, int ndim, const int64_t *shape, nn_dtype dt)
 {
-    bool cl = ndim == 4 && like->storage->device.type == NN_CUDA && nn_suggest_memory_format(like) == NN_CHANNELS_LAST;
+    bool cl = ndim == 4 && gpu_channels_last(like);
     return nn_empty_format(ndim, shape, cl ? NN_CHANNELS_LAST : NN_CONTIGUOUS_FORMAT, dt, like->storage->device);
 }
 
@@ -113,7 +119,7 @@ static nn_status record(const char *name, nn_backward_fn fn, nn_tensor *input, n
         return nn_last_status();
     }
     memcpy(c->i, i, sizeof c->i);
-    c->cl = input->ndim == 4 && input->storage->device.type == NN_CUDA && nn_suggest_memory_format(input) == NN_CHANNELS_LAST;
+    c->cl = gpu_channels_last(input);
     node->ctx = c;
     if (saved) nn_node_save(node, 0, saved);
     nn_node_set_output(node, out, 0);
@@ -128,10 +134,9 @@ static nn_tensor *run_backward(nn_op op, const nn_edge *e, nn_tensor *g, nn_tens
     nn_tensor *gc = nn_to_dtype(g, e->dtype);
     if (!gc) return NULL;
     nn_tensor *out = nn_empty_format(e->ndim, e->shape, c->cl ? NN_CHANNELS_LAST : NN_CONTIGUOUS_FORMAT, e->dtype, gc->storage->device);
-    const int64_t *i = c->i;
     if (out) {
         nn_kargs a = {.op = op, .out = {out}, .in = {gc, indices}, .nin = indices ? 2 : 1};
-        memcpy(a.i, i, sizeof a.i);
+        memcpy(a.i, c->i, sizeof a.i);
         if (nn_dispatch(&a)) {
             nn_release(out);
             out = NULL;
