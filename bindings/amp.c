@@ -6,7 +6,7 @@
  *   _amp.is_enabled(device_type), get_dtype(device_type), set_enabled(device_type, on),
  *   _amp.set_dtype(device_type, dtype), is_cache_enabled(), set_cache_enabled(on),
  *   _amp.increment_nesting(), decrement_nesting(), clear_cache()
- *   _amp.stats()                           {casts=, cache_hits=, cached=} (tests)
+ *   _amp.stats()                           {casts=, cache_hits=, lowp_hits=, cached=} (tests)
  *   _amp.unscale_(grads, found_inf, inv_scale)   one fused pass over a list of gradients
  *   _amp.check_finite_(grads, found_inf)          the inf/nan check alone (reads cast flags where it can)
  *   _amp.flags_hold(t)                     t's cast flags still stand for its values (tests)
@@ -132,6 +132,8 @@ static int a_stats(lua_State *L)
     lua_setfield(L, -2, "casts");
     lua_pushinteger(L, (lua_Integer)s.cache_hits);
     lua_setfield(L, -2, "cache_hits");
+    lua_pushinteger(L, (lua_Integer)s.lowp_hits);
+    lua_setfield(L, -2, "lowp_hits");
     lua_pushinteger(L, s.cached);
     lua_setfield(L, -2, "cached");
     return 1;

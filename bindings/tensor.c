@@ -315,6 +315,8 @@ static void set_data(lua_State *L, nn_tensor *t)
     t->offset = s->offset;
     nn_release(t->finite_flags); /* they spoke for the old values */
     t->finite_flags = NULL;
+    nn_release(t->lowp);
+    t->lowp = NULL;
     nn_release(old);
 }
 

@@ -16,7 +16,11 @@
  * the CPU does. A parameter whose tensors do not share one dense layout is
  * updated through contiguous scratch copies, copied back after the launch.
  * Adam's float32 update goes four elements a load where its operands are 16-byte
- * aligned (the same arithmetic per element). */
+ * aligned (the same arithmetic per element).
+ *
+ * A float32 param may carry a float16/bfloat16 copy to write (the list's last role,
+ * engine/optim.c): the kernel stores the updated value rounded to it, as a cast would,
+ * and copies the param unchanged into it when found_inf skips the step. */
 #include <math.h>
 #include <string.h>
 
@@ -38,9 +42,9 @@ struct Entry {
     int64_t n;
     double c0, c1; /* adam: -lr / (1 - beta1^t), sqrt(1 - beta2^t); adagrad: -lr / (1 + (t - 1) * lr_decay) */
     void *step;    /* a step counter on the device (c0, c1 are then worked out here), or NULL */
-    int step_dt;
-    int dt;
-    int fresh; /* sgd: the momentum buffer was just created */
+    void *lowp;    /* the param's float16/bfloat16 copy to write (float32 params), or NULL */
+    int8_t step_dt, dt, lowp_dt;
+    bool fresh; /* sgd: the momentum buffer was just created */
 };
 
 struct Hyper {
@@ -66,6 +70,38 @@ template <> __device__ __forceinline__ float ld<float, __nv_bfloat16>(const __nv
 template <typename T, typename C> __device__ __forceinline__ void st(T *p, int64_t j, C v) { p[j] = (T)v; }
 template <> __device__ __forceinline__ void st<__half, float>(__half *p, int64_t j, float v) { p[j] = __float2half_rn(v); }
 template <> __device__ __forceinline__ void st<__nv_bfloat16, float>(__nv_bfloat16 *p, int64_t j, float v) { p[j] = __float2bfloat16_rn(v); }
+
+__device__ __forceinline__ void put_lowp(const Entry &e, int64_t j, float v)
+{
+    if (e.lowp_dt == NN_F16) ((__half *)e.lowp)[j] = __float2half_rn(v);
+    else ((__nv_bfloat16 *)e.lowp)[j] = __float2bfloat16_rn(v);
+}
+
+/* p[j] = v, and the param's low-precision copy with it */
+template <typename T, typename C> __device__ __forceinline__ void put(const Entry &e, T *p, int64_t j, C v)
+{
+    st(p, j, v);
+    if constexpr (std::is_same<T, float>::value)
+        if (e.lowp) put_lowp(e, j, v);
+}
+
+/* four of them from float4 index j4 on (the copy is 8-byte aligned there) */
+__device__ __forceinline__ void put4(const Entry &e, float4 *p4, int64_t j4, float4 v)
+{
+    p4[j4] = v;
+    if (!e.lowp) return;
+    __half2 h0, h1;
+    __nv_bfloat162 b0, b1;
+    uint2 u;
+    if (e.lowp_dt == NN_F16) {
+        h0 = __floats2half2_rn(v.x, v.y), h1 = __floats2half2_rn(v.z, v.w);
+        memcpy(&u.x, &h0, 4), memcpy(&u.y, &h1, 4);
+    } else {
+        b0 = __floats2bfloat162_rn(v.x, v.y), b1 = __floats2bfloat162_rn(v.z, v.w);
+        memcpy(&u.x, &b0, 4), memcpy(&u.y, &b1, 4);
+    }
+    ((uint2 *)e.lowp)[j4] = u;
+}
 
 __device__ __forceinline__ float sq(float v) { return sqrtf(v); }
 __device__ __forceinline__ double sq(double v) { return sqrt(v); }
@@ -113,7 +149,7 @@ template <typename T> __device__ void sgd(const Entry &e, const Hyper &h, float 
             st(buf, j, b);
             d = nesterov ? d + mom * b : b;
         }
-        st(p, j, pj + neg_lr * d);
+        put(e, p, j, pj + neg_lr * d);
     }
 }
 
@@ -151,18 +187,20 @@ template <typename T> __device__ void adam(const Entry &e, const Hyper &h, float
     k.use_wd = h.f[4] != 0, k.maximize = h.i[1], k.decoupled = h.i[2], k.small = fabs(1 - beta1) < 0.5;
     k.neg_step_size = (C)e.c0, k.bc2_sqrt = (C)e.c1;
     if constexpr (std::is_same<T, float>::value) { /* four at a time where every operand is 16-byte aligned */
-        bool vec = !vmax && ((uintptr_t)(p + lo) | (uintptr_t)(g + lo) | (uintptr_t)(m + lo) | (uintptr_t)(v + lo)) % 16 == 0;
+        bool vec = !vmax && ((uintptr_t)(p + lo) | (uintptr_t)(g + lo) | (uintptr_t)(m + lo) | (uintptr_t)(v + lo)) % 16 == 0 &&
+                   (uintptr_t)e.lowp % 8 == 0;
         if (vec) {
             const int64_t nv = (hi - lo) / 4;
-            float4 *p4 = (float4 *)(p + lo), *m4 = (float4 *)(m + lo), *v4 = (float4 *)(v + lo);
+            float4 *p4 = (float4 *)p, *m4 = (float4 *)(m + lo), *v4 = (float4 *)(v + lo);
             const float4 *g4 = (const float4 *)(g + lo);
             for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
-                float4 gj = g4[j], pj = p4[j], mj = m4[j], vj = v4[j];
+                float4 gj = g4[j], pj = p4[j + lo / 4], mj = m4[j], vj = v4[j];
                 k.one(gj.x, pj.x, mj.x, vj.x, nullptr);
                 k.one(gj.y, pj.y, mj.y, vj.y, nullptr);
                 k.one(gj.z, pj.z, mj.z, vj.z, nullptr);
                 k.one(gj.w, pj.w, mj.w, vj.w, nullptr);
-                m4[j] = mj, v4[j] = vj, p4[j] = pj;
+                m4[j] = mj, v4[j] = vj;
+                put4(e, p4, j + lo / 4, pj);
             }
             lo += nv * 4;
         }
@@ -173,7 +211,7 @@ template <typename T> __device__ void adam(const Entry &e, const Hyper &h, float
         st(m, j, mj);
         st(v, j, vj);
         if (vmax) st(vmax, j, vm);
-        st(p, j, pj);
+        put(e, p, j, pj);
     }
 }
 
@@ -207,9 +245,9 @@ template <typename T> __device__ void rmsprop(const Entry &e, const Hyper &h, fl
         if (buf) {
             C b = ld<C>(buf, j) * mom + d / avg;
             st(buf, j, b);
-            st(p, j, pj + neg_lr * b);
+            put(e, p, j, pj + neg_lr * b);
         } else {
-            st(p, j, pj + neg_lr * (d / avg));
+            put(e, p, j, pj + neg_lr * (d / avg));
         }
     }
 }
@@ -230,7 +268,7 @@ template <typename T> __device__ void adagrad(const Entry &e, const Hyper &h, fl
         C sj = ld<C>(sum, j) + (C)1 * d * d;
         st(sum, j, sj);
         C sd = sq(sj) + eps;
-        st(p, j, pj + neg_clr * (d / sd));
+        put(e, p, j, pj + neg_clr * (d / sd));
     }
 }
 
@@ -252,10 +290,13 @@ __global__ void __launch_bounds__(THREADS) step_kernel(const __grid_constant__ T
         if (t.first[mid] <= b) lo = mid;
         else hi = mid - 1;
     }
-    if (t.found_inf && *t.found_inf != 0) return;
     Entry e = t.e[lo];
-    if (e.step) coefficients(OP, t.h.f, device_step(e), e);
     int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
+    if (t.found_inf && *t.found_inf != 0) { /* the param stays; its copy is still written */
+        for (int64_t j = start + threadIdx.x; e.lowp && j < end; j += blockDim.x) put_lowp(e, j, ((const float *)e.p)[j]);
+        return;
+    }
+    if (e.step) coefficients(OP, t.h.f, device_step(e), e);
     const float gs = t.grad_scale ? (float)(1.0 / (double)*t.grad_scale) : 1.f; /* GradScaler's reciprocal, as unscale_ takes it */
     switch (e.dt) {
     case NN_F32: apply<OP, float>(e, t.h, gs, start, end); break;
@@ -321,18 +362,23 @@ struct Scratches {
             nn_release(c);
             return NULL;
         }
+        return push(back ? t : NULL, c) ? c : NULL;
+    }
+    /* copy (owned) into orig after the launch (orig NULL: never) */
+    bool push(nn_tensor *orig, nn_tensor *c)
+    {
         if (n == cap) {
             int nc = cap ? 2 * cap : 16;
             Scratch *nv = (Scratch *)realloc(v, sizeof(Scratch) * (size_t)nc);
             if (!nv) {
                 nn_release(c);
                 nn_error(NN_ERR_NOMEM, "optimizer step: out of memory");
-                return NULL;
+                return false;
             }
             v = nv, cap = nc;
         }
-        v[n++] = Scratch{back ? t : NULL, c};
-        return c;
+        v[n++] = Scratch{orig, c};
+        return true;
     }
 };
 
@@ -377,6 +423,7 @@ nn_status optim_step(const nn_kargs *a)
     Scratches sc{NULL, 0, 0};
     for (int k = 0; k < m; k++) {
         nn_tensor *p = a->list[k], *g = a->list[m + k], *st[3] = {NULL, NULL, NULL};
+        nn_tensor *lowp = a->i[7] > 0 ? a->list[a->i[7] * m + k] : NULL;
         for (int r = 0; r < nst; r++) st[r] = a->list[roles[r] * m + k];
         if (p->dtype != NN_F32 && p->dtype != NN_F64 && p->dtype != NN_F16 && p->dtype != NN_BF16) return nn_not_implemented(a, p->dtype);
         int64_t n = nn_numel(p);
@@ -386,11 +433,11 @@ nn_status optim_step(const nn_kargs *a)
         if (step_role >= 0) {
             nn_tensor *s = a->list[step_role * m + k];
             if (s->storage->device.type == NN_CPU) step = nn_load_f64(nn_data(s), s->dtype);
-            else e.step = nn_data(s), e.step_dt = s->dtype;
+            else e.step = nn_data(s), e.step_dt = (int8_t)s->dtype;
         }
         if (n == 0 && !e.step) continue; /* an empty param's device counter still counts (no chunks) */
         e.n = n;
-        e.dt = p->dtype;
+        e.dt = (int8_t)p->dtype;
         e.fresh = fresh;
         bool fast = nn_is_dense(p) && nn_same_strides(p, g);
         for (int r = 0; r < nst && fast; r++) fast = !st[r] || nn_same_strides(p, st[r]);
@@ -398,6 +445,7 @@ nn_status optim_step(const nn_kargs *a)
             e.p = nn_data(p);
             e.g = nn_data(g);
             for (int r = 0; r < nst; r++) e.s[r] = st[r] ? nn_data(st[r]) : NULL;
+            if (lowp) e.lowp = nn_data(lowp), e.lowp_dt = (int8_t)lowp->dtype;
         } else {
             nn_tensor *cp = sc.add(p, true, true), *cg = cp ? sc.add(g, true, false) : NULL;
             if (!cg) return nn_last_status();
@@ -409,6 +457,7 @@ nn_status optim_step(const nn_kargs *a)
                 if (!cs) return nn_last_status();
                 e.s[r] = nn_data(cs);
             }
+            if (lowp && !sc.push(lowp, nn_retain(p))) return nn_last_status(); /* cast after p's copy back */
         }
         if (!e.step) coefficients(a->op, a->f, step, e);
         t.e[t.nt] = e;

@@ -4,6 +4,7 @@
 
 #include "autocast.h"
 #include "backend.h"
+#include "device.h"
 #include "grad.h"
 #include "memory_format.h"
 
@@ -151,6 +152,26 @@ static nn_tensor *convert(nn_tensor *t, nn_dtype dt)
     return nn_to_dtype_preserve(t, dt);
 }
 
+/* Parameter t as dt: the copy its last optimizer step wrote where that still holds, else a new
+ * cast; either way its next step is asked to write one (engine/optim.c). The copy is handed
+ * over, not kept, so that it lives no longer than a cast would. */
+static nn_tensor *cast_param(nn_tensor *t, nn_dtype dt)
+{
+    nn_tensor *c = t->lowp;
+    t->lowp = NULL;
+    t->lowp_dtype = dt;
+    if (c && c->dtype == dt && t->lowp_version == t->storage->version && !nn_gpu_capturing()) {
+        if (nn_any_requires_grad(1, &t) && nn_record_copy("ToCopyBackward0", t, c)) {
+            nn_release(c);
+            return NULL;
+        }
+        stats.lowp_hits++;
+        return c;
+    }
+    nn_release(c);
+    return convert(t, dt);
+}
+
 /* t cast to dt, through the cache when t is a parameter going to the region's dtype */
 static nn_tensor *cast_one(nn_tensor *t, nn_dtype dt)
 {
@@ -164,7 +185,7 @@ static nn_tensor *cast_one(nn_tensor *t, nn_dtype dt)
             stats.cache_hits++;
             return nn_retain(e->cast);
         }
-        nn_tensor *c = convert(t, dt); /* t changed in place since: the entry is stale */
+        nn_tensor *c = cast_param(t, dt); /* t changed in place since: the entry is stale */
         if (c) {
             nn_release(e->cast);
             e->cast = nn_retain(c);
@@ -172,7 +193,7 @@ static nn_tensor *cast_one(nn_tensor *t, nn_dtype dt)
         }
         return c;
     }
-    nn_tensor *c = convert(t, dt);
+    nn_tensor *c = cast_param(t, dt);
     if (c && reserve()) {
         e = find(t, dt, grad);
         *e = (entry){nn_retain(t), nn_retain(c), version, dt, grad};

@@ -77,6 +77,7 @@ nn_dtype nn_autocast_opt_dtype(const nn_tensor *x, nn_dtype dt);
 typedef struct {
     uint64_t casts;      /* casts made (cached or not) */
     uint64_t cache_hits; /* casts served from the cache */
+    uint64_t lowp_hits;  /* parameter casts taken from the copy the optimizer step wrote */
     int cached;          /* entries in the cache now */
 } nn_autocast_stats;
 nn_autocast_stats nn_autocast_get_stats(void);

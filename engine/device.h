@@ -65,9 +65,13 @@ typedef struct {
     nn_status (*graph_capture_end)(nn_gpu_graph *g);
     nn_status (*graph_replay)(nn_gpu_graph *g);
     nn_status (*graph_reset)(nn_gpu_graph *g);
+    int (*graph_captures)(void); /* graphs capturing now */
 } nn_gpu_api;
 
 extern const nn_gpu_api *nn_gpu;
+
+/* a CUDA graph is capturing: work queued now runs only at replay, where no host code runs */
+static inline bool nn_gpu_capturing(void) { return nn_gpu && nn_gpu->graph_captures(); }
 
 /* A copy of CPU tensor t in page-locked memory (t itself if already pinned). */
 nn_tensor *nn_pin_memory(nn_tensor *t);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "device.h"
 #include "optim.h"
 #include "memory_format.h"
 
@@ -13,7 +14,7 @@
 nn_status nn_cpu_sgd_step(const nn_kargs *a);
 static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_sgd_step;
 
-enum { R_PARAM, R_GRAD, R_STATE, R_FRESH, R_STEP };
+enum { R_PARAM, R_GRAD, R_STATE, R_FRESH, R_STEP, R_LOWP };
 
 typedef struct {
     int kind;
@@ -117,7 +118,7 @@ static void count_steps(int n, int nroles, const role *roles, double by, const b
 /* Working lists for a step: on the stack for groups of up to SMALL params (no malloc in
  * steady state), else one heap block. */
 #define SMALL 64
-#define MAX_ROLES 6
+#define MAX_ROLES 7 /* the op's six at most, and the low-precision copies */
 typedef struct {
     int *idx;          /* the params of one device */
     nn_tensor **list;  /* the kernel's list, role-major */
@@ -205,6 +206,37 @@ static nn_status take_amp(nn_kargs *a, const char *fn, int n, const role *roles,
     return NN_OK;
 }
 
+/* The float16/bfloat16 copies a CUDA step writes beside the float32 params that autocast cast
+ * since their last step (autocast takes them instead of casting, engine/autocast.c); copies[k]
+ * NULL where none. A copy that cannot be allocated is left out: it only saves time. */
+static void make_lowp(int n, const role *roles, nn_tensor **copies)
+{
+    bool capturing = nn_gpu_capturing(); /* a replayed step would not hand its copies over */
+    for (int k = 0; k < n; k++) {
+        nn_tensor *p = roles[0].t[k];
+        copies[k] = NULL;
+        if (capturing || !roles[1].t[k] || p->lowp_dtype == NN_DTYPE_NONE || p->dtype != NN_F32 || p->storage->device.type != NN_CUDA ||
+            !nn_is_dense(p))
+            continue;
+        if (!(copies[k] = nn_empty_strided(p->ndim, p->shape, p->strides, p->lowp_dtype, p->storage->device))) nn_clear_error();
+    }
+}
+
+/* After the step: a param keeps the copy written beside its update (done[k]); every other
+ * param's copy is stale, and the next autocast region asks afresh. */
+static void keep_lowp(int n, const role *roles, nn_tensor **copies, const bool *done)
+{
+    for (int k = 0; k < n; k++) {
+        nn_tensor *p = roles[0].t[k];
+        if (!roles[1].t[k]) continue;
+        nn_release(p->lowp);
+        p->lowp = done[k] ? copies[k] : NULL;
+        if (!done[k]) nn_release(copies[k]);
+        p->lowp_version = p->storage->version;
+        p->lowp_dtype = NN_DTYPE_NONE;
+    }
+}
+
 static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles, const nn_tensor *found_inf, const nn_tensor *grad_scale)
 {
     const char *fn = nn_op_name(a->op);
@@ -217,9 +249,21 @@ static nn_status run_step(nn_kargs *a, int n, int nroles, role *roles, const nn_
     if (create_state(n, nroles, roles)) return nn_last_status();
     scratch w;
     if (scratch_init(&w, n, fn)) return nn_last_status();
+    nn_tensor *lowp_small[SMALL], **lowp = n <= SMALL ? lowp_small : malloc(sizeof *lowp * (size_t)n);
+    if (!lowp) {
+        free(w.heap);
+        return nn_error(NN_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    make_lowp(n, roles, lowp);
+    role all[MAX_ROLES];
+    memcpy(all, roles, sizeof *roles * (size_t)nroles);
+    all[nroles] = (role){R_LOWP, "lowp", lowp, 0, NULL};
+    a->i[7] = nroles;
     count_steps(n, nroles, roles, 1, NULL);
-    nn_status st = dispatch_all(a, n, nroles, roles, &w);
+    nn_status st = dispatch_all(a, n, nroles + 1, all, &w);
     if (st) count_steps(n, nroles, roles, -1, w.done); /* those updates did not happen */
+    keep_lowp(n, roles, lowp, w.done);
+    if (lowp != lowp_small) free(lowp);
     free(w.heap);
     return st;
 }

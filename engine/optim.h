@@ -95,6 +95,10 @@ nn_tensor *nn_optim_step_counter(double value);
  *                 f: lr alpha eps weight_decay momentum; i: centered maximize
  *   adagrad_step  0 params, 1 grads, 2 sum, 3 steps.  f: lr lr_decay weight_decay eps;
  *                 i: maximize
+ * Every op's list ends with one more role, kargs.i[7] its index: the float16/bfloat16 copy
+ * to write beside each updated float32 param (NULL where none; engine/optim.c makes them for
+ * the params autocast cast since their last step, on CUDA only), set even when found_inf
+ * skips the update.
  * kargs.in[0]: found_inf on the device, or NULL; a CPU found_inf is read by the frontend,
  * which then skips or runs the step without it. kargs.in[1]: grad_scale, or NULL.
  * Kernels update params and state in place; frontends have checked shapes, dtypes and

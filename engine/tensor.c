@@ -38,6 +38,7 @@ static nn_tensor *header(nn_dtype dt, int ndim, const int64_t *shape, const int6
     if (!t) { nn_error(NN_ERR_NOMEM, "out of memory allocating a tensor"); return NULL; }
     t->refcount = 1;
     t->dtype = dt;
+    t->lowp_dtype = NN_DTYPE_NONE;
     t->ndim = ndim;
     if (ndim) memcpy(t->shape, shape, ndim * sizeof *shape);
     if (strides) memcpy(t->strides, strides, ndim * sizeof *strides);
@@ -170,6 +171,7 @@ void nn_release(nn_tensor *t)
     nn_release(t->grad);
     nn_release(t->base);
     nn_release(t->finite_flags);
+    nn_release(t->lowp);
     storage_release(t->storage);
     free(t);
 }

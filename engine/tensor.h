@@ -55,6 +55,13 @@ typedef struct nn_tensor {
      * version is still finite_version. NULL: none. */
     struct nn_tensor *finite_flags;
     uint32_t finite_version;
+    /* autocast's float16/bfloat16 copy of this float32 parameter, written by the optimizer step
+     * that last updated it and taken by the next autocast cast (engine/autocast.c); it holds
+     * while the storage's version is still lowp_version. lowp_dtype: what autocast cast this
+     * parameter to since its last step (NN_DTYPE_NONE: nothing; the step then writes no copy). */
+    struct nn_tensor *lowp;
+    uint32_t lowp_version;
+    nn_dtype lowp_dtype;
 } nn_tensor;
 
 /* Allocation and lifetime */

@@ -1,7 +1,9 @@
 -- Mixed precision from Lua: torch.autocast as a <close> value, a function runner and a
 -- decorator (wrap) on a module's forward; aliases; nesting and enabled=false; the dtypes
 -- the policy gives F and nn ops under CPU autocast (bfloat16); gradients reaching
--- float32 parameters in float32; one cast per parameter per region; GradScaler on CPU
+-- float32 parameters in float32; one cast per parameter per region; on CUDA, the float16
+-- copies the optimizer step writes, taken instead of casts (bit for bit the same forward
+-- and updates as fresh casts, through skipped steps and in-place changes); GradScaler on CPU
 -- tensors: scaling, a skipped step on inf (parameters unchanged bit for bit, scale
 -- halved), growth after growth_interval clean steps, a scale sequence worked out from
 -- PyTorch's rule, unscale_ + clipping + step, state_dict round trips, a disabled scaler,
@@ -148,6 +150,64 @@ T.test("one cast per parameter per region", function()
     T.check(y1.dtype == torch.bfloat16 and y2.dtype == torch.bfloat16, "outputs")
   end
   T.eq(stats().cached, 0, "dropped at close")
+end)
+
+T.test("autocast takes the float16 copies the optimizer step wrote (CUDA)", function()
+  local dev = torch.cuda.is_available() and "cuda" or "cpu"
+  local makers = {
+    function(ps) return optim.AdamW(ps, { lr = 0.01 }) end,
+    function(ps) return optim.SGD(ps, { lr = 0.05, momentum = 0.9 }) end,
+  }
+  for which, make in ipairs(makers) do
+    local function build()
+      torch.manual_seed(11)
+      local m = nn.Sequential(nn.Linear(40, 24), nn.ReLU(), nn.Linear(24, 6)):to(dev)
+      return m, make(m:parameters()), torch.amp.GradScaler(dev, { init_scale = 256 })
+    end
+    local a, opt_a, sc_a = build()
+    local b, opt_b, sc_b = build() -- the reference: its copies are dropped, so it casts every step
+    local function step(m, opt, scaler, x)
+      opt:zero_grad()
+      local y
+      do
+        local _ <close> = torch.autocast(dev)
+        y = m(x)
+        scaler:scale(y:float():pow(2):mean()):backward()
+      end
+      scaler:step(opt)
+      scaler:update()
+      return y
+    end
+    local function both(x, what)
+      local h0 = stats().lowp_hits
+      local ya = step(a, opt_a, sc_a, x)
+      local h1 = stats().lowp_hits
+      for _, p in ipairs(b:parameters()) do p.data = p.data end -- a new .data drops the copy
+      local yb = step(b, opt_b, sc_b, x)
+      T.eq(stats().lowp_hits, h1, what .. ": the reference casts")
+      T.check(not torch.isfinite(x):all():item() or torch.equal(ya, yb), what .. ": the forward matches fresh casts bit for bit")
+      for i, p in ipairs(a:parameters()) do
+        T.check(torch.equal(p:detach(), b:parameters()[i]:detach()), what .. ": parameter " .. i .. " matches")
+      end
+      return h1 - h0
+    end
+    local tag = dev .. " optimizer " .. which
+    torch.manual_seed(12)
+    local x = torch.randn(16, 40):to(dev)
+    local cuda = dev == "cuda"
+    T.eq(both(x, tag .. " step 1"), 0, tag .. ": nothing to take before a step")
+    for k = 2, 4 do T.eq(both(x, tag .. " step " .. k), cuda and 4 or 0, tag .. ": copies taken on CUDA only") end
+    local bad = x:clone()
+    bad[1][1] = math.huge
+    both(bad, tag .. " skipped step")
+    T.eq(sc_a:get_scale(), 128.0, tag .. ": the inf step was skipped")
+    T.eq(both(x, tag .. " after the skip"), cuda and 4 or 0, tag .. ": the skipped step wrote the copies too")
+    torch.no_grad(function()
+      a[0].weight:mul_(0.5)
+      b[0].weight:mul_(0.5)
+    end)
+    T.eq(both(x, tag .. " after an in-place change"), cuda and 3 or 0, tag .. ": a param changed in place is cast afresh")
+  end
 end)
 
 -- ---- GradScaler ----

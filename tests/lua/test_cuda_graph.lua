@@ -1,6 +1,7 @@
 -- CUDA graphs: a captured expression replays on new data in its static inputs; a captured
 -- MLP training step (forward, cross_entropy, backward, SGD momentum) replayed gives the
--- same losses and weights as the same steps run eagerly; replays allocate nothing; the
+-- same losses and weights as the same steps run eagerly, also under autocast (where eager
+-- steps take the optimizer's parameter copies and a captured one casts); replays allocate nothing; the
 -- function and <close> forms; a host read inside a capture fails with a clear error and
 -- the session goes on; graphs sharing a pool. Without a GPU: CUDAGraph() raises.
 local T = ...
@@ -38,7 +39,9 @@ local function mlp()
   return torch.nn.Sequential(torch.nn.Linear(784, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)):to(dev)
 end
 
-T.test("captured training step equals eager steps", function()
+-- amp: the step runs under autocast, whose parameter casts eager steps take from the copies
+-- the optimizer wrote (engine/optim.c) and a captured step makes itself
+local function captured_vs_eager(amp)
   local eager, graphed = mlp(), mlp()
   local opt_e = torch.optim.SGD(eager:parameters(), { lr = 0.1, momentum = 0.9 })
   local opt_g = torch.optim.SGD(graphed:parameters(), { lr = 0.1, momentum = 0.9 })
@@ -47,7 +50,11 @@ T.test("captured training step equals eager steps", function()
   local static_y = torch.zeros(128, { dtype = torch.int64, device = dev })
   local function step(model, opt, x, y)
     opt:zero_grad()
-    local loss = F.cross_entropy(model(x), y)
+    local loss
+    do
+      local _ <close> = torch.autocast("cuda", { enabled = amp })
+      loss = F.cross_entropy(model(x), y)
+    end
     loss:backward()
     opt:step()
     return loss
@@ -78,6 +85,13 @@ T.test("captured training step equals eager steps", function()
   end
   local pe, pg = eager:parameters(), graphed:parameters()
   for i = 1, #pe do same(pg[i], pe[i], "parameter " .. i .. " after 8 steps") end
+end
+
+T.test("captured training step equals eager steps", function() captured_vs_eager(false) end)
+T.test("captured autocast training step equals eager steps", function()
+  local hits = torch._amp.stats().lowp_hits
+  captured_vs_eager(true)
+  T.check(torch._amp.stats().lowp_hits > hits, "the eager steps took the optimizer's copies")
 end)
 
 T.test("function forms and pools", function()
