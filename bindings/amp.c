@@ -9,6 +9,9 @@
  *   _amp.stats()                           {casts=, cache_hits=, lowp_hits=, cached=} (tests)
  *   _amp.unscale_(grads, found_inf, inv_scale)   one fused pass over a list of gradients
  *   _amp.check_finite_(grads, found_inf)          the inf/nan check alone (reads cast flags where it can)
+ *   _amp.unscale_grads_(params, found_inf, inv_scale), check_grads_(params, found_inf)
+ *                                          the same over the params' .grad, read in C
+ *   _amp.grad_device(p)                    p.grad's device string and whether it is float16, or nothing
  *   _amp.flags_hold(t)                     t's cast flags still stand for its values (tests)
  *   _amp.update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval)
  *
@@ -143,36 +146,57 @@ static int a_stats(lua_State *L)
 
 /* unscale_(grads, found_inf, inv_scale): grads a list of tensors */
 /* the tensors of the list at argument 1, in a buffer the GC frees (also on error); *n: how many */
-static nn_tensor **tensor_list(lua_State *L, int *n)
+/* The tensors of the list at 1, or (grads_of) the gradients of the params there, read in C:
+ * GradScaler's per-step pass makes no Tensor userdata for a .grad, whose bytes each one would
+ * report to the collector's pacing again (bindings/tensor.c). */
+static nn_tensor **tensor_list(lua_State *L, int *n, bool grads_of)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     *n = (int)lua_rawlen(L, 1);
     nn_tensor **gs = lua_newuserdatauv(L, sizeof *gs * (size_t)(*n ? *n : 1), 0);
     for (int k = 0; k < *n; k++) {
         lua_rawgeti(L, 1, k + 1);
-        gs[k] = lt_totensor(L, -1);
-        if (!gs[k]) luaL_argerror(L, 1, lua_pushfstring(L, "tensor expected at index %d, got %s", k + 1, luaL_typename(L, -1)));
+        nn_tensor *t = lt_totensor(L, -1);
+        if (!t) luaL_argerror(L, 1, lua_pushfstring(L, "tensor expected at index %d, got %s", k + 1, luaL_typename(L, -1)));
+        if (grads_of && !t->grad) luaL_argerror(L, 1, lua_pushfstring(L, "the parameter at index %d has no gradient", k + 1));
+        gs[k] = grads_of ? t->grad : t;
         lua_pop(L, 1);
     }
     return gs;
 }
 
-static int a_unscale(lua_State *L)
+static int unscale(lua_State *L, bool grads_of)
 {
     nn_tensor *found = lt_check(L, 2), *inv = lt_check(L, 3);
     int n;
-    nn_tensor **gs = tensor_list(L, &n);
+    nn_tensor **gs = tensor_list(L, &n, grads_of);
     if (nn_amp_unscale_(n, gs, found, inv)) return lt_fail(L, 1);
     return 0;
 }
 
-static int a_check_finite(lua_State *L)
+static int check_finite(lua_State *L, bool grads_of)
 {
     nn_tensor *found = lt_check(L, 2);
     int n;
-    nn_tensor **gs = tensor_list(L, &n);
+    nn_tensor **gs = tensor_list(L, &n, grads_of);
     if (nn_amp_check_finite_(n, gs, found)) return lt_fail(L, 1);
     return 0;
+}
+
+static int a_unscale(lua_State *L) { return unscale(L, false); }
+static int a_unscale_grads(lua_State *L) { return unscale(L, true); }
+static int a_check_finite(lua_State *L) { return check_finite(L, false); }
+static int a_check_grads(lua_State *L) { return check_finite(L, true); }
+
+/* p.grad's device ("cuda:0") and whether it is float16; nothing when p has no gradient */
+static int a_grad_device(lua_State *L)
+{
+    nn_tensor *p = lt_check(L, 1);
+    if (!p->grad) return 0;
+    char b[32];
+    lua_pushstring(L, nn_device_str(b, p->grad->storage->device));
+    lua_pushboolean(L, p->grad->dtype == NN_F16);
+    return 2;
 }
 
 /* whether t carries cast flags that still stand for its values (tests) */
@@ -276,7 +300,8 @@ void lt_open_amp(lua_State *L)
         {"region", a_region}, {"is_enabled", a_is_enabled}, {"get_dtype", a_get_dtype}, {"set_enabled", a_set_enabled},
         {"set_dtype", a_set_dtype}, {"is_cache_enabled", a_is_cache_enabled}, {"set_cache_enabled", a_set_cache_enabled},
         {"increment_nesting", a_increment_nesting}, {"decrement_nesting", a_decrement_nesting}, {"clear_cache", a_clear_cache},
-        {"stats", a_stats}, {"unscale_", a_unscale}, {"check_finite_", a_check_finite}, {"flags_hold", a_flags_hold}, {"update_scale_", a_update_scale}, {NULL, NULL},
+        {"stats", a_stats}, {"unscale_", a_unscale}, {"check_finite_", a_check_finite},
+        {"unscale_grads_", a_unscale_grads}, {"check_grads_", a_check_grads}, {"grad_device", a_grad_device}, {"flags_hold", a_flags_hold}, {"update_scale_", a_update_scale}, {NULL, NULL},
     };
     luaL_newlib(L, fns);
     lua_setfield(L, torch, "_amp");

@@ -412,29 +412,7 @@ static int f_linear(lua_State *L)
     if (x->ndim == 0 || x->shape[x->ndim - 1] != w->shape[w->ndim - 1])
         return luaL_argerror(L, 2, lua_pushfstring(L, "input %s and weight %s do not match", nn_shape_str(s1, x->ndim, x->shape),
                                                    nn_shape_str(s2, w->ndim, w->shape)));
-    nn_tensor *c[3] = {NULL, NULL, NULL};
-    if (nn_autocast_on()) { /* autocast casts linear's operands (the weight before its transpose: through the cache) */
-        nn_tensor *in[3] = {x, w, b};
-        if (nn_autocast_inputs(NN_OP_bmm, 3, in, c)) return lt_fail(L, 2);
-        x = c[0] ? c[0] : x, w = c[1] ? c[1] : w, b = c[2] ? c[2] : b;
-    }
-    nn_tensor *wt = nn_t(w), *r;
-    if (!wt) {
-        nn_autocast_release(3, c);
-        return lt_fail(L, 2);
-    }
-    if (x->ndim == 2 && b && w->ndim == 2) r = nn_addmm(b, x, wt, 1, 1);
-    else {
-        r = nn_matmul(x, wt);
-        if (r && b) {
-            nn_tensor *y = nn_binary(NN_OP_add, r, b);
-            nn_release(r);
-            r = y;
-        }
-    }
-    nn_release(wt);
-    nn_autocast_release(3, c);
-    lt_push_or_fail(L, r, b ? 3 : 2);
+    lt_push_or_fail(L, nn_linear(x, w, b), b ? 3 : 2);
     return 1;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp.h"
 #include "autograd.h"
 #include "lt.h"
 
@@ -313,8 +314,7 @@ static void set_data(lua_State *L, nn_tensor *t)
     memcpy(t->shape, s->shape, sizeof t->shape);
     memcpy(t->strides, s->strides, sizeof t->strides);
     t->offset = s->offset;
-    nn_release(t->finite_flags); /* they spoke for the old values */
-    t->finite_flags = NULL;
+    nn_set_finite_witnesses(t, 0, NULL); /* they spoke for the old values */
     nn_release(t->lowp);
     t->lowp = NULL;
     nn_release(old);

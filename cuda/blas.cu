@@ -8,7 +8,8 @@
  * is row-major the problem solved is out^T = in1^T @ in0^T, otherwise out = in0 @ in1; an out
  * with neither unit stride is computed in the workspace and copied back.
  *   float32            cuBLASLt, FP32 compute, or TF32 when nn_cuda_allow_tf32 is set
- *   float16, bfloat16  cuBLASLt, float accumulation and float alpha/beta
+ *   float16, bfloat16  cuBLASLt, float accumulation and float alpha/beta; out may also be
+ *                      float32 (the product rounded once, to float: autocast's weight gradients)
  *   float64            cublasDgemmStridedBatched
  *   int64/int32/uint8  a plain kernel, wrapping int64 arithmetic as the CPU kernel does
  * cuBLASLt descriptors, layouts and the heuristic's algorithm are kept per problem (shape,
@@ -149,7 +150,7 @@ nn_status relu_inplace(char *p, int64_t n, nn_dtype dt, cudaStream_t s)
 /* ---- the cuBLASLt plan cache ---- */
 
 struct LtKey {
-    int32_t dev, dtype, tf32, epilogue, ta, tb, batch;
+    int32_t dev, dtype, cdtype, tf32, epilogue, ta, tb, batch;
     uint32_t al1, al2, alc, albias;
     int64_t r1, c1, ld1, bs1, r2, c2, ld2, bs2, rc, cc, ldc, bsc, k;
 };
@@ -186,7 +187,7 @@ cudaDataType_t cuda_type(nn_dtype dt)
 /* The problem: D(rc x cc) = op1(s1) @ op2(s2) in column-major terms, batched. */
 struct Problem {
     int dev;
-    nn_dtype dt;
+    nn_dtype dt, cdt; /* operands', C and D's */
     int64_t batch, k;
     Side s1, s2;
     char *c;
@@ -219,7 +220,7 @@ nn_status build_plan(const Problem &P, const LtKey &key, nn_cuda_device *d, LtPl
     nn_status st;
     if ((st = lt_layout(&plan->l1, P.dt, P.s1.rows, P.s1.cols, P.s1.ld, P.batch, P.s1.bs)) ||
         (st = lt_layout(&plan->l2, P.dt, P.s2.rows, P.s2.cols, P.s2.ld, P.batch, P.s2.bs)) ||
-        (st = lt_layout(&plan->lc, P.dt, P.rc, P.cc, P.ldc, P.batch, P.bsc)))
+        (st = lt_layout(&plan->lc, P.cdt, P.rc, P.cc, P.ldc, P.batch, P.bsc)))
         return st;
     cublasLtMatmulPreference_t pref;
     NN_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -259,7 +260,7 @@ nn_status run_cublas(const Problem &P, nn_cuda_device *d, cudaStream_t stream)
     cublasComputeType_t ct = P.dt == NN_F32 && nn_cuda_allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cudaDataType_t t = cuda_type(P.dt);
     NN_CHECK(cublasGemmStridedBatchedEx(d->cublas, ta, tb, m, n, k, &al, P.s1.p, t, (int)P.s1.ld, P.s1.bs, P.s2.p, t, (int)P.s2.ld, P.s2.bs,
-                                        &be, P.c, t, (int)P.ldc, P.bsc, nb, ct, CUBLAS_GEMM_DEFAULT));
+                                        &be, P.c, cuda_type(P.cdt), (int)P.ldc, P.bsc, nb, ct, CUBLAS_GEMM_DEFAULT));
     return NN_OK;
 }
 
@@ -285,7 +286,7 @@ nn_status run_problem(const Problem &P, nn_cuda_device *d, cudaStream_t stream, 
     if (P.dt == NN_F64) return run_cublas(P, d, stream);
     LtKey key;
     memset(&key, 0, sizeof key);
-    key.dev = P.dev, key.dtype = P.dt, key.tf32 = P.dt == NN_F32 && nn_cuda_allow_tf32;
+    key.dev = P.dev, key.dtype = P.dt, key.cdtype = P.cdt, key.tf32 = P.dt == NN_F32 && nn_cuda_allow_tf32;
     key.epilogue = P.bias ? (P.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : (P.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
     key.ta = P.s1.trans, key.tb = P.s2.trans, key.batch = (int32_t)P.batch;
     key.al1 = align_of(P.s1.p), key.al2 = align_of(P.s2.p), key.alc = align_of(P.c), key.albias = P.bias ? align_of(P.bias) : 0;
@@ -396,10 +397,11 @@ nn_status stage_copy(const Mat &dst, const Mat &src, int64_t nbatch, size_t es, 
     return nn_staging::copy(dst.p, ds, src.p, ss, shape, 3, es, s);
 }
 
-/* out (C, any strides) = beta*out + alpha*(A @ B) for float dtypes; bias/relu: the linear epilogue
- * (then out is row-major contiguous and beta is 0). */
-nn_status gemm_float(int dev, nn_dtype dt, int64_t nb, int64_t m, int64_t n, int64_t k, const Mat &A, const Mat &B, const Mat &C, double alpha,
-                     double beta, const nn_tensor *bias, bool relu, const char *fn)
+/* out (C, any strides, dtype cdt: dt, or float32 for float16/bfloat16 operands) = beta*out +
+ * alpha*(A @ B) for float dtypes; bias/relu: the linear epilogue (then out is row-major
+ * contiguous, of dtype dt, and beta is 0). */
+nn_status gemm_float(int dev, nn_dtype dt, nn_dtype cdt, int64_t nb, int64_t m, int64_t n, int64_t k, const Mat &A, const Mat &B, const Mat &C,
+                     double alpha, double beta, const nn_tensor *bias, bool relu, const char *fn)
 {
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || nb > INT_MAX)
         return nn_error(NN_ERR_ARG, "%s: matrix dims above %d are not supported on CUDA", fn, INT_MAX);
@@ -407,13 +409,13 @@ nn_status gemm_float(int dev, nn_dtype dt, int64_t nb, int64_t m, int64_t n, int
     nn_cuda_device *d = nn_cuda_dev(dev);
     if (!d) return nn_last_status();
     cudaStream_t stream = nn_cuda_current(d);
-    size_t es = nn_dtype_size(dt);
+    size_t es = nn_dtype_size(dt), esc = nn_dtype_size(cdt);
     nn_staging::Carve cv;
     size_t lt_off = dt == NN_F64 ? 0 : cv.take(kLtWorkspace);
     Operand oa, ob, oc;
     operand_init(&oa, A, nb, cv, es);
     operand_init(&ob, B, nb, cv, es);
-    operand_init(&oc, C, nb, cv, es);
+    operand_init(&oc, C, nb, cv, esc);
     size_t bias_off = 0;
     bool stage_bias = bias && (bias->strides[0] != 1 || align_of(nn_data(bias)) < 16);
     if (stage_bias) bias_off = cv.take((size_t)bias->shape[0] * es);
@@ -434,7 +436,7 @@ nn_status gemm_float(int dev, nn_dtype dt, int64_t nb, int64_t m, int64_t n, int
     if (!oc.direct) {
         c = staged(oc, ws);
         c.bs = c.rows * c.cols;
-        if (beta != 0 && (st = stage_copy(c, C, nb, es, stream))) return st;
+        if (beta != 0 && (st = stage_copy(c, C, nb, esc, stream))) return st;
         layout_of(c, &oc.colmajor, &oc.ld);
     }
     const void *bias_p = NULL;
@@ -447,7 +449,7 @@ nn_status gemm_float(int dev, nn_dtype dt, int64_t nb, int64_t m, int64_t n, int
         }
     }
     Problem P;
-    P.dev = dev, P.dt = dt, P.batch = nb, P.k = k, P.alpha = alpha, P.beta = beta, P.bias = bias_p, P.relu = relu;
+    P.dev = dev, P.dt = dt, P.cdt = cdt, P.batch = nb, P.k = k, P.alpha = alpha, P.beta = beta, P.bias = bias_p, P.relu = relu;
     P.c = c.p, P.bsc = c.bs, P.ldc = oc.ld;
     if (!oc.colmajor) { /* out^T = B^T @ A^T */
         P.s1 = side_of(b, ob.colmajor, ob.ld, true);
@@ -463,7 +465,7 @@ nn_status gemm_float(int dev, nn_dtype dt, int64_t nb, int64_t m, int64_t n, int
     if ((st = run_problem(P, d, stream, ws + lt_off))) return st;
     if (!oc.direct) {
         Mat src = c;
-        if ((st = stage_copy(C, src, nb, es, stream))) return st;
+        if ((st = stage_copy(C, src, nb, esc, stream))) return st;
     }
     return NN_OK;
 }
@@ -474,7 +476,8 @@ extern "C" nn_status nn_cuda_bmm(const nn_kargs *a)
 {
     nn_tensor *x = a->in[0], *y = a->in[1], *out = a->out[0];
     nn_dtype dt = out->dtype;
-    if (x->dtype != dt || y->dtype != dt)
+    bool widened = dt == NN_F32 && (x->dtype == NN_F16 || x->dtype == NN_BF16); /* float16/bfloat16 operands into a float32 out */
+    if ((x->dtype != dt && !widened) || y->dtype != x->dtype)
         return nn_error(NN_ERR_DTYPE, "bmm: expected operands of one dtype, got %s, %s and out %s", nn_dtype_name(x->dtype),
                         nn_dtype_name(y->dtype), nn_dtype_name(dt));
     int dev = nn_cuda_index(a);
@@ -489,7 +492,7 @@ extern "C" nn_status nn_cuda_bmm(const nn_kargs *a)
     case NN_F32:
     case NN_F64:
     case NN_F16:
-    case NN_BF16: return gemm_float(dev, dt, nb, m, n, k, mat_of(x), mat_of(y), mat_of(out), a->f[0], a->f[1], NULL, false, "bmm");
+    case NN_BF16: return gemm_float(dev, x->dtype, dt, nb, m, n, k, mat_of(x), mat_of(y), mat_of(out), a->f[0], a->f[1], NULL, false, "bmm");
     case NN_I64:
     case NN_I32:
     case NN_U8: return bmm_int(a, nn_cuda_current(d));
@@ -531,8 +534,8 @@ extern "C" nn_status nn_cuda_linear(nn_tensor *out, const nn_tensor *x, const nn
         } else {
             NN_CHECK(cudaMemsetAsync(C.p, 0, (size_t)(m * n) * es, s));
         }
-        if (k > 0 && (st = gemm_float(dev, dt, 1, m, n, k, A, B, C, 1.0, bias ? 1.0 : 0.0, NULL, false, "linear"))) return st;
+        if (k > 0 && (st = gemm_float(dev, dt, dt, 1, m, n, k, A, B, C, 1.0, bias ? 1.0 : 0.0, NULL, false, "linear"))) return st;
         return relu ? relu_inplace(C.p, m * n, dt, s) : NN_OK;
     }
-    return gemm_float(dev, dt, 1, m, n, k, A, B, C, 1.0, 0.0, bias, relu, "linear");
+    return gemm_float(dev, dt, dt, 1, m, n, k, A, B, C, 1.0, 0.0, bias, relu, "linear");
 }

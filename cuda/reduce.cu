@@ -264,7 +264,7 @@ template <typename A> __device__ __forceinline__ A shfl_down(const A &v, int off
 
 /* Steps acc over reduced positions i, i + step, ... below r1 of the output at base. With
  * two reduced dims (a conv bias's gradient: N and H*W) the position moves without a
- * division per element. */
+ * division per element, and a thread has U loads in flight (the same order of steps). */
 template <class R, typename T>
 __device__ __forceinline__ void red_walk(const RGeo &g, const R &r, const char *base, int64_t i, int64_t r1, int step,
                                          typename R::acc_t &acc)
@@ -276,6 +276,18 @@ __device__ __forceinline__ void red_walk(const RGeo &g, const R &r, const char *
     } else if (g.nr == 2) { /* a step moves (outer, inner) by (step / n, step % n), carrying once at most */
         const int64_t n = g.rs[1], si = g.rin[1], so = g.rin[0];
         int64_t outer = i, inner = divmod(outer, n, g.small), douter = step, dinner = divmod(douter, n, g.small);
+        constexpr int U = 8;
+        for (; i + (U - 1) * (int64_t)step < r1; i += U * (int64_t)step) {
+            T v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                v[u] = *(const T *)(base + outer * so + inner * si);
+                inner += dinner, outer += douter;
+                if (inner >= n) inner -= n, outer++;
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) r.step(acc, ld(v[u]), i + u * (int64_t)step);
+        }
         for (; i < r1; i += step) {
             r.step(acc, ld(*(const T *)(base + outer * so + inner * si)), i);
             inner += dinner, outer += douter;

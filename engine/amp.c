@@ -43,13 +43,18 @@ static nn_status unscale_or_check(const char *fn, int n, nn_tensor *const *grads
         else st = same_device(fn, "a gradient", grads[k], found_inf);
     }
     if (st || m == 0) return st;
-    nn_tensor *small[64], **list = m <= 64 ? small : malloc(sizeof *list * (size_t)m);
+    nn_tensor *small[64], **list = 2 * m <= 64 ? small : malloc(sizeof *list * 2 * (size_t)m); /* two flags a gradient at most */
     if (!list) return nn_error(NN_ERR_NOMEM, "%s: out of memory", fn);
     m = 0;
     for (int k = 0; k < n; k++) {
         nn_tensor *g = grads[k];
         if (!g) continue;
-        list[m++] = !inv_scale && nn_finite_flags_hold(g) ? g->finite_flags : g;
+        if (!inv_scale && nn_finite_flags_hold(g)) {
+            list[m++] = g->finite_flags[0];
+            if (g->finite_flags[1]) list[m++] = g->finite_flags[1];
+        } else {
+            list[m++] = g;
+        }
     }
     nn_kargs a = {.op = NN_OP_amp_unscale, .out = {found_inf}, .in = {inv_scale}, .nin = inv_scale ? 1 : 0, .list = list, .nlist = m};
     st = nn_dispatch(&a);
@@ -88,9 +93,20 @@ nn_tensor *nn_cast_checked(nn_tensor *t, nn_dtype dt)
         nn_release(out);
         return NULL;
     }
-    out->finite_flags = flags;
-    out->finite_version = out->storage->version;
+    nn_set_finite_witnesses(out, 1, &flags);
+    nn_release(flags);
     return out;
+}
+
+void nn_set_finite_witnesses(nn_tensor *t, int n, nn_tensor *const *w)
+{
+    for (int k = 0; k < 2; k++) {
+        nn_tensor *old = t->finite_flags[k];
+        t->finite_flags[k] = k < n ? nn_retain(w[k]) : NULL;
+        t->finite_wversion[k] = k < n ? w[k]->storage->version : 0;
+        nn_release(old);
+    }
+    t->finite_version = t->storage->version;
 }
 
 nn_status nn_amp_update_scale_(nn_tensor *scale, nn_tensor *growth_tracker, nn_tensor *found_inf, double growth_factor,

@@ -22,8 +22,16 @@ nn_status nn_amp_check_finite_(int n, nn_tensor *const *grads, nn_tensor *found_
  * how a float16/bfloat16 gradient becomes a float32 .grad whose inf/nan check is then almost
  * free. t must not require grad (the cast is not recorded). */
 nn_tensor *nn_cast_checked(nn_tensor *t, nn_dtype dt);
-/* t's finite_flags still speak for its values (it has not been written since the cast) */
-static inline bool nn_finite_flags_hold(const nn_tensor *t) { return t->finite_flags && t->finite_version == t->storage->version; }
+/* t's finite_flags still speak for its values (none of them has been written since they were set) */
+static inline bool nn_finite_flags_hold(const nn_tensor *t)
+{
+    if (!t->finite_flags[0] || t->finite_version != t->storage->version) return false;
+    for (int k = 0; k < 2; k++)
+        if (t->finite_flags[k] && t->finite_flags[k]->storage->version != t->finite_wversion[k]) return false;
+    return true;
+}
+/* t's finite_flags become w[0..n) (n <= 2; 0: none), as of now */
+void nn_set_finite_witnesses(nn_tensor *t, int n, nn_tensor *const *w);
 
 /* PyTorch's scale update, in place: found_inf nonzero -> scale *= backoff_factor, tracker = 0;
  * else tracker + 1 == growth_interval -> scale *= growth_factor (only if the result is finite),

@@ -65,6 +65,9 @@ nn_status nn_record_stack(nn_tensor *const *ts, int n, int dim, nn_tensor *out);
 nn_status nn_record_matmul(const char *name, nn_tensor *a, nn_tensor *b, nn_tensor *out);
 nn_status nn_record_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, nn_tensor *out, double beta, double alpha);
 nn_status nn_record_outer(nn_tensor *a, nn_tensor *b, nn_tensor *out);
+/* autocast's linear (engine/linalg.c): out = x16 @ w16^T (+ b16), recorded against the float32
+ * params w and b (b may be NULL) rather than their casts w16 and b16 */
+nn_status nn_record_linear_widened(nn_tensor *b, nn_tensor *x16, nn_tensor *w, nn_tensor *w16, nn_tensor *out);
 
 #ifdef NN_GRAD_INTERNAL
 /* For the grad_*.c files: a scope that owns the temporaries of a backward formula, so

@@ -3,6 +3,7 @@
  * then gA = G @ B^T and gB = A^T @ G, with batch dims that were broadcast summed away by
  * nn_backward. When only A has batch dims, gB folds them into the rows: one mm. */
 #define NN_GRAD_INTERNAL
+#include "amp.h"
 #include "grad.h"
 
 #define NEEDS(n, k) ((n)->next[k].node != NULL)
@@ -121,6 +122,43 @@ nn_status nn_record_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, nn_tensor
      * (PyTorch's mm_mat2_backward does the same) */
     n->i[0] = b->ndim == 2 && b->shape[0] > 1 && b->shape[1] > 1 && b->strides[0] == 1 && b->strides[1] == b->shape[0];
     save_operands(n, 1, 2, a, b);
+    return finish(n, out);
+}
+
+/* edges: b (or none), x16, w; saved: 0 x16 (when w needs a gradient), 1 w16 (when x16 does).
+ * Float32 gradients for w and b: the product widened (one rounding) and a float32 sum. w's
+ * gradient is inf or nan exactly when g or x16 holds one (the float accumulation of 16-bit
+ * products cannot overflow), so those two speak for it to GradScaler's check. */
+static nn_status linear_widened_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi)
+{
+    nn_tensor *x16, *w16, *g = go[0];
+    nn_status st = load_operands(n, 1, 2, &x16, &w16);
+    if (st) return st;
+    gscope s = {0};
+    bool graph = nn_grad_enabled(); /* create_graph: ops that record */
+    if (NEEDS(n, 0)) gi[0] = nn_sum_dtype(g, 1u, false, NN_F32);
+    if (NEEDS(n, 1)) gi[1] = nn_mm(g, w16);
+    if (NEEDS(n, 2)) {
+        nn_tensor *gt = mT(&s, g);
+        if (graph) {
+            gi[2] = gt ? nn_to_dtype(mm(&s, gt, x16), NN_F32) : NULL;
+        } else if (gt && (gi[2] = nn_mm_widened(gt, x16)) && nn_numel(g) + nn_numel(x16) < 2 * nn_numel(gi[2])) {
+            nn_tensor *w[2] = {g, x16}; /* fewer bytes to read than the gradient */
+            nn_set_finite_witnesses(gi[2], 2, w);
+        }
+    }
+    gs_free(&s);
+    for (int k = 0; k < 3; k++)
+        if (NEEDS(n, k) && !gi[k]) return nn_last_status();
+    return NN_OK;
+}
+
+nn_status nn_record_linear_widened(nn_tensor *b, nn_tensor *x16, nn_tensor *w, nn_tensor *w16, nn_tensor *out)
+{
+    nn_tensor *ins[3] = {b, x16, w};
+    nn_node *n = nn_node_new("AddmmBackward0", linear_widened_backward, 3, ins);
+    if (!n) return nn_last_status();
+    save_operands(n, 1, 2, x16, w16);
     return finish(n, out);
 }
 

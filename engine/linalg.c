@@ -354,6 +354,83 @@ nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, do
     return out;
 }
 
+nn_tensor *nn_mm_widened(nn_tensor *a, nn_tensor *b)
+{
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0] || a->dtype != b->dtype || (a->dtype != NN_F16 && a->dtype != NN_BF16) ||
+        a->storage->device.type != NN_CUDA || !nn_device_eq(a->storage->device, b->storage->device)) {
+        nn_error(NN_ERR_ARG, "mm_widened: expected 2-D float16 or bfloat16 CUDA operands that can be multiplied");
+        return NULL;
+    }
+    int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1], shape[2] = {m, n};
+    nn_tensor *out = nn_empty(2, shape, NN_F32, a->storage->device);
+    if (out && gemm(view3(a, 1, m, k, 0, a->strides[0], a->strides[1], a->offset), view3(b, 1, k, n, 0, b->strides[0], b->strides[1], b->offset),
+                    view3(out, 1, m, n, 0, n, 1, 0), 1, 0)) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static bool float32_param(const nn_tensor *t) { return t->dtype == NN_F32 && t->requires_grad && !t->grad_fn && t->storage->device.type == NN_CUDA; }
+
+/* Autocast's linear on CUDA with float32 params w (and b): the product runs on their 16-bit casts
+ * as it would, but is recorded against w and b themselves, so that the backward writes their
+ * gradients in float32 straight from the product's float accumulation instead of 16-bit
+ * gradients cast up. *out: the result, NULL on error. False: not this case. */
+static bool linear_widened(nn_tensor *x, nn_tensor *w, nn_tensor *b, nn_tensor **out)
+{
+    nn_dtype dt = nn_autocast_dtype(NN_CUDA);
+    if (!nn_autocast_enabled(NN_CUDA) || !nn_grad_enabled() || (dt != NN_F16 && dt != NN_BF16) || x->ndim != 2 || w->ndim != 2 ||
+        !float32_param(w) || (b && (b->ndim != 1 || !float32_param(b) || !nn_device_eq(b->storage->device, w->storage->device))) ||
+        !nn_device_eq(x->storage->device, w->storage->device) || !nn_dtype_is_float(x->dtype) || x->dtype == NN_F64)
+        return false;
+    nn_tensor *cx = NULL, *cp[2] = {NULL, NULL}, *params[2] = {w, b}, *wt = NULL;
+    *out = NULL;
+    if (nn_autocast_apply(NN_AUTOCAST_LOWER, 1, &x, &cx)) return true;
+    nn_set_grad_enabled(false); /* the params' casts and the product stay off the graph */
+    nn_tensor *x16 = cx ? cx : x, *w16 = NULL, *b16 = NULL;
+    if (!nn_autocast_apply(NN_AUTOCAST_LOWER, b ? 2 : 1, params, cp)) {
+        w16 = cp[0] ? cp[0] : w, b16 = b && cp[1] ? cp[1] : b;
+        wt = nn_t(w16);
+    }
+    nn_tensor *r = wt ? (b ? nn_addmm(b16, x16, wt, 1, 1) : nn_mm(x16, wt)) : NULL;
+    nn_set_grad_enabled(true);
+    if (r && nn_record_linear_widened(b, x16, w, w16, r)) {
+        nn_release(r);
+        r = NULL;
+    }
+    nn_release(wt);
+    nn_autocast_release(2, cp);
+    nn_release(cx);
+    *out = r;
+    return true;
+}
+
+nn_tensor *nn_linear(nn_tensor *x, nn_tensor *w, nn_tensor *b)
+{
+    nn_tensor *c[3] = {NULL, NULL, NULL}, *r = NULL;
+    if (nn_autocast_on()) { /* the weight is cast before its transpose: through the cache */
+        if (linear_widened(x, w, b, &r)) return r;
+        nn_tensor *in[3] = {x, w, b};
+        if (nn_autocast_inputs(NN_OP_bmm, 3, in, c)) return NULL;
+        x = c[0] ? c[0] : x, w = c[1] ? c[1] : w, b = c[2] ? c[2] : b;
+    }
+    nn_tensor *wt = nn_t(w);
+    if (wt && x->ndim == 2 && b && w->ndim == 2) {
+        r = nn_addmm(b, x, wt, 1, 1);
+    } else if (wt) {
+        r = nn_matmul(x, wt);
+        if (r && b) {
+            nn_tensor *y = nn_binary(NN_OP_add, r, b);
+            nn_release(r);
+            r = y;
+        }
+    }
+    nn_release(wt);
+    nn_autocast_release(3, c);
+    return r;
+}
+
 nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b)
 {
     if (nn_autocast_on()) { /* autocast: run again on the cast inputs */

@@ -117,6 +117,9 @@ nn_tensor *nn_mm(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_bmm(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b);  /* torch.matmul: 1-D, 2-D, batched with broadcasting */
 nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha);
+nn_tensor *nn_linear(nn_tensor *x, nn_tensor *w, nn_tensor *b); /* F.linear: x @ w^T (+ b); b may be NULL */
+/* 2-D float16/bfloat16 CUDA operands' product in float32, rounded once from the float accumulation */
+nn_tensor *nn_mm_widened(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_outer(nn_tensor *a, nn_tensor *b);
 

@@ -170,7 +170,8 @@ void nn_release(nn_tensor *t)
     if (t->grad_hooks) nn_grad_hooks_free(t);
     nn_release(t->grad);
     nn_release(t->base);
-    nn_release(t->finite_flags);
+    nn_release(t->finite_flags[0]);
+    nn_release(t->finite_flags[1]);
     nn_release(t->lowp);
     storage_release(t->storage);
     free(t);

@@ -50,11 +50,13 @@ typedef struct nn_tensor {
     struct nn_grad_hooks *grad_hooks; /* post-accumulate-grad hooks (autograd.h); NULL: none */
     struct nn_tensor *base; /* a view made by a view op: the tensor it views (PyTorch's _base), held */
     uint32_t view_version;  /* the storage's version when grad_fn was set (a view's history goes stale after it) */
-    /* flags from the kernel that wrote this tensor's values (nn_cast_checked, engine/amp.h): a
-     * nonzero byte where it met an inf or nan; they speak for the values while the storage's
-     * version is still finite_version. NULL: none. */
-    struct nn_tensor *finite_flags;
-    uint32_t finite_version;
+    /* Tensors that speak for this one's values (engine/amp.h): one of them holds an inf or nan (a
+     * nonzero byte, in uint8 flags) exactly when this tensor does, while this tensor's storage
+     * version is still finite_version and theirs finite_wversion. They are the flags of the kernel
+     * that wrote the values (nn_cast_checked), or the operands that decide a product's
+     * (autocast's linear weight gradients). NULL: none. */
+    struct nn_tensor *finite_flags[2];
+    uint32_t finite_version, finite_wversion[2];
     /* autocast's float16/bfloat16 copy of this float32 parameter, written by the optimizer step
      * that last updated it and taken by the next autocast cast (engine/autocast.c); it holds
      * while the storage's version is still lowp_version. lowp_dtype: what autocast cast this

@@ -407,11 +407,11 @@ end
 function Module:zero_grad(...)
   local set_to_none = U.parse("zero_grad", { { "set_to_none", true } }, ...).set_to_none
   for _, p in ipairs(self:parameters()) do
-    local g = p.grad
-    if g ~= nil then
-      if set_to_none then
-        p.grad = nil
-      else
+    if set_to_none then
+      p.grad = nil -- (reading p.grad first would make a Tensor userdata for each, every step)
+    else
+      local g = p.grad
+      if g ~= nil then
         if g.grad_fn ~= nil then g:detach_() else g:requires_grad_(false) end
         g:zero_()
       end

@@ -245,24 +245,21 @@ function GradScaler:_unscale_grads_(optimizer, inv_scale, allow_fp16)
   local _ <close> = torch.no_grad()
   for _, group in ipairs(optimizer.param_groups) do
     for _, p in ipairs(group.params) do
-      local g = p.grad
-      if g ~= nil then
-        if not allow_fp16 and g.dtype == torch.float16 then error("Attempting to unscale FP16 gradients.", 3) end
-        local key = tostring(g.device)
+      local key, half = C.grad_device(p) -- (p.grad would make a Tensor userdata a step)
+      if key then
+        if not allow_fp16 and half then error("Attempting to unscale FP16 gradients.", 3) end
         if not per_device[key] then
-          per_device[key] = { device = g.device }
+          per_device[key] = {}
           order[#order + 1] = key
         end
-        table.insert(per_device[key], g)
+        table.insert(per_device[key], p)
       end
     end
   end
   local found = {}
   for _, key in ipairs(order) do
-    local grads = per_device[key]
-    local f = torch.zeros({}, { dtype = torch.float32, device = grads.device })
-    grads.device = nil
-    if inv_scale then C.unscale_(grads, f, inv_scale:to(f.device)) else C.check_finite_(grads, f) end
+    local f = torch.zeros({}, { dtype = torch.float32, device = key })
+    if inv_scale then C.unscale_grads_(per_device[key], f, inv_scale:to(f.device)) else C.check_grads_(per_device[key], f) end
     found[key] = f
   end
   return found

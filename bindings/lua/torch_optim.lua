@@ -228,7 +228,7 @@ function Optimizer:_step_with_found_inf(found_inf, grad_scale)
     if dev.type ~= "cpu" then
       for _, p in ipairs(g.params) do
         local s = rawget(self.state, p)
-        if s == nil and p.grad ~= nil and self._counts_steps then -- not SGD
+        if s == nil and self._counts_steps and torch._amp.grad_device(p) then -- not SGD; has a gradient
           self.state[p] = { step = C.step_counter(0):to(dev) }
         elseif s ~= nil and torch.is_tensor(s.step) and s.step.device ~= dev then
           s.step = s.step:to(dev)

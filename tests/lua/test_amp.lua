@@ -3,7 +3,9 @@
 -- the policy gives F and nn ops under CPU autocast (bfloat16); gradients reaching
 -- float32 parameters in float32; one cast per parameter per region; on CUDA, the float16
 -- copies the optimizer step writes, taken instead of casts (bit for bit the same forward
--- and updates as fresh casts, through skipped steps and in-place changes); GradScaler on CPU
+-- and updates as fresh casts, through skipped steps and in-place changes); autocast's linear on
+-- CUDA giving float32 weight and bias gradients rounded once (against float64) whose inf
+-- check reads the product's operands; GradScaler on CPU
 -- tensors: scaling, a skipped step on inf (parameters unchanged bit for bit, scale
 -- halved), growth after growth_interval clean steps, a scale sequence worked out from
 -- PyTorch's rule, unscale_ + clipping + step, state_dict round trips, a disabled scaler,
@@ -210,6 +212,54 @@ T.test("autocast takes the float16 copies the optimizer step wrote (CUDA)", func
   end
 end)
 
+T.test("autocast's linear on CUDA: float32 parameter gradients straight from the product", function()
+  if not torch.cuda.is_available() then return T.skip("no GPU", 9) end
+  torch.manual_seed(21)
+  local lin = nn.Linear(300, 200):cuda()
+  local x = torch.randn(64, 300, { device = "cuda" }):requires_grad_(true)
+  local R = torch.randn(64, 200, { device = "cuda" })
+  local y
+  do
+    local _ <close> = torch.autocast("cuda")
+    y = lin(x)
+  end
+  T.check(y.dtype == torch.float16 and y.grad_fn:name() == "AddmmBackward0", "float16 output, recorded as addmm")
+  ;(y:float() * R):sum():backward()
+  -- float64 from the same 16-bit operands: the gradient reaching y is R rounded to float16
+  local g, x16, w16 = R:half():double(), x:detach():half():double(), lin.weight:detach():half():double()
+  local function rel(a, ref) return (a:double() - ref):abs():max():item() / ref:abs():max():item() end
+  T.check(lin.weight.grad.dtype == torch.float32 and rel(lin.weight.grad, g:t():matmul(x16)) < 1e-5,
+    "weight gradient rounded once to float32 (a float16 product cast up is ~1e-3 off)")
+  T.check(rel(lin.bias.grad, g:sum(0)) < 1e-5, "bias gradient summed in float32")
+  T.check(x.grad.dtype == torch.float32 and rel(x.grad, g:matmul(w16)) < 2e-3, "input gradient through the float16 product")
+  T.check(torch._amp.flags_hold(lin.weight.grad), "the product's operands speak for the weight gradient")
+  -- GradScaler: an inf where only the saved input shows it (the gradient reaching y is all zeros)
+  local opt = optim.SGD(lin:parameters(), { lr = 0.1 })
+  local scaler = torch.amp.GradScaler("cuda", { init_scale = 1024 })
+  local function step(xin, loss_of, poke)
+    opt:zero_grad()
+    do
+      local _ <close> = torch.autocast("cuda")
+      scaler:scale(loss_of(lin(xin))):backward()
+    end
+    if poke then poke() end
+    local w = lin.weight:detach():clone()
+    scaler:step(opt)
+    scaler:update()
+    return not torch.equal(lin.weight:detach(), w)
+  end
+  local clean = x:detach()
+  local bad = clean:clone()
+  bad[3][7] = math.huge
+  T.check(step(clean, function(o) return o:float():pow(2):mean() end), "a clean step updates")
+  T.check(not step(bad, function(o) return (o:float() * 0):sum() end), "an inf in the input alone: skipped")
+  T.eq(scaler:get_scale(), 512.0, "halved")
+  T.check(not step(clean, function(o) return o:float():pow(2):mean() end, function()
+    lin.weight.grad[0][0] = 0 / 0
+  end), "a nan written into the weight's .grad: its values are read, skipped")
+  T.check(step(clean, function(o) return o:float():pow(2):mean() end), "clean again")
+end)
+
 -- ---- GradScaler ----
 
 local function model_and_opt(lr)
@@ -378,7 +428,8 @@ T.test("GradScaler: the inf check through autocast's gradient casts", function()
     end
     local x = torch.randn(5, 8):to(dev)
     T.check(step(x), dev .. ": a clean step updates")
-    T.check(torch._amp.flags_hold(m.weight.grad) and torch._amp.flags_hold(m.bias.grad), dev .. ": .grad came with flags")
+    -- (on CUDA, linear's float32 bias gradient comes from a float32 sum and is read as it is)
+    T.check(torch._amp.flags_hold(m.weight.grad) and torch._amp.flags_hold(m.bias.grad) == (dev == "cpu"), dev .. ": .grad came with flags")
     T.eq(scaler:get_scale(), 1024.0, dev .. ": scale kept")
     local bad = x:clone()
     bad[1][2] = math.huge
