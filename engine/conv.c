@@ -166,9 +166,10 @@ static nn_tensor *with_zero_channel(nn_tensor *t)
 }
 
 /* Run the convolution of x (the caller's input, or its bottom/right-padded copy) and record the
- * node against orig, the caller's input. */
-static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_tensor *bias, const int64_t *stride,
-                           const int64_t *pad, const int64_t *dil, int64_t groups)
+ * node against orig, the caller's input, and rec_bias (bias, or the float32 param autocast cast
+ * it from). */
+static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_tensor *bias, nn_tensor *rec_bias,
+                           const int64_t *stride, const int64_t *pad, const int64_t *dil, int64_t groups)
 {
     nn_tensor *x4 = batched(x);
     if (!x4) return NULL;
@@ -198,7 +199,7 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
                       .i = {stride[0], stride[1], pad[0], pad[1], dil[0], dil[1], groups}};
         st = nn_dispatch(&a);
     }
-    nn_tensor *inputs[3] = {orig, weight, bias};
+    nn_tensor *inputs[3] = {orig, weight, rec_bias};
     if (!st && nn_any_requires_grad(3, inputs)) {
         conv_ctx *c = malloc(sizeof *c);
         nn_node *node = c ? nn_node_new("ConvolutionBackward0", conv_backward, 3, inputs) : NULL;
@@ -225,34 +226,56 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
     return out;
 }
 
+/* Autocast's casts of a convolution's operands (c: the new references, for the caller to
+ * release). A float32 bias param is cast off the graph and *rec_bias stays the param: the node
+ * records it, and the backward sums its gradient straight into float32 (conv_backward sums into
+ * the edge's dtype) rather than in 16 bits cast up. */
+static nn_status autocast_operands(nn_tensor **x, nn_tensor **w, nn_tensor **b, nn_tensor **rec_bias, nn_tensor *c[3])
+{
+    nn_tensor *in[3] = {*x, *w, *b};
+    bool direct = *b && nn_grad_enabled() && (*b)->dtype == NN_F32 && (*b)->requires_grad && !(*b)->grad_fn;
+    c[2] = NULL;
+    if (nn_autocast_inputs(NN_OP_conv2d, direct ? 2 : 3, in, c)) return nn_last_status();
+    if (direct) {
+        nn_set_grad_enabled(false);
+        nn_status st = nn_autocast_apply(NN_AUTOCAST_LOWER, 1, b, &c[2]);
+        nn_set_grad_enabled(true);
+        if (st) {
+            nn_autocast_release(3, c);
+            return st;
+        }
+    }
+    *rec_bias = direct ? *b : c[2] ? c[2] : *b;
+    *x = c[0] ? c[0] : *x, *w = c[1] ? c[1] : *w, *b = c[2] ? c[2] : *b;
+    return NN_OK;
+}
+
 nn_tensor *nn_conv2d(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const int64_t stride[2], const int64_t padding[2],
                      const int64_t dilation[2], int64_t groups)
 {
-    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
-        nn_tensor *in[3] = {input, weight, bias}, *c[3];
-        if (nn_autocast_inputs(NN_OP_conv2d, 3, in, c)) return NULL;
-        if (c[0] || c[1] || c[2]) {
-            nn_tensor *r = nn_conv2d(c[0] ? c[0] : input, c[1] ? c[1] : weight, c[2] ? c[2] : bias, stride, padding, dilation, groups);
-            nn_autocast_release(3, c);
-            return r;
-        }
-    }
-    if (check_input(input, bias)) return NULL;
-    return conv_run(input, input, weight, bias, stride, padding, dilation, groups);
+    nn_tensor *c[3] = {NULL, NULL, NULL}, *rec_bias = bias;
+    if (nn_autocast_on() && autocast_operands(&input, &weight, &bias, &rec_bias, c)) return NULL;
+    nn_tensor *r = check_input(input, bias) ? NULL : conv_run(input, input, weight, bias, rec_bias, stride, padding, dilation, groups);
+    nn_autocast_release(3, c);
+    return r;
 }
+
+static nn_tensor *conv_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, nn_tensor *rec_bias, const int64_t stride[2],
+                            const int64_t dilation[2], int64_t groups);
 
 nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, const int64_t stride[2], const int64_t dilation[2],
                           int64_t groups)
 {
-    if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
-        nn_tensor *in[3] = {input, weight, bias}, *c[3];
-        if (nn_autocast_inputs(NN_OP_conv2d, 3, in, c)) return NULL;
-        if (c[0] || c[1] || c[2]) {
-            nn_tensor *r = nn_conv2d_same(c[0] ? c[0] : input, c[1] ? c[1] : weight, c[2] ? c[2] : bias, stride, dilation, groups);
-            nn_autocast_release(3, c);
-            return r;
-        }
-    }
+    nn_tensor *c[3] = {NULL, NULL, NULL}, *rec_bias = bias;
+    if (nn_autocast_on() && autocast_operands(&input, &weight, &bias, &rec_bias, c)) return NULL;
+    nn_tensor *r = conv_same(input, weight, bias, rec_bias, stride, dilation, groups);
+    nn_autocast_release(3, c);
+    return r;
+}
+
+static nn_tensor *conv_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, nn_tensor *rec_bias, const int64_t stride[2],
+                            const int64_t dilation[2], int64_t groups)
+{
     char s1[160], s2[160];
     if (check_input(input, bias)) return NULL;
     if (weight->ndim < 3) {
@@ -278,7 +301,7 @@ nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, 
         left[d] = total / 2;
         extra[d] = total - 2 * left[d]; /* 0 or 1: the odd row/column PyTorch puts at the bottom/right */
     }
-    if (!extra[0] && !extra[1]) return conv_run(input, input, weight, bias, stride, left, dilation, groups);
+    if (!extra[0] && !extra[1]) return conv_run(input, input, weight, bias, rec_bias, stride, left, dilation, groups);
 
     /* uneven: a zero copy of the input, one row/column larger at the bottom/right */
     int nd = input->ndim;
@@ -292,7 +315,7 @@ nn_tensor *nn_conv2d_same(nn_tensor *input, nn_tensor *weight, nn_tensor *bias, 
     nn_tensor *inner = nn_make_view(padded, nd, input->shape, strides, 0);
     nn_status st = inner ? copy_untracked(inner, input) : nn_last_status();
     nn_release(inner);
-    nn_tensor *out = st ? NULL : conv_run(padded, input, weight, bias, stride, left, dilation, groups);
+    nn_tensor *out = st ? NULL : conv_run(padded, input, weight, bias, rec_bias, stride, left, dilation, groups);
     nn_release(padded);
     return out;
 }
@@ -410,7 +433,7 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     }
     if (!st && n->next[1].node && !(grad_in[1] = nn_conv2d_backward_weight(g, x, w->shape, c->stride, c->pad, c->dil, c->groups)))
         st = nn_last_status();
-    if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, g->dtype))) st = nn_last_status();
+    if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, n->next[2].dtype))) st = nn_last_status();
     nn_release(g);
     return st;
 }

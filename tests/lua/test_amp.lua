@@ -5,7 +5,7 @@
 -- copies the optimizer step writes, taken instead of casts (bit for bit the same forward
 -- and updates as fresh casts, through skipped steps and in-place changes); autocast's linear on
 -- CUDA giving float32 weight and bias gradients rounded once (against float64) whose inf
--- check reads the product's operands; GradScaler on CPU
+-- check reads the product's operands; conv2d's bias gradient summed in float32; GradScaler on CPU
 -- tensors: scaling, a skipped step on inf (parameters unchanged bit for bit, scale
 -- halved), growth after growth_interval clean steps, a scale sequence worked out from
 -- PyTorch's rule, unscale_ + clipping + step, state_dict round trips, a disabled scaler,
@@ -258,6 +258,27 @@ T.test("autocast's linear on CUDA: float32 parameter gradients straight from the
     lin.weight.grad[0][0] = 0 / 0
   end), "a nan written into the weight's .grad: its values are read, skipped")
   T.check(step(clean, function(o) return o:float():pow(2):mean() end), "clean again")
+end)
+
+T.test("autocast's conv2d sums a float32 bias param's gradient in float32", function()
+  local devices = { "cpu" }
+  if torch.cuda.is_available() then devices[2] = "cuda" end
+  for _, dev in ipairs(devices) do
+    torch.manual_seed(31)
+    local conv = nn.Conv2d(3, 8, 3):to(dev)
+    local x = torch.randn(4, 3, 10, 10, { device = dev })
+    local R = torch.randn(4, 8, 8, 8, { device = dev })
+    local y
+    do
+      local _ <close> = torch.autocast(dev)
+      y = conv(x)
+    end
+    ;(y:float() * R):sum():backward()
+    -- float64 from the 16-bit gradient that reaches y; a 16-bit sum cast up would be ~1e-3 off
+    local ref = R:to(y.dtype):double():sum({ 0, 2, 3 })
+    local err = (conv.bias.grad:double() - ref):abs():max():item() / ref:abs():max():item()
+    T.check(y.dtype ~= torch.float32 and conv.bias.grad.dtype == torch.float32 and err < 1e-5, dev .. ": bias gradient rounded once, rel err " .. err)
+  end
 end)
 
 -- ---- GradScaler ----
