@@ -88,6 +88,18 @@ static int at_backward_end(lua_State *L)
     return 0;
 }
 
+/* torch._accumulate_grad(p, g): p.grad += g, or a copy of g when p has none, without making a
+ * Tensor userdata for p.grad (DataParallel's per-step gather; bindings/tensor.c's GC pacing
+ * counts a pushed tensor's bytes at every read) */
+static int accumulate_grad(lua_State *L)
+{
+    nn_tensor *p = lt_check(L, 1), *g = nn_retain(lt_check(L, 2)); /* held twice: .grad gets a copy, never g */
+    nn_status st = nn_accumulate_grad(p, g);
+    nn_release(g);
+    if (st) return lt_fail(L, 2);
+    return 0;
+}
+
 /* p:register_post_accumulate_grad_hook(fn): fn(p) after each backward pass has accumulated
  * p's gradient (p a leaf); returns a handle whose remove() takes the hook off. */
 static int remove_hook(lua_State *L)
@@ -269,7 +281,7 @@ void lt_open_autograd(lua_State *L)
     static const luaL_Reg fns[] = {
         {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
         {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode},
-        {"_at_backward_end", at_backward_end}, {NULL, NULL},
+        {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
     static const luaL_Reg methods[] = {

@@ -317,7 +317,7 @@ static nn_tensor *own_copy(const nn_tensor *param, nn_tensor *g)
     return like ? nn_copy_as(g, param->strides, g->dtype, "CloneBackward0") : nn_clone(g);
 }
 
-static nn_status store_grad(nn_tensor *t, nn_tensor *g)
+nn_status nn_accumulate_grad(nn_tensor *t, nn_tensor *g)
 {
     if (t->grad) return nn_binary_(NN_OP_add, t->grad, g);
     nn_tensor *c = own_copy(t, g);
@@ -329,7 +329,7 @@ static nn_status store_grad(nn_tensor *t, nn_tensor *g)
 static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     (void)grad_in;
-    return grad_out[0] ? store_grad(n->leaf, grad_out[0]) : NN_OK;
+    return grad_out[0] ? nn_accumulate_grad(n->leaf, grad_out[0]) : NN_OK;
 }
 
 /* ---- post-accumulate-grad hooks ---- */
@@ -489,7 +489,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     unsigned autocast = nn_autocast_suspend(); /* backward ops keep the forward's dtypes */
     nn_status st = NN_OK;
     if (!root->grad_fn) { /* a leaf: its gradient is the seed */
-        st = store_grad(root, g);
+        st = nn_accumulate_grad(root, g);
         if (!st && root->grad_hooks) st = run_grad_hooks(root);
         nn_release(g);
         nn_set_grad_enabled(was);
@@ -521,7 +521,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     while (!st && ready.n) {
         nn_node *x = heap_pop(&ready);
         for (int k = 0; k < x->nout && !st; k++)
-            if (x->retained[k] && x->grad_buf[k]) st = store_grad(x->retained[k], x->grad_buf[k]);
+            if (x->retained[k] && x->grad_buf[k]) st = nn_accumulate_grad(x->retained[k], x->grad_buf[k]);
         nn_tensor *gin_small[8] = {0}, **gin = gin_small;
         if (x->nin > 8 && !(gin = calloc(x->nin, sizeof *gin))) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
         if (!st) {

@@ -118,6 +118,9 @@ void nn_autograd_drop(nn_tensor *t);
  * as the bucket's gradients are ready. free_ctx (may be NULL) runs when the hook is
  * removed or the tensor goes. Returns a handle > 0, or 0 with the error set. */
 typedef nn_status (*nn_grad_hook_fn)(nn_tensor *leaf, void *ctx);
+/* leaf.grad += g, or leaf.grad = a copy of g in leaf's layout when it has none (AccumulateGrad's
+ * rule; g itself where nothing else holds it) */
+nn_status nn_accumulate_grad(nn_tensor *leaf, nn_tensor *g);
 int64_t nn_add_post_accumulate_grad_hook(nn_tensor *leaf, nn_grad_hook_fn fn, void *ctx, void (*free_ctx)(void *));
 void nn_remove_grad_hook(nn_tensor *t, int64_t handle);
 void nn_grad_hooks_free(nn_tensor *t); /* by nn_release */

@@ -398,9 +398,7 @@ function Reduction:finish()
   for k, s in ipairs(self.replicas[2].slots) do
     local got = s.trainable and self:received(1, k) or {}
     local dst = s[4]
-    for j, g in ipairs(got) do
-      if dst.grad == nil and j == 1 then dst.grad = g:clone() else dst.grad:add_(g) end
-    end
+    for _, g in ipairs(got) do torch._accumulate_grad(dst, g) end -- (reading dst.grad here would cost a collection)
   end
   for i = 2, P.n do -- the streams that allocated the replicas' gradients wait for their reads
     torch.cuda.current_stream(ids[i]):wait_event(mark(self:stream(i), ids[i]))

@@ -1,5 +1,6 @@
 -- torch._at_backward_end(t, fn): fn runs once at the end of each backward pass through
--- t's grad_fn, after every gradient of the pass exists (DataParallel's reduction).
+-- t's grad_fn, after every gradient of the pass exists (DataParallel's reduction);
+-- torch._accumulate_grad(p, g), DataParallel's gather into .grad.
 local T = ...
 
 T.test("a function at the end of backward", function()
@@ -51,4 +52,15 @@ T.test("register_post_accumulate_grad_hook", function()
   local v = torch.randn(2, { requires_grad = true })
   v:register_post_accumulate_grad_hook(function() error("hook failed") end)
   T.raises(function() v:sum():backward() end, "~hook failed")
+end)
+
+T.test("_accumulate_grad: a copy into an empty .grad, then sums; never g itself", function()
+  local p = torch.zeros(2, 3):requires_grad_(true)
+  local g = torch.arange(6.0):reshape(2, 3)
+  torch._accumulate_grad(p, g)
+  g:fill_(100)
+  T.check(torch.equal(p.grad, torch.arange(6.0):reshape(2, 3)), "a copy of g, not g")
+  torch._accumulate_grad(p, torch.ones(2, 3))
+  T.check(torch.equal(p.grad, torch.arange(6.0):reshape(2, 3) + 1), "added")
+  T.raises(function() torch._accumulate_grad(p, torch.ones(4)) end, "~must match the size")
 end)
