@@ -66,7 +66,8 @@ nn_status nn_record_matmul(const char *name, nn_tensor *a, nn_tensor *b, nn_tens
 nn_status nn_record_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, nn_tensor *out, double beta, double alpha);
 nn_status nn_record_outer(nn_tensor *a, nn_tensor *b, nn_tensor *out);
 /* autocast's linear (engine/linalg.c): out = x16 @ w16^T (+ b16), recorded against the float32
- * params w and b (b may be NULL) rather than their casts w16 and b16 */
+ * params w and b (b may be NULL) rather than their casts w16 and b16, as AddmmBackward0 (or
+ * MmBackward0 without b) */
 nn_status nn_record_linear_widened(nn_tensor *b, nn_tensor *x16, nn_tensor *w, nn_tensor *w16, nn_tensor *out);
 
 #ifdef NN_GRAD_INTERNAL

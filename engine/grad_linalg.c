@@ -156,7 +156,7 @@ static nn_status linear_widened_backward(nn_node *n, nn_tensor *const *go, nn_te
 nn_status nn_record_linear_widened(nn_tensor *b, nn_tensor *x16, nn_tensor *w, nn_tensor *w16, nn_tensor *out)
 {
     nn_tensor *ins[3] = {b, x16, w};
-    nn_node *n = nn_node_new("AddmmBackward0", linear_widened_backward, 3, ins);
+    nn_node *n = nn_node_new(b ? "AddmmBackward0" : "MmBackward0", linear_widened_backward, 3, ins);
     if (!n) return nn_last_status();
     save_operands(n, 1, 2, x16, w16);
     return finish(n, out);

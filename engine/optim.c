@@ -215,8 +215,8 @@ static void make_lowp(int n, const role *roles, nn_tensor **copies)
     for (int k = 0; k < n; k++) {
         nn_tensor *p = roles[0].t[k];
         copies[k] = NULL;
-        if (capturing || !roles[1].t[k] || p->lowp_dtype == NN_DTYPE_NONE || p->dtype != NN_F32 || p->storage->device.type != NN_CUDA ||
-            !nn_is_dense(p))
+        if (capturing || !roles[1].t[k] || (p->lowp_dtype != NN_F16 && p->lowp_dtype != NN_BF16) || p->dtype != NN_F32 ||
+            p->storage->device.type != NN_CUDA || !nn_is_dense(p))
             continue;
         if (!(copies[k] = nn_empty_strided(p->ndim, p->shape, p->strides, p->lowp_dtype, p->storage->device))) nn_clear_error();
     }
