@@ -233,6 +233,17 @@ nn_status nn_autocast_apply(nn_autocast_kind kind, int n, nn_tensor *const *in, 
     return NN_OK;
 }
 
+bool nn_autocast_records_param(const nn_tensor *t) { return t && t->dtype == NN_F32 && t->requires_grad && !t->grad_fn; }
+
+nn_status nn_autocast_params_off_graph(int n, nn_tensor *const *params, nn_tensor **casted)
+{
+    bool grad = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_status st = nn_autocast_apply(NN_AUTOCAST_LOWER, n, params, casted);
+    nn_set_grad_enabled(grad);
+    return st;
+}
+
 nn_status nn_autocast_inputs(nn_op op, int n, nn_tensor *const *in, nn_tensor **casted)
 {
     nn_autocast_kind kind = op >= 0 && op < NN_OP_COUNT ? nn_op_autocast(op) : NN_AUTOCAST_NONE;

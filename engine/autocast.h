@@ -68,6 +68,11 @@ void nn_autocast_resume(unsigned mask);
 nn_status nn_autocast_inputs(nn_op op, int n, nn_tensor *const *in, nn_tensor **casted);
 /* The same with the policy given (PROMOTE here casts explicitly; for ops that need the same dtype). */
 nn_status nn_autocast_apply(nn_autocast_kind kind, int n, nn_tensor *const *in, nn_tensor **casted);
+/* Ops that record float32 params themselves rather than their casts, and give them float32
+ * gradients (linear on CUDA, conv2d's bias): t is such a param (a float32 leaf that requires
+ * grad), and the 16-bit casts of params[0..n) made off the graph (as nn_autocast_apply). */
+bool nn_autocast_records_param(const nn_tensor *t);
+nn_status nn_autocast_params_off_graph(int n, nn_tensor *const *params, nn_tensor **casted);
 void nn_autocast_release(int n, nn_tensor **casted);
 /* PyTorch's "fp32_set_opt_dtype" ops (softmax, log_softmax): the dtype to compute x in when the
  * caller asked for dt (NN_DTYPE_NONE: none): float32 for an eligible lower-precision x, else dt. */

@@ -233,13 +233,11 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
 static nn_status autocast_operands(nn_tensor **x, nn_tensor **w, nn_tensor **b, nn_tensor **rec_bias, nn_tensor *c[3])
 {
     nn_tensor *in[3] = {*x, *w, *b};
-    bool direct = *b && nn_grad_enabled() && (*b)->dtype == NN_F32 && (*b)->requires_grad && !(*b)->grad_fn;
+    bool direct = nn_grad_enabled() && nn_autocast_records_param(*b);
     c[2] = NULL;
     if (nn_autocast_inputs(NN_OP_conv2d, direct ? 2 : 3, in, c)) return nn_last_status();
     if (direct) {
-        nn_set_grad_enabled(false);
-        nn_status st = nn_autocast_apply(NN_AUTOCAST_LOWER, 1, b, &c[2]);
-        nn_set_grad_enabled(true);
+        nn_status st = nn_autocast_params_off_graph(1, b, &c[2]);
         if (st) {
             nn_autocast_release(3, c);
             return st;

@@ -371,7 +371,7 @@ nn_tensor *nn_mm_widened(nn_tensor *a, nn_tensor *b)
     return out;
 }
 
-static bool float32_param(const nn_tensor *t) { return t->dtype == NN_F32 && t->requires_grad && !t->grad_fn && t->storage->device.type == NN_CUDA; }
+static bool float32_param(const nn_tensor *t) { return nn_autocast_records_param(t) && t->storage->device.type == NN_CUDA; }
 
 /* Autocast's linear on CUDA with float32 params w (and b): the product runs on their 16-bit casts
  * as it would, but is recorded against w and b themselves, so that the backward writes their
@@ -387,12 +387,12 @@ static bool linear_widened(nn_tensor *x, nn_tensor *w, nn_tensor *b, nn_tensor *
     nn_tensor *cx = NULL, *cp[2] = {NULL, NULL}, *params[2] = {w, b}, *wt = NULL;
     *out = NULL;
     if (nn_autocast_apply(NN_AUTOCAST_LOWER, 1, &x, &cx)) return true;
-    nn_set_grad_enabled(false); /* the params' casts and the product stay off the graph */
     nn_tensor *x16 = cx ? cx : x, *w16 = NULL, *b16 = NULL;
-    if (!nn_autocast_apply(NN_AUTOCAST_LOWER, b ? 2 : 1, params, cp)) {
+    if (!nn_autocast_params_off_graph(b ? 2 : 1, params, cp)) {
         w16 = cp[0] ? cp[0] : w, b16 = b && cp[1] ? cp[1] : b;
         wt = nn_t(w16);
     }
+    nn_set_grad_enabled(false); /* the product stays off the graph too: it is recorded below */
     nn_tensor *r = wt ? (b ? nn_addmm(b16, x16, wt, 1, 1) : nn_mm(x16, wt)) : NULL;
     nn_set_grad_enabled(true);
     if (r && nn_record_linear_widened(b, x16, w, w16, r)) {
