@@ -78,6 +78,25 @@ for _, dt in ipairs({ torch.float16, torch.float32 }) do
   end
 end
 
+-- NCHW <-> channels-last copies (cuDNN's staged operands), and a 3-channel image into the first
+-- channels of a zeroed 4-channel channels-last tensor (conv2d's padded input)
+local CL = { memory_format = torch.channels_last }
+for _, dt in ipairs({ torch.float16, torch.float32 }) do
+  local name = dt == torch.float16 and "f16" or "f32"
+  local a = torch.randn({ 64, 64, 56, 56 }, { device = dev }):to(dt)
+  local ac = a:contiguous(CL)
+  time("to_cl_" .. name .. "_64x64x56", function() return a:contiguous(CL) end)
+  time("from_cl_" .. name .. "_64x64x56", function() return ac:contiguous() end)
+  local img = torch.randn({ 64, 3, 227, 227 }, { device = dev }):to(dt)
+  time("to_cl_" .. name .. "_64x3x227", function() return img:contiguous(CL) end)
+  local pad = torch.zeros({ 64, 4, 227, 227 }, { device = dev }):to(dt):contiguous(CL)
+  local head = pad:narrow(1, 0, 3)
+  time("into_cl4_" .. name .. "_64x3x227", function()
+    pad:zero_()
+    head:copy_(img)
+  end)
+end
+
 local logits = torch.randn({ 64, 1000 }, { device = dev }):requires_grad_(true)
 local target = torch.randint(0, 1000, { 64 }):to(dev)
 time("cross_entropy_64x1000", function() return F.cross_entropy(logits, target) end)

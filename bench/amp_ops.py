@@ -60,6 +60,22 @@ for dt in (torch.float16, torch.float32):
     for cl in (False, True):
         pool_case(dt, cl)
 
+CL = torch.channels_last
+for dt in (torch.float16, torch.float32):
+    name = "f16" if dt == torch.float16 else "f32"
+    a = torch.randn(64, 64, 56, 56, device=dev).to(dt)
+    ac = a.contiguous(memory_format=CL)
+    time(f"to_cl_{name}_64x64x56", lambda: a.contiguous(memory_format=CL))
+    time(f"from_cl_{name}_64x64x56", lambda: ac.contiguous())
+    img = torch.randn(64, 3, 227, 227, device=dev).to(dt)
+    time(f"to_cl_{name}_64x3x227", lambda: img.contiguous(memory_format=CL))
+    pad = torch.zeros(64, 4, 227, 227, device=dev).to(dt).contiguous(memory_format=CL)
+    head = pad.narrow(1, 0, 3)
+    def into():
+        pad.zero_()
+        head.copy_(img)
+    time(f"into_cl4_{name}_64x3x227", into)
+
 logits = torch.randn(64, 1000, device=dev).requires_grad_(True)
 target = torch.randint(0, 1000, (64,)).to(dev)
 time("cross_entropy_64x1000", lambda: F.cross_entropy(logits, target))

@@ -11,9 +11,11 @@
  *
  * Every problem names three 4-D operands: the image X [N,C,H,W] (conv2d's input, backward
  * input's result), the filter F [O,C/groups,kh,kw] and the output side Y [N,O,oh,ow]. They all
- * use one layout: NHWC when the image is channels-last (dense as N,H,W,C), else NCHW. An
+ * use one layout: NHWC when the image is channels-last (dense as N,H,W,C) or the dtype is one
+ * cuDNN runs faster in NHWC whatever the layout (nn_cudnn_nhwc: float16, bfloat16), else NCHW. An
  * operand dense in that layout and 16-byte aligned is used in place; any other is copied into
- * the workspace first (an input) or computed there and copied out (the result).
+ * the workspace first (an input) or computed there and copied out (the result); an NCHW <-> NHWC
+ * copy is a tiled transpose (strided_copy.cuh).
  * Math: float16/bfloat16 on tensor cores with float accumulation; float32 may use TF32 when
  * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else only engines without the tensor-core
  * note; float64 in double. */
@@ -446,7 +448,7 @@ nn_status run(Conv &c)
         if (nn_numel(o->t) > INT_MAX)
             return nn_error(NN_ERR_ARG, "%s: tensors of more than %d elements are not supported on CUDA", op_name(c.kind), INT_MAX);
     if (nn_cudnn_on(d, s)) return nn_last_status();
-    Layout L = c.dt != NN_F64 && packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW) ? NHWC : NCHW;
+    Layout L = nn_cudnn_nhwc(c.dt) || (c.dt != NN_F64 && packed_as(c.X.t, NHWC) && !packed_as(c.X.t, NCHW)) ? NHWC : NCHW;
     ConvPlan *plan;
     nn_status st = get_plan(c, &L, d, s, &plan);
     if (st) return st;

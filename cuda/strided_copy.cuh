@@ -29,6 +29,121 @@ __global__ void copy4(W *dst, const W *src, Geom4 g, int64_t n)
     }
 }
 
+/* A batched transpose: src [B][R][C] -> dst [B][C][R], element (b, r, c) at src[b sb + r sp + c] and
+ * dst[b db + c dp + r]: pitches sp >= C and dp >= R (an NCHW <-> NHWC copy, or one into a
+ * channel-padded NHWC tensor). */
+struct Transpose {
+    int64_t B, R, C, sb, sp, db, dp;
+};
+
+/* A block moves T 32 x 32 tiles (stacked along R) through shared memory, so both sides are read
+ * and written a warp-row at a time (the element-wise copy4 strides through one side: 3-4x slower),
+ * with 4 T loads a thread in flight before it waits. */
+template <typename W, int T> __global__ void transpose_tiles(W *__restrict__ dst, const W *__restrict__ src, Transpose t)
+{
+    __shared__ W tile[T][32][33];
+    const int64_t c0 = (int64_t)blockIdx.x * 32;
+    const int x = threadIdx.x, y = threadIdx.y;
+    for (int64_t b = blockIdx.z; b < t.B; b += gridDim.z) {
+        const W *s = src + b * t.sb;
+        W *d = dst + b * t.db;
+        for (int64_t r0 = (int64_t)blockIdx.y * 32 * T; r0 < t.R; r0 += (int64_t)gridDim.y * 32 * T) {
+#pragma unroll
+            for (int u = 0; u < T; u++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int64_t r = r0 + u * 32 + y + 8 * j, c = c0 + x;
+                    if (r < t.R && c < t.C) tile[u][y + 8 * j][x] = s[r * t.sp + c];
+                }
+            __syncthreads();
+#pragma unroll
+            for (int u = 0; u < T; u++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int64_t c = c0 + y + 8 * j, r = r0 + u * 32 + x;
+                    if (r < t.R && c < t.C) d[c * t.dp + r] = tile[u][x][y + 8 * j];
+                }
+            __syncthreads();
+        }
+    }
+}
+
+/* Where R or C is 16 or less (a 32 x 32 tile would leave most of its threads idle): a thread moves
+ * the short side's elements at one position of the long side, so one side's accesses are a warp's
+ * 32 neighbours and the other's a run of 32 short rows. */
+template <typename W> __global__ void transpose_thin(W *__restrict__ dst, const W *__restrict__ src, Transpose t)
+{
+    const bool thin_r = t.R <= 16;
+    const int64_t M = thin_r ? t.C : t.R, S = thin_r ? t.R : t.C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < t.B * M; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / M, m = i - b * M;
+        if (thin_r) { /* m is c */
+            const W *s = src + b * t.sb + m;
+            W *d = dst + b * t.db + m * t.dp;
+            for (int64_t k = 0; k < S; k++) d[k] = s[k * t.sp];
+        } else { /* m is r */
+            const W *s = src + b * t.sb + m * t.sp;
+            W *d = dst + b * t.db + m;
+            for (int64_t k = 0; k < S; k++) d[k * t.dp] = s[k];
+        }
+    }
+}
+
+/* For a 4-D [N, C, H, W] side laid out NCHW with H, W dense: the channels' pitch and the batch stride. */
+inline bool nchw_side(const int64_t *shape, const int64_t *st, int64_t *pitch, int64_t *batch)
+{
+    const int64_t hw = shape[2] * shape[3];
+    if ((shape[3] > 1 && st[3] != 1) || (shape[2] > 1 && st[2] != shape[3])) return false;
+    *pitch = shape[1] > 1 ? st[1] : hw;
+    *batch = shape[0] > 1 ? st[0] : shape[1] * *pitch;
+    return *pitch >= hw;
+}
+
+/* For a side laid out NHWC with each pixel's channels dense: the pixels' pitch and the batch stride. */
+inline bool nhwc_side(const int64_t *shape, const int64_t *st, int64_t *pitch, int64_t *batch)
+{
+    if (shape[1] > 1 && st[1] != 1) return false;
+    *pitch = shape[3] > 1 ? st[3] : shape[2] > 1 ? st[2] : shape[1];
+    if (shape[2] > 1 && shape[3] > 1 && st[2] != shape[3] * st[3]) return false;
+    *batch = shape[0] > 1 ? st[0] : shape[2] * shape[3] * *pitch;
+    return *pitch >= shape[1];
+}
+
+/* Whether dst <- src over a 4-D shape is a batched transpose, NCHW <-> NHWC (the layouts cuDNN's
+ * operands are staged between, and channels-last conversions). */
+inline bool as_batched_transpose(const int64_t *shape, const int64_t *dst, const int64_t *src, Transpose *t)
+{
+    const int64_t c = shape[1], hw = shape[2] * shape[3];
+    if (c <= 1 || hw <= 1) return false;
+    t->B = shape[0];
+    if (nchw_side(shape, src, &t->sp, &t->sb) && nhwc_side(shape, dst, &t->dp, &t->db)) return t->R = c, t->C = hw, true;
+    if (nhwc_side(shape, src, &t->sp, &t->sb) && nchw_side(shape, dst, &t->dp, &t->db)) return t->R = hw, t->C = c, true;
+    return false;
+}
+
+template <typename W> void launch_transpose(void *dst, const void *src, const Transpose &t, cudaStream_t s)
+{
+    if (t.R <= 16 || t.C <= 16) {
+        transpose_thin<<<nn_cuda_blocks(t.B * (t.R <= 16 ? t.C : t.R)), 256, 0, s>>>((W *)dst, (const W *)src, t);
+        return;
+    }
+    /* tiles a block: up to 4 (16-bit elements) or 2, no more than R fills */
+    int T = t.R <= 32 ? 1 : t.R <= 64 || sizeof(W) > 2 ? 2 : 4;
+    int64_t gy = (t.R + 32 * T - 1) / (32 * T);
+    dim3 grid((unsigned)((t.C + 31) / 32), (unsigned)(gy < 65535 ? gy : 65535), (unsigned)(t.B < 65535 ? t.B : 65535)), block(32, 8);
+    if (T == 1) transpose_tiles<W, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    else if (T == 2) transpose_tiles<W, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    else transpose_tiles<W, 4><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+}
+
+/* launch_transpose for 2- or 4-byte elements; false (nothing launched) for others */
+inline bool transpose(void *dst, const void *src, const Transpose &t, size_t es, cudaStream_t s)
+{
+    if (es == 2) launch_transpose<uint16_t>(dst, src, t, s);
+    else if (es == 4) launch_transpose<uint32_t>(dst, src, t, s);
+    return es == 2 || es == 4;
+}
+
 /* dst[idx] = src[idx] for every index of shape (ndim <= 4 dims), strides in elements. */
 inline nn_status copy(void *dst, const int64_t *dst_strides, const void *src, const int64_t *src_strides, const int64_t *shape, int ndim,
                       size_t es, cudaStream_t s)
@@ -43,6 +158,11 @@ inline nn_status copy(void *dst, const int64_t *dst_strides, const void *src, co
         n *= g.shape[d];
     }
     if (n == 0) return NN_OK;
+    Transpose t;
+    if (ndim == 4 && as_batched_transpose(shape, dst_strides, src_strides, &t) && transpose(dst, src, t, es, s)) {
+        NN_CHECK_LAUNCH();
+        return NN_OK;
+    }
     unsigned blocks = nn_cuda_blocks(n);
     switch (es) {
     case 1: copy4<<<blocks, 256, 0, s>>>((uint8_t *)dst, (const uint8_t *)src, g, n); break;

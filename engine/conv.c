@@ -10,6 +10,7 @@
 #include "autograd.h"
 #include "backend.h"
 #include "conv.h"
+#include "cuda_flags.h"
 #include "memory_format.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
@@ -129,13 +130,13 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
 /* A 3-channel convolution's forward on the GPU (an image network's first layer) runs as a
  * 4-channel one, input and weight given a zero fourth channel, where cuDNN's kernels are faster
  * with it: on an H200, AlexNet's first layer took 259 -> 139 us in float16 and 634 -> 443 us in
- * NCHW float32 (bench/NOTES.md); bfloat16 did not gain, channels-last float32 lost, and the
+ * NCHW float32 without TF32 (bench/NOTES.md); bfloat16 did not gain, NHWC float32 lost, and the
  * gradients gained nothing, so the backward keeps the caller's 3-channel tensors. */
 static bool pad_to_4(const nn_tensor *x4, const nn_tensor *w, int64_t groups)
 {
     nn_dtype dt = x4->dtype;
     return groups == 1 && x4->shape[1] == 3 && w->ndim == 4 && w->shape[1] == 3 && x4->storage->device.type == NN_CUDA &&
-           nn_numel(x4) >= (1 << 20) && (dt == NN_F16 || (dt == NN_F32 && nn_suggest_memory_format(x4) != NN_CHANNELS_LAST));
+           nn_numel(x4) >= (1 << 20) && (dt == NN_F16 || (dt == NN_F32 && !nn_cudnn_nhwc(dt) && nn_suggest_memory_format(x4) != NN_CHANNELS_LAST));
 }
 
 /* dst = src, not recorded for autograd (dst is a padded copy the caller builds) */
@@ -148,16 +149,17 @@ static nn_status copy_untracked(nn_tensor *dst, nn_tensor *src)
     return st;
 }
 
-/* t (4-D, 3 channels) with a fourth, zero channel, in t's memory format; not recorded for autograd */
+/* t (4-D, 3 channels) with a fourth, zero channel, in t's memory format or the one cuDNN will run
+ * in (nn_cudnn_nhwc); not recorded for autograd */
 static nn_tensor *with_zero_channel(nn_tensor *t)
 {
     int64_t shape[4] = {t->shape[0], 4, t->shape[2], t->shape[3]};
-    nn_tensor *p = nn_empty_format(4, shape, nn_suggest_memory_format(t), t->dtype, t->storage->device);
-    nn_tensor *head = p ? nn_narrow(p, 1, 0, 3) : NULL, *tail = p ? nn_narrow(p, 1, 3, 1) : NULL;
-    nn_status st = head && tail ? nn_zero_(tail) : nn_last_status();
+    nn_memory_format f = nn_cudnn_nhwc(t->dtype) ? NN_CHANNELS_LAST : nn_suggest_memory_format(t);
+    nn_tensor *p = nn_empty_format(4, shape, f, t->dtype, t->storage->device);
+    nn_tensor *head = p ? nn_narrow(p, 1, 0, 3) : NULL;
+    nn_status st = head ? nn_zero_(p) : nn_last_status(); /* all of it: one dense fill, faster than the strided fourth channel's */
     if (!st) st = copy_untracked(head, t);
     nn_release(head);
-    nn_release(tail);
     if (st) {
         nn_release(p);
         return NULL;
@@ -191,7 +193,7 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
     int64_t shape[4] = {N, O, oh, ow};
     bool unbatched = x->ndim == 3;
     nn_tensor *out = unbatched ? nn_empty(3, shape + 1, x->dtype, x->storage->device)
-                               : empty_suggested(shape, x4, w, x->dtype, x->storage->device);
+                               : empty_suggested(shape, x4, weight, x->dtype, x->storage->device); /* the caller's layout, not the padded copies' */
     nn_tensor *out4 = out ? batched(out) : NULL;
     nn_status st = out4 ? NN_OK : nn_last_status();
     if (!st) {
@@ -356,6 +358,24 @@ static nn_status check_sizes(const char *fn, const int64_t *x, const int64_t *w,
     return NN_OK;
 }
 
+/* One gradient of a convolution from g (grad_output, dense): op conv2d_backward_input (other: the
+ * weight) or conv2d_backward_weight (other: the input). The result's layout follows like (g, or
+ * the tensor g was copied from) and other, by empty_suggested's rule. */
+static nn_tensor *conv_grad(nn_op op, nn_tensor *g, const nn_tensor *like, nn_tensor *other, const int64_t shape[4], const int64_t stride[2],
+                            const int64_t padding[2], const int64_t dilation[2], int64_t groups)
+{
+    nn_tensor *out = empty_suggested(shape, like, other, other->dtype, other->storage->device);
+    if (out) {
+        nn_kargs a = {.op = op, .out = {out}, .in = {g, other}, .nin = 2,
+                      .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};
+        if (nn_dispatch(&a)) {
+            nn_release(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
 nn_tensor *nn_conv2d_backward_input(nn_tensor *grad_output, nn_tensor *weight, const int64_t input_shape[4], const int64_t stride[2],
                                     const int64_t padding[2], const int64_t dilation[2], int64_t groups)
 {
@@ -367,15 +387,7 @@ nn_tensor *nn_conv2d_backward_input(nn_tensor *grad_output, nn_tensor *weight, c
     }
     if (check_sizes(fn, input_shape, weight->shape, grad_output, stride, padding, dilation, groups)) return NULL;
     nn_tensor *g = grad4(grad_output, weight, weight->dtype);
-    nn_tensor *out = g ? empty_suggested(input_shape, g, weight, weight->dtype, weight->storage->device) : NULL;
-    if (out) {
-        nn_kargs a = {.op = NN_OP_conv2d_backward_input, .out = {out}, .in = {g, weight}, .nin = 2,
-                      .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};
-        if (nn_dispatch(&a)) {
-            nn_release(out);
-            out = NULL;
-        }
-    }
+    nn_tensor *out = g ? conv_grad(NN_OP_conv2d_backward_input, g, g, weight, input_shape, stride, padding, dilation, groups) : NULL;
     nn_release(g);
     return out;
 }
@@ -391,15 +403,7 @@ nn_tensor *nn_conv2d_backward_weight(nn_tensor *grad_output, nn_tensor *input, c
     }
     if (check_sizes(fn, input->shape, weight_shape, grad_output, stride, padding, dilation, groups)) return NULL;
     nn_tensor *g = grad4(grad_output, input, input->dtype);
-    nn_tensor *out = g ? empty_suggested(weight_shape, g, input, input->dtype, input->storage->device) : NULL;
-    if (out) {
-        nn_kargs a = {.op = NN_OP_conv2d_backward_weight, .out = {out}, .in = {g, input}, .nin = 2,
-                      .i = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups}};
-        if (nn_dispatch(&a)) {
-            nn_release(out);
-            out = NULL;
-        }
-    }
+    nn_tensor *out = g ? conv_grad(NN_OP_conv2d_backward_weight, g, g, input, weight_shape, stride, padding, dilation, groups) : NULL;
     nn_release(g);
     return out;
 }
@@ -423,15 +427,21 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     if (!x || !w) return nn_last_status();
     nn_tensor *g = grad4(grad_out[0], x, x->dtype);
     if (!g) return nn_last_status();
-    nn_status st = NN_OK;
-    if (n->next[0].node) {
-        nn_tensor *gx = nn_conv2d_backward_input(g, w, x->shape, c->stride, c->pad, c->dil, c->groups);
+    /* Where cuDNN runs the dtype in NHWC whatever the layout (nn_cudnn_nhwc), both gradients read one
+     * channels-last copy of an NCHW g rather than each staging its own; their layouts still follow g. */
+    bool share = n->next[0].node && n->next[1].node && g->storage->device.type == NN_CUDA && nn_cudnn_nhwc(g->dtype) &&
+                 nn_suggest_memory_format(g) != NN_CHANNELS_LAST;
+    nn_tensor *gs = share ? nn_contiguous_as(g, NN_CHANNELS_LAST) : nn_retain(g);
+    nn_status st = gs ? NN_OK : nn_last_status();
+    if (!st && n->next[0].node) {
+        nn_tensor *gx = conv_grad(NN_OP_conv2d_backward_input, gs, g, w, x->shape, c->stride, c->pad, c->dil, c->groups);
         if (gx) gx = to_edge(gx, &n->next[0]);
         if (!(grad_in[0] = gx)) st = nn_last_status();
     }
-    if (!st && n->next[1].node && !(grad_in[1] = nn_conv2d_backward_weight(g, x, w->shape, c->stride, c->pad, c->dil, c->groups)))
+    if (!st && n->next[1].node && !(grad_in[1] = conv_grad(NN_OP_conv2d_backward_weight, gs, g, x, w->shape, c->stride, c->pad, c->dil, c->groups)))
         st = nn_last_status();
     if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, n->next[2].dtype))) st = nn_last_status();
+    nn_release(gs);
     nn_release(g);
     return st;
 }

@@ -1,6 +1,7 @@
 /* The torch.backends switches the CUDA kernels read (see cuda_flags.h). */
 #include "cuda_flags.h"
 
+
 bool nn_cuda_allow_tf32 = false;
 bool nn_cudnn_allow_tf32 = true;
 bool nn_cudnn_benchmark = false;
@@ -13,3 +14,5 @@ bool nn_cudnn_get_allow_tf32(void) { return nn_cudnn_allow_tf32; }
 void nn_cudnn_set_allow_tf32(bool on) { nn_cudnn_allow_tf32 = on; }
 bool nn_cudnn_get_benchmark(void) { return nn_cudnn_benchmark; }
 void nn_cudnn_set_benchmark(bool on) { nn_cudnn_benchmark = on; }
+
+bool nn_cudnn_nhwc(nn_dtype dt) { return dt == NN_F16 || dt == NN_BF16 || (dt == NN_F32 && nn_cudnn_allow_tf32); }

@@ -30,6 +30,12 @@ extern bool nn_cudnn_batch_norm;
  * own kernels run those from then on. */
 extern long nn_cudnn_batch_norm_declined;
 
+/* Whether CUDA convolutions of dtype dt run in NHWC whatever their operands' layout (cuda/cudnn.cu
+ * stages NCHW operands by transposing copies): cuDNN's tensor-core kernels, float16/bfloat16 and
+ * TF32, are slower on NCHW operands than the NHWC kernels and the copies together; AlexNet's step
+ * on an H200 took 10% less time in float16 and 4.5% less in float32 (bench/NOTES.md). */
+bool nn_cudnn_nhwc(nn_dtype dt);
+
 bool nn_cuda_get_matmul_allow_tf32(void);
 void nn_cuda_set_matmul_allow_tf32(bool on);
 bool nn_cudnn_get_allow_tf32(void);

@@ -12,6 +12,7 @@
  * NNREPL_TEST_DEVICE=cpu runs the harness (harness.h) with the CPU standing in for the GPU
  * (a check of the harness itself; the CUDA-only cases are then skipped). */
 #include "harness.h"
+#include "memory_format.h"
 #include "conv.h"
 #include "cuda_flags.h"
 
@@ -475,6 +476,9 @@ static void conv_case(const convcfg *k, nn_dtype dt, int xv, int wv, bool unbatc
     if (!c) save_err();
     nn_tensor *g = nn_conv2d(x.g, w.g, k->bias ? b.g : NULL, st, pd, dl, k->g);
     check_red("conv2d", c, g, ws[1] * k->kh * k->kw);
+    if (c && g && c->ndim == 4 && nn_suggest_memory_format(c) != nn_suggest_memory_format(g)) /* whatever layout cuDNN ran in */
+        fail("the output is %s on the GPU, %s on the CPU", nn_memory_format_name(nn_suggest_memory_format(g)),
+             nn_memory_format_name(nn_suggest_memory_format(c)));
     if (grad && c && g && backward_both(c, g)) {
         int64_t L = c->shape[c->ndim - 1] * c->shape[c->ndim - 2] * k->N;
         check_grad("x.grad", x, k->O / k->g * k->kh * k->kw);

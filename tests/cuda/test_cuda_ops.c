@@ -14,6 +14,7 @@
  * binary where reduce copy random autograd devices); none: all. */
 #define HARNESS_SEED 0x2545F4914F6CDD1DULL
 #include "harness.h"
+#include "memory_format.h"
 
 /* ---- inputs ---- */
 
@@ -672,6 +673,38 @@ static void test_copy_fill(void)
     }
 }
 
+/* NCHW <-> channels-last copies (cuda/strided_copy.cuh's transposes: 32 x 32 tiles, and a thread a
+ * position where the channels or the image are 16 or fewer) against the CPU's */
+static void test_channels_last_copy(void)
+{
+    static const int64_t shapes[][4] = {{2, 40, 9, 7}, {3, 3, 33, 35}, {2, 64, 70, 70}, {5, 17, 4, 4}, {1, 33, 1, 65}};
+    static const nn_dtype dts[] = {NN_F32, NN_F16, NN_BF16, NN_I32, NN_F64};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t j = 0; j < sizeof dts / sizeof dts[0]; j++) {
+            const int64_t *s = shapes[i];
+            if (!begin("channels-last copy %s [%lld, %lld, %lld, %lld]", nn_dtype_name(dts[j]), (long long)s[0], (long long)s[1],
+                       (long long)s[2], (long long)s[3]))
+                continue;
+            pair x = make(dts[j], 4, s, L_CONTIG, D_ANY);
+            nn_tensor *c = nn_contiguous_as(x.c, NN_CHANNELS_LAST), *g = nn_contiguous_as(x.g, NN_CHANNELS_LAST);
+            check("to channels-last", c, g, 0, 0);
+            nn_tensor *cb = c ? nn_contiguous(c) : NULL, *gb = g ? nn_contiguous(g) : NULL;
+            check("back to NCHW", cb, gb, 0, 0);
+            nn_release(c), nn_release(g), nn_release(cb), nn_release(gb);
+            /* into the first channels of a channels-last tensor with one more (conv2d's zero-padded input) */
+            int64_t s1[4] = {s[0], s[1] + 1, s[2], s[3]};
+            pair y = make(dts[j], 4, s1, L_CONTIG, D_ANY);
+            nn_tensor *yc = nn_contiguous_as(y.c, NN_CHANNELS_LAST), *yg = nn_contiguous_as(y.g, NN_CHANNELS_LAST);
+            nn_tensor *hc = yc ? nn_narrow(yc, 1, 0, s[1]) : NULL, *hg = yg ? nn_narrow(yg, 1, 0, s[1]) : NULL;
+            if (!hc || !hg || nn_copy_(hc, x.c) || nn_copy_(hg, x.g)) fail("copy into channels: %s", nn_last_error());
+            else check("into the first channels", yc, yg, 0, 0);
+            nn_release(yc), nn_release(yg), nn_release(hc), nn_release(hg);
+            pair_free(y);
+            pair_free(x);
+            end();
+        }
+}
+
 /* ---- random fills: the same seed, the same numbers ---- */
 
 static void test_random(void)
@@ -874,7 +907,7 @@ int main(int argc, char **argv)
     if (want("binary")) test_binary();
     if (want("where")) test_where();
     if (want("reduce")) test_reduce();
-    if (want("copy")) test_copy_fill();
+    if (want("copy")) test_copy_fill(), test_channels_last_copy();
     if (want("random")) test_random();
     if (want("autograd")) test_autograd();
     if (want("devices")) test_devices();
