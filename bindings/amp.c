@@ -144,32 +144,11 @@ static int a_stats(lua_State *L)
 
 /* ---- GradScaler's kernels ---- */
 
-/* unscale_(grads, found_inf, inv_scale): grads a list of tensors */
-/* the tensors of the list at argument 1, in a buffer the GC frees (also on error); *n: how many */
-/* The tensors of the list at 1, or (grads_of) the gradients of the params there, read in C:
- * GradScaler's per-step pass makes no Tensor userdata for a .grad, whose bytes each one would
- * report to the collector's pacing again (bindings/tensor.c). */
-static nn_tensor **tensor_list(lua_State *L, int *n, bool grads_of)
-{
-    luaL_checktype(L, 1, LUA_TTABLE);
-    *n = (int)lua_rawlen(L, 1);
-    nn_tensor **gs = lua_newuserdatauv(L, sizeof *gs * (size_t)(*n ? *n : 1), 0);
-    for (int k = 0; k < *n; k++) {
-        lua_rawgeti(L, 1, k + 1);
-        nn_tensor *t = lt_totensor(L, -1);
-        if (!t) luaL_argerror(L, 1, lua_pushfstring(L, "tensor expected at index %d, got %s", k + 1, luaL_typename(L, -1)));
-        if (grads_of && !t->grad) luaL_argerror(L, 1, lua_pushfstring(L, "the parameter at index %d has no gradient", k + 1));
-        gs[k] = grads_of ? t->grad : t;
-        lua_pop(L, 1);
-    }
-    return gs;
-}
-
 static int unscale(lua_State *L, bool grads_of)
 {
     nn_tensor *found = lt_check(L, 2), *inv = lt_check(L, 3);
     int n;
-    nn_tensor **gs = tensor_list(L, &n, grads_of);
+    nn_tensor **gs = lt_tensor_list(L, 1, &n, grads_of ? LT_GRADS : LT_TENSORS);
     if (nn_amp_unscale_(n, gs, found, inv)) return lt_fail(L, 1);
     return 0;
 }
@@ -178,7 +157,7 @@ static int check_finite(lua_State *L, bool grads_of)
 {
     nn_tensor *found = lt_check(L, 2);
     int n;
-    nn_tensor **gs = tensor_list(L, &n, grads_of);
+    nn_tensor **gs = lt_tensor_list(L, 1, &n, grads_of ? LT_GRADS : LT_TENSORS);
     if (nn_amp_check_finite_(n, gs, found)) return lt_fail(L, 1);
     return 0;
 }

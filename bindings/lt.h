@@ -37,6 +37,13 @@ nn_tensor *lt_totensor(lua_State *L, int idx);
 nn_tensor *lt_check(lua_State *L, int idx);
 int lt_is_tensor(lua_State *L, int idx);
 
+/* The tensors of the list at idx (LT_TENSORS), or the gradients of the params there, read in C
+ * (LT_GRADS: each must have one; LT_SOME_GRADS: those that have one), in a buffer pushed on the
+ * stack for the GC to free, borrowed; *n: how many. Per-step library code reads .grad this way:
+ * a Tensor userdata for it would report its bytes to the collector's pacing again (tensor.c). */
+enum { LT_TENSORS, LT_GRADS, LT_SOME_GRADS };
+nn_tensor **lt_tensor_list(lua_State *L, int idx, int *n, int what);
+
 /* A tensor, or a number/boolean made into a wrapped 0-dim tensor. Returns a new
  * reference in every case (release it). Raises `tensor or number expected`. */
 nn_tensor *lt_operand(lua_State *L, int idx);

@@ -12,6 +12,10 @@
  *   _optim.state_like(param, value)    a state tensor like param, filled with value
  *   _optim.step_counter(value)         a 0-dim step tensor
  *   _optim.id(tensor)                  a light userdata naming the tensor (not the Lua object)
+ *   _optim.total_norm(tensors, p)      torch.nn.utils' clipping: the p-norm of the tensors' norms,
+ *   _optim.grad_total_norm(params, p)  or of the params' gradients (nothing when none has one);
+ *   _optim.mul_grads_(params, coef)    the gradients times a one-element tensor, or clamped
+ *   _optim.clamp_grads_(params, v)     to [-v, v] (params without a gradient are skipped)
  *
  * Updates run with grad mode off. Integer param ids (state_dict) are the Lua half's business. */
 #include <string.h>
@@ -290,6 +294,47 @@ static int l_zero_grad(lua_State *L)
     return 0;
 }
 
+static int l_total_norm(lua_State *L)
+{
+    int n;
+    nn_tensor **ts = lt_tensor_list(L, 1, &n, LT_TENSORS);
+    if (!n) return luaL_argerror(L, 1, "no tensors");
+    lt_push(L, nn_total_norm(n, ts, luaL_checknumber(L, 2)));
+    return 1;
+}
+
+static int l_grad_total_norm(lua_State *L)
+{
+    int n;
+    nn_tensor **gs = lt_tensor_list(L, 1, &n, LT_SOME_GRADS);
+    if (!n) return 0;
+    lt_push(L, nn_total_norm(n, gs, luaL_checknumber(L, 2)));
+    return 1;
+}
+
+static int l_mul_grads(lua_State *L)
+{
+    nn_tensor *coef = lt_check(L, 2);
+    int n;
+    nn_tensor **gs = lt_tensor_list(L, 1, &n, LT_SOME_GRADS);
+    if (nn_mul_each_(n, gs, coef)) return lt_fail(L, 0);
+    return 0;
+}
+
+static int l_clamp_grads(lua_State *L)
+{
+    double v = luaL_checknumber(L, 2);
+    int n;
+    nn_tensor **gs = lt_tensor_list(L, 1, &n, LT_SOME_GRADS);
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_status st = NN_OK;
+    for (int k = 0; k < n && !st; k++) st = nn_clamp_(gs[k], true, -v, true, v);
+    nn_set_grad_enabled(was);
+    if (st) return lt_fail(L, 0);
+    return 0;
+}
+
 static int l_state_like(lua_State *L)
 {
     lt_push(L, nn_optim_state_like(lt_check(L, 1), luaL_optnumber(L, 2, 0)));
@@ -313,7 +358,8 @@ void lt_open_optim(lua_State *L)
     static const luaL_Reg fns[] = {
         {"sgd_step", l_sgd_step}, {"adam_step", l_adam_step}, {"rmsprop_step", l_rmsprop_step},
         {"adagrad_step", l_adagrad_step}, {"zero_grad", l_zero_grad}, {"state_like", l_state_like},
-        {"step_counter", l_step_counter}, {"id", l_id}, {NULL, NULL},
+        {"step_counter", l_step_counter}, {"id", l_id}, {"total_norm", l_total_norm}, {"grad_total_norm", l_grad_total_norm},
+        {"mul_grads_", l_mul_grads}, {"clamp_grads_", l_clamp_grads}, {NULL, NULL},
     };
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "_optim");

@@ -183,3 +183,22 @@ uint32_t lt_dim_mask(lua_State *L, int idx, int ndim)
     }
     return mask;
 }
+
+nn_tensor **lt_tensor_list(lua_State *L, int idx, int *n, int what)
+{
+    idx = lua_absindex(L, idx);
+    luaL_checktype(L, idx, LUA_TTABLE);
+    int len = (int)lua_rawlen(L, idx);
+    nn_tensor **ts = lua_newuserdatauv(L, sizeof *ts * (size_t)(len ? len : 1), 0);
+    *n = 0;
+    for (int k = 0; k < len; k++) {
+        lua_rawgeti(L, idx, k + 1);
+        nn_tensor *t = lt_totensor(L, -1);
+        if (!t) luaL_argerror(L, idx, lua_pushfstring(L, "tensor expected at index %d, got %s", k + 1, luaL_typename(L, -1)));
+        lua_pop(L, 1);
+        if (what == LT_GRADS && !t->grad) luaL_argerror(L, idx, lua_pushfstring(L, "the parameter at index %d has no gradient", k + 1));
+        if (what == LT_TENSORS) ts[(*n)++] = t;
+        else if (t->grad) ts[(*n)++] = t->grad;
+    }
+    return ts;
+}

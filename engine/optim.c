@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "device.h"
 #include "optim.h"
+#include "autograd.h"
 #include "memory_format.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
@@ -341,4 +342,48 @@ nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *gra
         {R_STEP, "step", steps, 0, NULL},
     };
     return run_step(&a, n, 4, roles, o->found_inf, o->grad_scale);
+}
+
+nn_tensor *nn_total_norm(int n, nn_tensor *const *ts, double p)
+{
+    nn_tensor **norms = calloc((size_t)n, sizeof *norms), *total = NULL;
+    if (!norms) {
+        nn_error(NN_ERR_NOMEM, "total norm: out of memory");
+        return NULL;
+    }
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    int k = 0;
+    for (; k < n; k++) {
+        nn_tensor *v = nn_norm(ts[k], p, 0, false);
+        norms[k] = v ? nn_to_device(v, ts[0]->storage->device) : NULL;
+        nn_release(v);
+        if (!norms[k]) break;
+    }
+    nn_tensor *all = k == n ? nn_stack(norms, n, 0) : NULL;
+    if (all) total = nn_norm(all, p, 0, false);
+    nn_release(all);
+    for (int j = 0; j < n; j++) nn_release(norms[j]);
+    free(norms);
+    nn_set_grad_enabled(was);
+    return total;
+}
+
+nn_status nn_mul_each_(int n, nn_tensor *const *ts, nn_tensor *coef)
+{
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_tensor *on = NULL; /* coef on the device of the last tensor */
+    nn_status st = NN_OK;
+    for (int k = 0; k < n && !st; k++) {
+        nn_device d = ts[k]->storage->device;
+        if (!on || on->storage->device.type != d.type || on->storage->device.index != d.index) {
+            nn_release(on);
+            if (!(on = nn_to_device(coef, d))) st = nn_last_status();
+        }
+        if (!st) st = nn_binary_(NN_OP_mul, ts[k], on);
+    }
+    nn_release(on);
+    nn_set_grad_enabled(was);
+    return st;
 }

@@ -80,6 +80,12 @@ nn_tensor *nn_optim_state_like(nn_tensor *p, double value);
  * float32 or float64 counter on the param's device also works; see found_inf). */
 nn_tensor *nn_optim_step_counter(double value);
 
+/* torch.nn.utils' gradient clipping, with grad mode off:
+ * the p-norm of the n tensors' p-norms, a 0-dim tensor on ts[0]'s device (n >= 1); */
+nn_tensor *nn_total_norm(int n, nn_tensor *const *ts, double p);
+/* ts[k] *= coef for every k (coef: one element, copied to each device it meets). */
+nn_status nn_mul_each_(int n, nn_tensor *const *ts, nn_tensor *coef);
+
 /* The kernel list layout (kargs.list holds nlist = n tensors per role, role-major:
  * list[r * n + k]; params with no gradient are left out before dispatch):
  *   sgd_step      0 params, 1 grads, 2 momentum buffers (NULL when momentum == 0),

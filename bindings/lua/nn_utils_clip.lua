@@ -6,8 +6,11 @@
 -- device and the clip coefficient min(max_norm / (total + 1e-6), 1) multiplies every
 -- grad as a tensor, so CUDA grads are clipped with no host sync (unless
 -- error_if_nonfinite asks to look at the norm). `foreach` is accepted and ignored.
+-- The gradients are read in C (torch._optim): a loop over p.grad here would make a Tensor
+-- userdata for each, every step, and start full collections (docs/devices.md).
 local torch = require "torch"
 local U = require "nn_util"
+local C = torch._optim
 
 local M = {}
 
@@ -26,15 +29,6 @@ function M._tensors(fname, parameters)
   return out
 end
 
-local function grads_of(fname, parameters)
-  local grads = {}
-  for _, p in ipairs(M._tensors(fname, parameters)) do
-    local g = p.grad
-    if g ~= nil then grads[#grads + 1] = g end
-  end
-  return grads
-end
-
 -- norm_type: a number, math.huge, or "inf" / "-inf" as Python's float() reads them
 local function norm_value(fname, v)
   if v == "inf" or v == "+inf" then return math.huge end
@@ -49,6 +43,16 @@ local function number(fname, name, v)
   return v + 0.0
 end
 
+-- total, or PyTorch's error where error_if_nonfinite asks to look at it (a host sync)
+local function checked(total, p, error_if_nonfinite)
+  if error_if_nonfinite and not torch.isfinite(total):item() then
+    U.errorf("The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be " ..
+      "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set " ..
+      "`error_if_nonfinite=False`", U.pyfloat(p))
+  end
+  return total
+end
+
 local total_spec = { { "norm_type", 2.0 }, { "error_if_nonfinite", false }, { "foreach", nil } }
 
 -- get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=false, foreach=nil): the norm of
@@ -58,17 +62,7 @@ function M.get_total_norm(tensors, ...)
   local p = norm_value("get_total_norm", o.norm_type)
   local list = M._tensors("get_total_norm", tensors)
   if #list == 0 then return torch.tensor(0.0) end
-  local _ <close> = torch.no_grad()
-  local device = list[1].device
-  local norms = {}
-  for i, t in ipairs(list) do norms[i] = t:norm(p):to(device) end
-  local total = torch.stack(norms):norm(p)
-  if o.error_if_nonfinite and not torch.isfinite(total):item() then
-    U.errorf("The total norm of order %s for gradients from `parameters` is non-finite, so it cannot be " ..
-      "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set " ..
-      "`error_if_nonfinite=False`", U.pyfloat(p))
-  end
-  return total
+  return checked(C.total_norm(list, p), p, o.error_if_nonfinite)
 end
 
 -- clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=nil): scale the grads by
@@ -77,19 +71,11 @@ function M.clip_grads_with_norm_(parameters, ...)
   local fname = "clip_grads_with_norm_"
   local o = U.parse(fname, { { "max_norm", U.REQUIRED }, { "total_norm", U.REQUIRED }, { "foreach", nil } }, ...)
   local max_norm = number(fname, "max_norm", o.max_norm)
-  local grads = grads_of(fname, parameters)
-  if #grads == 0 then return end
+  local params = M._tensors(fname, parameters)
   local _ <close> = torch.no_grad()
   local total = o.total_norm
   if not torch.is_tensor(total) then total = torch.tensor(number(fname, "total_norm", total)) end
-  local coef = (max_norm / (total + 1e-6)):clamp(nil, 1.0)
-  local on = {} -- the coefficient on each grad device, copied once
-  for _, g in ipairs(grads) do
-    local key = tostring(g.device)
-    local c = on[key]
-    if c == nil then c = coef:to(g.device); on[key] = c end
-    g:mul_(c)
-  end
+  C.mul_grads_(params, (max_norm / (total + 1e-6)):clamp(nil, 1.0))
 end
 
 -- clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=false, foreach=nil):
@@ -98,9 +84,12 @@ function M.clip_grad_norm_(parameters, ...)
   local fname = "clip_grad_norm_"
   local o = U.parse(fname, { { "max_norm", U.REQUIRED }, table.unpack(total_spec) }, ...)
   local max_norm = number(fname, "max_norm", o.max_norm)
-  local grads = grads_of(fname, parameters)
-  local total = M.get_total_norm(grads, { norm_type = o.norm_type, error_if_nonfinite = o.error_if_nonfinite })
-  M.clip_grads_with_norm_(parameters, max_norm, total)
+  local p = norm_value(fname, o.norm_type)
+  local params = M._tensors(fname, parameters)
+  local total = C.grad_total_norm(params, p)
+  if total == nil then return torch.tensor(0.0) end
+  checked(total, p, o.error_if_nonfinite)
+  M.clip_grads_with_norm_(params, max_norm, total)
   return total
 end
 
@@ -108,9 +97,7 @@ end
 function M.clip_grad_value_(parameters, ...)
   local fname = "clip_grad_value_"
   local o = U.parse(fname, { { "clip_value", U.REQUIRED }, { "foreach", nil } }, ...)
-  local v = number(fname, "clip_value", o.clip_value)
-  local _ <close> = torch.no_grad()
-  for _, g in ipairs(grads_of(fname, parameters)) do g:clamp_(-v, v) end
+  C.clamp_grads_(M._tensors(fname, parameters), number(fname, "clip_value", o.clip_value))
 end
 
 return M
