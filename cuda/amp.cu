@@ -16,7 +16,11 @@
  * cast_check: a dense float cast whose blocks also write one flag each, whether they met an
  * inf or nan (engine/amp.h's nn_cast_checked).
  *
- * amp_update_scale: one thread updates the scale and the growth tracker in place. */
+ * amp_update_scale: one thread updates the scale and the growth tracker in place.
+ *
+ * foreach_sumsq: the same chunked walk over a tensor list, each block adding the sum of the
+ * squares of its chunk (float per thread, double across threads) to a double accumulator
+ * (gradient clipping's 2-norm). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -44,6 +48,7 @@ struct Table {
     int nt;
     float *found;
     const float *inv;
+    double *acc; /* foreach_sumsq */
     int64_t first[MAX_T + 1]; /* first chunk of each entry; first[nt] = total chunks */
     Entry e[MAX_T];
 };
@@ -85,9 +90,9 @@ __device__ bool scale_range_vec(float *p, int64_t lo, int64_t hi, float inv)
     return found | scale_range(p, lo + nv * 4, hi, inv);
 }
 
-__global__ void __launch_bounds__(THREADS) unscale_kernel(const __grid_constant__ Table t)
+/* The entry block b works on, and its chunk [*start, *end). */
+__device__ const Entry &chunk_of(const Table &t, int64_t b, int64_t *start, int64_t *end)
 {
-    int64_t b = blockIdx.x;
     int lo = 0, hi = t.nt - 1; /* the last entry whose first chunk is <= b */
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
@@ -95,7 +100,14 @@ __global__ void __launch_bounds__(THREADS) unscale_kernel(const __grid_constant_
         else hi = mid - 1;
     }
     const Entry &e = t.e[lo];
-    int64_t start = (b - t.first[lo]) * CHUNK, end = start + CHUNK < e.n ? start + CHUNK : e.n;
+    *start = (b - t.first[lo]) * CHUNK, *end = *start + CHUNK < e.n ? *start + CHUNK : e.n;
+    return e;
+}
+
+__global__ void __launch_bounds__(THREADS) unscale_kernel(const __grid_constant__ Table t)
+{
+    int64_t start, end;
+    const Entry &e = chunk_of(t, blockIdx.x, &start, &end);
     const float inv = t.inv ? *t.inv : 1.f;
     bool found;
     switch (e.dt) {
@@ -109,6 +121,56 @@ __global__ void __launch_bounds__(THREADS) unscale_kernel(const __grid_constant_
         break;
     }
     if (__syncthreads_or(found) && threadIdx.x == 0) *t.found = 1.f;
+}
+
+template <typename T> __device__ double sumsq_range(const T *p, int64_t lo, int64_t hi)
+{
+    float sum = 0;
+    for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+        float v = nn_to_float(p[j]);
+        sum += v * v;
+    }
+    return sum;
+}
+template <> __device__ double sumsq_range<double>(const double *p, int64_t lo, int64_t hi)
+{
+    double sum = 0;
+    for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) sum += p[j] * p[j];
+    return sum;
+}
+
+__global__ void __launch_bounds__(THREADS) sumsq_kernel(const __grid_constant__ Table t)
+{
+    int64_t start, end;
+    const Entry &e = chunk_of(t, blockIdx.x, &start, &end);
+    double sum;
+    switch (e.dt) {
+    case NN_F32:
+        if (e.vec) { /* 16-byte aligned: four at a time */
+            int64_t nv = (end - start) / 4;
+            const float4 *q = (const float4 *)((const float *)e.p + start);
+            float f = 0;
+            for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
+                float4 v = q[j];
+                f += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+            }
+            sum = f + sumsq_range((const float *)e.p, start + nv * 4, end);
+        } else {
+            sum = sumsq_range((const float *)e.p, start, end);
+        }
+        break;
+    case NN_F64: sum = sumsq_range((const double *)e.p, start, end); break;
+    case NN_F16: sum = sumsq_range((const __half *)e.p, start, end); break;
+    default: sum = sumsq_range((const __nv_bfloat16 *)e.p, start, end); break;
+    }
+    for (int o = 16; o; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    __shared__ double warp[THREADS / 32];
+    if ((threadIdx.x & 31) == 0) warp[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < THREADS / 32; w++) sum += warp[w];
+        atomicAdd(t.acc, sum);
+    }
 }
 
 __global__ void update_kernel(float *scale, int32_t *tracker, const float *found, double growth, double backoff, int64_t interval)
@@ -146,11 +208,11 @@ struct Scratch {
     {
         for (int k = 0; k < n; k++) nn_release(tmp[k]);
     }
-    nn_status flush()
+    nn_status flush(bool copy_back)
     {
         nn_status st = NN_OK;
         for (int k = 0; k < n; k++) {
-            if (!st) st = copy(orig[k], tmp[k]);
+            if (!st && copy_back) st = copy(orig[k], tmp[k]);
             nn_release(tmp[k]);
         }
         n = 0;
@@ -158,36 +220,31 @@ struct Scratch {
     }
 };
 
+/* t.acc set: foreach_sumsq, which only reads (its scratch copies are dropped, not copied back) */
 nn_status launch(Table &t, Scratch &sc, cudaStream_t s)
 {
     if (t.nt) {
         int64_t blocks = t.first[t.nt];
         if (blocks > 0x7fffffff) return nn_error(NN_ERR_ARG, "amp_unscale: too many elements for one launch");
-        unscale_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(t);
+        if (t.acc) sumsq_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(t);
+        else unscale_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(t);
         NN_CHECK_LAUNCH();
     }
     t.nt = 0;
-    return sc.flush();
+    return sc.flush(!t.acc);
 }
 
 thread_local Table table; /* about 20 KiB: one per thread, reused */
 
-} // namespace
-
-extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
+/* The list of a (dense entries in place, others through scratch copies), in launches of MAX_T. */
+nn_status run_list(const nn_kargs *a, Table &t, cudaStream_t s)
 {
-    int dev = nn_cuda_index(a);
-    if (!nn_cuda_dev(dev)) return nn_last_status();
-    cudaStream_t s = nn_cuda_stream(dev);
-    Table &t = table;
     t.nt = 0;
     t.first[0] = 0;
-    t.found = (float *)nn_data(a->out[0]);
-    t.inv = a->nin ? (const float *)nn_data(a->in[0]) : NULL;
     Scratch sc;
     for (int k = 0; k < a->nlist; k++) {
         nn_tensor *g = a->list[k];
-        if (!nn_dtype_is_float(g->dtype) && !(g->dtype == NN_U8 && nn_is_dense(g))) return nn_not_implemented(a, g->dtype);
+        if (!nn_dtype_is_float(g->dtype) && !(g->dtype == NN_U8 && nn_is_dense(g) && !t.acc)) return nn_not_implemented(a, g->dtype);
         int64_t n = nn_numel(g);
         if (n == 0) continue;
         void *p = nn_data(g);
@@ -211,6 +268,31 @@ extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
         if (++t.nt == MAX_T && launch(t, sc, s)) return nn_last_status();
     }
     return launch(t, sc, s);
+}
+
+} // namespace
+
+extern "C" nn_status nn_cuda_amp_unscale(const nn_kargs *a)
+{
+    int dev = nn_cuda_index(a);
+    if (!nn_cuda_dev(dev)) return nn_last_status();
+    Table &t = table;
+    t.found = (float *)nn_data(a->out[0]);
+    t.inv = a->nin ? (const float *)nn_data(a->in[0]) : NULL;
+    t.acc = NULL;
+    return run_list(a, t, nn_cuda_stream(dev));
+}
+
+extern "C" nn_status nn_cuda_foreach_sumsq(const nn_kargs *a)
+{
+    int dev = nn_cuda_index(a);
+    if (!nn_cuda_dev(dev)) return nn_last_status();
+    if (a->out[0]->dtype != NN_F64 || nn_numel(a->out[0]) != 1) return nn_error(NN_ERR_ARG, "foreach_sumsq: expected a 1-element float64 out");
+    Table &t = table;
+    t.found = NULL;
+    t.inv = NULL;
+    t.acc = (double *)nn_data(a->out[0]);
+    return run_list(a, t, nn_cuda_stream(dev));
 }
 
 extern "C" nn_status nn_cuda_amp_update_scale(const nn_kargs *a)

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "device.h"
 #include "optim.h"
+#include "amp.h"
 #include "autograd.h"
 #include "memory_format.h"
 
@@ -344,15 +345,45 @@ nn_status nn_adagrad_step(int n, nn_tensor *const *params, nn_tensor *const *gra
     return run_step(&a, n, 4, roles, o->found_inf, o->grad_scale);
 }
 
+/* *out = the 2-norm of n float tensors on one device in one pass (foreach_sumsq, summed in
+ * float64), in their promoted dtype; *out = NULL where they are not such tensors. */
+static nn_status total_2norm(int n, nn_tensor *const *ts, nn_tensor **out)
+{
+    *out = NULL;
+    nn_dtype dt = ts[0]->dtype;
+    for (int k = 0; k < n; k++) {
+        if (!nn_dtype_is_float(ts[k]->dtype) || !nn_device_eq(ts[k]->storage->device, ts[0]->storage->device)) return NN_OK;
+        dt = nn_promote_types(dt, ts[k]->dtype);
+    }
+    nn_tensor *acc = nn_zeros(0, NULL, NN_F64, ts[0]->storage->device), *root = NULL;
+    nn_kargs a = {.op = NN_OP_foreach_sumsq, .out = {acc}, .list = (nn_tensor **)ts, .nlist = n};
+    nn_status st = acc ? nn_dispatch(&a) : nn_last_status();
+    if (!st && !(root = nn_unary(NN_OP_sqrt, acc))) st = nn_last_status();
+    if (!st && !(*out = nn_to_dtype(root, dt))) st = nn_last_status();
+    nn_release(acc);
+    nn_release(root);
+    return st;
+}
+
 nn_tensor *nn_total_norm(int n, nn_tensor *const *ts, double p)
 {
-    nn_tensor **norms = calloc((size_t)n, sizeof *norms), *total = NULL;
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    nn_tensor *total = NULL;
+    if (p == 2 && total_2norm(n, ts, &total)) {
+        nn_set_grad_enabled(was);
+        return NULL;
+    }
+    if (total) {
+        nn_set_grad_enabled(was);
+        return total;
+    }
+    nn_tensor **norms = calloc((size_t)n, sizeof *norms);
     if (!norms) {
+        nn_set_grad_enabled(was);
         nn_error(NN_ERR_NOMEM, "total norm: out of memory");
         return NULL;
     }
-    bool was = nn_grad_enabled();
-    nn_set_grad_enabled(false);
     int k = 0;
     for (; k < n; k++) {
         nn_tensor *v = nn_norm(ts[k], p, 0, false);
@@ -369,12 +400,38 @@ nn_tensor *nn_total_norm(int n, nn_tensor *const *ts, double p)
     return total;
 }
 
+/* On one CUDA device, float32/float16/bfloat16 tensors are scaled in one pass: GradScaler's
+ * unscale kernel with coef as its factor (which leaves a tensor unwritten when coef is 1, as it is
+ * whenever the gradients are within the clipping norm). *done: whether it ran. */
+static nn_status mul_one_pass(int n, nn_tensor *const *ts, nn_tensor *coef, bool *done)
+{
+    *done = false;
+    nn_device dev = ts[0]->storage->device;
+    for (int k = 0; k < n; k++) {
+        nn_dtype dt = ts[k]->dtype;
+        if (dev.type != NN_CUDA || !nn_device_eq(ts[k]->storage->device, dev) || (dt != NN_F32 && dt != NN_F16 && dt != NN_BF16)) return NN_OK;
+    }
+    nn_tensor *on = nn_to_device(coef, dev), *c32 = on ? nn_to_dtype(on, NN_F32) : NULL, *found = c32 ? nn_zeros(0, NULL, NN_F32, dev) : NULL;
+    nn_status st = found ? nn_amp_unscale_(n, ts, found, c32) : nn_last_status();
+    nn_release(on);
+    nn_release(c32);
+    nn_release(found);
+    *done = true;
+    return st;
+}
+
 nn_status nn_mul_each_(int n, nn_tensor *const *ts, nn_tensor *coef)
 {
-    bool was = nn_grad_enabled();
+    if (n == 0) return NN_OK;
+    if (nn_numel(coef) != 1) return nn_error(NN_ERR_SHAPE, "mul_each_: the factor must have one element");
+    bool was = nn_grad_enabled(), done;
     nn_set_grad_enabled(false);
+    nn_status st = mul_one_pass(n, ts, coef, &done);
+    if (st || done) {
+        nn_set_grad_enabled(was);
+        return st;
+    }
     nn_tensor *on = NULL; /* coef on the device of the last tensor */
-    nn_status st = NN_OK;
     for (int k = 0; k < n && !st; k++) {
         nn_device d = ts[k]->storage->device;
         if (!on || on->storage->device.type != d.type || on->storage->device.index != d.index) {

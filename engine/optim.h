@@ -81,9 +81,11 @@ nn_tensor *nn_optim_state_like(nn_tensor *p, double value);
 nn_tensor *nn_optim_step_counter(double value);
 
 /* torch.nn.utils' gradient clipping, with grad mode off:
- * the p-norm of the n tensors' p-norms, a 0-dim tensor on ts[0]'s device (n >= 1); */
+ * the p-norm of the n tensors' p-norms, a 0-dim tensor on ts[0]'s device (n >= 1); for p = 2
+ * over float tensors on one device, one pass (foreach_sumsq) summing squares in float64; */
 nn_tensor *nn_total_norm(int n, nn_tensor *const *ts, double p);
-/* ts[k] *= coef for every k (coef: one element, copied to each device it meets). */
+/* ts[k] *= coef for every k (coef: one element, copied to each device it meets; one pass over
+ * float32/16-bit tensors on one GPU). */
 nn_status nn_mul_each_(int n, nn_tensor *const *ts, nn_tensor *coef);
 
 /* The kernel list layout (kargs.list holds nlist = n tensors per role, role-major:

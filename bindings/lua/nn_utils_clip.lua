@@ -7,7 +7,8 @@
 -- grad as a tensor, so CUDA grads are clipped with no host sync (unless
 -- error_if_nonfinite asks to look at the norm). `foreach` is accepted and ignored.
 -- The gradients are read in C (torch._optim): a loop over p.grad here would make a Tensor
--- userdata for each, every step, and start full collections (docs/devices.md).
+-- userdata for each, every step, and start full collections (docs/devices.md). The 2-norm is
+-- one pass over all of them (summed in float64), and on one GPU the scaling too.
 local torch = require "torch"
 local U = require "nn_util"
 local C = torch._optim

@@ -1,5 +1,6 @@
-/* GradScaler kernels on the CPU: amp_unscale (inf/nan check and unscale of a gradient
- * list) and amp_update_scale (list layout in ops.def, semantics in engine/amp.h). */
+/* Gradient-list kernels on the CPU: GradScaler's amp_unscale (inf/nan check and unscale of a
+ * gradient list) and amp_update_scale (list layout in ops.def, semantics in engine/amp.h), and
+ * foreach_sumsq (gradient clipping's 2-norm). */
 #include <math.h>
 
 #include "iter.h"
@@ -125,5 +126,38 @@ nn_status nn_cpu_cast_check(const nn_kargs *a)
     uint8_t *f = nn_data(flags);
     for (int64_t i = 0, m = nn_numel(flags); i < m; i++) f[i] = 0;
     if (nn_numel(flags)) f[0] = u.found;
+    return NN_OK;
+}
+
+static void sumsq_row(char **ptr, const int64_t *stride, int64_t n, void *ctx)
+{
+    double *acc = ((double **)ctx)[0], sum = 0;
+    nn_dtype dt = *((nn_dtype **)ctx)[1];
+    const char *p = ptr[0];
+    for (int64_t i = 0; i < n; i++) {
+        const char *q = p + i * stride[0];
+        double v = dt == NN_F32 ? *(const float *)q
+                   : dt == NN_F64 ? *(const double *)q
+                   : dt == NN_F16 ? nn_half_to_float(*(const uint16_t *)q)
+                                  : nn_bf16_to_float(*(const uint16_t *)q);
+        sum += v * v;
+    }
+    *acc += sum;
+}
+
+nn_status nn_cpu_foreach_sumsq(const nn_kargs *a)
+{
+    double acc = 0;
+    for (int k = 0; k < a->nlist; k++) {
+        nn_tensor *t = a->list[k];
+        if (!nn_dtype_is_float(t->dtype)) return nn_not_implemented(a, t->dtype);
+        if (nn_numel(t) == 0) continue;
+        nn_dtype dt = t->dtype;
+        void *ctx[2] = {&acc, &dt};
+        nn_iter it;
+        nn_iter_init(&it, 1, &t);
+        nn_iter_run(&it, sumsq_row, ctx);
+    }
+    *(double *)nn_data(a->out[0]) += acc;
     return NN_OK;
 }

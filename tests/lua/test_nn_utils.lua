@@ -344,10 +344,37 @@ T.test("container iteration", function()
   T.eq(idx, { 0 }, "enumerate")
 end)
 
+-- ---- the 2-norm's one pass over many tensors: dtypes, layouts, sizes past one chunk ----
+
+local function mixed_grads(device)
+  torch.manual_seed(11)
+  return {
+    torch.randn(40000):to(device), -- several 16384-element chunks
+    torch.randn(50, 80):narrow(1, 3, 70):to(device), -- not dense
+    torch.randn(20001):narrow(0, 1, 20000):to(device), -- dense, not 16-byte aligned
+    torch.randn(1000):half():to(device),
+    torch.randn(777):bfloat16():to(device),
+  }
+end
+
+local function norm_reference(ts)
+  local acc = 0
+  for _, t in ipairs(ts) do acc = acc + (t:double() ^ 2):sum():item() end
+  return math.sqrt(acc)
+end
+
+T.test("get_total_norm of mixed dtypes and layouts", function()
+  local ts = mixed_grads("cpu")
+  local got = nn.utils.get_total_norm(ts)
+  T.eq(got.dtype, torch.float32, "the promoted dtype")
+  T.near(got:item(), norm_reference(ts), 1e-5 * norm_reference(ts), "2-norm")
+  T.near(nn.utils.get_total_norm(ts, 3):item(), nn.utils.get_total_norm(ts, 3.0):item(), 0, "other orders take the per-tensor path")
+end)
+
 -- ---- the same on CUDA, against the CPU results ----
 
 T.test("on CUDA", function()
-  if not torch.cuda.is_available() then return T.skip("no GPU: CUDA clip_grad_norm_ / isclose / cumsum", 6) end
+  if not torch.cuda.is_available() then return T.skip("no GPU: CUDA clip_grad_norm_ / isclose / cumsum", 9) end
   local ps, cps = make_params(2.0), {}
   for i, p in ipairs(make_params(2.0)) do
     cps[i] = p:detach():cuda():requires_grad_()
@@ -358,6 +385,27 @@ T.test("on CUDA", function()
   T.eq(tostring(got.device), "cuda:0", "total norm stays on the GPU")
   T.near(got:item(), want:item(), 1e-12, "cuda total norm")
   T.near(flat(cps[1].grad:cpu()), flat(ps[1].grad), 1e-12, "cuda grads clipped")
+  local ts = mixed_grads("cuda")
+  local total = nn.utils.get_total_norm(ts)
+  T.eq(tostring(total.device) .. " " .. tostring(total.dtype), "cuda:0 torch.float32", "mixed: device and dtype")
+  T.near(total:item(), norm_reference(ts), 1e-5 * norm_reference(ts), "mixed dtypes and layouts: 2-norm")
+  local function as_params(gs)
+    local out = {}
+    for i, g in ipairs(gs) do
+      out[i] = torch.zeros_like(g):requires_grad_()
+      out[i].grad = g
+    end
+    return out
+  end
+  local cpu_ps, cuda_ps = as_params(mixed_grads("cpu")), as_params(mixed_grads("cuda"))
+  nn.utils.clip_grad_norm_(cpu_ps, 1.0)
+  nn.utils.clip_grad_norm_(cuda_ps, 1.0) -- one scaling pass over the float32/16-bit gradients
+  local worst = 0
+  for i = 1, #cpu_ps do
+    local d = (cuda_ps[i].grad:cpu():double() - cpu_ps[i].grad:double()):abs():max():item()
+    worst = math.max(worst, d / cpu_ps[i].grad:double():abs():max():item())
+  end
+  T.check(worst < 1e-2, "mixed: clipped gradients as on the CPU (worst relative difference " .. worst .. ")")
   local x = torch.randn(6, 5, f64)
   T.near(x:cuda():cumsum(0):cpu():tolist(), x:cumsum(0):tolist(), 1e-12, "cuda cumsum")
   T.eq(flat(x:cuda():isclose(x:cuda() + 1e-9)), flat(x:isclose(x + 1e-9)), "cuda isclose")
