@@ -36,13 +36,13 @@ struct Transpose {
     int64_t B, R, C, sb, sp, db, dp;
 };
 
-/* A block moves T 32 x 32 tiles (stacked along R) through shared memory, so both sides are read
- * and written a warp-row at a time (the element-wise copy4 strides through one side: 3-4x slower),
- * with 4 T loads a thread in flight before it waits. */
-template <typename W, int T> __global__ void transpose_tiles(W *__restrict__ dst, const W *__restrict__ src, Transpose t)
+/* A block moves a 32 T x 32 CW tile (T, CW: 1 or 2) through shared memory, so both sides are read
+ * and written a warp-row at a time (the element-wise copy4 strides through one side: 3-4x slower).
+ * 64 x 64 tiles were the fastest on an H200 for 16- and 32-bit elements alike (bench/NOTES.md). */
+template <typename W, int T, int CW> __global__ void transpose_tiles(W *__restrict__ dst, const W *__restrict__ src, Transpose t)
 {
-    __shared__ W tile[T][32][33];
-    const int64_t c0 = (int64_t)blockIdx.x * 32;
+    __shared__ W tile[32 * T][32 * CW + (sizeof(W) == 2 ? 2 : 1)]; /* a pitch of an odd number of words: no bank conflicts */
+    const int64_t c0 = (int64_t)blockIdx.x * 32 * CW;
     const int x = threadIdx.x, y = threadIdx.y;
     for (int64_t b = blockIdx.z; b < t.B; b += gridDim.z) {
         const W *s = src + b * t.sb;
@@ -51,17 +51,19 @@ template <typename W, int T> __global__ void transpose_tiles(W *__restrict__ dst
 #pragma unroll
             for (int u = 0; u < T; u++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    int64_t r = r0 + u * 32 + y + 8 * j, c = c0 + x;
-                    if (r < t.R && c < t.C) tile[u][y + 8 * j][x] = s[r * t.sp + c];
-                }
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int w = 0; w < CW; w++) {
+                        int64_t r = r0 + u * 32 + y + 8 * j, c = c0 + x + 32 * w;
+                        if (r < t.R && c < t.C) tile[u * 32 + y + 8 * j][x + 32 * w] = s[r * t.sp + c];
+                    }
             __syncthreads();
 #pragma unroll
-            for (int u = 0; u < T; u++)
+            for (int j = 0; j < 4 * CW; j++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
+                for (int u = 0; u < T; u++) {
                     int64_t c = c0 + y + 8 * j, r = r0 + u * 32 + x;
-                    if (r < t.R && c < t.C) d[c * t.dp + r] = tile[u][x][y + 8 * j];
+                    if (r < t.R && c < t.C) d[c * t.dp + r] = tile[u * 32 + x][y + 8 * j];
                 }
             __syncthreads();
         }
@@ -127,13 +129,14 @@ template <typename W> void launch_transpose(void *dst, const void *src, const Tr
         transpose_thin<<<nn_cuda_blocks(t.B * (t.R <= 16 ? t.C : t.R)), 256, 0, s>>>((W *)dst, (const W *)src, t);
         return;
     }
-    /* tiles a block: up to 4 (16-bit elements) or 2, no more than R fills */
-    int T = t.R <= 32 ? 1 : t.R <= 64 || sizeof(W) > 2 ? 2 : 4;
-    int64_t gy = (t.R + 32 * T - 1) / (32 * T);
-    dim3 grid((unsigned)((t.C + 31) / 32), (unsigned)(gy < 65535 ? gy : 65535), (unsigned)(t.B < 65535 ? t.B : 65535)), block(32, 8);
-    if (T == 1) transpose_tiles<W, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
-    else if (T == 2) transpose_tiles<W, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
-    else transpose_tiles<W, 4><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    const bool tall = t.R > 32, wide = t.C > 32;
+    int64_t gy = (t.R + (tall ? 63 : 31)) / (tall ? 64 : 32);
+    dim3 grid((unsigned)((t.C + (wide ? 63 : 31)) / (wide ? 64 : 32)), (unsigned)(gy < 65535 ? gy : 65535), (unsigned)(t.B < 65535 ? t.B : 65535));
+    dim3 block(32, 8);
+    if (tall && wide) transpose_tiles<W, 2, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    else if (tall) transpose_tiles<W, 2, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    else if (wide) transpose_tiles<W, 1, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    else transpose_tiles<W, 1, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
 }
 
 /* launch_transpose for 2- or 4-byte elements; false (nothing launched) for others */

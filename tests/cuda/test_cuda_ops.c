@@ -673,11 +673,12 @@ static void test_copy_fill(void)
     }
 }
 
-/* NCHW <-> channels-last copies (cuda/strided_copy.cuh's transposes: 1, 2 or 4 32 x 32 tiles a block,
- * and a thread a position where the channels or the image are 16 or fewer) against the CPU's */
+/* NCHW <-> channels-last copies (cuda/strided_copy.cuh's transposes: 32 or 64 rows by 32 or 64 columns
+ * a block, and a thread a position where the channels or the image are 16 or fewer) against the CPU's */
 static void test_channels_last_copy(void)
 {
-    static const int64_t shapes[][4] = {{2, 40, 9, 7}, {3, 3, 33, 35}, {2, 64, 70, 70}, {5, 17, 4, 4}, {1, 33, 1, 65}, {2, 130, 5, 7}};
+    static const int64_t shapes[][4] = {{2, 40, 9, 7}, {3, 3, 33, 35}, {2, 64, 70, 70}, {5, 17, 4, 4}, {1, 33, 1, 65}, {2, 130, 5, 7},
+                                        {2, 24, 5, 6}, {3, 20, 9, 9}};
     static const nn_dtype dts[] = {NN_F32, NN_F16, NN_BF16, NN_I32, NN_F64};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (size_t j = 0; j < sizeof dts / sizeof dts[0]; j++) {
