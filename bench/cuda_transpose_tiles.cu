@@ -2,53 +2,27 @@
  * (T, CW in 1, 2, 4), NCHW -> NHWC ("to") and back ("from") on AlexNet's activations, 16- and
  * 32-bit elements, beside a plain device-to-device copy of the same bytes. Events around 50
  * launches after a warm-up, median of 7, us per call. The check line compares two shapes' results
- * element for element. A standalone kernel (not the engine's), so each shape is timed alone. */
-#include <cstdio>
-#include <cstdint>
+ * element for element. The kernel is the engine's (nn_staging::transpose_tiles), launched here
+ * directly so each shape is timed alone. */
 #include <algorithm>
+#include <cstdio>
 #include <vector>
-#include <cuda_runtime.h>
-struct Tp { int64_t B, R, C, sb, sp, db, dp; };
-template <typename W, int T, int CW> __global__ void tiles(W *__restrict__ dst, const W *__restrict__ src, Tp t)
-{
-    __shared__ W tile[32 * T][32 * CW + (sizeof(W) == 2 ? 2 : 1)];
-    const int64_t c0 = (int64_t)blockIdx.x * 32 * CW;
-    const int x = threadIdx.x, y = threadIdx.y;
-    for (int64_t b = blockIdx.z; b < t.B; b += gridDim.z) {
-        const W *s = src + b * t.sb;
-        W *d = dst + b * t.db;
-        for (int64_t r0 = (int64_t)blockIdx.y * 32 * T; r0 < t.R; r0 += (int64_t)gridDim.y * 32 * T) {
-#pragma unroll
-            for (int u = 0; u < T; u++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int w = 0; w < CW; w++) {
-                        int64_t r = r0 + u * 32 + y + 8 * j, c = c0 + x + 32 * w;
-                        if (r < t.R && c < t.C) tile[u * 32 + y + 8 * j][x + 32 * w] = s[r * t.sp + c];
-                    }
-            __syncthreads();
-#pragma unroll
-            for (int j = 0; j < 4 * CW; j++)
-#pragma unroll
-                for (int u = 0; u < T; u++) {
-                    int64_t c = c0 + y + 8 * j, r = r0 + u * 32 + x;
-                    if (r < t.R && c < t.C) d[c * t.dp + r] = tile[u * 32 + x][y + 8 * j];
-                }
-            __syncthreads();
-        }
-    }
-}
-template <typename W, int T, int CW> float run(W *d, const W *s, Tp t)
+
+#include "strided_copy.cuh"
+
+using nn_staging::Transpose;
+using nn_staging::transpose_tiles;
+
+template <typename W, int T, int CW> float run(W *d, const W *s, Transpose t)
 {
     int64_t gy = (t.R + 32 * T - 1) / (32 * T);
     dim3 grid((unsigned)((t.C + 32 * CW - 1) / (32 * CW)), (unsigned)std::min<int64_t>(gy, 65535), (unsigned)std::min<int64_t>(t.B, 65535));
     cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-    for (int i = 0; i < 5; i++) tiles<W, T, CW><<<grid, dim3(32, 8)>>>(d, s, t);
+    for (int i = 0; i < 5; i++) transpose_tiles<W, T, CW><<<grid, dim3(32, 8)>>>(d, s, t);
     std::vector<float> v;
     for (int r = 0; r < 7; r++) {
         cudaEventRecord(e0);
-        for (int i = 0; i < 50; i++) tiles<W, T, CW><<<grid, dim3(32, 8)>>>(d, s, t);
+        for (int i = 0; i < 50; i++) transpose_tiles<W, T, CW><<<grid, dim3(32, 8)>>>(d, s, t);
         cudaEventRecord(e1); cudaEventSynchronize(e1);
         float ms; cudaEventElapsedTime(&ms, e0, e1); v.push_back(ms * 1000 / 50);
     }
@@ -61,7 +35,7 @@ template <typename W> void suite(const char *name, int64_t N, int64_t Cc, int64_
     W *a, *b; cudaMalloc(&a, n * sizeof(W)); cudaMalloc(&b, n * sizeof(W));
     std::vector<W> h(n); for (size_t i = 0; i < n; i++) h[i] = (W)(i * 2654435761u);
     cudaMemcpy(a, h.data(), n * sizeof(W), cudaMemcpyHostToDevice);
-    Tp to{N, Cc, HW, Cc * HW, HW, Cc * HW, Cc}, from{N, HW, Cc, Cc * HW, Cc, Cc * HW, HW};
+    Transpose to{N, Cc, HW, Cc * HW, HW, Cc * HW, Cc}, from{N, HW, Cc, Cc * HW, Cc, Cc * HW, HW};
     // check: the CW=2 variant equals the CW=1 one
     std::vector<W> r1(n), r2(n);
     run<W, 2, 1>(b, a, to); cudaMemcpy(r1.data(), b, n * sizeof(W), cudaMemcpyDeviceToHost);

@@ -36,7 +36,7 @@ struct Transpose {
     int64_t B, R, C, sb, sp, db, dp;
 };
 
-/* A block moves a 32 T x 32 CW tile (T, CW: 1 or 2) through shared memory, so both sides are read
+/* A block moves a 32 T x 32 CW tile (launch_transpose takes T, CW of 1 or 2) through shared memory, so both sides are read
  * and written a warp-row at a time (the element-wise copy4 strides through one side: 3-4x slower).
  * 64 x 64 tiles were the fastest on an H200 for 16- and 32-bit elements alike (bench/NOTES.md). */
 template <typename W, int T, int CW> __global__ void transpose_tiles(W *__restrict__ dst, const W *__restrict__ src, Transpose t)

@@ -18,6 +18,22 @@ end
 
 local function stats() return torch._amp.stats() end
 
+-- One scaled step: zero_grad, the loss from loss_of() under autocast on device, backward, poke()
+-- (to plant an inf or a nan) where given, then the scaler's step and update. Returns whether
+-- param changed, i.e. the step was not skipped.
+local function scaled_step(opt, scaler, device, param, loss_of, poke)
+  opt:zero_grad()
+  do
+    local _ <close> = torch.autocast(device)
+    scaler:scale(loss_of()):backward()
+  end
+  if poke then poke() end
+  local before = param:detach():clone()
+  scaler:step(opt)
+  scaler:update()
+  return not torch.equal(param:detach(), before)
+end
+
 T.test("autocast forms", function()
   T.check(not torch.is_autocast_enabled("cpu"), "off at start")
   do
@@ -237,16 +253,7 @@ T.test("autocast's linear on CUDA: float32 parameter gradients straight from the
   local opt = optim.SGD(lin:parameters(), { lr = 0.1 })
   local scaler = torch.amp.GradScaler("cuda", { init_scale = 1024 })
   local function step(xin, loss_of, poke)
-    opt:zero_grad()
-    do
-      local _ <close> = torch.autocast("cuda")
-      scaler:scale(loss_of(lin(xin))):backward()
-    end
-    if poke then poke() end
-    local w = lin.weight:detach():clone()
-    scaler:step(opt)
-    scaler:update()
-    return not torch.equal(lin.weight:detach(), w)
+    return scaled_step(opt, scaler, "cuda", lin.weight, function() return loss_of(lin(xin)) end, poke)
   end
   local clean = x:detach()
   local bad = clean:clone()
@@ -436,16 +443,7 @@ T.test("GradScaler: the inf check through autocast's gradient casts", function()
     local opt = optim.AdamW(m:parameters(), { lr = 0.01 })
     local scaler = torch.amp.GradScaler(dev, { init_scale = 1024 })
     local function step(x, poke)
-      opt:zero_grad()
-      do
-        local _ <close> = torch.autocast(dev)
-        scaler:scale(m(x):float():pow(2):mean()):backward()
-      end
-      if poke then poke() end
-      local w = m.weight:detach():clone()
-      scaler:step(opt)
-      scaler:update()
-      return not torch.equal(m.weight:detach(), w)
+      return scaled_step(opt, scaler, dev, m.weight, function() return m(x):float():pow(2):mean() end, poke)
     end
     local x = torch.randn(5, 8):to(dev)
     T.check(step(x), dev .. ": a clean step updates")
