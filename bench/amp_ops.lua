@@ -1,35 +1,11 @@
 -- The AlexNet autocast step's ops other than convolutions and matmuls, one at a time on
--- cuda:0: CUDA events around `iters` calls after a warm-up, median of `reps` repeats, in
--- microseconds per call. Lua's collector is stopped while a repeat runs (a loop that only
--- makes large results is otherwise host-bound on full collections; a training step is not). bench/amp_ops.py times the same in PyTorch; bench/device_run.sh
--- prints both side by side.   nnrepl bench/amp_ops.lua [iters] [reps]
+-- cuda:0, in microseconds per call (bench/op_timer.lua). bench/amp_ops.py times the same in
+-- PyTorch; bench/device_run.sh prints both side by side.   nnrepl bench/amp_ops.lua [iters] [reps]
 local iters, reps = tonumber(arg[1]) or 50, tonumber(arg[2]) or 7
 local dev = torch.device(os.getenv("AMP_OPS_DEVICE") or "cuda")
 torch.manual_seed(0)
 
-local function time(name, fn)
-  for _ = 1, 3 do fn() end
-  local t = {}
-  for r = 1, reps do
-    collectgarbage("collect")
-    collectgarbage("stop") -- GPU time: results are freed between repeats, not by full collections inside
-    if dev.type == "cuda" then
-      local e0, e1 = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
-      e0:record()
-      for _ = 1, iters do fn() end
-      e1:record()
-      e1:synchronize()
-      t[r] = e0:elapsed_time(e1) * 1000 / iters
-    else -- a smoke test of the script on the CPU (AMP_OPS_DEVICE=cpu)
-      local t0 = require("time").perf_counter()
-      for _ = 1, iters do fn() end
-      t[r] = (require("time").perf_counter() - t0) * 1e6 / iters
-    end
-    collectgarbage("restart")
-  end
-  table.sort(t)
-  print(string.format("op %-32s %9.2f us", name, t[(reps + 1) // 2]))
-end
+local time = dofile(arg[0]:match("^(.*)/") .. "/op_timer.lua")(iters, reps, dev)
 
 -- conv outputs' gradients of AlexNet at batch 64, reduced to the biases' gradients
 local shapes = { { 64, 64, 55, 55 }, { 64, 192, 27, 27 }, { 64, 384, 13, 13 }, { 64, 256, 13, 13 } }

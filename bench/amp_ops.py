@@ -1,22 +1,14 @@
 # PyTorch's side of bench/amp_ops.lua (same ops, same timing).  python3 bench/amp_ops.py [iters] [reps]
 import sys, torch, torchvision
 import torch.nn.functional as F
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from op_timer import make_timer
 iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
 dev = "cuda"
 torch.manual_seed(0)
 
-def time(name, fn):
-    for _ in range(3): fn()
-    t = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(iters): fn()
-        e1.record(); e1.synchronize()
-        t.append(e0.elapsed_time(e1) * 1000 / iters)
-    t.sort()
-    print(f"op {name:<32} {t[(reps + 1) // 2 - 1]:9.2f} us")
+time = make_timer(iters, reps)
 
 shapes = [(64, 64, 55, 55), (64, 192, 27, 27), (64, 384, 13, 13), (64, 256, 13, 13)]
 for dt in (torch.float16, torch.float32):

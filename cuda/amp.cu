@@ -27,9 +27,7 @@
 
 #include "copy.cuh"
 #include "ew.cuh"
-extern "C" {
 #include "memory_format.h"
-}
 
 namespace {
 

@@ -6,9 +6,7 @@
 
 #include "copy.cuh"
 #include "ew.cuh"
-extern "C" {
 #include "memory_format.h"
-}
 #include "strided_copy.cuh"
 
 namespace {

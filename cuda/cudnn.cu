@@ -16,6 +16,8 @@
  * operand dense in that layout and 16-byte aligned is used in place; any other is copied into
  * the workspace first (an input) or computed there and copied out (the result); an NCHW <-> NHWC
  * copy is a tiled transpose (strided_copy.cuh).
+ * A strided convolution of few input channels (nn_conv_space_to_depth) runs, forward and weight
+ * gradient, as a stride-1 one on space-to-depth copies of its operands (cuda/space_to_depth.cu).
  * Math: float16/bfloat16 on tensor cores with float accumulation; float32 may use TF32 when
  * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else only engines without the tensor-core
  * note; float64 in double. */
@@ -24,9 +26,11 @@
 #include "cudnn_common.cuh"
 #include "kernels.cuh"
 #include "plan_cache.cuh"
+#include "space_to_depth.cuh"
 #include "strided_copy.cuh"
 
 #include "cuda_flags.h"
+#include "memory_format.h"
 
 namespace {
 
@@ -97,6 +101,7 @@ struct Conv {
     int dev;
     Operand X, F, Y;
     const nn_tensor *bias;
+    bool timed; /* choose the plan by timing whatever nn_cudnn_benchmark says */
     bool bias_direct;
     size_t bias_off;
     const void *bias_p;
@@ -386,7 +391,7 @@ const char *op_name(Kind k) { return nn_op_name(k == FWD ? NN_OP_conv2d : k == B
 /* The plan for c in layout L (from the cache, or chosen now); *L may fall back to NCHW. */
 nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPlan **out)
 {
-    bool tf32 = c.dt == NN_F32 && nn_cudnn_allow_tf32, bench = nn_cudnn_benchmark;
+    bool tf32 = c.dt == NN_F32 && nn_cudnn_allow_tf32, bench = (nn_cudnn_benchmark || c.timed) && !nn_cuda_captures(); /* timing syncs */
     for (;;) {
         ConvKey key;
         memset(&key, 0, sizeof key);
@@ -504,15 +509,57 @@ nn_status setup(const nn_kargs *a, Kind kind, Conv *c)
     return NN_OK;
 }
 
-nn_status conv_entry(const nn_kargs *a, Kind kind)
+nn_status conv_entry(const nn_kargs *a, Kind kind, bool timed);
+
+/* Whether c (not empty) runs as a stride-1 convolution on space-to-depth copies */
+bool by_space_to_depth(const Conv &c)
+{
+    const int64_t stride[2] = {c.sh, c.sw}, dil[2] = {c.dh, c.dw};
+    if (c.kind == BWD_DATA || !nn_conv_space_to_depth(c.dt, c.Cg, c.groups, stride, dil, c.kh, c.kw)) return false;
+    if (!nn_numel(c.X.t) || !nn_numel(c.F.t) || !nn_numel(c.Y.t)) return false;
+    int64_t ka = (c.kh + c.sh - 1) / c.sh, kb = (c.kw + c.sw - 1) / c.sw;
+    return c.N * c.C * c.sh * c.sw * (c.oh + ka - 1) * (c.ow + kb - 1) <= INT_MAX;
+}
+
+/* conv2d, or its weight gradient, as the stride-1 convolution of S and F2 (cuda/space_to_depth.cu):
+ * S is built from the image, F2 from the filter (forward) or F2's gradient put back (weight gradient). */
+nn_status space_to_depth(const Conv &c, const nn_kargs *a)
+{
+    nn_cuda_device *d = nn_cuda_dev(c.dev);
+    if (!d) return nn_last_status();
+    cudaStream_t s = nn_cuda_current(d);
+    int64_t K = c.C * c.sh * c.sw, ka = (c.kh + c.sh - 1) / c.sh, kb = (c.kw + c.sw - 1) / c.sw;
+    const int64_t ss[4] = {c.N, K, c.oh + ka - 1, c.ow + kb - 1}, fs[4] = {c.O, K, ka, kb};
+    nn_device dev = c.X.t->storage->device;
+    nn_tensor *S = nn_empty_format(4, ss, NN_CHANNELS_LAST, c.dt, dev);
+    nn_tensor *F2 = S ? nn_empty_format(4, fs, NN_CHANNELS_LAST, c.dt, dev) : NULL;
+    nn_status st = F2 ? nn_s2d_image(S, c.X.t, c.sh, c.sw, c.ph, c.pw, s) : nn_last_status();
+    if (!st && c.kind == FWD) st = nn_s2d_filter(F2, c.F.t, c.sh, c.sw, s);
+    if (!st) {
+        nn_kargs b = *a;
+        const int64_t unit[7] = {1, 1, 0, 0, 1, 1, 1};
+        memcpy(b.i, unit, sizeof unit);
+        if (c.kind == FWD) b.in[0] = S, b.in[1] = F2;
+        else b.in[1] = S, b.out[0] = F2;
+        st = conv_entry(&b, c.kind, true); /* timed: cuDNN's heuristic choice made AlexNet's first layer 1.8x slower (an H200) */
+    }
+    if (!st && c.kind == BWD_FILTER) st = nn_s2d_filter_grad(c.F.t, F2, c.sh, c.sw, s);
+    nn_release(S);
+    nn_release(F2);
+    return st;
+}
+
+nn_status conv_entry(const nn_kargs *a, Kind kind, bool timed)
 {
     Conv c;
     nn_status st = setup(a, kind, &c);
-    return st ? st : run(c);
+    if (st) return st;
+    c.timed = timed;
+    return by_space_to_depth(c) ? space_to_depth(c, a) : run(c);
 }
 
 } // namespace
 
-extern "C" nn_status nn_cuda_conv2d(const nn_kargs *a) { return conv_entry(a, FWD); }
-extern "C" nn_status nn_cuda_conv2d_backward_input(const nn_kargs *a) { return conv_entry(a, BWD_DATA); }
-extern "C" nn_status nn_cuda_conv2d_backward_weight(const nn_kargs *a) { return conv_entry(a, BWD_FILTER); }
+extern "C" nn_status nn_cuda_conv2d(const nn_kargs *a) { return conv_entry(a, FWD, false); }
+extern "C" nn_status nn_cuda_conv2d_backward_input(const nn_kargs *a) { return conv_entry(a, BWD_DATA, false); }
+extern "C" nn_status nn_cuda_conv2d_backward_weight(const nn_kargs *a) { return conv_entry(a, BWD_FILTER, false); }

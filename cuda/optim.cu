@@ -25,9 +25,7 @@
 #include <string.h>
 
 #include "kernels.cuh"
-extern "C" {
 #include "memory_format.h"
-}
 
 namespace {
 

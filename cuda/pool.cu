@@ -17,9 +17,7 @@
 
 #include "kernels.cuh"
 
-extern "C" {
 #include "memory_format.h"
-}
 
 namespace {
 

@@ -298,8 +298,8 @@ __device__ __forceinline__ void red_walk(const RGeo &g, const R &r, const char *
     }
 }
 
-/* G threads per output (blockDim.x = 256); N > 1: the reduced run is contiguous and
- * 16-byte aligned, chunk a multiple of N */
+/* G threads per output (blockDim.x = 256); N > 1: the reduced run is contiguous, or (two reduced
+ * dims) made of contiguous rows of a multiple of N elements, 16-byte aligned; chunk a multiple of N */
 template <class R, typename T, int N>
 __global__ void __launch_bounds__(256) red_rows(const char *in, char *out, char *out2, int odt, RGeo g, R r, int G,
                                                 int64_t chunk, typename R::acc_t *part)
@@ -314,7 +314,28 @@ __global__ void __launch_bounds__(256) red_rows(const char *in, char *out, char 
     if (o < g.nout) {
         kept_offsets(g, o, oi, oo, oo2);
         const char *base = in + oi;
-        if (N > 1) {
+        if (N > 1 && g.nr == 2) { /* rows of n contiguous elements (n a multiple of N, r0 and r1 too), rin[0] bytes apart */
+            const int64_t n = g.rs[1] / N, so = g.rin[0];
+            int64_t v = r0 / N + lane, outer = v, inner = divmod(outer, n, g.small), douter = G, dinner = divmod(douter, n, g.small);
+            constexpr int U = 4;
+            const int64_t v1 = r1 / N;
+            for (; v < v1; v += U * (int64_t)G) {
+                Vec<T, N> x[U];
+                int64_t at[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    at[u] = v + u * (int64_t)G;
+                    if (at[u] < v1) x[u] = *(const Vec<T, N> *)(base + outer * so + inner * (int64_t)sizeof(Vec<T, N>));
+                    inner += dinner, outer += douter;
+                    if (inner >= n) inner -= n, outer++;
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] < v1)
+#pragma unroll
+                        for (int j = 0; j < N; j++) r.step(acc, ld(x[u].v[j]), at[u] * N + j);
+            }
+        } else if (N > 1) {
             const T *p = (const T *)base;
             const int64_t nv = (r1 - r0) / N;
             const Vec<T, N> *pv = (const Vec<T, N> *)(p + r0);
@@ -467,7 +488,9 @@ template <class R, typename T> nn_status launch(const nn_kargs *a, const RGeo &g
     int G = 1;
     bool vec = false;
     if (rows) {
-        vec = NV > 1 && g.nr == 1 && g.rin[0] == (int64_t)sizeof(T) && aligned16(in);
+        vec = NV > 1 && aligned16(in) &&
+              ((g.nr == 1 && g.rin[0] == (int64_t)sizeof(T)) || /* or two reduced dims, the inner in whole vectors (a conv bias's gradient) */
+               (g.nr == 2 && g.rin[1] == (int64_t)sizeof(T) && g.rs[1] % NV == 0 && g.rin[0] % 16 == 0));
         for (int k = 0; k < g.nk && vec; k++) vec = g.kin[k] % 16 == 0;
         int64_t work = vec ? cdiv(nred, NV) : nred; /* loads per output */
         G = work <= 2 ? 1 : work <= 8 ? 4 : work <= 32 ? 8 : (work <= 2048 || nout >= 8 * target) ? 32 : 256;

@@ -83,8 +83,8 @@ nn_tensor *nn_cast_checked(nn_tensor *t, nn_dtype dt)
         return NULL;
     }
     nn_device dev = t->storage->device;
-    int64_t n = nn_numel(t), blocks = (n + (1 << 14) - 1) >> 14;
-    blocks = blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks; /* one flag per part the kernel checks */
+    int64_t n = nn_numel(t), blocks = (n + (1 << 11) - 1) >> 11; /* a conv weight's gradient (~10^5-10^6 values) still fills the GPU */
+    blocks = blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks;     /* one flag per part the kernel checks */
     nn_tensor *out = nn_empty_strided(t->ndim, t->shape, t->strides, dt, dev);
     nn_tensor *flags = out ? nn_empty(1, &blocks, NN_U8, dev) : NULL;
     nn_kargs a = {.op = NN_OP_cast_check, .out = {out, flags}, .in = {t}, .nin = 1};

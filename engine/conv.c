@@ -132,9 +132,10 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
  * with it: on an H200, AlexNet's first layer took 259 -> 139 us in float16 and 634 -> 443 us in
  * NCHW float32 without TF32 (bench/NOTES.md); bfloat16 did not gain, NHWC float32 lost, and the
  * gradients gained nothing, so the backward keeps the caller's 3-channel tensors. */
-static bool pad_to_4(const nn_tensor *x4, const nn_tensor *w, int64_t groups)
+static bool pad_to_4(const nn_tensor *x4, const nn_tensor *w, int64_t groups, const int64_t *stride, const int64_t *dil)
 {
     nn_dtype dt = x4->dtype;
+    if (nn_conv_space_to_depth(dt, x4->shape[1], groups, stride, dil, w->shape[2], w->shape[3])) return false; /* no need */
     return groups == 1 && x4->shape[1] == 3 && w->ndim == 4 && w->shape[1] == 3 && x4->storage->device.type == NN_CUDA &&
            nn_numel(x4) >= (1 << 20) && (dt == NN_F16 || (dt == NN_F32 && !nn_cudnn_nhwc(dt) && nn_suggest_memory_format(x4) != NN_CHANNELS_LAST));
 }
@@ -179,7 +180,7 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
         nn_release(x4);
         return NULL;
     }
-    bool pad4 = pad_to_4(x4, weight, groups); /* the forward runs x4 and weight, or their 4-channel copies */
+    bool pad4 = pad_to_4(x4, weight, groups, stride, dil); /* the forward runs x4 and weight, or their 4-channel copies */
     nn_tensor *xr = pad4 ? with_zero_channel(x4) : nn_retain(x4);
     nn_tensor *w = !xr ? NULL : pad4 ? with_zero_channel(weight) : nn_retain(weight);
     if (!w) {

@@ -16,3 +16,11 @@ bool nn_cudnn_get_benchmark(void) { return nn_cudnn_benchmark; }
 void nn_cudnn_set_benchmark(bool on) { nn_cudnn_benchmark = on; }
 
 bool nn_cudnn_nhwc(nn_dtype dt) { return dt == NN_F16 || dt == NN_BF16 || (dt == NN_F32 && nn_cudnn_allow_tf32); }
+
+bool nn_conv_space_to_depth(nn_dtype dt, int64_t C, int64_t groups, const int64_t stride[2], const int64_t dilation[2], int64_t kh,
+                            int64_t kw)
+{
+    int64_t s2 = stride[0] * stride[1];
+    return nn_cudnn_nhwc(dt) && groups == 1 && C <= 4 && dilation[0] == 1 && dilation[1] == 1 && stride[0] >= 2 && stride[1] >= 2 &&
+           C * s2 <= 64 && (s2 >= 16 || dt == NN_F32) && kh >= stride[0] && kw >= stride[1];
+}

@@ -6,6 +6,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { NN_CONTIGUOUS_FORMAT, NN_CHANNELS_LAST, NN_CHANNELS_LAST_3D, NN_PRESERVE_FORMAT } nn_memory_format;
 
 const char *nn_memory_format_name(nn_memory_format f); /* "torch.channels_last", ... */
@@ -32,5 +36,9 @@ nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt);
 /* channels_last (4-D) or channels_last_3d (5-D) when t is laid out so and not contiguous, else
  * contiguous_format (PyTorch's suggest_memory_format, as convolutions use it). */
 nn_memory_format nn_suggest_memory_format(const nn_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

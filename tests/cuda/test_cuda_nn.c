@@ -509,6 +509,35 @@ static void test_conv(void)
         conv_case(&rgb, FLOATS[d], V_CONTIG, V_CONTIG, false, true, "");
         conv_case(&rgb, FLOATS[d], V_CL, V_CL, false, true, "");
     }
+    /* strided convolutions of few channels, which the GPU runs as stride-1 ones on space-to-depth
+     * copies (nn_conv_space_to_depth: TF32, and float16/bfloat16 with strides of 16 positions or
+     * more): odd sizes, unequal strides, kernels that are not multiples of the stride, kernel =
+     * stride, 64 channels after; the last (stride 2) goes that way in TF32 alone */
+    static const convcfg s2d[] = {
+        {3, 3, 35, 33, 5, 11, 11, 4, 4, 2, 2, 1, 1, 1, true}, {2, 1, 21, 23, 4, 5, 9, 4, 8, 1, 3, 1, 1, 1, false},
+        {2, 2, 16, 18, 3, 4, 4, 4, 4, 0, 0, 1, 1, 1, true},   {2, 4, 12, 12, 8, 4, 4, 4, 4, 2, 1, 1, 1, 1, true},
+        {3, 3, 17, 15, 5, 7, 7, 2, 2, 3, 3, 1, 1, 1, true},
+    };
+    const int ns2d = (int)(sizeof s2d / sizeof *s2d);
+    nn_cudnn_set_allow_tf32(true);
+    for (int i = 0; i < ns2d; i++)
+        for (int d = 0; d < NFLOATS; d++) {
+            nn_dtype dt = FLOATS[d];
+            if (dt == NN_F64) continue;
+            tf32_on = dt == NN_F32;
+            if (begin("conv2d space-to-depth takes case %d in %s", i, nn_dtype_name(dt))) { /* which path the cases below run */
+                const int64_t st[2] = {s2d[i].sh, s2d[i].sw}, dl[2] = {s2d[i].dh, s2d[i].dw};
+                bool want = i < ns2d - 1 || dt == NN_F32;
+                if (nn_conv_space_to_depth(dt, s2d[i].C, s2d[i].g, st, dl, s2d[i].kh, s2d[i].kw) != want) fail(want ? "declined" : "taken");
+                end();
+            }
+            conv_case(&s2d[i], dt, V_CONTIG, V_CONTIG, false, true, " space-to-depth");
+            conv_case(&s2d[i], dt, V_CL, V_CONTIG, false, true, " space-to-depth");
+            conv_case(&s2d[i], dt, V_NARROW, V_T, false, false, " space-to-depth");
+            if (i == 0) conv_case(&s2d[i], dt, V_CONTIG, V_CONTIG, true, true, " space-to-depth");
+        }
+    nn_cudnn_set_allow_tf32(false);
+    tf32_on = false;
     /* empty batch, no input channels' worth of work */
     convcfg empty = {0, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
     for (int d = 0; d < NFLOATS; d++) conv_case(&empty, FLOATS[d], V_CONTIG, V_CONTIG, false, false, "");

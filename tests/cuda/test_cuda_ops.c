@@ -491,10 +491,12 @@ static void test_reduce(void)
                     rctx r = {.op = op, .mask = masks[m], .keepdim = m & 1};
                     reduce_case(nn_op_name(op), op, dt, S3, l, dom, masks[m], r.keepdim, r_plain, &r);
                 }
-            /* the fast paths: full (split rows), rows, columns, few long rows, tall thin columns, tiny rows */
+            /* the fast paths: full (split rows), rows, columns, few long rows, tall thin columns, tiny rows, vector rows */
             const struct { shape s; uint32_t mask; } big[] = {
                 {{1, {LARGE}}, 0}, {{2, {2048, 1000}}, 2}, {{2, {2048, 1000}}, 1}, {{2, {3, 1 << 19}}, 2},
-                {{2, {1 << 19, 3}}, 1}, {{2, {1 << 18, 5}}, 2}, {{2, {1 << 17, 40}}, 2}, {{3, {64, 4096, 4}}, 5}};
+                {{2, {1 << 19, 3}}, 1}, {{2, {1 << 18, 5}}, 2}, {{2, {1 << 17, 40}}, 2}, {{3, {64, 4096, 4}}, 5},
+                /* a conv bias's gradient: N and H*W reduced, rows of whole 16-byte vectors, one pass and split */
+                {{4, {16, 6, 24, 32}}, 13}, {{4, {64, 3, 32, 64}}, 13}};
             for (size_t b = 0; b < sizeof big / sizeof *big; b++) {
                 rctx r = {.op = op, .mask = big[b].mask, .keepdim = false};
                 if (op == NN_OP_prod && big[b].s.s[0] * big[b].s.s[1] > 1000000 && big[b].mask == 0) dom = D_NEAR1;
