@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd.h"
 #include "device.h"
 #include "lt.h"
 
@@ -360,6 +361,63 @@ static int t_record_stream(lua_State *L)
     return 0;
 }
 
+/* torch.cuda._send_grad(p, s, sp, dst, sum, parts): one step of DataParallel's gradient reduction
+ * (bindings/lua/nn_parallel.lua), in C so that p.grad never becomes a Tensor userdata, whose bytes
+ * (a replica's whole gradient, every step) would pace Lua's collector. Takes p.grad off p; on
+ * stream s, after the work queued on s's device's current stream, total = p.grad plus the parts
+ * (tensors on that device; summed in sum when there are any), then dst (on sp's device, sp
+ * current there) = total. p.grad's memory is kept for s's reads (record_stream). Returns whether
+ * anything was sent (false: no gradient and no parts). */
+static int send_grad(lua_State *L)
+{
+    need_gpu(L, "_send_grad");
+    nn_tensor *p = lt_check(L, 1), *dst = lt_check(L, 4);
+    nn_gpu_stream *s = check_stream(L, 2), *sp = check_stream(L, 3);
+    int n = 0;
+    nn_tensor **parts = lt_tensor_list(L, 6, &n, LT_TENSORS);
+    nn_tensor *sum = n ? lt_check(L, 5) : NULL, *own = p->grad;
+    p->grad = NULL;
+    if (!own && !n) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    nn_status st = NN_OK;
+    nn_gpu_stream *prev = nn_gpu->current_stream(nn_gpu->stream_device(s)), *prev_p = NULL;
+    if (own) { /* own was computed on the current stream; an event belongs to the device current when it is made */
+        int was = nn_gpu->current_device();
+        st = nn_gpu->set_device(nn_gpu->stream_device(s));
+        nn_gpu_event *e = st ? NULL : nn_gpu->event_new(false);
+        if (!st) st = !e ? nn_last_status() : nn_gpu->event_record(e, prev) ? nn_last_status() : nn_gpu->stream_wait_event(s, e);
+        if (e) nn_gpu->event_free(e);
+        if (was >= 0) nn_gpu->set_device(was);
+    }
+    bool grad_mode = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    if (!st) st = nn_gpu->set_stream(s);
+    nn_tensor *total = own;
+    if (!st && n) {
+        total = sum;
+        st = nn_copy_(sum, own ? own : parts[0]);
+        for (int j = own ? 0 : 1; j < n && !st; j++) st = nn_add_alpha_(sum, parts[j], 1);
+    }
+    if (!st && !(prev_p = nn_gpu->current_stream(nn_gpu->stream_device(sp)))) st = nn_last_status();
+    if (!st && !(st = nn_gpu->set_stream(sp))) st = nn_copy_(dst, total);
+    if (prev_p) {
+        nn_gpu->set_stream(prev_p);
+        nn_gpu->stream_free(prev_p);
+    }
+    if (own && !st) st = nn_gpu->record_stream(own, s);
+    nn_release(own);
+    if (prev) {
+        nn_gpu->set_stream(prev);
+        nn_gpu->stream_free(prev);
+    }
+    nn_set_grad_enabled(grad_mode);
+    if (st) return lt_fail(L, 1);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 static void metatable(lua_State *L, const char *name, lua_CFunction gc, const luaL_Reg *methods)
 {
     luaL_newmetatable(L, name);
@@ -401,7 +459,7 @@ void lt_open_cuda(lua_State *L)
         {"reset_peak_memory_stats", reset_peak_memory_stats}, {"empty_cache", empty_cache},
         {"memory_summary", memory_summary}, {"device", device_ctx_new}, {"Stream", stream_new},
         {"current_stream", current_stream}, {"stream", stream_ctx_new}, {"Event", event_new},
-        {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {NULL, NULL},
+        {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {"_send_grad", send_grad}, {NULL, NULL},
     };
     luaL_getsubtable(L, torch, "cuda");
     luaL_setfuncs(L, fns, 0);

@@ -281,8 +281,8 @@ end
 -- Transfers land in buffers kept from pass to pass (recv[i][k]: position i's sum of slot
 -- k, on its parent's device), so no pass allocates across streams. At the end of the pass
 -- device_ids[0]'s stream waits for its side stream and adds what arrived into the source
--- parameters' .grad, and every other device's stream waits for its side stream before the
--- replicas' gradients are let go.
+-- parameters' .grad, and every other device's stream waits for its side stream. A replica's
+-- gradient is let go as it is sent, its memory kept for the side stream's reads (record_stream).
 local Reduction = {}
 Reduction.__index = Reduction
 
@@ -300,11 +300,12 @@ function Reduction:stream(i)
   return s
 end
 
--- a buffer kept in t[i][k], shaped like g, on device dev
-local function kept(t, i, k, g, dev)
+-- a buffer kept in t[i][k], shaped like g, on device dev, allocated on stream s (where it is used)
+local function kept(t, i, k, g, dev, s)
   t[i] = t[i] or {}
   local b = t[i][k]
   if not b then
+    local _ <close> = torch.cuda.stream(s)
     b = torch.empty(g:size(), { dtype = g.dtype, device = "cuda:" .. dev })
     t[i][k] = b
   end
@@ -319,7 +320,7 @@ function Reduction:arm(n)
     kids[p] = kids[p] or {}
     kids[p][#kids[p] + 1] = c
   end
-  self.pass = { n = n, kids = kids, pending = {}, sent = {}, arrived = {}, keep = {} }
+  self.pass = { n = n, kids = kids, pending = {}, sent = {}, arrived = {} }
 end
 
 -- one of position i's inputs for slot k is in: its own gradient (i > 1) or a child's sum
@@ -340,7 +341,9 @@ function Reduction:received(i, k)
   return got
 end
 
--- position i's sum for slot k (its gradient plus its children's) to its parent's recv
+-- position i's sum for slot k (its gradient plus its children's) to its parent's recv: the
+-- gradient is taken off the replica's parameter in C (torch.cuda._send_grad), as reading .grad
+-- here would make a Tensor object of it, and pace the collector by its size, every step
 function Reduction:send(i, k)
   local P = self.pass
   P.sent[i] = P.sent[i] or {}
@@ -348,24 +351,9 @@ function Reduction:send(i, k)
   P.sent[i][k] = true
   local p, di = tree_parent(i), self.ids[i]
   local si, sp = self:stream(i), self:stream(p)
-  local param = self.replicas[i].slots[k][5]
-  local own, got = param.grad, self:received(i, k)
-  param.grad = nil
-  local total = own
-  if own then
-    si:wait_event(mark(torch.cuda.current_stream(di), di)) -- own was computed there
-    P.keep[#P.keep + 1] = own                                -- read on si: let go after the pass
-  end
-  if #got > 0 then
-    local _ <close> = torch.cuda.stream(si)
-    total = kept(self.sum, i, k, got[1], di)
-    if own then total:copy_(own) else total:copy_(got[1]) end
-    for j = own and 1 or 2, #got do total:add_(got[j]) end
-  end
-  if total then
-    local _ <close> = torch.cuda.stream(si)
-    local _ <close> = torch.cuda.stream(sp)
-    kept(self.recv, i, k, total, self.ids[p]):copy_(total)
+  local param, got = self.replicas[i].slots[k][5], self:received(i, k)
+  local sum = #got > 0 and kept(self.sum, i, k, param, di, si) or nil
+  if torch.cuda._send_grad(param, si, sp, kept(self.recv, i, k, param, self.ids[p], sp), sum, got) then
     P.arrived[i] = P.arrived[i] or {}
     P.arrived[i][k] = true
   end
@@ -400,13 +388,13 @@ function Reduction:finish()
     local dst = s[4]
     for _, g in ipairs(got) do torch._accumulate_grad(dst, g) end -- (reading dst.grad here would cost a collection)
   end
-  for i = 2, P.n do -- the streams that allocated the replicas' gradients wait for their reads
+  for i = 2, P.n do -- the streams that allocate the replicas' gradients wait for the side streams' work
     torch.cuda.current_stream(ids[i]):wait_event(mark(self:stream(i), ids[i]))
   end
   for i = 1, P.n do -- next pass: recv and sum are rewritten only after this pass's reads
     self:stream(i):wait_event(mark(torch.cuda.current_stream(ids[i]), ids[i]))
   end
-  P.pending, P.sent, P.arrived, P.keep = {}, {}, {}, {} -- another backward through the same graph starts afresh
+  P.pending, P.sent, P.arrived = {}, {}, {} -- another backward through the same graph starts afresh
 end
 
 -- The source module's parameters and buffers, with their versions: a replica is
