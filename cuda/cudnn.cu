@@ -5,7 +5,8 @@
  * and cached (plan_cache.cuh); each call then costs one variant pack and one execute. (The
  * legacy cudnnConvolution* calls rebuilt that state inside every call: 40-100 us of host
  * time each, most of a small CNN's training step.) The plan is the first engine configuration
- * of cuDNN's heuristic (mode A, then the fallback list) that builds and fits the workspace
+ * of cuDNN's heuristic (mode A, then the fallback list; the more accurate mode B for the
+ * space-to-depth problems below) that builds and fits the workspace
  * limit, or with nn_cudnn_benchmark set (torch.backends.cudnn.benchmark) the fastest of them
  * timed on the first call's operands.
  *
@@ -41,7 +42,7 @@ constexpr size_t kFindWorkspace = 256u << 20; /* what cudnnFind may use while ti
 constexpr size_t kMaxWorkspace = 1024u << 20; /* the heuristic's choice must need no more */
 
 struct ConvKey {
-    int32_t dev, kind, dtype, layout, tf32, benchmark;
+    int32_t dev, kind, dtype, layout, tf32, benchmark, careful;
     int64_t N, C, H, W, O, Cg, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
 };
 
@@ -101,7 +102,7 @@ struct Conv {
     int dev;
     Operand X, F, Y;
     const nn_tensor *bias;
-    bool timed; /* choose the plan by timing whatever nn_cudnn_benchmark says */
+    bool careful; /* plans from cuDNN's slower and more accurate heuristic (mode B) */
     bool bias_direct;
     size_t bias_off;
     const void *bias_p;
@@ -286,7 +287,7 @@ nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, void *w
     *found = false;
     float best = 0;
     bool no_tc = c.dt == NN_F32 && !tf32;
-    for (cudnnBackendHeurMode_t m : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    for (cudnnBackendHeurMode_t m : {c.careful ? CUDNN_HEUR_MODE_B : CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
         int n = heuristic_configs(p->desc[5], m, cfgs, MAX_CFGS);
         for (int k = 0; k < n; k++) {
             bool done = *found && !ws;
@@ -391,11 +392,11 @@ const char *op_name(Kind k) { return nn_op_name(k == FWD ? NN_OP_conv2d : k == B
 /* The plan for c in layout L (from the cache, or chosen now); *L may fall back to NCHW. */
 nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPlan **out)
 {
-    bool tf32 = c.dt == NN_F32 && nn_cudnn_allow_tf32, bench = (nn_cudnn_benchmark || c.timed) && !nn_cuda_captures(); /* timing syncs */
+    bool tf32 = c.dt == NN_F32 && nn_cudnn_allow_tf32, bench = nn_cudnn_benchmark && !nn_cuda_captures(); /* timing syncs */
     for (;;) {
         ConvKey key;
         memset(&key, 0, sizeof key);
-        key.dev = c.dev, key.kind = c.kind, key.dtype = c.dt, key.layout = *L, key.tf32 = tf32, key.benchmark = bench;
+        key.dev = c.dev, key.kind = c.kind, key.dtype = c.dt, key.layout = *L, key.tf32 = tf32, key.benchmark = bench, key.careful = c.careful;
         key.N = c.N, key.C = c.C, key.H = c.H, key.W = c.W, key.O = c.O, key.Cg = c.Cg, key.kh = c.kh, key.kw = c.kw, key.oh = c.oh, key.ow = c.ow;
         key.sh = c.sh, key.sw = c.sw, key.ph = c.ph, key.pw = c.pw, key.dh = c.dh, key.dw = c.dw, key.groups = c.groups;
         size_t staging = plan_staging(c, *L);
@@ -509,7 +510,7 @@ nn_status setup(const nn_kargs *a, Kind kind, Conv *c)
     return NN_OK;
 }
 
-nn_status conv_entry(const nn_kargs *a, Kind kind, bool timed);
+nn_status conv_entry(const nn_kargs *a, Kind kind, bool careful);
 
 /* Whether c (not empty) runs as a stride-1 convolution on space-to-depth copies */
 bool by_space_to_depth(const Conv &c)
@@ -541,7 +542,7 @@ nn_status space_to_depth(const Conv &c, const nn_kargs *a)
         memcpy(b.i, unit, sizeof unit);
         if (c.kind == FWD) b.in[0] = S, b.in[1] = F2;
         else b.in[1] = S, b.out[0] = F2;
-        st = conv_entry(&b, c.kind, true); /* timed: cuDNN's heuristic choice made AlexNet's first layer 1.8x slower (an H200) */
+        st = conv_entry(&b, c.kind, true); /* mode A's plans made AlexNet's first layer 1.8x slower (an H200) */
     }
     if (!st && c.kind == BWD_FILTER) st = nn_s2d_filter_grad(c.F.t, F2, c.sh, c.sw, s);
     nn_release(S);
@@ -549,12 +550,12 @@ nn_status space_to_depth(const Conv &c, const nn_kargs *a)
     return st;
 }
 
-nn_status conv_entry(const nn_kargs *a, Kind kind, bool timed)
+nn_status conv_entry(const nn_kargs *a, Kind kind, bool careful)
 {
     Conv c;
     nn_status st = setup(a, kind, &c);
     if (st) return st;
-    c.timed = timed;
+    c.careful = careful;
     return by_space_to_depth(c) ? space_to_depth(c, a) : run(c);
 }
 

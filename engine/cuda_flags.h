@@ -39,8 +39,8 @@ bool nn_cudnn_nhwc(nn_dtype dt);
 /* Whether a CUDA convolution of C input channels (per group) runs as a stride-1 one on a
  * space-to-depth copy of its input (cuda/cudnn.cu, cuda/space_to_depth.cu): strides of 2 or more
  * on few channels, an image network's first layer, where cuDNN's kernels for C = 3 are slow. On an
- * H200 (bench/conv_stem.*, bench/NOTES.md) AlexNet's 3 -> 64, 11 x 11, stride 4 took 446 -> 255 us
- * forward and backward in float16 channels-last, 716 -> 477 us in float32 NCHW. NHWC dtypes only,
+ * H200 (bench/conv_stem.*, bench/NOTES.md) AlexNet's 3 -> 64, 11 x 11, stride 4 took 446 -> 264 us
+ * forward and backward in float16 channels-last, 716 -> 476 us in float32 NCHW. NHWC dtypes only,
  * and in float16/bfloat16 only for strides of 16 or more positions (sh * sw): ResNet's 7 x 7
  * stride 2 lost there (360 -> 425 us forward in channels-last, 474 from a 4-channel copy) and
  * gained in TF32 (582 -> 448). */

@@ -94,8 +94,8 @@ T.test("captured autocast training step equals eager steps", function()
   T.check(torch._amp.stats().lowp_hits > hits, "the eager steps took the optimizer's copies")
 end)
 
--- an image network's first layer runs on space-to-depth copies whose cuDNN plans are chosen by
--- timing (cuda/cudnn.cu); first called inside a capture, it must not time (that syncs)
+-- an image network's first layer runs on space-to-depth copies (cuda/cudnn.cu), made and planned
+-- inside the capture when that is its first call
 T.test("a strided few-channel convolution first called inside a capture", function()
   torch.manual_seed(2)
   local x = torch.randn({ 2, 3, 35, 35 }, { device = dev }):half()
