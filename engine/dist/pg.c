@@ -76,6 +76,7 @@ struct nn_work {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done, finished;
+    bool queued;                 /* run on the group's thread, which holds a reference until done */
     void *pending;               /* a posted point-to-point transfer, for ops->wait */
     const nn_pg_ops *ops;
     double timeout;
@@ -109,9 +110,18 @@ static nn_work *work_new(nn_pg *pg, int kind)
     return w;
 }
 
+/* The last reference always goes in the submitting thread: the group's thread drops its own
+ * before it marks the work done, and a release here waits for that. Tensors are released
+ * (their counts are not atomic) only where the engine's other work runs. */
 void nn_work_release(nn_work *w)
 {
-    if (!w || __atomic_sub_fetch(&w->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+    if (!w) return;
+    if (w->queued) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (__atomic_sub_fetch(&w->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
     if (w->pending) w->ops->wait(w->pending, w->timeout); /* the transfer may not outlive its buffer */
     nn_release(w->buf);
     nn_release(w->buf2);
@@ -185,6 +195,7 @@ static void run(nn_work *w)
     pthread_mutex_lock(&w->mu);
     w->status = st;
     if (st) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
+    if (w->queued) __atomic_sub_fetch(&w->refcount, 1, __ATOMIC_ACQ_REL); /* never the last (nn_work_release) */
     w->done = true;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
@@ -202,8 +213,7 @@ static void *thread_main(void *arg)
         t->head = w->next;
         if (!t->head) t->tail = NULL;
         pthread_mutex_unlock(&t->mu);
-        run(w);
-        nn_work_release(w);
+        run(w); /* drops the queue's reference; w may be gone after */
         pthread_mutex_lock(&t->mu);
     }
     pthread_mutex_unlock(&t->mu);
@@ -234,6 +244,7 @@ static nn_work *submit(nn_work *w)
     }
     struct nn_pg_thread *t = pg->thread;
     __atomic_add_fetch(&w->refcount, 1, __ATOMIC_ACQ_REL); /* the queue's reference */
+    w->queued = true;
     pthread_mutex_lock(&t->mu);
     if (t->tail) t->tail->next = w;
     else t->head = w;

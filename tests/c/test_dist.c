@@ -204,6 +204,19 @@ static void test_group(void)
     nn_release(cat);
     w = nn_dist_send(pg, t, 0, 0);
     CHECK(!w && mentions("itself"), "send to oneself");
+    /* a work's tensors are let go in this thread by nn_work_release, never on the group's thread
+     * (tensor counts are not atomic; DDP's gloo test once corrupted the heap that way) */
+    nn_tensor *v = filled(1, (int64_t[]){16}, NN_F32, 1);
+    bool counted = true;
+    for (int i = 0; i < 20000 && counted; i++) {
+        nn_work *wv = nn_dist_all_reduce(pg, v, NN_REDUCE_SUM);
+        counted = wv && nn_work_wait(wv) == NN_OK;
+        nn_work_release(wv);
+        for (int k = 0; k < 64; k++) nn_release(nn_retain(v));
+        counted = counted && v->refcount == 1;
+    }
+    CHECK(counted, "a tensor's count stays right while works finish on the group's thread (%d)", v->refcount);
+    nn_release(v);
 
     /* DDP's reducer: buckets from the last parameter, by size and dtype */
     int64_t s1[1] = {300000}, s2[1] = {10}, s3[2] = {400, 1000};
