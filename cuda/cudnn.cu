@@ -13,7 +13,7 @@
  * Every problem names three 4-D operands: the image X [N,C,H,W] (conv2d's input, backward
  * input's result), the filter F [O,C/groups,kh,kw] and the output side Y [N,O,oh,ow]. They all
  * use one layout: NHWC when the image is channels-last (dense as N,H,W,C) or the dtype is one
- * cuDNN runs faster in NHWC whatever the layout (nn_cudnn_nhwc: float16, bfloat16), else NCHW. An
+ * cuDNN runs faster in NHWC whatever the layout (nn_cudnn_nhwc: float16, bfloat16, TF32), else NCHW. An
  * operand dense in that layout and 16-byte aligned is used in place; any other is copied into
  * the workspace first (an input) or computed there and copied out (the result); an NCHW <-> NHWC
  * copy is a tiled transpose (strided_copy.cuh).
@@ -512,14 +512,23 @@ nn_status setup(const nn_kargs *a, Kind kind, Conv *c)
 
 nn_status conv_entry(const nn_kargs *a, Kind kind, bool careful);
 
+/* The shapes of c's space-to-depth image S [N, C sh sw, Hs, Ws] and filter F2 [O, C sh sw, ka, kb] */
+void s2d_shapes(const Conv &c, int64_t S[4], int64_t F2[4])
+{
+    int64_t K = c.C * c.sh * c.sw, ka = (c.kh + c.sh - 1) / c.sh, kb = (c.kw + c.sw - 1) / c.sw;
+    S[0] = c.N, S[1] = K, S[2] = c.oh + ka - 1, S[3] = c.ow + kb - 1;
+    F2[0] = c.O, F2[1] = K, F2[2] = ka, F2[3] = kb;
+}
+
 /* Whether c (not empty) runs as a stride-1 convolution on space-to-depth copies */
 bool by_space_to_depth(const Conv &c)
 {
     const int64_t stride[2] = {c.sh, c.sw}, dil[2] = {c.dh, c.dw};
     if (c.kind == BWD_DATA || !nn_conv_space_to_depth(c.dt, c.Cg, c.groups, stride, dil, c.kh, c.kw)) return false;
     if (!nn_numel(c.X.t) || !nn_numel(c.F.t) || !nn_numel(c.Y.t)) return false;
-    int64_t ka = (c.kh + c.sh - 1) / c.sh, kb = (c.kw + c.sw - 1) / c.sw;
-    return c.N * c.C * c.sh * c.sw * (c.oh + ka - 1) * (c.ow + kb - 1) <= INT_MAX;
+    int64_t ss[4], fs[4];
+    s2d_shapes(c, ss, fs);
+    return ss[0] * ss[1] * ss[2] * ss[3] <= INT_MAX;
 }
 
 /* conv2d, or its weight gradient, as the stride-1 convolution of S and F2 (cuda/space_to_depth.cu):
@@ -529,8 +538,8 @@ nn_status space_to_depth(const Conv &c, const nn_kargs *a)
     nn_cuda_device *d = nn_cuda_dev(c.dev);
     if (!d) return nn_last_status();
     cudaStream_t s = nn_cuda_current(d);
-    int64_t K = c.C * c.sh * c.sw, ka = (c.kh + c.sh - 1) / c.sh, kb = (c.kw + c.sw - 1) / c.sw;
-    const int64_t ss[4] = {c.N, K, c.oh + ka - 1, c.ow + kb - 1}, fs[4] = {c.O, K, ka, kb};
+    int64_t ss[4], fs[4];
+    s2d_shapes(c, ss, fs);
     nn_device dev = c.X.t->storage->device;
     nn_tensor *S = nn_empty_format(4, ss, NN_CHANNELS_LAST, c.dt, dev);
     nn_tensor *F2 = S ? nn_empty_format(4, fs, NN_CHANNELS_LAST, c.dt, dev) : NULL;

@@ -5,7 +5,7 @@
  *   F2 [O, C sh sw, ka, kb] (NHWC), F2[o, (c, r, q), a, b] = w[o, c, a sh + r, b sw + q] (0 past kh, kw)
  * so that conv(x, w, stride, pad) = conv(S, F2, stride 1, no pad), and the weight gradient of the
  * first is that of the second put back in place. Elements are moved as raw 2-, 4- or 8-byte words. */
-#include "kernels.cuh"
+#include "ew.cuh"
 #include "space_to_depth.cuh"
 
 namespace {
@@ -63,8 +63,6 @@ template <typename T> __global__ void filter_kernel(void *f2v, void *fv, F2D g, 
     }
 }
 
-unsigned blocks_for(int64_t n) { return (unsigned)std::min<int64_t>((n + 255) / 256, 1 << 20); }
-
 #define BY_SIZE(es, KERNEL, ...)                                                   \
     switch (es) {                                                                  \
     case 2: nn_launch<KERNEL<uint16_t>>(__VA_ARGS__); break;                       \
@@ -90,7 +88,7 @@ static nn_status filter(nn_tensor *f2, nn_tensor *f, int64_t sh, int64_t sw, cud
              {f->strides[0], f->strides[1], f->strides[2], f->strides[3]}};
     int64_t total = nn_numel(to ? f2 : f);
     size_t es = nn_dtype_size(f->dtype);
-    BY_SIZE(es, filter_kernel, blocks_for(total), 256, s, nn_data(f2), nn_data(f), g, total, to);
+    BY_SIZE(es, filter_kernel, nnk::blocks_for(total), 256, s, nn_data(f2), nn_data(f), g, total, to);
     return nn_check(cudaGetLastError(), "space-to-depth filter kernel", __FILE__, __LINE__);
 }
 

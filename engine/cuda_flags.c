@@ -1,7 +1,6 @@
 /* The torch.backends switches the CUDA kernels read (see cuda_flags.h). */
 #include "cuda_flags.h"
 
-
 bool nn_cuda_allow_tf32 = false;
 bool nn_cudnn_allow_tf32 = true;
 bool nn_cudnn_benchmark = false;
