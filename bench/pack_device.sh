@@ -4,6 +4,7 @@
 # binary and test programs of a build, and the shared libraries they load that the
 # GPU machine lacks (it has no Debian packages). bench/device_run.sh unpacks it.
 set -euo pipefail
+shopt -s nullglob
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/.devbuild

@@ -136,6 +136,24 @@ static int max_memory_allocated(lua_State *L) { lua_pushinteger(L, (lua_Integer)
 static int memory_reserved(lua_State *L) { lua_pushinteger(L, (lua_Integer)stats(L).reserved); return 1; }
 static int max_memory_reserved(lua_State *L) { lua_pushinteger(L, (lua_Integer)stats(L).max_reserved); return 1; }
 
+/* PyTorch's torch.cuda.memory_stats: the counters this allocator keeps, under PyTorch's keys */
+static int memory_stats(lua_State *L)
+{
+    nn_gpu_memory_stats s = stats(L);
+    const struct { const char *key; size_t v; } kv[] = {
+        {"allocated_bytes.all.current", s.allocated}, {"allocated_bytes.all.peak", s.max_allocated},
+        {"reserved_bytes.all.current", s.reserved},   {"reserved_bytes.all.peak", s.max_reserved},
+        {"num_alloc_retries", s.num_alloc_retries},   {"num_ooms", s.num_ooms},
+        {"num_device_alloc", s.num_device_alloc},     {"num_device_free", s.num_device_free},
+    };
+    lua_createtable(L, 0, (int)(sizeof kv / sizeof kv[0]));
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        lua_pushinteger(L, (lua_Integer)kv[i].v);
+        lua_setfield(L, -2, kv[i].key);
+    }
+    return 1;
+}
+
 static int reset_peak_memory_stats(lua_State *L)
 {
     if (available()) nn_gpu->reset_peak_memory_stats(device_index(L, 1));
@@ -457,7 +475,7 @@ void lt_open_cuda(lua_State *L)
         {"memory_allocated", memory_allocated}, {"max_memory_allocated", max_memory_allocated},
         {"memory_reserved", memory_reserved}, {"max_memory_reserved", max_memory_reserved},
         {"reset_peak_memory_stats", reset_peak_memory_stats}, {"empty_cache", empty_cache},
-        {"memory_summary", memory_summary}, {"device", device_ctx_new}, {"Stream", stream_new},
+        {"memory_summary", memory_summary}, {"memory_stats", memory_stats}, {"device", device_ctx_new}, {"Stream", stream_new},
         {"current_stream", current_stream}, {"stream", stream_ctx_new}, {"Event", event_new},
         {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {"_send_grad", send_grad}, {NULL, NULL},
     };

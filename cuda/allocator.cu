@@ -19,6 +19,7 @@
  * pool as their stream key, so nothing else reuses memory a replay writes. A
  * pool's free segments stay reserved while a graph uses it and are given back
  * to the driver when the last one goes. */
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -55,7 +56,14 @@ struct Order {
 struct DeviceCache {
     std::set<Block *, Order> small, large;
     std::unordered_map<void *, Block *> live;
-    std::vector<std::pair<cudaEvent_t, Block *>> events;
+    /* record_stream's events, per stream in the order recorded (so they complete in that
+     * order), and the stream's completed ones to record again */
+    struct StreamEvents {
+        std::deque<std::pair<cudaEvent_t, Block *>> q;
+        std::vector<cudaEvent_t> spare;
+    };
+    std::map<cudaStream_t, StreamEvents> events;
+    size_t pending_events = 0;
     nn_gpu_memory_stats stats{};
 };
 
@@ -95,6 +103,7 @@ void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged w
     if (pool_dead(b) && !b->prev && !b->next && !capturing) { /* a whole segment of a pool no graph uses */
         nn_small_flush_all(); /* a queued op may still use it */
         cudaFree(b->ptr);
+        c.stats.num_device_free++;
         c.stats.reserved -= b->size;
         delete b;
         return;
@@ -102,15 +111,24 @@ void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged w
     pool.insert(b);
 }
 
+/* Blocks whose streams are done with them go back to the pool. Each stream's events are
+ * looked at in order up to the first one not complete: an allocation costs a query a
+ * stream, not one per block in flight (DataParallel frees dozens of them a step). */
 void process_events(DeviceCache &c)
 {
-    for (size_t i = 0; i < c.events.size();) {
-        cudaError_t e = cudaEventQuery(c.events[i].first);
-        if (e == cudaErrorNotReady) { cudaGetLastError(); i++; continue; }
-        cudaEventDestroy(c.events[i].first);
-        Block *b = c.events[i].second;
-        c.events.erase(c.events.begin() + i);
-        if (--b->pending == 0) give_back(c, b);
+    for (auto &se : c.events) {
+        auto &q = se.second.q;
+        while (!q.empty()) {
+            if (cudaEventQuery(q.front().first) == cudaErrorNotReady) {
+                cudaGetLastError();
+                break;
+            }
+            se.second.spare.push_back(q.front().first);
+            Block *b = q.front().second;
+            q.pop_front();
+            c.pending_events--;
+            if (--b->pending == 0) give_back(c, b);
+        }
     }
 }
 
@@ -123,6 +141,7 @@ template <class Which> void release_segments(DeviceCache &c, Which which)
             if (!b->prev && !b->next && which(b)) {
                 nn_small_flush_all();
                 cudaFree(b->ptr);
+                c.stats.num_device_free++;
                 c.stats.reserved -= b->size;
                 it = pool->erase(it);
                 delete b;
@@ -226,6 +245,7 @@ void *nn_cuda_alloc(int device, size_t n)
             return nullptr;
         }
         c.stats.reserved += seg;
+        c.stats.num_device_alloc++;
         if (c.stats.reserved > c.stats.max_reserved) c.stats.max_reserved = c.stats.reserved;
         b = new Block();
         b->pool = gpool;
@@ -274,14 +294,19 @@ void nn_cuda_free(int device, void *p)
     }
     nn_small_flush_all(); /* the events below follow every op queued on those streams */
     for (cudaStream_t s : b->uses) { /* reuse only once the other streams are done with it */
-        cudaEvent_t e;
-        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, s) != cudaSuccess) {
+        auto &se = c.events[s];
+        cudaEvent_t e = nullptr;
+        if (!se.spare.empty()) e = se.spare.back(), se.spare.pop_back();
+        else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) e = nullptr;
+        if (!e || cudaEventRecord(e, s) != cudaSuccess) {
             cudaGetLastError();
+            if (e) cudaEventDestroy(e);
             cudaStreamSynchronize(s);
             continue;
         }
         b->pending++;
-        c.events.push_back({e, b});
+        c.pending_events++;
+        se.q.push_back({e, b});
     }
     b->uses.clear();
     b->allocated = false;
@@ -325,7 +350,7 @@ extern "C" nn_status nn_cuda_empty_cache(void)
     std::lock_guard<std::mutex> g(lock);
     for (int d = 0; d < NN_GPU_MAX; d++) {
         DeviceCache &c = caches[d];
-        if (c.small.empty() && c.large.empty() && c.events.empty()) continue;
+        if (c.small.empty() && c.large.empty() && !c.pending_events) continue;
         nn_small_flush_all();
         cudaSetDevice(d);
         cudaDeviceSynchronize();

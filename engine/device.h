@@ -18,6 +18,7 @@ typedef struct {
     size_t allocated, max_allocated;   /* bytes in tensors */
     size_t reserved, max_reserved;     /* bytes held from the driver */
     size_t num_alloc_retries, num_ooms;
+    size_t num_device_alloc, num_device_free; /* cudaMalloc and cudaFree calls */
 } nn_gpu_memory_stats;
 
 #define NN_GPU_MAX 16

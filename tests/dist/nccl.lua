@@ -71,34 +71,73 @@ do
   H.raises(function() dist.all_reduce(torch.ones(2)) end, "Tensors must be CUDA", "a CPU tensor on nccl")
 end
 
--- DDP on GPUs against one process on the whole batch
+-- Large float32 SUM/AVG: sizes that split unevenly, a view at an odd offset, repeats, a
+-- small all-reduce after each. Every rank makes every rank's data, so the expected sum is
+-- worked out here: exactly for two ranks (one rounding per element, either way round), to
+-- the order of the sum beyond.
 do
-  local B, STEPS = 8, 20
-  torch.manual_seed(7)
-  local X, Y = torch.randn(STEPS, B * world, 6), torch.randn(STEPS, B * world, 3)
-  local function mlp(seed)
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(6, 32), nn.ReLU(), nn.Linear(32, 3))
+  local tol = world == 2 and 0 or 1e-5
+  local function data(r, n, k) torch.manual_seed(9000 + 10 * k + r); return torch.randn(n, { device = dev }) end
+  local function expect(n, k, avg)
+    local acc = data(0, n, k)
+    for r = 1, world - 1 do acc = acc + data(r, n, k) end
+    return avg and acc / world or acc
   end
-  local net = mlp(1000 + rank):to(dev)
-  local model = nn.parallel.DistributedDataParallel(net, { bucket_cap_mb = 0.001 })
-  local opt = optim.SGD(model:parameters(), { lr = 0.05, momentum = 0.9 })
-  for s = 0, STEPS - 1 do
+  local cases = { { 1048579, "SUM" }, { 4194305, "AVG" }, { 30500001, "SUM" }, { 30500001, "AVG" }, { 8388608, "AVG" } }
+  for k, c in ipairs(cases) do
+    local n, op = c[1], c[2]
+    for rep = 1, (n > 2e7 and 3 or 1) do
+      local t = data(rank, n, k)
+      dist.all_reduce(t, dist.ReduceOp[op])
+      local small = torch.full({ 5 }, rank + 1.0, { device = dev })
+      dist.all_reduce(small)
+      close(small, torch.full({ 5 }, world * (world + 1) / 2), 0, "a small all_reduce after a large one")
+      local d = (t - expect(n, k, op == "AVG")):abs():max():item()
+      H.check(d <= tol, "all_reduce %s of %d float32 (repeat %d): off by %g", op, n, rep, d)
+    end
+  end
+  local big = torch.zeros(4194310, { device = dev })
+  local v = big:narrow(0, 3, 4194305)
+  v:copy_(data(rank, 4194305, 7))
+  dist.all_reduce(v)
+  local d = (v - expect(4194305, 7, false)):abs():max():item()
+  H.check(d <= tol and big:narrow(0, 0, 3):abs():sum():item() == 0, "all_reduce of a view at an odd offset: off by %g", d)
+end
+
+-- DDP on GPUs against one CPU process on the whole batch: a small MLP in tiny buckets, and
+-- one whose middle layer (6 MB) is a bucket of its own
+local function ddp_against_one(name, widths, seed, ddp_opts, opt_opts, steps)
+  local B = 8
+  torch.manual_seed(seed)
+  local X, Y = torch.randn(steps, B * world, widths[1]), torch.randn(steps, B * world, widths[#widths])
+  local function mlp(s)
+    torch.manual_seed(s)
+    local layers = {}
+    for i = 1, #widths - 1 do
+      layers[#layers + 1] = nn.Linear(widths[i], widths[i + 1])
+      if i < #widths - 1 then layers[#layers + 1] = nn.ReLU() end
+    end
+    return nn.Sequential(table.unpack(layers))
+  end
+  local net = mlp(1000 * seed + rank):to(dev)
+  local model = nn.parallel.DistributedDataParallel(net, ddp_opts)
+  local opt = optim.SGD(model:parameters(), opt_opts)
+  local ref = mlp(1000 * seed)
+  local ropt = optim.SGD(ref:parameters(), opt_opts)
+  for s = 0, steps - 1 do
     opt:zero_grad()
     F.mse_loss(model(X[s]:narrow(0, rank * B, B):to(dev)), Y[s]:narrow(0, rank * B, B):to(dev)):backward()
     opt:step()
-  end
-  local ref = mlp(1000)
-  local ropt = optim.SGD(ref:parameters(), { lr = 0.05, momentum = 0.9 })
-  for s = 0, STEPS - 1 do
     ropt:zero_grad()
     F.mse_loss(ref(X[s]), Y[s]):backward()
     ropt:step()
   end
   local worst = 0
   for i, p in ipairs(net:parameters()) do worst = math.max(worst, H.maxdiff(p:detach():cpu(), ref:parameters()[i]:detach())) end
-  H.check(worst < 1e-4, "DDP on GPUs against one CPU process: off by %g", worst)
+  H.check(worst < 1e-4, "%s against one CPU process: off by %g", name, worst)
 end
+ddp_against_one("DDP on GPUs", { 6, 32, 3 }, 7, { bucket_cap_mb = 0.001 }, { lr = 0.05, momentum = 0.9 }, 20)
+ddp_against_one("DDP with a 6 MB bucket", { 16, 1536, 1024, 3 }, 11, {}, { lr = 0.01 }, 10)
 
 -- all_reduce bus bandwidth (as nccl-tests count it: 2 (n - 1) / n of the bytes per second)
 do

@@ -109,4 +109,30 @@ T.test("torch.cuda memory statistics", function()
     T.eq(torch.cuda.memory_allocated(), 0, "no GPU: nothing allocated")
     T.eq(torch.cuda.max_memory_reserved(), 0, "no GPU: nothing reserved")
   end
+  local st = torch.cuda.memory_stats()
+  for _, k in ipairs({ "allocated_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.current",
+    "reserved_bytes.all.peak", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free" }) do
+    T.check(math.type(st[k]) == "integer", "memory_stats()[%q] is an integer", k)
+  end
+  if not torch.cuda.is_available() then
+    T.eq(st["num_device_alloc"], 0, "no GPU: no cudaMalloc")
+  else
+    torch.cuda.empty_cache()
+    local before = torch.cuda.memory_stats()
+    -- more than the whole cache holds, a multiple of 2 MiB: one new segment of exactly that size
+    local bytes = (before["reserved_bytes.all.current"] // (1 << 21) + 16) * (1 << 21)
+    local big = torch.empty(bytes // 4, { device = "cuda" })
+    local mid = torch.cuda.memory_stats()
+    T.eq(mid["num_device_alloc"], before["num_device_alloc"] + 1, "a new segment is one cudaMalloc")
+    T.eq(mid["allocated_bytes.all.current"], torch.cuda.memory_allocated(), "allocated bytes as memory_allocated()")
+    T.eq(mid["reserved_bytes.all.current"] - before["reserved_bytes.all.current"], bytes, "reserved grows by the segment")
+    big = nil
+    collectgarbage()
+    local again = torch.empty(bytes // 4, { device = "cuda" })
+    T.eq(torch.cuda.memory_stats()["num_device_alloc"], mid["num_device_alloc"], "the freed block is reused, no cudaMalloc")
+    again = nil
+    collectgarbage()
+    torch.cuda.empty_cache()
+    T.check(torch.cuda.memory_stats()["num_device_free"] > mid["num_device_free"], "empty_cache gives segments back (cudaFree)")
+  end
 end)
