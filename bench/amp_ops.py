@@ -2,13 +2,11 @@
 import sys, torch, torchvision
 import torch.nn.functional as F
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from op_timer import make_timer
-iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+from op_timer import timer_from_argv
 dev = "cuda"
 torch.manual_seed(0)
 
-time = make_timer(iters, reps)
+time = timer_from_argv(50)
 
 shapes = [(64, 64, 55, 55), (64, 192, 27, 27), (64, 384, 13, 13), (64, 256, 13, 13)]
 for dt in (torch.float16, torch.float32):

@@ -1,6 +1,6 @@
 # PyTorch's side of bench/op_timer.lua: CUDA events around `iters` calls after 3 warm-up
 # calls, median of `reps` repeats, printed as "op <name> <us> us".
-import torch
+import sys, torch
 
 def make_timer(iters, reps):
     def time(name, fn):
@@ -15,3 +15,9 @@ def make_timer(iters, reps):
         t.sort()
         print(f"op {name:<32} {t[(reps + 1) // 2 - 1]:9.2f} us")
     return time
+
+def timer_from_argv(default_iters, default_reps=7):
+    """The timer for a benchmark run as `python3 script.py [iters] [reps]`."""
+    iters = int(sys.argv[1]) if len(sys.argv) > 1 else default_iters
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else default_reps
+    return make_timer(iters, reps)

@@ -63,7 +63,6 @@ struct DeviceCache {
         std::vector<cudaEvent_t> spare;
     };
     std::map<cudaStream_t, StreamEvents> events;
-    size_t pending_events = 0;
     nn_gpu_memory_stats stats{};
 };
 
@@ -126,7 +125,6 @@ void process_events(DeviceCache &c)
             se.second.spare.push_back(q.front().first);
             Block *b = q.front().second;
             q.pop_front();
-            c.pending_events--;
             if (--b->pending == 0) give_back(c, b);
         }
     }
@@ -305,7 +303,6 @@ void nn_cuda_free(int device, void *p)
             continue;
         }
         b->pending++;
-        c.pending_events++;
         se.q.push_back({e, b});
     }
     b->uses.clear();
@@ -350,7 +347,9 @@ extern "C" nn_status nn_cuda_empty_cache(void)
     std::lock_guard<std::mutex> g(lock);
     for (int d = 0; d < NN_GPU_MAX; d++) {
         DeviceCache &c = caches[d];
-        if (c.small.empty() && c.large.empty() && !c.pending_events) continue;
+        bool pending = false;
+        for (auto &se : c.events) pending |= !se.second.q.empty();
+        if (c.small.empty() && c.large.empty() && !pending) continue;
         nn_small_flush_all();
         cudaSetDevice(d);
         cudaDeviceSynchronize();
