@@ -14,39 +14,43 @@
 const char LT_TENSOR_MT[1];
 const char LT_DTYPES[1];
 
-/* Lua does not see tensor memory: every pushed tensor reports its bytes (header,
- * and storage when new) as GC debt, Torch7's heap tracking. Without it a loop of
- * `c = a + b` lets ~10^6 dead tensors pile up between cycles (each userdata looks
- * like 48 bytes, and finalized objects survive one extra cycle), and freeing them
- * in such batches costs more than the ops.
+/* Lua does not see tensor memory: every pushed tensor reports the bytes its collection
+ * would free (its header, and its storage when this userdata is the only holder of the
+ * tensor and the tensor the only holder of the storage), Torch7's heap tracking. Without
+ * it a loop of `c = a + b` lets ~10^6 dead tensors pile up between cycles (each userdata
+ * looks like 48 bytes), and freeing them in such batches costs more than the ops.
  *
- * The interpreter runs Lua's generational collector (nnrepl_openlibs): a reported
- * debt then buys a young collection, which visits only the objects made since the
- * last one, so dead temporaries go at a cost of about a microsecond. (Incremental
- * steps paid for the same bytes walk the whole ~1 MB library heap: 10-30 us per
- * op on an activation-sized tensor.) A tensor that outlives two young collections
- * turns old and only a full collection frees it; Lua starts those when its own heap
- * grows, which tensors do not make it do, so a full collection also starts when the
- * bytes held by Tensor userdata have grown by an eighth (at least MAJOR_GROWTH)
- * since the last one. In incremental mode (collectgarbage("incremental")) a large
- * report is split into steps of at most GC_STEP_MAX_KB, so one push never pays for
- * a whole cycle. */
-static size_t gc_debt, held_bytes, held_after_full;
-#define GC_DEBT_FLUSH 16384
-#define GC_STEP_MAX_KB 64
+ * The interpreter runs Lua's generational collector (nnrepl_openlibs), and the reports
+ * pace its young collections, which visit only the objects made since the last one: one
+ * after every GC_YOUNG_NEW new storages of GC_NEW_MIN bytes or more, or GC_YOUNG_PUSHES
+ * tensors of any size. Not one per activation: a tensor that outlives two young
+ * collections turns old, and only a full collection (a walk of the whole ~1 MB library
+ * heap, 0.3-0.6 ms) frees it. A layer's output lives until the next layer's is pushed,
+ * so a young collection on every push aged every activation, and a training step paid a
+ * full collection or two to free them (DataParallel's host time, bench/NOTES.md). Lua
+ * starts full collections when its own heap grows, which tensors do not make it do, so a
+ * full collection also starts when the bytes held by Tensor userdata have grown by an
+ * eighth (at least MAJOR_GROWTH) since the last one; a young collection starts sooner
+ * when the bytes reported since the last one reach that much. */
+static size_t gc_debt, gc_new, gc_pushes, held_bytes, held_after_full;
+#define GC_NEW_MIN 16384
+#define GC_YOUNG_NEW 8
+#define GC_YOUNG_PUSHES 32
 #define MAJOR_GROWTH ((size_t)32 << 20)
 
 static inline void account(lua_State *L, lt_tensor *u)
 {
     const nn_tensor *t = u->t;
-    u->bytes = sizeof(nn_tensor) + (nn_sole_owner(t) ? sizeof(nn_storage) + t->storage->nbytes : 0);
+    bool sole = t->refcount == 1 && nn_sole_owner(t);
+    u->bytes = sizeof(nn_tensor) + (sole ? sizeof(nn_storage) + t->storage->nbytes : 0);
     held_bytes += u->bytes;
     gc_debt += u->bytes;
-    if (gc_debt < GC_DEBT_FLUSH || !lua_gc(L, LUA_GCISRUNNING)) return; /* collectgarbage("stop") is respected */
-    size_t kb = gc_debt >> 10;
-    gc_debt = kb > GC_STEP_MAX_KB ? (kb - GC_STEP_MAX_KB) << 10 : gc_debt & 1023;
-    lua_gc(L, LUA_GCSTEP, (int)(kb > GC_STEP_MAX_KB ? GC_STEP_MAX_KB : kb));
+    gc_new += u->bytes >= GC_NEW_MIN;
     size_t growth = held_after_full / 8 > MAJOR_GROWTH ? held_after_full / 8 : MAJOR_GROWTH;
+    if (gc_new < GC_YOUNG_NEW && ++gc_pushes < GC_YOUNG_PUSHES && gc_debt < growth) return;
+    if (!lua_gc(L, LUA_GCISRUNNING)) return; /* collectgarbage("stop") is respected */
+    gc_debt = gc_new = gc_pushes = 0;
+    lua_gc(L, LUA_GCSTEP, 0); /* generational mode: one young collection */
     if (held_bytes > held_after_full + growth) {
         lua_gc(L, LUA_GCCOLLECT);
         held_after_full = held_bytes;

@@ -1,0 +1,47 @@
+-- How tensors pace Lua's collector (account() in bindings/tensor.c): a pushed tensor
+-- reports the bytes its collection would free, and a full collection starts when those
+-- held by Tensor userdata grow by an eighth (at least 32 MB).
+local T = ...
+
+-- A dead table that the last full collection made old: young collections keep it, so
+-- its weak entry goes only when a full collection runs.
+local function old_witness()
+  local w = setmetatable({}, { __mode = "v" })
+  local strong = {}
+  w[1] = strong
+  collectgarbage()
+  strong = nil
+  return w
+end
+
+T.test("a tensor pushed again reports no storage", function()
+  local p = torch.zeros(2 ^ 21, { requires_grad = true }) -- 8 MB
+  p:mul(2):sum():backward()
+  local w = old_witness()
+  local reads = 0
+  for _ = 1, 100 do -- 800 MB if each read counted the gradient's storage
+    if p.grad:numel() == 2 ^ 21 then reads = reads + 1 end
+  end
+  T.eq(reads, 100, "every read sees the gradient")
+  T.check(w[1] ~= nil, "reading .grad 100 times started no full collection")
+  -- new storage kept alive does start one
+  local kept = {}
+  for i = 1, 100 do kept[i] = torch.empty(2 ^ 21) end
+  T.check(w[1] == nil, "800 MB of new tensors started a full collection")
+end)
+
+T.test("dead temporaries go in young collections", function()
+  -- nn.Sequential's pattern: each output feeds the next op and is then dropped
+  local w = old_witness()
+  local seen = setmetatable({}, { __mode = "v" })
+  local x = torch.rand(2 ^ 18) -- 1 MB
+  for i = 1, 400 do
+    x = x * 1.0001
+    seen[i] = x
+  end
+  local left = 0
+  for i = 1, 300 do if seen[i] then left = left + 1 end end
+  T.check(w[1] ~= nil, "no full collection ran")
+  T.eq(left, 0, "the first 300 of 400 dead 1 MB outputs were freed without one")
+  T.check(seen[400] ~= nil, "the live one stays")
+end)
