@@ -80,6 +80,14 @@ static int m_data_ptr(lua_State *L)
     return 1;
 }
 
+/* x:get_device(): the CUDA device's index, -1 on the CPU (PyTorch's) */
+static int m_get_device(lua_State *L)
+{
+    nn_device d = lt_check(L, 1)->storage->device;
+    lua_pushinteger(L, d.type == NN_CPU ? -1 : d.index < 0 ? 0 : d.index);
+    return 1;
+}
+
 static int m_element_size(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)nn_dtype_size(lt_check(L, 1)->dtype));
@@ -427,7 +435,7 @@ void lt_open_views(lua_State *L)
         {"size", m_size}, {"stride", m_stride}, {"dim", m_dim}, {"ndimension", m_dim},
         {"numel", m_numel}, {"nelement", m_numel}, {"is_contiguous", m_is_contiguous},
         {"is_floating_point", m_is_floating_point}, {"data_ptr", m_data_ptr},
-        {"element_size", m_element_size}, {"storage_offset", m_storage_offset},
+        {"get_device", m_get_device}, {"element_size", m_element_size}, {"storage_offset", m_storage_offset},
         {"view", m_view}, {"reshape", m_reshape}, {"view_as", m_view_as}, {"reshape_as", m_reshape_as},
         {"flatten", m_flatten}, {"transpose", m_transpose}, {"t", m_t}, {"permute", m_permute},
         {"narrow", m_narrow}, {"select", m_select}, {"squeeze", m_squeeze}, {"unsqueeze", m_unsqueeze},

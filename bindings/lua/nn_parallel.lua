@@ -398,12 +398,19 @@ function Reduction:finish()
 end
 
 -- The source module's parameters and buffers, with their versions: a replica is
--- rebuilt when the set changes and refreshed when a version does.
-local function snapshot(module)
+-- rebuilt when the set changes and refreshed when a version does. They must all be on
+-- the source device (PyTorch's check).
+local function snapshot(module, src)
   local ts = module:parameters()
   for _, b in ipairs(module:buffers()) do ts[#ts + 1] = b end
   local v = {}
-  for i, t in ipairs(ts) do v[i] = t._version end
+  for i, t in ipairs(ts) do
+    if t:get_device() ~= src then
+      U.errorf("module must have its parameters and buffers on device cuda:%d (device_ids[0]) but found one of them on device: %s",
+        src, tostring(t.device))
+    end
+    v[i] = t._version
+  end
   return ts, v
 end
 
@@ -511,13 +518,7 @@ end
 
 function DP:forward(...)
   if #self.device_ids == 0 then return self.module(...) end
-  local src = self.src_device_obj
-  for _, t in ipairs(self.module:parameters()) do
-    if tostring(t.device) ~= tostring(src) then
-      U.errorf("module must have its parameters and buffers on device %s (device_ids[0]) but found one of them on device: %s",
-        tostring(src), tostring(t.device))
-    end
-  end
+  local ts, versions = snapshot(self.module, self.device_ids[1])
   local args = table.pack(...)
   local batch
   for i = 1, args.n do
@@ -534,7 +535,6 @@ function DP:forward(...)
   end
   -- replicas are built once and kept, their tensors refreshed only when a source
   -- tensor changed (the optimizer's step, load_state_dict)
-  local ts, versions = snapshot(self.module)
   if not same_list(ts, self._replica_sources) then
     self._replicas, self._replica_sources, self._replica_versions = {}, ts, nil
     self._reduction = new_reduction(self.device_ids, self._replicas)

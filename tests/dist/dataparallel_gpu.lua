@@ -77,4 +77,14 @@ do -- the reduction overlaps backward: a parameter no replica used keeps no grad
   H.close(par.module.used.bias.grad:cpu(), ref.used.bias.grad:cpu(), 1e-4, "two backward passes: bias")
   H.check(par.module.unused.weight.grad == nil, "a parameter no replica used has no gradient")
 end
+do -- parameters and buffers must be on device_ids[0] (PyTorch's message)
+  local want = "module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cpu"
+  local ok, err = pcall(nn.DataParallel(nn.Linear(4, 2)), torch.randn(8, 4):cuda())
+  H.check(not ok and tostring(err):find(want, 1, true), "parameters on the CPU: %s", tostring(err))
+  local Buf = nn.Module:extend("Buf")
+  function Buf:__init() self.fc = nn.Linear(4, 2):cuda(); self:register_buffer("scale", torch.ones(1)) end
+  function Buf:forward(x) return self.fc(x) end
+  ok, err = pcall(nn.DataParallel(Buf()), torch.randn(8, 4):cuda())
+  H.check(not ok and tostring(err):find(want, 1, true), "a buffer on the CPU: %s", tostring(err))
+end
 H.report()

@@ -91,6 +91,7 @@ T.test("devices", function()
   T.check(torch.zeros(1).device == cpu, "x.device")
   T.eq(tostring(torch.zeros(1).device), "cpu", "x.device prints")
   T.check(not torch.zeros(1).is_cuda, "is_cuda")
+  T.eq(torch.zeros(1):get_device(), -1, "get_device is -1 on the CPU")
   T.raises(function() torch.device("tpu") end,
     "bad argument #1 to 'device' (expected one of cpu, cuda device type at start of device string: tpu)")
   T.raises(function() torch.device("cuda:x") end, "~expected one of cpu, cuda")
@@ -99,6 +100,10 @@ T.test("devices", function()
     T.raises(function() torch.zeros(2, {device = "cuda"}) end, "~CUDA is not available")
     T.raises(function() torch.tensor({1, 2}, {device = torch.device("cuda")}) end, "~CUDA is not available")
     T.raises(function() torch.zeros(2):cuda() end, "~CUDA is not available")
+  else
+    local last = torch.cuda.device_count() - 1
+    T.eq(torch.zeros(1, {device = "cuda"}):get_device(), 0, "get_device of plain cuda is 0")
+    T.eq(torch.zeros(1, {device = "cuda:" .. last}):get_device(), last, "get_device is the index")
   end
 end)
 
