@@ -380,8 +380,8 @@ static int t_record_stream(lua_State *L)
 }
 
 /* torch.cuda._send_grad(p, s, sp, dst, sum, parts): one step of DataParallel's gradient reduction
- * (bindings/lua/nn_parallel.lua), in C so that p.grad never becomes a Tensor userdata, whose bytes
- * (a replica's whole gradient, every step) would pace Lua's collector. Takes p.grad off p; on
+ * (bindings/lua/nn_parallel.lua), in C so that p.grad never becomes a Tensor userdata and the
+ * stream barriers cost one call. Takes p.grad off p; on
  * stream s, after the work queued on s's device's current stream, total = p.grad plus the parts
  * (tensors on that device; summed in sum when there are any), then dst (on sp's device, sp
  * current there) = total. p.grad's memory is kept for s's reads (record_stream). Returns whether

@@ -9,6 +9,7 @@
 
 #include "amp.h"
 #include "autograd.h"
+#include "device.h"
 #include "lt.h"
 
 const char LT_TENSOR_MT[1];
@@ -55,6 +56,42 @@ static inline void account(lua_State *L, lt_tensor *u)
         lua_gc(L, LUA_GCCOLLECT);
         held_after_full = held_bytes;
     }
+}
+
+/* Out of GPU memory, the allocator asks for a full collection (nn_reclaim_memory in
+ * engine/device.h): tensors that died since the last one may hold what it needs, where
+ * PyTorch would have freed them at once. The hook collects the state whose torch was
+ * opened last on this thread, through its main thread, until that state closes. It runs
+ * even under collectgarbage("stop"): an error for memory that is there would be worse. */
+static _Thread_local lua_State *reclaim_L;
+
+static void collect_all(void)
+{
+    if (reclaim_L && lua_gc(reclaim_L, LUA_GCCOLLECT) >= 0) held_after_full = held_bytes; /* -1: inside a collection */
+}
+
+static int reclaim_closed(lua_State *L)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    if (lua_tothread(L, -1) == reclaim_L) {
+        reclaim_L = NULL;
+        nn_set_reclaim_hook(NULL);
+    }
+    return 0;
+}
+
+static void reclaim_open(lua_State *L)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    reclaim_L = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    nn_set_reclaim_hook(collect_all);
+    lua_newuserdatauv(L, 0, 0); /* collected when the state closes */
+    lua_newtable(L);
+    lua_pushcfunction(L, reclaim_closed);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, (void *)&reclaim_L);
 }
 
 static int closed_error(lua_State *L)
@@ -456,6 +493,7 @@ static int t_idiv(lua_State *L)
 void lt_open_tensor(lua_State *L)
 {
     int torch = lua_gettop(L);
+    reclaim_open(L);
     luaL_newmetatable(L, "torch.Tensor");
     int mt = lua_gettop(L);
     lua_pushvalue(L, mt);

@@ -195,7 +195,9 @@ void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s)
     captures[device] = Capture{p, s};
 }
 
-void *nn_cuda_alloc(int device, size_t n)
+/* One try: nullptr with *oom set when the driver has no memory left even after the
+ * cache was given back. */
+static void *alloc_once(int device, size_t n, bool *oom)
 {
     std::lock_guard<std::mutex> g(lock);
     DeviceCache &c = caches[device];
@@ -232,14 +234,7 @@ void *nn_cuda_alloc(int device, size_t n)
         }
         if (e != cudaSuccess) {
             cudaGetLastError();
-            size_t free_b = 0, total = 0;
-            cudaMemGetInfo(&free_b, &total);
-            c.stats.num_ooms++;
-            nn_error(NN_ERR_NOMEM,
-                     "CUDA out of memory. Tried to allocate %.2f MiB. GPU %d has a total capacity of %.2f GiB of which %.2f MiB is "
-                     "free. Of the allocated memory %.2f MiB is allocated by tensors and %.2f MiB is reserved but unallocated.",
-                     n / 1048576.0, device, total / 1073741824.0, free_b / 1048576.0, c.stats.allocated / 1048576.0,
-                     (c.stats.reserved - c.stats.allocated) / 1048576.0);
+            *oom = true;
             return nullptr;
         }
         c.stats.reserved += seg;
@@ -274,6 +269,30 @@ void *nn_cuda_alloc(int device, size_t n)
     c.stats.allocated += b->size;
     if (c.stats.allocated > c.stats.max_allocated) c.stats.max_allocated = c.stats.allocated;
     return b->ptr;
+}
+
+void *nn_cuda_alloc(int device, size_t n)
+{
+    bool oom = false;
+    void *p = alloc_once(device, n, &oom);
+    /* tensors that died since the scripting layer's last collection may hold the memory
+     * (not while a graph captures: its frees would go to the graph's pool) */
+    if (oom && !nn_cuda_captures() && nn_reclaim_memory()) {
+        oom = false;
+        p = alloc_once(device, n, &oom);
+    }
+    if (!oom) return p;
+    std::lock_guard<std::mutex> g(lock);
+    DeviceCache &c = caches[device];
+    size_t free_b = 0, total = 0;
+    cudaMemGetInfo(&free_b, &total);
+    c.stats.num_ooms++;
+    nn_error(NN_ERR_NOMEM,
+             "CUDA out of memory. Tried to allocate %.2f MiB. GPU %d has a total capacity of %.2f GiB of which %.2f MiB is "
+             "free. Of the allocated memory %.2f MiB is allocated by tensors and %.2f MiB is reserved but unallocated.",
+             n / 1048576.0, device, total / 1073741824.0, free_b / 1048576.0, c.stats.allocated / 1048576.0,
+             (c.stats.reserved - c.stats.allocated) / 1048576.0);
+    return nullptr;
 }
 
 void nn_cuda_free(int device, void *p)

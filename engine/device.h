@@ -77,6 +77,15 @@ static inline bool nn_gpu_capturing(void) { return nn_gpu && nn_gpu->graph_captu
 /* A copy of CPU tensor t in page-locked memory (t itself if already pinned). */
 nn_tensor *nn_pin_memory(nn_tensor *t);
 
+/* Memory that dead objects of the scripting layer may still hold (tensors whose Lua
+ * userdata await collection): an allocator that finds the device full, its cache given
+ * back, calls nn_reclaim_memory() and tries once more. It runs the hook set on the
+ * calling thread (the bindings' full collection) and returns whether one ran; a hook
+ * that allocates and runs out again is not re-entered. */
+typedef void (*nn_reclaim_fn)(void);
+void nn_set_reclaim_hook(nn_reclaim_fn fn); /* the calling thread's; NULL clears it */
+bool nn_reclaim_memory(void);
+
 /* "CUDA is not available" style errors for callers that need a GPU. */
 nn_status nn_require_gpu(const char *what);
 /* Resolve a device with index -1 ("cuda") to the current device. */

@@ -342,8 +342,8 @@ function Reduction:received(i, k)
 end
 
 -- position i's sum for slot k (its gradient plus its children's) to its parent's recv: the
--- gradient is taken off the replica's parameter in C (torch.cuda._send_grad), as reading .grad
--- here would make a Tensor object of it, and pace the collector by its size, every step
+-- gradient is taken off the replica's parameter in C (torch.cuda._send_grad), one call with
+-- its stream barriers instead of a Tensor object per gradient and several ops
 function Reduction:send(i, k)
   local P = self.pass
   P.sent[i] = P.sent[i] or {}
@@ -386,7 +386,7 @@ function Reduction:finish()
   for k, s in ipairs(self.replicas[2].slots) do
     local got = s.trainable and self:received(1, k) or {}
     local dst = s[4]
-    for _, g in ipairs(got) do torch._accumulate_grad(dst, g) end -- (reading dst.grad here would cost a collection)
+    for _, g in ipairs(got) do torch._accumulate_grad(dst, g) end
   end
   for i = 2, P.n do -- the streams that allocate the replicas' gradients wait for the side streams' work
     torch.cuda.current_stream(ids[i]):wait_event(mark(self:stream(i), ids[i]))

@@ -6,8 +6,7 @@
 -- device and the clip coefficient min(max_norm / (total + 1e-6), 1) multiplies every
 -- grad as a tensor, so CUDA grads are clipped with no host sync (unless
 -- error_if_nonfinite asks to look at the norm). `foreach` is accepted and ignored.
--- The gradients are read in C (torch._optim): a loop over p.grad here would make a Tensor
--- userdata for each, every step, and start full collections (docs/devices.md). The 2-norm is
+-- The gradients are read in C (torch._optim), not as a Tensor object each, every step. The 2-norm is
 -- one pass over all of them (summed in float64), and on one GPU the scaling too.
 local torch = require "torch"
 local U = require "nn_util"

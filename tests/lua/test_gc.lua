@@ -45,3 +45,22 @@ T.test("dead temporaries go in young collections", function()
   T.eq(left, 0, "the first 300 of 400 dead 1 MB outputs were freed without one")
   T.check(seen[400] ~= nil, "the live one stays")
 end)
+
+T.test("a CUDA allocation collects dead tensors that hold the memory it needs", function()
+  if not torch.cuda.is_available() then return T.skip("no GPU", 3) end
+  collectgarbage()
+  torch.cuda.empty_cache()
+  local chunk = torch.cuda.get_device_properties(0).total_memory // 5 // 4 -- float32 elements
+  local before = torch.cuda.memory_stats()
+  collectgarbage("stop") -- each chunk dies at once, but only a collection would free it
+  local ok, err = pcall(function()
+    for _ = 1, 8 do local _ = torch.empty(chunk, { device = "cuda" }) end -- 8/5 of the GPU
+  end)
+  collectgarbage("restart")
+  T.check(ok, "8 chunks of a fifth of the GPU each, one alive at a time: " .. tostring(err))
+  local after = torch.cuda.memory_stats()
+  T.eq(after.num_ooms, before.num_ooms, "no out-of-memory error")
+  T.check(after.num_alloc_retries > before.num_alloc_retries, "the allocator retried")
+  collectgarbage()
+  torch.cuda.empty_cache()
+end)
