@@ -16,10 +16,11 @@ const char LT_TENSOR_MT[1];
 const char LT_DTYPES[1];
 
 /* Lua does not see tensor memory: every pushed tensor reports the bytes its collection
- * would free (its header, and its storage when this userdata is the only holder of the
- * tensor and the tensor the only holder of the storage), Torch7's heap tracking. Without
- * it a loop of `c = a + b` lets ~10^6 dead tensors pile up between cycles (each userdata
- * looks like 48 bytes), and freeing them in such batches costs more than the ops.
+ * would free, now or once the autograd graph lets go (its header, and its storage when the
+ * tensor holds the storage alone and is an op's output or held by this userdata alone),
+ * Torch7's heap tracking. Without it a loop of `c = a + b` lets ~10^6 dead tensors pile
+ * up between cycles (each userdata looks like 48 bytes), and freeing them in such batches
+ * costs more than the ops.
  *
  * The interpreter runs Lua's generational collector (nnrepl_openlibs), and the reports
  * pace its young collections, which visit only the objects made since the last one: one
@@ -42,7 +43,9 @@ static size_t gc_debt, gc_new, gc_pushes, held_bytes, held_after_full;
 static inline void account(lua_State *L, lt_tensor *u)
 {
     const nn_tensor *t = u->t;
-    bool sole = t->refcount == 1 && nn_sole_owner(t);
+    /* a leaf held elsewhere too (a parameter, a .grad) is not Lua's to free; an op's output held
+     * by the graph becomes Lua's alone once the backward frees it, so it counts */
+    bool sole = nn_sole_owner(t) && (t->refcount == 1 || t->grad_fn);
     u->bytes = sizeof(nn_tensor) + (sole ? sizeof(nn_storage) + t->storage->nbytes : 0);
     held_bytes += u->bytes;
     gc_debt += u->bytes;
