@@ -78,8 +78,8 @@ static inline bool nn_gpu_capturing(void) { return nn_gpu && nn_gpu->graph_captu
 nn_tensor *nn_pin_memory(nn_tensor *t);
 
 /* Memory that dead objects of the scripting layer may still hold (tensors whose Lua
- * userdata await collection): an allocator that finds the device full, its cache given
- * back, calls nn_reclaim_memory() and tries once more. It runs the hook set on the
+ * userdata await collection): an allocator that finds no memory (the CUDA one after giving
+ * its cache back) calls nn_reclaim_memory() and tries once more. It runs the hook set on the
  * calling thread (the bindings' full collection) and returns whether one ran; a hook
  * that allocates and runs out again is not re-entered. */
 typedef void (*nn_reclaim_fn)(void);

@@ -239,5 +239,27 @@ if "$bin" -e 'os.exit(type(torch) == "table" and torch.arange ~= nil and 0 or 1)
   check "complete tensor methods" has "$out" "xx:"
 fi
 
+# ---- out of host memory: dead tensors are collected before an allocation fails ----
+# (a limit on the address space; not under the sanitizers, which reserve terabytes of it and
+# hold freed memory on purpose)
+if [ "${NNREPL_SANITIZED:-0}" != 1 ] && [ -r /proc/self/status ]; then
+cat >"$tmp/oom_dead.lua" <<'EOF'
+collectgarbage("stop") -- each 256 MB tensor dies at once, but only a collection frees it
+for _ = 1, 8 do local _ = torch.empty(2 ^ 26) end
+print("ok")
+EOF
+cat >"$tmp/oom_live.lua" <<'EOF'
+local keep = {}
+for i = 1, 8 do keep[i] = torch.empty(2 ^ 26) end
+EOF
+vm=$("$bin" -e 'for l in io.lines("/proc/self/status") do local kb = l:match("^VmSize:%s+(%d+)") if kb then print(kb) end end')
+limited() { out=$( (ulimit -v $((vm + 800000)); "$bin" "$1") 2>"$tmp/err"); rc=$?; err=$(cat "$tmp/err"); }
+limited "$tmp/oom_dead.lua"
+check "2 GB of dead tensors within 800 MB of address space: collected when malloc fails" is "$out" "ok"
+limited "$tmp/oom_live.lua"
+check "2 GB of live tensors: an error" is "$rc" 1
+check "which says what it could not allocate" has "$err" "out of memory allocating 268435456 bytes"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
