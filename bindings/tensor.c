@@ -61,8 +61,8 @@ static inline void account(lua_State *L, lt_tensor *u)
     }
 }
 
-/* Out of GPU memory, the allocator asks for a full collection (nn_reclaim_memory in
- * engine/device.h): tensors that died since the last one may hold what it needs, where
+/* Out of memory, an allocator (CUDA's or the CPU's) asks for a full collection
+ * (nn_reclaim_memory in engine/device.h): tensors that died since the last one may hold what it needs, where
  * PyTorch would have freed them at once. The hook collects the state whose torch was
  * opened last on this thread, through its main thread, until that state closes. It runs
  * even under collectgarbage("stop"): an error for memory that is there would be worse. */

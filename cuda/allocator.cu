@@ -81,6 +81,16 @@ std::set<Block *, Order> &pool_of(DeviceCache &c, bool small) { return small ? c
 
 bool pool_dead(const Block *b);
 
+/* a whole free segment back to the driver (a queued op may still use it: flushed first) */
+void free_segment(DeviceCache &c, Block *b)
+{
+    nn_small_flush_all();
+    cudaFree(b->ptr);
+    c.stats.num_device_free++;
+    c.stats.reserved -= b->size;
+    delete b;
+}
+
 void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged with free neighbours */
 {
     b->allocated = false;
@@ -100,11 +110,7 @@ void give_back(DeviceCache &c, Block *b) /* a free block into its pool, merged w
         delete n;
     }
     if (pool_dead(b) && !b->prev && !b->next && !capturing) { /* a whole segment of a pool no graph uses */
-        nn_small_flush_all(); /* a queued op may still use it */
-        cudaFree(b->ptr);
-        c.stats.num_device_free++;
-        c.stats.reserved -= b->size;
-        delete b;
+        free_segment(c, b);
         return;
     }
     pool.insert(b);
@@ -137,12 +143,8 @@ template <class Which> void release_segments(DeviceCache &c, Which which)
         for (auto it = pool->begin(); it != pool->end();) {
             Block *b = *it;
             if (!b->prev && !b->next && which(b)) {
-                nn_small_flush_all();
-                cudaFree(b->ptr);
-                c.stats.num_device_free++;
-                c.stats.reserved -= b->size;
                 it = pool->erase(it);
-                delete b;
+                free_segment(c, b);
             } else ++it;
         }
 }

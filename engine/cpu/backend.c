@@ -15,8 +15,9 @@ static void *cpu_alloc(int device_index, size_t nbytes, bool pinned)
 {
     (void)device_index;
     if (pinned) return nn_gpu ? nn_gpu->host_alloc_pinned(nbytes) : NULL;
-    char *raw = malloc(nbytes + 64 + sizeof(void *));
-    if (!raw && nn_reclaim_memory()) raw = malloc(nbytes + 64 + sizeof(void *)); /* dead tensors may hold it */
+    size_t n = nbytes + 64 + sizeof(void *);
+    char *raw = malloc(n);
+    if (!raw && nn_reclaim_memory()) raw = malloc(n); /* dead tensors may hold it */
     if (!raw) return NULL;
     char *p = (char *)(((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63);
     ((void **)p)[-1] = raw;
