@@ -312,6 +312,9 @@ void nn_cuda_free(int device, void *p)
         return;
     }
     nn_small_flush_all(); /* the events below follow every op queued on those streams */
+    int now = -1; /* an event is recorded on a stream of its own device (else: an error, and the sync below) */
+    cudaGetDevice(&now);
+    if (now != device) cudaSetDevice(device);
     for (cudaStream_t s : b->uses) { /* reuse only once the other streams are done with it */
         auto &se = c.events[s];
         cudaEvent_t e = nullptr;
@@ -326,6 +329,7 @@ void nn_cuda_free(int device, void *p)
         b->pending++;
         se.q.push_back({e, b});
     }
+    if (now != device && now >= 0) cudaSetDevice(now);
     b->uses.clear();
     b->allocated = false;
     if (!b->pending) give_back(c, b);

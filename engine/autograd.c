@@ -462,6 +462,37 @@ static nn_node *heap_pop(node_list *h)
     return top;
 }
 
+/* One heap per device, taken in turn: a graph over several GPUs (DataParallel's replicas)
+ * launches each device's next op in rotation, as PyTorch's per-device engine threads let
+ * them run side by side, instead of one replica's whole backward before the next one's.
+ * A graph on one device has one heap and the order above. */
+#define READY_SLOTS 17
+typedef struct { node_list heap[READY_SLOTS]; uint32_t nonempty; int next; } ready_queues;
+
+static int node_slot(const nn_node *x)
+{
+    nn_device d = x->leaf ? x->leaf->storage->device : x->nin > 0 ? x->next[0].device : (nn_device){NN_CPU, 0};
+    return d.type == NN_CPU || d.index < 0 ? 0 : 1 + d.index % (READY_SLOTS - 1);
+}
+
+static bool ready_push(ready_queues *q, nn_node *x)
+{
+    int s = node_slot(x);
+    if (!heap_push(&q->heap[s], x)) return false;
+    q->nonempty |= 1u << s;
+    return true;
+}
+
+static nn_node *ready_pop(ready_queues *q)
+{
+    uint32_t after = q->nonempty & (~0u << q->next);
+    int s = __builtin_ctz(after ? after : q->nonempty);
+    nn_node *x = heap_pop(&q->heap[s]);
+    if (!q->heap[s].n) q->nonempty &= ~(1u << s);
+    q->next = (s + 1) % READY_SLOTS;
+    return x;
+}
+
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
 {
     if (!root->requires_grad)
@@ -498,7 +529,8 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     }
 
     /* collect the graph and count, for each node, the edges that lead into it */
-    node_list all = {0}, ready = {0};
+    node_list all = {0};
+    ready_queues ready = {0};
     nn_node *start = root->grad_fn;
     start->visited = true;
     if (!push(&all, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
@@ -516,10 +548,10 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     if (!st) {
         start->grad_buf[root->output_nr] = g;
         g = NULL;
-        if (!heap_push(&ready, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        if (!ready_push(&ready, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
     }
-    while (!st && ready.n) {
-        nn_node *x = heap_pop(&ready);
+    while (!st && ready.nonempty) {
+        nn_node *x = ready_pop(&ready);
         for (int k = 0; k < x->nout && !st; k++)
             if (x->retained[k] && x->grad_buf[k]) st = nn_accumulate_grad(x->retained[k], x->grad_buf[k]);
         nn_tensor *gin_small[8] = {0}, **gin = gin_small;
@@ -547,7 +579,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
                 nn_release(gi);
             }
             nn_release(gin[i]);
-            if (e->node && --e->node->deps == 0 && !st && !heap_push(&ready, e->node)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+            if (e->node && --e->node->deps == 0 && !st && !ready_push(&ready, e->node)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
         }
         if (gin != gin_small) free(gin);
     }
@@ -568,7 +600,7 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     }
     nn_release(g);
     free(all.v);
-    free(ready.v);
+    for (int k = 0; k < READY_SLOTS; k++) free(ready.heap[k].v);
     nn_set_grad_enabled(was);
     nn_autocast_resume(autocast);
     return st;

@@ -87,4 +87,44 @@ do -- parameters and buffers must be on device_ids[0] (PyTorch's message)
   ok, err = pcall(nn.DataParallel(Buf()), torch.randn(8, 4):cuda())
   H.check(not ok and tostring(err):find(want, 1, true), "a buffer on the CPU: %s", tostring(err))
 end
+if n > 1 then -- a block another stream used, freed while another GPU is current, is not waited for
+  local side = torch.cuda.Stream(1)
+  local a = torch.rand(4096, 4096):to("cuda:1")
+  local t = torch.empty(1 << 20):to("cuda:1")
+  torch.cuda.synchronize(1)
+  do
+    local _ <close> = torch.cuda.stream(side)
+    for _ = 1, 40 do a:mm(a) end
+  end
+  t:record_stream(side)
+  local clock = require("time").perf_counter
+  local _ <close> = torch.cuda.device(0)
+  local t0 = clock()
+  t = nil
+  collectgarbage()
+  local t1 = clock()
+  torch.cuda.synchronize(1)
+  local free_ms, left_ms = (t1 - t0) * 1e3, (clock() - t1) * 1e3
+  H.check(left_ms > 10 and free_ms < left_ms / 2, "the free waited for the side stream: %.1f ms, then %.1f ms of its work left", free_ms, left_ms)
+end
+if n > 1 then -- backward takes the devices' ready nodes in turn, not one device's whole chain first
+  local order, ws = {}, {}
+  local function chain(dev)
+    local y = torch.ones(8):to(dev)
+    for _ = 1, 4 do
+      local w = torch.full({ 8 }, 2.0):to(dev):requires_grad_()
+      w:register_post_accumulate_grad_hook(function(p) order[#order + 1] = p.device.index end)
+      ws[#ws + 1] = w
+      y = y * w
+    end
+    return y:sum()
+  end
+  local l0, l1 = chain("cuda:0"), chain("cuda:1")
+  local loss = l0 + l1:to("cuda:0")
+  loss:backward()
+  local switches = 0
+  for i = 2, #order do if order[i] ~= order[i - 1] then switches = switches + 1 end end
+  H.check(#order == 8 and switches >= 6, "gradients by device, in the order they were ready: %s", table.concat(order, " "))
+  for _, w in ipairs(ws) do H.close(w.grad:cpu(), torch.full({ 8 }, 8.0), 0, "each factor's gradient") end
+end
 H.report()

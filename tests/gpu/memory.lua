@@ -92,6 +92,8 @@ print(string.format("memory flat: %s (%s, %d steps: allocated after step 10 %.3f
   split, early / MiB, split + 1, steps, late / MiB, final_loss))
 
 -- ---- 2. out of memory, then business as usual ----
+collectgarbage() -- a failed allocation collects dead tensors before it gives up: count only live ones
+collectgarbage()
 local before = cuda and torch.cuda.memory_allocated() or 0
 local ok, err = pcall(torch.empty, 1000000000000, { device = device })
 err = tostring(err)
