@@ -72,6 +72,29 @@ static nn_status lua_fn_call(lua_fn *c, nn_tensor *leaf)
     return st;
 }
 
+/* a tensor hook: fn(grad) may return a tensor that replaces grad */
+static nn_status call_tensor_hook(nn_tensor *grad, void *p, nn_tensor **out)
+{
+    lua_fn *c = p;
+    lua_State *L = backward_L;
+    if (!L) return nn_error(NN_ERR_RUNTIME, "a Lua function run during backward needs backward started from Lua");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    lt_push(L, nn_retain(grad));
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a function run during backward");
+        lua_pop(L, 1);
+        return st;
+    }
+    nn_status st = NN_OK;
+    if (!lua_isnil(L, -1)) {
+        nn_tensor *r = lt_totensor(L, -1);
+        if (r) *out = nn_retain(r);
+        else st = nn_error(NN_ERR_ARG, "a hook registered with register_hook must return a Tensor or nil, not a %s", luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    return st;
+}
+
 static nn_status call_pass_end(void *p) { return lua_fn_call(p, NULL); }
 static nn_status call_grad_hook(nn_tensor *leaf, void *p) { return lua_fn_call(p, leaf); }
 
@@ -100,8 +123,6 @@ static int accumulate_grad(lua_State *L)
     return 0;
 }
 
-/* p:register_post_accumulate_grad_hook(fn): fn(p) after each backward pass has accumulated
- * p's gradient (p a leaf); returns a handle whose remove() takes the hook off. */
 static int remove_hook(lua_State *L)
 {
     lua_getiuservalue(L, lua_upvalueindex(1), 1);
@@ -113,13 +134,17 @@ static int remove_hook(lua_State *L)
     return 0;
 }
 
-static int t_register_post_accumulate_grad_hook(lua_State *L)
+static int64_t add_post_hook(nn_tensor *t, lua_fn *c) { return nn_add_post_accumulate_grad_hook(t, call_grad_hook, c, lua_fn_free); }
+static int64_t add_tensor_hook(nn_tensor *t, lua_fn *c) { return nn_add_tensor_hook(t, call_tensor_hook, c, lua_fn_free); }
+
+/* t:<register>(fn) with add(t, fn); returns a handle whose remove() takes the hook off */
+static int register_with(lua_State *L, int64_t (*add)(nn_tensor *, lua_fn *))
 {
     nn_tensor *t = lt_check(L, 1);
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_fn *c = lua_fn_new(L, 2);
     if (!c) return luaL_error(L, "out of memory");
-    int64_t h = nn_add_post_accumulate_grad_hook(t, call_grad_hook, c, lua_fn_free);
+    int64_t h = add(t, c);
     if (!h) {
         lua_fn_free(c);
         return lt_fail(L, 0);
@@ -133,6 +158,14 @@ static int t_register_post_accumulate_grad_hook(lua_State *L)
     lua_setfield(L, -2, "remove");
     return 1;
 }
+
+/* p:register_post_accumulate_grad_hook(fn): fn(p) after each backward pass has accumulated
+ * p's gradient (p a leaf) */
+static int t_register_post_accumulate_grad_hook(lua_State *L) { return register_with(L, add_post_hook); }
+
+/* t:register_hook(fn): fn(grad) each time t's gradient is computed; a tensor it returns
+ * replaces the gradient */
+static int t_register_hook(lua_State *L) { return register_with(L, add_tensor_hook); }
 
 static int t_detach(lua_State *L)
 {
@@ -287,7 +320,8 @@ void lt_open_autograd(lua_State *L)
     static const luaL_Reg methods[] = {
         {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_},
         {"requires_grad_", t_requires_grad_}, {"retain_grad", t_retain_grad},
-        {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook}, {NULL, NULL},
+        {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook}, {"register_hook", t_register_hook},
+        {NULL, NULL},
     };
     lua_getfield(L, torch, "Tensor");
     luaL_setfuncs(L, methods, 0);

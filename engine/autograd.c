@@ -172,6 +172,8 @@ nn_status nn_node_at_pass_end(nn_node *n, nn_pass_end_fn fn, void *ctx, void (*f
     return NN_OK;
 }
 
+static void hooks_free(struct nn_hook_list *h);
+
 void nn_node_release(nn_node *n)
 {
     nn_node *stack[64], **heap = NULL;
@@ -200,6 +202,8 @@ void nn_node_release(nn_node *n)
         }
         release_saved(x);
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) nn_release(x->grad_buf[k]);
+        hooks_free(x->pre_hooks);
+        free(x->pre_hooks);
         nn_release(x->leaf);
         free_pass_end(x->pass_end);
         free(x->ctx);
@@ -332,23 +336,76 @@ static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tens
     return grad_out[0] ? nn_accumulate_grad(n->leaf, grad_out[0]) : NN_OK;
 }
 
-/* ---- post-accumulate-grad hooks ---- */
+/* ---- hooks on gradients: a leaf's post-accumulate-grad hooks, and tensor hooks (a leaf's
+ * kept on the tensor, a non-leaf's on its grad_fn) ---- */
 
 typedef struct {
     int64_t handle;
-    nn_grad_hook_fn fn; /* NULL: removed */
+    int output_nr;          /* tensor hooks: which output of the node */
+    nn_grad_hook_fn post;   /* one of the two is set; neither: removed */
+    nn_tensor_hook_fn pre;
     void *ctx;
     void (*free_ctx)(void *);
-} grad_hook;
+} hook;
+
+struct nn_hook_list {
+    int n, cap;
+    hook *v;
+};
 
 struct nn_grad_hooks {
-    int n, cap;
+    struct nn_hook_list post, pre;
     int pending;      /* this pass: AccumulateGrad nodes of the leaf still to run */
     bool accumulated; /* this pass: some gradient reached the leaf */
-    grad_hook *v;
+    nn_tensor *sum;   /* this pass: the leaf's gradient so far, when it has tensor hooks */
 };
 
 static int64_t next_hook_handle;
+
+static int64_t hooks_add(struct nn_hook_list *h, hook k)
+{
+    if (h->n == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 2;
+        hook *v = realloc(h->v, sizeof *v * cap);
+        if (!v) { nn_error(NN_ERR_NOMEM, "out of memory"); return 0; }
+        h->v = v;
+        h->cap = cap;
+    }
+    k.handle = ++next_hook_handle;
+    h->v[h->n++] = k;
+    return k.handle;
+}
+
+static bool hooks_live(const struct nn_hook_list *h)
+{
+    for (int i = 0; h && i < h->n; i++)
+        if (h->v[i].post || h->v[i].pre) return true;
+    return false;
+}
+
+/* Removal during a pass only clears the entry (the pass may be iterating). */
+static void hooks_remove(struct nn_hook_list *h, int64_t handle)
+{
+    for (int i = 0; h && i < h->n; i++)
+        if (h->v[i].handle == handle && (h->v[i].post || h->v[i].pre)) {
+            h->v[i].post = NULL;
+            h->v[i].pre = NULL;
+            if (h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
+        }
+}
+
+static void hooks_free(struct nn_hook_list *h)
+{
+    for (int i = 0; h && i < h->n; i++)
+        if ((h->v[i].post || h->v[i].pre) && h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
+    if (h) free(h->v);
+}
+
+static struct nn_grad_hooks *grad_hooks_of(nn_tensor *t)
+{
+    if (!t->grad_hooks && !(t->grad_hooks = calloc(1, sizeof *t->grad_hooks))) nn_error(NN_ERR_NOMEM, "out of memory");
+    return t->grad_hooks;
+}
 
 int64_t nn_add_post_accumulate_grad_hook(nn_tensor *leaf, nn_grad_hook_fn fn, void *ctx, void (*free_ctx)(void *))
 {
@@ -356,49 +413,90 @@ int64_t nn_add_post_accumulate_grad_hook(nn_tensor *leaf, nn_grad_hook_fn fn, vo
         nn_error(NN_ERR_RUNTIME, "post accumulate grad hooks cannot be registered on non-leaf tensors");
         return 0;
     }
-    struct nn_grad_hooks *h = leaf->grad_hooks;
-    if (!h && !(h = leaf->grad_hooks = calloc(1, sizeof *h))) { nn_error(NN_ERR_NOMEM, "out of memory"); return 0; }
-    if (h->n == h->cap) {
-        int cap = h->cap ? h->cap * 2 : 2;
-        grad_hook *v = realloc(h->v, sizeof *v * cap);
-        if (!v) { nn_error(NN_ERR_NOMEM, "out of memory"); return 0; }
-        h->v = v;
-        h->cap = cap;
-    }
-    h->v[h->n] = (grad_hook){++next_hook_handle, fn, ctx, free_ctx};
-    return h->v[h->n++].handle;
+    struct nn_grad_hooks *h = grad_hooks_of(leaf);
+    return h ? hooks_add(&h->post, (hook){.post = fn, .ctx = ctx, .free_ctx = free_ctx}) : 0;
 }
 
-/* Removal during a pass only clears the entry (the pass may be iterating). */
+int64_t nn_add_tensor_hook(nn_tensor *t, nn_tensor_hook_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    if (!t->requires_grad) {
+        nn_error(NN_ERR_RUNTIME, "cannot register a hook on a tensor that doesn't require gradient");
+        return 0;
+    }
+    if (nn_refresh_view_history(t)) return 0;
+    hook k = {.output_nr = t->grad_fn ? t->output_nr : 0, .pre = fn, .ctx = ctx, .free_ctx = free_ctx};
+    if (!t->grad_fn) {
+        struct nn_grad_hooks *h = grad_hooks_of(t);
+        return h ? hooks_add(&h->pre, k) : 0;
+    }
+    if (!t->grad_fn->pre_hooks && !(t->grad_fn->pre_hooks = calloc(1, sizeof *t->grad_fn->pre_hooks))) {
+        nn_error(NN_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    return hooks_add(t->grad_fn->pre_hooks, k);
+}
+
 void nn_remove_grad_hook(nn_tensor *t, int64_t handle)
 {
-    struct nn_grad_hooks *h = t->grad_hooks;
-    for (int i = 0; h && i < h->n; i++)
-        if (h->v[i].handle == handle && h->v[i].fn) {
-            h->v[i].fn = NULL;
-            if (h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
-        }
+    if (t->grad_hooks) {
+        hooks_remove(&t->grad_hooks->post, handle);
+        hooks_remove(&t->grad_hooks->pre, handle);
+    }
+    if (t->grad_fn) hooks_remove(t->grad_fn->pre_hooks, handle);
 }
 
 void nn_grad_hooks_free(nn_tensor *t)
 {
     struct nn_grad_hooks *h = t->grad_hooks;
     t->grad_hooks = NULL;
-    for (int i = 0; h && i < h->n; i++)
-        if (h->v[i].fn && h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
-    if (h) free(h->v);
+    if (!h) return;
+    hooks_free(&h->post);
+    hooks_free(&h->pre);
+    nn_release(h->sum);
     free(h);
+}
+
+/* Output output_nr's gradient *g through the tensor hooks, in order (a hook may add hooks:
+ * the list is read afresh each time). */
+static nn_status tensor_hooks_run(struct nn_hook_list *h, int output_nr, nn_tensor **g)
+{
+    for (int i = 0; i < h->n; i++) {
+        hook k = h->v[i];
+        if (!k.pre || k.output_nr != output_nr) continue;
+        nn_tensor *out = NULL;
+        nn_status st = k.pre(*g, k.ctx, &out);
+        if (st || !out) {
+            nn_release(out);
+            if (st) return st;
+            continue;
+        }
+        char a[160], b[160];
+        if (out->ndim != (*g)->ndim || memcmp(out->shape, (*g)->shape, sizeof(int64_t) * out->ndim))
+            st = nn_error(NN_ERR_SHAPE, "a hook changed the size of the gradient (was torch.Size(%s) got torch.Size(%s))",
+                          nn_shape_str(a, (*g)->ndim, (*g)->shape), nn_shape_str(b, out->ndim, out->shape));
+        else if (out->dtype != (*g)->dtype)
+            st = nn_error(NN_ERR_DTYPE, "a hook changed the type of the gradient (was %s got %s)", nn_dtype_name((*g)->dtype), nn_dtype_name(out->dtype));
+        else if (out->storage->device.type != (*g)->storage->device.type || out->storage->device.index != (*g)->storage->device.index)
+            st = nn_error(NN_ERR_DEVICE, "a hook changed the device of the gradient");
+        if (st) {
+            nn_release(out);
+            return st;
+        }
+        nn_release(*g);
+        *g = out;
+    }
+    return NN_OK;
 }
 
 static nn_status run_grad_hooks(nn_tensor *leaf)
 {
-    struct nn_grad_hooks *h = leaf->grad_hooks;
+    struct nn_hook_list *h = &leaf->grad_hooks->post;
     for (int i = 0; i < h->n; i++) {
-        nn_grad_hook_fn fn = h->v[i].fn;
-        if (!fn) continue;
-        nn_status st = fn(leaf, h->v[i].ctx);
+        hook k = h->v[i];
+        if (!k.post) continue;
+        nn_status st = k.post(leaf, k.ctx);
         if (st) return st;
-        h = leaf->grad_hooks; /* a hook may have added hooks */
+        h = &leaf->grad_hooks->post; /* a hook may have added hooks */
     }
     return NN_OK;
 }
@@ -412,7 +510,21 @@ static nn_status leaf_done(nn_node *x, bool accumulated)
     h->accumulated |= accumulated;
     if (--h->pending > 0 || !h->accumulated) return NN_OK;
     h->accumulated = false;
+    if (h->sum) { /* the pass's whole gradient, through the tensor hooks, into .grad */
+        nn_tensor *g = h->sum;
+        h->sum = NULL;
+        nn_status st = tensor_hooks_run(&h->pre, 0, &g);
+        if (!st) st = nn_accumulate_grad(x->leaf, g);
+        nn_release(g);
+        if (st) return st;
+    }
     return run_grad_hooks(x->leaf);
+}
+
+/* A leaf with tensor hooks collects its gradient over the pass (they see it whole, once). */
+static bool leaf_collects(const nn_node *x)
+{
+    return x->leaf && x->leaf->grad_hooks && hooks_live(&x->leaf->grad_hooks->pre);
 }
 
 typedef struct { nn_node **v; int n, cap; } node_list;
@@ -520,7 +632,8 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     unsigned autocast = nn_autocast_suspend(); /* backward ops keep the forward's dtypes */
     nn_status st = NN_OK;
     if (!root->grad_fn) { /* a leaf: its gradient is the seed */
-        st = nn_accumulate_grad(root, g);
+        if (root->grad_hooks) st = tensor_hooks_run(&root->grad_hooks->pre, 0, &g);
+        if (!st) st = nn_accumulate_grad(root, g);
         if (!st && root->grad_hooks) st = run_grad_hooks(root);
         nn_release(g);
         nn_set_grad_enabled(was);
@@ -552,14 +665,16 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
     }
     while (!st && ready.nonempty) {
         nn_node *x = ready_pop(&ready);
-        for (int k = 0; k < x->nout && !st; k++)
-            if (x->retained[k] && x->grad_buf[k]) st = nn_accumulate_grad(x->retained[k], x->grad_buf[k]);
+        for (int k = 0; k < x->nout && !st; k++) {
+            if (x->pre_hooks && x->grad_buf[k]) st = tensor_hooks_run(x->pre_hooks, k, &x->grad_buf[k]);
+            if (!st && x->retained[k] && x->grad_buf[k]) st = nn_accumulate_grad(x->retained[k], x->grad_buf[k]);
+        }
         nn_tensor *gin_small[8] = {0}, **gin = gin_small;
         if (x->nin > 8 && !(gin = calloc(x->nin, sizeof *gin))) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
         if (!st) {
             bool any = false;
             for (int k = 0; k < x->nout; k++) any |= x->grad_buf[k] != NULL;
-            if (any) st = x->backward(x, x->grad_buf, gin);
+            if (any) st = leaf_collects(x) ? accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]) : x->backward(x, x->grad_buf, gin);
             if (!st && x->leaf) st = leaf_done(x, any);
         }
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) {
@@ -592,6 +707,8 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
         if (x->leaf && x->leaf->grad_hooks) {
             x->leaf->grad_hooks->pending = 0;
             x->leaf->grad_hooks->accumulated = false;
+            nn_release(x->leaf->grad_hooks->sum);
+            x->leaf->grad_hooks->sum = NULL;
         }
         for (int j = 0; j < NN_NODE_MAX_OUT; j++) {
             nn_release(x->grad_buf[j]);

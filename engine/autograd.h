@@ -48,6 +48,7 @@ struct nn_node {
     void *ctx;              /* extra per-node data, freed with free() */
     nn_node *inner;         /* CopySlices: the in-place op's node, whose backward it runs */
     struct nn_pass_end *pass_end; /* run after every backward pass through this node */
+    struct nn_hook_list *pre_hooks; /* Tensor.register_hook on this node's outputs; NULL: none */
     int nout;
     uint64_t seq;           /* creation order; backward runs the latest-made ready node first */
     /* set while a backward pass runs */
@@ -122,6 +123,16 @@ typedef nn_status (*nn_grad_hook_fn)(nn_tensor *leaf, void *ctx);
  * rule; g itself where nothing else holds it) */
 nn_status nn_accumulate_grad(nn_tensor *leaf, nn_tensor *g);
 int64_t nn_add_post_accumulate_grad_hook(nn_tensor *leaf, nn_grad_hook_fn fn, void *ctx, void (*free_ctx)(void *));
+
+/* Tensor hooks (PyTorch's Tensor.register_hook): fn(grad, ctx, &out) runs each time backward
+ * has t's whole gradient for a pass (a leaf's: summed over its uses, before it goes into .grad;
+ * a non-leaf's: before its grad_fn runs and before retain_grad keeps it). Setting out (a new
+ * reference, same size, dtype and device) replaces the gradient for what follows; hooks run in
+ * the order registered, each on the one before's result. Returns a handle > 0, or 0 with the
+ * error set (t must require grad). */
+typedef nn_status (*nn_tensor_hook_fn)(nn_tensor *grad, void *ctx, nn_tensor **out);
+int64_t nn_add_tensor_hook(nn_tensor *t, nn_tensor_hook_fn fn, void *ctx, void (*free_ctx)(void *));
+/* Takes off either kind of hook by its handle. */
 void nn_remove_grad_hook(nn_tensor *t, int64_t handle);
 void nn_grad_hooks_free(nn_tensor *t); /* by nn_release */
 
