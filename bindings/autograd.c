@@ -12,29 +12,176 @@ static const char NODE_MT[] = "torch.autograd.Node";
 
 static _Thread_local lua_State *backward_L; /* the state running x:backward(), for pass-end functions */
 
+/* The tensors at idx: one tensor, or a list of them (borrowed; a buffer is pushed). */
+static nn_tensor **tensors_arg(lua_State *L, int idx, int *n, const char *what)
+{
+    idx = lua_absindex(L, idx);
+    if (lt_is_tensor(L, idx)) {
+        nn_tensor **ts = lua_newuserdatauv(L, sizeof *ts, 0);
+        ts[0] = lt_check(L, idx);
+        *n = 1;
+        return ts;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE) luaL_argerror(L, idx, lua_pushfstring(L, "%s: a tensor or a list of tensors expected", what));
+    return lt_tensor_list(L, idx, n, LT_TENSORS);
+}
+
+/* n gradients for n roots at idx: nil or idx 0 (all implicit), one tensor, or a list with nil holes */
+static nn_tensor **grads_arg(lua_State *L, int idx, int n)
+{
+    nn_tensor **gs = lua_newuserdatauv(L, sizeof *gs * (size_t)(n ? n : 1), 0);
+    for (int i = 0; i < n; i++) gs[i] = NULL;
+    if (!idx || lua_isnoneornil(L, idx)) return gs;
+    if (lt_is_tensor(L, idx)) {
+        if (n != 1) luaL_argerror(L, idx, lua_pushfstring(L, "%d gradients expected, one for each tensor", n));
+        gs[0] = lt_check(L, idx);
+        return gs;
+    }
+    luaL_checktype(L, idx, LUA_TTABLE);
+    if ((int)lua_rawlen(L, idx) > n) luaL_argerror(L, idx, lua_pushfstring(L, "%d gradients expected, one for each tensor, got %d", n, (int)lua_rawlen(L, idx)));
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        if (!lua_isnil(L, -1)) gs[i] = lt_check(L, -1);
+        lua_pop(L, 1);
+    }
+    return gs;
+}
+
+/* keyword options at idx: a plain table with no numeric keys (a list of gradients may start with nil) */
+static bool is_opts(lua_State *L, int idx)
+{
+    if (!lt_is_opts(L, idx)) return false;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        bool numeric = lua_type(L, -2) == LUA_TNUMBER;
+        lua_pop(L, 1);
+        if (numeric) {
+            lua_pop(L, 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+static nn_status run_backward(lua_State *L, int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain,
+                              const nn_grad_targets *want)
+{
+    lua_State *outer = backward_L;
+    backward_L = L;
+    nn_status st = nn_backward_ex(nroots, roots, grads, retain, want);
+    backward_L = outer;
+    return st;
+}
+
+/* `inputs` (at idx, may be nil): the tensors whose .grad a backward fills, as PyTorch's */
+static nn_grad_targets inputs_arg(lua_State *L, int idx)
+{
+    nn_grad_targets w = {0, NULL, NULL};
+    if (lua_isnil(L, idx)) return w;
+    w.t = tensors_arg(L, idx, &w.n, "inputs");
+    if (!w.n) luaL_argerror(L, idx, "'inputs' argument to backward() cannot be empty.");
+    return w;
+}
+
 static const char *const backward_keys[] = {"gradient", "retain_graph", "create_graph", "inputs", NULL};
 
-/* x:backward([gradient], [retain_graph]) or x:backward({gradient=, retain_graph=}) */
+/* x:backward([gradient], [retain_graph]) or x:backward({gradient=, retain_graph=, inputs=}) */
 static int t_backward(lua_State *L)
 {
+    lua_settop(L, 3);
     nn_tensor *t = lt_check(L, 1);
     nn_tensor *grad = NULL;
     int retain = 0;
+    nn_grad_targets want = {0, NULL, NULL};
     if (lt_is_opts(L, 2)) {
         lt_check_opts(L, 2, backward_keys);
         if (lt_opt(L, 2, "gradient") != LUA_TNIL) grad = lt_check(L, lua_gettop(L));
         retain = lt_opt_bool(L, 2, "retain_graph", 0);
         if (lt_opt_bool(L, 2, "create_graph", 0)) return luaL_argerror(L, 2, "create_graph=true is not supported yet");
+        lt_opt(L, 2, "inputs");
+        want = inputs_arg(L, lua_gettop(L));
     } else {
         if (!lua_isnoneornil(L, 2)) grad = lt_check(L, 2);
         retain = lua_toboolean(L, 3);
     }
-    lua_State *outer = backward_L;
-    backward_L = L;
-    nn_status st = nn_backward(t, grad, retain);
-    backward_L = outer;
-    if (st) return lt_fail(L, 0);
+    if (run_backward(L, 1, &t, &grad, retain, &want)) return lt_fail(L, 0);
     return 0;
+}
+
+/* torch.autograd.backward's and grad's gradients for n roots, positional at pos or under key in
+ * the options, which are at pos or pos + 1 (their index is returned; 0: none) */
+static int grads_and_opts(lua_State *L, int pos, const char *key, const char *const *keys, int n, nn_tensor ***grads, bool *retain)
+{
+    int opts = is_opts(L, pos) ? pos : is_opts(L, pos + 1) ? pos + 1 : 0;
+    int gidx = opts == pos ? 0 : pos;
+    if (opts) {
+        lt_check_opts(L, opts, keys);
+        if (lt_opt_bool(L, opts, "create_graph", 0)) luaL_argerror(L, opts, "create_graph=true is not supported yet");
+        if (lt_opt(L, opts, key) != LUA_TNIL) gidx = lua_gettop(L);
+    }
+    *grads = grads_arg(L, gidx, n);
+    *retain = opts && lt_opt_bool(L, opts, "retain_graph", 0);
+    return opts;
+}
+
+static const char *const autograd_backward_keys[] = {"grad_tensors", "retain_graph", "create_graph", "inputs", NULL};
+
+/* torch.autograd.backward(tensors, [grad_tensors], [{grad_tensors=, retain_graph=, inputs=}]) */
+static int autograd_backward(lua_State *L)
+{
+    lua_settop(L, 3); /* the arguments keep their places as buffers are pushed */
+    int n;
+    nn_tensor **roots = tensors_arg(L, 1, &n, "tensors");
+    nn_tensor **grads;
+    bool retain;
+    int opts = grads_and_opts(L, 2, "grad_tensors", autograd_backward_keys, n, &grads, &retain);
+    nn_grad_targets want = {0, NULL, NULL};
+    if (opts) {
+        lt_opt(L, opts, "inputs");
+        want = inputs_arg(L, lua_gettop(L));
+    }
+    if (run_backward(L, n, roots, grads, retain, &want)) return lt_fail(L, 0);
+    return 0;
+}
+
+static const char *const autograd_grad_keys[] = {"grad_outputs", "retain_graph", "create_graph", "allow_unused", "materialize_grads", NULL};
+
+/* torch.autograd.grad(outputs, inputs, [grad_outputs], [{grad_outputs=, retain_graph=,
+ * allow_unused=, materialize_grads=}]): the gradients of the outputs with respect to the
+ * inputs, as a list (nil for an unused input where allowed), with no .grad touched */
+static int autograd_grad(lua_State *L)
+{
+    lua_settop(L, 4); /* the arguments keep their places as buffers are pushed */
+    int nout, nin;
+    nn_tensor **outs = tensors_arg(L, 1, &nout, "outputs");
+    nn_tensor **ins = tensors_arg(L, 2, &nin, "inputs");
+    nn_tensor **grads;
+    bool retain;
+    int opts = grads_and_opts(L, 3, "grad_outputs", autograd_grad_keys, nout, &grads, &retain);
+    bool materialize = opts && lt_opt_bool(L, opts, "materialize_grads", 0);
+    bool allow_unused = opts && lt_opt_bool(L, opts, "allow_unused", materialize);
+    nn_tensor **res = lua_newuserdatauv(L, sizeof *res * (size_t)(nin ? nin : 1), 0);
+    for (int i = 0; i < nin; i++) res[i] = NULL;
+    nn_grad_targets want = {nin, ins, res};
+    if (run_backward(L, nout, outs, grads, retain, &want)) return lt_fail(L, 0);
+    int missing = 0;
+    for (int i = 0; i < nin; i++) missing |= !res[i];
+    if (missing && !allow_unused) {
+        for (int i = 0; i < nin; i++) nn_release(res[i]);
+        return luaL_error(L, "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.");
+    }
+    lua_createtable(L, nin, 0);
+    for (int i = 0; i < nin; i++) {
+        nn_tensor *g = res[i] ? res[i] : materialize ? nn_zeros(ins[i]->ndim, ins[i]->shape, ins[i]->dtype, ins[i]->storage->device) : NULL;
+        if (!g && materialize) {
+            for (int j = i + 1; j < nin; j++) nn_release(res[j]);
+            return lt_fail(L, 0);
+        }
+        if (!g) continue;
+        lt_push(L, g);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
 }
 
 /* A Lua function the engine calls during backward: in the state running x:backward(). */
@@ -325,5 +472,14 @@ void lt_open_autograd(lua_State *L)
     };
     lua_getfield(L, torch, "Tensor");
     luaL_setfuncs(L, methods, 0);
+    lua_settop(L, torch);
+    static const luaL_Reg autograd_fns[] = {{"grad", autograd_grad}, {"backward", autograd_backward}, {NULL, NULL}};
+    if (lua_getfield(L, torch, "autograd") != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, torch, "autograd");
+    }
+    luaL_setfuncs(L, autograd_fns, 0);
     lua_settop(L, torch);
 }

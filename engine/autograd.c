@@ -605,48 +605,134 @@ static nn_node *ready_pop(ready_queues *q)
     return x;
 }
 
-nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
+/* root's seed: grad cast to root's dtype, or ones for a one-element root */
+static nn_tensor *seed_of(nn_tensor *root, nn_tensor *grad, int i)
 {
-    if (!root->requires_grad)
-        return nn_error(NN_ERR_RUNTIME, "element 0 of tensors does not require grad and does not have a grad_fn");
-    nn_tensor *g;
+    if (!root->requires_grad) {
+        nn_error(NN_ERR_RUNTIME, "element %d of tensors does not require grad and does not have a grad_fn", i);
+        return NULL;
+    }
+    if (nn_refresh_view_history(root)) return NULL;
     if (grad) {
         if (grad->ndim != root->ndim || memcmp(grad->shape, root->shape, sizeof(int64_t) * root->ndim)) {
             char a[160], b[160];
-            return nn_error(NN_ERR_SHAPE, "Mismatch in shape: grad_output[0] has a shape of torch.Size(%s) and output[0] has a shape of torch.Size(%s).",
-                            nn_shape_str(a, grad->ndim, grad->shape), nn_shape_str(b, root->ndim, root->shape));
+            nn_error(NN_ERR_SHAPE, "Mismatch in shape: grad_output[%d] has a shape of torch.Size(%s) and output[%d] has a shape of torch.Size(%s).",
+                     i, nn_shape_str(a, grad->ndim, grad->shape), i, nn_shape_str(b, root->ndim, root->shape));
+            return NULL;
         }
-        g = nn_to_dtype(grad, root->dtype);
-        if (!g) return nn_last_status();
-    } else {
-        if (nn_numel(root) != 1) return nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
-        g = nn_ones(root->ndim, root->shape, root->dtype, root->storage->device);
-        if (!g) return nn_last_status();
+        return nn_to_dtype(grad, root->dtype);
     }
-    if (nn_refresh_view_history(root)) {
-        nn_release(g);
-        return nn_last_status();
+    if (nn_numel(root) != 1) {
+        nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
+        return NULL;
     }
+    return nn_ones(root->ndim, root->shape, root->dtype, root->storage->device);
+}
+
+/* whether node x is target i's place in the graph (a non-leaf's grad_fn, a leaf's AccumulateGrad) */
+static bool is_target(const nn_node *x, const nn_tensor *t)
+{
+    return t->grad_fn ? t->grad_fn == x : x->leaf == t;
+}
+
+/* x->need for every node under the start nodes: post-order, iteratively (a graph may be
+ * 10^5 nodes deep). */
+static nn_status mark_needed(const node_list *starts, const nn_grad_targets *want)
+{
+    typedef struct { nn_node *x; int i; } frame;
+    int cap = 64, top = 0;
+    frame *st = malloc(sizeof *st * cap);
+    if (!st) return nn_error(NN_ERR_NOMEM, "out of memory in backward");
+    for (int r = 0; r < starts->n; r++) {
+        if (starts->v[r]->need) continue;
+        starts->v[r]->need = 1;
+        st[top++] = (frame){starts->v[r], 0};
+        while (top) {
+            frame *f = &st[top - 1];
+            if (f->i < f->x->nin) {
+                nn_node *c = f->x->next[f->i++].node;
+                if (!c || c->need) continue;
+                if (top == cap) {
+                    frame *bigger = realloc(st, sizeof *st * cap * 2);
+                    if (!bigger) { free(st); return nn_error(NN_ERR_NOMEM, "out of memory in backward"); }
+                    st = bigger;
+                    cap *= 2;
+                    f = &st[top - 1];
+                }
+                c->need = 1;
+                st[top++] = (frame){c, 0};
+                continue;
+            }
+            nn_node *x = f->x;
+            top--;
+            bool need = false;
+            for (int k = 0; k < want->n && !need; k++) need = is_target(x, want->t[k]);
+            for (int i = 0; i < x->nin && !need; i++) need = x->next[i].node && x->next[i].node->need == 2;
+            x->need = need ? 2 : 3;
+        }
+    }
+    free(st);
+    return NN_OK;
+}
+
+/* target i's gradient g: into out[i], or into t[i].grad */
+static nn_status give_target(const nn_grad_targets *want, int i, nn_tensor *g)
+{
+    return want->out ? accumulate(&want->out[i], g) : nn_accumulate_grad(want->t[i], g);
+}
+
+nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
+{
+    return nn_backward_ex(1, &root, &grad, retain_graph, NULL);
+}
+
+nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain_graph,
+                         const nn_grad_targets *want)
+{
+    if (want && want->n == 0) want = NULL;
+    bool capture = want && want->out;
+    for (int i = 0; want && i < want->n; i++) {
+        if (!want->t[i]->requires_grad) return nn_error(NN_ERR_RUNTIME, "One of the differentiated Tensors does not require grad");
+        if (nn_refresh_view_history(want->t[i])) return nn_last_status();
+    }
+    nn_status st = NN_OK;
+    node_list all = {0}, starts = {0};
+    ready_queues ready = {0};
     bool was = nn_grad_enabled();
     nn_set_grad_enabled(false);
     unsigned autocast = nn_autocast_suspend(); /* backward ops keep the forward's dtypes */
-    nn_status st = NN_OK;
-    if (!root->grad_fn) { /* a leaf: its gradient is the seed */
-        if (root->grad_hooks) st = tensor_hooks_run(&root->grad_hooks->pre, 0, &g);
-        if (!st) st = nn_accumulate_grad(root, g);
-        if (!st && root->grad_hooks) st = run_grad_hooks(root);
+
+    /* seeds: a leaf root takes its gradient now, a node gets it in its buffer */
+    for (int r = 0; r < nroots && !st; r++) {
+        nn_tensor *root = roots[r], *g = seed_of(root, grads ? grads[r] : NULL, r);
+        if (!g) {
+            st = nn_last_status();
+            break;
+        }
+        if (!root->grad_fn) {
+            int k = 0;
+            while (want && k < want->n && want->t[k] != root) k++;
+            if (want && k == want->n) { /* not a target: nothing to do */
+            } else if (want) {
+                st = give_target(want, k, g);
+            } else {
+                if (root->grad_hooks) st = tensor_hooks_run(&root->grad_hooks->pre, 0, &g);
+                if (!st) st = nn_accumulate_grad(root, g);
+                if (!st && root->grad_hooks) st = run_grad_hooks(root);
+            }
+            nn_release(g);
+            continue;
+        }
+        nn_node *start = root->grad_fn;
+        st = accumulate(&start->grad_buf[root->output_nr], g);
         nn_release(g);
-        nn_set_grad_enabled(was);
-        nn_autocast_resume(autocast);
-        return st;
+        if (!st && !start->visited) {
+            start->visited = true;
+            if (!push(&all, start) || !push(&starts, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        }
     }
 
     /* collect the graph and count, for each node, the edges that lead into it */
-    node_list all = {0};
-    ready_queues ready = {0};
-    nn_node *start = root->grad_fn;
-    start->visited = true;
-    if (!push(&all, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
     for (int k = 0; k < all.n && !st; k++)
         for (int i = 0; i < all.v[k]->nin; i++) {
             nn_node *c = all.v[k]->next[i].node;
@@ -658,30 +744,38 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
                 if (!push(&all, c)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
             }
         }
-    if (!st) {
-        start->grad_buf[root->output_nr] = g;
-        g = NULL;
-        if (!ready_push(&ready, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
-    }
+    if (!st && want) st = mark_needed(&starts, want);
+    for (int r = 0; r < starts.n && !st; r++)
+        if (!ready_push(&ready, starts.v[r])) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+
     while (!st && ready.nonempty) {
         nn_node *x = ready_pop(&ready);
-        for (int k = 0; k < x->nout && !st; k++) {
+        bool skip = want && x->need != 2; /* leads to no target */
+        for (int k = 0; k < x->nout && !st && !skip; k++) {
             if (x->pre_hooks && x->grad_buf[k]) st = tensor_hooks_run(x->pre_hooks, k, &x->grad_buf[k]);
-            if (!st && x->retained[k] && x->grad_buf[k]) st = nn_accumulate_grad(x->retained[k], x->grad_buf[k]);
+            if (!st && !want && x->retained[k] && x->grad_buf[k]) st = nn_accumulate_grad(x->retained[k], x->grad_buf[k]);
         }
         nn_tensor *gin_small[8] = {0}, **gin = gin_small;
         if (x->nin > 8 && !(gin = calloc(x->nin, sizeof *gin))) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
-        if (!st) {
-            bool any = false;
+        if (!st && !skip) {
+            bool any = false, run = !want;
             for (int k = 0; k < x->nout; k++) any |= x->grad_buf[k] != NULL;
-            if (any) st = leaf_collects(x) ? accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]) : x->backward(x, x->grad_buf, gin);
-            if (!st && x->leaf) st = leaf_done(x, any);
+            for (int i = 0; want && i < want->n && !st; i++) /* a target's gradient is taken here */
+                if (want->t[i]->grad_fn == x && x->grad_buf[want->t[i]->output_nr]) st = give_target(want, i, x->grad_buf[want->t[i]->output_nr]);
+            for (int i = 0; want && i < x->nin; i++) run |= x->next[i].node && x->next[i].node->need == 2;
+            if (x->leaf && want) run = !capture; /* a target leaf (need == 2) */
+            if (x->leaf && capture && any) {
+                for (int i = 0; i < want->n && !st; i++)
+                    if (want->t[i] == x->leaf) st = accumulate(&want->out[i], x->grad_buf[0]);
+            }
+            if (!st && any && run) st = leaf_collects(x) ? accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]) : x->backward(x, x->grad_buf, gin);
+            if (!st && x->leaf && run) st = leaf_done(x, any);
         }
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) {
             nn_release(x->grad_buf[k]);
             x->grad_buf[k] = NULL;
         }
-        if (!retain_graph && has_saved(x)) { /* backward again through this node is then an error */
+        if (!retain_graph && !skip && has_saved(x)) { /* backward again through this node is then an error */
             release_saved(x);
             x->released = true;
         }
@@ -698,12 +792,15 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
         }
         if (gin != gin_small) free(gin);
     }
-    for (int k = 0; k < all.n && !st; k++)
+    for (int i = 0; capture && i < want->n && !st; i++) /* a leaf target's tensor hooks see its whole gradient */
+        if (!want->t[i]->grad_fn && want->t[i]->grad_hooks && want->out[i]) st = tensor_hooks_run(&want->t[i]->grad_hooks->pre, 0, &want->out[i]);
+    for (int k = 0; k < all.n && !st && !capture; k++)
         if (all.v[k]->pass_end) st = all.v[k]->pass_end->fn(all.v[k]->pass_end->ctx);
     for (int k = 0; k < all.n; k++) { /* reset the pass state, also after an error */
         nn_node *x = all.v[k];
         x->visited = false;
         x->deps = 0;
+        x->need = 0;
         if (x->leaf && x->leaf->grad_hooks) {
             x->leaf->grad_hooks->pending = 0;
             x->leaf->grad_hooks->accumulated = false;
@@ -715,8 +812,12 @@ nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
             x->grad_buf[j] = NULL;
         }
     }
-    nn_release(g);
+    for (int i = 0; st && capture && i < want->n; i++) { /* nothing half-computed on an error */
+        nn_release(want->out[i]);
+        want->out[i] = NULL;
+    }
     free(all.v);
+    free(starts.v);
     for (int k = 0; k < READY_SLOTS; k++) free(ready.heap[k].v);
     nn_set_grad_enabled(was);
     nn_autocast_resume(autocast);

@@ -54,6 +54,7 @@ struct nn_node {
     /* set while a backward pass runs */
     int deps;
     bool visited;
+    uint8_t need;           /* a pass with targets: 0 not yet known, 1 being worked out, 2 a target is at or below it, 3 none is */
     nn_tensor *grad_buf[NN_NODE_MAX_OUT];
     nn_tensor *retained[NN_NODE_MAX_OUT]; /* weak: outputs that asked for retain_grad */
     int nin;
@@ -82,6 +83,21 @@ void nn_node_release(nn_node *n);
 /* Run backward from root. grad NULL means ones (root must have one element); a grad of
  * another dtype is cast to root's, as PyTorch's engine does. */
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph);
+
+/* The tensors a pass is for (PyTorch's backward(inputs=) and torch.autograd.grad): only the
+ * part of the graph that leads to them runs. out NULL: their gradients go into their .grad
+ * (a non-leaf's too), and no other tensor's; else out[i] gets t[i]'s gradient (a new reference,
+ * NULL where none flowed) and no .grad, retained gradient, post-accumulate hook or pass-end
+ * function is touched. */
+typedef struct {
+    int n;
+    nn_tensor *const *t;
+    nn_tensor **out;
+} nn_grad_targets;
+
+/* Backward from several roots at once (grads[i] NULL: ones); want NULL: every leaf. */
+nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain_graph,
+                         const nn_grad_targets *want);
 
 /* fn(ctx) runs once at the end of each backward pass that reaches node n, after every
  * gradient of the pass is computed (DataParallel reduces its replicas' gradients then);
