@@ -12,6 +12,8 @@ static const char NODE_MT[] = "torch.autograd.Node";
 
 static _Thread_local lua_State *backward_L; /* the state running x:backward(), for pass-end functions */
 
+lua_State *lt_backward_state(void) { return backward_L; }
+
 /* The tensors at idx: one tensor, or a list of them (borrowed; a buffer is pushed). */
 static nn_tensor **tensors_arg(lua_State *L, int idx, int *n, const char *what)
 {

@@ -53,6 +53,10 @@ int lt_is_operand(lua_State *L, int idx);
 /* nn_binary, except that tensor ^ number uses nn_pow_scalar where the dtype allows. */
 nn_tensor *lt_binary(nn_op op, nn_tensor *a, nn_tensor *b);
 
+/* The Lua state running the backward pass now (NULL: none from Lua): where Lua functions the
+ * engine calls during backward (hooks, custom Functions) run. */
+lua_State *lt_backward_state(void);
+
 /* ---- errors ---- */
 /* Raise the engine's last error; arg > 0 makes argument errors name arg. */
 int lt_fail(lua_State *L, int arg);
@@ -116,6 +120,7 @@ void lt_open_math(lua_State *L);    /* tensor_math.c: elementwise, reductions, m
 void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ... */
 void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, ... */
 int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
+void lt_open_autograd_function(lua_State *L); /* autograd_function.c: torch._function_node */
 void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */
 void lt_open_cuda_graph(lua_State *L); /* cuda_graph.c: torch.cuda.CUDAGraph */
 void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_loss, index ops, ... */

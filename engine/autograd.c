@@ -206,7 +206,8 @@ void nn_node_release(nn_node *n)
         free(x->pre_hooks);
         nn_release(x->leaf);
         free_pass_end(x->pass_end);
-        free(x->ctx);
+        if (x->ctx_free) x->ctx_free(x->ctx);
+        else free(x->ctx);
         free(x);
     }
     free(heap);

@@ -45,7 +45,8 @@ struct nn_node {
     uint32_t dims;
     nn_tensor *leaf;        /* AccumulateGrad only */
     bool view;              /* the node of a view op (its output shares its input's storage) */
-    void *ctx;              /* extra per-node data, freed with free() */
+    void *ctx;              /* extra per-node data, freed with ctx_free (NULL: free()) */
+    void (*ctx_free)(void *);
     nn_node *inner;         /* CopySlices: the in-place op's node, whose backward it runs */
     struct nn_pass_end *pass_end; /* run after every backward pass through this node */
     struct nn_hook_list *pre_hooks; /* Tensor.register_hook on this node's outputs; NULL: none */
