@@ -192,6 +192,38 @@ function Module:isinstance(cls) return isinstance(self, cls) end
 
 function Module:__init() end
 
+-- copy.deepcopy's part for modules (bindings/lua/copy.lua): an instance of the same class,
+-- not made by __init, with copies of the registered tensors and modules in their order, of
+-- the other attributes, and of the hook tables (the hook functions are shared, as Python's
+-- deepcopy shares functions). memo maps what was copied already to its copy.
+function Module:__deepcopy(memo, deepcopy)
+  local c = new_instance(self.__class)
+  memo[self] = c
+  local values, to = values_of(self), values_of(c)
+  for k, p in pairs(self._parameters) do c:register_parameter(k, p ~= nil and deepcopy(p, memo) or nil) end
+  for k, b in pairs(self._buffers) do
+    c:register_buffer(k, b ~= nil and deepcopy(b, memo) or nil, not self._non_persistent_buffers_set[k])
+  end
+  for k, m in pairs(self._modules) do
+    local mc = m ~= nil and deepcopy(m, memo) or nil
+    c._modules:set(k, mc)
+    to[k] = mc
+  end
+  for k, v in next, values do
+    if rawget(to, k) == nil and not (self._parameters:has(k) or self._buffers:has(k) or self._modules:has(k)) then
+      to[k] = deepcopy(v, memo)
+    end
+  end
+  for k, v in next, self do
+    if rawget(c, k) == nil and type(v) == "table" then
+      local hooks = {}
+      for hk, hv in next, v do hooks[hk] = hv end
+      rawset(c, k, setmetatable(hooks, getmetatable(v)))
+    end
+  end
+  return c
+end
+
 function Module:_get_name() return self.__name end
 
 function Module:forward()
