@@ -1,33 +1,11 @@
 -- F.scaled_dot_product_attention and nn.MultiheadAttention against attention worked out
 -- here with plain Lua arithmetic on small float64 inputs; gradients by central differences.
 local T = ...
-local gradcheck = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "gradcheck.lua")(T)
+local here = debug.getinfo(1, "S").source:match("^@(.*/)")
+local gradcheck = dofile(here .. "gradcheck.lua")(T)
+local R = dofile(here .. "attention_ref.lua")
+local naive, naive_mha = R.naive, R.mha
 local f64 = { dtype = torch.float64 }
-
--- softmax(scale * q k^T, masked) v for lists of rows; allow(i, j) false: not attended; add(i, j): added to the score
-local function naive(q, k, v, scale, allow, add)
-  local out, weights = {}, {}
-  for i = 1, #q do
-    local s, m = {}, -math.huge
-    for j = 1, #k do
-      local d = 0
-      for e = 1, #q[i] do d = d + q[i][e] * k[j][e] end
-      s[j] = d * scale + (add and add(i, j) or 0)
-      if allow and not allow(i, j) then s[j] = -math.huge end
-      if s[j] > m then m = s[j] end
-    end
-    local z = 0
-    for j = 1, #k do s[j] = math.exp(s[j] - m); z = z + s[j] end
-    out[i], weights[i] = {}, {}
-    for j = 1, #k do weights[i][j] = s[j] / z end
-    for c = 1, #v[1] do
-      local acc = 0
-      for j = 1, #k do acc = acc + weights[i][j] * v[j][c] end
-      out[i][c] = acc
-    end
-  end
-  return out, weights
-end
 
 T.test("scaled_dot_product_attention: plain, masks, causal, scale", function()
   torch.manual_seed(11)
@@ -68,50 +46,6 @@ T.test("scaled_dot_product_attention: gradients", function()
   gradcheck("sdpa, float mask", function(q, k, v) return F.scaled_dot_product_attention(q, k, v, { attn_mask = m }) end,
     { torch.randn(2, 3, 4, f64), torch.randn(2, 5, 4, f64), torch.randn(2, 5, 3, f64) })
 end)
-
--- rows of x (a list of lists) times W^T plus b
-local function affine(x, W, b)
-  local out = {}
-  for i = 1, #x do
-    out[i] = {}
-    for r = 1, #W do
-      local acc = b and b[r] or 0
-      for c = 1, #x[i] do acc = acc + x[i][c] * W[r][c] end
-      out[i][r] = acc
-    end
-  end
-  return out
-end
-
-local function cols(x, from, n)
-  local out = {}
-  for i = 1, #x do
-    out[i] = {}
-    for c = 1, n do out[i][c] = x[i][from + c] end
-  end
-  return out
-end
-
--- MultiheadAttention on one sequence (lists), from the module's parameters
-local function naive_mha(mha, query, key, value, allow)
-  local E, H = mha.embed_dim, mha.num_heads
-  local hd = E // H
-  local W, b = mha.in_proj_weight:tolist(), mha.in_proj_bias:tolist()
-  local Q = affine(query, cols({ table.unpack(W, 1, E) }, 0, E), { table.unpack(b, 1, E) })
-  local K = affine(key, { table.unpack(W, E + 1, 2 * E) }, { table.unpack(b, E + 1, 2 * E) })
-  local V = affine(value, { table.unpack(W, 2 * E + 1, 3 * E) }, { table.unpack(b, 2 * E + 1, 3 * E) })
-  local concat, avg = {}, {}
-  for i = 1, #query do concat[i] = {} end
-  for h = 0, H - 1 do
-    local o, w = naive(cols(Q, h * hd, hd), cols(K, h * hd, hd), cols(V, h * hd, hd), 1 / math.sqrt(hd), allow)
-    for i = 1, #query do
-      for c = 1, hd do concat[i][h * hd + c] = o[i][c] end
-      avg[i] = avg[i] or {}
-      for j = 1, #key do avg[i][j] = (avg[i][j] or 0) + w[i][j] / H end
-    end
-  end
-  return affine(concat, mha.out_proj.weight:tolist(), mha.out_proj.bias:tolist()), avg
-end
 
 T.test("MultiheadAttention against attention worked out per head", function()
   torch.manual_seed(13)
