@@ -1,0 +1,280 @@
+-- Recurrent layers: nn.RNN, nn.LSTM, nn.GRU and their cells, with PyTorch's parameters
+-- (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse), gate order (LSTM: i, f,
+-- g, o; GRU: r, z, n), initialisation and shapes. Made of differentiable ops: the input's
+-- projection for every step in one product, then one small product and the gates per step.
+--
+--   local lstm = nn.LSTM(input_size, hidden_size, {num_layers=, bias=, batch_first=, dropout=, bidirectional=})
+--   local output, hc = lstm(x, {h0, c0})          -- Python: output, (h_n, c_n) = lstm(x, (h0, c0))
+--   local h_n, c_n = hc[1], hc[2]
+--   local output, h_n = gru(x, h0)
+--   local h, c = lstm_cell(x, {h, c})              -- cells return their tuple as values
+local torch = require "torch"
+local U = require "nn_util"
+local Module = require "nn_module"
+local Parameter = require "nn_parameter"
+local F = torch.nn.functional
+local REQ = U.REQUIRED
+
+local M = {}
+
+local GATES = { RNN_TANH = 1, RNN_RELU = 1, LSTM = 4, GRU = 3 }
+
+-- one step: h (and c for LSTM) from the input's projection xw and the previous state
+local function step(mode, xw, h, c, w_hh, b_hh)
+  local hw = F.linear(h, w_hh, b_hh)
+  if mode == "LSTM" then
+    local g = (xw + hw):chunk(4, -1)
+    local i, f, cand, o = g[1]:sigmoid(), g[2]:sigmoid(), g[3]:tanh(), g[4]:sigmoid()
+    c = f * c + i * cand
+    return o * c:tanh(), c
+  elseif mode == "GRU" then
+    local xi, hi = xw:chunk(3, -1), hw:chunk(3, -1)
+    local r, z = (xi[1] + hi[1]):sigmoid(), (xi[2] + hi[2]):sigmoid()
+    local n = (xi[3] + r * hi[3]):tanh()
+    return n + z * (h - n)
+  elseif mode == "RNN_RELU" then
+    return F.relu(xw + hw)
+  end
+  return (xw + hw):tanh()
+end
+
+local function check_state(name, t, want, what)
+  if t:dim() ~= #want then
+    U.errorf("%s: expected %s to be %dD, got %dD instead", name, what, #want, t:dim())
+  end
+  for i, n in ipairs(want) do
+    if t:size(i - 1) ~= n then
+      U.errorf("Expected %s size %s, got %s", what, tostring(torch.Size(want)), tostring(t:size()))
+    end
+  end
+end
+
+-- ---- RNN, LSTM, GRU ----
+
+local RNNBase = Module:extend("RNNBase")
+M.RNNBase = RNNBase
+
+local rnn_spec = { { "input_size", REQ }, { "hidden_size", REQ }, { "num_layers", 1 }, { "nonlinearity", "tanh" },
+  { "bias", true }, { "batch_first", false }, { "dropout", 0.0 }, { "bidirectional", false }, { "proj_size", 0 },
+  { "device" }, { "dtype" } }
+
+local function init_base(self, mode, o)
+  local name = self:_get_name()
+  self.mode = mode
+  self.input_size = U.check_int(name, "input_size", o.input_size, 1)
+  self.hidden_size = U.check_int(name, "hidden_size", o.hidden_size, 1)
+  self.num_layers = U.check_int(name, "num_layers", o.num_layers, 1)
+  self.bias, self.batch_first, self.bidirectional = o.bias, o.batch_first, o.bidirectional
+  self.dropout = o.dropout
+  if type(o.dropout) ~= "number" or o.dropout < 0 or o.dropout > 1 then
+    U.error("dropout should be a number in range [0, 1] representing the probability of an element being zeroed")
+  end
+  if o.proj_size ~= 0 then U.errorf("%s: proj_size is not supported", name) end
+  local fk = { device = o.device, dtype = o.dtype }
+  local G, H, D = GATES[mode] * self.hidden_size, self.hidden_size, o.bidirectional and 2 or 1
+  self._flat_weights_names = {}
+  for layer = 0, self.num_layers - 1 do
+    for dir = 0, D - 1 do
+      local sfx = string.format("_l%d%s", layer, dir == 1 and "_reverse" or "")
+      local in_size = layer == 0 and self.input_size or H * D
+      local names = { "weight_ih" .. sfx, "weight_hh" .. sfx }
+      self[names[1]] = Parameter(torch.empty(G, in_size, fk))
+      self[names[2]] = Parameter(torch.empty(G, H, fk))
+      if o.bias then
+        names[3], names[4] = "bias_ih" .. sfx, "bias_hh" .. sfx
+        self[names[3]] = Parameter(torch.empty(G, fk))
+        self[names[4]] = Parameter(torch.empty(G, fk))
+      end
+      for _, n in ipairs(names) do self._flat_weights_names[#self._flat_weights_names + 1] = n end
+    end
+  end
+  self:reset_parameters()
+end
+
+function RNNBase:reset_parameters()
+  local stdv = 1 / math.sqrt(self.hidden_size)
+  for _, p in ipairs(self:parameters()) do torch.nn.init.uniform_(p, -stdv, stdv) end
+end
+
+function RNNBase:forward(input, hx)
+  local name, mode = self:_get_name(), self.mode
+  local lstm = mode == "LSTM"
+  local batched = input:dim() == 3
+  if not batched and input:dim() ~= 2 then
+    U.errorf("%s: Expected input to be 2D or 3D, got %dD tensor instead", name, input:dim())
+  end
+  local x = batched and (self.batch_first and input:transpose(0, 1) or input) or input:unsqueeze(1)
+  if x:size(2) ~= self.input_size then
+    U.errorf("input.size(-1) must be equal to input_size. Expected %d, got %d", self.input_size, x:size(2))
+  end
+  local T, N, H = x:size(0), x:size(1), self.hidden_size
+  local D = self.bidirectional and 2 or 1
+  local want = { self.num_layers * D, N, H }
+  local h0, c0
+  if hx == nil then
+    h0 = torch.zeros(want, { dtype = x.dtype, device = x.device })
+    c0 = lstm and h0 or nil
+  else
+    if lstm then
+      if type(hx) ~= "table" or not torch.is_tensor(hx[1]) or not torch.is_tensor(hx[2]) then
+        U.error("LSTM: hx must be a table {h_0, c_0} of tensors")
+      end
+      h0, c0 = hx[1], hx[2]
+    else
+      h0 = hx
+    end
+    if not batched then
+      h0 = h0:unsqueeze(1)
+      if c0 then c0 = c0:unsqueeze(1) end
+    end
+    check_state(name, h0, want, lstm and "hidden[0]" or "hidden")
+    if c0 then check_state(name, c0, want, "hidden[1]") end
+  end
+  local hn, cn = {}, {}
+  local layer_in = x
+  for layer = 0, self.num_layers - 1 do
+    local outs = {}
+    for dir = 0, D - 1 do
+      local k = layer * D + dir
+      local sfx = string.format("_l%d%s", layer, dir == 1 and "_reverse" or "")
+      local xw = F.linear(layer_in, self["weight_ih" .. sfx], self["bias_ih" .. sfx])
+      local w_hh, b_hh = self["weight_hh" .. sfx], self["bias_hh" .. sfx]
+      local h, c = h0[k], c0 and c0[k] or nil
+      local steps = {}
+      for s = 0, T - 1 do
+        local t = dir == 1 and T - 1 - s or s
+        h, c = step(mode, xw[t], h, c, w_hh, b_hh)
+        steps[t + 1] = h
+      end
+      outs[dir + 1] = torch.stack(steps, 0)
+      hn[k + 1], cn[k + 1] = h, c
+    end
+    layer_in = D == 2 and torch.cat(outs, -1) or outs[1]
+    if self.dropout > 0 and self.training and layer < self.num_layers - 1 then
+      layer_in = F.dropout(layer_in, self.dropout, true)
+    end
+  end
+  local out, h_n = layer_in, torch.stack(hn, 0)
+  local c_n = lstm and torch.stack(cn, 0) or nil
+  if not batched then
+    out, h_n = out:squeeze(1), h_n:squeeze(1)
+    if c_n then c_n = c_n:squeeze(1) end
+  elseif self.batch_first then
+    out = out:transpose(0, 1)
+  end
+  if lstm then return out, { h_n, c_n } end
+  return out, h_n
+end
+
+function RNNBase:extra_repr()
+  local s = string.format("%d, %d", self.input_size, self.hidden_size)
+  if self.num_layers ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
+  if self.mode == "RNN_RELU" then s = s .. ", nonlinearity='relu'" end
+  if not self.bias then s = s .. ", bias=False" end
+  if self.batch_first then s = s .. ", batch_first=True" end
+  if self.dropout ~= 0 then s = s .. ", dropout=" .. U.pyfloat(self.dropout) end
+  if self.bidirectional then s = s .. ", bidirectional=True" end
+  return s
+end
+
+local function recurrent(name, mode_of, spec)
+  local cls = RNNBase:extend(name)
+  M[name] = cls
+  cls.__init = function(self, ...)
+    local o = U.parse(name, spec, ...)
+    init_base(self, mode_of(o), o)
+  end
+  return cls
+end
+
+local lstm_gru_spec = {}
+for _, s in ipairs(rnn_spec) do
+  if s[1] ~= "nonlinearity" then lstm_gru_spec[#lstm_gru_spec + 1] = s end
+end
+
+recurrent("RNN", function(o)
+  if o.nonlinearity == "tanh" then return "RNN_TANH" end
+  if o.nonlinearity == "relu" then return "RNN_RELU" end
+  U.errorf("Unknown nonlinearity '%s'. Select from 'tanh' or 'relu'.", tostring(o.nonlinearity))
+end, rnn_spec)
+recurrent("LSTM", function() return "LSTM" end, lstm_gru_spec)
+recurrent("GRU", function() return "GRU" end, lstm_gru_spec)
+
+-- ---- cells ----
+
+local cell_spec = { { "input_size", REQ }, { "hidden_size", REQ }, { "bias", true }, { "nonlinearity", "tanh" },
+  { "device" }, { "dtype" } }
+
+local function cell(name, mode_of)
+  local cls = Module:extend(name)
+  M[name] = cls
+  local spec = {}
+  for _, s in ipairs(cell_spec) do
+    if name == "RNNCell" or s[1] ~= "nonlinearity" then spec[#spec + 1] = s end
+  end
+  cls.__init = function(self, ...)
+    local o = U.parse(name, spec, ...)
+    self.mode = mode_of(o)
+    self.input_size = U.check_int(name, "input_size", o.input_size, 1)
+    self.hidden_size = U.check_int(name, "hidden_size", o.hidden_size, 1)
+    self.bias = o.bias
+    local fk = { device = o.device, dtype = o.dtype }
+    local G = GATES[self.mode] * self.hidden_size
+    self.weight_ih = Parameter(torch.empty(G, self.input_size, fk))
+    self.weight_hh = Parameter(torch.empty(G, self.hidden_size, fk))
+    if o.bias then
+      self.bias_ih = Parameter(torch.empty(G, fk))
+      self.bias_hh = Parameter(torch.empty(G, fk))
+    else
+      self:register_parameter("bias_ih", nil)
+      self:register_parameter("bias_hh", nil)
+    end
+    self:reset_parameters()
+  end
+  cls.reset_parameters = RNNBase.reset_parameters
+  cls.forward = function(self, input, hx)
+    local batched = input:dim() == 2
+    if not batched and input:dim() ~= 1 then
+      U.errorf("%s: Expected input to be 1D or 2D, got %dD instead", name, input:dim())
+    end
+    local x = batched and input or input:unsqueeze(0)
+    local lstm = self.mode == "LSTM"
+    local h, c
+    if hx == nil then
+      h = torch.zeros(x:size(0), self.hidden_size, { dtype = x.dtype, device = x.device })
+      c = lstm and h or nil
+    elseif lstm then
+      h, c = hx[1], hx[2]
+    else
+      h = hx
+    end
+    if not batched and hx ~= nil then
+      h = h:unsqueeze(0)
+      if c then c = c:unsqueeze(0) end
+    end
+    local h1, c1 = step(self.mode, F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+    if not batched then
+      h1 = h1:squeeze(0)
+      if c1 then c1 = c1:squeeze(0) end
+    end
+    if lstm then return h1, c1 end
+    return h1
+  end
+  cls.extra_repr = function(self)
+    local s = string.format("%d, %d", self.input_size, self.hidden_size)
+    if not self.bias then s = s .. ", bias=False" end
+    if self.mode == "RNN_RELU" then s = s .. ", nonlinearity=relu" end
+    return s
+  end
+  return cls
+end
+
+cell("RNNCell", function(o)
+  if o.nonlinearity == "tanh" then return "RNN_TANH" end
+  if o.nonlinearity == "relu" then return "RNN_RELU" end
+  U.errorf("Unknown nonlinearity: %s", tostring(o.nonlinearity))
+end)
+cell("LSTMCell", function() return "LSTM" end)
+cell("GRUCell", function() return "GRU" end)
+
+return M
