@@ -440,7 +440,12 @@ void lt_open_math(lua_State *L)
         {"neg", NN_OP_neg}, {"negative", NN_OP_neg}, {"exp", NN_OP_exp}, {"log", NN_OP_log},
         {"sqrt", NN_OP_sqrt}, {"rsqrt", NN_OP_rsqrt}, {"abs", NN_OP_abs}, {"sign", NN_OP_sign},
         {"sigmoid", NN_OP_sigmoid}, {"tanh", NN_OP_tanh}, {"relu", NN_OP_relu},
-        {"logical_not", NN_OP_logical_not},
+        {"logical_not", NN_OP_logical_not}, {"sin", NN_OP_sin}, {"cos", NN_OP_cos}, {"tan", NN_OP_tan},
+        {"asin", NN_OP_asin}, {"arcsin", NN_OP_asin}, {"acos", NN_OP_acos}, {"arccos", NN_OP_acos}, {"atan", NN_OP_atan},
+        {"arctan", NN_OP_atan}, {"sinh", NN_OP_sinh}, {"cosh", NN_OP_cosh}, {"expm1", NN_OP_expm1}, {"exp2", NN_OP_exp2},
+        {"log2", NN_OP_log2}, {"log10", NN_OP_log10}, {"reciprocal", NN_OP_reciprocal}, {"erfc", NN_OP_erfc},
+        {"frac", NN_OP_frac}, {"floor", NN_OP_floor}, {"ceil", NN_OP_ceil}, {"round", NN_OP_round},
+        {"trunc", NN_OP_trunc}, {"fix", NN_OP_trunc},
     };
     for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) {
         reg(L, torch, methods, unary[i].name, m_unary, unary[i].op, true);

@@ -1,5 +1,6 @@
 /* CUDA unary elementwise ops: neg exp log sqrt rsqrt abs sign sigmoid tanh relu
- * erf log1p clamp pow_scalar, and logical_not.
+ * erf log1p clamp pow_scalar, and logical_not; the rest of the float math (sin ... trunc)
+ * shares one set of kernels that picks the function at run time (OP_MATH).
  *
  * An op computes in the output's dtype (engine/elementwise.c promotes): float
  * for float32/float16/bfloat16, double, wrapping int64 for integer types, with
@@ -21,7 +22,46 @@ struct UnP {
     int flags;       /* clamp: bit0 has min, bit1 has max */
     int pow_mode;
     int cdt;
+    int mop; /* OP_MATH: which function */
 };
+
+enum { OP_MATH = -1 };
+
+#define MATH1(name)                                                                                                    \
+    if constexpr (std::is_same<C, float>::value) return name##f(x);                                                   \
+    else return name(x);
+
+/* float or double; the functions the CPU kernels use */
+template <typename C> __device__ __forceinline__ C math_op(C x, int op)
+{
+    switch (op) {
+    case NN_OP_sin: MATH1(sin)
+    case NN_OP_cos: MATH1(cos)
+    case NN_OP_tan: MATH1(tan)
+    case NN_OP_asin: MATH1(asin)
+    case NN_OP_acos: MATH1(acos)
+    case NN_OP_atan: MATH1(atan)
+    case NN_OP_sinh: MATH1(sinh)
+    case NN_OP_cosh: MATH1(cosh)
+    case NN_OP_expm1: MATH1(expm1)
+    case NN_OP_exp2: MATH1(exp2)
+    case NN_OP_log2: MATH1(log2)
+    case NN_OP_log10: MATH1(log10)
+    case NN_OP_erfc: MATH1(erfc)
+    case NN_OP_floor: MATH1(floor)
+    case NN_OP_ceil: MATH1(ceil)
+    case NN_OP_round: MATH1(rint) /* half to even */
+    case NN_OP_trunc: MATH1(trunc)
+    case NN_OP_reciprocal: return 1 / x;
+    default: { /* frac */
+        C t;
+        if constexpr (std::is_same<C, float>::value) t = truncf(x);
+        else t = trunc(x);
+        return x - t;
+    }
+    }
+}
+#undef MATH1
 
 template <int OP, typename C> constexpr bool valid()
 {
@@ -40,7 +80,8 @@ template <int OP, typename C> __device__ __forceinline__ C uop(C x, const UnP &p
         else if constexpr (OP == NN_OP_clamp) { C v = x < p.lo ? p.lo : x; return p.hi < v ? p.hi : v; }
         else { static_assert(OP == NN_OP_pow_scalar, "not an integer unary op"); return ipow(x, p.iexp); }
     } else {
-        if constexpr (OP == NN_OP_neg) return -x;
+        if constexpr (OP == OP_MATH) return math_op<C>(x, p.mop);
+        else if constexpr (OP == NN_OP_neg) return -x;
         else if constexpr (OP == NN_OP_exp) return m_exp(x);
         else if constexpr (OP == NN_OP_log) return m_log(x);
         else if constexpr (OP == NN_OP_sqrt) return m_sqrt(x);
@@ -202,6 +243,11 @@ extern "C" nn_status nn_cuda_unary(const nn_kargs *a)
     UN_CASE(neg) UN_CASE(exp) UN_CASE(log) UN_CASE(sqrt) UN_CASE(rsqrt) UN_CASE(abs) UN_CASE(sign) UN_CASE(sigmoid)
     UN_CASE(tanh) UN_CASE(relu) UN_CASE(erf) UN_CASE(log1p) UN_CASE(clamp) UN_CASE(pow_scalar)
 #undef UN_CASE
+    case NN_OP_sin: case NN_OP_cos: case NN_OP_tan: case NN_OP_asin: case NN_OP_acos: case NN_OP_atan: case NN_OP_sinh:
+    case NN_OP_cosh: case NN_OP_expm1: case NN_OP_exp2: case NN_OP_log2: case NN_OP_log10: case NN_OP_reciprocal:
+    case NN_OP_erfc: case NN_OP_frac: case NN_OP_floor: case NN_OP_ceil: case NN_OP_round: case NN_OP_trunc:
+        p.mop = a->op;
+        return run_op<OP_MATH>(c);
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }
 }

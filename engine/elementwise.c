@@ -204,9 +204,14 @@ static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *ou
     case NN_OP_relu: return in == NN_BOOL ? nn_error(NN_ERR_DTYPE, "%s: Boolean inputs not supported for relu", fn) : NN_OK;
     case NN_OP_sign: return NN_OK;
     case NN_OP_exp: case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh:
-    case NN_OP_erf: case NN_OP_log1p:
+    case NN_OP_erf: case NN_OP_log1p: case NN_OP_sin: case NN_OP_cos: case NN_OP_tan: case NN_OP_asin: case NN_OP_acos:
+    case NN_OP_atan: case NN_OP_sinh: case NN_OP_cosh: case NN_OP_expm1: case NN_OP_exp2: case NN_OP_log2: case NN_OP_log10:
+    case NN_OP_reciprocal: case NN_OP_erfc:
         if (!nn_dtype_is_float(in)) *out = nn_default_dtype();
         return NN_OK;
+    case NN_OP_frac: return nn_dtype_is_float(in) ? NN_OK : nn_error(NN_ERR_DTYPE, "%s: \"frac\" not implemented for '%s'", fn, nn_dtype_name(in));
+    case NN_OP_floor: case NN_OP_ceil: case NN_OP_round: case NN_OP_trunc:
+        return in == NN_BOOL ? not_for_bool(fn, nn_op_name(op)) : NN_OK;
     case NN_OP_logical_not: *out = NN_BOOL; return NN_OK;
     default: return nn_error(NN_ERR_ARG, "%s is not a unary elementwise op of nn_unary", nn_op_name(op));
     }
@@ -257,6 +262,12 @@ static const int64_t no_i[2];
 
 static bool valid_op(nn_op op) { return op >= 0 && op < NN_OP_COUNT; }
 
+/* floor, ceil, round and trunc leave an integer tensor as it is */
+static bool rounds_integers(nn_op op, nn_dtype dt)
+{
+    return (op == NN_OP_floor || op == NN_OP_ceil || op == NN_OP_round || op == NN_OP_trunc) && !nn_dtype_is_float(dt);
+}
+
 nn_tensor *nn_unary(nn_op op, nn_tensor *x)
 {
     if (nn_autocast_on()) { /* autocast: run again on the cast input */
@@ -273,6 +284,7 @@ nn_tensor *nn_unary(nn_op op, nn_tensor *x)
         if (!valid_op(op)) nn_error(NN_ERR_ARG, "nn_unary: unknown op %d", (int)op);
         return NULL;
     }
+    if (rounds_integers(op, x->dtype)) return nn_clone(x);
     return unary_out(op, x, odt, no_f, no_i);
 }
 
@@ -281,6 +293,7 @@ nn_status nn_unary_(nn_op op, nn_tensor *self)
     if (!valid_op(op)) return nn_error(NN_ERR_ARG, "nn_unary_: unknown op %d", (int)op);
     nn_dtype odt;
     nn_status st = unary_dtype(inplace_names[op], op, self->dtype, &odt);
+    if (!st && rounds_integers(op, self->dtype)) return NN_OK;
     return st ? st : unary_inplace(inplace_names[op], op, self, odt, no_f, no_i);
 }
 

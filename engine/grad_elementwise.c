@@ -20,7 +20,10 @@ enum { S_A = 0, S_B = 1, S_OUT = 2 };
 static bool unary_needs_x(nn_op op, double f0)
 {
     switch (op) {
-    case NN_OP_log: case NN_OP_abs: case NN_OP_erf: case NN_OP_log1p: case NN_OP_clamp: return true;
+    case NN_OP_log: case NN_OP_abs: case NN_OP_erf: case NN_OP_log1p: case NN_OP_clamp: case NN_OP_sin: case NN_OP_cos:
+    case NN_OP_asin: case NN_OP_acos: case NN_OP_atan: case NN_OP_sinh: case NN_OP_cosh: case NN_OP_log2: case NN_OP_log10:
+    case NN_OP_erfc:
+        return true;
     case NN_OP_pow_scalar: return f0 != 0;
     default: return false;
     }
@@ -29,7 +32,9 @@ static bool unary_needs_x(nn_op op, double f0)
 static bool unary_needs_out(nn_op op)
 {
     switch (op) {
-    case NN_OP_exp: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh: case NN_OP_relu: return true;
+    case NN_OP_exp: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh: case NN_OP_relu: case NN_OP_tan:
+    case NN_OP_expm1: case NN_OP_exp2: case NN_OP_reciprocal:
+        return true;
     default: return false;
     }
 }
@@ -80,6 +85,15 @@ static const char *binary_name(nn_op op, const nn_tensor *a, const nn_tensor *b)
     }
 }
 
+/* ops whose gradient is zero everywhere it is defined */
+static bool zero_gradient(nn_op op)
+{
+    switch (op) {
+    case NN_OP_sign: case NN_OP_logical_not: case NN_OP_floor: case NN_OP_ceil: case NN_OP_round: case NN_OP_trunc: return true;
+    default: return false;
+    }
+}
+
 /* ---- backward functions ---- */
 
 static nn_tensor *zeros_for(const nn_edge *e) { return nn_zeros(e->ndim, e->shape, e->dtype, e->device); }
@@ -117,6 +131,28 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
                    gs_muls(&s, gs_un(&s, NN_OP_exp, gs_un(&s, NN_OP_neg, gs_bin(&s, NN_OP_mul, x, x))), 1.1283791670955126));
         break;
     case NN_OP_log1p: r = gs_bin(&s, NN_OP_div, g, gs_bin(&s, NN_OP_add, x, gs_num(&s, 1))); break;
+    case NN_OP_sin: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_cos, x)); break;
+    case NN_OP_cos: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_neg, gs_un(&s, NN_OP_sin, x))); break;
+    case NN_OP_tan: r = gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_add, gs_bin(&s, NN_OP_mul, y, y), gs_num(&s, 1))); break;
+    case NN_OP_asin:
+    case NN_OP_acos: { /* +-1 / sqrt(1 - x^2) */
+        nn_tensor *d = gs_un(&s, NN_OP_sqrt, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), gs_bin(&s, NN_OP_mul, x, x)));
+        r = gs_bin(&s, NN_OP_div, op == NN_OP_asin ? g : gs_un(&s, NN_OP_neg, g), d);
+        break;
+    }
+    case NN_OP_atan: r = gs_bin(&s, NN_OP_div, g, gs_bin(&s, NN_OP_add, gs_bin(&s, NN_OP_mul, x, x), gs_num(&s, 1))); break;
+    case NN_OP_sinh: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_cosh, x)); break;
+    case NN_OP_cosh: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_sinh, x)); break;
+    case NN_OP_expm1: r = gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_add, y, gs_num(&s, 1))); break;
+    case NN_OP_exp2: r = gs_bin(&s, NN_OP_mul, g, gs_muls(&s, y, 0.69314718055994531)); break;
+    case NN_OP_log2: r = gs_bin(&s, NN_OP_div, g, gs_muls(&s, x, 0.69314718055994531)); break;
+    case NN_OP_log10: r = gs_bin(&s, NN_OP_div, g, gs_muls(&s, x, 2.3025850929940457)); break;
+    case NN_OP_reciprocal: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_neg, gs_bin(&s, NN_OP_mul, y, y))); break;
+    case NN_OP_erfc: /* -2/sqrt(pi) * exp(-x^2) */
+        r = gs_bin(&s, NN_OP_mul, g,
+                   gs_muls(&s, gs_un(&s, NN_OP_exp, gs_un(&s, NN_OP_neg, gs_bin(&s, NN_OP_mul, x, x))), -1.1283791670955126));
+        break;
+    case NN_OP_frac: r = g; break;
     case NN_OP_clamp: { /* the gradient passes where min <= x <= max */
         nn_tensor *lo = n->i[1] & 1 ? gs_bin(&s, NN_OP_ge, x, gs_num(&s, f0)) : NULL;
         nn_tensor *hi = n->i[1] & 2 ? gs_bin(&s, NN_OP_le, x, gs_num(&s, f1)) : NULL;
@@ -244,7 +280,7 @@ static void attach(nn_node *n, nn_tensor *out)
 nn_status nn_record_unary(nn_op op, nn_tensor *x, nn_tensor *out, double f0, double f1, int64_t i0)
 {
     if (!nn_dtype_is_float(out->dtype)) return NN_OK;
-    nn_node *n = nn_node_new(nn_op_backward_name(op), op == NN_OP_sign ? zeros_backward : unary_backward, 1, &x);
+    nn_node *n = nn_node_new(nn_op_backward_name(op), zero_gradient(op) ? zeros_backward : unary_backward, 1, &x);
     if (!n) return nn_last_status();
     n->i[0] = op, n->i[1] = i0;
     n->f[0] = f0, n->f[1] = f1;
@@ -357,7 +393,7 @@ static const char *inplace_name(nn_op op, nn_tensor *self, nn_tensor *other, int
 static nn_status record_inplace(nn_inplace_rec *r, nn_op op, nn_tensor *self, nn_tensor *other, double f0, double f1, int64_t i0)
 {
     nn_op_kind kind = nn_op_kind_of(op);
-    nn_backward_fn fn = kind == NN_KIND_UNARY ? (op == NN_OP_sign || op == NN_OP_logical_not ? zeros_backward : unary_backward)
+    nn_backward_fn fn = kind == NN_KIND_UNARY ? (zero_gradient(op) ? zeros_backward : unary_backward)
                       : kind == NN_KIND_BINARY ? binary_backward
                       : kind == NN_KIND_COPY   ? copy_inplace_backward
                                                : zeros_backward;

@@ -305,6 +305,25 @@ nn_status nn_cpu_binary(const nn_kargs *a)
         case NN_OP_tanh: LOOP(o[i] = tanh##M(x[i])) break;                                      \
         case NN_OP_erf: LOOP(o[i] = erf##M(x[i])) break;                                        \
         case NN_OP_log1p: LOOP(o[i] = log1p##M(x[i])) break;                                    \
+        case NN_OP_sin: LOOP(o[i] = sin##M(x[i])) break;                                        \
+        case NN_OP_cos: LOOP(o[i] = cos##M(x[i])) break;                                        \
+        case NN_OP_tan: LOOP(o[i] = tan##M(x[i])) break;                                        \
+        case NN_OP_asin: LOOP(o[i] = asin##M(x[i])) break;                                      \
+        case NN_OP_acos: LOOP(o[i] = acos##M(x[i])) break;                                      \
+        case NN_OP_atan: LOOP(o[i] = atan##M(x[i])) break;                                      \
+        case NN_OP_sinh: LOOP(o[i] = sinh##M(x[i])) break;                                      \
+        case NN_OP_cosh: LOOP(o[i] = cosh##M(x[i])) break;                                      \
+        case NN_OP_expm1: LOOP(o[i] = expm1##M(x[i])) break;                                    \
+        case NN_OP_exp2: LOOP(o[i] = exp2##M(x[i])) break;                                      \
+        case NN_OP_log2: LOOP(o[i] = log2##M(x[i])) break;                                      \
+        case NN_OP_log10: LOOP(o[i] = log10##M(x[i])) break;                                    \
+        case NN_OP_reciprocal: LOOP(o[i] = 1 / x[i]) break;                                     \
+        case NN_OP_erfc: LOOP(o[i] = erfc##M(x[i])) break;                                      \
+        case NN_OP_frac: LOOP(o[i] = x[i] - trunc##M(x[i])) break;                              \
+        case NN_OP_floor: LOOP(o[i] = floor##M(x[i])) break;                                    \
+        case NN_OP_ceil: LOOP(o[i] = ceil##M(x[i])) break;                                      \
+        case NN_OP_round: LOOP(o[i] = nearbyint##M(x[i])) break; /* half to even */            \
+        case NN_OP_trunc: LOOP(o[i] = trunc##M(x[i])) break;                                    \
         case NN_OP_relu: LOOP(o[i] = x[i] < 0 ? 0 : x[i]) break; /* NaN stays */                \
         case NN_OP_clamp: { /* a NaN bound compares false and leaves x, as PyTorch's scalar clamp */ \
             const T lo = (T)c->f0, hi = (T)c->f1;                                               \

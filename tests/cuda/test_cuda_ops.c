@@ -92,7 +92,10 @@ static const shape BIG = {1, {LARGE}};
 /* ---- unary ---- */
 
 static const nn_op UNARY[] = {NN_OP_neg, NN_OP_exp, NN_OP_log, NN_OP_sqrt, NN_OP_rsqrt, NN_OP_abs, NN_OP_sign, NN_OP_sigmoid,
-                              NN_OP_tanh, NN_OP_relu, NN_OP_logical_not, NN_OP_erf, NN_OP_log1p};
+                              NN_OP_tanh, NN_OP_relu, NN_OP_logical_not, NN_OP_erf, NN_OP_log1p, NN_OP_sin, NN_OP_cos,
+                              NN_OP_tan, NN_OP_asin, NN_OP_acos, NN_OP_atan, NN_OP_sinh, NN_OP_cosh, NN_OP_expm1, NN_OP_exp2,
+                              NN_OP_log2, NN_OP_log10, NN_OP_reciprocal, NN_OP_erfc, NN_OP_frac, NN_OP_floor, NN_OP_ceil,
+                              NN_OP_round, NN_OP_trunc};
 
 static void unary_tol_case(nn_op op, nn_dtype dt, shape sh, int layout, int dom)
 {
@@ -111,8 +114,8 @@ static void unary_tol_case(nn_op op, nn_dtype dt, shape sh, int layout, int dom)
 static int unary_domain(nn_op op)
 {
     switch (op) {
-    case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: return D_POS;
-    case NN_OP_log1p: return D_UNIT;
+    case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_log2: case NN_OP_log10: case NN_OP_reciprocal: return D_POS;
+    case NN_OP_log1p: case NN_OP_asin: case NN_OP_acos: return D_UNIT;
     case NN_OP_logical_not: case NN_OP_sign: return D_SET;
     default: return D_ANY;
     }
