@@ -8,7 +8,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | h
 lscpu | grep 'Model name' | sed 's/^ *//'
 python3 -c 'import torch; print("torch", torch.__version__)'
 
-# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp gpu doc001
+# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp seq gpu doc001
 # scripts io docs" picks some (default: all).
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 if want cuda; then
@@ -93,6 +93,11 @@ echo "== the step's other ops one at a time (bench/amp_ops.*), us per call"
 ops_pair amp_ops
 echo "== first layers: few channels, strided (bench/conv_stem.*), us per call"
 ops_pair conv_stem
+fi
+
+if want seq; then
+echo "== sequence models (LSTM, GRU, attention, transformer) against PyTorch (bench/seq_parity.*)"
+timeout 120 bash bench/seq_parity.sh "$nn" cuda 2>&1 | tail -n 8
 fi
 
 if want gpu; then

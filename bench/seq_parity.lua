@@ -1,0 +1,49 @@
+-- The sequence models (LSTM, GRU, MultiheadAttention, TransformerEncoder, Transformer) on the
+-- GPU with the same deterministic weights and inputs as bench/seq_parity.py: prints the
+-- output's and every gradient's sum and absolute sum, keyed, for bench/seq_parity.sh to compare.
+--   nnrepl bench/seq_parity.lua [device]
+local device = arg[1] or "cuda"
+torch.backends.cuda.matmul.allow_tf32 = false
+torch.backends.cudnn.allow_tf32 = false
+
+local function fill(t, off)
+  local v = (torch.arange(t:numel(), { dtype = torch.float64 }) * 0.37 + off):sin() * 0.3
+  local _ <close> = torch.no_grad()
+  t:copy_(v:view(t:size()))
+end
+
+local function report(name, m, out)
+  out:pow(2):sum():backward()
+  print(string.format("%s.out %.9e %.9e", name, out:sum():item(), out:abs():sum():item()))
+  for _, np in ipairs(m:named_parameters()) do
+    local g = np[2].grad
+    print(string.format("%s.%s %.9e %.9e", name, np[1], g:sum():item(), g:abs():sum():item()))
+  end
+end
+
+local function prepared(m)
+  m = m:to(device)
+  for i, p in ipairs(m:parameters()) do fill(p, i) end
+  return m
+end
+
+local function input(off, ...)
+  local t = torch.empty(...)
+  fill(t, off)
+  return t:to(device)
+end
+
+local lstm = prepared(nn.LSTM(16, 32, { num_layers = 2, bidirectional = true }))
+report("lstm", lstm, (lstm(input(0.5, 7, 4, 16))))
+local gru = prepared(nn.GRU(16, 24, { batch_first = true }))
+report("gru", gru, (gru(input(0.7, 4, 7, 16))))
+local mha = prepared(nn.MultiheadAttention(32, 4))
+local q, kv = input(0.1, 5, 3, 32), input(0.2, 9, 3, 32)
+local pad = torch.zeros(3, 9, { dtype = torch.bool })
+pad[1][8] = true
+report("mha", mha, (mha(q, kv, kv, { key_padding_mask = pad:to(device) })))
+local enc = prepared(nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, { dim_feedforward = 64, dropout = 0.0 }), 2))
+report("encoder", enc, enc(input(0.3, 6, 2, 32), { mask = nn.Transformer.generate_square_subsequent_mask(6):to(device) }))
+local tr = prepared(nn.Transformer({ d_model = 32, nhead = 4, num_encoder_layers = 1, num_decoder_layers = 1,
+  dim_feedforward = 48, dropout = 0.0, batch_first = true, norm_first = true }))
+report("transformer", tr, tr(input(0.4, 2, 6, 32), input(0.6, 2, 5, 32)))
