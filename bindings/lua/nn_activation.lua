@@ -80,5 +80,64 @@ end
 
 softmax_module("Softmax", "softmax")
 softmax_module("LogSoftmax", "log_softmax")
+softmax_module("Softmin", "softmin")
+
+inplace_activation("Mish", "mish")
+inplace_activation("SELU", "selu")
+inplace_activation("Hardsigmoid", "hardsigmoid")
+inplace_activation("Hardswish", "hardswish")
+
+-- modules whose forward is F[fname](x, <their arguments in order>); spec as U.parse's
+local function functional_activation(name, fname, spec, repr)
+  local cls = Module:extend(name)
+  function cls:__init(...)
+    local o = U.parse(name, spec, ...)
+    for _, s in ipairs(spec) do self[s[1]] = o[s[1]] end
+  end
+  function cls:forward(x)
+    local args = {}
+    for i, s in ipairs(spec) do args[i] = self[s[1]] end
+    return U.F(fname, x, table.unpack(args, 1, #spec))
+  end
+  if repr then cls.extra_repr = repr end
+  M[name] = cls
+  return cls
+end
+
+local function keyed(...)
+  local keys = { ... }
+  return function(self)
+    local parts = {}
+    for _, k in ipairs(keys) do
+      local v = self[k]
+      if k ~= "inplace" or v then parts[#parts + 1] = k .. "=" .. (type(v) == "boolean" and (v and "True" or "False") or U.pystr(v)) end
+    end
+    return table.concat(parts, ", ")
+  end
+end
+
+functional_activation("Softsign", "softsign", {})
+functional_activation("Tanhshrink", "tanhshrink", {})
+functional_activation("LogSigmoid", "logsigmoid", {})
+functional_activation("CELU", "celu", { { "alpha", 1.0 }, { "inplace", false } }, keyed("alpha", "inplace"))
+functional_activation("GLU", "glu", { { "dim", -1 } }, keyed("dim"))
+functional_activation("Softplus", "softplus", { { "beta", 1.0 }, { "threshold", 20.0 } }, keyed("beta", "threshold"))
+functional_activation("Hardtanh", "hardtanh", { { "min_val", -1.0 }, { "max_val", 1.0 }, { "inplace", false } },
+  keyed("min_val", "max_val", "inplace"))
+functional_activation("Threshold", "threshold", { { "threshold", U.REQUIRED }, { "value", U.REQUIRED }, { "inplace", false } },
+  keyed("threshold", "value", "inplace"))
+
+-- PReLU: a learnt negative slope, one or one per channel
+local PReLU = Module:extend("PReLU")
+M.PReLU = PReLU
+function PReLU:__init(...)
+  local o = U.parse("PReLU", { { "num_parameters", 1 }, { "init", 0.25 }, { "device" }, { "dtype" } }, ...)
+  self.num_parameters = U.check_int("PReLU", "num_parameters", o.num_parameters, 1)
+  self.init = o.init
+  self.weight = require("nn_parameter")(torch.full({ self.num_parameters }, o.init, { device = o.device, dtype = o.dtype }))
+end
+function PReLU:reset_parameters() torch.nn.init.constant_(self.weight, self.init) end
+function PReLU:forward(x) return U.F("prelu", x, self.weight) end
+function PReLU:extra_repr() return "num_parameters=" .. self.num_parameters end
 
 return M

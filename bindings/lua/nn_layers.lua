@@ -408,4 +408,22 @@ function Embedding.from_pretrained(first, ...)
   })
 end
 
+-- ---- CosineSimilarity, PairwiseDistance ----
+
+local CosineSimilarity = Module:extend("CosineSimilarity")
+M.CosineSimilarity = CosineSimilarity
+function CosineSimilarity:__init(...)
+  local o = U.parse("CosineSimilarity", { { "dim", 1 }, { "eps", 1e-8 } }, ...)
+  self.dim, self.eps = o.dim, o.eps
+end
+function CosineSimilarity:forward(x1, x2) return U.F("cosine_similarity", x1, x2, self.dim, self.eps) end
+
+local PairwiseDistance = Module:extend("PairwiseDistance")
+M.PairwiseDistance = PairwiseDistance
+function PairwiseDistance:__init(...)
+  local o = U.parse("PairwiseDistance", { { "p", 2.0 }, { "eps", 1e-6 }, { "keepdim", false } }, ...)
+  self.norm, self.eps, self.keepdim = o.p, o.eps, o.keepdim
+end
+function PairwiseDistance:forward(x1, x2) return U.F("pairwise_distance", x1, x2, self.norm, self.eps, self.keepdim) end
+
 return M

@@ -18,13 +18,14 @@ end
 
 local reductions = { none = true, mean = true, sum = true }
 
-local function loss_class(name, spec, fname, build_opts)
+-- forward(...) passes its tensors (input and target, or three) and then build_opts(self)
+local function loss_class(name, spec, fname, build_opts, allowed)
   local cls = Module:extend(name)
   function cls:__init(...)
     local o = U.parse(name, spec, ...)
     local reduction = o.reduction
     if o.size_average ~= nil or o.reduce ~= nil then reduction = legacy_reduction(o.size_average, o.reduce) end
-    if not reductions[reduction] then U.errorf("%s is not a valid value for reduction", tostring(reduction)) end
+    if not (allowed or reductions)[reduction] then U.errorf("%s is not a valid value for reduction", tostring(reduction)) end
     self.reduction = reduction
     for _, s in ipairs(spec) do
       local k = s[1]
@@ -38,8 +39,11 @@ local function loss_class(name, spec, fname, build_opts)
       end
     end
   end
-  function cls:forward(input, target)
-    return U.F(fname, input, target, build_opts(self))
+  function cls:forward(...)
+    local a = table.pack(...)
+    a.n = a.n + 1
+    a[a.n] = build_opts(self)
+    return U.F(fname, table.unpack(a, 1, a.n))
   end
   M[name] = cls
   return cls
@@ -76,5 +80,38 @@ loss_class("BCEWithLogitsLoss", {
 }, "binary_cross_entropy_with_logits", function(self)
   return { weight = self.weight, reduction = self.reduction, pos_weight = self.pos_weight }
 end)
+
+-- the losses of torch_functional_more.lua: each module keeps its arguments as attributes
+local function kept_opts(keys)
+  return function(self)
+    local o = { reduction = self.reduction }
+    for _, k in ipairs(keys) do o[k] = self[k] end
+    return o
+  end
+end
+
+-- PyTorch's order: the loss's own arguments first, then size_average, reduce, reduction
+local function with_reduction(extra)
+  local s = {}
+  for _, e in ipairs(extra) do s[#s + 1] = e end
+  for _, e in ipairs({ { "size_average" }, { "reduce" }, { "reduction", "mean" } }) do s[#s + 1] = e end
+  return s
+end
+
+loss_class("HuberLoss", { { "reduction", "mean" }, { "delta", 1.0 } }, "huber_loss", kept_opts({ "delta" }))
+loss_class("KLDivLoss", { { "size_average" }, { "reduce" }, { "reduction", "mean" }, { "log_target", false } }, "kl_div",
+  kept_opts({ "log_target" }), { none = true, mean = true, sum = true, batchmean = true })
+loss_class("MarginRankingLoss", with_reduction({ { "margin", 0.0 } }), "margin_ranking_loss", kept_opts({ "margin" }))
+loss_class("HingeEmbeddingLoss", with_reduction({ { "margin", 1.0 } }), "hinge_embedding_loss", kept_opts({ "margin" }))
+loss_class("SoftMarginLoss", plain_spec, "soft_margin_loss", plain_opts)
+loss_class("MultiLabelSoftMarginLoss", { { "weight" }, { "size_average" }, { "reduce" }, { "reduction", "mean" } },
+  "multilabel_soft_margin_loss", function(self) return { weight = self.weight, reduction = self.reduction } end)
+loss_class("CosineEmbeddingLoss", with_reduction({ { "margin", 0.0 } }), "cosine_embedding_loss", kept_opts({ "margin" }))
+loss_class("TripletMarginLoss", { { "margin", 1.0 }, { "p", 2.0 }, { "eps", 1e-6 }, { "swap", false }, { "size_average" },
+  { "reduce" }, { "reduction", "mean" } }, "triplet_margin_loss", kept_opts({ "margin", "p", "eps", "swap" }))
+loss_class("PoissonNLLLoss", { { "log_input", true }, { "full", false }, { "size_average" }, { "eps", 1e-8 }, { "reduce" },
+  { "reduction", "mean" } }, "poisson_nll_loss", kept_opts({ "log_input", "full", "eps" }))
+loss_class("GaussianNLLLoss", { { "full", false }, { "eps", 1e-6 }, { "reduction", "mean" } }, "gaussian_nll_loss",
+  kept_opts({ "full", "eps" }))
 
 return M
