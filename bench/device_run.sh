@@ -96,8 +96,8 @@ ops_pair conv_stem
 fi
 
 if want seq; then
-echo "== sequence models (LSTM, GRU, attention, transformer) against PyTorch (bench/seq_parity.*)"
-timeout 120 bash bench/seq_parity.sh "$nn" cuda 2>&1 | tail -n 8
+echo "== the newer modules (LSTM, GRU, attention, transformer, conv1d, conv_transpose2d) against PyTorch (bench/module_parity.*)"
+timeout 120 bash bench/module_parity.sh "$nn" cuda 2>&1 | tail -n 8
 fi
 
 if want gpu; then

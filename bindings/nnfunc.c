@@ -195,6 +195,37 @@ static int f_conv2d(lua_State *L)
     return 1;
 }
 
+/* n ints from the list at i */
+static void ints_at(lua_State *L, int i, int n, int64_t *out)
+{
+    luaL_checktype(L, i, LUA_TTABLE);
+    for (int k = 0; k < n; k++) {
+        lua_rawgeti(L, i, k + 1);
+        out[k] = (int64_t)luaL_checkinteger(L, -1);
+        lua_pop(L, 1);
+    }
+}
+
+/* torch._conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups) and
+ * torch._conv2d_backward_weight(grad_out, input, weight_shape, ...): conv2d's gradients with no
+ * history (conv_transpose2d is made of them, bindings/lua/nn_conv_more.lua); lists of ints */
+static int conv2d_grad(lua_State *L, bool weight)
+{
+    nn_tensor *g = lt_check(L, 1), *other = lt_check(L, 2);
+    int64_t shape[4], stride[2], pad[2], dil[2];
+    ints_at(L, 3, 4, shape);
+    ints_at(L, 4, 2, stride);
+    ints_at(L, 5, 2, pad);
+    ints_at(L, 6, 2, dil);
+    int64_t groups = luaL_checkinteger(L, 7);
+    nn_tensor *r = weight ? nn_conv2d_backward_weight(g, other, shape, stride, pad, dil, groups)
+                          : nn_conv2d_backward_input(g, other, shape, stride, pad, dil, groups);
+    lt_push_or_fail(L, r, 1);
+    return 1;
+}
+static int f_conv2d_backward_input(lua_State *L) { return conv2d_grad(L, false); }
+static int f_conv2d_backward_weight(lua_State *L) { return conv2d_grad(L, true); }
+
 /* The kernel_size (arg 2) and stride (arg 3; nil or {} = kernel_size) of a pool. */
 static void pool_kernel(lua_State *L, const fargs *a, int64_t kernel[2], int64_t stride[2])
 {
@@ -569,7 +600,8 @@ void lt_open_nnfunc(lua_State *L)
     lua_getfield(L, torch, "Tensor");
     int methods = lua_gettop(L);
     static const struct { const char *name; lua_CFunction f; } fns[] = {
-        {"conv2d", f_conv2d}, {"max_pool2d", f_max_pool2d}, {"max_pool2d_with_indices", f_max_pool2d_with_indices},
+        {"conv2d", f_conv2d}, {"_conv2d_backward_input", f_conv2d_backward_input},
+        {"_conv2d_backward_weight", f_conv2d_backward_weight}, {"max_pool2d", f_max_pool2d}, {"max_pool2d_with_indices", f_max_pool2d_with_indices},
         {"avg_pool2d", f_avg_pool2d}, {"adaptive_avg_pool2d", f_adaptive_avg_pool2d},
         {"adaptive_max_pool2d", f_adaptive_max_pool2d}, {"nll_loss", f_nll_loss}, {"_cross_entropy_loss", f_cross_entropy_loss}, {"linear", f_linear},
         {"embedding", f_embedding},

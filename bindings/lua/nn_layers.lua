@@ -30,6 +30,8 @@ local function reset_affine(self)
   end
 end
 
+M._reset_affine = reset_affine -- for the layers of other files (nn_conv_more)
+
 -- ---- Identity ----
 
 local Identity = Module:extend("Identity")

@@ -1,7 +1,7 @@
--- The sequence models (LSTM, GRU, MultiheadAttention, TransformerEncoder, Transformer) on the
--- GPU with the same deterministic weights and inputs as bench/seq_parity.py: prints the
--- output's and every gradient's sum and absolute sum, keyed, for bench/seq_parity.sh to compare.
---   nnrepl bench/seq_parity.lua [device]
+-- The newer modules (LSTM, GRU, MultiheadAttention, TransformerEncoder, Transformer, Conv1d,
+-- ConvTranspose2d, PReLU) on the GPU with the same deterministic weights and inputs as bench/module_parity.py: prints the
+-- output's and every gradient's sum and absolute sum, keyed, for bench/module_parity.sh to compare.
+--   nnrepl bench/module_parity.lua [device]
 local device = arg[1] or "cuda"
 torch.backends.cuda.matmul.allow_tf32 = false
 torch.backends.cudnn.allow_tf32 = false
@@ -47,3 +47,8 @@ report("encoder", enc, enc(input(0.3, 6, 2, 32), { mask = nn.Transformer.generat
 local tr = prepared(nn.Transformer({ d_model = 32, nhead = 4, num_encoder_layers = 1, num_decoder_layers = 1,
   dim_feedforward = 48, dropout = 0.0, batch_first = true, norm_first = true }))
 report("transformer", tr, tr(input(0.4, 2, 6, 32), input(0.6, 2, 5, 32)))
+local gen = prepared(nn.Sequential(nn.ConvTranspose2d(16, 8, 4, { stride = 2, padding = 1 }), nn.PReLU(8),
+  nn.ConvTranspose2d(8, 3, 3, { stride = 2, padding = 1, output_padding = 1 })))
+report("convt", gen, gen(input(0.8, 2, 16, 5, 5)))
+local c1 = prepared(nn.Sequential(nn.Conv1d(6, 8, 5, { padding = 2 }), nn.Mish(), nn.MaxPool1d(2), nn.Conv1d(8, 4, 3, { stride = 2 })))
+report("conv1d", c1, c1(input(0.9, 3, 6, 20)))

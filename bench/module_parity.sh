@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Runs bench/seq_parity.{lua,py} on the GPU and compares every keyed sum: prints the largest
+# Runs bench/module_parity.{lua,py} on the GPU and compares every keyed sum: prints the largest
 # relative difference per model and PASS / FAIL against a tolerance (float32, TF32 off).
-#   bash bench/seq_parity.sh NNREPL [device] [tolerance]
+#   bash bench/module_parity.sh NNREPL [device] [tolerance]
 set -uo pipefail
 nn=$1; dev=${2:-cuda}; tol=${3:-2e-4}
 here=$(cd "$(dirname "$0")" && pwd)
 a=$(mktemp); b=$(mktemp)
-"$nn" "$here/seq_parity.lua" "$dev" >"$a" 2>&1 || { echo "nnrepl failed:"; tail -5 "$a"; exit 1; }
-python3 "$here/seq_parity.py" "$dev" >"$b" 2>&1 || { echo "pytorch failed:"; tail -5 "$b"; exit 1; }
+"$nn" "$here/module_parity.lua" "$dev" >"$a" 2>&1 || { echo "nnrepl failed:"; tail -5 "$a"; exit 1; }
+python3 "$here/module_parity.py" "$dev" >"$b" 2>&1 || { echo "pytorch failed:"; tail -5 "$b"; exit 1; }
 python3 - "$a" "$b" "$tol" <<'PY'
 import sys
 def load(p):
@@ -39,6 +39,6 @@ bad = False
 for m, (d, k) in sorted(worst.items()):
     ok = d <= tol
     bad |= not ok
-    print(f"seq parity {m}: max rel diff {d:.2e} ({k}) {'PASS' if ok else 'FAIL'}")
+    print(f"module parity {m}: max rel diff {d:.2e} ({k}) {'PASS' if ok else 'FAIL'}")
 sys.exit(1 if bad else 0)
 PY

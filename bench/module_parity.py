@@ -1,4 +1,4 @@
-# PyTorch's side of bench/seq_parity.lua: the same models, weights, inputs and printout.
+# PyTorch's side of bench/module_parity.lua: the same models, weights, inputs and printout.
 import sys
 import torch
 import torch.nn as nn
@@ -49,3 +49,8 @@ report("encoder", enc, enc(inp(0.3, 6, 2, 32), mask=nn.Transformer.generate_squa
 tr = prepared(nn.Transformer(d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=48,
                              dropout=0.0, batch_first=True, norm_first=True))
 report("transformer", tr, tr(inp(0.4, 2, 6, 32), inp(0.6, 2, 5, 32)))
+gen = prepared(nn.Sequential(nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1), nn.PReLU(8),
+                             nn.ConvTranspose2d(8, 3, 3, stride=2, padding=1, output_padding=1)))
+report("convt", gen, gen(inp(0.8, 2, 16, 5, 5)))
+c1 = prepared(nn.Sequential(nn.Conv1d(6, 8, 5, padding=2), nn.Mish(), nn.MaxPool1d(2), nn.Conv1d(8, 4, 3, stride=2)))
+report("conv1d", c1, c1(inp(0.9, 3, 6, 20)))
