@@ -52,3 +52,7 @@ local gen = prepared(nn.Sequential(nn.ConvTranspose2d(16, 8, 4, { stride = 2, pa
 report("convt", gen, gen(input(0.8, 2, 16, 5, 5)))
 local c1 = prepared(nn.Sequential(nn.Conv1d(6, 8, 5, { padding = 2 }), nn.Mish(), nn.MaxPool1d(2), nn.Conv1d(8, 4, 3, { stride = 2 })))
 report("conv1d", c1, c1(input(0.9, 3, 6, 20)))
+local up = prepared(nn.Sequential(nn.Upsample({ scale_factor = 2, mode = "bilinear" }), nn.Conv2d(4, 4, 3, { padding = 1 }),
+  nn.Upsample({ size = { 13, 17 }, mode = "nearest" }), nn.Conv2d(4, 8, 3), nn.PixelShuffle(2),
+  nn.UpsamplingBilinear2d({ scale_factor = 1.5 })))
+report("upsample", up, up(input(1.1, 2, 4, 5, 6)))
