@@ -137,49 +137,42 @@ fixed_upsample("UpsamplingBilinear2d", "bilinear", true)
 
 -- ---- pixel shuffle ----
 
+-- x's leading dims kept; its last three reshaped to mid, permuted by order (0-based, within
+-- mid) and reshaped to tail
+local function regroup(x, mid, order, tail)
+  local lead = {}
+  for i = 0, x:dim() - 4 do lead[#lead + 1] = x:size(i) end
+  local b = #lead
+  local shape, perm, out = { table.unpack(lead) }, {}, { table.unpack(lead) }
+  for _, v in ipairs(mid) do shape[#shape + 1] = v end
+  for i = 0, b - 1 do perm[#perm + 1] = i end
+  for _, v in ipairs(order) do perm[#perm + 1] = b + v end
+  for _, v in ipairs(tail) do out[#out + 1] = v end
+  return x:reshape(shape):permute(perm):reshape(out)
+end
+
+local function last3(fname, x)
+  if x:dim() < 3 then U.errorf("%s expects input to have at least 3 dimensions, but got input with %d dimension(s)", fname, x:dim()) end
+  return x:size(-3), x:size(-2), x:size(-1)
+end
+
 function F.pixel_shuffle(input, upscale_factor)
   local r = U.check_int("pixel_shuffle", "upscale_factor", upscale_factor, 1)
-  local x = input
-  if x:dim() < 3 then U.errorf("pixel_shuffle expects input to have at least 3 dimensions, but got input with %d dimension(s)", x:dim()) end
-  local n = x:dim()
-  local c, h, w = x:size(n - 3), x:size(n - 2), x:size(n - 1)
+  local c, h, w = last3("pixel_shuffle", input)
   if c % (r * r) ~= 0 then
     U.errorf("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%d is not divisible by %d", c, r * r)
   end
-  local lead = {}
-  for i = 0, n - 4 do lead[#lead + 1] = x:size(i) end
   local oc = c // (r * r)
-  local shape = { table.unpack(lead) }
-  for _, v in ipairs({ oc, r, r, h, w }) do shape[#shape + 1] = v end
-  local b = #lead
-  local perm = {}
-  for i = 0, b - 1 do perm[#perm + 1] = i end
-  for _, v in ipairs({ b, b + 3, b + 1, b + 4, b + 2 }) do perm[#perm + 1] = v end
-  local out = { table.unpack(lead) }
-  for _, v in ipairs({ oc, h * r, w * r }) do out[#out + 1] = v end
-  return x:reshape(shape):permute(perm):reshape(out)
+  return regroup(input, { oc, r, r, h, w }, { 0, 3, 1, 4, 2 }, { oc, h * r, w * r })
 end
 
 function F.pixel_unshuffle(input, downscale_factor)
   local r = U.check_int("pixel_unshuffle", "downscale_factor", downscale_factor, 1)
-  local x = input
-  if x:dim() < 3 then U.errorf("pixel_unshuffle expects input to have at least 3 dimensions, but got input with %d dimension(s)", x:dim()) end
-  local n = x:dim()
-  local c, h, w = x:size(n - 3), x:size(n - 2), x:size(n - 1)
+  local c, h, w = last3("pixel_unshuffle", input)
   if h % r ~= 0 or w % r ~= 0 then
     U.errorf("pixel_unshuffle expects height and width to be divisible by downscale_factor, got %dx%d and %d", h, w, r)
   end
-  local lead = {}
-  for i = 0, n - 4 do lead[#lead + 1] = x:size(i) end
-  local shape = { table.unpack(lead) }
-  for _, v in ipairs({ c, h // r, r, w // r, r }) do shape[#shape + 1] = v end
-  local b = #lead
-  local perm = {}
-  for i = 0, b - 1 do perm[#perm + 1] = i end
-  for _, v in ipairs({ b, b + 2, b + 4, b + 1, b + 3 }) do perm[#perm + 1] = v end
-  local out = { table.unpack(lead) }
-  for _, v in ipairs({ c * r * r, h // r, w // r }) do out[#out + 1] = v end
-  return x:reshape(shape):permute(perm):reshape(out)
+  return regroup(input, { c, h // r, r, w // r, r }, { 0, 2, 4, 1, 3 }, { c * r * r, h // r, w // r })
 end
 
 local function shuffle_module(name, fname, key)
