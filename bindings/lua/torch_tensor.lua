@@ -163,6 +163,34 @@ end
 function torch.cumsum(x, ...) return scan("cumsum", Tensor.add, x, ...) end
 function torch.cumprod(x, ...) return scan("cumprod", Tensor.mul, x, ...) end
 
-for _, name in ipairs({ "isnan", "isinf", "isfinite", "equal", "isclose", "allclose", "cumsum", "cumprod" }) do
+-- torch.movedim(x, source, destination): the dims at source (an int or a list) moved to
+-- destination, the others keeping their order (torch.moveaxis too)
+function torch.movedim(x, source, destination)
+  local nd = x:dim()
+  local src = type(source) == "number" and { source } or source
+  local dst = type(destination) == "number" and { destination } or destination
+  if #src ~= #dst then
+    error(string.format("movedim: Invalid source or destination dims: source (%d dims) should contain the same number of dims as destination (%d dims)", #src, #dst), 2)
+  end
+  local perm, used, taken = {}, {}, {}
+  for i = 1, #src do
+    local s, d = src[i] < 0 and src[i] + nd or src[i], dst[i] < 0 and dst[i] + nd or dst[i]
+    if s < 0 or s >= nd or d < 0 or d >= nd then
+      error(string.format("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -nd, nd - 1, s < 0 or s >= nd and src[i] or dst[i]), 2)
+    end
+    if used[s] or perm[d + 1] ~= nil then error("movedim: repeated dim in `source` or `destination`", 2) end
+    perm[d + 1], used[s] = s, true
+  end
+  local rest = {}
+  for k = 0, nd - 1 do if not used[k] then rest[#rest + 1] = k end end
+  local r = 1
+  for d = 1, nd do
+    if perm[d] == nil then perm[d], r = rest[r], r + 1 end
+  end
+  return x:permute(perm)
+end
+torch.moveaxis = torch.movedim
+
+for _, name in ipairs({ "isnan", "isinf", "isfinite", "equal", "isclose", "allclose", "cumsum", "cumprod", "movedim", "moveaxis" }) do
   Tensor[name] = torch[name]
 end
