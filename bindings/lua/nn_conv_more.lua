@@ -158,6 +158,7 @@ local function conv_repr(self)
   end
   if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
   if self.bias == nil then s = s .. ", bias=False" end
+  if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
   return s
 end
 
@@ -180,7 +181,9 @@ function Conv1d:__init(...)
   local groups = U.check_int("Conv1d", "groups", o.groups, 1)
   if cin % groups ~= 0 then U.error("in_channels must be divisible by groups") end
   if cout % groups ~= 0 then U.error("out_channels must be divisible by groups") end
-  if o.padding_mode ~= "zeros" then U.errorf("Conv1d: padding_mode='%s' is not supported yet (only 'zeros')", tostring(o.padding_mode)) end
+  if o.padding_mode ~= "zeros" and o.padding_mode ~= "reflect" and o.padding_mode ~= "replicate" and o.padding_mode ~= "circular" then
+    U.errorf("padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got padding_mode='%s'", tostring(o.padding_mode))
+  end
   self.in_channels, self.out_channels, self.groups, self.padding_mode = cin, cout, groups, o.padding_mode
   self.kernel_size = { one("Conv1d", "kernel_size", o.kernel_size) }
   self.stride = { one("Conv1d", "stride", o.stride) }
@@ -190,6 +193,16 @@ function Conv1d:__init(...)
 end
 
 function Conv1d:forward(x)
+  if self.padding_mode ~= "zeros" then -- pad in that mode, then convolve without padding
+    local lo, hi
+    if type(self.padding) == "string" then
+      local total = self.padding == "same" and self.dilation[1] * (self.kernel_size[1] - 1) or 0
+      lo, hi = total // 2, total - total // 2
+    else
+      lo, hi = self.padding[1], self.padding[1]
+    end
+    return F.conv1d(F.pad(x, { lo, hi }, self.padding_mode), self.weight, self.bias, self.stride[1], 0, self.dilation[1], self.groups)
+  end
   return F.conv1d(x, self.weight, self.bias, self.stride[1], type(self.padding) == "string" and self.padding or self.padding[1],
     self.dilation[1], self.groups)
 end

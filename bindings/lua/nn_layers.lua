@@ -110,9 +110,6 @@ function Conv2d:__init(...)
     U.errorf("padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got padding_mode='%s'",
       tostring(o.padding_mode))
   end
-  if o.padding_mode ~= "zeros" then
-    U.errorf("%s: padding_mode='%s' is not supported yet (only 'zeros')", name, o.padding_mode)
-  end
   self.in_channels, self.out_channels = cin, cout
   self.kernel_size = U.ntuple(name, "kernel_size", o.kernel_size, 2)
   self.stride, self.padding = stride, padding
@@ -139,6 +136,20 @@ function Conv2d:forward(x)
   if (d ~= 3 and d ~= 4) or x:size(-3) ~= self.in_channels then
     U.errorf("%s got input of shape %s, expected [N, %d, H, W] or [%d, H, W]", tostring(self), U.shape_str(x),
       self.in_channels, self.in_channels)
+  end
+  if self.padding_mode ~= "zeros" then -- pad first in that mode, then convolve without padding (PyTorch's order)
+    local pad = {}
+    for i = 2, 1, -1 do
+      local lo, hi
+      if type(self.padding) == "string" then
+        local total = self.padding == "same" and self.dilation[i] * (self.kernel_size[i] - 1) or 0
+        lo, hi = total // 2, total - total // 2
+      else
+        lo, hi = self.padding[i], self.padding[i]
+      end
+      pad[#pad + 1], pad[#pad + 2] = lo, hi
+    end
+    return U.F("conv2d", U.F("pad", x, pad, self.padding_mode), self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
   end
   return U.F("conv2d", x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 end

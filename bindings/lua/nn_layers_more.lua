@@ -1,0 +1,271 @@
+-- More layers: nn.ParameterList / nn.ParameterDict, the padding modules (ZeroPad, ConstantPad,
+-- ReflectionPad, ReplicationPad, CircularPad in 1-d and 2-d), nn.InstanceNorm1d / 2d with
+-- F.instance_norm, and nn.Bilinear with F.bilinear, as PyTorch's.
+local torch = require "torch"
+local U = require "nn_util"
+local Module = require "nn_module"
+local Parameter = require "nn_parameter"
+local init = require "nn_init"
+local F = torch.nn.functional
+local REQ = U.REQUIRED
+
+local M = {}
+
+local function param_line(p)
+  local dt = tostring(p.dtype)
+  local size = {}
+  for i = 0, p:dim() - 1 do size[#size + 1] = tostring(p:size(i)) end
+  return string.format("Parameter containing: [%s of size %s%s]", dt, table.concat(size, "x"),
+    p.device.type == "cuda" and " (cuda:" .. p.device.index .. ")" or "")
+end
+
+local function container_repr(self, entries)
+  if #entries == 0 then return self:_get_name() .. "()" end
+  local lines = { self:_get_name() .. "(" }
+  for _, e in ipairs(entries) do lines[#lines + 1] = string.format("    (%s): %s", e[1], param_line(e[2])) end
+  lines[#lines + 1] = ")"
+  return table.concat(lines, "\n")
+end
+
+local function as_parameter(v)
+  if Parameter.is(v) then return v end
+  if torch.is_tensor(v) then return Parameter(v) end
+  U.errorf("ParameterList / ParameterDict hold tensors, got %s", U.typename(v))
+end
+
+-- ---- ParameterList ----
+
+local ParameterList = Module:extend("ParameterList")
+M.ParameterList = ParameterList
+
+function ParameterList:__init(values)
+  if values ~= nil then self:extend(values) end
+end
+
+local function plist_len(self) return #self._parameters:keys() end
+
+local function plist_key(self, idx)
+  local n = plist_len(self)
+  if math.type(idx) ~= "integer" then U.errorf("ParameterList indices must be integers, not %s", U.typename(idx)) end
+  if idx < 0 then idx = idx + n end
+  if idx < 0 or idx >= n then U.errorf("index %d is out of range", idx) end
+  return tostring(idx)
+end
+
+function ParameterList:__getitem(idx) return self._parameters[plist_key(self, idx)] end
+function ParameterList:__setitem(idx, v) self:register_parameter(plist_key(self, idx), as_parameter(v)) end
+ParameterList.__len = plist_len
+
+function ParameterList:append(v)
+  self:register_parameter(tostring(plist_len(self)), as_parameter(v))
+  return self
+end
+
+function ParameterList:extend(values)
+  if type(values) ~= "table" then U.errorf("ParameterList.extend should be called with an iterable, but got %s", U.typename(values)) end
+  for _, v in ipairs(values) do self:append(v) end
+  return self
+end
+
+-- pairs(list): (index, parameter) from 0, as Python's enumerate
+function ParameterList:__pairs()
+  local i = -1
+  return function()
+    i = i + 1
+    if i < plist_len(self) then return i, self._parameters[tostring(i)] end
+  end, self, nil
+end
+
+function ParameterList:__tostring()
+  local e = {}
+  for i, p in pairs(self) do e[#e + 1] = { tostring(i), p } end
+  return container_repr(self, e)
+end
+
+-- ---- ParameterDict ----
+
+local ParameterDict = Module:extend("ParameterDict")
+M.ParameterDict = ParameterDict
+
+function ParameterDict:__init(parameters)
+  if parameters ~= nil then self:update(parameters) end
+end
+
+-- update(OrderedDict | ParameterDict | {{key, p}, ...} | {key = p, ...} (keys sorted))
+function ParameterDict:update(parameters)
+  local pairs_list = {}
+  if U.OrderedDict.is(parameters) then
+    for k, v in pairs(parameters) do pairs_list[#pairs_list + 1] = { k, v } end
+  elseif Module.isinstance_of(parameters, ParameterDict) then
+    for _, kv in ipairs(parameters:items()) do pairs_list[#pairs_list + 1] = kv end
+  elseif type(parameters) == "table" and parameters[1] ~= nil then
+    for i, kv in ipairs(parameters) do
+      if type(kv) ~= "table" or #kv ~= 2 then U.errorf("ParameterDict update sequence element #%d should be a {key, value} pair", i - 1) end
+      pairs_list[#pairs_list + 1] = kv
+    end
+  elseif type(parameters) == "table" then
+    local keys = {}
+    for k in pairs(parameters) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do pairs_list[#pairs_list + 1] = { k, parameters[k] } end
+  else
+    U.errorf("ParameterDict.update should be called with an iterable of key/value pairs, but got %s", U.typename(parameters))
+  end
+  for _, kv in ipairs(pairs_list) do self:register_parameter(kv[1], as_parameter(kv[2])) end
+  return self
+end
+
+function ParameterDict:keys() return self._parameters:keys() end
+function ParameterDict:values() return self._parameters:values() end
+function ParameterDict:items() return self._parameters:items() end
+function ParameterDict:contains(key) return self._parameters:has(key) end
+function ParameterDict:pop(key)
+  local p = self._parameters[key]
+  self[key] = nil
+  return p
+end
+ParameterDict.__len = function(self) return #self._parameters:keys() end
+function ParameterDict:__pairs() return pairs(self._parameters) end
+
+function ParameterDict:__tostring()
+  local e = {}
+  for _, kv in ipairs(self:items()) do e[#e + 1] = kv end
+  return container_repr(self, e)
+end
+
+-- ---- padding ----
+
+local function tuple_str(t) return "(" .. table.concat(t, ", ") .. ")" end
+
+local function pad_module(name, dims, mode, with_value)
+  local cls = Module:extend(name)
+  M[name] = cls
+  local spec = { { "padding", REQ } }
+  if with_value then spec[2] = { "value", REQ } end
+  function cls:__init(...)
+    local o = U.parse(name, spec, ...)
+    local p = o.padding
+    if type(p) == "number" then
+      p = U.check_int(name, "padding", p)
+      local t = {}
+      for i = 1, 2 * dims do t[i] = p end
+      p = t
+    elseif #p ~= 2 * dims then
+      U.errorf("%s: padding must be an int or a list of %d ints", name, 2 * dims)
+    end
+    self.padding = p
+    self.value = with_value and o.value or (mode == "constant" and 0.0 or nil)
+  end
+  function cls:forward(x) return F.pad(x, self.padding, mode, self.value) end
+  function cls:extra_repr()
+    if with_value then return "padding=" .. tuple_str(self.padding) .. ", value=" .. U.pystr(self.value) end
+    return tuple_str(self.padding)
+  end
+end
+
+for _, d in ipairs({ 1, 2 }) do
+  pad_module("ZeroPad" .. d .. "d", d, "constant", false)
+  pad_module("ConstantPad" .. d .. "d", d, "constant", true)
+  pad_module("ReflectionPad" .. d .. "d", d, "reflect", false)
+  pad_module("ReplicationPad" .. d .. "d", d, "replicate", false)
+  pad_module("CircularPad" .. d .. "d", d, "circular", false)
+end
+
+-- ---- instance norm ----
+
+-- F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats=true, momentum=0.1, eps=1e-5):
+-- each (sample, channel) normalised over its spatial positions
+function F.instance_norm(...)
+  local o = U.parse("instance_norm", { { "input", REQ }, { "running_mean" }, { "running_var" }, { "weight" }, { "bias" },
+    { "use_input_stats", true }, { "momentum", 0.1 }, { "eps", 1e-5 } }, ...)
+  local x = o.input
+  if x:dim() < 3 then U.errorf("instance_norm: expected an input with a batch, channels and at least one spatial dim, got %dD", x:dim()) end
+  local dims = {}
+  for d = 2, x:dim() - 1 do dims[#dims + 1] = d end
+  local C = x:size(1)
+  local shape = { 1, C }
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  local mean, var
+  if o.use_input_stats then
+    mean = x:mean(dims, true)
+    var = x:var(dims, { correction = 0, keepdim = true })
+    if o.running_mean ~= nil then -- the batch's average of the instance statistics, var unbiased
+      local n = 1
+      for _, d in ipairs(dims) do n = n * x:size(d) end
+      local _ <close> = torch.no_grad()
+      local m = o.momentum
+      o.running_mean:mul_(1 - m):add_(mean:detach():reshape(x:size(0), C):mean(0) * m)
+      o.running_var:mul_(1 - m):add_(var:detach():reshape(x:size(0), C):mean(0) * (n / math.max(n - 1, 1)) * m)
+    end
+  else
+    if o.running_mean == nil then U.error("Expected running_mean and running_var to be defined when use_input_stats is false") end
+    mean, var = o.running_mean:view(shape), o.running_var:view(shape)
+  end
+  local y = (x - mean) / (var + o.eps):sqrt()
+  if o.weight ~= nil then y = y * o.weight:view(shape) end
+  if o.bias ~= nil then y = y + o.bias:view(shape) end
+  return y
+end
+
+local inorm_spec = { { "num_features", REQ }, { "eps", 1e-5 }, { "momentum", 0.1 }, { "affine", false },
+  { "track_running_stats", false }, { "device" }, { "dtype" } }
+
+-- parameters, buffers, reset and printing from BatchNorm's base (PyTorch's _NormBase), with
+-- InstanceNorm's defaults: no affine, no running statistics
+local function instance_norm(name, spatial)
+  local BatchNorm = require("nn_norm")._BatchNorm
+  local cls = BatchNorm:extend(name)
+  M[name] = cls
+  function cls:__init(...)
+    local o = U.parse(name, inorm_spec, ...)
+    BatchNorm.__init(self, o.num_features, o.eps, o.momentum, o.affine, o.track_running_stats, { device = o.device, dtype = o.dtype })
+  end
+  function cls:forward(x)
+    local unbatched = x:dim() == spatial + 1
+    if not unbatched and x:dim() ~= spatial + 2 then
+      U.errorf("expected %dD or %dD input (got %dD input)", spatial + 1, spatial + 2, x:dim())
+    end
+    if unbatched then x = x:unsqueeze(0) end
+    local use_input = self.training or not self.track_running_stats
+    if self.training and self.track_running_stats then self.num_batches_tracked:add_(1) end
+    local y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input, self.momentum, self.eps)
+    return unbatched and y:squeeze(0) or y
+  end
+end
+
+instance_norm("InstanceNorm1d", 1)
+instance_norm("InstanceNorm2d", 2)
+
+-- ---- bilinear ----
+
+-- F.bilinear(x1 [.., in1], x2 [.., in2], weight [out, in1, in2], bias [out]): x1 A_o x2 + b_o
+function F.bilinear(input1, input2, weight, bias)
+  local y = torch.einsum("...i,oij,...j->...o", input1, weight, input2)
+  if bias ~= nil then y = y + bias end
+  return y
+end
+
+local Bilinear = Module:extend("Bilinear")
+M.Bilinear = Bilinear
+
+function Bilinear:__init(...)
+  local o = U.parse("Bilinear", { { "in1_features", REQ }, { "in2_features", REQ }, { "out_features", REQ }, { "bias", true },
+    { "device" }, { "dtype" } }, ...)
+  self.in1_features = U.check_int("Bilinear", "in1_features", o.in1_features, 1)
+  self.in2_features = U.check_int("Bilinear", "in2_features", o.in2_features, 1)
+  self.out_features = U.check_int("Bilinear", "out_features", o.out_features, 1)
+  local fk = { device = o.device, dtype = o.dtype }
+  self.weight = Parameter(torch.empty(self.out_features, self.in1_features, self.in2_features, fk))
+  if o.bias then self.bias = Parameter(torch.empty(self.out_features, fk)) else self:register_parameter("bias", nil) end
+  local bound = 1 / math.sqrt(self.in1_features)
+  init.uniform_(self.weight, -bound, bound)
+  if o.bias then init.uniform_(self.bias, -bound, bound) end
+end
+
+function Bilinear:forward(x1, x2) return F.bilinear(x1, x2, self.weight, self.bias) end
+function Bilinear:extra_repr()
+  return string.format("in1_features=%d, in2_features=%d, out_features=%d, bias=%s", self.in1_features, self.in2_features,
+    self.out_features, self.bias ~= nil and "True" or "False")
+end
+
+return M
