@@ -367,6 +367,33 @@ static int t_initial_seed(lua_State *L)
     return 1;
 }
 
+/* torch.get_rng_state(): the generator's (seed, offset) as an int64 tensor; set_rng_state(t) puts it back.
+ * One generator serves the CPU and every GPU (counter-based Philox), so torch.cuda's are the same. */
+static int t_get_rng_state(lua_State *L)
+{
+    uint64_t seed, offset;
+    nn_rng_state(&seed, &offset);
+    int64_t shape[1] = {2};
+    nn_tensor *t = nn_empty(1, shape, NN_I64, NN_DEVICE_CPU);
+    if (!t) return lt_fail(L, 0);
+    ((int64_t *)nn_data(t))[0] = (int64_t)seed;
+    ((int64_t *)nn_data(t))[1] = (int64_t)offset;
+    lt_push(L, t);
+    return 1;
+}
+
+static int t_set_rng_state(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    if (t->dtype != NN_I64 || nn_numel(t) != 2 || t->storage->device.type != NN_CPU)
+        return luaL_argerror(L, 1, "expected the int64 tensor of 2 elements that torch.get_rng_state() returns");
+    nn_tensor *c = nn_contiguous(t);
+    if (!c) return lt_fail(L, 1);
+    nn_set_rng_state((uint64_t)((int64_t *)nn_data(c))[0], (uint64_t)((int64_t *)nn_data(c))[1]);
+    nn_release(c);
+    return 0;
+}
+
 static int t_is_tensor(lua_State *L)
 {
     lua_pushboolean(L, lt_is_tensor(L, 1));
@@ -426,7 +453,8 @@ void lt_open_create(lua_State *L)
         {"tensor", t_tensor}, {"full", t_full}, {"full_like", t_full_like}, {"randint", t_randint},
         {"normal", t_normal}, {"arange", t_arange}, {"linspace", t_linspace}, {"eye", t_eye},
         {"cat", t_cat}, {"concat", t_cat}, {"concatenate", t_cat}, {"stack", t_stack},
-        {"manual_seed", t_manual_seed}, {"initial_seed", t_initial_seed}, {"is_tensor", t_is_tensor},
+        {"manual_seed", t_manual_seed}, {"initial_seed", t_initial_seed}, {"get_rng_state", t_get_rng_state},
+        {"set_rng_state", t_set_rng_state}, {"is_tensor", t_is_tensor},
         {"get_default_dtype", t_get_default_dtype}, {"set_default_dtype", t_set_default_dtype},
         {"set_printoptions", t_set_printoptions}, {NULL, NULL},
     };

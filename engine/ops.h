@@ -60,6 +60,9 @@ nn_tensor *nn_eye(int64_t n, int64_t m, nn_dtype dt, nn_device dev);  /* m < 0: 
 /* ---- random (engine/random.c): Philox4x32-10, counter based, same seed -> same numbers ---- */
 void nn_manual_seed(uint64_t seed);
 uint64_t nn_initial_seed(void);
+/* The default generator's whole state, (seed, offset): torch.get_rng_state / set_rng_state. */
+void nn_rng_state(uint64_t *seed, uint64_t *offset);
+void nn_set_rng_state(uint64_t seed, uint64_t offset);
 /* Reserve n counters from the default generator: returns the seed, sets *offset. */
 uint64_t nn_philox_reserve(uint64_t n, uint64_t *offset);
 /* One Philox4x32-10 block (engine/cpu/random.c). Element j (row-major logical order) of a random

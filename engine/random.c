@@ -32,6 +32,22 @@ uint64_t nn_initial_seed(void)
     return s;
 }
 
+void nn_rng_state(uint64_t *seed, uint64_t *offset)
+{
+    pthread_mutex_lock(&gen_lock);
+    *seed = gen_seed;
+    *offset = gen_offset;
+    pthread_mutex_unlock(&gen_lock);
+}
+
+void nn_set_rng_state(uint64_t seed, uint64_t offset)
+{
+    pthread_mutex_lock(&gen_lock);
+    gen_seed = seed;
+    gen_offset = offset;
+    pthread_mutex_unlock(&gen_lock);
+}
+
 uint64_t nn_philox_reserve(uint64_t n, uint64_t *offset)
 {
     pthread_mutex_lock(&gen_lock);
