@@ -14,6 +14,8 @@ local Module = require "nn_module"
 local Parameter = require "nn_parameter"
 local F = torch.nn.functional
 local REQ = U.REQUIRED
+local RnnUtils = require "nn_utils_rnn"
+local Packed = RnnUtils.PackedSequence
 
 local M = {}
 
@@ -99,6 +101,8 @@ end
 function RNNBase:forward(input, hx)
   local name, mode = self:_get_name(), self.mode
   local lstm = mode == "LSTM"
+  local packed = Packed.is(input) and input or nil -- each sequence stops at its own length
+  if packed then input = self.batch_first and packed._padded:transpose(0, 1) or packed._padded end
   local batched = input:dim() == 3
   if not batched and input:dim() ~= 2 then
     U.errorf("%s: Expected input to be 2D or 3D, got %dD tensor instead", name, input:dim())
@@ -132,6 +136,7 @@ function RNNBase:forward(input, hx)
   end
   local hn, cn = {}, {}
   local layer_in = x
+  local lens = packed and torch.tensor(packed._lengths, { dtype = torch.int64 }):to(x.device):view(N, 1) or nil
   for layer = 0, self.num_layers - 1 do
     local outs = {}
     for dir = 0, D - 1 do
@@ -143,8 +148,15 @@ function RNNBase:forward(input, hx)
       local steps = {}
       for s = 0, T - 1 do
         local t = dir == 1 and T - 1 - s or s
-        h, c = step(mode, xw[t], h, c, w_hh, b_hh)
-        steps[t + 1] = h
+        local h1, c1 = step(mode, xw[t], h, c, w_hh, b_hh)
+        if lens then -- past a sequence's end its state stays and its output is zero
+          local live = lens:gt(t)
+          h, c = torch.where(live, h1, h), c1 and torch.where(live, c1, c) or nil
+          steps[t + 1] = torch.where(live, h1, torch.zeros_like(h1))
+        else
+          h, c = h1, c1
+          steps[t + 1] = h
+        end
       end
       outs[dir + 1] = torch.stack(steps, 0)
       hn[k + 1], cn[k + 1] = h, c
@@ -156,7 +168,9 @@ function RNNBase:forward(input, hx)
   end
   local out, h_n = layer_in, torch.stack(hn, 0)
   local c_n = lstm and torch.stack(cn, 0) or nil
-  if not batched then
+  if packed then
+    out = RnnUtils._repack(packed, out) -- out is time first here, as a PackedSequence keeps it
+  elseif not batched then
     out, h_n = out:squeeze(1), h_n:squeeze(1)
     if c_n then c_n = c_n:squeeze(1) end
   elseif self.batch_first then

@@ -143,3 +143,38 @@ T.test("mistakes are errors that name them", function()
   T.raises(function() nn.LSTM(3, 4, { proj_size = 2 }) end, "LSTM: proj_size is not supported")
   T.raises(function() nn.GRU(3, 4, { nonlinearity = "relu" }) end, "~unknown keyword 'nonlinearity'")
 end)
+
+T.test("packed sequences: each sequence as if run alone", function()
+  torch.manual_seed(34)
+  local R = nn.utils.rnn
+  local seqs = { torch.randn(5, 3, f64), torch.randn(2, 3, f64), torch.randn(4, 3, f64) }
+  local padded = R.pad_sequence(seqs, { batch_first = true, padding_value = -9 })
+  T.eq(padded:size(), torch.Size({ 3, 5, 3 }), "pad_sequence")
+  T.eq(padded[1][3]:tolist(), { -9.0, -9.0, -9.0 }, "padding value")
+  T.eq(R.pad_sequence({ torch.ones(1), torch.ones(2) }, { padding_side = "left" }):tolist(), { { 0.0, 1.0 }, { 1.0, 1.0 } }, "left padding")
+  local p = R.pack_padded_sequence(padded, { 5, 2, 4 }, { batch_first = true, enforce_sorted = false })
+  T.eq(p.batch_sizes:tolist(), { 3, 3, 2, 2, 1 }, "batch_sizes")
+  T.eq(p.sorted_indices:tolist(), { 0, 2, 1 }, "sorted_indices")
+  T.eq(p.data:size(), torch.Size({ 11, 3 }), "data holds the valid steps only")
+  T.near(p.data[3]:tolist(), seqs[1][1]:tolist(), 0, "data is time-major in sorted order")
+  for _, cls in ipairs({ nn.LSTM, nn.GRU }) do
+    local m = cls(3, 4, { batch_first = true, bidirectional = true, dtype = torch.float64 })
+    local out, h = m(p)
+    local o, lens = R.pad_packed_sequence(out, { batch_first = true })
+    T.eq(lens:tolist(), { 5, 2, 4 }, "lengths back")
+    if cls == nn.LSTM then h = h[1] end
+    for i, s in ipairs(seqs) do
+      local alone, ha = m(s:unsqueeze(0))
+      if cls == nn.LSTM then ha = ha[1] end
+      local n = s:size(0)
+      T.near(o[i - 1]:narrow(0, 0, n):tolist(), alone[0]:tolist(), 1e-12, m:_get_name() .. " output, sequence " .. i)
+      if n < 5 then T.eq(o[i - 1]:narrow(0, n, 5 - n):abs():max():item(), 0.0, "zeros past the end") end
+      T.near(h:select(1, i - 1):tolist(), ha:select(1, 0):tolist(), 1e-12, m:_get_name() .. " h_n, sequence " .. i)
+    end
+  end
+  local sorted = R.pack_sequence({ torch.ones(3, 2), torch.ones(1, 2) })
+  T.check(sorted.sorted_indices == nil, "enforce_sorted: no indices")
+  T.raises(function() R.pack_sequence({ torch.ones(1, 2), torch.ones(3, 2) }) end, "~must be sorted in decreasing order")
+  local total = R.pad_packed_sequence(sorted, { total_length = 6 })
+  T.eq(total:size(), torch.Size({ 6, 2, 2 }), "total_length")
+end)
