@@ -134,6 +134,11 @@ function RNNBase:forward(input, hx)
     check_state(name, h0, want, lstm and "hidden[0]" or "hidden")
     if c0 then check_state(name, c0, want, "hidden[1]") end
   end
+  if x.device.type == "cuda" and torch.is_autocast_enabled("cuda") then -- autocast runs recurrent layers in its dtype, state too
+    local dt = torch.get_autocast_dtype("cuda")
+    h0 = h0:to(dt)
+    if c0 then c0 = c0:to(dt) end
+  end
   local hn, cn = {}, {}
   local layer_in = x
   local lens = packed and torch.tensor(packed._lengths, { dtype = torch.int64 }):to(x.device):view(N, 1) or nil
