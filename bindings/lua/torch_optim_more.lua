@@ -1,0 +1,149 @@
+-- More optimizers, with PyTorch's update rules, defaults and state names, written with tensor
+-- ops (no fused kernel): Adadelta, Adamax, NAdam, RAdam. The step count is kept as a number;
+-- a loaded state whose step is a tensor (PyTorch's) is read as one. GradScaler takes its
+-- unscale-then-check path for them (no device-side skip).
+local torch = require "torch"
+local U = require "nn_util"
+local optim = torch.optim
+local Optimizer = optim.Optimizer
+
+local function nonneg(v, what)
+  if type(v) ~= "number" or not (v >= 0) then U.errorf("Invalid %s: %s", what, tostring(v)) end
+end
+
+local function betas_ok(b)
+  if type(b) ~= "table" or type(b[1]) ~= "number" or type(b[2]) ~= "number" then U.error("betas must be a list of two numbers") end
+  for i = 1, 2 do
+    if not (b[i] >= 0 and b[i] < 1) then U.errorf("Invalid beta parameter at index %d: %s", i - 1, tostring(b[i])) end
+  end
+end
+
+-- class name with spec (U.parse's) and checks; step_param(p, grad, state, group) updates one parameter
+local function define(name, spec, check, init_state, step_param)
+  local cls = Optimizer:extend(name)
+  cls._step_supports_amp_scaling = false
+  cls._counts_steps = true
+  function cls:__init(params, ...)
+    local o = U.parse(name, spec, ...)
+    check(o)
+    Optimizer.__init(self, params, o)
+  end
+  function cls:_update(g)
+    local _ <close> = torch.no_grad()
+    for _, p in ipairs(g.params) do
+      local grad = p.grad
+      if grad ~= nil then
+        if g.maximize then grad = -grad end
+        local s = rawget(self.state, p)
+        if s == nil then
+          s = init_state(p)
+          s.step = 0
+          self.state[p] = s
+        end
+        if torch.is_tensor(s.step) then s.step = s.step:item() end
+        s.step = s.step + 1
+        step_param(p, grad, s, g)
+      end
+    end
+  end
+  optim[name] = cls
+  return cls
+end
+
+local function zeros(p) return torch.zeros_like(p) end
+local common = { { "maximize", false }, { "foreach" }, { "capturable", false }, { "differentiable", false } }
+local function spec_of(list)
+  local out = {}
+  for _, s in ipairs(list) do out[#out + 1] = s end
+  for _, s in ipairs(common) do out[#out + 1] = s end
+  return out
+end
+
+define("Adadelta", spec_of({ { "lr", 1.0 }, { "rho", 0.9 }, { "eps", 1e-6 }, { "weight_decay", 0 } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    if not (o.rho >= 0 and o.rho <= 1) then U.errorf("Invalid rho value: %s", tostring(o.rho)) end
+    nonneg(o.eps, "epsilon value")
+    nonneg(o.weight_decay, "weight_decay value")
+  end,
+  function(p) return { square_avg = zeros(p), acc_delta = zeros(p) } end,
+  function(p, grad, s, g)
+    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    local rho = g.rho
+    s.square_avg:mul_(rho):add_(grad * grad * (1 - rho))
+    local delta = (s.acc_delta + g.eps):sqrt() / (s.square_avg + g.eps):sqrt() * grad
+    s.acc_delta:mul_(rho):add_(delta * delta * (1 - rho))
+    p:add_(delta * -g.lr)
+  end)
+
+define("Adamax", spec_of({ { "lr", 2e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0 } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    nonneg(o.eps, "epsilon value")
+    betas_ok(o.betas)
+    nonneg(o.weight_decay, "weight_decay value")
+  end,
+  function(p) return { exp_avg = zeros(p), exp_inf = zeros(p) } end,
+  function(p, grad, s, g)
+    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    local b1, b2 = g.betas[1], g.betas[2]
+    s.exp_avg:mul_(b1):add_(grad * (1 - b1))
+    s.exp_inf:copy_(torch.maximum(s.exp_inf * b2, grad:abs() + g.eps))
+    p:add_(s.exp_avg / s.exp_inf * -(g.lr / (1 - b1 ^ s.step)))
+  end)
+
+define("NAdam", spec_of({ { "lr", 2e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0 },
+  { "momentum_decay", 4e-3 }, { "decoupled_weight_decay", false } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    nonneg(o.eps, "epsilon value")
+    betas_ok(o.betas)
+    nonneg(o.weight_decay, "weight_decay value")
+    nonneg(o.momentum_decay, "momentum_decay value")
+  end,
+  function(p) return { mu_product = 1.0, exp_avg = zeros(p), exp_avg_sq = zeros(p) } end,
+  function(p, grad, s, g)
+    local t, b1, b2 = s.step, g.betas[1], g.betas[2]
+    if g.weight_decay ~= 0 then
+      if g.decoupled_weight_decay then p:mul_(1 - g.lr * g.weight_decay) else grad = grad + p * g.weight_decay end
+    end
+    local mu = b1 * (1 - 0.5 * 0.96 ^ (t * g.momentum_decay))
+    local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * g.momentum_decay))
+    if torch.is_tensor(s.mu_product) then s.mu_product = s.mu_product:item() end
+    s.mu_product = s.mu_product * mu
+    s.exp_avg:mul_(b1):add_(grad * (1 - b1))
+    s.exp_avg_sq:mul_(b2):add_(grad * grad * (1 - b2))
+    local denom = (s.exp_avg_sq / (1 - b2 ^ t)):sqrt() + g.eps
+    p:add_(grad / denom * -(g.lr * (1 - mu) / (1 - s.mu_product)))
+    p:add_(s.exp_avg / denom * -(g.lr * mu_next / (1 - s.mu_product * mu_next)))
+  end)
+
+define("RAdam", spec_of({ { "lr", 1e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0 },
+  { "decoupled_weight_decay", false } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    nonneg(o.eps, "epsilon value")
+    betas_ok(o.betas)
+    nonneg(o.weight_decay, "weight_decay value")
+  end,
+  function(p) return { exp_avg = zeros(p), exp_avg_sq = zeros(p) } end,
+  function(p, grad, s, g)
+    local t, b1, b2 = s.step, g.betas[1], g.betas[2]
+    if g.weight_decay ~= 0 then
+      if g.decoupled_weight_decay then p:mul_(1 - g.lr * g.weight_decay) else grad = grad + p * g.weight_decay end
+    end
+    s.exp_avg:mul_(b1):add_(grad * (1 - b1))
+    s.exp_avg_sq:mul_(b2):add_(grad * grad * (1 - b2))
+    local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
+    local rho_inf = 2 / (1 - b2) - 1
+    local rho_t = rho_inf - 2 * t * b2 ^ t / bc2
+    if rho_t > 5 then -- the variance is tractable: the rectified adaptive step
+      local rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+      local adaptive = (s.exp_avg_sq:sqrt() + g.eps):reciprocal() * math.sqrt(bc2)
+      p:add_(s.exp_avg * adaptive * -(g.lr / bc1 * rect))
+    else
+      p:add_(s.exp_avg * -(g.lr / bc1))
+    end
+  end)
+
+return optim

@@ -1,0 +1,91 @@
+-- Adadelta, Adamax, NAdam, RAdam against their update rules written out per element in plain
+-- Lua (PyTorch's algorithm boxes), over several steps of a quadratic's gradients.
+local T = ...
+local f64 = { dtype = torch.float64 }
+
+-- per-element references: state s (a table), gradient gr, param w, step t; returns the new w
+local ref = {}
+function ref.Adadelta(w, gr, s, t, h)
+  gr = gr + h.weight_decay * w
+  s.sq = (s.sq or 0) * h.rho + (1 - h.rho) * gr * gr
+  local delta = math.sqrt((s.acc or 0) + h.eps) / math.sqrt(s.sq + h.eps) * gr
+  s.acc = (s.acc or 0) * h.rho + (1 - h.rho) * delta * delta
+  return w - h.lr * delta
+end
+function ref.Adamax(w, gr, s, t, h)
+  gr = gr + h.weight_decay * w
+  s.m = (s.m or 0) * h.b1 + (1 - h.b1) * gr
+  s.u = math.max((s.u or 0) * h.b2, math.abs(gr) + h.eps)
+  return w - h.lr / (1 - h.b1 ^ t) * s.m / s.u
+end
+function ref.NAdam(w, gr, s, t, h)
+  gr = gr + h.weight_decay * w
+  local mu = h.b1 * (1 - 0.5 * 0.96 ^ (t * 0.004))
+  local mu1 = h.b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * 0.004))
+  s.prod = (s.prod or 1) * mu
+  s.m = (s.m or 0) * h.b1 + (1 - h.b1) * gr
+  s.v = (s.v or 0) * h.b2 + (1 - h.b2) * gr * gr
+  local denom = math.sqrt(s.v / (1 - h.b2 ^ t)) + h.eps
+  return w - h.lr * (1 - mu) / (1 - s.prod) * gr / denom - h.lr * mu1 / (1 - s.prod * mu1) * s.m / denom
+end
+function ref.RAdam(w, gr, s, t, h)
+  gr = gr + h.weight_decay * w
+  s.m = (s.m or 0) * h.b1 + (1 - h.b1) * gr
+  s.v = (s.v or 0) * h.b2 + (1 - h.b2) * gr * gr
+  local mhat = s.m / (1 - h.b1 ^ t)
+  local rinf = 2 / (1 - h.b2) - 1
+  local rt = rinf - 2 * t * h.b2 ^ t / (1 - h.b2 ^ t)
+  if rt > 5 then
+    local l = math.sqrt(1 - h.b2 ^ t) / (math.sqrt(s.v) + h.eps)
+    local r = math.sqrt((rt - 4) * (rt - 2) * rinf / ((rinf - 4) * (rinf - 2) * rt))
+    return w - h.lr * mhat * r * l
+  end
+  return w - h.lr * mhat
+end
+
+T.test("updates against the written-out rules", function()
+  local h = { lr = 0.05, rho = 0.8, eps = 1e-6, weight_decay = 0.01, b1 = 0.85, b2 = 0.95 }
+  for name, f in pairs(ref) do
+    local init = { 0.5, -1.5, 2.0 }
+    local w = torch.tensor(init, f64):requires_grad_()
+    local opts = { lr = h.lr, eps = h.eps, weight_decay = h.weight_decay }
+    if name == "Adadelta" then opts.rho = h.rho else opts.betas = { h.b1, h.b2 } end
+    local opt = torch.optim[name]({ w }, opts)
+    local ws, states = { table.unpack(init) }, { {}, {}, {} }
+    for t = 1, 8 do
+      opt:zero_grad()
+      local loss = ((w - 1) ^ 3):sum() -- gradient 3 (w - 1)^2
+      loss:backward()
+      opt:step()
+      for i = 1, 3 do ws[i] = f(ws[i], 3 * (ws[i] - 1) ^ 2, states[i], t, h) end
+    end
+    T.near(w:detach():tolist(), ws, 1e-12, name .. ", 8 steps")
+  end
+end)
+
+T.test("maximize, state_dict round trip, errors", function()
+  local w = torch.tensor({ 1.0 }, f64):requires_grad_()
+  local opt = torch.optim.Adamax({ w }, { lr = 0.1, maximize = true })
+  opt:zero_grad(); (w * 2):sum():backward(); opt:step()
+  T.check(w:item() > 1, "maximize climbs")
+  local a = torch.tensor({ 0.3, 0.7 }, f64):requires_grad_()
+  local o1 = torch.optim.NAdam({ a }, { lr = 0.1 })
+  for _ = 1, 3 do o1:zero_grad(); (a * a):sum():backward(); o1:step() end
+  local b = a:detach():clone():requires_grad_()
+  local o2 = torch.optim.NAdam({ b }, { lr = 0.1 })
+  o2:load_state_dict(o1:state_dict())
+  for _ = 1, 2 do
+    o1:zero_grad(); (a * a):sum():backward(); o1:step()
+    o2:zero_grad(); (b * b):sum():backward(); o2:step()
+  end
+  T.near(b:detach():tolist(), a:detach():tolist(), 0, "a loaded state continues the same")
+  T.raises(function() torch.optim.RAdam({ a }, { lr = -1 }) end, "Invalid learning rate: -1")
+  T.raises(function() torch.optim.Adamax({ a }, { betas = { 1.0, 0.9 } }) end, "~Invalid beta parameter at index 0")
+  local scaler = torch.amp.GradScaler("cpu", { init_scale = 4.0 })
+  local c = torch.tensor({ 2.0 }):requires_grad_()
+  local o3 = torch.optim.RAdam({ c }, { lr = 0.1 })
+  scaler:scale((c * c):sum()):backward()
+  scaler:step(o3)
+  scaler:update()
+  T.check(c:item() < 2.0, "GradScaler steps it")
+end)
