@@ -51,6 +51,24 @@ local function define(name, spec, check, init_state, step_param)
 end
 
 local function zeros(p) return torch.zeros_like(p) end
+
+local function check_adam_like(o)
+  nonneg(o.lr, "learning rate")
+  nonneg(o.eps, "epsilon value")
+  betas_ok(o.betas)
+  nonneg(o.weight_decay, "weight_decay value")
+end
+
+-- weight decay (L2 into the gradient, or decoupled into the parameter), then Adam's two moments
+local function adam_moments(p, grad, s, g)
+  if g.weight_decay ~= 0 then
+    if g.decoupled_weight_decay then p:mul_(1 - g.lr * g.weight_decay) else grad = grad + p * g.weight_decay end
+  end
+  local b1, b2 = g.betas[1], g.betas[2]
+  s.exp_avg:mul_(b1):add_(grad * (1 - b1))
+  s.exp_avg_sq:mul_(b2):add_(grad * grad * (1 - b2))
+  return grad
+end
 local common = { { "maximize", false }, { "foreach" }, { "capturable", false }, { "differentiable", false } }
 local function spec_of(list)
   local out = {}
@@ -77,12 +95,7 @@ define("Adadelta", spec_of({ { "lr", 1.0 }, { "rho", 0.9 }, { "eps", 1e-6 }, { "
   end)
 
 define("Adamax", spec_of({ { "lr", 2e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0 } }),
-  function(o)
-    nonneg(o.lr, "learning rate")
-    nonneg(o.eps, "epsilon value")
-    betas_ok(o.betas)
-    nonneg(o.weight_decay, "weight_decay value")
-  end,
+  check_adam_like,
   function(p) return { exp_avg = zeros(p), exp_inf = zeros(p) } end,
   function(p, grad, s, g)
     if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
@@ -95,24 +108,17 @@ define("Adamax", spec_of({ { "lr", 2e-3 }, { "betas", { 0.9, 0.999 } }, { "eps",
 define("NAdam", spec_of({ { "lr", 2e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0 },
   { "momentum_decay", 4e-3 }, { "decoupled_weight_decay", false } }),
   function(o)
-    nonneg(o.lr, "learning rate")
-    nonneg(o.eps, "epsilon value")
-    betas_ok(o.betas)
-    nonneg(o.weight_decay, "weight_decay value")
+    check_adam_like(o)
     nonneg(o.momentum_decay, "momentum_decay value")
   end,
   function(p) return { mu_product = 1.0, exp_avg = zeros(p), exp_avg_sq = zeros(p) } end,
   function(p, grad, s, g)
     local t, b1, b2 = s.step, g.betas[1], g.betas[2]
-    if g.weight_decay ~= 0 then
-      if g.decoupled_weight_decay then p:mul_(1 - g.lr * g.weight_decay) else grad = grad + p * g.weight_decay end
-    end
+    grad = adam_moments(p, grad, s, g)
     local mu = b1 * (1 - 0.5 * 0.96 ^ (t * g.momentum_decay))
     local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * g.momentum_decay))
     if torch.is_tensor(s.mu_product) then s.mu_product = s.mu_product:item() end
     s.mu_product = s.mu_product * mu
-    s.exp_avg:mul_(b1):add_(grad * (1 - b1))
-    s.exp_avg_sq:mul_(b2):add_(grad * grad * (1 - b2))
     local denom = (s.exp_avg_sq / (1 - b2 ^ t)):sqrt() + g.eps
     p:add_(grad / denom * -(g.lr * (1 - mu) / (1 - s.mu_product)))
     p:add_(s.exp_avg / denom * -(g.lr * mu_next / (1 - s.mu_product * mu_next)))
@@ -120,20 +126,11 @@ define("NAdam", spec_of({ { "lr", 2e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 
 
 define("RAdam", spec_of({ { "lr", 1e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0 },
   { "decoupled_weight_decay", false } }),
-  function(o)
-    nonneg(o.lr, "learning rate")
-    nonneg(o.eps, "epsilon value")
-    betas_ok(o.betas)
-    nonneg(o.weight_decay, "weight_decay value")
-  end,
+  check_adam_like,
   function(p) return { exp_avg = zeros(p), exp_avg_sq = zeros(p) } end,
   function(p, grad, s, g)
     local t, b1, b2 = s.step, g.betas[1], g.betas[2]
-    if g.weight_decay ~= 0 then
-      if g.decoupled_weight_decay then p:mul_(1 - g.lr * g.weight_decay) else grad = grad + p * g.weight_decay end
-    end
-    s.exp_avg:mul_(b1):add_(grad * (1 - b1))
-    s.exp_avg_sq:mul_(b2):add_(grad * grad * (1 - b2))
+    adam_moments(p, grad, s, g)
     local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
     local rho_inf = 2 / (1 - b2) - 1
     local rho_t = rho_inf - 2 * t * b2 ^ t / bc2
