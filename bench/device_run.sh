@@ -8,7 +8,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | h
 lscpu | grep 'Model name' | sed 's/^ *//'
 python3 -c 'import torch; print("torch", torch.__version__)'
 
-# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp seq gpu doc001
+# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp api seq gpu doc001
 # scripts io docs" picks some (default: all).
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 if want cuda; then
@@ -93,6 +93,11 @@ echo "== the step's other ops one at a time (bench/amp_ops.*), us per call"
 ops_pair amp_ops
 echo "== first layers: few channels, strided (bench/conv_stem.*), us per call"
 ops_pair conv_stem
+fi
+
+if want api; then
+echo "== the functions and modules written in Lua, GPU against CPU in float64 (tests/gpu/api_device.lua)"
+timeout 180 "$nn" tests/gpu/api_device.lua cuda 2>&1 | tail -n 12
 fi
 
 if want seq; then

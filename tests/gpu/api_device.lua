@@ -1,0 +1,190 @@
+-- The functions and modules written in Lua (einsum, attention, recurrent layers, conv1d /
+-- conv_transpose2d / interpolate, the extra math, losses, distributions, checkpointing,
+-- autograd.grad and custom Functions, optimizers, deepcopy) run on the GPU in float64 against
+-- the same work on the CPU: values and gradients must agree to 1e-9 (relative).
+--   nnrepl tests/gpu/api_device.lua [device]      (prints "api on <device>: N passed, M failed")
+local dev = arg[1] or "cuda"
+local copy = require "copy"
+local f64 = { dtype = torch.float64 }
+local passed, failed = 0, 0
+
+local function flat(v, out)
+  out = out or {}
+  if torch.is_tensor(v) then
+    for _, x in ipairs(v:detach():to("cpu"):double():reshape(-1):tolist()) do out[#out + 1] = x end
+  elseif type(v) == "table" then
+    for _, x in ipairs(v) do flat(x, out) end
+  elseif type(v) == "number" then
+    out[#out + 1] = v
+  end
+  return out
+end
+
+local function check(name, a, b, tol)
+  local x, y = flat(a), flat(b)
+  local ok, worst = #x == #y and #x > 0, 0
+  for i = 1, math.min(#x, #y) do
+    local d = math.abs(x[i] - y[i]) / math.max(1, math.abs(y[i]))
+    if d ~= d and x[i] ~= x[i] and y[i] ~= y[i] then d = 0 end
+    worst = math.max(worst, d)
+  end
+  ok = ok and worst <= (tol or 1e-9)
+  if ok then passed = passed + 1 else
+    failed = failed + 1
+    print(string.format("FAIL %s: %d vs %d values, worst relative difference %g", name, #x, #y, worst))
+  end
+end
+
+-- run f on the CPU and on dev with the same inputs (each a float64 CPU tensor, moved), compare
+-- results and, when `grads`, the inputs' gradients of sum(result * weights)
+local function same(name, f, inputs, grads, tol)
+  local function go(d)
+    local xs = {}
+    for i, x in ipairs(inputs) do
+      xs[i] = torch.is_tensor(x) and x:to(d) or x
+      if grads and torch.is_tensor(x) and x:is_floating_point() then xs[i] = xs[i]:detach():requires_grad_() end
+    end
+    local r = table.pack(f(table.unpack(xs, 1, #inputs)))
+    local out = { r[1] }
+    if grads then
+      local total = 0
+      for k = 1, r.n do
+        if torch.is_tensor(r[k]) and r[k].requires_grad then
+          local w = torch.arange(r[k]:numel(), f64):reshape(r[k]:size()):to(d):sin()
+          total = total + (r[k] * w):sum()
+        end
+      end
+      total:backward()
+      for _, x in ipairs(xs) do if torch.is_tensor(x) and x.grad ~= nil then out[#out + 1] = x.grad end end
+    end
+    for k = 2, r.n do out[#out + 1] = r[k] end
+    return out
+  end
+  check(name, go(dev), go("cpu"), tol)
+end
+
+torch.manual_seed(1)
+local r = function(...) local s = { ... }; s[#s + 1] = f64; return torch.randn(table.unpack(s)) end
+
+-- einsum and friends
+same("einsum bhqd,bhkd", function(a, b) return torch.einsum("bhqd,bhkd->bhqk", a, b) end, { r(2, 3, 4, 5), r(2, 3, 6, 5) }, true)
+same("einsum ii,ij->j", function(a, b) return torch.einsum("ii,ij->j", a, b) end, { r(3, 3), r(3, 4) }, true)
+same("atan2 logaddexp hypot", function(a, b) return torch.atan2(a, b) + torch.logaddexp(a, b) + torch.hypot(a, b) end, { r(9), r(9) }, true)
+same("cdist p=2 large", function(a, b) return torch.cdist(a, b) end, { r(30, 4), r(8, 4) }, true)
+same("cdist p=1", function(a, b) return torch.cdist(a, b, 1.0) end, { r(5, 4), r(8, 4) }, true)
+same("cross", function(a, b) return torch.cross(a, b, 1) end, { r(4, 3), r(4, 3) }, true)
+same("quantile, searchsorted", function(a, s) return torch.quantile(a, 0.3, 1), torch.searchsorted(s, a:reshape(-1)) end,
+  { r(3, 7), torch.arange(-2, 3, f64) }, false)
+same("unique, bincount", function(a) return torch.unique(a, { return_counts = true }), torch.bincount(a) end, { torch.randint(0, 6, { 50 }) })
+same("unary math", function(a) return a:sin() + a:cos() + a:atan() + a:expm1() + a:frac() + a:round() end, { r(11) }, true)
+
+-- layers
+local function module_same(name, build, inputs, extra)
+  torch.manual_seed(2)
+  local m = build():double()
+  local mc = copy.deepcopy(m):to(dev)
+  local params = function(mod) local t = {} for _, p in ipairs(mod:parameters()) do t[#t + 1] = p.grad end return t end
+  local function go(mod, d)
+    local xs = {}
+    for i, x in ipairs(inputs) do xs[i] = x:to(d) end
+    local out = mod(table.unpack(xs))
+    local t = torch.is_tensor(out) and out or out[1] or out
+    if not torch.is_tensor(t) then t = out end
+    local w = torch.arange(t:numel(), f64):reshape(t:size()):to(d):cos()
+    ;(t * w):sum():backward()
+    return { t, params(mod) }
+  end
+  check(name, go(mc, dev), go(m, "cpu"), extra)
+end
+
+module_same("MultiheadAttention", function() return nn.MultiheadAttention(8, 2) end, { r(5, 3, 8), r(7, 3, 8), r(7, 3, 8) })
+module_same("TransformerEncoderLayer", function() return nn.TransformerEncoderLayer(8, 2, { dim_feedforward = 16, dropout = 0.0 }) end, { r(5, 2, 8) })
+module_same("LSTM 2 layers both ways", function() return nn.LSTM(4, 5, { num_layers = 2, bidirectional = true }) end, { r(6, 3, 4) })
+module_same("GRU", function() return nn.GRU(4, 5, { batch_first = true }) end, { r(3, 6, 4) })
+module_same("Conv1d + MaxPool1d", function() return nn.Sequential(nn.Conv1d(3, 4, 3, { padding = 1, padding_mode = "reflect" }), nn.MaxPool1d(2)) end, { r(2, 3, 9) })
+module_same("ConvTranspose2d", function() return nn.ConvTranspose2d(3, 2, 4, { stride = 2, padding = 1, output_padding = 1 }) end, { r(2, 3, 5, 5) })
+module_same("Upsample bilinear", function() return nn.Sequential(nn.Upsample({ scale_factor = 1.7, mode = "bilinear" }), nn.Conv2d(2, 2, 3)) end, { r(1, 2, 6, 5) })
+module_same("InstanceNorm2d affine", function() return nn.InstanceNorm2d(3, { affine = true }) end, { r(2, 3, 4, 5) })
+module_same("Bilinear", function() return nn.Bilinear(3, 4, 2) end, { r(5, 3), r(5, 4) })
+module_same("PReLU, Mish, GLU", function() return nn.Sequential(nn.Linear(4, 6), nn.PReLU(), nn.Mish(), nn.GLU()) end, { r(3, 4) })
+
+-- packed sequences
+do
+  local R = nn.utils.rnn
+  local seqs = { r(5, 3), r(2, 3), r(4, 3) }
+  torch.manual_seed(3)
+  local m = nn.LSTM(3, 4, { bidirectional = true }):double()
+  local mc = copy.deepcopy(m):to(dev)
+  local function go(mod, d)
+    local s = {}
+    for i, x in ipairs(seqs) do s[i] = x:to(d) end
+    local out, hc = mod(R.pack_sequence(s, { enforce_sorted = false }))
+    return { (R.pad_packed_sequence(out)), hc[1], hc[2] }
+  end
+  check("LSTM on packed sequences", go(mc, dev), go(m, "cpu"))
+end
+
+-- losses
+same("losses", function(a, b, y)
+  return F.kl_div(F.log_softmax(a, 1), F.softmax(b, 1), { reduction = "batchmean" }) + F.triplet_margin_loss(a, b, b * 0.5)
+    + F.cosine_embedding_loss(a, b, y) + F.multilabel_soft_margin_loss(a, b:gt(0):double()) + F.gaussian_nll_loss(a, b, a:abs() + 0.5)
+end, { r(4, 5), r(4, 5), torch.tensor({ 1.0, -1.0, 1.0, -1.0 }, f64) }, true)
+
+-- autograd.grad, custom Function, checkpoint
+local Cube = torch.autograd.Function:extend("Cube")
+function Cube.forward(ctx, x) ctx:save_for_backward(x); return x ^ 3 end
+function Cube.backward(ctx, g) local x = table.unpack(ctx.saved_tensors); return g * 3 * x * x end
+same("custom Function", function(a) return Cube.apply(a) end, { r(6) }, true)
+same("autograd.grad", function(a, b)
+  a, b = a:requires_grad_(), b:requires_grad_()
+  local y = (a:sin() * b):sum()
+  return torch.autograd.grad(y, { a, b })
+end, { r(5), r(5) }, false)
+do
+  torch.manual_seed(4)
+  local net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)):double()
+  local netc = copy.deepcopy(net):to(dev)
+  local function go(mod, d, ckpt)
+    torch.manual_seed(5)
+    local x = torch.randn(3, 4, f64):to(d):requires_grad_()
+    local y = ckpt and torch.utils.checkpoint.checkpoint(mod, x) or mod(x)
+    y:pow(2):sum():backward()
+    local g = { y, x.grad }
+    for _, p in ipairs(mod:parameters()) do g[#g + 1] = p.grad; p.grad = nil end
+    return g
+  end
+  check("checkpoint", go(netc, dev, true), go(net, "cpu", false))
+end
+
+-- optimizers
+for _, name in ipairs({ "Adadelta", "Adamax", "NAdam", "RAdam" }) do
+  local function go(d)
+    local w = torch.tensor({ 0.5, -1.5, 2.0 }, f64):to(d):requires_grad_()
+    local opt = torch.optim[name]({ w }, { lr = 0.05, weight_decay = 0.01 })
+    for _ = 1, 5 do
+      opt:zero_grad()
+      local loss = ((w - 1) ^ 3):sum()
+      loss:backward()
+      opt:step()
+    end
+    return w
+  end
+  check("optim." .. name, go(dev), go("cpu"))
+end
+
+-- distributions
+do
+  local function go(d)
+    local n = torch.distributions.Normal(torch.tensor({ 0.5, -1.0 }, f64):to(d), torch.tensor({ 2.0, 0.5 }, f64):to(d))
+    local v = torch.tensor({ 1.5, -0.2 }, f64):to(d)
+    return { n:log_prob(v), n:entropy(), torch.distributions.kl_divergence(n, torch.distributions.Normal(v, v:abs() + 1)) }
+  end
+  check("Normal", go(dev), go("cpu"))
+  torch.manual_seed(6)
+  local c = torch.distributions.Categorical({ probs = torch.tensor({ 0.1, 0.2, 0.7 }):to(dev) })
+  local freq = torch.bincount(c:sample({ 20000 }):to("cpu"), { minlength = 3 }):double() / 20000
+  check("Categorical sampled on the device", freq, torch.tensor({ 0.1, 0.2, 0.7 }, f64), 0.02)
+end
+
+print(string.format("api on %s: %d passed, %d failed", dev, passed, failed))
+os.exit(failed == 0 and 0 or 1)
