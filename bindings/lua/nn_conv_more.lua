@@ -73,14 +73,107 @@ function F.adaptive_avg_pool1d(input, output_size)
   return (as_2d("adaptive_avg_pool1d", input, function(x) return F.adaptive_avg_pool2d(x, { 1, n }) end))
 end
 
--- ---- conv_transpose2d ----
-
-local ConvTranspose = torch.autograd.Function:extend("Convolution")
+-- ---- unfold / fold (im2col / col2im) ----
 
 local function pair(fname, name, v)
   local t = U.ntuple(fname, name, v, 2)
   return { t[1], t[2] }
 end
+
+
+-- rows (or columns) each kernel offset reads: index k*out + o = o*stride + k*dilation
+local function window_index(out, k, stride, dilation, dev)
+  local t = {}
+  for ki = 0, k - 1 do for o = 0, out - 1 do t[#t + 1] = o * stride + ki * dilation end end
+  return torch.tensor(t, { dtype = torch.int64 }):to(dev)
+end
+
+local function im2col_geometry(fname, o, H, W)
+  local g = { k = pair(fname, "kernel_size", o.kernel_size), d = pair(fname, "dilation", o.dilation),
+    p = pair(fname, "padding", o.padding), s = pair(fname, "stride", o.stride) }
+  g.oh = (H + 2 * g.p[1] - g.d[1] * (g.k[1] - 1) - 1) // g.s[1] + 1
+  g.ow = (W + 2 * g.p[2] - g.d[2] * (g.k[2] - 1) - 1) // g.s[2] + 1
+  if g.oh <= 0 or g.ow <= 0 then U.errorf("%s: the kernel does not fit the input (%dx%d)", fname, H, W) end
+  return g
+end
+
+local unfold_spec = { { "input", REQ }, { "kernel_size", REQ }, { "dilation", 1 }, { "padding", 0 }, { "stride", 1 } }
+
+-- F.unfold(input [N, C, H, W], kernel_size, dilation, padding, stride) -> [N, C*kh*kw, L]
+function F.unfold(...)
+  local o = U.parse("unfold", unfold_spec, ...)
+  local x = o.input
+  local unbatched = x:dim() == 3
+  if unbatched then x = x:unsqueeze(0) end
+  if x:dim() ~= 4 then U.error("Input Error: Only 3D or 4D input Tensors are supported (got " .. x:dim() .. "D)") end
+  local N, C, H, W = x:size(0), x:size(1), x:size(2), x:size(3)
+  local g = im2col_geometry("unfold", o, H, W)
+  x = F.pad(x, { g.p[2], g.p[2], g.p[1], g.p[1] })
+  local rows = x:index_select(2, window_index(g.oh, g.k[1], g.s[1], g.d[1], x.device)) -- [N, C, kh*oh, Wp]
+  local cells = rows:index_select(3, window_index(g.ow, g.k[2], g.s[2], g.d[2], x.device)) -- [N, C, kh*oh, kw*ow]
+  local out = cells:reshape(N, C, g.k[1], g.oh, g.k[2], g.ow):permute(0, 1, 2, 4, 3, 5)
+    :reshape(N, C * g.k[1] * g.k[2], g.oh * g.ow)
+  return unbatched and out:squeeze(0) or out
+end
+
+-- F.fold(input [N, C*kh*kw, L], output_size, kernel_size, dilation, padding, stride) -> [N, C, H, W]:
+-- each column's values added back where unfold read them
+function F.fold(...)
+  local o = U.parse("fold", { { "input", REQ }, { "output_size", REQ }, { "kernel_size", REQ }, { "dilation", 1 },
+    { "padding", 0 }, { "stride", 1 } }, ...)
+  local x = o.input
+  local unbatched = x:dim() == 2
+  if unbatched then x = x:unsqueeze(0) end
+  if x:dim() ~= 3 then U.error("Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported") end
+  local size = pair("fold", "output_size", o.output_size)
+  local g = im2col_geometry("fold", o, size[1], size[2])
+  local kk = g.k[1] * g.k[2]
+  if x:size(1) % kk ~= 0 then
+    U.errorf("Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)=%d and kernel_size=(%d, %d)",
+      x:size(1), g.k[1], g.k[2])
+  end
+  if x:size(2) ~= g.oh * g.ow then
+    U.errorf("Given output_size=(%d, %d), kernel_size=(%d, %d), dilation=(%d, %d), padding=(%d, %d), stride=(%d, %d), expected size of input's dimension 2 to match the calculated number of sliding blocks %d * %d = %d, but got input.size(2)=%d.",
+      size[1], size[2], g.k[1], g.k[2], g.d[1], g.d[2], g.p[1], g.p[2], g.s[1], g.s[2], g.oh, g.ow, g.oh * g.ow, x:size(2))
+  end
+  local N, C = x:size(0), x:size(1) // kk
+  local Hp, Wp = size[1] + 2 * g.p[1], size[2] + 2 * g.p[2]
+  local cells = x:reshape(N, C, g.k[1], g.k[2], g.oh, g.ow):permute(0, 1, 2, 4, 3, 5):reshape(N, C, g.k[1] * g.oh, g.k[2] * g.ow)
+  local rows = torch.index_add(torch.zeros(N, C, g.k[1] * g.oh, Wp, { dtype = x.dtype, device = x.device }), 3,
+    window_index(g.ow, g.k[2], g.s[2], g.d[2], x.device), cells)
+  local out = torch.index_add(torch.zeros(N, C, Hp, Wp, { dtype = x.dtype, device = x.device }), 2,
+    window_index(g.oh, g.k[1], g.s[1], g.d[1], x.device), rows)
+  out = out:narrow(2, g.p[1], size[1]):narrow(3, g.p[2], size[2])
+  return unbatched and out:squeeze(0) or out
+end
+
+local Unfold = Module:extend("Unfold")
+M.Unfold = Unfold
+function Unfold:__init(...)
+  local o = U.parse("Unfold", { { "kernel_size", REQ }, { "dilation", 1 }, { "padding", 0 }, { "stride", 1 } }, ...)
+  self.kernel_size, self.dilation, self.padding, self.stride = o.kernel_size, o.dilation, o.padding, o.stride
+end
+function Unfold:forward(x) return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride) end
+function Unfold:extra_repr()
+  return string.format("kernel_size=%s, dilation=%s, padding=%s, stride=%s", U.pystr(self.kernel_size), U.pystr(self.dilation),
+    U.pystr(self.padding), U.pystr(self.stride))
+end
+
+local Fold = Module:extend("Fold")
+M.Fold = Fold
+function Fold:__init(...)
+  local o = U.parse("Fold", { { "output_size", REQ }, { "kernel_size", REQ }, { "dilation", 1 }, { "padding", 0 }, { "stride", 1 } }, ...)
+  self.output_size, self.kernel_size, self.dilation, self.padding, self.stride = o.output_size, o.kernel_size, o.dilation, o.padding, o.stride
+end
+function Fold:forward(x) return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride) end
+function Fold:extra_repr()
+  return string.format("output_size=%s, kernel_size=%s, dilation=%s, padding=%s, stride=%s", U.pystr(self.output_size),
+    U.pystr(self.kernel_size), U.pystr(self.dilation), U.pystr(self.padding), U.pystr(self.stride))
+end
+
+-- ---- conv_transpose2d ----
+
+local ConvTranspose = torch.autograd.Function:extend("Convolution")
 
 function ConvTranspose.forward(ctx, x, w, b, stride, padding, output_padding, groups, dilation)
   local N, H, W = x:size(0), x:size(2), x:size(3)

@@ -236,6 +236,93 @@ end
 instance_norm("InstanceNorm1d", 1)
 instance_norm("InstanceNorm2d", 2)
 
+-- ---- LocalResponseNorm, ChannelShuffle, AdaptiveMaxPool1d, AlphaDropout ----
+
+-- F.local_response_norm(x [N, C, ...], size, alpha=1e-4, beta=0.75, k=1): x / (k + alpha/size * sum of squares
+-- over the `size` neighbouring channels)^beta, the window centred (zero padded) as PyTorch's
+function F.local_response_norm(...)
+  local o = U.parse("local_response_norm", { { "input", REQ }, { "size", REQ }, { "alpha", 1e-4 }, { "beta", 0.75 }, { "k", 1.0 } }, ...)
+  local x = o.input
+  if x:dim() < 3 then U.errorf("Expected 3D or higher dimensionality input (got %d dimensions)", x:dim()) end
+  local sq = x * x
+  local C = x:size(1)
+  local before = o.size // 2
+  local padded = torch.cat({ torch.zeros_like(sq:narrow(1, 0, 1)):expand(sq:size()):narrow(1, 0, before), sq,
+    torch.zeros_like(sq:narrow(1, 0, 1)):expand(sq:size()):narrow(1, 0, (o.size - 1) // 2) }, 1)
+  local sum = padded:narrow(1, 0, C)
+  for i = 1, o.size - 1 do sum = sum + padded:narrow(1, i, C) end
+  return x / (sum * (o.alpha / o.size) + o.k) ^ o.beta
+end
+
+local LRN = Module:extend("LocalResponseNorm")
+M.LocalResponseNorm = LRN
+function LRN:__init(...)
+  local o = U.parse("LocalResponseNorm", { { "size", REQ }, { "alpha", 1e-4 }, { "beta", 0.75 }, { "k", 1.0 } }, ...)
+  self.size, self.alpha, self.beta, self.k = o.size, o.alpha, o.beta, o.k
+end
+function LRN:forward(x) return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k) end
+function LRN:extra_repr()
+  return string.format("%d, alpha=%s, beta=%s, k=%s", self.size, U.pystr(self.alpha), U.pystr(self.beta), U.pystr(self.k))
+end
+
+function F.channel_shuffle(x, groups)
+  local C = x:size(1)
+  if C % groups ~= 0 then U.errorf("Number of channels must be divisible by groups. Got %d channels and %d groups.", C, groups) end
+  local shape = x:size()
+  local s = { shape[0], groups, C // groups }
+  for d = 2, x:dim() - 1 do s[#s + 1] = shape[d] end
+  return x:reshape(s):transpose(1, 2):reshape(shape)
+end
+torch.channel_shuffle = F.channel_shuffle
+
+local ChannelShuffle = Module:extend("ChannelShuffle")
+M.ChannelShuffle = ChannelShuffle
+function ChannelShuffle:__init(groups) self.groups = U.check_int("ChannelShuffle", "groups", groups, 1) end
+function ChannelShuffle:forward(x) return F.channel_shuffle(x, self.groups) end
+function ChannelShuffle:extra_repr() return "groups=" .. self.groups end
+
+function F.adaptive_max_pool1d(input, output_size, return_indices)
+  local n = type(output_size) == "table" and output_size[1] or output_size
+  local v, i = F.adaptive_max_pool2d(input:unsqueeze(-2), { 1, n }, true)
+  if return_indices then return v:squeeze(-2), i:squeeze(-2) end
+  return v:squeeze(-2)
+end
+
+local AdaptiveMaxPool1d = Module:extend("AdaptiveMaxPool1d")
+M.AdaptiveMaxPool1d = AdaptiveMaxPool1d
+function AdaptiveMaxPool1d:__init(...)
+  local o = U.parse("AdaptiveMaxPool1d", { { "output_size", REQ }, { "return_indices", false } }, ...)
+  self.output_size, self.return_indices = o.output_size, o.return_indices
+end
+function AdaptiveMaxPool1d:forward(x) return F.adaptive_max_pool1d(x, self.output_size, self.return_indices) end
+function AdaptiveMaxPool1d:extra_repr() return "output_size=" .. U.pystr(self.output_size) end
+
+-- F.alpha_dropout: dropout that keeps SELU's mean and variance (dropped values go to SELU's
+-- negative saturation, then an affine correction)
+function F.alpha_dropout(...)
+  local o = U.parse("alpha_dropout", { { "input", REQ }, { "p", 0.5 }, { "training", false }, { "inplace", false } }, ...)
+  local x, p = o.input, o.p
+  if p < 0 or p > 1 then U.errorf("dropout probability has to be between 0 and 1, but got %s", tostring(p)) end
+  if not o.training or p == 0 then return x end
+  if p == 1 then return x * 0 end
+  local alpha_p = -1.7580993408473766
+  local a = 1 / math.sqrt((alpha_p ^ 2 * p + 1) * (1 - p))
+  local keep = torch.rand_like(x):ge(p):to(x.dtype)
+  local b = -a * alpha_p * p
+  local r = (x * keep + (1 - keep) * alpha_p) * a + b
+  if o.inplace then x:copy_(r); return x end
+  return r
+end
+
+local AlphaDropout = Module:extend("AlphaDropout")
+M.AlphaDropout = AlphaDropout
+function AlphaDropout:__init(...)
+  local o = U.parse("AlphaDropout", { { "p", 0.5 }, { "inplace", false } }, ...)
+  self.p, self.inplace = o.p, o.inplace
+end
+function AlphaDropout:forward(x) return F.alpha_dropout(x, self.p, self.training, self.inplace) end
+function AlphaDropout:extra_repr() return "p=" .. U.pystr(self.p) .. ", inplace=" .. (self.inplace and "True" or "False") end
+
 -- ---- bilinear ----
 
 -- F.bilinear(x1 [.., in1], x2 [.., in2], weight [out, in1, in2], bias [out]): x1 A_o x2 + b_o

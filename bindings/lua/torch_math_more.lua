@@ -141,6 +141,48 @@ end
 torch.linalg = torch.linalg or {}
 function torch.linalg.cross(a, b, dim) return torch.cross(a, b, dim or -1) end
 
+-- torch.linalg.vector_norm(x, ord=2, dim=nil, keepdim=false), matrix_norm(A, ord="fro", dim={-2, -1}),
+-- norm(x, ord=nil, dim=nil): ord inf / -inf / 0 / any p for vectors; fro, 1, -1, inf, -inf for matrices
+function torch.linalg.vector_norm(x, ord, dim, keepdim, opts)
+  if U.is_opts(ord) then opts, ord = ord, nil end
+  if U.is_opts(dim) then opts, dim = dim, nil end
+  if opts then ord, dim, keepdim = opts.ord or ord, opts.dim or dim, opts.keepdim or keepdim end
+  ord = ord or 2
+  local a = x:abs()
+  if dim == nil then a, dim = a:reshape(-1), 0 end
+  if ord == math.huge then return a:amax(dim, keepdim) end
+  if ord == -math.huge then return a:amin(dim, keepdim) end
+  if ord == 0 then return a:ne(0):to(x.dtype):sum(dim, keepdim) end
+  return (a ^ ord):sum(dim, keepdim) ^ (1 / ord)
+end
+
+function torch.linalg.matrix_norm(A, ord, dim, keepdim)
+  ord = ord or "fro"
+  dim = dim or { -2, -1 }
+  local r, c = dim[1] < 0 and dim[1] + A:dim() or dim[1], dim[2] < 0 and dim[2] + A:dim() or dim[2]
+  if ord == "fro" then return (A * A):sum({ r, c }, keepdim):sqrt() end
+  local a = A:abs()
+  if ord == 1 or ord == -1 then -- max / min column sum
+    local s = a:sum(r, true)
+    local m = ord == 1 and s:amax(c, true) or s:amin(c, true)
+    return keepdim and m or m:squeeze(math.max(r, c)):squeeze(math.min(r, c))
+  end
+  if ord == math.huge or ord == -math.huge then -- max / min row sum
+    local s = a:sum(c, true)
+    local m = ord == math.huge and s:amax(r, true) or s:amin(r, true)
+    return keepdim and m or m:squeeze(math.max(r, c)):squeeze(math.min(r, c))
+  end
+  U.errorf("linalg.matrix_norm: ord %s is not supported here (fro, 1, -1, inf, -inf)", tostring(ord))
+end
+
+function torch.linalg.norm(x, ord, dim, keepdim)
+  if type(ord) == "string" or (type(dim) == "table" and #dim == 2) or (ord ~= nil and dim == nil and x:dim() == 2) then
+    return torch.linalg.matrix_norm(x, ord, dim, keepdim)
+  end
+  if ord == nil and dim == nil then return torch.linalg.vector_norm(x) end
+  return torch.linalg.vector_norm(x, ord, dim, keepdim)
+end
+
 -- torch.cdist(x1 [.., P, M], x2 [.., R, M], p=2): the p-norm distance of every pair of rows
 function torch.cdist(x1, x2, ...)
   local o = U.parse("cdist", { { "p", 2.0 }, { "compute_mode" } }, ...)
