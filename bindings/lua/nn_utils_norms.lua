@@ -8,6 +8,24 @@ local Parameter = require "nn_parameter"
 
 local M = {}
 
+-- a reparametrisation's record on the module (kind: "weight_norm" or "spectral_norm"), kept
+-- as a raw field so it is not registered as an attribute
+local function remember(module, kind, name, entry)
+  local reg = rawget(module, "_" .. kind) or {}
+  rawset(module, "_" .. kind, reg)
+  reg[name] = entry
+end
+
+-- takes the record back off (its hook removed), or fails with PyTorch's message
+local function forget(module, kind, name)
+  local reg = rawget(module, "_" .. kind)
+  local entry = reg and reg[name]
+  if not entry then U.errorf("%s of '%s' not found in %s", kind, name, tostring(module:_get_name())) end
+  entry.handle.remove()
+  reg[name] = nil
+  return entry
+end
+
 -- the 2-norm of w over every dim but `dim` (kept, size 1 elsewhere); dim nil or -1: the whole tensor
 local function norm_except_dim(w, dim)
   if dim == nil or dim == -1 then return (w * w):sum():sqrt() end
@@ -27,7 +45,7 @@ function M.weight_norm(module, name, dim)
   if dim == nil then dim = 0 end
   local w = module[name]
   if not Parameter.is(w) then U.errorf("weight_norm: %s is not a parameter of the module", name) end
-  if rawget(module, "_weight_norm") and module._weight_norm[name] then
+  if rawget(module, "_weight_norm") and rawget(module, "_weight_norm")[name] then
     U.errorf("Cannot register two weight_norm hooks on the same parameter %s", name)
   end
   if dim < -1 then dim = dim + w:dim() end
@@ -36,20 +54,14 @@ function M.weight_norm(module, name, dim)
   module:register_parameter(name .. "_v", Parameter(w:detach()))
   module[name] = weight_of_norm(module, name, dim)
   local handle = module:register_forward_pre_hook(function(m) m[name] = weight_of_norm(m, name, dim) end)
-  local reg = rawget(module, "_weight_norm") or {}
-  rawset(module, "_weight_norm", reg)
-  reg[name] = { handle = handle, dim = dim }
+  remember(module, "weight_norm", name, { handle = handle, dim = dim })
   return module
 end
 
 function M.remove_weight_norm(module, name)
   name = name or "weight"
-  local reg = rawget(module, "_weight_norm")
-  local h = reg and reg[name]
-  if not h then U.errorf("weight_norm of '%s' not found in %s", name, tostring(module:_get_name())) end
+  local h = forget(module, "weight_norm", name)
   local w = weight_of_norm(module, name, h.dim):detach()
-  h.handle.remove()
-  reg[name] = nil
   module[name .. "_g"], module[name .. "_v"] = nil, nil
   module[name] = nil
   module:register_parameter(name, Parameter(w))
@@ -102,22 +114,15 @@ function M.spectral_norm(module, name, n_power_iterations, eps, dim)
   module:register_buffer(name .. "_v", v)
   local sn = { dim = dim, n_power_iterations = n_power_iterations, eps = eps }
   module[name] = spectral_weight(module, name, sn, true):detach()
-  local handle = module:register_forward_pre_hook(function(m) m[name] = spectral_weight(m, name, sn, m.training) end)
-  local reg = rawget(module, "_spectral_norm") or {}
-  rawset(module, "_spectral_norm", reg)
-  sn.handle = handle
-  reg[name] = sn
+  sn.handle = module:register_forward_pre_hook(function(m) m[name] = spectral_weight(m, name, sn, m.training) end)
+  remember(module, "spectral_norm", name, sn)
   return module
 end
 
 function M.remove_spectral_norm(module, name)
   name = name or "weight"
-  local reg = rawget(module, "_spectral_norm")
-  local sn = reg and reg[name]
-  if not sn then U.errorf("spectral_norm of '%s' not found in %s", name, tostring(module:_get_name())) end
+  local sn = forget(module, "spectral_norm", name)
   local w = spectral_weight(module, name, sn, false):detach()
-  sn.handle.remove()
-  reg[name] = nil
   module[name .. "_orig"] = nil
   module[name .. "_u"], module[name .. "_v"] = nil, nil
   module[name] = nil
