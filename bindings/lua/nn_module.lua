@@ -91,8 +91,84 @@ local function call_hooked(self, pre, post, ...)
   return table.unpack(out, 1, out.n)
 end
 
+-- Full backward hooks (PyTorch's BackwardHook): the call's tensor inputs and outputs pass
+-- through identity autograd Functions; the outputs' one records grad_output (and runs the
+-- backward pre-hooks, which may replace it), the inputs' one calls each hook with
+-- (module, grad_input, grad_output) and takes a returned list as the new grad_input. With no
+-- input that needs a gradient the hooks run from the outputs' one with an empty grad_input.
+-- At most two tensor inputs and two tensor outputs take part (custom Functions' limit here).
+local HookIn, HookOut
+
+local function run_backward_hooks(st, grad_input)
+  for _, h in ipairs(st.hooks) do
+    local r = h.fn(st.module, grad_input, st.grad_output)
+    if r ~= nil then grad_input = type(r) == "table" and getmetatable(r) == nil and r or { r } end
+  end
+  return grad_input
+end
+
+local function hook_functions()
+  if HookIn then return end
+  local Function = torch.autograd.Function
+  HookIn = Function:extend("BackwardHookFunction")
+  function HookIn.forward(ctx, st, ...)
+    ctx.st = st
+    return ...
+  end
+  function HookIn.backward(ctx, ...)
+    local n = select("#", ...)
+    return nil, table.unpack(run_backward_hooks(ctx.st, table.pack(...)), 1, n)
+  end
+  HookOut = Function:extend("BackwardHookFunction")
+  function HookOut.forward(ctx, st, ...)
+    ctx.st = st
+    return ...
+  end
+  function HookOut.backward(ctx, ...)
+    local st, g = ctx.st, table.pack(...)
+    for _, h in ipairs(st.pre) do
+      local r = h.fn(st.module, g)
+      if r ~= nil then g = type(r) == "table" and getmetatable(r) == nil and table.pack(table.unpack(r)) or table.pack(r) end
+    end
+    st.grad_output = g
+    if st.inputs == 0 then run_backward_hooks(st, {}) end
+    return nil, table.unpack(g, 1, g.n)
+  end
+end
+
+-- the tensors of vals (a packed list) that need a gradient, through f (a hook Function); in place
+local function through(f, st, vals)
+  local pos, ts = {}, {}
+  for i = 1, vals.n do
+    local v = vals[i]
+    if torch.is_tensor(v) and v.requires_grad then pos[#pos + 1] = i; ts[#ts + 1] = v end
+  end
+  if #ts == 0 then return 0 end
+  local r = table.pack(f.apply(st, table.unpack(ts)))
+  for k, i in ipairs(pos) do vals[i] = r[k] end
+  return #ts
+end
+
+local function call_with_backward_hooks(self, pre, post, hooks, bpre, ...)
+  if not torch.is_grad_enabled() then
+    if pre or post then return call_hooked(self, pre, post, ...) end
+    return self:forward(...)
+  end
+  hook_functions()
+  local st = { module = self, hooks = hooks or {}, pre = bpre or {} }
+  local args = table.pack(...)
+  st.inputs = through(HookIn, st, args)
+  local out
+  if pre or post then out = table.pack(call_hooked(self, pre, post, table.unpack(args, 1, args.n)))
+  else out = table.pack(self:forward(table.unpack(args, 1, args.n))) end
+  through(HookOut, st, out)
+  return table.unpack(out, 1, out.n)
+end
+
 local function call(self, ...)
   local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+  local back, bpre = rawget(self, "_backward_hooks"), rawget(self, "_backward_pre_hooks")
+  if back or bpre then return call_with_backward_hooks(self, pre, post, back, bpre, ...) end
   if pre or post then return call_hooked(self, pre, post, ...) end
   return self:forward(...)
 end
@@ -735,6 +811,12 @@ end
 function Module:register_forward_pre_hook(hook) return add_hook(self, "_forward_pre_hooks", hook) end
 -- hook(module, args, output) -> nil or a new output
 function Module:register_forward_hook(hook) return add_hook(self, "_forward_hooks", hook) end
+-- hook(module, grad_input, grad_output) -> nil or a new grad_input (a list), once the gradients
+-- with respect to the module's inputs are known
+function Module:register_full_backward_hook(hook) return add_hook(self, "_backward_hooks", hook) end
+Module.register_backward_hook = Module.register_full_backward_hook
+-- hook(module, grad_output) -> nil or a new grad_output, before the module's gradients are computed
+function Module:register_full_backward_pre_hook(hook) return add_hook(self, "_backward_pre_hooks", hook) end
 
 -- ---- printing ----
 
