@@ -108,6 +108,29 @@ module_same("InstanceNorm2d affine", function() return nn.InstanceNorm2d(3, { af
 module_same("Bilinear", function() return nn.Bilinear(3, 4, 2) end, { r(5, 3), r(5, 4) })
 module_same("PReLU, Mish, GLU", function() return nn.Sequential(nn.Linear(4, 6), nn.PReLU(), nn.Mish(), nn.GLU()) end, { r(3, 4) })
 
+module_same("unfold / fold", function()
+  local M = nn.Module:extend("FoldNet")
+  function M:__init() self.lin = nn.Linear(12, 12) end
+  function M:forward(x) return F.fold(self.lin(F.unfold(x, 2, 1, 1, 1):transpose(1, 2)):transpose(1, 2), { 4, 5 }, 2, 1, 1, 1) end
+  return M()
+end, { r(2, 3, 4, 5) })
+module_same("weight_norm, spectral_norm, LRN", function()
+  return nn.Sequential(nn.utils.weight_norm(nn.Conv2d(2, 4, 3)), nn.LocalResponseNorm(3), nn.utils.spectral_norm(nn.Conv2d(4, 2, 1)))
+end, { r(2, 2, 6, 6) })
+do
+  local function go(d)
+    local m = nn.Linear(3, 2):double():to(d)
+    torch.manual_seed(8)
+    m.weight.data:copy_(torch.randn(2, 3, f64))
+    local got = {}
+    m:register_full_backward_hook(function(_, gin, gout) got = { gin[1], gout[1] } end)
+    local x = torch.randn(4, 3, f64):to(d):requires_grad_()
+    ;(m(x) * 3):sum():backward()
+    return got
+  end
+  check("module backward hook", go(dev), go("cpu"))
+end
+
 -- packed sequences
 do
   local R = nn.utils.rnn
