@@ -143,4 +143,121 @@ define("RAdam", spec_of({ { "lr", 1e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 
     end
   end)
 
+-- ---- LBFGS ----
+
+-- L-BFGS (PyTorch's algorithm, without a line search): step(closure) runs up to max_iter
+-- iterations, calling closure() (which clears the gradients, computes the loss, runs backward
+-- and returns the loss) for each new point; one parameter group.
+local LBFGS = Optimizer:extend("LBFGS")
+LBFGS._step_supports_amp_scaling = false
+optim.LBFGS = LBFGS
+
+function LBFGS:__init(params, ...)
+  local o = U.parse("LBFGS", { { "lr", 1 }, { "max_iter", 20 }, { "max_eval" }, { "tolerance_grad", 1e-7 },
+    { "tolerance_change", 1e-9 }, { "history_size", 100 }, { "line_search_fn" } }, ...)
+  nonneg(o.lr, "learning rate")
+  if o.max_eval == nil then o.max_eval = o.max_iter * 5 // 4 end
+  if o.line_search_fn ~= nil then U.errorf("LBFGS: line_search_fn=%s is not supported (only None)", tostring(o.line_search_fn)) end
+  Optimizer.__init(self, params, o)
+  if #self.param_groups ~= 1 then U.error("LBFGS doesn't support per-parameter options (parameter groups)") end
+end
+
+function LBFGS:_flat_grad()
+  local parts = {}
+  for _, p in ipairs(self.param_groups[1].params) do
+    local g = p.grad
+    parts[#parts + 1] = g ~= nil and g:reshape(-1) or torch.zeros(p:numel(), { dtype = p.dtype, device = p.device })
+  end
+  return torch.cat(parts, 0)
+end
+
+-- params += t * d (d flat)
+function LBFGS:_add_grad(t, d)
+  local offset = 0
+  for _, p in ipairs(self.param_groups[1].params) do
+    local n = p:numel()
+    p:add_(d:narrow(0, offset, n):view(p:size()) * t)
+    offset = offset + n
+  end
+end
+
+function LBFGS:step(closure)
+  if type(closure) ~= "function" then U.error("LBFGS requires a closure: opt:step(function() ... return loss end)") end
+  local g = self.param_groups[1]
+  local lr, max_iter, max_eval = g.lr, g.max_iter, g.max_eval
+  local tol_grad, tol_change, history = g.tolerance_grad, g.tolerance_change, g.history_size
+  local state = rawget(self.state, g.params[1])
+  if state == nil then
+    state = {}
+    self.state[g.params[1]] = state
+  end
+  state.func_evals, state.n_iter = state.func_evals or 0, state.n_iter or 0
+  local eval = function() return torch.enable_grad(closure) end
+  local orig_loss = eval()
+  local loss = torch.is_tensor(orig_loss) and orig_loss:item() or orig_loss
+  local current_evals = 1
+  state.func_evals = state.func_evals + 1
+  local _ <close> = torch.no_grad()
+  local flat_grad = self:_flat_grad()
+  if flat_grad:abs():max():item() <= tol_grad then return orig_loss end
+  local d, t = state.d, state.t
+  local old_dirs, old_stps, ro, H_diag = state.old_dirs, state.old_stps, state.ro, state.H_diag
+  local prev_flat_grad, prev_loss = state.prev_flat_grad, state.prev_loss
+  local n_iter = 0
+  while n_iter < max_iter do
+    n_iter = n_iter + 1
+    state.n_iter = state.n_iter + 1
+    if state.n_iter == 1 then
+      d = -flat_grad
+      old_dirs, old_stps, ro, H_diag = {}, {}, {}, 1
+    else
+      local y = flat_grad - prev_flat_grad
+      local s = d * t
+      local ys = y:dot(s):item()
+      if ys > 1e-10 then
+        if #old_dirs == history then
+          table.remove(old_dirs, 1); table.remove(old_stps, 1); table.remove(ro, 1)
+        end
+        old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, 1 / ys
+        H_diag = ys / y:dot(y):item()
+      end
+      local al = {}
+      local q = -flat_grad
+      for i = #old_dirs, 1, -1 do
+        al[i] = old_stps[i]:dot(q):item() * ro[i]
+        q = q - old_dirs[i] * al[i]
+      end
+      local r = q * H_diag
+      for i = 1, #old_dirs do
+        local be = old_dirs[i]:dot(r):item() * ro[i]
+        r = r + old_stps[i] * (al[i] - be)
+      end
+      d = r
+    end
+    prev_flat_grad = flat_grad:clone()
+    prev_loss = loss
+    if state.n_iter == 1 then t = math.min(1, 1 / flat_grad:abs():sum():item()) * lr else t = lr end
+    local gtd = flat_grad:dot(d):item()
+    if gtd > -tol_change then break end
+    local ls_evals = 0
+    self:_add_grad(t, d)
+    local opt_cond = false
+    if n_iter ~= max_iter then
+      loss = eval()
+      loss = torch.is_tensor(loss) and loss:item() or loss
+      flat_grad = self:_flat_grad()
+      opt_cond = flat_grad:abs():max():item() <= tol_grad
+      ls_evals = 1
+    end
+    current_evals = current_evals + ls_evals
+    state.func_evals = state.func_evals + ls_evals
+    if n_iter == max_iter or current_evals >= max_eval or opt_cond then break end
+    if (d * t):abs():max():item() <= tol_change then break end
+    if math.abs(loss - prev_loss) < tol_change then break end
+  end
+  state.d, state.t, state.old_dirs, state.old_stps, state.ro = d, t, old_dirs, old_stps, ro
+  state.H_diag, state.prev_flat_grad, state.prev_loss = H_diag, prev_flat_grad, prev_loss
+  return orig_loss
+end
+
 return optim

@@ -89,3 +89,46 @@ T.test("maximize, state_dict round trip, errors", function()
   scaler:update()
   T.check(c:item() < 2.0, "GradScaler steps it")
 end)
+
+T.test("LBFGS finds a quadratic's minimum and Rosenbrock's", function()
+  local A = { { 4.0, 1.0, 0.5, 0.0 }, { 1.0, 3.0, 0.2, 0.1 }, { 0.5, 0.2, 5.0, 1.0 }, { 0.0, 0.1, 1.0, 2.0 } }
+  local b = { 1.0, -2.0, 0.5, 3.0 }
+  -- the solution of A x = b by Gaussian elimination
+  local n, M = 4, {}
+  for i = 1, n do M[i] = { table.unpack(A[i]) }; M[i][n + 1] = b[i] end
+  for c = 1, n do
+    for r = c + 1, n do
+      local f = M[r][c] / M[c][c]
+      for k = c, n + 1 do M[r][k] = M[r][k] - f * M[c][k] end
+    end
+  end
+  local sol = {}
+  for i = n, 1, -1 do
+    local s = M[i][n + 1]
+    for k = i + 1, n do s = s - M[i][k] * sol[k] end
+    sol[i] = s / M[i][i]
+  end
+  local At, bt = torch.tensor(A, f64), torch.tensor(b, f64)
+  local x = torch.zeros(4, f64):requires_grad_()
+  local opt = torch.optim.LBFGS({ x }, { lr = 1, max_iter = 100, tolerance_grad = 1e-12, tolerance_change = 1e-15 })
+  local function closure()
+    opt:zero_grad()
+    local l = (x * At:matmul(x)):sum() * 0.5 - (bt * x):sum()
+    l:backward()
+    return l
+  end
+  opt:step(closure)
+  T.near(x:detach():tolist(), sol, 1e-9, "the quadratic's minimum")
+  local xy = torch.tensor({ -1.2, 1.0 }, f64):requires_grad_()
+  local o2 = torch.optim.LBFGS({ xy }, { max_iter = 200 })
+  local function rosen()
+    o2:zero_grad()
+    local l = (1 - xy[0]) ^ 2 + 100 * (xy[1] - xy[0] ^ 2) ^ 2
+    l:backward()
+    return l
+  end
+  for _ = 1, 3 do o2:step(rosen) end
+  T.near(xy:detach():tolist(), { 1.0, 1.0 }, 1e-5, "Rosenbrock's minimum")
+  T.raises(function() o2:step() end, "~LBFGS requires a closure")
+  T.raises(function() torch.optim.LBFGS({ xy }, { line_search_fn = "strong_wolfe" }) end, "~is not supported")
+end)
