@@ -1,0 +1,53 @@
+-- Training-step time of the sequence models written in Lua (bench/seq_speed.py is PyTorch's
+-- side): a TransformerEncoder (4 layers, d_model 512, 8 heads, ff 2048, sequence 128, batch 32)
+-- and an LSTM (2 layers, 512 hidden, sequence 64, batch 64), Adam, float32 (TF32 off) and under
+-- autocast. Per step: the mean over `steps` steps between two synchronisations, median of
+-- `reps` repeats after a warm-up. Prints "model precision step_ms X".
+local time = require "time"
+local steps, reps, warmup = 10, 5, 3
+torch.backends.cuda.matmul.allow_tf32 = false
+torch.backends.cudnn.allow_tf32 = false
+local dev = "cuda"
+
+local function bench(name, model, make_loss)
+  for _, precision in ipairs({ "fp32", "amp" }) do
+    local opt = torch.optim.Adam(model:parameters(), { lr = 1e-4 })
+    local scaler = precision == "amp" and torch.amp.GradScaler("cuda") or nil
+    local function step()
+      opt:zero_grad()
+      local loss
+      if scaler then
+        local _ <close> = torch.autocast("cuda")
+        loss = make_loss()
+      else
+        loss = make_loss()
+      end
+      if scaler then
+        scaler:scale(loss):backward(); scaler:step(opt); scaler:update()
+      else
+        loss:backward(); opt:step()
+      end
+      return loss
+    end
+    for _ = 1, warmup do step() end
+    local times = {}
+    for r = 1, reps do
+      torch.cuda.synchronize()
+      local t0 = time.perf_counter()
+      for _ = 1, steps do step() end
+      torch.cuda.synchronize()
+      times[r] = (time.perf_counter() - t0) / steps * 1e3
+    end
+    table.sort(times)
+    print(string.format("%s %s step_ms %.3f", name, precision, times[(reps + 1) // 2]))
+  end
+end
+
+torch.manual_seed(0)
+local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, { dim_feedforward = 2048, dropout = 0.1, batch_first = true }), 4):to(dev)
+local src = torch.randn(32, 128, 512):to(dev)
+bench("transformer", enc, function() return enc(src):pow(2):mean() end)
+
+local lstm = nn.LSTM(256, 512, { num_layers = 2, batch_first = true }):to(dev)
+local seq = torch.randn(64, 64, 256):to(dev)
+bench("lstm", lstm, function() local out = lstm(seq); return out:pow(2):mean() end)
