@@ -56,3 +56,11 @@ local up = prepared(nn.Sequential(nn.Upsample({ scale_factor = 2, mode = "biline
   nn.Upsample({ size = { 13, 17 }, mode = "nearest" }), nn.Conv2d(4, 8, 3), nn.PixelShuffle(2),
   nn.UpsamplingBilinear2d({ scale_factor = 1.5 })))
 report("upsample", up, up(input(1.1, 2, 4, 5, 6)))
+local Stn = nn.Module:extend("Stn")
+function Stn:__init() self.loc = nn.Linear(2 * 6 * 7, 6); self.conv = nn.Conv2d(2, 3, 3) end
+function Stn:forward(x)
+  local theta = self.loc(x:reshape(x:size(0), -1)):view(-1, 2, 3) * 0.3 + torch.tensor({ { 1.0, 0.0, 0.0 }, { 0.0, 1.0, 0.0 } }):to(x.device)
+  return self.conv(F.grid_sample(x, F.affine_grid(theta, x:size(), false), { align_corners = false }))
+end
+local stn = prepared(Stn())
+report("stn", stn, stn(input(1.3, 3, 2, 6, 7)))

@@ -58,3 +58,18 @@ up = prepared(nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear"), nn.Con
                             nn.Upsample(size=(13, 17), mode="nearest"), nn.Conv2d(4, 8, 3), nn.PixelShuffle(2),
                             nn.UpsamplingBilinear2d(scale_factor=1.5)))
 report("upsample", up, up(inp(1.1, 2, 4, 5, 6)))
+
+
+class Stn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loc = nn.Linear(2 * 6 * 7, 6)
+        self.conv = nn.Conv2d(2, 3, 3)
+
+    def forward(self, x):
+        theta = self.loc(x.reshape(x.size(0), -1)).view(-1, 2, 3) * 0.3 + torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]).to(x.device)
+        return self.conv(nn.functional.grid_sample(x, nn.functional.affine_grid(theta, x.size(), align_corners=False), align_corners=False))
+
+
+stn = prepared(Stn())
+report("stn", stn, stn(inp(1.3, 3, 2, 6, 7)))

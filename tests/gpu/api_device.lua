@@ -132,6 +132,10 @@ do
   check("module backward hook", go(dev), go("cpu"))
 end
 
+same("affine_grid + grid_sample", function(x, th)
+  return F.grid_sample(x, F.affine_grid(th, x:size()), { padding_mode = "border" })
+end, { r(2, 3, 5, 6), r(2, 2, 3) * 0.5 }, true)
+
 -- packed sequences
 do
   local R = nn.utils.rnn
