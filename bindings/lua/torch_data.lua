@@ -1,5 +1,6 @@
 -- torch.utils.data: Dataset (subclassed in Lua), TensorDataset, Subset,
--- ConcatDataset, random_split, the samplers, default_collate and DataLoader.
+-- ConcatDataset, random_split, IterableDataset, ChainDataset, the samplers,
+-- default_collate and DataLoader.
 --
 -- Indices are 0-based as in PyTorch; Lua lists (of indices, of samples, of
 -- fields) stay 1-based. A sample is what __getitem returns: one value, or
@@ -274,6 +275,7 @@ function ConcatDataset:__init(datasets)
   self.cumulative_sizes = {}
   local total = 0
   for k, d in ipairs(datasets) do
+    if isinstance(d, data.IterableDataset) then error("ConcatDataset does not support IterableDataset", 3) end
     self.datasets[k] = d
     total = total + len(d, "a dataset of ConcatDataset")
     self.cumulative_sizes[k] = total
@@ -341,6 +343,81 @@ function data.random_split(dataset, lengths, generator)
     offset = offset + math.tointeger(l)
   end
   return out
+end
+
+-- ---- IterableDataset ----
+-- A stream of samples: a subclass defines __iter(), returning an iterator
+-- function whose calls give the next sample (one value, or several) and nil at
+-- the end. The DataLoader batches the stream in order; it has no sampler.
+
+local IterableDataset = Dataset:extend("IterableDataset")
+data.IterableDataset = IterableDataset
+
+function IterableDataset:__iter()
+  error(string.format("%s must define __iter()", getmetatable(self).__name), 2)
+end
+function IterableDataset:__getitem()
+  error(string.format("%s is an IterableDataset: it has no __getitem; iterate it with :iter()", getmetatable(self).__name), 2)
+end
+function IterableDataset:__add(other) return data.ChainDataset({self, other}) end
+
+-- the dataset's own iterator, checked
+function IterableDataset:iter()
+  local it = self:__iter()
+  if type(it) ~= "function" then
+    error(string.format("%s:__iter() must return an iterator function, got %s", getmetatable(self).__name, type(it)), 2)
+  end
+  return it
+end
+
+-- next() over ds's samples (several values packed as a list), nil at the end
+-- and after it (the iterator is not called again: a finished coroutine.wrap would raise)
+local function sample_stream(ds)
+  local it = ds:iter()
+  local function first(a, ...)
+    if a == nil then
+      it = nil
+      return nil
+    end
+    return as_sample(a, ...)
+  end
+  return function()
+    if it then return first(it()) end
+  end
+end
+
+local ChainDataset = IterableDataset:extend("ChainDataset")
+data.ChainDataset = ChainDataset
+
+function ChainDataset:__init(datasets)
+  if type(datasets) ~= "table" then error("ChainDataset: datasets must be a list of IterableDatasets", 3) end
+  for k, d in ipairs(datasets) do
+    if not isinstance(d, IterableDataset) then error("ChainDataset only supports IterableDataset", 3) end
+  end
+  self.datasets = datasets
+end
+
+function ChainDataset:__iter()
+  local k, it = 0, nil
+  return function()
+    while true do
+      if not it then
+        k = k + 1
+        local d = self.datasets[k]
+        if d == nil then return nil end
+        it = d:iter()
+      end
+      local r = pack(it())
+      if r[1] ~= nil then return unpack(r, 1, r.n) end
+      it = nil
+    end
+  end
+end
+
+function ChainDataset:__len()
+  local n = 0
+  for _, d in ipairs(self.datasets) do n = n + len(d, "a dataset of ChainDataset") end
+  return n
 end
 
 -- ---- samplers ----
@@ -724,6 +801,16 @@ function DataLoader:__init(dataset, ...)
     error("prefetch_factor option should be non-negative", 3)
   end
   if persistent and num_workers == 0 then error("persistent_workers option needs num_workers > 0", 3) end
+  local iterable = isinstance(dataset, IterableDataset)
+  if iterable then
+    for _, key in ipairs({"shuffle", "sampler", "batch_sampler"}) do
+      local v = o[key]
+      if v ~= nil and v ~= false then
+        error(string.format("DataLoader with IterableDataset: expected unspecified %s option, but got %s=%s",
+          key, key, pyrepr(v)), 3)
+      end
+    end
+  end
   if sampler ~= nil and shuffle then error("sampler option is mutually exclusive with shuffle", 3) end
   if batch_sampler ~= nil then
     if batch_size ~= 1 or shuffle or sampler ~= nil or drop_last then
@@ -736,11 +823,13 @@ function DataLoader:__init(dataset, ...)
       error("batch_size=None option disables auto-batching and is mutually exclusive with drop_last", 3)
     end
   end
-  if sampler == nil then
+  if iterable then -- the stream is its own order: no sampler
+    batch_sampler = nil
+  elseif sampler == nil then
     if shuffle then sampler = RandomSampler(dataset, {generator = o.generator})
     else sampler = SequentialSampler(dataset) end
   end
-  if batch_size ~= nil and batch_sampler == nil then batch_sampler = BatchSampler(sampler, batch_size, drop_last) end
+  if batch_size ~= nil and batch_sampler == nil and not iterable then batch_sampler = BatchSampler(sampler, batch_size, drop_last) end
 
   self.dataset = dataset
   self.batch_size = batch_size
@@ -754,11 +843,18 @@ function DataLoader:__init(dataset, ...)
   self.worker_init_fn = o.worker_init_fn
   self.generator = o.generator
   self.persistent_workers = persistent
-  self._auto_collation = batch_sampler ~= nil
+  self._iterable = iterable
+  self._auto_collation = batch_sampler ~= nil or (iterable and batch_size ~= nil)
   self.collate_fn = o.collate_fn or (self._auto_collation and data.default_collate or data.default_convert)
 end
 
 function DataLoader:__len()
+  if self._iterable then
+    local n = len(self.dataset, "the IterableDataset")
+    if not self._auto_collation then return n end
+    if self.drop_last then return n // self.batch_size end
+    return (n + self.batch_size - 1) // self.batch_size
+  end
   if self._auto_collation then return len(self.batch_sampler, "the batch_sampler") end
   return len(self.sampler, "the sampler")
 end
@@ -777,16 +873,30 @@ local function epoch_batches(self)
   return out
 end
 
-local function call_worker_init(self)
+-- get_worker_info() for each worker; datasets[k]: worker k's dataset (default: the loader's)
+local function worker_infos(self, datasets)
+  local base = C.random_seed(self.generator)
+  local infos = {}
+  for id = 0, self.num_workers - 1 do
+    infos[id + 1] = {id = id, num_workers = self.num_workers, seed = base + id,
+      dataset = datasets and datasets[id + 1] or self.dataset}
+  end
+  return infos
+end
+
+-- f(...) with get_worker_info() answering info
+local function as_worker(info, f, ...)
+  worker_info = info
+  local r = pack(pcall(f, ...))
+  worker_info = nil
+  if not r[1] then error(r[2], 0) end
+  return unpack(r, 2, r.n)
+end
+
+local function call_worker_init(self, infos)
   local fn = self.worker_init_fn
   if not fn then return end
-  local base = C.random_seed(self.generator)
-  for id = 0, self.num_workers - 1 do
-    worker_info = {id = id, num_workers = self.num_workers, seed = base + id, dataset = self.dataset}
-    local ok, err = pcall(fn, id)
-    worker_info = nil
-    if not ok then error(err, 0) end
-  end
+  for id, info in ipairs(infos or worker_infos(self)) do as_worker(info, fn, id - 1) end
 end
 
 local function pin_all(b)
@@ -902,8 +1012,65 @@ local function device_epoch(self)
   end
 end
 
+-- An IterableDataset's epoch. With num_workers > 0 each worker has its own
+-- shallow copy of the dataset (worker_init_fn may set its fields, as a worker
+-- process's copy) and its own iterator, run with get_worker_info() answering for
+-- it; batches come from the workers in turn, as PyTorch's in-order loader gives
+-- them, so an unsharded dataset repeats once per worker as it does there.
+local function iterable_epoch(self)
+  local nw = self.num_workers
+  local streams, infos = {}, nil
+  if nw == 0 then
+    streams[1] = {next = sample_stream(self.dataset)}
+  else
+    local copies = {}
+    for k = 1, nw do
+      local c = {}
+      for key, v in pairs(self.dataset) do c[key] = v end
+      copies[k] = setmetatable(c, getmetatable(self.dataset))
+    end
+    infos = worker_infos(self, copies)
+    call_worker_init(self, infos)
+    for k = 1, nw do streams[k] = {info = infos[k], next = as_worker(infos[k], sample_stream, copies[k])} end
+  end
+  local collate_fn, bs, drop = self.collate_fn, self.batch_size, self.drop_last
+  local pin = self.pin_memory and torch.cuda ~= nil and torch.cuda.is_available()
+  -- the next batch of stream s, or nil when it has no more
+  local function batch_of(s)
+    if not self._auto_collation then
+      local sample = s.next()
+      if sample == nil then return nil end
+      return collate_fn(sample)
+    end
+    local samples = {}
+    while #samples < bs do
+      local sample = s.next()
+      if sample == nil then break end
+      samples[#samples + 1] = sample
+    end
+    if #samples == 0 or (drop and #samples < bs) then return nil end
+    return collate_fn(samples)
+  end
+  local turn, live = 0, #streams
+  return function()
+    while live > 0 do
+      turn = turn % #streams + 1
+      local s = streams[turn]
+      if not s.done then
+        local b = as_worker(s.info, batch_of, s)
+        if b ~= nil then
+          if pin then b = pin_all(b) end
+          return spread(b)
+        end
+        s.done, live = true, live - 1
+      end
+    end
+  end, function() end
+end
+
 -- One epoch: returns next() (the next batch's values, nothing at the end) and finish().
 local function start_epoch(self)
+  if self._iterable then return iterable_epoch(self) end
   local fast = device_epoch(self)
   if fast then return fast, function() end end
   local source = self.collate_fn == data.default_collate and self._auto_collation and c_source(self.dataset)
@@ -1016,7 +1183,7 @@ end
 data.dataloader = {DataLoader = DataLoader, default_collate = data.default_collate, default_convert = data.default_convert,
   get_worker_info = data.get_worker_info}
 data.dataset = {Dataset = Dataset, TensorDataset = TensorDataset, Subset = Subset, ConcatDataset = ConcatDataset,
-  random_split = data.random_split}
+  IterableDataset = IterableDataset, ChainDataset = ChainDataset, random_split = data.random_split}
 data.sampler = {Sampler = Sampler, SequentialSampler = SequentialSampler, RandomSampler = RandomSampler,
   SubsetRandomSampler = SubsetRandomSampler, WeightedRandomSampler = WeightedRandomSampler, BatchSampler = BatchSampler}
 data.distributed = {DistributedSampler = DistributedSampler}
