@@ -216,6 +216,7 @@ local function instance_norm(name, spatial)
   local BatchNorm = require("nn_norm")._BatchNorm
   local cls = BatchNorm:extend(name)
   M[name] = cls
+  cls._is_instance_norm = true -- not a _BatchNorm to swa_utils.update_bn, as in PyTorch
   function cls:__init(...)
     local o = U.parse(name, inorm_spec, ...)
     BatchNorm.__init(self, o.num_features, o.eps, o.momentum, o.affine, o.track_running_stats, { device = o.device, dtype = o.dtype })

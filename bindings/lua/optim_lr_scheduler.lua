@@ -215,9 +215,10 @@ function LRScheduler:load_state_dict(sd)
   end
 end
 
--- define(name, spec, init(self, o, optimizer)): a scheduler class whose constructor parses
--- spec (after the optimizer) and calls init; init ends with LRScheduler.__init.
-local function define(name, spec, init)
+-- define(name, spec, init(self, o, optimizer), into): a scheduler class whose constructor
+-- parses spec (after the optimizer) and calls init; init ends with LRScheduler.__init. The
+-- class goes in into[name] (default: this module; swa_utils defines SWALR with it).
+local function define(name, spec, init, into)
   local cls = LRScheduler:extend(name)
   function cls:__init(optimizer, ...)
     local o = parse(name, spec, ...)
@@ -226,9 +227,10 @@ local function define(name, spec, init)
     end
     init(self, o, optimizer)
   end
-  M[name] = cls
+  (into or M)[name] = cls
   return cls
 end
+M._define, M._per_group = define, per_group
 
 local function lrs_times(self, f)
   local out = {}
@@ -469,6 +471,19 @@ function CosineAnnealingWarmRestarts:step(epoch)
   self._last_lr = group_lrs(self.optimizer)
 end
 
+-- Schedulers that cycle momentum set beta1 for Adam-like optimizers, momentum otherwise.
+local function uses_beta1(opt)
+  local d = opt.defaults or {}
+  if d.momentum == nil and d.betas == nil then
+    fail("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+  end
+  return d.betas ~= nil
+end
+
+local function set_momentum(use_beta1, g, m)
+  if use_beta1 then g.betas = { m, g.betas[2] } else g.momentum = m end
+end
+
 -- ---- OneCycleLR ----
 local function anneal(kind, start, stop, pct)
   if kind == "cos" then return stop + (start - stop) / 2.0 * (math.cos(math.pi * pct) + 1) end
@@ -529,16 +544,12 @@ local OneCycleLR = define("OneCycleLR",
     end
     self.cycle_momentum = o.cycle_momentum
     if self.cycle_momentum then
-      local d = opt.defaults or {}
-      if d.momentum == nil and d.betas == nil then
-        fail("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-      end
-      self.use_beta1 = d.betas ~= nil
+      self.use_beta1 = uses_beta1(opt)
       local maxm = per_group("max_momentum", opt, o.max_momentum)
       local basem = per_group("base_momentum", opt, o.base_momentum)
       if o.last_epoch == -1 then
         for i, g in ipairs(groups) do
-          if self.use_beta1 then g.betas = { maxm[i], g.betas[2] } else g.momentum = maxm[i] end
+          set_momentum(self.use_beta1, g, maxm[i])
           g.max_momentum = maxm[i]
           g.base_momentum = basem[i]
         end
@@ -566,8 +577,76 @@ function OneCycleLR:get_lr()
       start_step = ph.end_step
     end
     out[gi] = lr
+    if self.cycle_momentum then set_momentum(self.use_beta1, g, mom) end
+  end
+  return out
+end
+
+-- ---- CyclicLR ----
+-- The rate runs base_lr -> max_lr over step_size_up steps and back over step_size_down,
+-- the swing scaled by scale_fn of the cycle number (scale_mode "cycle") or of the step
+-- ("iterations"); momentum, when cycled, runs the other way between its bounds.
+local cyclic_scale = {
+  triangular = { function() return 1.0 end, "cycle" },
+  triangular2 = { function(_, x) return 1 / (2.0 ^ (x - 1)) end, "cycle" },
+  exp_range = { function(self, x) return self.gamma ^ x end, "iterations" },
+}
+
+local CyclicLR = define("CyclicLR",
+  { { "base_lr", REQUIRED }, { "max_lr", REQUIRED }, { "step_size_up", 2000 }, { "step_size_down", nil },
+    { "mode", "triangular" }, { "gamma", 1.0 }, { "scale_fn", nil }, { "scale_mode", "cycle" },
+    { "cycle_momentum", true }, { "base_momentum", 0.8 }, { "max_momentum", 0.9 }, { "last_epoch", -1 },
+    { "verbose", false } },
+  function(self, o, opt)
+    local groups = groups_of(opt)
+    local base_lrs = per_group("base_lr", opt, o.base_lr)
+    if o.last_epoch == -1 then
+      for i, g in ipairs(groups) do g.lr = base_lrs[i] end
+    end
+    self.optimizer = opt
+    self.max_lrs = per_group("max_lr", opt, o.max_lr)
+    local up = o.step_size_up + 0.0
+    local down = o.step_size_down ~= nil and o.step_size_down + 0.0 or up
+    self.total_size = up + down
+    self.step_ratio = up / self.total_size
+    if cyclic_scale[o.mode] == nil and o.scale_fn == nil then fail("mode is invalid and scale_fn is None") end
+    self.mode, self.gamma = o.mode, o.gamma
+    self._scale_fn_custom = o.scale_fn
+    self.scale_mode = o.scale_mode
+    if o.scale_fn == nil then self.scale_mode = cyclic_scale[o.mode][2] end
+    self.cycle_momentum = o.cycle_momentum
     if self.cycle_momentum then
-      if self.use_beta1 then g.betas = { mom, g.betas[2] } else g.momentum = mom end
+      self.use_beta1 = uses_beta1(opt)
+      self.base_momentums = per_group("base_momentum", opt, o.base_momentum)
+      self.max_momentums = per_group("max_momentum", opt, o.max_momentum)
+      if o.last_epoch == -1 then
+        for i, g in ipairs(groups) do
+          set_momentum(self.use_beta1, g, self.max_momentums[i])
+          g.max_momentum, g.base_momentum = self.max_momentums[i], self.base_momentums[i]
+        end
+      end
+    end
+    LRScheduler.__init(self, opt, o.last_epoch, o.verbose)
+    self.base_lrs = base_lrs
+  end)
+
+function CyclicLR:scale_fn(x)
+  if self._scale_fn_custom then return self._scale_fn_custom(x) end
+  return cyclic_scale[self.mode][1](self, x)
+end
+
+function CyclicLR:get_lr()
+  local cycle = math.floor(1 + self.last_epoch / self.total_size)
+  local x = 1.0 + self.last_epoch / self.total_size - cycle
+  local factor
+  if x <= self.step_ratio then factor = x / self.step_ratio else factor = (x - 1) / (self.step_ratio - 1) end
+  local scale = self:scale_fn(self.scale_mode == "cycle" and cycle or self.last_epoch)
+  local out = {}
+  for i, base in ipairs(self.base_lrs) do out[i] = base + (self.max_lrs[i] - base) * factor * scale end
+  if self.cycle_momentum then
+    for i, g in ipairs(self.optimizer.param_groups) do
+      local hi = self.max_momentums[i]
+      set_momentum(self.use_beta1, g, hi - (hi - self.base_momentums[i]) * factor * scale)
     end
   end
   return out

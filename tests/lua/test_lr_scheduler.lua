@@ -390,3 +390,79 @@ T.test("errors and resuming", function()
   T.eq(s.last_epoch, 6, "resumed at last_epoch + 1")
   T.near(s:get_last_lr(), { 0.005 }, 1e-15, "epoch 6 multiplies the current lr")
 end)
+
+-- CyclicLR's triangle written out: position p in the cycle, up then down, scaled per cycle or step
+local function triangle(t, base, max, up, down, scale)
+  local total = up + down
+  local cycle, p = t // total + 1, t % total
+  local h = p <= up and p / up or (total - p) / down
+  return base + (max - base) * h * scale(cycle, t)
+end
+
+T.test("CyclicLR", function()
+  local opt = make({ 0.5 })
+  local s = S.CyclicLR(opt, 0.01, 0.1, { step_size_up = 4 })
+  T.eq(opt.param_groups[1].lr, 0.01, "lr starts at base_lr")
+  T.eq(opt.param_groups[1].momentum, 0.9, "momentum starts at max_momentum")
+  local lrs, moms = { s:get_last_lr()[1] }, { opt.param_groups[1].momentum }
+  for _ = 1, 20 do
+    opt:step()
+    s:step()
+    lrs[#lrs + 1] = s:get_last_lr()[1]
+    moms[#moms + 1] = opt.param_groups[1].momentum
+  end
+  for t = 0, 20 do
+    local one = function() return 1 end
+    T.near(lrs[t + 1], triangle(t, 0.01, 0.1, 4, 4, one), 1e-12, "triangular lr at " .. t)
+    -- momentum mirrors the rate: max_momentum at base_lr, base_momentum at max_lr
+    local h = (triangle(t, 0.01, 0.1, 4, 4, one) - 0.01) / 0.09
+    T.near(moms[t + 1], 0.9 - 0.1 * h, 1e-12, "momentum at " .. t)
+  end
+  T.near(lrs[5], 0.1, 1e-15, "the peak after step_size_up")
+
+  -- triangular2 halves each cycle; two groups; uneven up and down; Adam's beta1
+  opt = make({ 0.1, 0.1 }, "Adam")
+  s = S.CyclicLR(opt, { 0.001, 0.002 }, { 0.01, 0.02 }, { step_size_up = 3, step_size_down = 5, mode = "triangular2",
+    base_momentum = 0.85, max_momentum = 0.95 })
+  local got = run(opt, s, 30)
+  local half = function(cycle) return 1 / 2 ^ (cycle - 1) end
+  for t = 0, 30 do
+    T.near(got[t + 1][1], triangle(t, 0.001, 0.01, 3, 5, half), 1e-12, "triangular2 group 0 at " .. t)
+    T.near(got[t + 1][2], triangle(t, 0.002, 0.02, 3, 5, half), 1e-12, "triangular2 group 1 at " .. t)
+  end
+  local h = (got[31][1] - 0.001) / 0.009
+  T.near(opt.param_groups[1].betas[1], 0.95 - 0.1 * h, 1e-12, "beta1 cycles")
+  T.eq(opt.param_groups[1].betas[2], 0.999, "beta2 kept")
+
+  -- exp_range scales by gamma^step; a custom scale_fn by cycle
+  opt = make()
+  s = S.CyclicLR(opt, 0.01, 0.1, { step_size_up = 2, mode = "exp_range", gamma = 0.9, cycle_momentum = false })
+  got = run(opt, s, 12)
+  for t = 0, 12 do
+    T.near(got[t + 1][1], triangle(t, 0.01, 0.1, 2, 2, function(_, step) return 0.9 ^ step end), 1e-12, "exp_range at " .. t)
+  end
+  T.eq(opt.param_groups[1].momentum, 0.9, "cycle_momentum=false leaves momentum")
+  opt = make()
+  s = S.CyclicLR(opt, 0.01, 0.1, { step_size_up = 2, scale_fn = function(c) return 1 / c end, cycle_momentum = false })
+  got = run(opt, s, 12)
+  for t = 0, 12 do
+    T.near(got[t + 1][1], triangle(t, 0.01, 0.1, 2, 2, function(c) return 1 / c end), 1e-12, "scale_fn at " .. t)
+  end
+
+  -- state_dict round trip: a new scheduler continues the sequence
+  opt = make()
+  s = S.CyclicLR(opt, 0.01, 0.1, { step_size_up = 3, mode = "triangular2" })
+  run(opt, s, 7)
+  local opt2 = make()
+  local s2 = S.CyclicLR(opt2, 0.01, 0.1, { step_size_up = 3, mode = "triangular2" })
+  s2:load_state_dict(s:state_dict())
+  s:step(); s2:step()
+  T.near(s2:get_last_lr()[1], s:get_last_lr()[1], 1e-15, "resumed")
+  T.near(s:get_last_lr()[1], triangle(8, 0.01, 0.1, 3, 3, half), 1e-12, "step 8")
+
+  T.raises(function() S.CyclicLR(make(), 0.01, 0.1, { mode = "saw" }) end, "mode is invalid and scale_fn is None")
+  T.raises(function() S.CyclicLR(optim.Adagrad({ leaf() }), 0.01, 0.1) end,
+    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+  T.raises(function() S.CyclicLR(make(), 0.01) end, "CyclicLR.__init__() missing 1 required positional argument: 'max_lr'")
+  T.raises(function() S.CyclicLR(make({ 0.1, 0.1 }), { 0.1 }, 0.2) end, "expected 2 values for base_lr, got 1")
+end)
