@@ -1,5 +1,5 @@
 -- torch.utils.data: Dataset (subclassed in Lua), TensorDataset, Subset,
--- ConcatDataset, random_split, IterableDataset, ChainDataset, the samplers,
+-- ConcatDataset, StackDataset, random_split, IterableDataset, ChainDataset, the samplers,
 -- default_collate and DataLoader.
 --
 -- Indices are 0-based as in PyTorch; Lua lists (of indices, of samples, of
@@ -342,6 +342,31 @@ function data.random_split(dataset, lengths, generator)
     out[k] = Subset(dataset, idx)
     offset = offset + math.tointeger(l)
   end
+  return out
+end
+
+-- ---- StackDataset ----
+-- StackDataset(a, b, ...) gives {a[i], b[i], ...}; StackDataset({x = a, y = b}) gives {x = a[i], y = b[i]}.
+local StackDataset = Dataset:extend("StackDataset")
+data.StackDataset = StackDataset
+
+function StackDataset:__init(...)
+  local args = pack(...)
+  local named = args.n == 1 and is_plain(args[1]) and args[1][1] == nil and next(args[1]) ~= nil
+  if args.n == 0 then error("At least one dataset should be passed", 3) end
+  self.datasets, self._named = named and args[1] or {unpack(args, 1, args.n)}, named
+  local n
+  for _, d in pairs(self.datasets) do
+    local m = len(d, "a dataset of StackDataset")
+    if n and m ~= n then error("Size mismatch between datasets", 3) end
+    n = m
+  end
+  self._length = n
+end
+function StackDataset:__len() return self._length end
+function StackDataset:__getitem(i)
+  local out = {}
+  for k, d in pairs(self.datasets) do out[k] = sample_at(d, i) end
   return out
 end
 
@@ -1183,7 +1208,8 @@ end
 data.dataloader = {DataLoader = DataLoader, default_collate = data.default_collate, default_convert = data.default_convert,
   get_worker_info = data.get_worker_info}
 data.dataset = {Dataset = Dataset, TensorDataset = TensorDataset, Subset = Subset, ConcatDataset = ConcatDataset,
-  IterableDataset = IterableDataset, ChainDataset = ChainDataset, random_split = data.random_split}
+  StackDataset = StackDataset, IterableDataset = IterableDataset, ChainDataset = ChainDataset,
+  random_split = data.random_split}
 data.sampler = {Sampler = Sampler, SequentialSampler = SequentialSampler, RandomSampler = RandomSampler,
   SubsetRandomSampler = SubsetRandomSampler, WeightedRandomSampler = WeightedRandomSampler, BatchSampler = BatchSampler}
 data.distributed = {DistributedSampler = DistributedSampler}

@@ -1,5 +1,5 @@
 -- More optimizers, with PyTorch's update rules, defaults and state names, written with tensor
--- ops (no fused kernel): Adadelta, Adamax, NAdam, RAdam. The step count is kept as a number;
+-- ops (no fused kernel): Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD, LBFGS. The step count is kept as a number;
 -- a loaded state whose step is a tensor (PyTorch's) is read as one. GradScaler takes its
 -- unscale-then-check path for them (no device-side skip).
 local torch = require "torch"
@@ -141,6 +141,47 @@ define("RAdam", spec_of({ { "lr", 1e-3 }, { "betas", { 0.9, 0.999 } }, { "eps", 
     else
       p:add_(s.exp_avg * -(g.lr / bc1))
     end
+  end)
+
+define("Rprop", spec_of({ { "lr", 1e-2 }, { "etas", { 0.5, 1.2 } }, { "step_sizes", { 1e-6, 50 } } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    local e = o.etas
+    if type(e) ~= "table" or not (0.0 < e[1] and e[1] < 1.0 and 1.0 < e[2]) then
+      U.errorf("Invalid eta values: %s, %s", tostring(type(e) == "table" and e[1]), tostring(type(e) == "table" and e[2]))
+    end
+  end,
+  function(p) return { prev = zeros(p) } end,
+  function(p, grad, s, g)
+    if s.step_size == nil then s.step_size = torch.full_like(p, g.lr) end
+    local sign = (grad * s.prev):sign()
+    local grew, shrank = sign:gt(0), sign:lt(0)
+    local minus, plus = g.etas[1], g.etas[2]
+    -- the step grows where the gradient kept its sign, shrinks where it flipped
+    local factor = grew:to(p.dtype) * (plus - 1) + shrank:to(p.dtype) * (minus - 1) + 1
+    s.step_size:mul_(factor):clamp_(g.step_sizes[1], g.step_sizes[2])
+    grad = grad:masked_fill(shrank, 0) -- a flipped sign skips this step
+    p:addcmul_(grad:sign(), s.step_size, { value = -1 })
+    s.prev:copy_(grad)
+  end)
+
+define("ASGD", spec_of({ { "lr", 1e-2 }, { "lambd", 1e-4 }, { "alpha", 0.75 }, { "t0", 1e6 }, { "weight_decay", 0 } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    nonneg(o.weight_decay, "weight_decay value")
+  end,
+  function(p) return { eta = nil, mu = 1.0, ax = zeros(p) } end,
+  function(p, grad, s, g)
+    for _, k in ipairs({ "eta", "mu" }) do
+      if torch.is_tensor(s[k]) then s[k] = s[k]:item() end
+    end
+    local eta = s.eta or g.lr
+    if g.weight_decay ~= 0 then grad = grad + p * g.weight_decay end
+    p:mul_(1 - g.lambd * eta)
+    p:add_(grad * -eta)
+    if s.mu ~= 1 then s.ax:add_((p - s.ax) * s.mu) else s.ax:copy_(p) end -- the averaged iterate
+    s.eta = g.lr / (1 + g.lambd * g.lr * s.step) ^ g.alpha
+    s.mu = 1 / math.max(1, s.step - g.t0)
   end)
 
 -- ---- LBFGS ----

@@ -1,4 +1,4 @@
--- torch.utils.data.IterableDataset and ChainDataset through the DataLoader:
+-- torch.utils.data.IterableDataset and ChainDataset through the DataLoader, and StackDataset:
 -- batching a stream, drop_last, len, worker sharding with get_worker_info(),
 -- and the options a stream cannot take. References are plain Lua lists.
 local T = ...
@@ -184,4 +184,26 @@ T.test("IterableDataset errors", function()
   T.raises(function() for _ in DataLoader(NotFn()) do end end,
     "~NotFn:__iter() must return an iterator function, got table", "__iter returns a table")
   T.raises(function() data.ConcatDataset({ds}) end, "ConcatDataset does not support IterableDataset", "concat")
+end)
+
+T.test("StackDataset", function()
+  local x, y = torch.arange(12):view(6, 2), torch.arange(6) * 10
+  local a, b = data.TensorDataset(x), data.TensorDataset(y)
+  local st = data.StackDataset(a, b)
+  T.eq(#st, 6, "len")
+  local s = st[2]
+  T.eq(s[1]:tolist(), {4, 5}, "first dataset's sample")
+  T.eq(s[2]:item(), 20, "second dataset's sample")
+  local named = data.StackDataset({image = a, label = b})
+  local n = named[5]
+  T.eq(n.image:tolist(), {10, 11}, "named: image")
+  T.eq(n.label:item(), 50, "named: label")
+  -- the loader collates dicts field by field
+  for batch in DataLoader(named, {batch_size = 4}) do
+    T.eq(batch.image:tolist(), {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, "batched images")
+    T.eq(batch.label:tolist(), {0, 10, 20, 30}, "batched labels")
+    break
+  end
+  T.raises(function() data.StackDataset(a, data.TensorDataset(torch.zeros(5))) end, "Size mismatch between datasets")
+  T.raises(function() data.StackDataset() end, "At least one dataset should be passed")
 end)

@@ -132,3 +132,55 @@ T.test("LBFGS finds a quadratic's minimum and Rosenbrock's", function()
   T.raises(function() o2:step() end, "~LBFGS requires a closure")
   T.raises(function() torch.optim.LBFGS({ xy }, { line_search_fn = "strong_wolfe" }) end, "~is not supported")
 end)
+
+T.test("Rprop and ASGD against their written-out rules", function()
+  local function sign(v) return v > 0 and 1 or (v < 0 and -1 or 0) end
+  local init = { 0.5, -1.5, 2.0, 0.1 }
+  local function run(make, n)
+    local w = torch.tensor(init, f64):requires_grad_()
+    local opt = make(w)
+    for _ = 1, n do
+      opt:zero_grad();
+      (w * 3):sin():sum():backward() -- gradient 3 cos(3w): its sign flips along the way
+      opt:step()
+    end
+    return w, opt
+  end
+  -- Rprop: per-element steps grow by etaplus while the gradient keeps its sign, shrink on a flip
+  local w = run(function(p) return torch.optim.Rprop({ p }, { lr = 0.3, etas = { 0.4, 1.5 }, step_sizes = { 0.01, 0.5 } }) end, 10)
+  local want, flips = {}, 0
+  for i, x in ipairs(init) do
+    local prev, size = 0, 0.3
+    for _ = 1, 10 do
+      local g = 3 * math.cos(3 * x)
+      local s = sign(g * prev)
+      if s > 0 then size = math.min(size * 1.5, 0.5) elseif s < 0 then size = math.max(size * 0.4, 0.01) end
+      if s < 0 then g = 0; flips = flips + 1 end
+      x = x - sign(g) * size
+      prev = g
+    end
+    want[i] = x
+  end
+  T.check(flips > 0, "the reference saw sign flips")
+  T.near(w:detach():tolist(), want, 1e-12, "Rprop, 10 steps")
+  -- ASGD: decaying eta, and the averaged iterate ax once the step passes t0
+  local h = { lr = 0.05, lambd = 0.01, alpha = 0.75, t0 = 3, weight_decay = 0.02 }
+  local opt
+  w, opt = run(function(p) return torch.optim.ASGD({ p }, h) end, 8)
+  local wx, ax = {}, {}
+  for i, x in ipairs(init) do
+    local eta, mu, a = h.lr, 1, 0
+    for t = 1, 8 do
+      local g = 3 * math.cos(3 * x) + h.weight_decay * x
+      x = x * (1 - h.lambd * eta) - eta * g
+      if mu ~= 1 then a = a + (x - a) * mu else a = x end
+      eta = h.lr / (1 + h.lambd * h.lr * t) ^ h.alpha
+      mu = 1 / math.max(1, t - h.t0)
+    end
+    wx[i], ax[i] = x, a
+  end
+  T.near(w:detach():tolist(), wx, 1e-12, "ASGD, 8 steps")
+  T.near(opt.state[w].ax:tolist(), ax, 1e-12, "ASGD's averaged iterate")
+  T.raises(function() torch.optim.Rprop({ w }, { etas = { 1.1, 1.2 } }) end, "Invalid eta values: 1.1, 1.2")
+  T.raises(function() torch.optim.ASGD({ w }, { lr = -0.1 }) end, "Invalid learning rate: -0.1")
+end)
