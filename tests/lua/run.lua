@@ -22,6 +22,12 @@ local function show(v)
   if type(v) == "table" and getmetatable(v) == nil then
     local parts = {}
     for i = 1, #v do parts[i] = show(v[i]) end
+    local extra = {}
+    for k, x in pairs(v) do
+      if not (math.type(k) == "integer" and k >= 1 and k <= #v) then extra[#extra + 1] = "[" .. show(k) .. "] = " .. show(x) end
+    end
+    table.sort(extra)
+    table.move(extra, 1, #extra, #parts + 1, parts)
     return "{" .. table.concat(parts, ", ") .. "}"
   end
   return tostring(v)
@@ -33,11 +39,18 @@ function T.check(cond, msg)
   return cond
 end
 
--- Deep equality for plain values and nested 1-based lists.
+-- Deep equality for plain values and plain tables: nested lists, and every other key too
+-- (a 0 key, string keys), so that {[0] = 1} and {} differ.
 local function same(a, b)
   if type(a) == "table" and type(b) == "table" and getmetatable(a) == nil and getmetatable(b) == nil then
     if #a ~= #b then return false end
     for i = 1, #a do if not same(a[i], b[i]) then return false end end
+    for k, v in pairs(a) do
+      if not (math.type(k) == "integer" and k >= 1 and k <= #a) and not same(v, b[k]) then return false end
+    end
+    for k in pairs(b) do
+      if a[k] == nil then return false end
+    end
     return true
   end
   return a == b and math.type(a) == math.type(b)
