@@ -32,6 +32,7 @@ nn.utils = nn.utils or {}
 nn.utils.clip_grad = require "nn_utils_clip"
 nn.utils.convert_parameters = require "nn_utils_convert"
 nn.utils.rnn = require "nn_utils_rnn"
+nn.utils.prune = require "nn_utils_prune"
 for name, f in pairs(require "nn_utils_norms") do nn.utils[name] = f end
 for _, sub in ipairs({ nn.utils.clip_grad, nn.utils.convert_parameters }) do
   for name, f in pairs(sub) do
