@@ -78,6 +78,16 @@ function BatchNorm:_check_input_dim(x)
   if not ok[d] then U.errorf(self._dims_msg, d) end
 end
 
+-- the running statistics' update factor for this forward (counting the batch when training)
+function BatchNorm:_momentum_factor()
+  local factor = self.momentum or 0.0
+  if self.training and self.track_running_stats and self.num_batches_tracked ~= nil then
+    self.num_batches_tracked:add_(1)
+    if self.momentum == nil then factor = 1.0 / self.num_batches_tracked:item() end
+  end
+  return factor
+end
+
 function BatchNorm:forward(x)
   check_input(self, x)
   self:_check_input_dim(x)
@@ -88,11 +98,7 @@ function BatchNorm:forward(x)
     for i, d in ipairs(want) do want[i] = string.format(layouts[d], self.num_features) end
     U.errorf("%s got input of shape %s, expected %s", tostring(self), U.shape_str(x), table.concat(want, " or "))
   end
-  local factor = self.momentum or 0.0
-  if self.training and self.track_running_stats and self.num_batches_tracked ~= nil then
-    self.num_batches_tracked:add_(1)
-    if self.momentum == nil then factor = 1.0 / self.num_batches_tracked:item() end
-  end
+  local factor = self:_momentum_factor()
   local bn_training = self.training or (self.running_mean == nil and self.running_var == nil)
   local use_stats = not self.training or self.track_running_stats
   return U.F("batch_norm", x, use_stats and self.running_mean or nil, use_stats and self.running_var or nil,

@@ -28,6 +28,7 @@ gloo_tests() {
 for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
+  ranks_run "SyncBatchNorm, $n ranks" "$n" "$dir/syncbn.lua"
 done
 
 # DataParallel without GPUs (one process)
