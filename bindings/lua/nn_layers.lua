@@ -347,6 +347,33 @@ end
 
 local Embedding = Module:extend("Embedding")
 M.Embedding = Embedding
+-- num_embeddings, embedding_dim and padding_idx (made non-negative) checked, for Embedding and EmbeddingBag
+function M._embedding_sizes(name, o, pad_word)
+  local n = U.check_int(name, "num_embeddings", o.num_embeddings, 0)
+  local d = U.check_int(name, "embedding_dim", o.embedding_dim, 0)
+  local pad = o.padding_idx
+  if pad ~= nil then
+    pad = U.check_int(name, "padding_idx", pad)
+    if pad >= n or pad < -n then U.errorf("%s must be within num_embeddings", pad_word) end
+    if pad < 0 then pad = n + pad end
+  end
+  return n, d, pad
+end
+
+-- self.weight: o._weight checked (frozen with o._freeze), or a fresh [n, d] reset by reset_parameters
+function M._embedding_weight(self, o, n, d)
+  if o._weight == nil then
+    self.weight = Parameter(torch.empty(n, d, factory(o)))
+    self:reset_parameters()
+    return
+  end
+  local w = o._weight
+  if w:dim() ~= 2 or w:size(0) ~= n or w:size(1) ~= d then
+    U.error("Shape of weight does not match num_embeddings and embedding_dim")
+  end
+  self.weight = Parameter(w, not o._freeze)
+end
+
 local embedding_spec = {
   { "num_embeddings", REQ }, { "embedding_dim", REQ }, { "padding_idx" }, { "max_norm" }, { "norm_type", 2.0 },
   { "scale_grad_by_freq", false }, { "sparse", false }, { "_weight" }, { "_freeze", false }, { "device" },
@@ -355,27 +382,11 @@ local embedding_spec = {
 
 function Embedding:__init(...)
   local o = U.parse("Embedding", embedding_spec, ...)
-  local n = U.check_int("Embedding", "num_embeddings", o.num_embeddings, 0)
-  local d = U.check_int("Embedding", "embedding_dim", o.embedding_dim, 0)
-  local padding_idx = o.padding_idx
-  if padding_idx ~= nil then
-    padding_idx = U.check_int("Embedding", "padding_idx", padding_idx)
-    if padding_idx >= n or padding_idx < -n then U.error("Padding_idx must be within num_embeddings") end
-    if padding_idx < 0 then padding_idx = n + padding_idx end
-  end
+  local n, d, padding_idx = M._embedding_sizes("Embedding", o, "Padding_idx")
   self.num_embeddings, self.embedding_dim, self.padding_idx = n, d, padding_idx
   self.max_norm, self.norm_type = o.max_norm, o.norm_type
   self.scale_grad_by_freq, self.sparse = o.scale_grad_by_freq, o.sparse
-  if o._weight == nil then
-    self.weight = Parameter(torch.empty(n, d, factory(o)))
-    self:reset_parameters()
-  else
-    local w = o._weight
-    if w:dim() ~= 2 or w:size(0) ~= n or w:size(1) ~= d then
-      U.error("Shape of weight does not match num_embeddings and embedding_dim")
-    end
-    self.weight = Parameter(w, not o._freeze)
-  end
+  M._embedding_weight(self, o, n, d)
 end
 
 function Embedding:_fill_padding_idx_with_zero()

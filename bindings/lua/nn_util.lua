@@ -372,4 +372,35 @@ function OD.new(init)
   return t
 end
 
+-- v, or PyTorch's error for a non-tensor argument of torch.fname
+function U.check_tensor(fname, name, pos, v)
+  if not torch.is_tensor(v) then
+    U.errorf("%s(): argument '%s' (position %d) must be Tensor, not %s", fname, name, pos, U.typename(v))
+  end
+  return v
+end
+
+-- v, or an error naming the function and argument
+function U.tensor_arg(fname, name, v)
+  if not torch.is_tensor(v) then U.errorf("%s: %s must be a Tensor, got %s", fname, name, U.typename(v)) end
+  return v
+end
+
+-- dim wrapped into [0, ndim) (a scalar counts as one dim), or PyTorch's error
+function U.wrap_dim(dim, ndim)
+  if math.type(dim) ~= "integer" then U.errorf("dim must be an integer, got %s", U.typename(dim)) end
+  local n = math.max(ndim, 1)
+  if dim < -n or dim >= n then
+    U.errorf("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -n, n - 1, dim)
+  end
+  return dim < 0 and dim + n or dim
+end
+
+-- the result written into x when inplace, as PyTorch's in-place activations do
+function U.maybe_inplace(x, r, inplace)
+  if not inplace then return r end
+  x:copy_(r)
+  return x
+end
+
 return U

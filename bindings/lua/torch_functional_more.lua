@@ -9,17 +9,9 @@ local U = require "nn_util"
 local F = torch.nn.functional
 local REQ = U.REQUIRED
 
-local function tensor_arg(fname, name, v)
-  if not torch.is_tensor(v) then U.errorf("%s: %s must be a Tensor, got %s", fname, name, U.typename(v)) end
-  return v
-end
+local tensor_arg = U.tensor_arg
 
--- the result written into x when inplace, as PyTorch's in-place activations do
-local function maybe_inplace(x, r, inplace)
-  if not inplace then return r end
-  x:copy_(r)
-  return x
-end
+local maybe_inplace = U.maybe_inplace
 
 local function reduce(fname, v, reduction)
   if reduction == "mean" then return v:mean() end

@@ -18,20 +18,9 @@ local function shape_str(t)
   return "[" .. table.concat(s, ", ") .. "]"
 end
 
-local function check_tensor(fname, name, pos, v)
-  if not torch.is_tensor(v) then
-    fail("%s(): argument '%s' (position %d) must be Tensor, not %s", fname, name, pos, U.typename(v))
-  end
-end
+local check_tensor = U.check_tensor
 
-local function wrap_dim(dim, ndim)
-  if math.type(dim) ~= "integer" then fail("dim must be an integer, got %s", U.typename(dim)) end
-  local n = math.max(ndim, 1)
-  if dim < -n or dim >= n then
-    fail("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -n, n - 1, dim)
-  end
-  return dim < 0 and dim + n or dim
-end
+local wrap_dim = U.wrap_dim
 
 local function dims(t) return math.max(t:dim(), 1) end
 local function size_at(t, d) return t:dim() == 0 and 1 or t:size(d) end

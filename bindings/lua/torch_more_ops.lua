@@ -14,12 +14,7 @@ local M = {}
 -- An error at the caller's line, past the library's own frames.
 local fail = require("nn_util").errorf
 
-local function check_tensor(fname, name, pos, v)
-  if not torch.is_tensor(v) then
-    fail("%s(): argument '%s' (position %d) must be Tensor, not %s", fname, name, pos, U.typename(v))
-  end
-  return v
-end
+local check_tensor = U.check_tensor
 
 local function check_int(fname, name, v)
   local i = math.tointeger(v)
