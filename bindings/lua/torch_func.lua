@@ -1,0 +1,568 @@
+-- torch.func (functional_call, grad, grad_and_value, vjp, jacrev, jacfwd, vmap) and
+-- torch.nn.utils.stateless.functional_call, with PyTorch 2.x's names and argument order.
+--
+-- Built on torch.autograd.grad, not on functorch's level-tagged tensors, so:
+--   * grad/vjp/jacrev/jacfwd differentiate detached requires-grad copies of the inputs; nesting
+--     one of them inside another (grad(grad(f)), jacrev(grad(f)), ...) needs double backward,
+--     which is not available, and raises.
+--   * jacfwd is computed like jacrev (reverse mode, one backward per output element).
+--   * vmap runs func once per slice along the mapped dims and stacks the results: it loops
+--     rather than batching kernels; random ops in func draw differently per sample whatever
+--     `randomness` says ("same" replays the generator state for each sample); chunk_size is
+--     accepted and ignored.
+-- Lua specifics: argnums and dims are 0-based like PyTorch's; several outputs / (output, aux) are
+-- several return values; an argument list is a Lua list; kwargs go to forward as a trailing table.
+local torch = require "torch"
+local U = require "nn_util"
+local OD = U.OrderedDict
+
+local fail = U.errorf
+local func = {}
+
+local function is_tensor(v) return torch.is_tensor(v) end
+local function is_module(v) return torch.nn and torch.nn.Module.is_module(v) or false end
+-- a plain Lua table or OrderedDict (a pytree node); tensors and modules are leaves
+local function is_node(v) return type(v) == "table" and (getmetatable(v) == nil or OD.is(v)) end
+
+-- a copy of tree v with every tensor leaf replaced by fn(leaf); other leaves kept
+local function map_tree(v, fn)
+  if is_tensor(v) then return fn(v) end
+  if not is_node(v) then return v end
+  if OD.is(v) then
+    local out = OD.new()
+    for k, e in pairs(v) do out:set(k, map_tree(e, fn)) end
+    return out
+  end
+  local out = {}
+  for k, e in pairs(v) do out[k] = map_tree(e, fn) end
+  return out
+end
+
+local function packed(...) return table.pack(...) end
+
+-- ---------------------------------------------------------------- functional_call
+
+-- the dicts as one name -> tensor table (a list of dicts is allowed, as in PyTorch)
+local function merge_dicts(dicts)
+  if type(dicts) ~= "table" then
+    fail("Expected all elements of parameter_and_buffer_dicts to be dictionaries, got %s", U.typename(dicts))
+  end
+  local list = dicts
+  if OD.is(dicts) or rawget(dicts, 1) == nil then list = { dicts } end
+  local merged, order, seen = {}, {}, {}
+  for _, d in ipairs(list) do
+    if type(d) ~= "table" or is_tensor(d) then
+      fail("Expected all elements of parameter_and_buffer_dicts to be dictionaries, got %s", U.typename(d))
+    end
+    for k, v in pairs(d) do
+      if seen[k] then
+        fail("%s appeared in multiple dictionaries; behavior of functional call is ambiguous", U.pyrepr(k))
+      end
+      seen[k] = true
+      merged[k] = v
+      order[#order + 1] = k
+    end
+  end
+  return merged, order
+end
+
+local function split_name(name)
+  local path, leaf = name:match("^(.*)%.([^.]*)$")
+  if not path then return "", name end
+  return path, leaf
+end
+
+local function quoted_sorted(keys)
+  table.sort(keys)
+  local q = {}
+  for i, k in ipairs(keys) do q[i] = "'" .. k .. "'" end
+  return table.concat(q, ", ")
+end
+
+-- functional_call(module, parameter_and_buffer_dicts, args=nil, kwargs=nil, {tie_weights=true, strict=false})
+function func.functional_call(module, dicts, args, kwargs, ...)
+  local o = U.parse("functional_call", { { "tie_weights", true }, { "strict", false } }, ...)
+  if not is_module(module) then fail("functional_call: expected an nn.Module, got %s", U.typename(module)) end
+  local given, order = merge_dicts(dicts)
+  -- every parameter / buffer name, tied ones included, grouped by tensor
+  local names, group_of = {}, {}
+  for _, kind in ipairs({ "named_parameters", "named_buffers" }) do
+    for _, e in ipairs(module[kind](module, { remove_duplicate = false })) do
+      names[e[1]] = true
+      local g = group_of[e[2]] or {}
+      group_of[e[2]] = g
+      g[#g + 1] = e[1]
+      group_of[e[1]] = g
+    end
+  end
+  local values = {}
+  for k, v in pairs(given) do values[k] = v end
+  if o.tie_weights then
+    for _, k in ipairs(order) do
+      local g = names[k] and group_of[k]
+      if g and #g > 1 then
+        local given_here = {}
+        for _, n in ipairs(g) do
+          if given[n] ~= nil then given_here[#given_here + 1] = n end
+        end
+        for _, n in ipairs(given_here) do
+          if given[n] ~= given[given_here[1]] then
+            fail("functional_call got multiple values for keys [%s], which are tied. Consider using tie_weights=False",
+              quoted_sorted(given_here))
+          end
+        end
+        for _, n in ipairs(g) do if values[n] == nil then values[n] = given[k] end end
+      end
+    end
+  end
+  if o.strict then
+    local missing, unexpected = {}, {}
+    for n in pairs(names) do if values[n] == nil then missing[#missing + 1] = n end end
+    for n in pairs(values) do if not names[n] then unexpected[#unexpected + 1] = n end end
+    local msgs = {}
+    if #unexpected > 0 then msgs[#msgs + 1] = "Unexpected key(s): " .. quoted_sorted(unexpected) .. "." end
+    if #missing > 0 then msgs[#msgs + 1] = "Missing key(s): " .. quoted_sorted(missing) .. "." end
+    if #msgs > 0 then
+      fail("Error(s) in reparametrizing for %s:\n\t%s", module:_get_name(), table.concat(msgs, "\n\t"))
+    end
+  end
+  -- swap the values forward reads (the per-instance values tables), leaving the
+  -- _parameters/_buffers registries alone; restored in reverse order, even on error
+  local saved = {}
+  local function restore()
+    for i = #saved, 1, -1 do
+      local s = saved[i]
+      rawset(s[1], s[2], s[3])
+    end
+    saved = {}
+  end
+  local ok, err = pcall(function()
+    local keys = {}
+    for k in pairs(values) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      local v = values[k]
+      if v ~= nil and not is_tensor(v) then
+        fail("functional_call: expected a Tensor for '%s', got %s", k, U.typename(v))
+      end
+      local path, leaf = split_name(k)
+      local mod = module:get_submodule(path)
+      local vals = getmetatable(mod).__index
+      saved[#saved + 1] = { vals, leaf, rawget(vals, leaf) }
+      rawset(vals, leaf, v)
+    end
+  end)
+  if not ok then restore(); error(err, 0) end
+  local call_args
+  if args == nil then call_args = table.pack()
+  elseif type(args) == "table" and getmetatable(args) == nil then call_args = table.pack(table.unpack(args))
+  else call_args = table.pack(args) end
+  if kwargs ~= nil then call_args.n = call_args.n + 1; call_args[call_args.n] = kwargs end
+  local r = table.pack(pcall(module, table.unpack(call_args, 1, call_args.n)))
+  restore()
+  if not r[1] then error(r[2], 0) end
+  return table.unpack(r, 2, r.n)
+end
+
+-- ---------------------------------------------------------------- grad transforms
+
+-- how many grad-like transforms are running func now: nesting needs double backward
+local depth = 0
+local function enter(name)
+  if depth > 0 then
+    fail("torch.func.%s: nested function transforms (grad(grad(f)), jacrev(grad(f)), ...) need double backward, which is not available", name)
+  end
+  depth = depth + 1
+  return setmetatable({}, { __close = function() depth = depth - 1 end })
+end
+
+local function check_argnums(name, argnums, n)
+  local list = type(argnums) == "table" and argnums or { argnums }
+  if #list == 0 then fail("%s: argnums must be non-empty", name) end
+  local out = {}
+  for i, a in ipairs(list) do
+    if math.type(a) ~= "integer" then
+      fail("%s: argnums must be int or Tuple[int, ...], got: %s", name, U.typename(argnums))
+    end
+    if a < -n or a >= n then
+      fail("Got argnums=%d, but only %d positional inputs", a, n)
+    end
+    out[i] = (a < 0 and a + n or a) + 1
+  end
+  return out, type(argnums) ~= "table"
+end
+
+-- replaces args[i] (i in idx) by trees of detached requires-grad copies; returns the list of leaves
+local function make_leaves(name, args, idx)
+  local leaves = {}
+  for _, i in ipairs(idx) do
+    local a = args[i]
+    if not is_tensor(a) and not is_node(a) then
+      fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
+    end
+    args[i] = map_tree(a, function(x)
+      if not x:is_floating_point() then
+        fail("%s: only Tensors of floating point dtype can require gradients, got %s", name, tostring(x.dtype))
+      end
+      local l = x:detach():requires_grad_()
+      leaves[#leaves + 1] = l
+      return l
+    end)
+  end
+  return leaves
+end
+
+-- gradients of outs (list of tensors) weighted by vs against leaves; zeros where unused
+local function grads_of(outs, vs, leaves, retain)
+  local os, gs = {}, {}
+  for i, out in ipairs(outs) do
+    if out.requires_grad then os[#os + 1] = out; gs[#gs + 1] = vs[i] end
+  end
+  local g = {}
+  if #os > 0 and #leaves > 0 then
+    g = torch.autograd.grad(os, leaves, gs, { retain_graph = retain, allow_unused = true })
+  end
+  local m = {}
+  for i, l in ipairs(leaves) do m[l] = g[i] ~= nil and g[i]:detach() or torch.zeros_like(l):detach() end
+  return m
+end
+
+local function detach_tree(v) return map_tree(v, function(t) return t:detach() end) end
+
+-- func's result with has_aux split off: output, aux
+local function split_aux(name, has_aux, r)
+  if not has_aux then return r[1] end
+  if r.n >= 2 then return r[1], r[2] end
+  local t = r[1]
+  if is_node(t) and not OD.is(t) and #t == 2 then return t[1], t[2] end
+  fail("%s: output of function f should be a tuple: (output, aux) if has_aux is True", name)
+end
+
+local function grad_spec(name, ...)
+  return U.parse(name, { { "argnums", 0 }, { "has_aux", false } }, ...)
+end
+
+local function grad_and_value_impl(name, f, o, ...)
+  local args = table.pack(...)
+  local idx, single = check_argnums(name, o.argnums, args.n)
+  local _ <close> = enter(name == "grad_and_value(f)(*args)" and "grad_and_value" or "grad")
+  local leaf_trees
+  local leaves = make_leaves(name, args, idx)
+  local out, aux
+  do
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  if not is_tensor(out) then
+    fail("%s: Expected f(*args) to return a Tensor, got %s", name, U.typename(out))
+  end
+  if out:dim() ~= 0 then
+    fail("%s: Expected f(*args) to return a scalar Tensor, got tensor with %d dims. Maybe you wanted to use the vjp or jacrev APIs instead?", name, out:dim())
+  end
+  local m = grads_of({ out }, { nil }, leaves, false)
+  leaf_trees = {}
+  for k, i in ipairs(idx) do leaf_trees[k] = map_tree(args[i], function(l) return m[l] end) end
+  local g = single and leaf_trees[1] or leaf_trees
+  if o.has_aux then return g, out:detach(), detach_tree(aux) end
+  return g, out:detach()
+end
+
+-- grad(func, argnums=0, has_aux=false)(...) -> gradient(s) [, aux]
+function func.grad(f, ...)
+  local o = grad_spec("grad", ...)
+  return function(...)
+    local g, _, aux = grad_and_value_impl("grad_and_value(f)(*args)", f, o, ...)
+    if o.has_aux then return g, aux end
+    return g
+  end
+end
+
+-- grad_and_value(func, argnums=0, has_aux=false)(...) -> gradient(s), value [, aux]
+-- (PyTorch's (grad, (value, aux)) as three return values)
+function func.grad_and_value(f, ...)
+  local o = grad_spec("grad_and_value", ...)
+  return function(...) return grad_and_value_impl("grad_and_value(f)(*args)", f, o, ...) end
+end
+
+-- the tensors of an output tree in a fixed order (sorted keys for plain tables)
+local function flatten(v, out)
+  out = out or {}
+  if is_tensor(v) then out[#out + 1] = v; return out end
+  if OD.is(v) then
+    for _, e in pairs(v) do flatten(e, out) end
+  elseif is_node(v) then
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b)
+      if type(a) == type(b) then return a < b end
+      return type(a) == "number"
+    end)
+    for _, k in ipairs(keys) do flatten(v[k], out) end
+  else
+    fail("expected f to return a Tensor or a table of Tensors, got %s", U.typename(v))
+  end
+  return out
+end
+
+-- the output tree with its leaves (in flatten's order) replaced by vals
+local function unflatten(v, vals)
+  local i = 0
+  local map = {}
+  for _, t in ipairs(flatten(v)) do i = i + 1; map[t] = vals[i] end
+  return map_tree(v, function(t) return map[t] end)
+end
+
+-- vjp(func, ...primals, {has_aux=false}) -> output, vjp_fn [, aux]; vjp_fn(cotangents) returns
+-- a list (PyTorch's tuple) with one gradient tree per primal
+function func.vjp(f, ...)
+  local args = table.pack(...)
+  local has_aux = false
+  local last = args[args.n]
+  if args.n > 0 and type(last) == "table" and getmetatable(last) == nil and next(last) == "has_aux" and next(last, "has_aux") == nil then
+    has_aux = last.has_aux
+    args.n = args.n - 1
+  end
+  local idx = {}
+  for i = 1, args.n do idx[i] = i end
+  local out, aux, leaves
+  do
+    local _ <close> = enter("vjp")
+    leaves = make_leaves("vjp", args, idx)
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = flatten(out)
+  local function vjp_fn(cot)
+    local cs = flatten(cot)
+    if #cs ~= #outs then
+      fail("Expected pytree structure of cotangents to be the same as pytree structure of outputs to the function. cotangents has %d tensors, outputs has %d", #cs, #outs)
+    end
+    for i, c in ipairs(cs) do
+      if table.concat(c:size():totable(), ",") ~= table.concat(outs[i]:size():totable(), ",") then
+        fail("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
+          i - 1, tostring(c:size()), i - 1, tostring(outs[i]:size()))
+      end
+    end
+    local m = grads_of(outs, cs, leaves, true)
+    local res = {}
+    for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return m[l] end) end
+    return res
+  end
+  if has_aux then return detach_tree(out), vjp_fn, detach_tree(aux) end
+  return detach_tree(out), vjp_fn
+end
+
+local function jac_impl(name, f, o, ...)
+  local args = table.pack(...)
+  local idx, single = check_argnums(name, o.argnums, args.n)
+  local out, aux, leaves
+  do
+    local _ <close> = enter(name)
+    leaves = make_leaves(name, args, idx)
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = flatten(out)
+  local jacs = {}
+  for oi, y in ipairs(outs) do
+    local m = y:numel()
+    local rows = {}
+    for _, l in ipairs(leaves) do rows[l] = torch.zeros(m, l:numel(), { dtype = y.dtype, device = y.device }) end
+    if y.requires_grad then
+      local flat = y:reshape(-1)
+      for j = 0, m - 1 do
+        local g = torch.autograd.grad({ flat[j] }, leaves, nil, { retain_graph = true, allow_unused = true })
+        for i, l in ipairs(leaves) do
+          if g[i] ~= nil then rows[l][j]:copy_(g[i]:reshape(-1)) end
+        end
+      end
+    end
+    local per_arg = {}
+    for k, i in ipairs(idx) do
+      per_arg[k] = map_tree(args[i], function(l)
+        local shape = y:size():totable()
+        for _, s in ipairs(l:size():totable()) do shape[#shape + 1] = s end
+        return rows[l]:reshape(shape)
+      end)
+    end
+    jacs[oi] = single and per_arg[1] or per_arg
+  end
+  local res = unflatten(out, jacs)
+  if o.has_aux then return res, detach_tree(aux) end
+  return res
+end
+
+-- jacrev(func, argnums=0, has_aux=false)(...) -> Jacobian(s) of shape out.shape .. in.shape,
+-- nested like the output, then like argnums / the input trees
+function func.jacrev(f, ...)
+  local o = U.parse("jacrev", { { "argnums", 0 }, { "has_aux", false }, { "chunk_size" }, { "_preallocate_and_copy" } }, ...)
+  return function(...) return jac_impl("jacrev", f, o, ...) end
+end
+
+-- jacfwd(func, argnums=0, has_aux=false, {randomness=}): same result, computed in reverse mode
+function func.jacfwd(f, ...)
+  local o = U.parse("jacfwd", { { "argnums", 0 }, { "has_aux", false }, { "randomness", "error" } }, ...)
+  return function(...) return jac_impl("jacfwd", f, o, ...) end
+end
+
+function func.hessian()
+  fail("torch.func.hessian is not supported: it needs double backward, which is not available")
+end
+function func.jvp()
+  fail("torch.func.jvp is not supported here; use torch.autograd.functional.jvp (computed from the Jacobian)")
+end
+
+-- ---------------------------------------------------------------- vmap
+
+local function dims_repr(v)
+  if v == nil or v == false then return "None" end
+  if type(v) ~= "table" then return tostring(v) end
+  local n = 0
+  for k in pairs(v) do if math.type(k) == "integer" and k > n then n = k end end
+  local parts = {}
+  for i = 1, n do parts[i] = dims_repr(v[i]) end
+  return "(" .. table.concat(parts, ", ") .. (n == 1 and ",)" or ")")
+end
+
+-- the in_dims of child k (nil stays nil: no `and/or` here)
+local function sub_dims(d, k)
+  if type(d) == "table" then return d[k] end
+  return d
+end
+
+-- vmap(func, in_dims=0, out_dims=0, randomness="error", {chunk_size=nil})
+function func.vmap(f, ...)
+  -- parsed by hand: in_dims may be a list with holes ({nil, 0}), which U.parse would take for
+  -- a keyword table, and an explicit nil in_dims must not become the default
+  local pos = table.pack(...)
+  local kw = {}
+  local last = pos[pos.n]
+  if pos.n > 0 and type(last) == "table" and getmetatable(last) == nil and next(last) ~= nil then
+    local all_str = true
+    for k in pairs(last) do if type(k) ~= "string" then all_str = false end end
+    if all_str then kw = last; pos.n = pos.n - 1 end
+  end
+  local names = { "in_dims", "out_dims", "randomness", "chunk_size" }
+  local o = { in_dims = 0, out_dims = 0, randomness = "error" }
+  if pos.n > #names then fail("bad argument #%d to 'vmap' (vmap takes at most 4 positional arguments, got %d)", #names + 2, pos.n) end
+  for i = 1, pos.n do o[names[i]] = pos[i] end
+  for k, v in pairs(kw) do
+    local known = false
+    for i, n in ipairs(names) do
+      if n == k then
+        if i <= pos.n then fail("bad argument to 'vmap' (got multiple values for argument '%s')", k) end
+        known = true
+      end
+    end
+    if not known then fail("bad argument to 'vmap' (unknown keyword '%s')", k) end
+    o[k] = v
+  end
+  if o.in_dims == false then o.in_dims = nil end
+  local r = o.randomness
+  if r ~= "error" and r ~= "different" and r ~= "same" then
+    fail("Only allowed values for randomness are 'error', 'different', or 'same'. Got %s", tostring(r))
+  end
+  if o.chunk_size ~= nil and (math.type(o.chunk_size) ~= "integer" or o.chunk_size < 1) then
+    fail("vmap: chunk_size should be None or greater than 0. (got %s)", tostring(o.chunk_size))
+  end
+  local in_dims, out_dims = o.in_dims, o.out_dims
+  return function(...)
+    local args = table.pack(...)
+    local where = "vmap(f, in_dims=" .. dims_repr(in_dims) .. ", ...)(<inputs>)"
+    if type(in_dims) == "table" then
+      for k in pairs(in_dims) do
+        if math.type(k) ~= "integer" or k < 1 or k > args.n then
+          fail("%s: in_dims is not compatible with the structure of `inputs`. in_dims has structure %s but inputs has %d arguments.",
+            where, dims_repr(in_dims), args.n)
+        end
+      end
+    elseif in_dims ~= nil and math.type(in_dims) ~= "integer" then
+      fail("vmap(f, in_dims=%s, ...): expected `in_dims` to be int or a (potentially nested) tuple matching the structure of inputs, got: %s.",
+        tostring(in_dims), U.typename(in_dims))
+    end
+    -- the batch size of every mapped tensor
+    local sizes = {}
+    local function scan(a, d)
+      if d == nil or d == false then return end
+      if is_tensor(a) then
+        if math.type(d) ~= "integer" then
+          fail("%s: in_dim for a Tensor must be an integer or None, got %s", where, U.typename(d))
+        end
+        local nd = a:dim()
+        if d < -nd or d >= nd then
+          fail("%s: Got in_dim=%d for some input, but that input is a Tensor of dimensionality %d so expected in_dim to satisfy -%d <= in_dim < %d.",
+            where, d, nd, nd, nd)
+        end
+        sizes[#sizes + 1] = a:size(d < 0 and d + nd or d)
+      elseif is_node(a) then
+        for k, e in pairs(a) do scan(e, sub_dims(d, k)) end
+      elseif a ~= nil then
+        fail("%s: Got in_dim=%s for an input but the input is of type %s. We cannot vmap over non-Tensor arguments, please use None as the respective in_dim",
+          where, dims_repr(d), U.typename(a))
+      end
+    end
+    for i = 1, args.n do scan(args[i], sub_dims(in_dims, i)) end
+    if #sizes == 0 then
+      fail("%s: at least one input must be mapped over (got in_dims=%s)", where, dims_repr(in_dims))
+    end
+    for _, s in ipairs(sizes) do
+      if s ~= sizes[1] then
+        fail("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes [%s] for the mapped dimension",
+          table.concat(sizes, ", "))
+      end
+    end
+    local B = sizes[1]
+    -- sample b of a (mapped at d, a dim or a tree of dims)
+    local function slice(a, d, b)
+      if d == nil or d == false then return a end
+      if is_tensor(a) then return a:select(d, b) end
+      if not is_node(a) then return a end
+      local out = OD.is(a) and OD.new() or {}
+      for k, e in pairs(a) do
+        local v = slice(e, sub_dims(d, k), b)
+        if OD.is(out) then out:set(k, v) else out[k] = v end
+      end
+      return out
+    end
+    if B == 0 then fail("vmap: the mapped dimension has size 0, which this loop-based vmap does not support") end
+    local rng = r == "same" and torch.get_rng_state() or nil
+    local results = {}
+    for b = 0, B - 1 do
+      if rng then torch.set_rng_state(rng) end
+      local sl = {}
+      for i = 1, args.n do sl[i] = slice(args[i], sub_dims(in_dims, i), b) end
+      results[b + 1] = packed(f(table.unpack(sl, 1, args.n)))
+    end
+    -- stack output k (a tree) over the batch at its out_dim
+    local nout = results[1].n
+    local outs = {}
+    for k = 1, nout do
+      local od = out_dims
+      if type(out_dims) == "table" then od = out_dims[k] end
+      if od == nil or od == false then
+        outs[k] = results[1][k]
+      else
+        local per = {}
+        for b = 1, B do per[b] = flatten(results[b][k]) end
+        local stacked = {}
+        for j = 1, #per[1] do
+          local col = {}
+          for b = 1, B do col[b] = per[b][j] end
+          stacked[j] = torch.stack(col, type(od) == "table" and od[1] or od)
+        end
+        outs[k] = unflatten(results[1][k], stacked)
+      end
+    end
+    return table.unpack(outs, 1, nout)
+  end
+end
+
+-- ---------------------------------------------------------------- installation
+
+torch.func = func
+torch.vmap = func.vmap
+torch.nn.utils = torch.nn.utils or {}
+torch.nn.utils.stateless = torch.nn.utils.stateless or {}
+torch.nn.utils.stateless.functional_call = func.functional_call
+
+return {}
