@@ -235,25 +235,22 @@ end
 
 local function conv_repr(self)
   local function tup(t) return "(" .. table.concat(t, ", ") .. (#t == 1 and ",)" or ")") end
+  local function all(t, v)
+    for _, x in ipairs(t) do if x ~= v then return false end end
+    return true
+  end
   local s = string.format("%d, %d, kernel_size=%s, stride=%s", self.in_channels, self.out_channels, tup(self.kernel_size),
     tup(self.stride))
-  local zero = true
-  if type(self.padding) == "string" then s = s .. ", padding=" .. U.pyrepr(self.padding); zero = true
-  else for _, v in ipairs(self.padding) do zero = zero and v == 0 end end
-  if not zero then s = s .. ", padding=" .. tup(self.padding) end
-  local d1 = true
-  for _, v in ipairs(self.dilation) do d1 = d1 and v == 1 end
-  if not d1 then s = s .. ", dilation=" .. tup(self.dilation) end
-  if self.output_padding then
-    local z = true
-    for _, v in ipairs(self.output_padding) do z = z and v == 0 end
-    if not z then s = s .. ", output_padding=" .. tup(self.output_padding) end
-  end
+  if type(self.padding) == "string" then s = s .. ", padding=" .. self.padding -- PyTorch formats it bare
+  elseif not all(self.padding, 0) then s = s .. ", padding=" .. tup(self.padding) end
+  if not all(self.dilation, 1) then s = s .. ", dilation=" .. tup(self.dilation) end
+  if self.output_padding and not all(self.output_padding, 0) then s = s .. ", output_padding=" .. tup(self.output_padding) end
   if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
   if self.bias == nil then s = s .. ", bias=False" end
   if self.padding_mode ~= "zeros" then s = s .. ", padding_mode=" .. self.padding_mode end
   return s
 end
+M._conv_repr = conv_repr
 
 -- weight of `shape`, bias of `nbias`, both initialised as PyTorch's _ConvNd (a transposed
 -- weight [in, out/groups, kh, kw] takes its fan-in from dim 1, as PyTorch's does)
@@ -262,6 +259,7 @@ local function conv_params(self, shape, nbias, bias, fk)
   if bias then self.bias = Parameter(torch.empty(nbias, fk)) else self:register_parameter("bias", nil) end
   require("nn_layers")._reset_affine(self)
 end
+M._conv_params = conv_params
 
 local Conv1d = Module:extend("Conv1d")
 M.Conv1d = Conv1d
@@ -287,14 +285,7 @@ end
 
 function Conv1d:forward(x)
   if self.padding_mode ~= "zeros" then -- pad in that mode, then convolve without padding
-    local lo, hi
-    if type(self.padding) == "string" then
-      local total = self.padding == "same" and self.dilation[1] * (self.kernel_size[1] - 1) or 0
-      lo, hi = total // 2, total - total // 2
-    else
-      lo, hi = self.padding[1], self.padding[1]
-    end
-    return F.conv1d(F.pad(x, { lo, hi }, self.padding_mode), self.weight, self.bias, self.stride[1], 0, self.dilation[1], self.groups)
+    return F.conv1d(F.pad(x, require("nn_layers")._mode_pad(self), self.padding_mode), self.weight, self.bias, self.stride[1], 0, self.dilation[1], self.groups)
   end
   return F.conv1d(x, self.weight, self.bias, self.stride[1], type(self.padding) == "string" and self.padding or self.padding[1],
     self.dilation[1], self.groups)

@@ -77,6 +77,22 @@ end
 
 -- ---- Conv2d ----
 
+-- F.pad's list (last dim first) for a convolution module's padding, "same" and "valid" included
+function M._mode_pad(self)
+  local pad = {}
+  for i = #self.kernel_size, 1, -1 do
+    local lo, hi
+    if type(self.padding) == "string" then
+      local total = self.padding == "same" and self.dilation[i] * (self.kernel_size[i] - 1) or 0
+      lo, hi = total // 2, total - total // 2
+    else
+      lo, hi = self.padding[i], self.padding[i]
+    end
+    pad[#pad + 1], pad[#pad + 2] = lo, hi
+  end
+  return pad
+end
+
 local Conv2d = Module:extend("Conv2d")
 M.Conv2d = Conv2d
 local conv_spec = {
@@ -138,18 +154,7 @@ function Conv2d:forward(x)
       self.in_channels, self.in_channels)
   end
   if self.padding_mode ~= "zeros" then -- pad first in that mode, then convolve without padding (PyTorch's order)
-    local pad = {}
-    for i = 2, 1, -1 do
-      local lo, hi
-      if type(self.padding) == "string" then
-        local total = self.padding == "same" and self.dilation[i] * (self.kernel_size[i] - 1) or 0
-        lo, hi = total // 2, total - total // 2
-      else
-        lo, hi = self.padding[i], self.padding[i]
-      end
-      pad[#pad + 1], pad[#pad + 2] = lo, hi
-    end
-    return U.F("conv2d", U.F("pad", x, pad, self.padding_mode), self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+    return U.F("conv2d", U.F("pad", x, M._mode_pad(self), self.padding_mode), self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
   end
   return U.F("conv2d", x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 end

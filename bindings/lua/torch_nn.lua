@@ -22,7 +22,7 @@ nn.OrderedDict = U.OrderedDict.new
 nn.is_parameter = Parameter.is
 nn.isinstance = Module.isinstance_of
 
-for _, file in ipairs({ "nn_layers", "nn_activation", "nn_norm", "nn_containers", "nn_loss", "nn_attention", "nn_transformer", "nn_rnn", "nn_conv_more", "nn_upsample", "nn_layers_more", "nn_grid", "nn_extra", "nn_sync_batchnorm" }) do
+for _, file in ipairs({ "nn_layers", "nn_activation", "nn_norm", "nn_containers", "nn_loss", "nn_attention", "nn_transformer", "nn_rnn", "nn_conv_more", "nn_upsample", "nn_layers_more", "nn_grid", "nn_extra", "nn_sync_batchnorm", "nn_conv3d" }) do
   for name, cls in pairs(require(file)) do
     if type(cls) == "table" and rawget(cls, "__class") == cls and name:sub(1, 1) ~= "_" then nn[name] = cls end
   end
@@ -33,6 +33,8 @@ nn.utils.clip_grad = require "nn_utils_clip"
 nn.utils.convert_parameters = require "nn_utils_convert"
 nn.utils.rnn = require "nn_utils_rnn"
 nn.utils.prune = require "nn_utils_prune"
+nn.utils.parametrize = require "nn_utils_parametrize"
+nn.utils.parametrizations = nn.utils.parametrize.parametrizations
 for name, f in pairs(require "nn_utils_norms") do nn.utils[name] = f end
 for _, sub in ipairs({ nn.utils.clip_grad, nn.utils.convert_parameters }) do
   for name, f in pairs(sub) do
