@@ -435,6 +435,21 @@ static int set_grad_enabled(lua_State *L)
     return with_mode(L, lua_toboolean(L, 1), 2);
 }
 
+/* torch._set_anomaly(on) -> the previous setting; torch.is_anomaly_enabled() */
+static int set_anomaly(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TBOOLEAN);
+    lua_pushboolean(L, nn_anomaly_enabled());
+    nn_set_anomaly_enabled(lua_toboolean(L, 1));
+    return 1;
+}
+
+static int is_anomaly_enabled(lua_State *L)
+{
+    lua_pushboolean(L, nn_anomaly_enabled());
+    return 1;
+}
+
 static int is_grad_enabled(lua_State *L)
 {
     lua_pushboolean(L, nn_grad_enabled());
@@ -463,6 +478,7 @@ void lt_open_autograd(lua_State *L)
     static const luaL_Reg fns[] = {
         {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
         {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode},
+        {"_set_anomaly", set_anomaly}, {"is_anomaly_enabled", is_anomaly_enabled},
         {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);

@@ -18,6 +18,28 @@ static const char *grad_fn_name(const nn_tensor *t) { return t->grad_fn ? t->gra
 __attribute__((constructor)) static void set_name_hook(void) { nn_grad_fn_name_hook = grad_fn_name; }
 void nn_set_grad_enabled(bool on) { grad_off = !on; }
 
+static _Thread_local bool anomaly;
+bool nn_anomaly_enabled(void) { return anomaly; }
+void nn_set_anomaly_enabled(bool on) { anomaly = on; }
+
+/* anomaly mode's check: an error naming node x when a gradient it returned holds a NaN */
+static nn_status check_nan(const nn_node *x, nn_tensor *const *gin)
+{
+    for (int i = 0; i < x->nin; i++) {
+        if (!gin[i] || !nn_dtype_is_float(gin[i]->dtype)) continue;
+        nn_tensor *ne = nn_binary(NN_OP_ne, gin[i], gin[i]);
+        nn_tensor *any = ne ? nn_reduce(NN_OP_any, ne, 0, false) : NULL;
+        nn_tensor *host = any ? nn_to_device(any, NN_DEVICE_CPU) : NULL;
+        nn_release(ne);
+        nn_release(any);
+        if (!host) return nn_last_status();
+        bool nan = nn_get_i64(host, NULL) != 0;
+        nn_release(host);
+        if (nan) return nn_error(NN_ERR_RUNTIME, "Function '%s' returned nan values in its %dth output.", x->name, i);
+    }
+    return NN_OK;
+}
+
 bool nn_any_requires_grad(int n, nn_tensor *const *ts)
 {
     if (grad_off) return false;
@@ -769,7 +791,10 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
                 for (int i = 0; i < want->n && !st; i++)
                     if (want->t[i] == x->leaf) st = accumulate(&want->out[i], x->grad_buf[0]);
             }
-            if (!st && any && run) st = leaf_collects(x) ? accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]) : x->backward(x, x->grad_buf, gin);
+            if (!st && any && run) {
+                if (leaf_collects(x)) st = accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]);
+                else if (!(st = x->backward(x, x->grad_buf, gin)) && anomaly) st = check_nan(x, gin);
+            }
             if (!st && x->leaf && run) st = leaf_done(x, any);
         }
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) {

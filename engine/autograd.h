@@ -62,6 +62,11 @@ struct nn_node {
     nn_edge next[];
 };
 
+/* Anomaly mode (thread-local): torch.autograd.set_detect_anomaly. While on, backward checks
+ * the gradients each node returns and fails naming the node when one holds a NaN. */
+bool nn_anomaly_enabled(void);
+void nn_set_anomaly_enabled(bool on);
+
 /* Grad mode (thread-local): torch.no_grad / enable_grad / set_grad_enabled. */
 bool nn_grad_enabled(void);
 void nn_set_grad_enabled(bool on);
