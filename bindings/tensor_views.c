@@ -181,6 +181,16 @@ static int m_narrow(lua_State *L)
     return 1;
 }
 
+/* torch._diagonal(x, offset, dim1, dim2): the view (torch.diagonal checks its arguments in Lua) */
+static int m_diagonal_view(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    lua_Integer d1 = luaL_checkinteger(L, 3), d2 = luaL_checkinteger(L, 4);
+    lt_push_or_fail(L, nn_diagonal(t, luaL_checkinteger(L, 2), d1 < -1000 || d1 > 1000 ? 1000 : (int)d1,
+                                   d2 < -1000 || d2 > 1000 ? 1000 : (int)d2), 2);
+    return 1;
+}
+
 static int m_select(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
@@ -456,5 +466,7 @@ void lt_open_views(lua_State *L)
         lua_getfield(L, -1, *n);
         lua_setfield(L, torch, *n);
     }
+    lua_pushcfunction(L, m_diagonal_view);
+    lua_setfield(L, torch, "_diagonal");
     lua_settop(L, torch);
 }

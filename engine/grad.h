@@ -56,6 +56,7 @@ nn_status nn_record_expand(nn_tensor *x, nn_tensor *out);
 /* out = x[..., start:start+len*step:step, ...] along dim (narrow, slice, chunk and split pieces) */
 nn_status nn_record_slice(const char *name, nn_tensor *x, nn_tensor *out, int dim, int64_t start, int64_t step);
 nn_status nn_record_select(nn_tensor *x, nn_tensor *out, int dim, int64_t index);
+nn_status nn_record_diagonal(nn_tensor *x, nn_tensor *out, int64_t offset, int dim1, int dim2);
 nn_status nn_record_cat(nn_tensor *const *ts, int n, int dim, nn_tensor *out);
 nn_status nn_record_stack(nn_tensor *const *ts, int n, int dim, nn_tensor *out);
 

@@ -1,5 +1,5 @@
 /* Backward of the view ops (view, reshape, transpose, permute, expand, slices, select),
- * cat and stack. A view's gradient is the output gradient seen back in the input's
+ * diagonal, cat and stack. A view's gradient is the output gradient seen back in the input's
  * geometry; a slice's is that gradient written into zeros of the input's shape. */
 #define NN_GRAD_INTERNAL
 #include <string.h>
@@ -104,6 +104,19 @@ static nn_tensor *zeros_and_part(const nn_edge *e, const nn_tensor *g, nn_tensor
     return z;
 }
 
+/* the gradient z of a slice-like view: g written into part (z's view), part released */
+static nn_status into_part(nn_tensor *z, nn_tensor *part, nn_tensor *g, nn_tensor **gi)
+{
+    nn_status st = nn_numel(part) ? nn_copy_(part, g) : NN_OK;
+    nn_release(part);
+    if (st) {
+        nn_release(z);
+        return st;
+    }
+    *gi = z;
+    return NN_OK;
+}
+
 /* i[0] dim, i[1] start, i[2] step */
 static nn_status slice_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi)
 {
@@ -111,15 +124,7 @@ static nn_status slice_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     nn_tensor *g = go[0], *part;
     int64_t step = n->i[2];
     nn_tensor *z = zeros_and_part(e, g, &part, g->ndim, g->shape, &step, NULL, n->i[0], n->i[1]);
-    if (!z) return nn_last_status();
-    nn_status st = nn_numel(part) ? nn_copy_(part, g) : NN_OK;
-    nn_release(part);
-    if (st) {
-        nn_release(z);
-        return st;
-    }
-    gi[0] = z;
-    return NN_OK;
+    return z ? into_part(z, part, g, &gi[0]) : nn_last_status();
 }
 
 nn_status nn_record_slice(const char *name, nn_tensor *x, nn_tensor *out, int dim, int64_t start, int64_t step)
@@ -137,15 +142,7 @@ static nn_status select_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
     nn_tensor *g = go[0], *part;
     int64_t dim = n->i[0];
     nn_tensor *z = zeros_and_part(e, g, &part, g->ndim, g->shape, NULL, &dim, dim, n->i[1]);
-    if (!z) return nn_last_status();
-    nn_status st = nn_copy_(part, g);
-    nn_release(part);
-    if (st) {
-        nn_release(z);
-        return st;
-    }
-    gi[0] = z;
-    return NN_OK;
+    return z ? into_part(z, part, g, &gi[0]) : nn_last_status();
 }
 
 nn_status nn_record_select(nn_tensor *x, nn_tensor *out, int dim, int64_t index)
@@ -153,6 +150,27 @@ nn_status nn_record_select(nn_tensor *x, nn_tensor *out, int dim, int64_t index)
     nn_node *n = view_node("SelectBackward0", select_backward, x, out);
     if (!n) return nn_last_status();
     n->i[0] = dim, n->i[1] = index;
+    return finish(n, out);
+}
+
+/* i[0] offset, i[1] dim1, i[2] dim2: the gradient written into the diagonal of zeros */
+static nn_status diagonal_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi)
+{
+    const nn_edge *e = &n->next[0];
+    nn_tensor *z = nn_zeros(e->ndim, e->shape, go[0]->dtype, e->device);
+    nn_tensor *part = z ? nn_diagonal(z, n->i[0], (int)n->i[1], (int)n->i[2]) : NULL;
+    if (!part) {
+        nn_release(z);
+        return nn_last_status();
+    }
+    return into_part(z, part, go[0], &gi[0]);
+}
+
+nn_status nn_record_diagonal(nn_tensor *x, nn_tensor *out, int64_t offset, int dim1, int dim2)
+{
+    nn_node *n = view_node("DiagonalBackward0", diagonal_backward, x, out);
+    if (!n) return nn_last_status();
+    n->i[0] = offset, n->i[1] = dim1, n->i[2] = dim2;
     return finish(n, out);
 }
 

@@ -38,6 +38,7 @@ nn_tensor *nn_permute(nn_tensor *t, const int *dims);                 /* dims ha
 nn_tensor *nn_narrow(nn_tensor *t, int dim, int64_t start, int64_t length);
 nn_tensor *nn_slice(nn_tensor *t, int dim, int64_t start, int64_t end, int64_t step); /* Python slice semantics, clamped */
 nn_tensor *nn_select(nn_tensor *t, int dim, int64_t index);           /* negative index from the end */
+nn_tensor *nn_diagonal(nn_tensor *t, int64_t offset, int dim1, int dim2); /* a view; the diagonal's dim last */
 #define NN_ALL_DIMS (-1000)
 nn_tensor *nn_squeeze(nn_tensor *t, int dim);                        /* dim NN_ALL_DIMS: every size-1 dim */
 nn_tensor *nn_unsqueeze(nn_tensor *t, int dim);                      /* dim in [-ndim-1, ndim] */

@@ -290,6 +290,38 @@ nn_tensor *nn_select(nn_tensor *t, int dim, int64_t index)
     return v;
 }
 
+/* The diagonal of dims dim1 and dim2 (offset above the main one when positive, below when
+ * negative) as a view: those dims dropped, one dim of the diagonal's length appended, whose
+ * stride steps along both. */
+nn_tensor *nn_diagonal(nn_tensor *t, int64_t offset, int dim1, int dim2)
+{
+    if (t->ndim < 2) {
+        nn_error(NN_ERR_SHAPE, "diagonal(): expected a tensor with at least 2 dimensions, got %d", t->ndim);
+        return NULL;
+    }
+    if (nn_wrap_dim("diagonal", &dim1, t->ndim) || nn_wrap_dim("diagonal", &dim2, t->ndim)) return NULL;
+    if (dim1 == dim2) {
+        nn_error(NN_ERR_ARG, "diagonal dimensions cannot be identical %d, %d", dim1, dim2);
+        return NULL;
+    }
+    int64_t rows = t->shape[dim1] - (offset < 0 ? -offset : 0), cols = t->shape[dim2] - (offset > 0 ? offset : 0);
+    int64_t len = rows < cols ? rows : cols;
+    if (len < 0) len = 0;
+    int64_t start = len == 0 ? 0 : offset >= 0 ? offset * t->strides[dim2] : -offset * t->strides[dim1];
+    int64_t ns[NN_MAX_DIMS], st[NN_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != dim1 && i != dim2) ns[n] = t->shape[i], st[n++] = t->strides[i];
+    ns[n] = len, st[n++] = t->strides[dim1] + t->strides[dim2];
+    nn_tensor *v = nn_make_view(t, n, ns, st, t->offset + start);
+    link_base(v, t);
+    if (v && nn_any_requires_grad(1, &t) && nn_record_diagonal(t, v, offset, dim1, dim2)) {
+        nn_release(v);
+        return NULL;
+    }
+    return v;
+}
+
 nn_tensor *nn_squeeze(nn_tensor *t, int dim)
 {
     if (dim != NN_ALL_DIMS && nn_wrap_dim("squeeze", &dim, t->ndim)) return NULL;

@@ -4,7 +4,7 @@
 -- diagonal, trace, logsumexp, lerp, nonzero, masked_select, repeat_interleave,
 -- repeat, tile, mv, baddbmm, addmv, addr, clamp_min, clamp_max.
 -- Each is torch.<name>(x, ...) and the method x:<name>(...) (x["repeat"](x, ...):
--- `repeat` is a Lua keyword). diagonal returns a copy, not a view.
+-- `repeat` is a Lua keyword).
 local torch = require "torch"
 local U = require "nn_util"
 local Tensor = torch.Tensor
@@ -142,7 +142,7 @@ end
 function M.tril(x, ...) return triangle("tril", x, Tensor.le, ...) end
 function M.triu(x, ...) return triangle("triu", x, Tensor.ge, ...) end
 
--- The diagonal over dims dim1, dim2 (moved to the end), as a copy
+-- The diagonal over dims dim1, dim2 (moved to the end), a view as PyTorch's
 function M.diagonal(x, ...)
   check_tensor("diagonal", "input", 1, x)
   local o = U.parse("diagonal", { { "offset", 0 }, { "dim1", 0 }, { "dim2", 1 } }, ...)
@@ -152,25 +152,14 @@ function M.diagonal(x, ...)
   local d1 = wrap_dim(check_int("diagonal", "dim1", o.dim1), nd)
   local d2 = wrap_dim(check_int("diagonal", "dim2", o.dim2), nd)
   if d1 == d2 then fail("diagonal dimensions cannot be identical %d, %d", o.dim1, o.dim2) end
-  local perm, shape = {}, {}
-  for d = 0, nd - 1 do
-    if d ~= d1 and d ~= d2 then perm[#perm + 1] = d; shape[#shape + 1] = x:size(d) end
-  end
-  perm[#perm + 1], perm[#perm + 2] = d1, d2
-  local m, n = x:size(d1), x:size(d2)
-  local r0, c0 = math.max(-k, 0), math.max(k, 0)
-  local len = math.max(0, math.min(m - r0, n - c0))
-  shape[#shape + 1] = m * n
-  local flat = x:permute(perm):reshape(shape)
-  local i = long_arange(len, x)
-  return flat:index_select(#shape - 1, (i + r0) * n + (i + c0))
+  return torch._diagonal(x, k, d1, d2)
 end
 
 function M.diag(x, ...)
   check_tensor("diag", "input", 1, x)
   local o = U.parse("diag", { { "diagonal", 0 } }, ...)
   local k = check_int("diag", "diagonal", o.diagonal)
-  if x:dim() == 2 then return M.diagonal(x, k) end
+  if x:dim() == 2 then return M.diagonal(x, k):clone() end -- a copy, as PyTorch's diag
   if x:dim() ~= 1 then fail("diag(): Supports 1D or 2D tensors. Got %dD", x:dim()) end
   local n, a = x:size(0), math.abs(k)
   local size = n + a
