@@ -1,6 +1,7 @@
 -- The functions and modules written in Lua (einsum, attention, recurrent layers, conv1d /
 -- conv_transpose2d / interpolate, the extra math, losses, distributions, checkpointing,
--- autograd.grad and custom Functions, optimizers, deepcopy) run on the GPU in float64 against
+-- autograd.grad and custom Functions, optimizers, deepcopy, and the later 3-d, linalg, prune,
+-- parametrize, torch.func pieces) run on the GPU in float64 against
 -- the same work on the CPU: values and gradients must agree to 1e-9 (relative).
 --   nnrepl tests/gpu/api_device.lua [device]      (prints "api on <device>: N passed, M failed")
 local dev = arg[1] or "cuda"
@@ -212,6 +213,72 @@ do
   local c = torch.distributions.Categorical({ probs = torch.tensor({ 0.1, 0.2, 0.7 }):to(dev) })
   local freq = torch.bincount(c:sample({ 20000 }):to("cpu"), { minlength = 3 }):double() / 20000
   check("Categorical sampled on the device", freq, torch.tensor({ 0.1, 0.2, 0.7 }, f64), 0.02)
+end
+
+-- added later in session 14 (not yet run on a GPU when written)
+module_same("Conv3d + MaxPool3d + AvgPool3d", function()
+  return nn.Sequential(nn.Conv3d(2, 3, 3, { padding = 1, groups = 1 }), nn.MaxPool3d(2), nn.AvgPool3d(1), nn.AdaptiveAvgPool3d(1))
+end, { r(2, 2, 5, 6, 4) })
+module_same("ConvTranspose3d, ConvTranspose1d", function()
+  local M = nn.Module:extend("T3")
+  function M:__init() self.a = nn.ConvTranspose3d(2, 3, 2, { stride = 2 }); self.b = nn.ConvTranspose1d(3, 2, 3, { stride = 2, padding = 1 }) end
+  function M:forward(x) local y = self.a(x); return self.b(y:flatten(2)) end
+  return M()
+end, { r(1, 2, 2, 3, 2) })
+module_same("RMSNorm, EmbeddingBag", function()
+  local M = nn.Module:extend("RE")
+  function M:__init() self.e = nn.EmbeddingBag(10, 4, { mode = "mean" }); self.n = nn.RMSNorm({ 4 }) end
+  function M:forward(x) return self.n(self.e(x:long():remainder(10))) end
+  return M()
+end, { torch.tensor({ { 1, 2, 3 }, { 4, 5, 9 } }, f64) })
+same("ctc_loss", function(lp) return F.ctc_loss(F.log_softmax(lp, 2), torch.tensor({ { 1, 2, 1 }, { 2, 2, 0 } }):to(lp.device),
+  { 6, 5 }, { 3, 2 }) end, { r(6, 2, 3) }, true)
+same("linalg solve, cholesky, qr, eigvalsh, svdvals, det", function(a, b)
+  local spd = a:matmul(a:t()) + torch.eye(4, f64):to(a.device) * 4
+  return torch.linalg.solve(spd, b), torch.linalg.cholesky(spd), torch.linalg.eigvalsh(spd), torch.linalg.svdvals(a),
+    torch.linalg.det(spd), (torch.linalg.qr(a))
+end, { r(4, 4), r(4, 2) }, true, 1e-7)
+same("diagonal view, kron, logcumsumexp, scatter_reduce", function(a, b)
+  local c = a * 1
+  c:diagonal():mul_(3)
+  return c, torch.kron(a, b), torch.logcumsumexp(a, 1),
+    torch.zeros(3, 3, f64):to(a.device):scatter_reduce(1, torch.tensor({ { 0, 0, 2 }, { 1, 1, 1 }, { 2, 0, 2 } }):to(a.device), a, "amax")
+end, { r(3, 3), r(2, 2) }, true)
+do
+  local function go(d)
+    torch.manual_seed(9)
+    local m = nn.Linear(5, 3):double():to(d)
+    nn.utils.prune.l1_unstructured(m, "weight", 0.4)
+    nn.utils.parametrizations.orthogonal(nn.Linear(4, 4):double():to(d))
+    local params = {}
+    for _, e in ipairs(m:named_parameters()) do params[e[1] == "weight_orig" and "weight_orig" or e[1]] = e[2] end
+    local x = torch.randn(6, 5, f64):to(d)
+    local loss = function(p, xi) return torch.func.functional_call(m, p, { xi:unsqueeze(0) }):pow(2):sum() end
+    local per = torch.func.vmap(torch.func.grad(loss), { nil, 0 })(params, x)
+    return { m(x), per.bias, per.weight_orig }
+  end
+  check("prune, orthogonal, vmap(grad(functional_call))", go(dev), go("cpu"))
+end
+for _, name in ipairs({ "Rprop", "ASGD" }) do
+  local function go(d)
+    local w = torch.tensor({ 0.5, -1.5, 2.0 }, f64):to(d):requires_grad_()
+    local opt = torch.optim[name]({ w }, { lr = 0.05 })
+    for _ = 1, 5 do
+      opt:zero_grad()
+      ;(w * 3):sin():sum():backward()
+      opt:step()
+    end
+    return w
+  end
+  check("optim." .. name, go(dev), go("cpu"))
+end
+do
+  local x = torch.tensor({ 0.0, 1.0 }):to(dev):requires_grad_()
+  local ok, err = pcall(function()
+    local _ <close> = torch.autograd.detect_anomaly()
+    ;(x:sqrt() * 0):sum():backward()
+  end)
+  check("anomaly mode on the device", { ok and 1 or 0, tostring(err):find("SqrtBackward0", 1, true) and 1 or 0 }, { 0, 1 })
 end
 
 print(string.format("api on %s: %d passed, %d failed", dev, passed, failed))
