@@ -273,10 +273,28 @@ static int push_pair(lua_State *L, nn_tensor *images, nn_tensor *labels)
     return 2;
 }
 
-/* load_cifar({paths}) -> images uint8 [N, 3, 32, 32], labels int64 [N] */
+/* the format argument at idx: 10 (default) or 100 */
+static const nn_cifar_format *cifar_format(lua_State *L, int idx)
+{
+    lua_Integer k = luaL_optinteger(L, idx, 10);
+    if (k != 10 && k != 100) luaL_argerror(L, idx, "CIFAR format must be 10 or 100");
+    return k == 100 ? &nn_cifar100 : &nn_cifar10;
+}
+
+/* images, labels, and for CIFAR-100 the coarse labels */
+static int push_cifar(lua_State *L, nn_tensor *images, nn_tensor *labels, nn_tensor *coarse)
+{
+    push_pair(L, images, labels);
+    if (!coarse) return 2;
+    lt_push(L, coarse);
+    return 3;
+}
+
+/* load_cifar({paths}[, 10 | 100]) -> images uint8 [N, 3, 32, 32], labels int64 [N] (, coarse labels int64 [N]) */
 static int d_load_cifar(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
+    const nn_cifar_format *f = cifar_format(L, 2);
     int n = (int)lua_rawlen(L, 1);
     const char **paths = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *paths, 0);
     for (int i = 0; i < n; i++) {
@@ -285,18 +303,20 @@ static int d_load_cifar(lua_State *L)
         if (!paths[i]) return luaL_argerror(L, 1, "expected a list of file names");
         lua_pop(L, 1); /* the string stays alive in the table */
     }
-    nn_tensor *images, *labels;
-    if (nn_cifar_load(paths, n, &images, &labels)) return lt_fail(L, 0);
-    return push_pair(L, images, labels);
+    nn_tensor *images, *labels, *coarse;
+    if (nn_cifar_load_as(f, paths, n, &images, &labels, &coarse)) return lt_fail(L, 0);
+    return push_cifar(L, images, labels, coarse);
 }
 
+/* parse_cifar(bytes[, name][, 10 | 100]) */
 static int d_parse_cifar(lua_State *L)
 {
     size_t n;
     const char *p = luaL_checklstring(L, 1, &n);
-    nn_tensor *images, *labels;
-    if (nn_cifar_parse((const uint8_t *)p, n, luaL_optstring(L, 2, "<bytes>"), &images, &labels)) return lt_fail(L, 0);
-    return push_pair(L, images, labels);
+    const nn_cifar_format *f = cifar_format(L, 3);
+    nn_tensor *images, *labels, *coarse;
+    if (nn_cifar_parse_as(f, (const uint8_t *)p, n, luaL_optstring(L, 2, "<bytes>"), &images, &labels, &coarse)) return lt_fail(L, 0);
+    return push_cifar(L, images, labels, coarse);
 }
 
 static int d_isatty(lua_State *L)

@@ -1,4 +1,4 @@
--- require "torchvision": datasets (MNIST, FashionMNIST, CIFAR10 here; ImageFolder
+-- require "torchvision": datasets (MNIST, FashionMNIST, CIFAR10, CIFAR100 here; ImageFolder
 -- and more from tv_image_datasets / tv_datasets where they exist), and the transforms, io, utils and
 -- models modules (tv_transforms, tv_io, tv_utils, tv_models) where they exist.
 --
@@ -234,16 +234,22 @@ local CIFAR10 = VisionDataset:extend("CIFAR10")
 datasets.CIFAR10 = CIFAR10
 CIFAR10.classes = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}
 
-function CIFAR10:__init(root, ...)
-  local root_, o = read_args("CIFAR10", mnist_names, root, ...)
+-- the arguments CIFAR10 and CIFAR100 share: root (trailing slashes dropped), train, the transforms
+local function cifar_args(self, cls, root, ...)
+  local root_, o = read_args(cls, mnist_names, root, ...)
   root = root_
-  if root == nil then error("CIFAR10: root is required", 3) end
+  if root == nil then error(cls .. ": root is required", 4) end
   root = tostring(root):gsub("/+$", "")
   if root == "" then root = "/" end
   local train = o.train
   if train == nil then train = true end
   self.root, self.train = root, train
   self.transform, self.target_transform = o.transform, o.target_transform
+  return root, o, train
+end
+
+function CIFAR10:__init(...)
+  local root, o, train = cifar_args(self, "CIFAR10", ...)
   local names = {}
   if train then for k = 1, 5 do names[k] = "data_batch_" .. k .. ".bin" end
   else names[1] = "test_batch.bin" end
@@ -267,6 +273,48 @@ function CIFAR10:__init(root, ...)
   end
   set_classes(self, self.classes)
   self.data, self.targets = C.load_cifar(paths)
+end
+
+-- ---- CIFAR100 ----
+-- The binary version (cifar-100-binary.tar.gz): train.bin / test.bin and the class names in
+-- fine_label_names.txt (coarse_label_names.txt for the superclasses). targets are the fine
+-- labels, as torchvision's; coarse_targets the superclasses.
+
+local CIFAR100 = CIFAR10:extend("CIFAR100")
+datasets.CIFAR100 = CIFAR100
+
+local function read_names(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local names = {}
+  for line in f:lines() do
+    line = line:gsub("%s+$", "")
+    if line ~= "" then names[#names + 1] = line end
+  end
+  f:close()
+  return names
+end
+
+function CIFAR100:__init(...)
+  local root, o, train = cifar_args(self, "CIFAR100", ...)
+  local name = train and "train.bin" or "test.bin"
+  local dir
+  for _, d in ipairs({root .. "/cifar-100-binary", root}) do
+    if exists(d .. "/" .. name) then dir = d; break end
+  end
+  if not dir then
+    error(string.format("CIFAR100: %s not found in %s/cifar-100-binary or %s: %s the binary version " ..
+      "(cifar-100-binary.tar.gz, extracted: cifar-100-binary/train.bin, test.bin, fine_label_names.txt)%s",
+      name, root, root, o.download and "download=true, but nnrepl downloads nothing; put" or "put",
+      o.download and "" or " (nothing is downloaded)"), 3)
+  end
+  local fine = read_names(dir .. "/fine_label_names.txt")
+  if not fine or #fine ~= 100 then
+    error(string.format("CIFAR100: %s/fine_label_names.txt is missing or does not hold 100 names", dir), 3)
+  end
+  set_classes(self, fine)
+  self.coarse_classes = read_names(dir .. "/coarse_label_names.txt")
+  self.data, self.targets, self.coarse_targets = C.load_cifar({dir .. "/" .. name}, 100)
 end
 
 -- ---- the other modules ----

@@ -190,6 +190,35 @@ static void test_cifar(void)
     CHECK(nn_cifar_load(paths, 2, &im, &lb) && has("b2.bin: truncated or corrupt"), "%s", nn_last_error());
 }
 
+/* CIFAR-100: a coarse then a fine label byte before each image */
+static void test_cifar100(void)
+{
+    enum { R = NN_CIFAR_IMAGE + 2 };
+    static uint8_t buf[2 * R];
+    for (int r = 0; r < 2; r++) {
+        buf[r * R] = (uint8_t)(19 - r), buf[r * R + 1] = (uint8_t)(99 - 7 * r);
+        for (int i = 2; i < R; i++) buf[r * R + i] = (uint8_t)lcg();
+    }
+    nn_tensor *im, *lb, *co;
+    CHECK(!nn_cifar_parse_as(&nn_cifar100, buf, 2 * R, "h", &im, &lb, &co), "parse: %s", nn_last_error());
+    CHECK(lb && ((int64_t *)nn_data(lb))[0] == 99 && ((int64_t *)nn_data(lb))[1] == 92, "fine labels");
+    CHECK(co && ((int64_t *)nn_data(co))[0] == 19 && ((int64_t *)nn_data(co))[1] == 18, "coarse labels");
+    CHECK(im && !memcmp((uint8_t *)nn_data(im) + NN_CIFAR_IMAGE, buf + R + 2, NN_CIFAR_IMAGE), "second image");
+    nn_release(im), nn_release(lb), nn_release(co);
+    CHECK(nn_cifar_parse_as(&nn_cifar100, buf, 2 * R - 1, "h", &im, &lb, &co) &&
+              has("h: truncated or corrupt CIFAR-100 file (6147 bytes is not a whole number of 3074-byte records"), "%s", nn_last_error());
+    CHECK(!im && !lb && !co, "nothing on error");
+    buf[R + 1] = 100;
+    CHECK(nn_cifar_parse_as(&nn_cifar100, buf, 2 * R, "h", &im, &lb, &co) &&
+              has("h: corrupt CIFAR-100 file (fine label 100 out of range [0, 99] in record 1)"), "%s", nn_last_error());
+    buf[R + 1] = 0, buf[0] = 20;
+    CHECK(nn_cifar_parse_as(&nn_cifar100, buf, 2 * R, "h", &im, &lb, &co) &&
+              has("h: corrupt CIFAR-100 file (coarse label 20 out of range [0, 19] in record 0)"), "%s", nn_last_error());
+    buf[0] = 0;
+    CHECK(!nn_cifar_parse_as(&nn_cifar100, buf, 2 * R, "h", &im, &lb, NULL), "coarse labels not asked for");
+    nn_release(im), nn_release(lb);
+}
+
 /* a random tensor of dtype dt */
 static nn_tensor *rnd(int ndim, const int64_t *shape, nn_dtype dt)
 {
@@ -450,6 +479,7 @@ int main(void)
     if (!mkdtemp(tmpdir)) return 1;
     test_idx();
     test_cifar();
+    test_cifar100();
     test_source();
     test_loader();
     test_fashion();

@@ -42,6 +42,7 @@ gzip -c "$out/corpus/idx/u8" > "$out/corpus/idx/u8.gz"
 mkdir -p "$out/corpus/cifar"
 { printf '\3'; head -c 3072 /dev/urandom; printf '\11'; head -c 3072 /dev/zero; } > "$out/corpus/cifar/two"
 gzip -c "$out/corpus/cifar/two" > "$out/corpus/cifar/two.gz"
+{ printf '\3\41'; head -c 3072 /dev/urandom; } > "$out/corpus/cifar/hundred" # a CIFAR-100 record
 
 status=0
 for src in "$root"/tests/fuzz/fuzz_*.c; do

@@ -136,6 +136,54 @@ T.test("CIFAR10", function()
   T.raises(function() datasets.CIFAR10(dir .. "/nothing", {download = true}) end, "~download=true, but nnrepl downloads nothing", "download")
 end)
 
+T.test("CIFAR100", function()
+  mkdir("h/cifar-100-binary")
+  local function records(n, first)
+    local parts = {}
+    for k = first, first + n - 1 do
+      local rec = {string.char(k % 20), string.char((k * 3) % 100)}
+      for i = 0, 3071 do rec[#rec + 1] = string.char((k * 5 + i) % 256) end
+      parts[#parts + 1] = table.concat(rec)
+    end
+    return table.concat(parts)
+  end
+  local sub = "h/cifar-100-binary/"
+  write(sub .. "train.bin", records(7, 0))
+  write(sub .. "test.bin", records(3, 100))
+  local fine, coarse = {}, {}
+  for k = 1, 100 do fine[k] = "class" .. k end
+  for k = 1, 20 do coarse[k] = "super" .. k end
+  T.raises(function() datasets.CIFAR100(dir .. "/h") end, "~fine_label_names.txt is missing", "no class names")
+  write(sub .. "fine_label_names.txt", table.concat(fine, "\n") .. "\n")
+  write(sub .. "coarse_label_names.txt", table.concat(coarse, "\n") .. "\n")
+  local ds = datasets.CIFAR100(dir .. "/h")
+  T.eq(#ds, 7, "train records")
+  local img, label = ds:get(5)
+  T.eq(label, 15, "the fine label")
+  T.eq(ds.coarse_targets[5]:item(), 5, "the coarse label")
+  T.eq(img.shape:totable(), {3, 32, 32}, "image")
+  T.eq(img[2][1][4]:item(), (5 * 5 + 2048 + 32 + 4) % 256, "pixel")
+  T.eq(ds.classes[16], "class16", "classes from fine_label_names.txt")
+  T.eq(ds.class_to_idx.class16, 15, "class_to_idx")
+  T.eq(ds.coarse_classes[20], "super20", "coarse class names")
+  local test = datasets.CIFAR100(dir .. "/h/cifar-100-binary", {train = false})
+  T.eq(test.targets:tolist(), {0, 3, 6}, "test: fine labels of records 100..102")
+  write(sub .. "test.bin", records(2, 0):sub(1, 2 * 3074 - 5))
+  T.raises(function() datasets.CIFAR100(dir .. "/h", {train = false}) end,
+    "~test.bin: truncated or corrupt CIFAR-100 file", "truncated")
+  local bad = records(2, 0)
+  bad = bad:sub(1, 3074) .. string.char(20) .. bad:sub(3076)
+  write(sub .. "test.bin", bad)
+  T.raises(function() datasets.CIFAR100(dir .. "/h", {train = false}) end,
+    "~test.bin: corrupt CIFAR-100 file (coarse label 20 out of range [0, 19] in record 1)", "coarse label")
+  bad = records(2, 0)
+  bad = bad:sub(1, 3075) .. string.char(100) .. bad:sub(3077)
+  write(sub .. "test.bin", bad)
+  T.raises(function() datasets.CIFAR100(dir .. "/h", {train = false}) end,
+    "~test.bin: corrupt CIFAR-100 file (fine label 100 out of range [0, 99] in record 1)", "fine label")
+  T.raises(function() datasets.CIFAR100(dir .. "/none") end, "~CIFAR100: train.bin not found", "missing")
+end)
+
 T.test("C path: transforms and workers", function()
   mnist_files("w", "train", 300, 28, 28)
   local ds = datasets.MNIST(dir .. "/w")
