@@ -86,14 +86,11 @@ function F.rrelu(...)
     { "inplace", false } }, ...)
   local x = tensor_arg("rrelu", "input", o.input)
   if o.lower > o.upper then U.error("Lower bound should be less than or equal to the upper bound") end
-  local r
-  if o.training then
-    local a = torch.rand_like(x) * (o.upper - o.lower) + o.lower
-    r = torch.where(x:ge(0), x, x * a)
-  else
-    r = F.leaky_relu(x, (o.lower + o.upper) / 2)
-  end
-  return maybe_inplace(x, r, o.inplace)
+  return maybe_inplace(x, function(v)
+    if not o.training then return F.leaky_relu(v, (o.lower + o.upper) / 2) end
+    local a = torch.rand_like(v) * (o.upper - o.lower) + o.lower
+    return torch.where(v:ge(0), v, v * a)
+  end, o.inplace)
 end
 
 local RReLU = Module:extend("RReLU")

@@ -396,10 +396,13 @@ function U.wrap_dim(dim, ndim)
   return dim < 0 and dim + n or dim
 end
 
--- the result written into x when inplace, as PyTorch's in-place activations do
-function U.maybe_inplace(x, r, inplace)
-  if not inplace then return r end
-  x:copy_(r)
+-- f(x), written into x when inplace, as PyTorch's in-place activations do. When autograd
+-- records, f runs on a copy of x: the graph keeps the input it saw while x takes the result.
+function U.maybe_inplace(x, f, inplace)
+  if not inplace then return f(x) end
+  local src = x
+  if x.requires_grad and torch.is_grad_enabled() then src = x:clone() end
+  x:copy_(f(src))
   return x
 end
 

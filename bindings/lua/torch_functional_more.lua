@@ -25,7 +25,7 @@ end
 function F.mish(...)
   local o = U.parse("mish", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("mish", "input", o.input)
-  return maybe_inplace(x, x * F.softplus(x):tanh(), o.inplace)
+  return maybe_inplace(x, function(v) return v * F.softplus(v):tanh() end, o.inplace)
 end
 
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -33,27 +33,28 @@ local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.050700987355
 function F.selu(...)
   local o = U.parse("selu", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("selu", "input", o.input)
-  return maybe_inplace(x, F.elu(x, SELU_ALPHA) * SELU_SCALE, o.inplace)
+  return maybe_inplace(x, function(v) return F.elu(v, SELU_ALPHA) * SELU_SCALE end, o.inplace)
 end
 
 function F.celu(...)
   local o = U.parse("celu", { { "input", REQ }, { "alpha", 1.0 }, { "inplace", false } }, ...)
   local x = tensor_arg("celu", "input", o.input)
   if o.alpha == 0 then U.error("ZeroDivisionError in celu: alpha cannot be 0") end
-  local r = torch.where(x:gt(0), x, ((x / o.alpha):clamp(nil, 0):exp() - 1) * o.alpha)
-  return maybe_inplace(x, r, o.inplace)
+  return maybe_inplace(x, function(v)
+    return torch.where(v:gt(0), v, ((v / o.alpha):clamp(nil, 0):exp() - 1) * o.alpha)
+  end, o.inplace)
 end
 
 function F.hardsigmoid(...)
   local o = U.parse("hardsigmoid", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("hardsigmoid", "input", o.input)
-  return maybe_inplace(x, F.relu6(x + 3) / 6, o.inplace)
+  return maybe_inplace(x, function(v) return F.relu6(v + 3) / 6 end, o.inplace)
 end
 
 function F.hardswish(...)
   local o = U.parse("hardswish", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("hardswish", "input", o.input)
-  return maybe_inplace(x, x * F.relu6(x + 3) / 6, o.inplace)
+  return maybe_inplace(x, function(v) return v * F.relu6(v + 3) / 6 end, o.inplace)
 end
 
 function F.softsign(input)
@@ -80,7 +81,9 @@ end
 function F.threshold(...)
   local o = U.parse("threshold", { { "input", REQ }, { "threshold", REQ }, { "value", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("threshold", "input", o.input)
-  return maybe_inplace(x, torch.where(x:gt(o.threshold), x, torch.full({}, o.value, { dtype = x.dtype, device = x.device })), o.inplace)
+  return maybe_inplace(x, function(v)
+    return torch.where(v:gt(o.threshold), v, torch.full({}, o.value, { dtype = v.dtype, device = v.device }))
+  end, o.inplace)
 end
 
 -- weight: one value, or one per channel (dim 1 of the input)

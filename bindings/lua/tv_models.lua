@@ -372,6 +372,9 @@ resnet_builder("resnet101", Bottleneck, { 3, 4, 23, 3 })
 resnet_builder("resnet152", Bottleneck, { 3, 8, 36, 3 })
 resnet_builder("wide_resnet50_2", Bottleneck, { 3, 4, 6, 3 }, 128)
 
+-- mobilenet, squeezenet, densenet, shufflenet, efficientnet, vit, convnext
+require("tv_models_more")(models, { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts })
+
 -- models.list_models(): the builders' names, sorted (torchvision.models.list_models).
 function models.list_models()
   local out = {}

@@ -126,3 +126,22 @@ T.test("losses: gradients", function()
   gradcheck("gaussian_nll", function(u, v) return F.gaussian_nll_loss(u, b, v) end, { a, torch.rand(3, 4, f64) + 0.5 })
   gradcheck("multilabel", function(u) return F.multilabel_soft_margin_loss(u, b:gt(0):double()) end, { a })
 end)
+
+T.test("in-place activations train", function()
+  -- the result goes into the input, and backward still sees the input the function saw
+  for _, name in ipairs({ "hardswish", "mish", "selu", "celu", "hardsigmoid", "threshold" }) do
+    local args = name == "threshold" and { 0.1, -1.0 } or {}
+    local w = torch.tensor({ -2.5, -0.3, 0.2, 1.7, 4.0 }, { dtype = torch.float64, requires_grad = true })
+    local h = w * 2
+    local call = { h, table.unpack(args) }
+    call[#call + 1] = { inplace = true }
+    local y = F[name](table.unpack(call))
+    T.check(rawequal(y, h), name .. ": the input itself is returned")
+    y:sum():backward()
+    local w2 = w:detach():clone():requires_grad_()
+    local y2 = F[name](w2 * 2, table.unpack(args))
+    y2:sum():backward()
+    T.near(h:detach():tolist(), y2:detach():tolist(), 0, name .. ": the input holds the result")
+    T.near(w.grad:tolist(), w2.grad:tolist(), 0, name .. ": gradients as out of place")
+  end
+end)
