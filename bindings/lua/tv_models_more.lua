@@ -134,8 +134,9 @@ function InvertedResidualV2:forward(x)
   return self.conv(x)
 end
 
--- convs kaiming_normal_(fan_out), BN 1/0, Linear N(0, 0.01) with bias 0 (MobileNetV2 and V3)
-local function mobilenet_init(self)
+-- convs kaiming_normal_(fan_out), BN 1/0, Linear weights by linear_init with bias 0 (default:
+-- N(0, 0.01), MobileNetV2 and V3; EfficientNet's is uniform)
+local function mobilenet_init(self, linear_init)
   for _, m in ipairs(self:modules()) do
     if isinstance(m, nn.Conv2d) then
       init.kaiming_normal_(m.weight, { mode = "fan_out" })
@@ -144,7 +145,7 @@ local function mobilenet_init(self)
       init.ones_(m.weight)
       init.zeros_(m.bias)
     elseif isinstance(m, nn.Linear) then
-      init.normal_(m.weight, 0, 0.01)
+      if linear_init then linear_init(m) else init.normal_(m.weight, 0, 0.01) end
       init.zeros_(m.bias)
     end
   end
@@ -635,19 +636,10 @@ function EfficientNet:__init(...)
   self.features = nn.Sequential(table.unpack(layers))
   self.avgpool = nn.AdaptiveAvgPool2d(1)
   self.classifier = nn.Sequential(nn.Dropout({ p = o.dropout, inplace = true }), nn.Linear(lastconv_out, num_classes))
-  for _, m in ipairs(self:modules()) do
-    if isinstance(m, nn.Conv2d) then
-      init.kaiming_normal_(m.weight, { mode = "fan_out" })
-      if m.bias ~= nil then init.zeros_(m.bias) end
-    elseif isinstance(m, { nn.BatchNorm2d, nn.GroupNorm }) then
-      init.ones_(m.weight)
-      init.zeros_(m.bias)
-    elseif isinstance(m, nn.Linear) then
-      local r = 1.0 / math.sqrt(m.out_features)
-      init.uniform_(m.weight, -r, r)
-      init.zeros_(m.bias)
-    end
-  end
+  mobilenet_init(self, function(m)
+    local r = 1.0 / math.sqrt(m.out_features)
+    init.uniform_(m.weight, -r, r)
+  end)
 end
 function EfficientNet:forward(x)
   x = self.avgpool(self.features(x))
