@@ -628,6 +628,18 @@ local function float_conv(dtype)
     end)
   end
 end
+-- to_empty({device=}): every parameter and buffer replaced by uninitialised storage on device
+function Module:to_empty(...)
+  local o = U.parse("to_empty", { { "device", U.REQUIRED }, { "recurse", true } }, ...)
+  return self:_apply(function(t) return torch.empty(t.shape, { dtype = t.dtype, device = o.device }) end)
+end
+
+-- type(dtype): every parameter and buffer cast to dtype (integer ones too, as PyTorch's)
+function Module:type(dst_type)
+  if not is_dtype(dst_type) then U.errorf("type: expected a torch.dtype, got %s", U.typename(dst_type)) end
+  return self:_apply(function(t) return t:to(dst_type) end)
+end
+
 Module.float = float_conv("float32")
 Module.double = float_conv("float64")
 Module.half = float_conv("float16")
@@ -643,16 +655,38 @@ function Module:_save_to_state_dict(destination, prefix, keep_vars)
   for name, b in pairs(self._buffers) do
     if b ~= nil and not skip[name] then destination[prefix .. name] = keep_vars and b or b:detach() end
   end
+  if self.get_extra_state ~= Module.get_extra_state then destination[prefix .. "_extra_state"] = self:get_extra_state() end
+end
+
+-- A module that defines get_extra_state / set_extra_state keeps that value in its state
+-- dict under "<prefix>_extra_state", as PyTorch's.
+function Module:get_extra_state()
+  U.error("Reached a code path in Module.get_extra_state() that should never be called. Please file an issue")
+end
+function Module:set_extra_state()
+  U.error("Reached a code path in Module.set_extra_state() that should never be called. Please file an issue")
+end
+
+local function run_hooks(self, field, ...)
+  local list = rawget(self, field)
+  if not list then return end
+  for _, h in ipairs(list) do
+    if h.fn(self, ...) ~= nil and field ~= "_load_state_dict_pre_hooks" then
+      U.errorf("%s hooks should return nothing (they change the state dict or the key lists in place)", field:sub(2, -7))
+    end
+  end
 end
 
 -- An OrderedDict (nn_util): sd["fc.weight"], pairs(sd) in PyTorch's order, sd:keys().
 function Module:state_dict(...)
   local o = U.parse("state_dict", { { "destination" }, { "prefix", "" }, { "keep_vars", false } }, ...)
   local dest = o.destination or OD.new()
+  run_hooks(self, "_state_dict_pre_hooks", o.prefix, o.keep_vars)
   self:_save_to_state_dict(dest, o.prefix, o.keep_vars)
   for name, m in pairs(self._modules) do
     if m ~= nil then m:state_dict({ destination = dest, prefix = o.prefix .. name .. ".", keep_vars = o.keep_vars }) end
   end
+  run_hooks(self, "_state_dict_hooks", dest, o.prefix, {})
   return dest
 end
 
@@ -668,6 +702,11 @@ end
 -- missing and unexpected keys and error messages. assign: parameters take the
 -- checkpoint tensor's storage (same Parameter objects), buffers are replaced.
 function Module:_load_from_state_dict(state_dict, prefix, missing, unexpected, errors, assign)
+  run_hooks(self, "_load_state_dict_pre_hooks", state_dict, prefix, {}, true, missing, unexpected, errors)
+  local extra_key = prefix .. "_extra_state"
+  if self.set_extra_state ~= Module.set_extra_state then
+    if state_dict[extra_key] ~= nil then self:set_extra_state(state_dict[extra_key]) else missing[#missing + 1] = extra_key end
+  end
   local local_state = OD.new()
   for name, p in pairs(self._parameters) do
     if p ~= nil then local_state[name] = p end
@@ -714,7 +753,7 @@ function Module:_load_from_state_dict(state_dict, prefix, missing, unexpected, e
     end
   end
   for key in pairs(state_dict) do
-    if type(key) == "string" and key:sub(1, #prefix) == prefix then
+    if type(key) == "string" and key:sub(1, #prefix) == prefix and key ~= extra_key then
       local rest = key:sub(#prefix + 1)
       local first = rest:match("^([^.]*)%.")
       if first then
@@ -756,6 +795,7 @@ function Module:load_state_dict(state_dict, ...)
     for name, child in pairs(m._modules) do
       if child ~= nil then load(child, prefix .. name .. ".") end
     end
+    run_hooks(m, "_load_state_dict_post_hooks", { missing_keys = missing, unexpected_keys = unexpected })
   end
   load(self, "")
   if o.strict then
@@ -806,6 +846,15 @@ local function add_hook(self, field, fn)
     end,
   }
 end
+
+-- state dict hooks, as PyTorch's: pre(module, prefix, keep_vars); post(module, state_dict, prefix,
+-- local_metadata); load pre(module, state_dict, prefix, local_metadata, strict, missing_keys,
+-- unexpected_keys, error_msgs); load post(module, incompatible_keys) where incompatible_keys has
+-- missing_keys and unexpected_keys (lists it may change: load_state_dict's strict check follows)
+function Module:register_state_dict_pre_hook(hook) return add_hook(self, "_state_dict_pre_hooks", hook) end
+function Module:register_state_dict_post_hook(hook) return add_hook(self, "_state_dict_hooks", hook) end
+function Module:register_load_state_dict_pre_hook(hook) return add_hook(self, "_load_state_dict_pre_hooks", hook) end
+function Module:register_load_state_dict_post_hook(hook) return add_hook(self, "_load_state_dict_post_hooks", hook) end
 
 -- hook(module, args) -> nil or new input (one value, or a list of values)
 function Module:register_forward_pre_hook(hook) return add_hook(self, "_forward_pre_hooks", hook) end
