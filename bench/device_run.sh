@@ -98,6 +98,8 @@ fi
 if want api; then
 echo "== the functions and modules written in Lua, GPU against CPU in float64 (tests/gpu/api_device.lua)"
 timeout 180 "$nn" tests/gpu/api_device.lua cuda 2>&1 | tail -n 12
+echo "== recurrent layers through cuDNN against the composed form (tests/gpu/rnn_cudnn.lua)"
+timeout 180 "$nn" tests/gpu/rnn_cudnn.lua 2>&1 | tail -n 30
 fi
 
 if want seq; then

@@ -12,7 +12,10 @@ stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/tests" "$stage/bench"
 cp "$root/$build/nnrepl" "$stage/"
 # PACK_TESTS="test_cuda_nn test_amp ...": only those test programs (the carry limit is 64 MiB)
-for t in ${PACK_TESTS:-test_*}; do cp "$root/$build"/tests/$t "$stage/tests/" 2>/dev/null || true; done
+set -f; patterns=(${PACK_TESTS:-test_*}); set +f # globs of the build's tests folder, not of this one
+for t in "${patterns[@]}"; do
+  for f in "$root/$build"/tests/$t; do cp "$f" "$stage/tests/"; done
+done
 cp "$root/$build"/bench/bench_cuda_* "$stage/bench/" 2>/dev/null || true
 for bin in "$stage/nnrepl" "$stage"/tests/* "$stage"/bench/*; do
   ldd "$bin" | awk '/=> \// {print $3}'

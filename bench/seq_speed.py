@@ -47,3 +47,6 @@ bench("transformer", enc, lambda: enc(src).pow(2).mean())
 lstm = nn.LSTM(256, 512, num_layers=2, batch_first=True).to(dev)
 seq = torch.randn(64, 64, 256).to(dev)
 bench("lstm", lstm, lambda: lstm(seq)[0].pow(2).mean())
+
+gru = nn.GRU(256, 512, num_layers=2, batch_first=True, bidirectional=True, dropout=0.1).to(dev)
+bench("gru", gru, lambda: gru(seq)[0].pow(2).mean())

@@ -120,6 +120,7 @@ void lt_open_math(lua_State *L);    /* tensor_math.c: elementwise, reductions, m
 void lt_open_create(lua_State *L);  /* tensor_create.c: torch.tensor, zeros, ... */
 void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, ... */
 int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
+void lt_open_rnn(lua_State *L);     /* rnn.c: torch._cudnn_rnn */
 void lt_open_autograd_function(lua_State *L); /* autograd_function.c: torch._function_node */
 void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */
 void lt_open_cuda_graph(lua_State *L); /* cuda_graph.c: torch.cuda.CUDAGraph */

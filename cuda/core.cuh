@@ -121,6 +121,8 @@ void nn_cuda_pool_retain(nn_cuda_pool *p);
 void nn_cuda_pool_release(nn_cuda_pool *p);
 void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s); /* p NULL: the capture ended */
 int nn_cuda_captures(void); /* graphs capturing now */
+/* cuDNN's RNN (rnn.cu) into the GPU API */
+extern "C" void nn_cuda_rnn_register(nn_gpu_api *api);
 
 /* ---- kernels: strided offsets ---- */
 /* Byte offsets of up to 4 operands for a linear element index, from an nn_iter. */

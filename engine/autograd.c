@@ -704,6 +704,9 @@ static nn_status give_target(const nn_grad_targets *want, int i, nn_tensor *g)
     return want->out ? accumulate(&want->out[i], g) : nn_accumulate_grad(want->t[i], g);
 }
 
+static _Thread_local bool retaining;
+bool nn_backward_retains_graph(void) { return retaining; }
+
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
 {
     return nn_backward_ex(1, &root, &grad, retain_graph, NULL);
@@ -724,6 +727,8 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     bool was = nn_grad_enabled();
     nn_set_grad_enabled(false);
     unsigned autocast = nn_autocast_suspend(); /* backward ops keep the forward's dtypes */
+    bool was_retaining = retaining;
+    retaining = retain_graph;
 
     /* seeds: a leaf root takes its gradient now, a node gets it in its buffer */
     for (int r = 0; r < nroots && !st; r++) {
@@ -847,5 +852,6 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     for (int k = 0; k < READY_SLOTS; k++) free(ready.heap[k].v);
     nn_set_grad_enabled(was);
     nn_autocast_resume(autocast);
+    retaining = was_retaining;
     return st;
 }

@@ -12,7 +12,7 @@
 #include "ops.h"
 
 #define NN_NODE_MAX_SAVED 6
-#define NN_NODE_MAX_OUT 2
+#define NN_NODE_MAX_OUT 3
 
 typedef struct nn_node nn_node;
 
@@ -100,6 +100,10 @@ typedef struct {
     nn_tensor *const *t;
     nn_tensor **out;
 } nn_grad_targets;
+
+/* Whether the backward pass running on this thread keeps the graph (retain_graph): a node
+ * whose backward consumes a saved buffer (cuDNN's RNN reserve) works on a copy then. */
+bool nn_backward_retains_graph(void);
 
 /* Backward from several roots at once (grads[i] NULL: ones); want NULL: every leaf. */
 nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain_graph,

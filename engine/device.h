@@ -26,6 +26,7 @@ typedef struct {
 typedef struct nn_gpu_stream nn_gpu_stream; /* opaque */
 typedef struct nn_gpu_event nn_gpu_event;   /* opaque */
 typedef struct nn_gpu_graph nn_gpu_graph;   /* opaque */
+struct nn_rnn_problem;                     /* engine/rnn.h */
 
 typedef struct {
     int (*device_count)(void);  /* 0 when no usable GPU (driver missing, no device) */
@@ -67,6 +68,14 @@ typedef struct {
     nn_status (*graph_replay)(nn_gpu_graph *g);
     nn_status (*graph_reset)(nn_gpu_graph *g);
     int (*graph_captures)(void); /* graphs capturing now */
+    /* cuDNN's RNN (engine/rnn.h). forward fills y, hy, cy and returns the packed weights and,
+     * with train, cuDNN's reserve (new references) for backward. backward takes dy (dhy, dcy
+     * NULL: zero) and what forward returned, and writes dx, dhx and dcx where given and, when
+     * p->w is not NULL, the parameters' gradients into p->w[0..nw). */
+    nn_status (*rnn_forward)(const struct nn_rnn_problem *p, bool train, nn_tensor *y, nn_tensor *hy, nn_tensor *cy,
+                             nn_tensor **weights, nn_tensor **reserve);
+    nn_status (*rnn_backward)(const struct nn_rnn_problem *p, nn_tensor *y, nn_tensor *dy, nn_tensor *dhy, nn_tensor *dcy,
+                              nn_tensor *weights, nn_tensor *reserve, nn_tensor *dx, nn_tensor *dhx, nn_tensor *dcx);
 } nn_gpu_api;
 
 extern const nn_gpu_api *nn_gpu;

@@ -1,6 +1,8 @@
 -- Recurrent layers: nn.RNN, nn.LSTM, nn.GRU and their cells, with PyTorch's parameters
 -- (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse), gate order (LSTM: i, f,
--- g, o; GRU: r, z, n), initialisation and shapes. Made of differentiable ops: the input's
+-- g, o; GRU: r, z, n), initialisation and shapes. On CUDA, cuDNN's RNN runs every step of every
+-- layer in one op each way (torch._cudnn_rnn, engine/rnn.c); elsewhere, and with
+-- torch.backends.cudnn.enabled = false, they are composed of differentiable ops: the input's
 -- projection for every step in one product, then one small product and the gates per step.
 --
 --   local lstm = nn.LSTM(input_size, hidden_size, {num_layers=, bias=, batch_first=, dropout=, bidirectional=})
@@ -103,50 +105,13 @@ function RNNBase:reset_parameters()
   for _, p in ipairs(self:parameters()) do torch.nn.init.uniform_(p, -stdv, stdv) end
 end
 
-function RNNBase:forward(input, hx)
-  local name, mode = self:_get_name(), self.mode
-  local lstm = mode == "LSTM"
-  local packed = Packed.is(input) and input or nil -- each sequence stops at its own length
-  if packed then input = self.batch_first and packed._padded:transpose(0, 1) or packed._padded end
-  local batched = input:dim() == 3
-  if not batched and input:dim() ~= 2 then
-    U.errorf("%s: Expected input to be 2D or 3D, got %dD tensor instead", name, input:dim())
-  end
-  local x = batched and (self.batch_first and input:transpose(0, 1) or input) or input:unsqueeze(1)
-  if x:size(2) ~= self.input_size then
-    U.errorf("input.size(-1) must be equal to input_size. Expected %d, got %d", self.input_size, x:size(2))
-  end
-  local T, N, H = x:size(0), x:size(1), self.hidden_size
-  local D = self.bidirectional and 2 or 1
-  local want = { self.num_layers * D, N, H }
-  local h0, c0
-  if hx == nil then
-    h0 = torch.zeros(want, { dtype = x.dtype, device = x.device })
-    c0 = lstm and h0 or nil
-  else
-    if lstm then
-      if type(hx) ~= "table" or not torch.is_tensor(hx[1]) or not torch.is_tensor(hx[2]) then
-        U.error("LSTM: hx must be a table {h_0, c_0} of tensors")
-      end
-      h0, c0 = hx[1], hx[2]
-    else
-      h0 = hx
-    end
-    if not batched then
-      h0 = h0:unsqueeze(1)
-      if c0 then c0 = c0:unsqueeze(1) end
-    end
-    check_state(name, h0, want, lstm and "hidden[0]" or "hidden")
-    if c0 then check_state(name, c0, want, "hidden[1]") end
-  end
-  if x.device.type == "cuda" and torch.is_autocast_enabled("cuda") then -- autocast runs recurrent layers in its dtype, state too
-    local dt = torch.get_autocast_dtype("cuda")
-    h0 = h0:to(dt)
-    if c0 then c0 = c0:to(dt) end
-  end
+-- every step of every layer composed of ops (the CPU, and what cuDNN does not take)
+local function composed_forward(self, x, h0, c0, lengths)
+  local mode, D = self.mode, self.bidirectional and 2 or 1
+  local T, N = x:size(0), x:size(1)
   local hn, cn = {}, {}
   local layer_in = x
-  local lens = packed and torch.tensor(packed._lengths, { dtype = torch.int64 }):to(x.device):view(N, 1) or nil
+  local lens = lengths and torch.tensor(lengths, { dtype = torch.int64 }):to(x.device):view(N, 1) or nil
   for layer = 0, self.num_layers - 1 do
     local outs = {}
     for dir = 0, D - 1 do
@@ -177,8 +142,107 @@ function RNNBase:forward(input, hx)
       layer_in = F.dropout(layer_in, self.dropout, true)
     end
   end
-  local out, h_n = layer_in, torch.stack(hn, 0)
-  local c_n = lstm and torch.stack(cn, 0) or nil
+  return layer_in, torch.stack(hn, 0), c0 and torch.stack(cn, 0) or nil
+end
+
+-- cuDNN's RNN: all layers in one call, or one call a layer when dropout runs between them
+local function cudnn_forward(self, x, h0, c0, lengths, autocast)
+  local D, L, per = self.bidirectional and 2 or 1, self.num_layers, self.bias and 4 or 2
+  local ws = {}
+  for i, n in ipairs(self._flat_weights_names) do ws[i] = autocast and self[n]:to(h0.dtype) or self[n] end
+  if autocast then x = x:to(h0.dtype) end
+  if lengths then
+    local longest = 0
+    for _, l in ipairs(lengths) do longest = math.max(longest, l) end
+    if longest < x:size(0) then x = x:narrow(0, 0, longest) end
+  end
+  if not (self.dropout > 0 and self.training and L > 1) then
+    return torch._cudnn_rnn(self.mode, x, h0, c0, ws, L, self.bidirectional, lengths)
+  end
+  local hs, cs, y = {}, {}, x
+  for layer = 0, L - 1 do
+    local lw = table.move(ws, layer * D * per + 1, (layer + 1) * D * per, 1, {})
+    local h, c
+    y, h, c = torch._cudnn_rnn(self.mode, y, h0:narrow(0, layer * D, D), c0 and c0:narrow(0, layer * D, D), lw, 1,
+      self.bidirectional, lengths)
+    hs[layer + 1], cs[layer + 1] = h, c
+    if layer < L - 1 then y = F.dropout(y, self.dropout, true) end
+  end
+  return y, torch.cat(hs, 0), c0 and torch.cat(cs, 0) or nil
+end
+
+local function use_cudnn(x, packed)
+  if x.device.type ~= "cuda" or torch.backends.cudnn.enabled == false then return false end
+  if packed then
+    for _, l in ipairs(packed._lengths) do if l < 1 then return false end end
+  end
+  return true
+end
+
+-- PyTorch's checks of the input and state against the parameters
+local function check_operands(self, x, h0, autocast)
+  local w = self[self._flat_weights_names[1]]
+  if x.dtype ~= w.dtype and not autocast then
+    U.errorf("input must have the type %s, got type %s", tostring(w.dtype), tostring(x.dtype))
+  end
+  if tostring(x.device) ~= tostring(w.device) then
+    U.errorf("Input and parameter tensors are not at the same device, found input tensor at %s and parameter tensor at %s",
+      tostring(x.device), tostring(w.device))
+  end
+  if tostring(h0.device) ~= tostring(x.device) then
+    U.errorf("Input and hidden tensors are not at the same device, found input tensor at %s and hidden tensor at %s",
+      tostring(x.device), tostring(h0.device))
+  end
+end
+
+function RNNBase:forward(input, hx)
+  local name, mode = self:_get_name(), self.mode
+  local lstm = mode == "LSTM"
+  local packed = Packed.is(input) and input or nil -- each sequence stops at its own length
+  if packed then input = self.batch_first and packed._padded:transpose(0, 1) or packed._padded end
+  local batched = input:dim() == 3
+  if not batched and input:dim() ~= 2 then
+    U.errorf("%s: Expected input to be 2D or 3D, got %dD tensor instead", name, input:dim())
+  end
+  local x = batched and (self.batch_first and input:transpose(0, 1) or input) or input:unsqueeze(1)
+  if x:size(2) ~= self.input_size then
+    U.errorf("input.size(-1) must be equal to input_size. Expected %d, got %d", self.input_size, x:size(2))
+  end
+  local D = self.bidirectional and 2 or 1
+  local want = { self.num_layers * D, x:size(1), self.hidden_size }
+  local h0, c0
+  if hx == nil then
+    h0 = torch.zeros(want, { dtype = x.dtype, device = x.device })
+    c0 = lstm and h0 or nil
+  else
+    if lstm then
+      if type(hx) ~= "table" or not torch.is_tensor(hx[1]) or not torch.is_tensor(hx[2]) then
+        U.error("LSTM: hx must be a table {h_0, c_0} of tensors")
+      end
+      h0, c0 = hx[1], hx[2]
+    else
+      h0 = hx
+    end
+    if not batched then
+      h0 = h0:unsqueeze(1)
+      if c0 then c0 = c0:unsqueeze(1) end
+    end
+    check_state(name, h0, want, lstm and "hidden[0]" or "hidden")
+    if c0 then check_state(name, c0, want, "hidden[1]") end
+  end
+  local autocast = x.device.type == "cuda" and torch.is_autocast_enabled("cuda")
+  check_operands(self, x, h0, autocast)
+  if autocast then -- autocast runs recurrent layers in its dtype, state too
+    local dt = torch.get_autocast_dtype("cuda")
+    h0 = h0:to(dt)
+    if c0 then c0 = c0:to(dt) end
+  end
+  local out, h_n, c_n
+  if use_cudnn(x, packed) then
+    out, h_n, c_n = cudnn_forward(self, x, h0, c0, packed and packed._lengths, autocast)
+  else
+    out, h_n, c_n = composed_forward(self, x, h0, c0, packed and packed._lengths)
+  end
   if packed then
     out = RnnUtils._repack(packed, out) -- out is time first here, as a PackedSequence keeps it
   elseif not batched then

@@ -4,6 +4,7 @@
 --   torch.backends.cuda.matmul.allow_tf32 = true    -- float32 matmuls may use TF32 (default false)
 --   torch.backends.cudnn.allow_tf32 = false          -- float32 convolutions may use TF32 (default true)
 --   torch.backends.cudnn.benchmark = true            -- time conv algorithms once per shape (default false)
+--   torch.backends.cudnn.enabled = false             -- nn.RNN/LSTM/GRU on CUDA without cuDNN (default true)
 --   torch.set_float32_matmul_precision("high")       -- "highest" (TF32 off), "high" or "medium" (on)
 --   torch.get_float32_matmul_precision()
 -- A change takes effect at the next op. Other keys are kept as plain fields, as Python's
@@ -37,6 +38,7 @@ backends.cuda = backends.cuda or {}
 backends.cuda.matmul = switches("torch.backends.cuda.matmul", { allow_tf32 = "matmul.allow_tf32" })
 backends.cudnn = switches("torch.backends.cudnn", { allow_tf32 = "cudnn.allow_tf32", benchmark = "cudnn.benchmark" }, {
   is_available = function() return torch.cuda.is_available() end,
+  enabled = true, -- false: recurrent layers on CUDA run composed of ops instead of cuDNN's RNN
 })
 
 local PRECISIONS = { highest = true, high = true, medium = true }

@@ -135,6 +135,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ngpu=$("$nnrepl" -e 'print(torch.cuda.device_count())')
   ranks_run "nccl, $ngpu ranks" "$ngpu" "$dir/nccl.lua" 64
   grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
+  ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
