@@ -11,18 +11,8 @@ local enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, { dim_feedf
 local src = torch.randn(32, 128, 512):to("cuda")
 local opt = torch.optim.Adam(enc:parameters(), { lr = 1e-4 })
 local scaler = mode == "amp" and torch.amp.GradScaler("cuda") or nil
-local function step()
-  opt:zero_grad()
-  local loss
-  if scaler then
-    local _ <close> = torch.autocast("cuda")
-    loss = enc(src):pow(2):mean()
-  else
-    loss = enc(src):pow(2):mean()
-  end
-  if scaler then scaler:scale(loss):backward(); scaler:step(opt); scaler:update()
-  else loss:backward(); opt:step() end
-end
+local step = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua").loss(function() return enc(src):pow(2):mean() end, opt,
+  scaler and torch.float16 or nil, scaler)
 for _ = 1, 10 do step() end
 torch.cuda.synchronize()
 local t0 = time.perf_counter()

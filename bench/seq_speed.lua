@@ -5,6 +5,7 @@
 -- autocast. Per step: the mean over `steps` steps between two synchronisations, median of
 -- `reps` repeats after a warm-up. Prints "model precision step_ms X".
 local time = require "time"
+local train_steps = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua")
 local steps, reps, warmup = 10, 5, 3
 torch.backends.cuda.matmul.allow_tf32 = false
 torch.backends.cudnn.allow_tf32 = false
@@ -14,22 +15,7 @@ local function bench(name, model, make_loss)
   for _, precision in ipairs({ "fp32", "amp" }) do
     local opt = torch.optim.Adam(model:parameters(), { lr = 1e-4 })
     local scaler = precision == "amp" and torch.amp.GradScaler("cuda") or nil
-    local function step()
-      opt:zero_grad()
-      local loss
-      if scaler then
-        local _ <close> = torch.autocast("cuda")
-        loss = make_loss()
-      else
-        loss = make_loss()
-      end
-      if scaler then
-        scaler:scale(loss):backward(); scaler:step(opt); scaler:update()
-      else
-        loss:backward(); opt:step()
-      end
-      return loss
-    end
+    local step = train_steps.loss(make_loss, opt, scaler and torch.float16 or nil, scaler)
     for _ = 1, warmup do step() end
     local times = {}
     for r = 1, reps do
