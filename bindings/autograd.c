@@ -66,11 +66,11 @@ static bool is_opts(lua_State *L, int idx)
 }
 
 static nn_status run_backward(lua_State *L, int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain,
-                              const nn_grad_targets *want)
+                              bool create, const nn_grad_targets *want)
 {
     lua_State *outer = backward_L;
     backward_L = L;
-    nn_status st = nn_backward_ex(nroots, roots, grads, retain, want);
+    nn_status st = nn_backward_ex(nroots, roots, grads, retain, create, want);
     backward_L = outer;
     return st;
 }
@@ -93,36 +93,37 @@ static int t_backward(lua_State *L)
     lua_settop(L, 3);
     nn_tensor *t = lt_check(L, 1);
     nn_tensor *grad = NULL;
-    int retain = 0;
+    int retain = 0, create = 0;
     nn_grad_targets want = {0, NULL, NULL};
     if (lt_is_opts(L, 2)) {
         lt_check_opts(L, 2, backward_keys);
         if (lt_opt(L, 2, "gradient") != LUA_TNIL) grad = lt_check(L, lua_gettop(L));
-        retain = lt_opt_bool(L, 2, "retain_graph", 0);
-        if (lt_opt_bool(L, 2, "create_graph", 0)) return luaL_argerror(L, 2, "create_graph=true is not supported yet");
+        create = lt_opt_bool(L, 2, "create_graph", 0);
+        retain = lt_opt_bool(L, 2, "retain_graph", create); /* PyTorch's default: create_graph */
         lt_opt(L, 2, "inputs");
         want = inputs_arg(L, lua_gettop(L));
     } else {
         if (!lua_isnoneornil(L, 2)) grad = lt_check(L, 2);
         retain = lua_toboolean(L, 3);
     }
-    if (run_backward(L, 1, &t, &grad, retain, &want)) return lt_fail(L, 0);
+    if (run_backward(L, 1, &t, &grad, retain, create, &want)) return lt_fail(L, 0);
     return 0;
 }
 
 /* torch.autograd.backward's and grad's gradients for n roots, positional at pos or under key in
  * the options, which are at pos or pos + 1 (their index is returned; 0: none) */
-static int grads_and_opts(lua_State *L, int pos, const char *key, const char *const *keys, int n, nn_tensor ***grads, bool *retain)
+static int grads_and_opts(lua_State *L, int pos, const char *key, const char *const *keys, int n, nn_tensor ***grads, bool *retain,
+                          bool *create)
 {
-    int opts = is_opts(L, pos) ? pos : is_opts(L, pos + 1) ? pos + 1 : 0;
+    int opts = is_opts(L, pos + 1) ? pos + 1 : is_opts(L, pos) ? pos : 0; /* grads {} or {nil} then options */
     int gidx = opts == pos ? 0 : pos;
     if (opts) {
         lt_check_opts(L, opts, keys);
-        if (lt_opt_bool(L, opts, "create_graph", 0)) luaL_argerror(L, opts, "create_graph=true is not supported yet");
         if (lt_opt(L, opts, key) != LUA_TNIL) gidx = lua_gettop(L);
     }
     *grads = grads_arg(L, gidx, n);
-    *retain = opts && lt_opt_bool(L, opts, "retain_graph", 0);
+    *create = opts && lt_opt_bool(L, opts, "create_graph", 0);
+    *retain = opts && lt_opt_bool(L, opts, "retain_graph", *create); /* PyTorch's default: create_graph */
     return opts;
 }
 
@@ -135,14 +136,14 @@ static int autograd_backward(lua_State *L)
     int n;
     nn_tensor **roots = tensors_arg(L, 1, &n, "tensors");
     nn_tensor **grads;
-    bool retain;
-    int opts = grads_and_opts(L, 2, "grad_tensors", autograd_backward_keys, n, &grads, &retain);
+    bool retain, create;
+    int opts = grads_and_opts(L, 2, "grad_tensors", autograd_backward_keys, n, &grads, &retain, &create);
     nn_grad_targets want = {0, NULL, NULL};
     if (opts) {
         lt_opt(L, opts, "inputs");
         want = inputs_arg(L, lua_gettop(L));
     }
-    if (run_backward(L, n, roots, grads, retain, &want)) return lt_fail(L, 0);
+    if (run_backward(L, n, roots, grads, retain, create, &want)) return lt_fail(L, 0);
     return 0;
 }
 
@@ -158,14 +159,14 @@ static int autograd_grad(lua_State *L)
     nn_tensor **outs = tensors_arg(L, 1, &nout, "outputs");
     nn_tensor **ins = tensors_arg(L, 2, &nin, "inputs");
     nn_tensor **grads;
-    bool retain;
-    int opts = grads_and_opts(L, 3, "grad_outputs", autograd_grad_keys, nout, &grads, &retain);
+    bool retain, create;
+    int opts = grads_and_opts(L, 3, "grad_outputs", autograd_grad_keys, nout, &grads, &retain, &create);
     bool materialize = opts && lt_opt_bool(L, opts, "materialize_grads", 0);
     bool allow_unused = opts && lt_opt_bool(L, opts, "allow_unused", materialize);
     nn_tensor **res = lua_newuserdatauv(L, sizeof *res * (size_t)(nin ? nin : 1), 0);
     for (int i = 0; i < nin; i++) res[i] = NULL;
     nn_grad_targets want = {nin, ins, res};
-    if (run_backward(L, nout, outs, grads, retain, &want)) return lt_fail(L, 0);
+    if (run_backward(L, nout, outs, grads, retain, create, &want)) return lt_fail(L, 0);
     int missing = 0;
     for (int i = 0; i < nin; i++) missing |= !res[i];
     if (missing && !allow_unused) {

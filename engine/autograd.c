@@ -96,7 +96,9 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
 
 void nn_node_save(nn_node *n, int slot, nn_tensor *t)
 {
-    nn_tensor *keep = t->grad_fn == n ? nn_detach(t) : nn_retain(t);
+    bool output = t->grad_fn == n;
+    nn_tensor *keep = output ? nn_detach(t) : nn_retain(t);
+    n->saved_output = (uint8_t)((n->saved_output & ~(1u << slot)) | (output ? 1u << slot : 0));
     nn_release(n->saved[slot]);
     n->saved[slot] = keep;
     n->saved_version[slot] = t->storage->version;
@@ -110,6 +112,36 @@ static const char *type_descriptor(char *buf, const nn_tensor *t)
     static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
     snprintf(buf, 48, "torch.%s%sTensor", t->storage->device.type == NN_CPU ? "" : "cuda.", names[t->dtype]);
     return buf;
+}
+
+/* ---- create_graph: the pass's state, and saved outputs given their history back ---- */
+static _Thread_local bool retaining, creating;
+static _Thread_local const nn_node *running; /* the node whose backward runs now */
+static _Thread_local struct { nn_tensor **v; int n, cap; } live; /* aliases made while it runs */
+
+bool nn_backward_retains_graph(void) { return retaining; }
+bool nn_backward_creates_graph(void) { return creating; }
+
+nn_status nn_no_double_backward(const char *what)
+{
+    return nn_error(NN_ERR_NOTIMPL, "double backward (create_graph=true) through %s is not supported: its backward %s",
+                    running ? running->name : "this op", what);
+}
+
+/* A saved output with its history (grad_fn: the node that made it), kept until the node's backward ends. */
+static nn_tensor *live_output(nn_node *n, int slot, nn_tensor *saved)
+{
+    if (live.n == live.cap) {
+        int cap = live.cap ? live.cap * 2 : 16;
+        nn_tensor **v = realloc(live.v, sizeof *v * cap);
+        if (!v) { nn_error(NN_ERR_NOMEM, "out of memory in backward"); return NULL; }
+        live.v = v, live.cap = cap;
+    }
+    nn_tensor *a = nn_detach(saved);
+    if (!a) return NULL;
+    nn_node_set_output(n, a, n->saved_nr[slot]);
+    live.v[live.n++] = a;
+    return a;
 }
 
 nn_tensor *nn_node_saved(nn_node *n, int slot)
@@ -131,6 +163,7 @@ nn_tensor *nn_node_saved(nn_node *n, int slot)
                  type_descriptor(ty, t), nn_shape_str(b, t->ndim, t->shape), from, t->storage->version, n->saved_version[slot]);
         return NULL;
     }
+    if (creating && (n->saved_output >> slot & 1)) return live_output(n, slot, t);
     return t;
 }
 
@@ -346,6 +379,13 @@ static nn_tensor *own_copy(const nn_tensor *param, nn_tensor *g)
 
 nn_status nn_accumulate_grad(nn_tensor *t, nn_tensor *g)
 {
+    if (t->grad && (creating || t->grad->requires_grad)) { /* a gradient with history: sum out of place, as PyTorch */
+        nn_tensor *s = nn_binary(NN_OP_add, t->grad, g);
+        if (!s) return nn_last_status();
+        nn_release(t->grad);
+        t->grad = s;
+        return NN_OK;
+    }
     if (t->grad) return nn_binary_(NN_OP_add, t->grad, g);
     nn_tensor *c = own_copy(t, g);
     if (!c) return nn_last_status();
@@ -704,16 +744,13 @@ static nn_status give_target(const nn_grad_targets *want, int i, nn_tensor *g)
     return want->out ? accumulate(&want->out[i], g) : nn_accumulate_grad(want->t[i], g);
 }
 
-static _Thread_local bool retaining;
-bool nn_backward_retains_graph(void) { return retaining; }
-
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
 {
-    return nn_backward_ex(1, &root, &grad, retain_graph, NULL);
+    return nn_backward_ex(1, &root, &grad, retain_graph, false, NULL);
 }
 
 nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain_graph,
-                         const nn_grad_targets *want)
+                         bool create_graph, const nn_grad_targets *want)
 {
     if (want && want->n == 0) want = NULL;
     bool capture = want && want->out;
@@ -725,10 +762,12 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     node_list all = {0}, starts = {0};
     ready_queues ready = {0};
     bool was = nn_grad_enabled();
-    nn_set_grad_enabled(false);
+    nn_set_grad_enabled(create_graph);
     unsigned autocast = nn_autocast_suspend(); /* backward ops keep the forward's dtypes */
-    bool was_retaining = retaining;
-    retaining = retain_graph;
+    bool was_retaining = retaining, was_creating = creating;
+    const nn_node *was_running = running;
+    int was_live = live.n;
+    retaining = retain_graph, creating = create_graph;
 
     /* seeds: a leaf root takes its gradient now, a node gets it in its buffer */
     for (int r = 0; r < nroots && !st; r++) {
@@ -798,7 +837,11 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
             }
             if (!st && any && run) {
                 if (leaf_collects(x)) st = accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]);
-                else if (!(st = x->backward(x, x->grad_buf, gin)) && anomaly) st = check_nan(x, gin);
+                else {
+                    running = x;
+                    if (!(st = x->backward(x, x->grad_buf, gin)) && anomaly) st = check_nan(x, gin);
+                    running = NULL;
+                }
             }
             if (!st && x->leaf && run) st = leaf_done(x, any);
         }
@@ -806,6 +849,7 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
             nn_release(x->grad_buf[k]);
             x->grad_buf[k] = NULL;
         }
+        while (live.n > was_live) nn_release(live.v[--live.n]);
         if (!retain_graph && !skip && has_saved(x)) { /* backward again through this node is then an error */
             release_saved(x);
             x->released = true;
@@ -852,6 +896,6 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     for (int k = 0; k < READY_SLOTS; k++) free(ready.heap[k].v);
     nn_set_grad_enabled(was);
     nn_autocast_resume(autocast);
-    retaining = was_retaining;
+    retaining = was_retaining, creating = was_creating, running = was_running;
     return st;
 }

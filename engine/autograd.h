@@ -39,6 +39,7 @@ struct nn_node {
     uint32_t saved_version[NN_NODE_MAX_SAVED];
     const char *saved_fn[NN_NODE_MAX_SAVED]; /* for the version error: the saved value's grad_fn then */
     int saved_nr[NN_NODE_MAX_SAVED];
+    uint8_t saved_output;   /* bit i: saved[i] is an output of this node (kept without its history) */
     bool released;          /* saved values freed after a backward without retain_graph */
     double f[4];            /* op parameters backward needs */
     int64_t i[4];
@@ -105,9 +106,17 @@ typedef struct {
  * whose backward consumes a saved buffer (cuDNN's RNN reserve) works on a copy then. */
 bool nn_backward_retains_graph(void);
 
-/* Backward from several roots at once (grads[i] NULL: ones); want NULL: every leaf. */
+/* Whether the backward pass running on this thread records its own graph (create_graph, for
+ * double backward): grad mode is on while nodes run, a saved output comes back with its node
+ * as grad_fn, and a backward kernel that has no derivative here fails naming the node. */
+bool nn_backward_creates_graph(void);
+/* That failure: "... through <node> is not supported: its backward <what>". */
+nn_status nn_no_double_backward(const char *what);
+
+/* Backward from several roots at once (grads[i] NULL: ones); want NULL: every leaf.
+ * create_graph: the gradients have histories of their own (and .grad gets them). */
 nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain_graph,
-                         const nn_grad_targets *want);
+                         bool create_graph, const nn_grad_targets *want);
 
 /* fn(ctx) runs once at the end of each backward pass that reaches node n, after every
  * gradient of the pass is computed (DataParallel reduces its replicas' gradients then);

@@ -1,6 +1,8 @@
-#include "backend.h"
-
 #include <stdio.h>
+#include <string.h>
+
+#include "autograd.h"
+#include "backend.h"
 
 static const char *const op_names[] = {
 #define X(name, kind, autocast, backward) #name,
@@ -44,8 +46,24 @@ nn_status nn_not_implemented(const nn_kargs *a, nn_dtype dt)
                     nn_device_str(d, a->out[0]->storage->device), nn_dtype_name(dt));
 }
 
+/* A backward kernel (conv2d_backward_input, batch_norm_backward, ...) records no graph: in a
+ * create_graph pass, an input that requires grad would lose its derivative without a word. */
+static nn_status check_double_backward(const nn_kargs *a)
+{
+    if (!strstr(nn_op_name(a->op), "_backward")) return NN_OK;
+    char what[96];
+    snprintf(what, sizeof what, "runs %s, which has no derivative here", nn_op_name(a->op));
+    for (int i = 0; i < a->nin; i++)
+        if (a->in[i] && a->in[i]->requires_grad) return nn_no_double_backward(what);
+    return NN_OK;
+}
+
 nn_status nn_dispatch(const nn_kargs *a)
 {
+    if (nn_backward_creates_graph()) {
+        nn_status st = check_double_backward(a);
+        if (st) return st;
+    }
     nn_device dev = a->out[0]->storage->device;
     char d1[16], d2[16];
     for (int i = 0; i < a->nin; i++) {

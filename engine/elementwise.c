@@ -542,6 +542,9 @@ static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
 
 nn_status nn_copy_(nn_tensor *dst, nn_tensor *src)
 {
+    /* a backward writing a gradient with history into a bare view of a buffer: the buffer would not get it */
+    if (nn_backward_creates_graph() && nn_grad_enabled() && src->requires_grad && !dst->base && !nn_sole_owner(dst))
+        return nn_no_double_backward("writes a gradient into part of a tensor");
     nn_status st = check_into("copy_", dst, src);
     nn_inplace_rec rec;
     if (!st) st = check_writable("copy_", dst);

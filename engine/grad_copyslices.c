@@ -38,8 +38,12 @@ static nn_tensor *part(const geometry *gm, nn_tensor *r)
     return nn_make_view(r, gm->ndim, gm->shape, gm->strides, r->offset + gm->offset);
 }
 
+/* Both write a gradient into part of a buffer through a bare view, which a recorded graph would not see. */
+static nn_status no_double_backward(void) { return nn_no_double_backward("writes a gradient into part of a tensor"); }
+
 static nn_status copy_slices_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
+    if (nn_backward_creates_graph()) return no_double_backward();
     const geometry *gm = n->ctx;
     nn_node *fn = n->inner;
     const nn_edge *e = &n->next[0];
@@ -72,6 +76,7 @@ static nn_status copy_slices_backward(nn_node *n, nn_tensor *const *grad_out, nn
 /* the view's gradient placed in zeros shaped like the base */
 static nn_status as_strided_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
+    if (nn_backward_creates_graph()) return no_double_backward();
     const geometry *gm = n->ctx;
     const nn_edge *e = &n->next[0];
     nn_tensor *z = base_like(gm, NULL, e->dtype, e->device);

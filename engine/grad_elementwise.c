@@ -125,7 +125,10 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     case NN_OP_tanh:
         r = gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), gs_bin(&s, NN_OP_mul, y, y)));
         break;
-    case NN_OP_relu: r = gs_bin(&s, NN_OP_threshold_backward, g, y); break;
+    case NN_OP_relu: /* one pass; recording a graph, a where() that has a derivative in g */
+        r = nn_backward_creates_graph() ? gs_where(&s, gs_bin(&s, NN_OP_gt, y, gs_num(&s, 0)), g, gs_num(&s, 0))
+                                        : gs_bin(&s, NN_OP_threshold_backward, g, y);
+        break;
     case NN_OP_erf: /* 2/sqrt(pi) * exp(-x^2) */
         r = gs_bin(&s, NN_OP_mul, g,
                    gs_muls(&s, gs_un(&s, NN_OP_exp, gs_un(&s, NN_OP_neg, gs_bin(&s, NN_OP_mul, x, x))), 1.1283791670955126));

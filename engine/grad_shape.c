@@ -4,6 +4,8 @@
 #define NN_GRAD_INTERNAL
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "grad.h"
 
 static nn_status finish(nn_node *n, nn_tensor *out)
@@ -104,10 +106,51 @@ static nn_tensor *zeros_and_part(const nn_edge *e, const nn_tensor *g, nn_tensor
     return z;
 }
 
-/* the gradient z of a slice-like view: g written into part (z's view), part released */
-static nn_status into_part(nn_tensor *z, nn_tensor *part, nn_tensor *g, nn_tensor **gi)
+/* Recording a graph (double backward), z = g written into part of zeros is an op of its own: its
+ * backward takes the same part of z's gradient. */
+typedef struct {
+    int ndim;
+    int64_t shape[NN_MAX_DIMS], strides[NN_MAX_DIMS], offset; /* the part within z (contiguous, offset 0) */
+} part_geometry;
+
+static nn_status part_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi)
 {
+    const part_geometry *p = n->ctx;
+    if (nn_backward_creates_graph() && go[0]->requires_grad) return nn_no_double_backward("takes part of a tensor (a third derivative)");
+    nn_tensor *c = nn_contiguous(go[0]), *v = c ? nn_make_view(c, p->ndim, p->shape, p->strides, c->offset + p->offset) : NULL;
+    gi[0] = v ? nn_clone(v) : NULL;
+    nn_release(c), nn_release(v);
+    return gi[0] ? NN_OK : nn_last_status();
+}
+
+static nn_status record_part(const char *name, nn_tensor *z, nn_tensor *part, nn_tensor *g)
+{
+    part_geometry *p = malloc(sizeof *p);
+    if (!p) return nn_error(NN_ERR_NOMEM, "out of memory");
+    p->ndim = part->ndim, p->offset = part->offset - z->offset;
+    memcpy(p->shape, part->shape, sizeof p->shape);
+    memcpy(p->strides, part->strides, sizeof p->strides);
+    nn_node *n = nn_node_new(name, part_backward, 1, &g);
+    if (!n) {
+        free(p);
+        return nn_last_status();
+    }
+    n->ctx = p;
+    nn_node_set_output(n, z, 0);
+    nn_node_release(n);
+    return NN_OK;
+}
+
+/* the gradient z of a slice-like view: g written into part (z's view), part released; name: the
+ * node recording that when a graph is recorded */
+static nn_status into_part(const char *name, nn_tensor *z, nn_tensor *part, nn_tensor *g, nn_tensor **gi)
+{
+    bool record = nn_backward_creates_graph() && g->requires_grad;
+    bool was = nn_grad_enabled();
+    if (record) nn_set_grad_enabled(false);
     nn_status st = nn_numel(part) ? nn_copy_(part, g) : NN_OK;
+    if (record) nn_set_grad_enabled(was);
+    if (!st && record) st = record_part(name, z, part, g);
     nn_release(part);
     if (st) {
         nn_release(z);
@@ -124,7 +167,7 @@ static nn_status slice_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     nn_tensor *g = go[0], *part;
     int64_t step = n->i[2];
     nn_tensor *z = zeros_and_part(e, g, &part, g->ndim, g->shape, &step, NULL, n->i[0], n->i[1]);
-    return z ? into_part(z, part, g, &gi[0]) : nn_last_status();
+    return z ? into_part("SliceBackwardBackward0", z, part, g, &gi[0]) : nn_last_status();
 }
 
 nn_status nn_record_slice(const char *name, nn_tensor *x, nn_tensor *out, int dim, int64_t start, int64_t step)
@@ -142,7 +185,7 @@ static nn_status select_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
     nn_tensor *g = go[0], *part;
     int64_t dim = n->i[0];
     nn_tensor *z = zeros_and_part(e, g, &part, g->ndim, g->shape, NULL, &dim, dim, n->i[1]);
-    return z ? into_part(z, part, g, &gi[0]) : nn_last_status();
+    return z ? into_part("SelectBackwardBackward0", z, part, g, &gi[0]) : nn_last_status();
 }
 
 nn_status nn_record_select(nn_tensor *x, nn_tensor *out, int dim, int64_t index)
@@ -163,7 +206,7 @@ static nn_status diagonal_backward(nn_node *n, nn_tensor *const *go, nn_tensor *
         nn_release(z);
         return nn_last_status();
     }
-    return into_part(z, part, go[0], &gi[0]);
+    return into_part("DiagonalBackwardBackward0", z, part, go[0], &gi[0]);
 }
 
 nn_status nn_record_diagonal(nn_tensor *x, nn_tensor *out, int64_t offset, int dim1, int dim2)

@@ -18,12 +18,34 @@ static const char *torch_name(nn_dtype dt)
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 
+/* The backward made of differentiable ops, for a pass that records a graph (double backward):
+ * softmax y * (g - sum(g * y)), log_softmax g - exp(y) * sum(g), sums over dim. */
+static nn_tensor *composed_backward(nn_op op, nn_tensor *grad_out, nn_tensor *y, int dim)
+{
+    nn_tensor *g = nn_to_dtype(grad_out, y->dtype), *r = NULL;
+    if (!g) return NULL;
+    if (op == NN_OP_log_softmax) {
+        nn_tensor *s = nn_reduce(NN_OP_sum, g, 1u << dim, true), *e = s ? nn_unary(NN_OP_exp, y) : NULL;
+        nn_tensor *es = e ? nn_binary(NN_OP_mul, e, s) : NULL;
+        r = es ? nn_binary(NN_OP_sub, g, es) : NULL;
+        nn_release(s), nn_release(e), nn_release(es);
+    } else {
+        nn_tensor *gy = nn_binary(NN_OP_mul, g, y), *s = gy ? nn_reduce(NN_OP_sum, gy, 1u << dim, true) : NULL;
+        nn_tensor *d = s ? nn_binary(NN_OP_sub, g, s) : NULL;
+        r = d ? nn_binary(NN_OP_mul, y, d) : NULL;
+        nn_release(gy), nn_release(s), nn_release(d);
+    }
+    nn_release(g);
+    return r;
+}
+
 static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     nn_tensor *y = nn_node_saved(n, 0);
     if (!y) return nn_last_status();
     int dim = (int)n->i[0];
-    grad_in[0] = n->i[1] == NN_OP_log_softmax ? nn_log_softmax_backward(grad_out[0], y, dim) : nn_softmax_backward(grad_out[0], y, dim);
+    if (nn_backward_creates_graph()) grad_in[0] = composed_backward((nn_op)n->i[1], grad_out[0], y, dim);
+    else grad_in[0] = n->i[1] == NN_OP_log_softmax ? nn_log_softmax_backward(grad_out[0], y, dim) : nn_softmax_backward(grad_out[0], y, dim);
     return grad_in[0] ? NN_OK : nn_last_status();
 }
 

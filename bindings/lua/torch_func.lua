@@ -2,9 +2,9 @@
 -- torch.nn.utils.stateless.functional_call, with PyTorch 2.x's names and argument order.
 --
 -- Built on torch.autograd.grad, not on functorch's level-tagged tensors, so:
---   * grad/vjp/jacrev/jacfwd differentiate detached requires-grad copies of the inputs; nesting
---     one of them inside another (grad(grad(f)), jacrev(grad(f)), ...) needs double backward,
---     which is not available, and raises.
+--   * grad/vjp/jacrev/jacfwd differentiate detached requires-grad copies of the inputs; nested
+--     inside another of them (grad(grad(f)), jacrev(grad(f)), ...), an input the outer transform
+--     differentiates stays on its graph and the inner gradients are taken with create_graph.
 --   * jacfwd is computed like jacrev (reverse mode, one backward per output element).
 --   * vmap runs func once per slice along the mapped dims and stacks the results: it loops
 --     rather than batching kernels; random ops in func draw differently per sample whatever
@@ -166,15 +166,16 @@ end
 
 -- ---------------------------------------------------------------- grad transforms
 
--- how many grad-like transforms are running func now: nesting needs double backward
+-- how many grad-like transforms are running func now: an inner one records its gradients'
+-- graphs for the outer ones (double backward)
 local depth = 0
-local function enter(name)
-  if depth > 0 then
-    fail("torch.func.%s: nested function transforms (grad(grad(f)), jacrev(grad(f)), ...) need double backward, which is not available", name)
-  end
+local function enter()
   depth = depth + 1
   return setmetatable({}, { __close = function() depth = depth - 1 end })
 end
+local function nested() return depth > 1 end
+
+local function detach_unless(keep, t) return keep and t or t:detach() end
 
 local function check_argnums(name, argnums, n)
   local list = type(argnums) == "table" and argnums or { argnums }
@@ -192,8 +193,9 @@ local function check_argnums(name, argnums, n)
   return out, type(argnums) ~= "table"
 end
 
--- replaces args[i] (i in idx) by trees of detached requires-grad copies; returns the list of leaves
-local function make_leaves(name, args, idx)
+-- replaces args[i] (i in idx) by trees of detached requires-grad copies (keep: aliases on the graph
+-- of those that require grad); returns the list of leaves
+local function make_leaves(name, args, idx, keep)
   local leaves = {}
   for _, i in ipairs(idx) do
     local a = args[i]
@@ -204,7 +206,7 @@ local function make_leaves(name, args, idx)
       if not x:is_floating_point() then
         fail("%s: only Tensors of floating point dtype can require gradients, got %s", name, tostring(x.dtype))
       end
-      local l = x:detach():requires_grad_()
+      local l = keep and x.requires_grad and x:view_as(x) or x:detach():requires_grad_()
       leaves[#leaves + 1] = l
       return l
     end)
@@ -213,21 +215,22 @@ local function make_leaves(name, args, idx)
 end
 
 -- gradients of outs (list of tensors) weighted by vs against leaves; zeros where unused
-local function grads_of(outs, vs, leaves, retain)
+-- (create: differentiable themselves)
+local function grads_of(outs, vs, leaves, retain, create)
   local os, gs = {}, {}
   for i, out in ipairs(outs) do
     if out.requires_grad then os[#os + 1] = out; gs[#gs + 1] = vs[i] end
   end
   local g = {}
   if #os > 0 and #leaves > 0 then
-    g = torch.autograd.grad(os, leaves, gs, { retain_graph = retain, allow_unused = true })
+    g = torch.autograd.grad(os, leaves, gs, { retain_graph = retain or create, allow_unused = true, create_graph = create })
   end
   local m = {}
-  for i, l in ipairs(leaves) do m[l] = g[i] ~= nil and g[i]:detach() or torch.zeros_like(l):detach() end
+  for i, l in ipairs(leaves) do m[l] = g[i] ~= nil and detach_unless(create, g[i]) or torch.zeros_like(l):detach() end
   return m
 end
 
-local function detach_tree(v) return map_tree(v, function(t) return t:detach() end) end
+local function detach_tree(v, keep) return map_tree(v, function(t) return detach_unless(keep, t) end) end
 
 -- func's result with has_aux split off: output, aux
 local function split_aux(name, has_aux, r)
@@ -245,9 +248,10 @@ end
 local function grad_and_value_impl(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
-  local _ <close> = enter(name == "grad_and_value(f)(*args)" and "grad_and_value" or "grad")
+  local _ <close> = enter()
+  local create = nested()
   local leaf_trees
-  local leaves = make_leaves(name, args, idx)
+  local leaves = make_leaves(name, args, idx, create)
   local out, aux
   do
     local _g <close> = torch.enable_grad()
@@ -259,12 +263,12 @@ local function grad_and_value_impl(name, f, o, ...)
   if out:dim() ~= 0 then
     fail("%s: Expected f(*args) to return a scalar Tensor, got tensor with %d dims. Maybe you wanted to use the vjp or jacrev APIs instead?", name, out:dim())
   end
-  local m = grads_of({ out }, { nil }, leaves, false)
+  local m = grads_of({ out }, { nil }, leaves, false, create)
   leaf_trees = {}
   for k, i in ipairs(idx) do leaf_trees[k] = map_tree(args[i], function(l) return m[l] end) end
   local g = single and leaf_trees[1] or leaf_trees
-  if o.has_aux then return g, out:detach(), detach_tree(aux) end
-  return g, out:detach()
+  if o.has_aux then return g, detach_unless(create, out), detach_tree(aux, create) end
+  return g, detach_unless(create, out)
 end
 
 -- grad(func, argnums=0, has_aux=false)(...) -> gradient(s) [, aux]
@@ -324,10 +328,11 @@ function func.vjp(f, ...)
   end
   local idx = {}
   for i = 1, args.n do idx[i] = i end
-  local out, aux, leaves
+  local out, aux, leaves, create
   do
-    local _ <close> = enter("vjp")
-    leaves = make_leaves("vjp", args, idx)
+    local _ <close> = enter()
+    create = nested()
+    leaves = make_leaves("vjp", args, idx, create)
     local _g <close> = torch.enable_grad()
     out, aux = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
@@ -343,22 +348,23 @@ function func.vjp(f, ...)
           i - 1, tostring(c:size()), i - 1, tostring(outs[i]:size()))
       end
     end
-    local m = grads_of(outs, cs, leaves, true)
+    local m = grads_of(outs, cs, leaves, true, create)
     local res = {}
     for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return m[l] end) end
     return res
   end
-  if has_aux then return detach_tree(out), vjp_fn, detach_tree(aux) end
-  return detach_tree(out), vjp_fn
+  if has_aux then return detach_tree(out, create), vjp_fn, detach_tree(aux, create) end
+  return detach_tree(out, create), vjp_fn
 end
 
 local function jac_impl(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
-  local out, aux, leaves
+  local out, aux, leaves, create
   do
-    local _ <close> = enter(name)
-    leaves = make_leaves(name, args, idx)
+    local _ <close> = enter()
+    create = nested()
+    leaves = make_leaves(name, args, idx, create)
     local _g <close> = torch.enable_grad()
     out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
@@ -367,15 +373,16 @@ local function jac_impl(name, f, o, ...)
   for oi, y in ipairs(outs) do
     local m = y:numel()
     local rows = {}
-    for _, l in ipairs(leaves) do rows[l] = torch.zeros(m, l:numel(), { dtype = y.dtype, device = y.device }) end
-    if y.requires_grad then
-      local flat = y:reshape(-1)
-      for j = 0, m - 1 do
-        local g = torch.autograd.grad({ flat[j] }, leaves, nil, { retain_graph = true, allow_unused = true })
-        for i, l in ipairs(leaves) do
-          if g[i] ~= nil then rows[l][j]:copy_(g[i]:reshape(-1)) end
-        end
+    for _, l in ipairs(leaves) do rows[l] = {} end
+    local flat = y.requires_grad and y:reshape(-1) or nil
+    for j = 0, m - 1 do
+      local g = flat and torch.autograd.grad({ flat[j] }, leaves, nil, { retain_graph = true, allow_unused = true, create_graph = create }) or {}
+      for i, l in ipairs(leaves) do
+        rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(-1)) or torch.zeros(l:numel(), { dtype = y.dtype, device = y.device })
       end
+    end
+    for _, l in ipairs(leaves) do
+      rows[l] = m > 0 and torch.stack(rows[l], 0) or torch.zeros(0, l:numel(), { dtype = y.dtype, device = y.device })
     end
     local per_arg = {}
     for k, i in ipairs(idx) do
@@ -388,7 +395,7 @@ local function jac_impl(name, f, o, ...)
     jacs[oi] = single and per_arg[1] or per_arg
   end
   local res = unflatten(out, jacs)
-  if o.has_aux then return res, detach_tree(aux) end
+  if o.has_aux then return res, detach_tree(aux, create) end
   return res
 end
 

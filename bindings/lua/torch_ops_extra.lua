@@ -1,8 +1,8 @@
 -- More of PyTorch's functions, made of the tensor ops (so autograd and every device come
 -- with them): kron, block_diag, rot90, vander, logcumsumexp, cummax, cummin, histc, mode,
 -- nanmedian, scatter_reduce / scatter_reduce_; torch.testing.assert_close;
--- torch.autograd.gradcheck; torch.autograd.functional.jacobian / vjp / jvp (hessian and
--- create_graph=true raise: double backward is not available).
+-- torch.autograd.gradcheck; torch.autograd.functional.jacobian / vjp / jvp / hessian / hvp / vhp
+-- (create_graph=true keeps the results differentiable).
 local torch = require "torch"
 local U = require "nn_util"
 local Tensor = torch.Tensor
@@ -580,12 +580,6 @@ end
 torch.autograd.functional = torch.autograd.functional or {}
 local F = torch.autograd.functional
 
-local function no_create_graph(fname, o)
-  if o.create_graph then
-    fail("torch.autograd.functional.%s: create_graph=true is not supported (double backward is not available)", fname)
-  end
-end
-
 local function prepare(fname, inputs)
   local xs, single = as_list(inputs)
   local leaves = {}
@@ -598,25 +592,25 @@ local function prepare(fname, inputs)
   return leaves, single
 end
 
--- the Jacobian of one output against every leaf: J[i] of shape out.shape .. leaf.shape
-local function jacobian_of(out, leaves)
+-- the Jacobian of one output against every leaf: J[i] of shape out.shape .. leaf.shape, one row
+-- of gradients per output element (differentiable themselves with create)
+local function jacobian_of(out, leaves, create)
   local m = out:numel()
   local rows = {}
-  for i, x in ipairs(leaves) do rows[i] = torch.zeros(m, x:numel(), { dtype = out.dtype, device = out.device }) end
-  if out.requires_grad then
-    local flat = out:reshape(-1)
-    for j = 0, m - 1 do
-      local g = torch.autograd.grad({ flat[j] }, leaves, nil, { retain_graph = true, allow_unused = true })
-      for i = 1, #leaves do
-        if g[i] ~= nil then rows[i][j]:copy_(g[i]:reshape(-1)) end
-      end
+  for i = 1, #leaves do rows[i] = {} end
+  local flat = out.requires_grad and out:reshape(-1) or nil
+  for j = 0, m - 1 do
+    local g = flat and torch.autograd.grad({ flat[j] }, leaves, nil, { retain_graph = true, allow_unused = true, create_graph = create }) or {}
+    for i, x in ipairs(leaves) do
+      rows[i][j + 1] = g[i] ~= nil and g[i]:reshape(-1) or torch.zeros(x:numel(), { dtype = out.dtype, device = out.device })
     end
   end
   local js = {}
   for i, x in ipairs(leaves) do
     local shape = out:size():totable()
     for _, s in ipairs(x:size():totable()) do shape[#shape + 1] = s end
-    js[i] = rows[i]:reshape(shape)
+    local J = m > 0 and torch.stack(rows[i], 0) or torch.zeros(0, x:numel(), { dtype = out.dtype, device = out.device })
+    js[i] = create and J:reshape(shape) or J:detach():reshape(shape)
   end
   return js
 end
@@ -632,29 +626,26 @@ end
 function F.jacobian(func, inputs, ...)
   local o = U.parse("jacobian", { { "create_graph", false }, { "strict", false }, { "vectorize", false },
     { "strategy", "reverse-mode" } }, ...)
-  no_create_graph("jacobian", o)
   if o.strategy ~= "reverse-mode" then fail("torch.autograd.functional.jacobian: only strategy=\"reverse-mode\" is supported") end
   local leaves, single_in = prepare("jacobian", inputs)
   local outs, single_out = outputs_with_grad(func, leaves)
   local res = {}
   for k, out in ipairs(outs) do
-    local js = jacobian_of(out, leaves)
-    for i, j in ipairs(js) do js[i] = j:detach() end
+    local js = jacobian_of(out, leaves, o.create_graph)
     res[k] = single_in and js[1] or js
   end
   return single_out and res[1] or res
 end
 
-local function detached(outs, single)
+local function detached(outs, single, create)
   local r = {}
-  for i, t in ipairs(outs) do r[i] = t:detach() end
+  for i, t in ipairs(outs) do r[i] = create and t or t:detach() end
   return single and r[1] or r
 end
 
 -- vjp(func, inputs, v=nil, {create_graph=false, strict=false}) -> outputs, v^T J (per input)
 function F.vjp(func, inputs, v, ...)
   local o = U.parse("vjp", { { "create_graph", false }, { "strict", false } }, ...)
-  no_create_graph("vjp", o)
   local leaves, single_in = prepare("vjp", inputs)
   local outs, single_out = outputs_with_grad(func, leaves)
   local vs = v == nil and {} or (torch.is_tensor(v) and { v } or v)
@@ -681,17 +672,18 @@ function F.vjp(func, inputs, v, ...)
   if #used > 0 then
     local os, gs = {}, {}
     for k, i in ipairs(used) do os[k], gs[k] = outs[i], vs[i] end
-    g = torch.autograd.grad(os, leaves, gs, { allow_unused = true })
+    g = torch.autograd.grad(os, leaves, gs, { allow_unused = true, create_graph = o.create_graph })
   end
-  for i, x in ipairs(leaves) do grads[i] = g[i] ~= nil and g[i]:detach() or torch.zeros_like(x):detach() end
-  return detached(outs, single_out), single_in and grads[1] or grads
+  for i, x in ipairs(leaves) do
+    grads[i] = g[i] ~= nil and (o.create_graph and g[i] or g[i]:detach()) or torch.zeros_like(x):detach()
+  end
+  return detached(outs, single_out, o.create_graph), single_in and grads[1] or grads
 end
 
 -- jvp(func, inputs, v=nil, {create_graph=false, strict=false}) -> outputs, J v (per output),
--- from the Jacobian (the double-vjp trick needs create_graph)
+-- from the Jacobian
 function F.jvp(func, inputs, v, ...)
   local o = U.parse("jvp", { { "create_graph", false }, { "strict", false } }, ...)
-  no_create_graph("jvp", o)
   local leaves, single_in = prepare("jvp", inputs)
   local vs = v == nil and {} or (torch.is_tensor(v) and { v } or v)
   if v == nil then
@@ -712,20 +704,75 @@ function F.jvp(func, inputs, v, ...)
   local outs, single_out = outputs_with_grad(func, leaves)
   local res = {}
   for k, out in ipairs(outs) do
-    local js = jacobian_of(out, leaves)
+    local js = jacobian_of(out, leaves, o.create_graph)
     local acc = torch.zeros(out:numel(), { dtype = out.dtype, device = out.device })
     for i, j in ipairs(js) do
-      acc = acc + j:detach():reshape(out:numel(), -1):mv(vs[i]:reshape(-1):to(out.dtype))
+      acc = acc + j:reshape(out:numel(), -1):mv(vs[i]:reshape(-1):to(out.dtype))
     end
     res[k] = acc:reshape(out:size())
   end
-  return detached(outs, single_out), single_out and res[1] or res
+  return detached(outs, single_out, o.create_graph), single_out and res[1] or res
 end
 
-for _, name in ipairs({ "hessian", "hvp", "vhp" }) do
-  F[name] = function()
-    fail("torch.autograd.functional.%s is not supported: it needs create_graph=true (double backward is not available)", name)
+-- func's one scalar output and its gradient against every leaf, recorded for a second backward
+local function scalar_and_gradient(fname, func, leaves)
+  local outs, single = outputs_with_grad(func, leaves)
+  if not single then fail("The function given to %s should return a single Tensor", fname) end
+  local out = outs[1]
+  if out:numel() ~= 1 then
+    fail("The Tensor returned by the function given to %s should contain a single element", fname)
   end
+  local g = out.requires_grad and torch.autograd.grad({ out }, leaves, nil, { create_graph = true, allow_unused = true }) or {}
+  local grads = {}
+  for i, x in ipairs(leaves) do grads[i] = g[i] ~= nil and g[i] or torch.zeros_like(x) end
+  return out, grads
 end
+
+-- hessian(func, inputs, {create_graph=false, strict=false, vectorize=false,
+-- outer_jacobian_strategy="reverse-mode"}): H[i][j] of shape inputs[i].shape .. inputs[j].shape
+-- (one tensor for one input)
+function F.hessian(func, inputs, ...)
+  local o = U.parse("hessian", { { "create_graph", false }, { "strict", false }, { "vectorize", false },
+    { "outer_jacobian_strategy", "reverse-mode" } }, ...)
+  local leaves, single_in = prepare("hessian", inputs)
+  local _, grads = scalar_and_gradient("hessian", func, leaves)
+  local H = {}
+  for i, g in ipairs(grads) do H[i] = jacobian_of(g, leaves, o.create_graph) end
+  return single_in and H[1][1] or H
+end
+
+-- vhp(func, inputs, v, {create_graph=false, strict=false}) -> output, v^T H; hvp gives H v, the
+-- same for the symmetric Hessian of a twice-differentiable function
+local function vhp(fname, func, inputs, v, ...)
+  local o = U.parse(fname, { { "create_graph", false }, { "strict", false } }, ...)
+  local leaves, single_in = prepare(fname, inputs)
+  local vs = torch.is_tensor(v) and { v } or v
+  if vs == nil or #vs ~= #leaves then
+    fail("v is a tuple of invalid length: should be %d but got %d.", #leaves, vs == nil and 0 or #vs)
+  end
+  for i, x in ipairs(leaves) do
+    if vs[i]:numel() ~= x:numel() or vs[i]:dim() ~= x:dim() then
+      fail("Mismatch in shape: input[%d] has a shape of %s and v[%d] has a shape of %s.", i - 1, tostring(x:size()), i - 1,
+        tostring(vs[i]:size()))
+    end
+  end
+  local out, grads = scalar_and_gradient(fname, func, leaves)
+  local live, gv = {}, {}
+  for i, g in ipairs(grads) do
+    if g.requires_grad then live[#live + 1] = i end
+  end
+  local r = {}
+  if #live > 0 then
+    local gs, ws = {}, {}
+    for k, i in ipairs(live) do gs[k], ws[k] = grads[i], vs[i]:to(grads[i].dtype) end
+    r = torch.autograd.grad(gs, leaves, ws, { allow_unused = true, create_graph = o.create_graph })
+  end
+  for i, x in ipairs(leaves) do
+    gv[i] = r[i] ~= nil and (o.create_graph and r[i] or r[i]:detach()) or torch.zeros_like(x):detach()
+  end
+  return o.create_graph and out or out:detach(), single_in and gv[1] or gv
+end
+function F.vhp(func, inputs, v, ...) return vhp("vhp", func, inputs, v, ...) end
+function F.hvp(func, inputs, v, ...) return vhp("hvp", func, inputs, v, ...) end
 
 return {}

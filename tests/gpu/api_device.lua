@@ -281,5 +281,16 @@ do
   check("anomaly mode on the device", { ok and 1 or 0, tostring(err):find("SqrtBackward0", 1, true) and 1 or 0 }, { 0, 1 })
 end
 
+-- double backward: a Hessian through linear, tanh, softmax, indexing; a gradient penalty's gradients
+same("hessian (create_graph)", function(x, W)
+  return torch.autograd.functional.hessian(function(t)
+    return (F.softmax(F.linear(t:view(2, 3), W):tanh(), 1) * torch.arange(4, f64):to(t.device)):sum() + t[0] * t[4]
+  end, x)
+end, { r(6), r(4, 3) })
+same("gradient penalty (create_graph)", function(x, W)
+  local g = torch.autograd.grad(F.linear(x, W):tanh():sum(), x, { create_graph = true })[1]
+  return ((g:norm(2, 1) - 1) ^ 2):mean()
+end, { r(5, 3), r(4, 3) }, true)
+
 print(string.format("api on %s: %d passed, %d failed", dev, passed, failed))
 os.exit(failed == 0 and 0 or 1)
