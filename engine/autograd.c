@@ -744,6 +744,14 @@ static nn_status give_target(const nn_grad_targets *want, int i, nn_tensor *g)
     return want->out ? accumulate(&want->out[i], g) : nn_accumulate_grad(want->t[i], g);
 }
 
+nn_status nn_recorded_grad(nn_tensor *y, nn_tensor *gy, int n, nn_tensor *const *xs, nn_tensor **out)
+{
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    if (!n) return NN_OK;
+    nn_grad_targets want = {n, xs, out};
+    return nn_backward_ex(1, &y, &gy, true, true, &want);
+}
+
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)
 {
     return nn_backward_ex(1, &root, &grad, retain_graph, false, NULL);

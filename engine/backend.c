@@ -60,7 +60,7 @@ static nn_status check_double_backward(const nn_kargs *a)
 
 nn_status nn_dispatch(const nn_kargs *a)
 {
-    if (nn_backward_creates_graph()) {
+    if (nn_backward_creates_graph() && nn_grad_enabled()) {
         nn_status st = check_double_backward(a);
         if (st) return st;
     }

@@ -6,10 +6,12 @@
  * that same layout, and the per-channel tensors as contiguous [C] vectors of the stats dtype
  * (float32 for float16/bfloat16 x, else x's dtype). A running stat that is not already so is
  * updated in a converted copy and written back. */
+#define NN_GRAD_INTERNAL
 #include <string.h>
 
 #include "autograd.h"
 #include "backend.h"
+#include "grad.h"
 #include "memory_format.h"
 #include "nnfunc.h"
 
@@ -81,10 +83,44 @@ static nn_status check_args(nn_tensor *const *t, bool training)
 }
 
 /* saved: 0 x, 1 weight (or none); training: 2 the [2, C] batch stats; eval: 2 running_mean, 3 running_var */
+/* Recording a graph (double backward): the gradients of x and weight from the normalisation
+ * recomputed of differentiable ops (batch statistics, biased variance, or the running ones), the
+ * bias's as the sum of g. */
+static nn_status composed_backward(nn_node *n, nn_tensor *g, nn_tensor *x, nn_tensor *w, nn_tensor *rm, nn_tensor *rv, nn_tensor **grad_in)
+{
+    bool training = n->i[0] != 0;
+    if (n->next[0].node && !x->requires_grad) return nn_no_double_backward("reads a copy of its input");
+    int64_t cs[NN_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) cs[d] = d == 1 ? x->shape[1] : 1;
+    uint32_t dims = ((1u << x->ndim) - 1) & ~2u;
+    gscope s = {0};
+    nn_tensor *mean = training ? gs_keep(&s, nn_reduce(NN_OP_mean, x, dims, true)) : gs_keep(&s, nn_reshape(rm, x->ndim, cs));
+    nn_tensor *d = gs_bin(&s, NN_OP_sub, x, mean);
+    nn_tensor *var = training ? gs_keep(&s, d ? nn_reduce(NN_OP_mean, gs_bin(&s, NN_OP_mul, d, d), dims, true) : NULL)
+                              : gs_keep(&s, nn_reshape(rv, x->ndim, cs));
+    nn_tensor *y = gs_bin(&s, NN_OP_mul, d, gs_un(&s, NN_OP_rsqrt, gs_bin(&s, NN_OP_add, var, gs_num(&s, n->f[0]))));
+    if (w) y = gs_bin(&s, NN_OP_mul, y, gs_keep(&s, nn_reshape(w, x->ndim, cs)));
+    nn_tensor *xs[2], *out[2];
+    int k = 0, at[2] = {-1, -1};
+    if (n->next[0].node) at[0] = k, xs[k++] = x;
+    if (n->next[1].node && w && w->requires_grad) at[1] = k, xs[k++] = w;
+    nn_status st = y ? nn_recorded_grad(y, g, k, xs, out) : nn_last_status();
+    for (int i = 0; i < 2; i++)
+        if (at[i] >= 0) grad_in[i] = st ? (nn_release(out[at[i]]), NULL) : out[at[i]];
+    if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, dims, false, n->next[2].dtype))) st = nn_last_status();
+    gs_free(&s);
+    return st;
+}
+
 static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     bool training = n->i[0] != 0;
     if (!grad_out[0]) return NN_OK; /* no gradient reached y: none for the inputs */
+    if (nn_backward_creates_graph() && nn_grad_enabled()) {
+        nn_tensor *x = nn_node_saved(n, 0), *w = NULL, *s2 = training ? NULL : nn_node_saved(n, 2), *s3 = training ? NULL : nn_node_saved(n, 3);
+        if (!x || (!training && (!s2 || !s3)) || (n->saved[1] && !(w = nn_node_saved(n, 1)))) return nn_last_status();
+        return composed_backward(n, grad_out[0], x, w, s2, s3, grad_in);
+    }
     nn_tensor *x = nn_node_saved(n, 0), *w = NULL, *s2 = nn_node_saved(n, 2), *s3 = training ? NULL : nn_node_saved(n, 3);
     if (!x || !s2 || (!training && !s3)) return nn_last_status();
     if (n->saved[1] && !(w = nn_node_saved(n, 1))) return nn_last_status();

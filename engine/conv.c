@@ -421,6 +421,57 @@ static nn_tensor *to_edge(nn_tensor *g, const nn_edge *e)
     return v;
 }
 
+/* Double backward: gx = backward_input(g, w) and gw = backward_weight(g, x) are linear in each
+ * operand, so given their gradients ggx and ggw:
+ *   dg = conv2d(ggx, w) + conv2d(x, ggw),  dx = backward_input(g, ggw),  dw = backward_weight(g, ggx).
+ * Saved: 0 g, 1 x, 2 w (4-D); outputs: 0 gx (the caller's input's shape), 1 gw. */
+static nn_status conv_double_backward(nn_node *n, nn_tensor *const *gg, nn_tensor **gi)
+{
+    const conv_ctx *c = n->ctx;
+    nn_tensor *g = nn_node_saved(n, 0), *x = g ? nn_node_saved(n, 1) : NULL, *w = x ? nn_node_saved(n, 2) : NULL;
+    if (!w) return nn_last_status();
+    nn_tensor *ggx = gg[0] ? nn_reshape(gg[0], 4, x->shape) : NULL, *ggw = gg[1];
+    if (gg[0] && !ggx) return nn_last_status();
+    nn_status st = NN_OK;
+    if (n->next[0].node) {
+        nn_tensor *a = ggx ? nn_conv2d(ggx, w, NULL, c->stride, c->pad, c->dil, c->groups) : NULL;
+        nn_tensor *b = ggw ? nn_conv2d(x, ggw, NULL, c->stride, c->pad, c->dil, c->groups) : NULL;
+        if ((ggx && !a) || (ggw && !b)) st = nn_last_status();
+        else gi[0] = a && b ? nn_binary(NN_OP_add, a, b) : nn_retain(a ? a : b);
+        if (!st && (a || b) && !gi[0]) st = nn_last_status();
+        nn_release(a), nn_release(b);
+    }
+    if (!st && n->next[1].node && ggw && !(gi[1] = nn_conv2d_backward_input(g, ggw, x->shape, c->stride, c->pad, c->dil, c->groups)))
+        st = nn_last_status();
+    if (!st && n->next[2].node && ggx && !(gi[2] = nn_conv2d_backward_weight(g, ggx, w->shape, c->stride, c->pad, c->dil, c->groups)))
+        st = nn_last_status();
+    nn_release(ggx);
+    return st;
+}
+
+/* Recording a graph: gx (grad_in[0]) and gw (grad_in[1]) as the outputs of one node on g, x and w. */
+static nn_status record_double(const nn_node *n, nn_tensor *g, nn_tensor *x, nn_tensor *w, nn_tensor **grad_in)
+{
+    if (n->next[0].node && !x->requires_grad) /* x is a copy the graph does not link to the caller's input */
+        return nn_no_double_backward("reads a padded copy of its input");
+    conv_ctx *c = malloc(sizeof *c);
+    nn_tensor *ins[3] = {g, x, w};
+    nn_node *d = c ? nn_node_new("ConvolutionBackwardBackward0", conv_double_backward, 3, ins) : NULL;
+    if (!d) {
+        free(c);
+        return c ? nn_last_status() : nn_error(NN_ERR_NOMEM, "out of memory");
+    }
+    *c = *(const conv_ctx *)n->ctx;
+    d->ctx = c;
+    nn_node_save(d, 0, g);
+    nn_node_save(d, 1, x);
+    nn_node_save(d, 2, w);
+    for (int k = 0; k < 2; k++)
+        if (grad_in[k]) nn_node_set_output(d, grad_in[k], k);
+    nn_node_release(d);
+    return NN_OK;
+}
+
 static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     const conv_ctx *c = n->ctx;
@@ -434,6 +485,9 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
                  nn_suggest_memory_format(g) != NN_CHANNELS_LAST;
     nn_tensor *gs = share ? nn_contiguous_as(g, NN_CHANNELS_LAST) : nn_retain(g);
     nn_status st = gs ? NN_OK : nn_last_status();
+    /* recording a graph, the two kernels run off it and one node stands for both */
+    bool record = nn_backward_creates_graph() && nn_grad_enabled() && (g->requires_grad || x->requires_grad || w->requires_grad);
+    if (record) nn_set_grad_enabled(false);
     if (!st && n->next[0].node) {
         nn_tensor *gx = conv_grad(NN_OP_conv2d_backward_input, gs, g, w, x->shape, c->stride, c->pad, c->dil, c->groups);
         if (gx) gx = to_edge(gx, &n->next[0]);
@@ -441,6 +495,8 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     }
     if (!st && n->next[1].node && !(grad_in[1] = conv_grad(NN_OP_conv2d_backward_weight, gs, g, x, w->shape, c->stride, c->pad, c->dil, c->groups)))
         st = nn_last_status();
+    if (record) nn_set_grad_enabled(true);
+    if (!st && record) st = record_double(n, g, x, w, grad_in);
     if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, n->next[2].dtype))) st = nn_last_status();
     nn_release(gs);
     nn_release(g);

@@ -80,6 +80,16 @@ static bool prologue(nn_op op, class_loss self, nn_tensor *x, nn_tensor *target,
     return false;
 }
 
+/* nll_loss's gradient is linear in the loss's gradient g alone, and its adjoint is nll_loss
+ * itself: the double backward node of a recorded graph. saved: 0 target, 1 class weights */
+static nn_status nll_double_backward(nn_node *n, nn_tensor *const *gg, nn_tensor **gi)
+{
+    nn_tensor *t = nn_node_saved(n, 0), *w = NULL;
+    if (!t || (n->saved[1] && !(w = nn_node_saved(n, 1)))) return nn_last_status();
+    gi[0] = nn_nll_loss(gg[0], t, w, (int)n->i[0], n->i[1]);
+    return gi[0] ? NN_OK : nn_last_status();
+}
+
 /* saved: 0 total weight, 1 target, 2 class weights (or empty) */
 static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
@@ -87,8 +97,20 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     if (!tw || !t) return nn_last_status();
     if (n->saved[2] && !(w = nn_node_saved(n, 2))) return nn_last_status();
     const nn_edge *e = &n->next[0];
-    grad_in[0] = nn_nll_loss_backward(grad_out[0], e->ndim, e->shape, t, w, tw, (int)n->i[0], n->i[1]);
-    return grad_in[0] ? NN_OK : nn_last_status();
+    nn_tensor *g = grad_out[0];
+    bool record = nn_backward_creates_graph() && nn_grad_enabled() && g->requires_grad;
+    if (record) nn_set_grad_enabled(false);
+    grad_in[0] = nn_nll_loss_backward(g, e->ndim, e->shape, t, w, tw, (int)n->i[0], n->i[1]);
+    if (!record) return grad_in[0] ? NN_OK : nn_last_status();
+    nn_set_grad_enabled(true);
+    nn_node *d = grad_in[0] ? nn_node_new("NllLossBackwardBackward0", nll_double_backward, 1, &g) : NULL;
+    if (!d) return nn_last_status(); /* the engine releases grad_in on error */
+    d->i[0] = n->i[0], d->i[1] = n->i[1];
+    nn_node_save(d, 0, t);
+    if (w) nn_node_save(d, 1, w);
+    nn_node_set_output(d, grad_in[0], 0);
+    nn_node_release(d);
+    return NN_OK;
 }
 
 nn_tensor *nn_nll_loss(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index)
@@ -148,6 +170,14 @@ static nn_status cross_entropy_node(nn_node *n, nn_tensor *const *grad_out, nn_t
         if ((k < 4 || n->saved[k]) && !(sv[k] = nn_node_saved(n, k))) return nn_last_status();
     nn_tensor *x = sv[0], *go = grad_out[0];
     int red = (int)n->i[0];
+    if (nn_backward_creates_graph() && nn_grad_enabled()) { /* double backward: through nll_loss(log_softmax(x)) */
+        if (!x->requires_grad) return nn_no_double_backward("reads a copy of its input");
+        nn_tensor *ls = nn_log_softmax(x, x->ndim > 1 ? 1 : 0, x->dtype);
+        nn_tensor *l = ls ? nn_nll_loss(ls, sv[1], sv[4], red, n->i[1]) : NULL;
+        nn_status st = l ? nn_recorded_grad(l, go, 1, &x, &grad_in[0]) : nn_last_status();
+        nn_release(ls), nn_release(l);
+        return st;
+    }
     if (red == NN_REDUCTION_NONE ? !same_shape(go->ndim, go->shape, sv[1]->ndim, sv[1]->shape) : nn_numel(go) != 1) {
         char b1[160], b2[160];
         return nn_error(NN_ERR_SHAPE, "cross_entropy backward: grad_output %s does not match the loss's shape %s",

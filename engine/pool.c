@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "conv.h"
 #include "memory_format.h"
+#include "nnfunc.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a member
  * out of the static engine library; this strong reference does (the CPU backend is always built). */
@@ -146,27 +147,85 @@ static nn_tensor *run_backward(nn_op op, const nn_edge *e, nn_tensor *g, nn_tens
     return out;
 }
 
+/* Double backward: a pool's gradient is linear in g alone, and its adjoint is the pool (for max,
+ * the values at the saved argmax positions): gg, shaped like the pool's input, pooled back to g's
+ * shape. i[0] the backward op; saved 0: the indices (max). */
+static nn_tensor *pooled_like(const nn_node *d, nn_tensor *gg, nn_tensor *ind)
+{
+    const pool_ctx *c = d->ctx;
+    const nn_edge *e = &d->next[0]; /* g's */
+    int nd = e->ndim;
+    int64_t oh = e->shape[nd - 2], ow = e->shape[nd - 1];
+    switch ((nn_op)d->i[0]) {
+    case NN_OP_adaptive_avg_pool2d_backward: return nn_adaptive_avg_pool2d(gg, oh, ow);
+    case NN_OP_avg_pool2d_backward:
+        for (int ceil = 0; ceil < 2; ceil++) { /* the forward's ceil_mode: the one giving g's size */
+            nn_tensor *r = nn_avg_pool2d(gg, c->i, c->i + 2, c->i + 4, ceil, c->i[6], c->i[7]);
+            if (!r || (r->shape[nd - 2] == oh && r->shape[nd - 1] == ow)) return r;
+            nn_release(r);
+        }
+        nn_error(NN_ERR_SHAPE, "avg_pool2d double backward: no pooling gives the gradient's size");
+        return NULL;
+    default: { /* max: planes flattened, each position's argmax offset by its plane's start */
+        int64_t planes = nn_numel(ind) / (oh * ow), hw = gg->shape[nd - 2] * gg->shape[nd - 1], flat = planes * hw, n = nn_numel(ind);
+        int64_t ps[2] = {planes, oh * ow}, col[2] = {planes, 1};
+        nn_tensor *start = nn_arange(0, (double)flat, (double)hw, true, NN_I64, ind->storage->device);
+        nn_tensor *sc = start ? nn_reshape(start, 2, col) : NULL, *iv = sc ? nn_reshape(ind, 2, ps) : NULL;
+        nn_tensor *at = iv ? nn_binary(NN_OP_add, iv, sc) : NULL, *atf = at ? nn_reshape(at, 1, &n) : NULL;
+        nn_tensor *gf = atf ? nn_reshape(gg, 1, &flat) : NULL, *v = gf ? nn_index_select(gf, 0, atf) : NULL;
+        nn_tensor *r = v ? nn_reshape(v, nd, e->shape) : NULL;
+        nn_release(start), nn_release(sc), nn_release(iv), nn_release(at), nn_release(atf), nn_release(gf), nn_release(v);
+        return r;
+    }
+    }
+}
+
+static nn_status pool_double_backward(nn_node *d, nn_tensor *const *gg, nn_tensor **gi)
+{
+    nn_tensor *ind = d->saved[0] ? nn_node_saved(d, 0) : NULL;
+    if (d->saved[0] && !ind) return nn_last_status();
+    gi[0] = pooled_like(d, gg[0], ind);
+    return gi[0] ? NN_OK : nn_last_status();
+}
+
+/* The pool's backward kernel on g; recording a graph, off it, with a node for the result. */
+static nn_status pool_backward(nn_node *n, nn_op op, nn_tensor *g, nn_tensor *ind, nn_tensor **grad_in)
+{
+    const pool_ctx *c = n->ctx;
+    bool record = nn_backward_creates_graph() && nn_grad_enabled() && g->requires_grad;
+    if (record) nn_set_grad_enabled(false);
+    grad_in[0] = run_backward(op, &n->next[0], g, ind, c);
+    if (!record) return grad_in[0] ? NN_OK : nn_last_status();
+    nn_set_grad_enabled(true);
+    pool_ctx *dc = grad_in[0] ? malloc(sizeof *dc) : NULL;
+    nn_node *d = dc ? nn_node_new("PoolBackwardBackward0", pool_double_backward, 1, &g) : NULL;
+    if (!d) {
+        free(dc);
+        return grad_in[0] ? nn_error(NN_ERR_NOMEM, "out of memory") : nn_last_status();
+    }
+    *dc = *c;
+    d->ctx = dc;
+    d->i[0] = op;
+    if (ind) nn_node_save(d, 0, ind);
+    nn_node_set_output(d, grad_in[0], 0);
+    nn_node_release(d);
+    return NN_OK;
+}
+
 static nn_status max_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     nn_tensor *ind = nn_node_saved(n, 0);
-    if (!ind) return nn_last_status();
-    const pool_ctx *c = n->ctx;
-    grad_in[0] = run_backward(NN_OP_max_pool2d_backward, &n->next[0], grad_out[0], ind, c);
-    return grad_in[0] ? NN_OK : nn_last_status();
+    return ind ? pool_backward(n, NN_OP_max_pool2d_backward, grad_out[0], ind, grad_in) : nn_last_status();
 }
 
 static nn_status avg_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
-    const pool_ctx *c = n->ctx;
-    grad_in[0] = run_backward(NN_OP_avg_pool2d_backward, &n->next[0], grad_out[0], NULL, c);
-    return grad_in[0] ? NN_OK : nn_last_status();
+    return pool_backward(n, NN_OP_avg_pool2d_backward, grad_out[0], NULL, grad_in);
 }
 
 static nn_status adaptive_avg_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
-    const pool_ctx *c = n->ctx;
-    grad_in[0] = run_backward(NN_OP_adaptive_avg_pool2d_backward, &n->next[0], grad_out[0], NULL, c);
-    return grad_in[0] ? NN_OK : nn_last_status();
+    return pool_backward(n, NN_OP_adaptive_avg_pool2d_backward, grad_out[0], NULL, grad_in);
 }
 
 /* Values and indices of a max pool (op max_pool2d or adaptive_max_pool2d), with the node. */

@@ -87,6 +87,8 @@ static nn_tensor *contiguous_or_null(nn_tensor *g) { return g ? nn_contiguous(g)
 
 static nn_status rnn_backward(nn_node *n, nn_tensor *const *g, nn_tensor **gi)
 {
+    if (nn_backward_creates_graph() && nn_grad_enabled())
+        return nn_no_double_backward("runs cuDNN's RNN backward (torch.backends.cudnn.enabled = false runs the recurrent layers as ops, which have one)");
     bool lstm = n->i[I_MODE] == NN_RNN_LSTM;
     nn_tensor *x = nn_node_saved(n, S_X), *hx = x ? nn_node_saved(n, S_HX) : NULL, *cx = hx && lstm ? nn_node_saved(n, S_CX) : NULL;
     nn_tensor *y = (hx && (cx || !lstm)) ? nn_node_saved(n, S_Y) : NULL, *W = y ? nn_node_saved(n, S_W) : NULL,

@@ -292,5 +292,15 @@ same("gradient penalty (create_graph)", function(x, W)
   return ((g:norm(2, 1) - 1) ^ 2):mean()
 end, { r(5, 3), r(4, 3) }, true)
 
+same("conv critic penalty, pools, batch norm, cross entropy (create_graph)", function(x, w1, w2)
+  local xx = x:detach():requires_grad_()
+  local h = F.max_pool2d(F.leaky_relu(F.conv2d(xx, w1, nil, { padding = 1 }), 0.2), 2)
+  h = F.batch_norm(h, nil, nil, { training = true })
+  local logits = F.adaptive_avg_pool2d(F.conv2d(h, w2), { 1, 1 }):flatten(1)
+  local loss = F.cross_entropy(logits, torch.tensor({ 0, 1 }):to(x.device))
+  local g = torch.autograd.grad(loss, xx, { create_graph = true })[1]
+  return (g ^ 2):sum() + loss
+end, { r(2, 1, 6, 6), r(3, 1, 3, 3), r(2, 3, 2, 2) }, true)
+
 print(string.format("api on %s: %d passed, %d failed", dev, passed, failed))
 os.exit(failed == 0 and 0 or 1)

@@ -23,6 +23,18 @@ local function numeric_jacobian(g, x)
   return torch.stack(rows, 1) -- [outputs, inputs]
 end
 
+-- d loss() / d p[j] (p's flat entry j) by central differences, p changed in place and restored
+local function entry_derivative(loss, p, j)
+  local flat = p:detach():view(-1)
+  local saved = flat[j]:item()
+  torch.no_grad(function() flat[j] = saved + 1e-6 end)
+  local up = loss():item()
+  torch.no_grad(function() flat[j] = saved - 1e-6 end)
+  local down = loss():item()
+  torch.no_grad(function() flat[j] = saved end)
+  return (up - down) / 2e-6
+end
+
 -- the first derivative of the scalar f at x, by one backward
 local function gradient(f, x)
   local v = x:detach():clone():requires_grad_()
@@ -132,19 +144,6 @@ T.test("backward(create_graph=true): .grad keeps a history and accumulates out o
   T.eq(x.grad:tolist(), { 9.0, 24.0 }, "a second backward through the kept graph adds 3 x^2")
 end)
 
-T.test("ops whose backward has no derivative here fail by name", function()
-  local x = torch.randn(1, 2, 5, 5, f64):requires_grad_()
-  local conv = nn.Conv2d(2, 3, 3):double()
-  T.raises(function() torch.autograd.grad(conv(x):sum(), x, { create_graph = true }) end,
-    "double backward (create_graph=true) through ConvolutionBackward0 is not supported: its backward runs conv2d_backward_input, which has no derivative here")
-  local bn = nn.BatchNorm1d(4):double()
-  local z = torch.randn(3, 4, f64):requires_grad_()
-  T.raises(function() torch.autograd.grad((bn(z) ^ 2):sum(), z, { create_graph = true }) end,
-    "~through NativeBatchNormBackward0 is not supported")
-  -- without create_graph these work as ever
-  T.eq(torch.autograd.grad(conv(x):sum(), x)[1]:size(), x:size(), "first derivative of conv")
-end)
-
 T.test("indexing (select, narrow, diagonal) passes second derivatives; an in-place op on a view fails by name", function()
   local x0 = torch.tensor({ 0.3, -0.7, 1.1, 0.5 }, f64)
   local function f(t) return t[0] * t[1] + t:narrow(0, 1, 3):pow(3):sum() + t:view(2, 2):diagonal():exp():sum() end
@@ -156,4 +155,115 @@ T.test("indexing (select, narrow, diagonal) passes second derivatives; an in-pla
   y:narrow(0, 0, 2):mul_(y:narrow(0, 2, 2))
   T.raises(function() torch.autograd.grad(y:sum(), x, { create_graph = true }) end,
     "~through CopySlices is not supported: its backward writes a gradient into part of a tensor")
+end)
+
+T.test("a convolutional critic's gradient penalty (WGAN-GP): every parameter's gradient against central differences", function()
+  torch.manual_seed(11)
+  local critic = nn.Sequential(nn.Conv2d(2, 3, 3, { stride = 2, padding = 1 }), nn.LeakyReLU(0.2), nn.Conv2d(3, 2, 2, { groups = 1 }),
+    nn.Tanh(), nn.Flatten(), nn.Linear(8, 1)):double()
+  local real, fake = torch.randn(3, 2, 6, 6, f64), torch.randn(3, 2, 6, 6, f64)
+  local alpha = torch.rand(3, 1, 1, 1, f64)
+  local function penalty()
+    local x = (alpha * real + (1 - alpha) * fake):requires_grad_()
+    local g = torch.autograd.grad(critic(x):sum(), x, { create_graph = true })[1]
+    return ((g:reshape(3, -1):norm(2, 1) - 1) ^ 2):mean()
+  end
+  critic:zero_grad()
+  penalty():backward()
+  for _, np in ipairs(critic:named_parameters()) do
+    local name, p = np[1], np[2]
+    local flat = p:detach():view(-1)
+    local got = p.grad and p.grad:view(-1)
+    -- the last bias does not move the gradient against x: no gradient, as in PyTorch
+    T.check((got == nil) == (name == "5.bias"), name .. (got and " has a gradient" or " has none"))
+    for _, i in ipairs(got and { 0, flat:numel() - 1 } or {}) do
+      T.near(got[i]:item(), entry_derivative(penalty, p, i), 1e-6, string.format("%s[%d]", name, i))
+    end
+  end
+  -- the Hessian of a convolution's output norm against its input
+  local conv = nn.Conv2d(1, 2, 2, { stride = 1, padding = 1 }):double()
+  local x0 = torch.randn(1, 1, 2, 2, f64)
+  local f = function(t) return (conv(t):tanh() ^ 2):sum() end
+  local H = AF.hessian(f, x0)
+  local want = numeric_jacobian(function(v) return gradient(f, v) end, x0)
+  T.near(H:reshape(-1):tolist(), want:reshape(-1):tolist(), 1e-6, "Hessian through conv2d")
+end)
+
+T.test("batch norm, layer norm and the fused cross entropy: Hessians against central differences", function()
+  torch.manual_seed(3)
+  local bn = nn.BatchNorm1d(3):double()
+  torch.no_grad(function() bn.weight:copy_(torch.rand(3, f64) + 0.5); bn.running_var:fill_(1.7) end)
+  local x0 = torch.randn(4, 3, f64)
+  local t = torch.tensor({ 0, 2, 1, 1 })
+  local fs = {
+    { "batch norm, training", function(v) return (bn(v):tanh() ^ 2):sum() end },
+    { "batch norm, eval", function(v) bn:eval(); local r = (bn(v):tanh() ^ 2):sum(); bn:train(); return r end },
+    { "layer_norm", function(v) return (F.layer_norm(v, { 3 }, torch.tensor({ 1.0, 2.0, 3.0 }, f64)) * v):sum() end },
+    { "cross_entropy with class weights", function(v)
+      return F.cross_entropy(v * v, t, { weight = torch.tensor({ 1.0, 2.0, 0.5 }, f64) })
+    end },
+    { "cross_entropy, ignore_index", function(v) return F.cross_entropy(v:exp(), torch.tensor({ 0, -100, 1, 2 })) end },
+    { "cross_entropy, label smoothing", function(v) return F.cross_entropy(v:sin(), t, { label_smoothing = 0.1 }) end },
+    { "cross_entropy, reduction none", function(v) return (F.cross_entropy(v, t, { reduction = "none" }) ^ 2):sum() end },
+  }
+  for _, c in ipairs(fs) do
+    local H = AF.hessian(c[2], x0)
+    local want = numeric_jacobian(function(v) return gradient(c[2], v) end, x0)
+    T.near(H:reshape(-1):tolist(), want:reshape(-1):tolist(), 1e-6, c[1])
+  end
+  -- batch norm's weight takes a penalty's gradient
+  local function pen()
+    local x = x0:clone():requires_grad_()
+    local g = torch.autograd.grad(bn(x):sin():sum(), x, { create_graph = true })[1]
+    return (g ^ 2):sum()
+  end
+  bn:zero_grad()
+  pen():backward()
+  local w = bn.weight
+  local want = numeric_jacobian(function(v)
+    torch.no_grad(function() w:copy_(v) end)
+    return pen():reshape(1)
+  end, w:detach():clone())
+  T.near(w.grad:tolist(), want:reshape(-1):tolist(), 1e-6, "batch norm weight through a gradient penalty")
+end)
+
+T.test("pools (max, average with ceil_mode and padding, adaptive): Hessians against central differences", function()
+  torch.manual_seed(5)
+  local x0, w = torch.randn(2, 2, 4, 5, f64), torch.randn(2, 2, 4, 5, f64)
+  local fs = {
+    { "max_pool2d", function(t) return (F.max_pool2d(t * w, 2) ^ 2):sum() end },
+    { "max_pool2d, padded and strided", function(t) return (F.max_pool2d((t * w):tanh(), 3, { stride = 2, padding = 1 }) ^ 2):sum() end },
+    { "avg_pool2d", function(t) return (F.avg_pool2d(t * t, 2, { stride = 1 }) ^ 2):sum() end },
+    { "avg_pool2d, ceil_mode", function(t) return (F.avg_pool2d(t * t, 3, { stride = 2, ceil_mode = true, padding = 1 }) ^ 2):sum() end },
+    { "adaptive_avg_pool2d", function(t) return (F.adaptive_avg_pool2d(t * t, { 2, 3 }) ^ 2):sum() end },
+    { "adaptive_max_pool2d", function(t) return (F.adaptive_max_pool2d(t * w, { 2, 2 }) ^ 2):sum() end },
+  }
+  for _, c in ipairs(fs) do
+    local H = AF.hessian(c[2], x0)
+    local want = numeric_jacobian(function(v) return gradient(c[2], v) end, x0)
+    T.near(H:reshape(-1):tolist(), want:reshape(-1):tolist(), 1e-6, c[1])
+  end
+end)
+
+T.test("MAML: the outer gradient through one inner step (conv, batch norm, relu, max pool, cross entropy)", function()
+  torch.manual_seed(9)
+  local net = nn.Sequential(nn.Conv2d(1, 2, 3, { padding = 1 }), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    nn.Linear(8, 3)):double()
+  local xs, ys = torch.randn(4, 1, 4, 4, f64), torch.tensor({ 0, 1, 2, 1 })
+  local xq, yq = torch.randn(4, 1, 4, 4, f64), torch.tensor({ 2, 0, 1, 0 })
+  local names, params = {}, {}
+  for i, np in ipairs(net:named_parameters()) do names[i], params[i] = np[1], np[2] end
+  local function outer_loss()
+    local support = F.cross_entropy(net(xs), ys)
+    local grads = torch.autograd.grad(support, params, { create_graph = true })
+    local fast = {}
+    for i, n in ipairs(names) do fast[n] = params[i] - 0.1 * grads[i] end
+    return F.cross_entropy(torch.func.functional_call(net, fast, { xq }), yq)
+  end
+  net:zero_grad()
+  outer_loss():backward()
+  for i, n in ipairs(names) do
+    local j = params[i]:numel() - 1
+    T.near(params[i].grad:view(-1)[j]:item(), entry_derivative(outer_loss, params[i], j), 1e-6, "d outer / d " .. n)
+  end
 end)
