@@ -147,7 +147,9 @@ static int autograd_backward(lua_State *L)
     return 0;
 }
 
-static const char *const autograd_grad_keys[] = {"grad_outputs", "retain_graph", "create_graph", "allow_unused", "materialize_grads", NULL};
+/* only_inputs: accepted and ignored, as PyTorch has since 0.4 (WGAN-GP code still passes it) */
+static const char *const autograd_grad_keys[] = {"grad_outputs", "retain_graph", "create_graph", "allow_unused", "materialize_grads",
+                                                 "only_inputs", NULL};
 
 /* torch.autograd.grad(outputs, inputs, [grad_outputs], [{grad_outputs=, retain_graph=,
  * allow_unused=, materialize_grads=}]): the gradients of the outputs with respect to the

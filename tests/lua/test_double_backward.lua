@@ -165,7 +165,9 @@ T.test("a convolutional critic's gradient penalty (WGAN-GP): every parameter's g
   local alpha = torch.rand(3, 1, 1, 1, f64)
   local function penalty()
     local x = (alpha * real + (1 - alpha) * fake):requires_grad_()
-    local g = torch.autograd.grad(critic(x):sum(), x, { create_graph = true })[1]
+    local out = critic(x)
+    local g = torch.autograd.grad(out, x, { grad_outputs = torch.ones_like(out), create_graph = true, retain_graph = true,
+      only_inputs = true })[1] -- the WGAN-GP paper's call, word for word
     return ((g:reshape(3, -1):norm(2, 1) - 1) ^ 2):mean()
   end
   critic:zero_grad()
