@@ -8,9 +8,23 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | h
 lscpu | grep 'Model name' | sed 's/^ *//'
 python3 -c 'import torch; print("torch", torch.__version__)'
 
-# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp api seq gpu doc001
-# scripts io docs" picks some (default: all).
+# most important first: the run may be cut short. SECTIONS="cuda lua mlp ab amp seqops api seq gpu
+# doc001 scripts io docs" picks some (default: all).
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
+# ops_pair NAME: bench/NAME.lua and bench/NAME.py ("op <name> <us> us" lines) side by side
+ops_pair() {
+timeout 150 "$nn" "bench/$1.lua" > "$LOG/$1_nn.txt" 2>&1
+timeout 150 python3 "bench/$1.py" > "$LOG/$1_pt.txt" 2>&1
+python3 - "$LOG/$1_nn.txt" "$LOG/$1_pt.txt" <<'PY'
+import re, sys
+def read(path):
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"op (\S+)\s+([0-9.]+) us", open(path).read())}
+n, p = read(sys.argv[1]), read(sys.argv[2])
+for k in n:
+    print(f"{k:34} nnrepl {n[k]:9.2f}  pytorch {p.get(k, float('nan')):9.2f}  ratio {n[k] / p.get(k, float('nan')):.2f}x")
+PY
+}
+
 if want cuda; then
 echo "== CUDA tests (C)"
 for t in .devbuild/tests/test_cuda_*; do
@@ -76,23 +90,15 @@ if "autocast_fp16_cl" in n and "fp32_cl" in n:
     a, s = n["autocast_fp16_cl"][0], n.get("autocast_fp16_gradscaler_cl", (float("nan"),))[0]
     print(f"channels_last: autocast fp16 / own fp32 {a / n['fp32_cl'][0]:.3f}x (/ own NCHW fp32 {a / n['fp32'][0]:.3f}x); GradScaler adds {100 * (s / a - 1):+.1f}%")
 PY
-# ops_pair NAME: bench/NAME.lua and bench/NAME.py ("op <name> <us> us" lines) side by side
-ops_pair() {
-timeout 150 "$nn" "bench/$1.lua" > "$LOG/$1_nn.txt" 2>&1
-timeout 150 python3 "bench/$1.py" > "$LOG/$1_pt.txt" 2>&1
-python3 - "$LOG/$1_nn.txt" "$LOG/$1_pt.txt" <<'PY'
-import re, sys
-def read(path):
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"op (\S+)\s+([0-9.]+) us", open(path).read())}
-n, p = read(sys.argv[1]), read(sys.argv[2])
-for k in n:
-    print(f"{k:34} nnrepl {n[k]:9.2f}  pytorch {p.get(k, float('nan')):9.2f}  ratio {n[k] / p.get(k, float('nan')):.2f}x")
-PY
-}
 echo "== the step's other ops one at a time (bench/amp_ops.*), us per call"
 ops_pair amp_ops
 echo "== first layers: few channels, strided (bench/conv_stem.*), us per call"
 ops_pair conv_stem
+fi
+
+if want seqops; then
+echo "== the transformer step's products and elementwise ops, float32 (bench/seq_ops.*), us per call"
+ops_pair seq_ops
 fi
 
 if want api; then

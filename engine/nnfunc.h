@@ -57,6 +57,9 @@ nn_tensor *nn_embedding(nn_tensor *weight, nn_tensor *indices, int64_t padding_i
  * sqrt(var + eps) * weight + bias, of x's dtype and layout (contiguous or channels-last); float16
  * and bfloat16 inputs compute in float32, and their per-channel tensors may be float32.
  * Autograd: NativeBatchNormBackward0 for x, weight and bias (not the running stats). */
+/* F.layer_norm over x's trailing dims holding E elements (the caller checked normalized_shape);
+ * weight and bias (NULL: none) hold E elements. Fused kernels, forward and backward. */
+nn_tensor *nn_layer_norm(nn_tensor *x, int64_t E, nn_tensor *weight, nn_tensor *bias, double eps);
 nn_tensor *nn_batch_norm(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var, nn_tensor *weight, nn_tensor *bias,
                          bool training, double momentum, double eps);
 /* The gradients of batch_norm for x, weight and bias: each computed when its want[] flag is set,

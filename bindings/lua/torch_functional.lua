@@ -464,13 +464,11 @@ def("layer_norm", function(...)
   for i = 1, k do E = E * ns[i] end
   local M = E > 0 and x:numel() // E or 0
   local y
-  if M > 0 and E > 1 then
-    -- each row normalised over its E values is batch norm's training pass over a [1, M, E] view
-    -- (M channels): its fused kernels, forward and backward, in place of eight ops and their backwards
+  if M > 0 and E > 0 then -- the fused kernels, affine included, forward and backward
     if torch.is_autocast_enabled(x.device.type) and x.dtype ~= torch.float32 and x.dtype ~= torch.float64 then
       x = x:float() -- autocast runs layer_norm in float32
     end
-    y = torch.batch_norm(x:reshape(1, M, E), { training = true, eps = eps }):reshape(x:size())
+    return torch._layer_norm(x, E, w, b, eps)
   else
     local dims = {}
     for i = 1, k do dims[i] = nd - k + i - 1 end

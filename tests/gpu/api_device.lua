@@ -292,6 +292,23 @@ same("gradient penalty (create_graph)", function(x, W)
   return ((g:norm(2, 1) - 1) ^ 2):mean()
 end, { r(5, 3), r(4, 3) }, true)
 
+-- layer norm's fused kernels: row lengths below, at and above a warp's multiple, several trailing dims
+for _, c in ipairs({ { { 6, 5 }, { 5 } }, { { 3, 7, 64 }, { 64 } }, { { 4, 3, 1000 }, { 1000 } }, { { 130, 2, 3 }, { 2, 3 } } }) do
+  local shape, ns = c[1], c[2]
+  same(string.format("layer_norm [%s] over [%s]", table.concat(shape, ","), table.concat(ns, ",")), function(x, w, b)
+    return F.layer_norm(x, ns, w, b, 1e-5) + F.layer_norm(x * 2, ns, w) + F.layer_norm(x, ns, nil, b)
+  end, { r(table.unpack(shape)) * 3 + 1, r(table.unpack(ns)), r(table.unpack(ns)) }, true)
+end
+do -- float16 and float32 kernels against float64
+  local x, w, b = r(64, 300), r(300), r(300)
+  local want = F.layer_norm(x, { 300 }, w, b)
+  for _, dt in ipairs({ torch.float32, torch.float16, torch.bfloat16 }) do
+    local got = F.layer_norm(x:to(dev):to(dt), { 300 }, w:to(dev):to(dt), b:to(dev):to(dt)):double():cpu()
+    local tol = dt == torch.float32 and 1e-5 or dt == torch.float16 and 1e-2 or 6e-2
+    check("layer_norm in " .. tostring(dt), { (got - want):abs():max():item() < tol and 1 or 0 }, { 1 })
+  end
+end
+
 same("conv critic penalty, pools, batch norm, cross entropy (create_graph)", function(x, w1, w2)
   local xx = x:detach():requires_grad_()
   local h = F.max_pool2d(F.leaky_relu(F.conv2d(xx, w1, nil, { padding = 1 }), 0.2), 2)
