@@ -112,40 +112,73 @@ local function additive(mask, dtype)
   return torch.zeros(mask:size(), { dtype = dtype, device = mask.device }):masked_fill(mask, -math.huge)
 end
 
+-- (N, len, E) with batch first, else (len, N, E) -> (N * H, len, E / H), and back
+local function to_heads(x, bf, H)
+  local hd = x:size(2) // H
+  if bf then
+    local N, len = x:size(0), x:size(1)
+    return x:reshape(N, len, H, hd):transpose(1, 2):reshape(N * H, len, hd)
+  end
+  local len, N = x:size(0), x:size(1)
+  return x:reshape(len, N * H, hd):transpose(0, 1)
+end
+
+local function from_heads(x, bf, N, H)
+  local len, hd = x:size(1), x:size(2)
+  if bf then return x:reshape(N, H, len, hd):transpose(1, 2):reshape(N, len, H * hd) end
+  return x:transpose(0, 1):reshape(len, N, H * hd)
+end
+
+-- Self-attention's packed projection (..., 3E) as q, k and v in heads, one copy each. Its
+-- backward puts the three gradients side by side in one cat; narrow views of the projection
+-- would each spread theirs over zeros of the whole projection's size, then add them up.
+local QKVHeads = torch.autograd.Function:extend("QKVHeads")
+function QKVHeads.forward(ctx, qkv, bf, H)
+  ctx.bf, ctx.H, ctx.N = bf, H, qkv:size(bf and 0 or 1)
+  local E = qkv:size(2) // 3
+  local q = to_heads(qkv:narrow(2, 0, E), bf, H):contiguous()
+  return q, to_heads(qkv:narrow(2, E, E), bf, H):contiguous(), to_heads(qkv:narrow(2, 2 * E, E), bf, H):contiguous()
+end
+function QKVHeads.backward(ctx, gq, gk, gv)
+  local function back(g) return from_heads(g, ctx.bf, ctx.N, ctx.H) end
+  return torch.cat({ back(gq), back(gk), back(gv) }, 2), nil, nil
+end
+
 local mha_forward_spec = { { "query", REQ }, { "key", REQ }, { "value", REQ }, { "key_padding_mask" },
   { "need_weights", true }, { "attn_mask" }, { "average_attn_weights", true }, { "is_causal", false } }
 
 function MultiheadAttention:forward(...)
   local o = U.parse("MultiheadAttention.forward", mha_forward_spec, ...)
   local query, key, value = o.query, o.key, o.value
+  -- self-attention (one tensor as query, key and value) projects in one product, as PyTorch does
+  local packed = rawequal(query, key) and rawequal(key, value) and self._qkv_same_embed_dim
   local batched = query:dim() == 3
   if not batched and query:dim() ~= 2 then
     U.errorf("query should be unbatched 2D or batched 3D tensor but received %dD query tensor", query:dim())
   end
   if o.is_causal and o.attn_mask == nil then U.error("Need attn_mask if specifying the is_causal hint") end
-  if not batched then
-    query, key, value = query:unsqueeze(1), key:unsqueeze(1), value:unsqueeze(1)
-  elseif self.batch_first then
-    query, key, value = query:transpose(0, 1), key:transpose(0, 1), value:transpose(0, 1)
-  end
-  local L, N, E = query:size(0), query:size(1), query:size(2)
-  local S, H, hd = key:size(0), self.num_heads, self.head_dim
+  if not batched then query, key, value = query:unsqueeze(1), key:unsqueeze(1), value:unsqueeze(1) end
+  -- the projections run on the layout given: (N, L, E) batch first, else (L, N, E)
+  local bf = batched and self.batch_first
+  local L, N, E = query:size(bf and 1 or 0), query:size(bf and 0 or 1), query:size(2)
+  local S, H, hd = key:size(bf and 1 or 0), self.num_heads, self.head_dim
   if E ~= self.embed_dim then U.errorf("was expecting embedding dimension of %d, but got %d", self.embed_dim, E) end
-  local b = self.in_proj_bias
-  local bq, bk, bv
-  if b ~= nil then bq, bk, bv = b:narrow(0, 0, E), b:narrow(0, E, E), b:narrow(0, 2 * E, E) end
-  local wq, wk, wv
-  if self._qkv_same_embed_dim then
-    local w = self.in_proj_weight
-    wq, wk, wv = w:narrow(0, 0, E), w:narrow(0, E, E), w:narrow(0, 2 * E, E)
+  local q, k, v
+  if packed then
+    q, k, v = QKVHeads.apply(F.linear(query, self.in_proj_weight, self.in_proj_bias), bf, H)
   else
-    wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+    local b = self.in_proj_bias
+    local bq, bk, bv
+    if b ~= nil then bq, bk, bv = b:narrow(0, 0, E), b:narrow(0, E, E), b:narrow(0, 2 * E, E) end
+    local wq, wk, wv
+    if self._qkv_same_embed_dim then
+      local w = self.in_proj_weight
+      wq, wk, wv = w:narrow(0, 0, E), w:narrow(0, E, E), w:narrow(0, 2 * E, E)
+    else
+      wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+    end
+    q, k, v = to_heads(F.linear(query, wq, bq), bf, H), to_heads(F.linear(key, wk, bk), bf, H), to_heads(F.linear(value, wv, bv), bf, H)
   end
-  -- (L, N, E) -> (N * H, L, hd)
-  local function heads(x, len) return x:reshape(len, N * H, hd):transpose(0, 1) end
-  local q = heads(F.linear(query, wq, bq), L)
-  local k = heads(F.linear(key, wk, bk), S)
-  local v = heads(F.linear(value, wv, bv), S)
 
   local mask = additive(o.attn_mask, q.dtype)
   if mask ~= nil and mask:dim() == 2 then
@@ -177,17 +210,13 @@ function MultiheadAttention:forward(...)
   else
     out = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask, dropout_p = p })
   end
-  out = F.linear(out:transpose(0, 1):reshape(L * N, E), self.out_proj.weight, self.out_proj.bias):view(L, N, E)
+  out = F.linear(from_heads(out, bf, N, H):reshape(N * L, E), self.out_proj.weight, self.out_proj.bias):view(bf and N or L, bf and L or N, E)
   if weights ~= nil then
     weights = weights:view(N, H, L, S)
     if o.average_attn_weights then weights = weights:mean(1) end
     if not batched then weights = weights:squeeze(0) end
   end
-  if not batched then
-    out = out:squeeze(1)
-  elseif self.batch_first then
-    out = out:transpose(0, 1)
-  end
+  if not batched then out = out:squeeze(1) end
   return out, weights
 end
 

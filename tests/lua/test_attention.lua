@@ -99,3 +99,25 @@ T.test("MultiheadAttention: batch_first, unbatched, kdim/vdim, gradients, errors
   T.raises(function() mha(x, x, x, { attn_mask = torch.ones(2, 2):bool() }) end,
     "The shape of the 2D attn_mask is torch.Size([2, 2]), but should be (5, 5).")
 end)
+
+T.test("MultiheadAttention: self-attention's one projection equals three (values and gradients)", function()
+  for _, bf in ipairs({ false, true }) do
+    torch.manual_seed(21)
+    local mha = nn.MultiheadAttention(6, 3, { batch_first = bf, dropout = 0 }):double()
+    local x = torch.randn(4, 5, 6, { dtype = torch.float64 })
+    local function run(same)
+      mha:zero_grad()
+      local a = x:clone():requires_grad_()
+      local out, w
+      if same then out, w = mha(a, a, a) else out, w = mha(a, a:clone(), a:clone()) end
+      ((out * out):sum() + w:sum()):backward()
+      local r = { out:detach():clone(), w:detach():clone(), a.grad:clone() }
+      for _, p in ipairs(mha:parameters()) do r[#r + 1] = p.grad:clone() end
+      return r
+    end
+    local one, three = run(true), run(false)
+    for i = 1, #one do
+      T.near(one[i]:reshape(-1):tolist(), three[i]:reshape(-1):tolist(), 1e-12, string.format("batch_first=%s value %d", tostring(bf), i))
+    end
+  end
+end)
