@@ -10,7 +10,6 @@
 --         its relative distance to float32's (issue 6: "within tolerance"; 2% here)
 -- Usage: nnrepl bench/amp_alexnet.lua [steps 20] [reps 5] [warmup 5] [batch 64] [img 227]
 -- Prints one line per mode:  mode <name> step_ms <t> peak_gib <m> loss20 <l> rel <r>  repeats <t1 t2 ..>
-local time = require "time"
 local models = require "torchvision".models
 local make_step = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua")
 local steps = tonumber(arg and arg[1]) or 20
@@ -24,13 +23,6 @@ if not torch.cuda.is_available() then
   return
 end
 local dev = torch.device("cuda")
-
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  return s[(#s + 1) // 2]
-end
 
 torch.manual_seed(0)
 local X = torch.rand(B, 3, img, img):to(dev)
@@ -74,19 +66,12 @@ for _, mode in ipairs(modes) do
   for _ = 1, warmup do step() end
   torch.cuda.synchronize()
   torch.cuda.reset_peak_memory_stats()
-  local times = {}
-  for r = 1, reps do
-    torch.cuda.synchronize()
-    local t0 = time.perf_counter()
-    for _ = 1, steps do step() end
-    torch.cuda.synchronize()
-    times[r] = (time.perf_counter() - t0) / steps * 1e3
-  end
+  local times = make_step.timed(step, steps, reps)
   local peak = torch.cuda.max_memory_allocated() / 2 ^ 30
   local rel = math.abs(l20 - ref_loss) / math.abs(ref_loss)
   local each = {}
   for r, t in ipairs(times) do each[r] = string.format("%.3f", t) end
-  print(string.format("mode %-28s step_ms %.3f peak_gib %.3f loss20 %.5f rel %.4f%s  repeats %s", mode.name, median(times), peak, l20, rel,
+  print(string.format("mode %-28s step_ms %.3f peak_gib %.3f loss20 %.5f rel %.4f%s  repeats %s", mode.name, make_step.median(times), peak, l20, rel,
     rel <= 0.02 and "" or "  OUT OF TOLERANCE", table.concat(each, " ")))
   step = nil
   collectgarbage()

@@ -2,13 +2,12 @@
 # Usage: python3 bench/amp_alexnet.py [steps 20] [reps 5] [warmup 5] [batch 64] [img 227]
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torchvision.models import alexnet
 
-from train_step import make_step
+from train_step import make_step, timed
 
 steps, reps, warmup, B, img = ([int(a) for a in sys.argv[1:]] + [20, 5, 5, 64, 227][len(sys.argv) - 1:])[:5]
 dev = torch.device("cuda")
@@ -50,14 +49,7 @@ for mode in modes:
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / steps * 1e3)
+    times = timed(step, steps, reps)
     peak = torch.cuda.max_memory_allocated() / 2**30
     rel = abs(l20 - ref) / abs(ref)
     print(f"mode {mode['name']:<28} step_ms {statistics.median(times):.3f} peak_gib {peak:.3f} loss20 {l20:.5f} rel {rel:.4f}"

@@ -5,6 +5,8 @@ import torch
 import torch.nn as nn
 from torch.profiler import profile, ProfilerActivity
 
+from train_step import make_loss_step
+
 mode = sys.argv[1] if len(sys.argv) > 1 else "fp32"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -16,14 +18,7 @@ opt = torch.optim.Adam(enc.parameters(), lr=1e-4)
 scaler = torch.amp.GradScaler("cuda") if mode == "amp" else None
 
 
-def step():
-    opt.zero_grad()
-    with torch.autocast("cuda", enabled=scaler is not None):
-        loss = enc(src).pow(2).mean()
-    if scaler:
-        scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
-    else:
-        loss.backward(); opt.step()
+step = make_loss_step(lambda: enc(src).pow(2).mean(), opt, torch.float16 if scaler else None, scaler)
 
 
 for _ in range(10):

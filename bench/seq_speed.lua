@@ -4,7 +4,6 @@
 -- 0.1 between its layers), Adam, float32 (TF32 off) and under
 -- autocast. Per step: the mean over `steps` steps between two synchronisations, median of
 -- `reps` repeats after a warm-up. Prints "model precision step_ms X".
-local time = require "time"
 local train_steps = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua")
 local steps, reps, warmup = 10, 5, 3
 torch.backends.cuda.matmul.allow_tf32 = false
@@ -17,16 +16,7 @@ local function bench(name, model, make_loss)
     local scaler = precision == "amp" and torch.amp.GradScaler("cuda") or nil
     local step = train_steps.loss(make_loss, opt, scaler and torch.float16 or nil, scaler)
     for _ = 1, warmup do step() end
-    local times = {}
-    for r = 1, reps do
-      torch.cuda.synchronize()
-      local t0 = time.perf_counter()
-      for _ = 1, steps do step() end
-      torch.cuda.synchronize()
-      times[r] = (time.perf_counter() - t0) / steps * 1e3
-    end
-    table.sort(times)
-    print(string.format("%s %s step_ms %.3f", name, precision, times[(reps + 1) // 2]))
+    print(string.format("%s %s step_ms %.3f", name, precision, train_steps.median(train_steps.timed(step, steps, reps))))
   end
 end
 

@@ -1,7 +1,8 @@
 # PyTorch's side of bench/seq_speed.lua: the same models, sizes, optimizer and timing.
-import time
 import torch
 import torch.nn as nn
+
+from train_step import make_loss_step, timed
 
 steps, reps, warmup = 10, 5, 3
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -13,29 +14,10 @@ def bench(name, model, make_loss):
     for precision in ("fp32", "amp"):
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         scaler = torch.amp.GradScaler("cuda") if precision == "amp" else None
-
-        def step():
-            opt.zero_grad()
-            if scaler:
-                with torch.autocast("cuda"):
-                    loss = make_loss()
-                scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
-            else:
-                loss = make_loss()
-                loss.backward(); opt.step()
-            return loss
-
+        step = make_loss_step(make_loss, opt, torch.float16 if scaler else None, scaler)
         for _ in range(warmup):
             step()
-        times = []
-        for _ in range(reps):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            torch.cuda.synchronize()
-            times.append((time.perf_counter() - t0) / steps * 1e3)
-        times.sort()
+        times = sorted(timed(step, steps, reps))
         print(f"{name} {precision} step_ms {times[(reps + 1) // 2 - 1]:.3f}")
 
 

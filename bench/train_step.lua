@@ -4,6 +4,9 @@
 --   local steps = dofile(dir .. "/train_step.lua")
 --   local step = steps(model, opt, x, y, dtype, scaler)      -- a classifier: cross entropy of model(x)
 --   local step = steps.loss(loss_of, opt, dtype, scaler)     -- loss_of() gives the loss
+--   local times = steps.timed(step, n, reps)                  -- ms a step: the mean of n steps
+--                                                               between two synchronisations, per repeat
+--   steps.median(times)
 local function step_of(loss_of, opt, dtype, scaler)
   return function()
     opt:zero_grad()
@@ -24,7 +27,28 @@ local function step_of(loss_of, opt, dtype, scaler)
   end
 end
 
-return setmetatable({ loss = step_of }, {
+local time = require "time"
+
+local function timed(step, n, reps)
+  local times = {}
+  for r = 1, reps do
+    torch.cuda.synchronize()
+    local t0 = time.perf_counter()
+    for _ = 1, n do step() end
+    torch.cuda.synchronize()
+    times[r] = (time.perf_counter() - t0) / n * 1e3
+  end
+  return times
+end
+
+local function median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  return s[(#s + 1) // 2]
+end
+
+return setmetatable({ loss = step_of, timed = timed, median = median }, {
   __call = function(_, model, opt, x, y, dtype, scaler)
     return step_of(function() return F.cross_entropy(model(x), y) end, opt, dtype, scaler)
   end,

@@ -746,10 +746,22 @@ static nn_status give_target(const nn_grad_targets *want, int i, nn_tensor *g)
 
 nn_status nn_recorded_grad(nn_tensor *y, nn_tensor *gy, int n, nn_tensor *const *xs, nn_tensor **out)
 {
-    for (int i = 0; i < n; i++) out[i] = NULL;
-    if (!n) return NN_OK;
-    nn_grad_targets want = {n, xs, out};
-    return nn_backward_ex(1, &y, &gy, true, true, &want);
+    nn_tensor *t[8], *r[8];
+    int k = 0, at[8];
+    if (n > 8) return nn_error(NN_ERR_ARG, "nn_recorded_grad: at most 8 tensors");
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL, at[i] = -1;
+        if (xs[i] && xs[i]->requires_grad) at[i] = k, t[k++] = xs[i];
+    }
+    if (!k) return NN_OK;
+    for (int j = 0; j < k; j++) r[j] = NULL;
+    nn_grad_targets want = {k, t, r};
+    nn_status st = nn_backward_ex(1, &y, &gy, true, true, &want);
+    for (int i = 0; i < n; i++)
+        if (at[i] >= 0) out[i] = r[at[i]];
+    if (st)
+        for (int i = 0; i < n; i++) nn_release(out[i]), out[i] = NULL;
+    return st;
 }
 
 nn_status nn_backward(nn_tensor *root, nn_tensor *grad, bool retain_graph)

@@ -113,10 +113,10 @@ bool nn_backward_creates_graph(void);
 /* That failure: "... through <node> is not supported: its backward <what>". */
 nn_status nn_no_double_backward(const char *what);
 
-/* Within a pass that records a graph: the gradients of y (weighted by gy) against xs[0..n) (each
- * requiring grad), with graphs of their own, into out[] (NULL where none flowed). A fused op whose
- * backward kernel has no derivative takes its gradients this way from its forward recomputed of
- * differentiable ops. */
+/* Within a pass that records a graph: the gradients of y (weighted by gy) against xs[0..n) (at most
+ * 8; one that is NULL or requires no grad is skipped), with graphs of their own, into out[] (NULL
+ * where none flowed or was asked for). A fused op whose backward kernel has no derivative takes its
+ * gradients this way from its forward recomputed of differentiable ops. */
 nn_status nn_recorded_grad(nn_tensor *y, nn_tensor *gy, int n, nn_tensor *const *xs, nn_tensor **out);
 
 /* Backward from several roots at once (grads[i] NULL: ones); want NULL: every leaf.

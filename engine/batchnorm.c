@@ -94,19 +94,12 @@ static nn_status composed_backward(nn_node *n, nn_tensor *g, nn_tensor *x, nn_te
     for (int d = 0; d < x->ndim; d++) cs[d] = d == 1 ? x->shape[1] : 1;
     uint32_t dims = ((1u << x->ndim) - 1) & ~2u;
     gscope s = {0};
-    nn_tensor *mean = training ? gs_keep(&s, nn_reduce(NN_OP_mean, x, dims, true)) : gs_keep(&s, nn_reshape(rm, x->ndim, cs));
-    nn_tensor *d = gs_bin(&s, NN_OP_sub, x, mean);
-    nn_tensor *var = training ? gs_keep(&s, d ? nn_reduce(NN_OP_mean, gs_bin(&s, NN_OP_mul, d, d), dims, true) : NULL)
-                              : gs_keep(&s, nn_reshape(rv, x->ndim, cs));
-    nn_tensor *y = gs_bin(&s, NN_OP_mul, d, gs_un(&s, NN_OP_rsqrt, gs_bin(&s, NN_OP_add, var, gs_num(&s, n->f[0]))));
+    nn_tensor *y = training ? gs_normalized(&s, x, dims, n->f[0])
+                            : gs_bin(&s, NN_OP_mul, gs_bin(&s, NN_OP_sub, x, gs_keep(&s, nn_reshape(rm, x->ndim, cs))),
+                                     gs_un(&s, NN_OP_rsqrt, gs_bin(&s, NN_OP_add, gs_keep(&s, nn_reshape(rv, x->ndim, cs)), gs_num(&s, n->f[0]))));
     if (w) y = gs_bin(&s, NN_OP_mul, y, gs_keep(&s, nn_reshape(w, x->ndim, cs)));
-    nn_tensor *xs[2], *out[2];
-    int k = 0, at[2] = {-1, -1};
-    if (n->next[0].node) at[0] = k, xs[k++] = x;
-    if (n->next[1].node && w && w->requires_grad) at[1] = k, xs[k++] = w;
-    nn_status st = y ? nn_recorded_grad(y, g, k, xs, out) : nn_last_status();
-    for (int i = 0; i < 2; i++)
-        if (at[i] >= 0) grad_in[i] = st ? (nn_release(out[at[i]]), NULL) : out[at[i]];
+    nn_tensor *xs[2] = {n->next[0].node ? x : NULL, n->next[1].node ? w : NULL};
+    nn_status st = y ? nn_recorded_grad(y, g, 2, xs, grad_in) : nn_last_status();
     if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, dims, false, n->next[2].dtype))) st = nn_last_status();
     gs_free(&s);
     return st;

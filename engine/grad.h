@@ -120,6 +120,14 @@ static inline nn_tensor *gs_zeros(gscope *s, int ndim, const int64_t *shape, nn_
 {
     return gs_keep(s, nn_zeros(ndim, shape, dt, dev));
 }
+/* (x - mean) / sqrt(var + eps) with the biased variance, both over the dims in mask (kept):
+ * batch and layer norm recomputed of differentiable ops for a double backward */
+static inline nn_tensor *gs_normalized(gscope *s, nn_tensor *x, uint32_t mask, double eps)
+{
+    nn_tensor *mean = x ? gs_keep(s, nn_reduce(NN_OP_mean, x, mask, true)) : NULL, *d = gs_bin(s, NN_OP_sub, x, mean);
+    nn_tensor *var = d ? gs_keep(s, nn_reduce(NN_OP_mean, gs_bin(s, NN_OP_mul, d, d), mask, true)) : NULL;
+    return gs_bin(s, NN_OP_mul, d, gs_un(s, NN_OP_rsqrt, gs_bin(s, NN_OP_add, var, gs_num(s, eps))));
+}
 /* the status of a formula whose result is r */
 static inline nn_status gs_status(const nn_tensor *r) { return r ? NN_OK : nn_last_status(); }
 #endif

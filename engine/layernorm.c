@@ -34,23 +34,15 @@ static nn_status composed_backward(nn_node *n, nn_tensor *g, nn_tensor *x, nn_te
     int64_t E = n->i[0];
     gscope s = {0};
     nn_tensor *x2 = gs_keep(&s, rows_of(x, E)), *g2 = gs_keep(&s, rows_of(g, E));
-    nn_tensor *mean = x2 ? gs_keep(&s, nn_reduce(NN_OP_mean, x2, 2u, true)) : NULL;
-    nn_tensor *d = gs_bin(&s, NN_OP_sub, x2, mean);
-    nn_tensor *var = d ? gs_keep(&s, nn_reduce(NN_OP_mean, gs_bin(&s, NN_OP_mul, d, d), 2u, true)) : NULL;
-    nn_tensor *y = gs_bin(&s, NN_OP_mul, d, gs_un(&s, NN_OP_rsqrt, gs_bin(&s, NN_OP_add, var, gs_num(&s, n->f[0]))));
+    nn_tensor *y = gs_normalized(&s, x2, 2u, n->f[0]);
     if (w) y = gs_bin(&s, NN_OP_mul, y, w);
-    nn_tensor *xs[2], *out[2] = {NULL, NULL};
-    int k = 0, at[2] = {-1, -1};
-    if (n->next[0].node) at[0] = k, xs[k++] = x2;
-    if (n->next[1].node && w && w->requires_grad) at[1] = k, xs[k++] = w;
-    nn_status st = y && g2 ? nn_recorded_grad(y, g2, k, xs, out) : nn_last_status();
-    if (!st && at[0] >= 0 && out[at[0]]) { /* back to x's shape */
-        nn_tensor *r = nn_reshape(out[at[0]], x->ndim, x->shape);
-        nn_release(out[at[0]]);
-        if (!(out[at[0]] = r)) st = nn_last_status();
+    nn_tensor *xs[2] = {n->next[0].node ? x2 : NULL, n->next[1].node ? w : NULL};
+    nn_status st = y && g2 ? nn_recorded_grad(y, g2, 2, xs, grad_in) : nn_last_status();
+    if (!st && grad_in[0]) { /* back to x's shape */
+        nn_tensor *r = nn_reshape(grad_in[0], x->ndim, x->shape);
+        nn_release(grad_in[0]);
+        if (!(grad_in[0] = r)) st = nn_last_status();
     }
-    for (int i = 0; i < 2; i++)
-        if (at[i] >= 0) grad_in[i] = st ? (nn_release(out[at[i]]), NULL) : out[at[i]];
     if (!st && n->next[2].node && !(grad_in[2] = g2 ? nn_sum_dtype(g2, 1u, false, n->next[2].dtype) : NULL)) st = nn_last_status();
     gs_free(&s);
     return st;
