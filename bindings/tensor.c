@@ -457,14 +457,24 @@ static int t_div(lua_State *L) { return binop(L, NN_OP_div); }
 static int t_mod(lua_State *L) { return binop(L, NN_OP_remainder); }
 static int t_pow(lua_State *L) { return binop(L, NN_OP_pow); }
 
-static int t_unm(lua_State *L)
+/* Lua's bitwise operators are PyTorch's: a & b, a | b, a ~ b (Python's ^), ~a, a << n, a >> n */
+static int t_band(lua_State *L) { return binop(L, NN_OP_bitwise_and); }
+static int t_bor(lua_State *L) { return binop(L, NN_OP_bitwise_or); }
+static int t_bxor(lua_State *L) { return binop(L, NN_OP_bitwise_xor); }
+static int t_shl(lua_State *L) { return binop(L, NN_OP_bitwise_left_shift); }
+static int t_shr(lua_State *L) { return binop(L, NN_OP_bitwise_right_shift); }
+
+static int unop(lua_State *L, nn_op op)
 {
     nn_tensor *a = fast_tensor(L, 1);
     if (!a) return luaL_typeerror(L, 1, "tensor");
-    nn_tensor *r = nn_unary(NN_OP_neg, a);
+    nn_tensor *r = nn_unary(op, a);
     if (!r) return lt_fail(L, 1);
     return push_fast(L, r);
 }
+
+static int t_unm(lua_State *L) { return unop(L, NN_OP_neg); }
+static int t_bnot(lua_State *L) { return unop(L, NN_OP_bitwise_not); }
 
 /* a // b, PyTorch's floor_divide, as (a - remainder(a, b)) / b in the result dtype
  * (ops.def has no floor_divide kernel yet). */
@@ -524,7 +534,8 @@ void lt_open_tensor(lua_State *L)
     luaL_setfuncs(L, plain, 0);
     static const luaL_Reg ops[] = {
         {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div}, {"__mod", t_mod},
-        {"__pow", t_pow}, {"__unm", t_unm}, {"__idiv", t_idiv}, {NULL, NULL},
+        {"__pow", t_pow}, {"__unm", t_unm}, {"__idiv", t_idiv}, {"__band", t_band}, {"__bor", t_bor},
+        {"__bxor", t_bxor}, {"__shl", t_shl}, {"__shr", t_shr}, {"__bnot", t_bnot}, {NULL, NULL},
     };
     lua_pushvalue(L, mt);
     luaL_setfuncs(L, ops, 1); /* upvalue: the metatable, for the fast tensor check */

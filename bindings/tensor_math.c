@@ -427,6 +427,10 @@ void lt_open_math(lua_State *L)
         {"subtract", NN_OP_sub, true}, {"multiply", NN_OP_mul, true}, {"divide", NN_OP_div, true},
         {"true_divide", NN_OP_div, true}, {"greater", NN_OP_gt, false}, {"less", NN_OP_lt, false},
         {"greater_equal", NN_OP_ge, false}, {"less_equal", NN_OP_le, false}, {"not_equal", NN_OP_ne, false},
+        {"bitwise_and", NN_OP_bitwise_and, true}, {"bitwise_or", NN_OP_bitwise_or, true},
+        {"bitwise_xor", NN_OP_bitwise_xor, true}, {"bitwise_left_shift", NN_OP_bitwise_left_shift, true},
+        {"bitwise_right_shift", NN_OP_bitwise_right_shift, true}, {"fmax", NN_OP_fmax, false},
+        {"fmin", NN_OP_fmin, false}, {"nextafter", NN_OP_nextafter, true},
     };
     for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
         reg(L, torch, methods, binary[i].name, m_binary, binary[i].op, true);
@@ -445,7 +449,9 @@ void lt_open_math(lua_State *L)
         {"arctan", NN_OP_atan}, {"sinh", NN_OP_sinh}, {"cosh", NN_OP_cosh}, {"expm1", NN_OP_expm1}, {"exp2", NN_OP_exp2},
         {"log2", NN_OP_log2}, {"log10", NN_OP_log10}, {"reciprocal", NN_OP_reciprocal}, {"erfc", NN_OP_erfc},
         {"frac", NN_OP_frac}, {"floor", NN_OP_floor}, {"ceil", NN_OP_ceil}, {"round", NN_OP_round},
-        {"trunc", NN_OP_trunc}, {"fix", NN_OP_trunc},
+        {"trunc", NN_OP_trunc}, {"fix", NN_OP_trunc}, {"asinh", NN_OP_asinh}, {"arcsinh", NN_OP_asinh},
+        {"acosh", NN_OP_acosh}, {"arccosh", NN_OP_acosh}, {"atanh", NN_OP_atanh}, {"arctanh", NN_OP_atanh},
+        {"bitwise_not", NN_OP_bitwise_not},
     };
     for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) {
         reg(L, torch, methods, unary[i].name, m_unary, unary[i].op, true);

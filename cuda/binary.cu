@@ -1,5 +1,6 @@
-/* CUDA binary elementwise ops: add sub mul div pow remainder maximum minimum,
- * the comparisons and logical and/or, with broadcasting and type promotion.
+/* CUDA binary elementwise ops: add sub mul div pow remainder maximum minimum fmax fmin
+ * nextafter, the comparisons, logical and/or and the bitwise ops, with broadcasting and
+ * type promotion.
  *
  * i[0] is the compute dtype (engine/elementwise.c); inputs are cast to it and
  * computed in float (float32/float16/bfloat16), double or wrapping int64, as
@@ -196,7 +197,9 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
 #define BIN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
     BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder)
     BIN_CASE(maximum) BIN_CASE(minimum) BIN_CASE(eq) BIN_CASE(ne) BIN_CASE(lt) BIN_CASE(le) BIN_CASE(gt) BIN_CASE(ge)
-    BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward)
+    BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward) BIN_CASE(bitwise_and) BIN_CASE(bitwise_or)
+    BIN_CASE(bitwise_xor) BIN_CASE(bitwise_left_shift) BIN_CASE(bitwise_right_shift) BIN_CASE(fmax) BIN_CASE(fmin)
+    BIN_CASE(nextafter)
 #undef BIN_CASE
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }

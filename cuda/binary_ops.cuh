@@ -18,8 +18,17 @@ template <int OP> constexpr bool is_cmp()
            OP == NN_OP_logical_and || OP == NN_OP_logical_or;
 }
 
-/* true division computes in a float dtype (the frontend promotes) */
-template <int OP, typename C> constexpr bool valid() { return !(std::is_integral<C>::value && OP == NN_OP_div); }
+template <int OP> __host__ __device__ constexpr bool is_bitwise()
+{
+    return OP == NN_OP_bitwise_and || OP == NN_OP_bitwise_or || OP == NN_OP_bitwise_xor || OP == NN_OP_bitwise_left_shift ||
+           OP == NN_OP_bitwise_right_shift;
+}
+
+/* true division and nextafter compute in a float dtype, the bitwise ops in int64 (the frontend checks) */
+template <int OP, typename C> constexpr bool valid()
+{
+    return std::is_integral<C>::value ? OP != NN_OP_div && OP != NN_OP_nextafter : !is_bitwise<OP>();
+}
 
 template <int OP, typename C> using res_t = typename std::conditional<is_cmp<OP>(), bool, C>::type;
 
@@ -68,6 +77,21 @@ template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C
         return a >= b;
     } else if constexpr (OP == NN_OP_logical_and) {
         return a != 0 && b != 0;
+    } else if constexpr (OP == NN_OP_fmax || OP == NN_OP_fmin) { /* a NaN loses unless both are */
+        if constexpr (I) return OP == NN_OP_fmax ? (a < b ? b : a) : (b < a ? b : a);
+        else if constexpr (std::is_same<C, float>::value) return OP == NN_OP_fmax ? fmaxf(a, b) : fminf(a, b);
+        else return OP == NN_OP_fmax ? fmax(a, b) : fmin(a, b);
+    } else if constexpr (OP == NN_OP_nextafter) {
+        if constexpr (std::is_same<C, float>::value) return nextafterf(a, b);
+        else if constexpr (!I) return nextafter(a, b);
+        else return a;
+    } else if constexpr (is_bitwise<OP>()) {
+        if constexpr (!I) return a;
+        else if constexpr (OP == NN_OP_bitwise_and) return a & b;
+        else if constexpr (OP == NN_OP_bitwise_or) return a | b;
+        else if constexpr (OP == NN_OP_bitwise_xor) return a ^ b;
+        else if constexpr (OP == NN_OP_bitwise_left_shift) return b < 0 || b >= 64 ? 0 : (int64_t)((U)a << b);
+        else return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
     } else if constexpr (OP == NN_OP_threshold_backward) {
         return b > C(0) ? a : C(0);
     } else {

@@ -1,5 +1,5 @@
 /* CUDA unary elementwise ops: neg exp log sqrt rsqrt abs sign sigmoid tanh relu
- * erf log1p clamp pow_scalar, and logical_not; the rest of the float math (sin ... trunc)
+ * erf log1p clamp pow_scalar, bitwise_not and logical_not; the rest of the float math (sin ... atanh)
  * shares one set of kernels that picks the function at run time (OP_MATH).
  *
  * An op computes in the output's dtype (engine/elementwise.c promotes): float
@@ -52,6 +52,9 @@ template <typename C> __device__ __forceinline__ C math_op(C x, int op)
     case NN_OP_ceil: MATH1(ceil)
     case NN_OP_round: MATH1(rint) /* half to even */
     case NN_OP_trunc: MATH1(trunc)
+    case NN_OP_asinh: MATH1(asinh)
+    case NN_OP_acosh: MATH1(acosh)
+    case NN_OP_atanh: MATH1(atanh)
     case NN_OP_reciprocal: return 1 / x;
     default: { /* frac */
         C t;
@@ -65,8 +68,9 @@ template <typename C> __device__ __forceinline__ C math_op(C x, int op)
 
 template <int OP, typename C> constexpr bool valid()
 {
-    return !std::is_integral<C>::value || OP == NN_OP_neg || OP == NN_OP_abs || OP == NN_OP_sign || OP == NN_OP_relu ||
-           OP == NN_OP_clamp || OP == NN_OP_pow_scalar;
+    if constexpr (!std::is_integral<C>::value) return OP != NN_OP_bitwise_not;
+    return OP == NN_OP_neg || OP == NN_OP_abs || OP == NN_OP_sign || OP == NN_OP_relu ||
+           OP == NN_OP_clamp || OP == NN_OP_pow_scalar || OP == NN_OP_bitwise_not;
 }
 
 template <int OP, typename C> __device__ __forceinline__ C uop(C x, const UnP &p)
@@ -78,9 +82,11 @@ template <int OP, typename C> __device__ __forceinline__ C uop(C x, const UnP &p
         else if constexpr (OP == NN_OP_sign) return (x > 0) - (x < 0);
         else if constexpr (OP == NN_OP_relu) return x < 0 ? 0 : x;
         else if constexpr (OP == NN_OP_clamp) { C v = x < p.lo ? p.lo : x; return p.hi < v ? p.hi : v; }
+        else if constexpr (OP == NN_OP_bitwise_not) return ~x;
         else { static_assert(OP == NN_OP_pow_scalar, "not an integer unary op"); return ipow(x, p.iexp); }
     } else {
         if constexpr (OP == OP_MATH) return math_op<C>(x, p.mop);
+        else if constexpr (OP == NN_OP_bitwise_not) return x; /* not reached: integers only (engine/elementwise.c) */
         else if constexpr (OP == NN_OP_neg) return -x;
         else if constexpr (OP == NN_OP_exp) return m_exp(x);
         else if constexpr (OP == NN_OP_log) return m_log(x);
@@ -241,11 +247,12 @@ extern "C" nn_status nn_cuda_unary(const nn_kargs *a)
     switch (a->op) {
 #define UN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
     UN_CASE(neg) UN_CASE(exp) UN_CASE(log) UN_CASE(sqrt) UN_CASE(rsqrt) UN_CASE(abs) UN_CASE(sign) UN_CASE(sigmoid)
-    UN_CASE(tanh) UN_CASE(relu) UN_CASE(erf) UN_CASE(log1p) UN_CASE(clamp) UN_CASE(pow_scalar)
+    UN_CASE(tanh) UN_CASE(relu) UN_CASE(erf) UN_CASE(log1p) UN_CASE(clamp) UN_CASE(pow_scalar) UN_CASE(bitwise_not)
 #undef UN_CASE
     case NN_OP_sin: case NN_OP_cos: case NN_OP_tan: case NN_OP_asin: case NN_OP_acos: case NN_OP_atan: case NN_OP_sinh:
     case NN_OP_cosh: case NN_OP_expm1: case NN_OP_exp2: case NN_OP_log2: case NN_OP_log10: case NN_OP_reciprocal:
     case NN_OP_erfc: case NN_OP_frac: case NN_OP_floor: case NN_OP_ceil: case NN_OP_round: case NN_OP_trunc:
+    case NN_OP_asinh: case NN_OP_acosh: case NN_OP_atanh:
         p.mop = a->op;
         return run_op<OP_MATH>(c);
     default: return nn_not_implemented(a, a->out[0]->dtype);

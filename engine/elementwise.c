@@ -189,6 +189,15 @@ static nn_status not_for_bool(const char *fn, const char *what)
     return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", fn, what);
 }
 
+/* the bitwise ops: integer and bool only, and no shifts of bools */
+static nn_status bitwise_dtype(const char *fn, nn_op op, nn_dtype dt)
+{
+    bool shift = op == NN_OP_bitwise_left_shift || op == NN_OP_bitwise_right_shift;
+    if (nn_dtype_is_float(dt) || (shift && dt == NN_BOOL))
+        return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, nn_op_name(op), scalar_names[dt]);
+    return NN_OK;
+}
+
 /* ---- unary ---- */
 
 static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *out)
@@ -206,9 +215,10 @@ static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *ou
     case NN_OP_exp: case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh:
     case NN_OP_erf: case NN_OP_log1p: case NN_OP_sin: case NN_OP_cos: case NN_OP_tan: case NN_OP_asin: case NN_OP_acos:
     case NN_OP_atan: case NN_OP_sinh: case NN_OP_cosh: case NN_OP_expm1: case NN_OP_exp2: case NN_OP_log2: case NN_OP_log10:
-    case NN_OP_reciprocal: case NN_OP_erfc:
+    case NN_OP_reciprocal: case NN_OP_erfc: case NN_OP_asinh: case NN_OP_acosh: case NN_OP_atanh:
         if (!nn_dtype_is_float(in)) *out = nn_default_dtype();
         return NN_OK;
+    case NN_OP_bitwise_not: return bitwise_dtype(fn, op, in);
     case NN_OP_frac: return nn_dtype_is_float(in) ? NN_OK : nn_error(NN_ERR_DTYPE, "%s: \"frac\" not implemented for '%s'", fn, nn_dtype_name(in));
     case NN_OP_floor: case NN_OP_ceil: case NN_OP_round: case NN_OP_trunc:
         return in == NN_BOOL ? not_for_bool(fn, nn_op_name(op)) : NN_OK;
@@ -270,6 +280,7 @@ static bool rounds_integers(nn_op op, nn_dtype dt)
 
 nn_tensor *nn_unary(nn_op op, nn_tensor *x)
 {
+    if (op == NN_OP_bitwise_not && x->dtype == NN_BOOL) op = NN_OP_logical_not;
     if (nn_autocast_on()) { /* autocast: run again on the cast input */
         nn_tensor *xc;
         if (nn_autocast_inputs(op, 1, &x, &xc)) return NULL;
@@ -291,6 +302,7 @@ nn_tensor *nn_unary(nn_op op, nn_tensor *x)
 nn_status nn_unary_(nn_op op, nn_tensor *self)
 {
     if (!valid_op(op)) return nn_error(NN_ERR_ARG, "nn_unary_: unknown op %d", (int)op);
+    if (op == NN_OP_bitwise_not && self->dtype == NN_BOOL) op = NN_OP_logical_not;
     nn_dtype odt;
     nn_status st = unary_dtype(inplace_names[op], op, self->dtype, &odt);
     if (!st && rounds_integers(op, self->dtype)) return NN_OK;
@@ -394,6 +406,14 @@ static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, con
         return NN_OK;
     case NN_OP_remainder:
         return c == NN_BOOL ? not_for_bool(fn, "remainder") : NN_OK;
+    case NN_OP_bitwise_and: case NN_OP_bitwise_or: case NN_OP_bitwise_xor: case NN_OP_bitwise_left_shift:
+    case NN_OP_bitwise_right_shift:
+        return bitwise_dtype(fn, op, c);
+    case NN_OP_fmax: case NN_OP_fmin:
+        return NN_OK;
+    case NN_OP_nextafter:
+        return c == NN_F32 || c == NN_F64 ? NN_OK
+                                          : nn_error(NN_ERR_DTYPE, "%s: \"nextafter\" not implemented for '%s'", fn, scalar_names[c]);
     case NN_OP_eq: case NN_OP_ne: case NN_OP_lt: case NN_OP_le: case NN_OP_gt: case NN_OP_ge:
     case NN_OP_logical_and: case NN_OP_logical_or:
         *odt = NN_BOOL;

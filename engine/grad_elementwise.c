@@ -22,7 +22,7 @@ static bool unary_needs_x(nn_op op, double f0)
     switch (op) {
     case NN_OP_log: case NN_OP_abs: case NN_OP_erf: case NN_OP_log1p: case NN_OP_clamp: case NN_OP_sin: case NN_OP_cos:
     case NN_OP_asin: case NN_OP_acos: case NN_OP_atan: case NN_OP_sinh: case NN_OP_cosh: case NN_OP_log2: case NN_OP_log10:
-    case NN_OP_erfc:
+    case NN_OP_erfc: case NN_OP_asinh: case NN_OP_acosh: case NN_OP_atanh:
         return true;
     case NN_OP_pow_scalar: return f0 != 0;
     default: return false;
@@ -48,7 +48,7 @@ static void binary_saves(nn_op op, bool need_a, bool need_b, bool *sa, bool *sb,
     case NN_OP_div: *sa = need_b, *sb = need_a || need_b; break;
     case NN_OP_pow: *sa = *sb = true, *sout = need_b; break;
     case NN_OP_remainder: *sa = *sb = need_b; break;
-    case NN_OP_maximum: case NN_OP_minimum: *sa = *sb = true; break;
+    case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin: *sa = *sb = true; break;
     default: break;
     }
 }
@@ -57,7 +57,7 @@ static bool differentiable_binary(nn_op op)
 {
     switch (op) {
     case NN_OP_add: case NN_OP_sub: case NN_OP_mul: case NN_OP_div: case NN_OP_pow: case NN_OP_remainder:
-    case NN_OP_maximum: case NN_OP_minimum:
+    case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin:
         return true;
     default:
         return false;
@@ -144,6 +144,13 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
         break;
     }
     case NN_OP_atan: r = gs_bin(&s, NN_OP_div, g, gs_bin(&s, NN_OP_add, gs_bin(&s, NN_OP_mul, x, x), gs_num(&s, 1))); break;
+    case NN_OP_asinh: /* 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1) */
+    case NN_OP_acosh: {
+        nn_tensor *d = gs_bin(&s, op == NN_OP_asinh ? NN_OP_add : NN_OP_sub, gs_bin(&s, NN_OP_mul, x, x), gs_num(&s, 1));
+        r = gs_bin(&s, NN_OP_div, g, gs_un(&s, NN_OP_sqrt, d));
+        break;
+    }
+    case NN_OP_atanh: r = gs_bin(&s, NN_OP_div, g, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), gs_bin(&s, NN_OP_mul, x, x))); break;
     case NN_OP_sinh: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_cosh, x)); break;
     case NN_OP_cosh: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_sinh, x)); break;
     case NN_OP_expm1: r = gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_add, y, gs_num(&s, 1))); break;
@@ -228,6 +235,15 @@ static nn_status binary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
         nn_op lose_a = op == NN_OP_maximum ? NN_OP_lt : NN_OP_gt, lose_b = op == NN_OP_maximum ? NN_OP_gt : NN_OP_lt;
         if (na) ra = gs_where(&s, gs_bin(&s, lose_a, a, b), zero, split);
         if (nb) rb = gs_where(&s, gs_bin(&s, lose_b, a, b), zero, split);
+        break;
+    }
+    case NN_OP_fmax:
+    case NN_OP_fmin: { /* all to a where a wins or ties or b is NaN, else all to b */
+        nn_tensor *zero = gs_num(&s, 0);
+        nn_tensor *to_a = gs_bin(&s, NN_OP_logical_or, gs_bin(&s, op == NN_OP_fmax ? NN_OP_ge : NN_OP_le, a, b),
+                                 gs_bin(&s, NN_OP_ne, b, b));
+        if (na) ra = gs_where(&s, to_a, g, zero);
+        if (nb) rb = gs_where(&s, to_a, zero, g);
         break;
     }
     default: /* comparisons and logical ops in place on a float tensor */

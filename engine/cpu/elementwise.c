@@ -185,7 +185,7 @@ static inline int64_t ipow(int64_t b, int64_t e)
 /* ---- binary ---- */
 
 /* One function per float type: T the element type, POW and FMOD its libm functions. */
-#define FLOAT_BINARY(NAME, T, POW, FMOD)                                                        \
+#define FLOAT_BINARY(NAME, T, M)                                                                \
     static void NAME(ectx *c, void *out, const void *pa, const void *pb, int64_t n)             \
     {                                                                                           \
         const T *a = pa, *b = pb;                                                               \
@@ -199,10 +199,13 @@ static inline int64_t ipow(int64_t b, int64_t e)
             if (al == 1) LOOP(o[i] = a[i] - b[i]) else LOOP(o[i] = a[i] - al * b[i]) break;     \
         case NN_OP_mul: LOOP(o[i] = a[i] * b[i]) break;                                         \
         case NN_OP_div: LOOP(o[i] = a[i] / b[i]) break;                                         \
-        case NN_OP_pow: LOOP(o[i] = POW(a[i], b[i])) break;                                     \
+        case NN_OP_pow: LOOP(o[i] = pow##M(a[i], b[i])) break;                                  \
         case NN_OP_remainder: /* Python's %: the sign of the divisor */                        \
-            LOOP(T r = FMOD(a[i], b[i]); o[i] = r != 0 && ((r < 0) != (b[i] < 0)) ? r + b[i] : r) \
+            LOOP(T r = fmod##M(a[i], b[i]); o[i] = r != 0 && ((r < 0) != (b[i] < 0)) ? r + b[i] : r) \
             break;                                                                              \
+        case NN_OP_fmax: LOOP(o[i] = fmax##M(a[i], b[i])) break;                                \
+        case NN_OP_fmin: LOOP(o[i] = fmin##M(a[i], b[i])) break;                                \
+        case NN_OP_nextafter: LOOP(o[i] = nextafter##M(a[i], b[i])) break;                      \
         case NN_OP_maximum: /* NaN propagates */                                                \
             LOOP(o[i] = a[i] != a[i] ? a[i] : (a[i] < b[i] || b[i] != b[i]) ? b[i] : a[i]) break; \
         case NN_OP_minimum:                                                                     \
@@ -220,8 +223,8 @@ static inline int64_t ipow(int64_t b, int64_t e)
         }                                                                                       \
     }
 
-FLOAT_BINARY(binary_f32, float, powf, fmodf)
-FLOAT_BINARY(binary_f64, double, pow, fmod)
+FLOAT_BINARY(binary_f32, float, f)
+FLOAT_BINARY(binary_f64, double, )
 
 static void binary_i64(ectx *c, void *out, const void *pa, const void *pb, int64_t n)
 {
@@ -244,8 +247,13 @@ static void binary_i64(ectx *c, void *out, const void *pa, const void *pb, int64
             o[i] = r != 0 && ((r < 0) != (b[i] < 0)) ? r + b[i] : r;
         }
         break;
-    case NN_OP_maximum: LOOP(o[i] = a[i] < b[i] ? b[i] : a[i]) break;
-    case NN_OP_minimum: LOOP(o[i] = b[i] < a[i] ? b[i] : a[i]) break;
+    case NN_OP_maximum: case NN_OP_fmax: LOOP(o[i] = a[i] < b[i] ? b[i] : a[i]) break;
+    case NN_OP_minimum: case NN_OP_fmin: LOOP(o[i] = b[i] < a[i] ? b[i] : a[i]) break;
+    case NN_OP_bitwise_and: LOOP(o[i] = a[i] & b[i]) break;
+    case NN_OP_bitwise_or: LOOP(o[i] = a[i] | b[i]) break;
+    case NN_OP_bitwise_xor: LOOP(o[i] = a[i] ^ b[i]) break;
+    case NN_OP_bitwise_left_shift: LOOP(o[i] = b[i] < 0 || b[i] >= 64 ? 0 : (int64_t)(U(a[i]) << b[i])) break;
+    case NN_OP_bitwise_right_shift: LOOP(o[i] = b[i] < 0 || b[i] >= 64 ? (a[i] < 0 ? -1 : 0) : a[i] >> b[i]) break;
     case NN_OP_eq: LOOP(ob[i] = a[i] == b[i]) break;
     case NN_OP_ne: LOOP(ob[i] = a[i] != b[i]) break;
     case NN_OP_lt: LOOP(ob[i] = a[i] < b[i]) break;
@@ -324,6 +332,9 @@ nn_status nn_cpu_binary(const nn_kargs *a)
         case NN_OP_ceil: LOOP(o[i] = ceil##M(x[i])) break;                                      \
         case NN_OP_round: LOOP(o[i] = nearbyint##M(x[i])) break; /* half to even */            \
         case NN_OP_trunc: LOOP(o[i] = trunc##M(x[i])) break;                                    \
+        case NN_OP_asinh: LOOP(o[i] = asinh##M(x[i])) break;                                    \
+        case NN_OP_acosh: LOOP(o[i] = acosh##M(x[i])) break;                                    \
+        case NN_OP_atanh: LOOP(o[i] = atanh##M(x[i])) break;                                    \
         case NN_OP_relu: LOOP(o[i] = x[i] < 0 ? 0 : x[i]) break; /* NaN stays */                \
         case NN_OP_clamp: { /* a NaN bound compares false and leaves x, as PyTorch's scalar clamp */ \
             const T lo = (T)c->f0, hi = (T)c->f1;                                               \
@@ -366,6 +377,7 @@ static void unary_i64(ectx *c, void *out, const void *px, const void *unused, in
         break;
     }
     case NN_OP_pow_scalar: LOOP(o[i] = ipow(x[i], c->i1)) break;
+    case NN_OP_bitwise_not: LOOP(o[i] = ~x[i]) break;
     default: /* float functions compute in a float dtype (the frontend promotes) */
         c->status = nn_error(NN_ERR_NOTIMPL, "%s is not implemented for cpu/%s", nn_op_name(c->op), nn_dtype_name(c->cdt));
     }

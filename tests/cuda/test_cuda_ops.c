@@ -95,7 +95,7 @@ static const nn_op UNARY[] = {NN_OP_neg, NN_OP_exp, NN_OP_log, NN_OP_sqrt, NN_OP
                               NN_OP_tanh, NN_OP_relu, NN_OP_logical_not, NN_OP_erf, NN_OP_log1p, NN_OP_sin, NN_OP_cos,
                               NN_OP_tan, NN_OP_asin, NN_OP_acos, NN_OP_atan, NN_OP_sinh, NN_OP_cosh, NN_OP_expm1, NN_OP_exp2,
                               NN_OP_log2, NN_OP_log10, NN_OP_reciprocal, NN_OP_erfc, NN_OP_frac, NN_OP_floor, NN_OP_ceil,
-                              NN_OP_round, NN_OP_trunc};
+                              NN_OP_round, NN_OP_trunc, NN_OP_asinh, NN_OP_acosh, NN_OP_atanh, NN_OP_bitwise_not};
 
 static void unary_tol_case(nn_op op, nn_dtype dt, shape sh, int layout, int dom)
 {
@@ -115,7 +115,8 @@ static int unary_domain(nn_op op)
 {
     switch (op) {
     case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_log2: case NN_OP_log10: case NN_OP_reciprocal: return D_POS;
-    case NN_OP_log1p: case NN_OP_asin: case NN_OP_acos: return D_UNIT;
+    case NN_OP_log1p: case NN_OP_asin: case NN_OP_acos: case NN_OP_atanh: return D_UNIT;
+    case NN_OP_acosh: return D_NEAR1;
     case NN_OP_logical_not: case NN_OP_sign: return D_SET;
     default: return D_ANY;
     }
@@ -206,7 +207,9 @@ static void test_unary(void)
 
 static const nn_op BINARY[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_maximum,
                                NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le, NN_OP_gt, NN_OP_ge,
-                               NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward};
+                               NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward, NN_OP_bitwise_and,
+                               NN_OP_bitwise_or, NN_OP_bitwise_xor, NN_OP_bitwise_left_shift, NN_OP_bitwise_right_shift,
+                               NN_OP_fmax, NN_OP_fmin, NN_OP_nextafter};
 #define NBINARY (int)(sizeof BINARY / sizeof *BINARY)
 
 static void binary_domains(nn_op op, nn_dtype da, nn_dtype db, int *doma, int *domb)
@@ -219,9 +222,11 @@ static void binary_domains(nn_op op, nn_dtype da, nn_dtype db, int *doma, int *d
         *domb = D_EXP;
         break;
     case NN_OP_eq: case NN_OP_ne: case NN_OP_lt: case NN_OP_le: case NN_OP_gt: case NN_OP_ge:
-    case NN_OP_logical_and: case NN_OP_logical_or: case NN_OP_maximum: case NN_OP_minimum:
+    case NN_OP_logical_and: case NN_OP_logical_or: case NN_OP_maximum: case NN_OP_minimum: case NN_OP_nextafter:
         *doma = *domb = D_SET; /* equal values are common */
         break;
+    case NN_OP_fmax: case NN_OP_fmin: *doma = *domb = D_NAN; break;
+    case NN_OP_bitwise_left_shift: case NN_OP_bitwise_right_shift: *domb = D_EXP; break;
     default: break;
     }
     (void)db;
