@@ -386,56 +386,74 @@ int lt_field_grad_fn(lua_State *L)
 }
 
 /* ---- grad mode ---- */
-typedef struct { bool prev; bool closed; } grad_mode;
+typedef struct { bool prev, prev_inference; bool closed; } grad_mode;
+
+/* Whether an inference_mode(true) region is open (torch.is_inference_mode_enabled); no_grad and
+ * enable_grad inside one leave it so, as in PyTorch. */
+static bool inference_on;
 
 static int mode_close(lua_State *L)
 {
     grad_mode *m = luaL_checkudata(L, 1, GRAD_MODE_MT);
     if (!m->closed) {
         nn_set_grad_enabled(m->prev);
+        inference_on = m->prev_inference;
         m->closed = true;
     }
     return 0;
 }
 
-/* Set grad mode to `on`. With a function argument at fn_idx, run it in that mode and
- * restore the previous mode afterwards (also on error), returning its results;
- * otherwise return a to-be-closed value that restores it. */
-static int with_mode(lua_State *L, bool on, int fn_idx)
+/* Set grad mode to `on` and the inference flag to `inference`. With a function argument at
+ * fn_idx, run it in that mode and restore the previous mode afterwards (also on error), returning
+ * its results; otherwise return a to-be-closed value that restores it. */
+static int with_mode(lua_State *L, bool on, bool inference, int fn_idx)
 {
-    bool prev = nn_grad_enabled();
+    bool prev = nn_grad_enabled(), prev_inference = inference_on;
     if (lua_isfunction(L, fn_idx)) {
         int base = lua_gettop(L);
         nn_set_grad_enabled(on);
+        inference_on = inference;
         lua_pushvalue(L, fn_idx);
         int st = lua_pcall(L, 0, LUA_MULTRET, 0);
         nn_set_grad_enabled(prev);
+        inference_on = prev_inference;
         if (st) return lua_error(L);
         return lua_gettop(L) - base;
     }
     grad_mode *m = lua_newuserdatauv(L, sizeof *m, 0);
     m->prev = prev;
+    m->prev_inference = prev_inference;
     m->closed = false;
     luaL_setmetatable(L, GRAD_MODE_MT);
     nn_set_grad_enabled(on);
+    inference_on = inference;
     return 1;
 }
 
-static int no_grad(lua_State *L) { return with_mode(L, false, 1); }
-static int enable_grad(lua_State *L) { return with_mode(L, true, 1); }
+static int no_grad(lua_State *L) { return with_mode(L, false, inference_on, 1); }
+static int enable_grad(lua_State *L) { return with_mode(L, true, inference_on, 1); }
 
 /* inference_mode([mode=true][, fn]): no_grad here (there are no inference tensors);
- * inference_mode(false) keeps the current grad mode. */
+ * inference_mode(false) keeps the current grad mode and leaves inference mode. */
 static int inference_mode(lua_State *L)
 {
-    if (lua_isboolean(L, 1)) return with_mode(L, lua_toboolean(L, 1) ? false : nn_grad_enabled(), 2);
-    return with_mode(L, false, 1);
+    if (lua_isboolean(L, 1)) {
+        bool on = lua_toboolean(L, 1);
+        return with_mode(L, on ? false : nn_grad_enabled(), on, 2);
+    }
+    return with_mode(L, false, true, 1);
+}
+
+static int is_inference_mode_enabled(lua_State *L)
+{
+    lua_pushboolean(L, inference_on);
+    return 1;
 }
 
 static int set_grad_enabled(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TBOOLEAN);
-    return with_mode(L, lua_toboolean(L, 1), 2);
+    return with_mode(L, lua_toboolean(L, 1), inference_on, 2);
 }
 
 /* torch._set_anomaly(on) -> the previous setting; torch.is_anomaly_enabled() */
@@ -481,6 +499,7 @@ void lt_open_autograd(lua_State *L)
     static const luaL_Reg fns[] = {
         {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
         {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode},
+        {"is_inference_mode_enabled", is_inference_mode_enabled},
         {"_set_anomaly", set_anomaly}, {"is_anomaly_enabled", is_anomaly_enabled},
         {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {NULL, NULL},
     };

@@ -1,6 +1,7 @@
 /* torch._backends: get(name) and set(name, bool) for the switches of engine/cuda_flags.h;
  * bindings/lua/torch_backends.lua builds torch.backends and set_float32_matmul_precision
- * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark". */
+ * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark", and "deterministic" and
+ * "deterministic.warn_only" for torch.use_deterministic_algorithms (bindings/lua/torch_shape_more.lua). */
 #include <string.h>
 
 #include "cuda_flags.h"
@@ -12,6 +13,8 @@ static bool *flag(lua_State *L)
     if (!strcmp(name, "matmul.allow_tf32")) return &nn_cuda_allow_tf32;
     if (!strcmp(name, "cudnn.allow_tf32")) return &nn_cudnn_allow_tf32;
     if (!strcmp(name, "cudnn.benchmark")) return &nn_cudnn_benchmark;
+    if (!strcmp(name, "deterministic")) return &nn_deterministic_algorithms;
+    if (!strcmp(name, "deterministic.warn_only")) return &nn_deterministic_warn_only;
     luaL_argerror(L, 1, lua_pushfstring(L, "no switch named '%s'", name));
     return NULL;
 }

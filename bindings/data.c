@@ -221,7 +221,7 @@ static int t_randperm(lua_State *L)
     lt_opt(L, o, "generator");
     generator *g = o == 3 ? opt_generator(L, 2) : opt_generator(L, lua_gettop(L));
     nn_dtype dt = lt_opt_dtype(L, o, NN_I64);
-    nn_device dev = lt_opt_device(L, o, NN_DEVICE_CPU);
+    nn_device dev = lt_opt_device(L, o, lt_default_device());
     int64_t *p = permutation(L, n, g);
     nn_tensor *t = nn_empty(1, &n, NN_I64, NN_DEVICE_CPU);
     if (!t) return lt_fail(L, 0);

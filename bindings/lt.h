@@ -76,6 +76,8 @@ int lt_opt_bool(lua_State *L, int idx, const char *name, int def);
 /* The `dtype` / `device` field of the options table at idx, or def. */
 nn_dtype lt_opt_dtype(lua_State *L, int idx, nn_dtype def);
 nn_device lt_opt_device(lua_State *L, int idx, nn_device def);
+/* torch.get_default_device(): the factories' device when no device= is given (tensor_create.c) */
+nn_device lt_default_device(void);
 
 /* ---- sizes and dims ---- */
 /* Read a size given as integers in [first, last], or as one table or torch.Size

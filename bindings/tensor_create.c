@@ -1,6 +1,6 @@
 /* torch functions that make tensors (torch.tensor from Lua tables, zeros, rand,
- * arange, ..., cat, stack) and the library-wide settings (seed, default dtype,
- * print options). */
+ * arange, ..., empty_strided, cat, stack) and the library-wide settings (seed, default dtype,
+ * default device, print options, CPU threads). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +18,12 @@ typedef struct {
 } create_opts;
 
 static const char *const create_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", NULL};
+
+/* torch.set_default_device: where the factories put a tensor when no device= is given (the
+ * *_like ones and torch.tensor(t) follow their input instead) */
+static nn_device default_device = {NN_CPU, -1};
+
+nn_device lt_default_device(void) { return default_device; }
 
 static void read_create(lua_State *L, int o, nn_dtype dt, nn_device dev, create_opts *c)
 {
@@ -61,7 +67,7 @@ static int t_factory(lua_State *L)
     int64_t shape[NN_MAX_DIMS];
     int n = lt_sizes(L, 1, last, shape);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, NN_DEVICE_CPU, &c);
+    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
     return finish(L, make(kind, n, shape, c.dt, c.dev), &c, 1);
 }
 
@@ -93,7 +99,7 @@ static int t_full(lua_State *L)
     int64_t shape[NN_MAX_DIMS];
     int n = lt_sizes(L, 1, 1, shape);
     create_opts c;
-    read_create(L, 3, value_dtype(L, 2), NN_DEVICE_CPU, &c);
+    read_create(L, 3, value_dtype(L, 2), default_device, &c);
     return finish(L, nn_full(n, shape, value_of(L, 2), c.dt, c.dev), &c, 2);
 }
 
@@ -118,7 +124,7 @@ static int t_randint(lua_State *L)
     if (lua_type(L, size_at) == LUA_TNUMBER) luaL_typeerror(L, size_at, "table or torch.Size");
     int n = lt_sizes(L, size_at, size_at, shape);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, NN_DEVICE_CPU, &c);
+    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
     return finish(L, nn_randint(low, high, n, shape, c.dt, c.dev), &c, 2);
 }
 
@@ -130,7 +136,7 @@ static int t_normal(lua_State *L)
     int64_t shape[NN_MAX_DIMS];
     int n = lt_sizes(L, 3, last, shape);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, NN_DEVICE_CPU, &c);
+    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
     return finish(L, nn_normal(mean, std, n, shape, c.dt, c.dev), &c, 2);
 }
 
@@ -148,7 +154,7 @@ static int t_arange(lua_State *L)
     if (last == 1) v[1] = lua_tonumber(L, 1);
     else for (int i = 1; i <= last; i++) v[i - 1] = lua_tonumber(L, i);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, NN_DEVICE_CPU, &c);
+    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
     return finish(L, nn_arange(v[0], v[1], v[2], is_int, c.dt, c.dev), &c, 1);
 }
 
@@ -157,7 +163,7 @@ static int t_linspace(lua_State *L)
     double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
     lua_Integer steps = luaL_checkinteger(L, 3);
     create_opts c;
-    read_create(L, 4, NN_DTYPE_NONE, NN_DEVICE_CPU, &c);
+    read_create(L, 4, NN_DTYPE_NONE, default_device, &c);
     return finish(L, nn_linspace(a, b, steps, c.dt, c.dev), &c, 3);
 }
 
@@ -166,8 +172,24 @@ static int t_eye(lua_State *L)
     int last = lt_last_positional(L);
     lua_Integer n = luaL_checkinteger(L, 1), m = last >= 2 ? luaL_checkinteger(L, 2) : -1;
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, NN_DEVICE_CPU, &c);
+    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
     return finish(L, nn_eye(n, m, c.dt, c.dev), &c, 1);
+}
+
+/* empty_strided(size, stride, {dtype=, device=, requires_grad=}): uninitialised, with storage for
+ * exactly the elements the strides reach */
+static int t_empty_strided(lua_State *L)
+{
+    int64_t shape[NN_MAX_DIMS], strides[NN_MAX_DIMS];
+    int n = lt_sizes(L, 1, 1, shape);
+    if (lt_sizes(L, 2, 2, strides) != n)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "empty_strided: mismatch in length of strides and shape (%d and %d)",
+                                                   lt_sizes(L, 2, 2, strides), n));
+    for (int i = 0; i < n; i++)
+        if (strides[i] < 0) return luaL_argerror(L, 2, "empty_strided: negative strides are not supported");
+    create_opts c;
+    read_create(L, 3, NN_DTYPE_NONE, default_device, &c);
+    return finish(L, nn_empty_strided(n, shape, strides, c.dt, c.dev), &c, 1);
 }
 
 /* ---- torch.tensor(data, opts) from nested Lua tables ---- */
@@ -300,7 +322,7 @@ static int t_tensor(lua_State *L)
     for (int i = 0; i < s.ndim; i++) numel *= s.shape[i];
     if (numel == 0) s.kind = 2;
     nn_dtype inferred = s.kind == 0 ? NN_BOOL : s.kind == 1 ? NN_I64 : nn_default_dtype();
-    read_create(L, 2, inferred, NN_DEVICE_CPU, &c);
+    read_create(L, 2, inferred, default_device, &c);
     nn_tensor *t = nn_empty(s.ndim, s.shape, c.dt, NN_DEVICE_CPU);
     if (!t) return lt_fail(L, 0);
     lt_push(L, t); /* owned by the GC while we fill it */
@@ -414,6 +436,34 @@ static int t_set_default_dtype(lua_State *L)
     return 0;
 }
 
+static int t_get_default_device(lua_State *L)
+{
+    lt_push_device(L, default_device);
+    return 1;
+}
+
+/* set_default_device(device or nil): nil goes back to the CPU. A CUDA device is taken even where
+ * there is no GPU, as in PyTorch: the factories then fail. */
+static int t_set_default_device(lua_State *L)
+{
+    default_device = lua_isnoneornil(L, 1) ? NN_DEVICE_CPU : lt_check_device(L, 1);
+    return 0;
+}
+
+static int t_get_num_threads(lua_State *L)
+{
+    lua_pushinteger(L, nn_cpu_num_threads());
+    return 1;
+}
+
+static int t_set_num_threads(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1);
+    if (n < 1 || n > INT32_MAX) return luaL_argerror(L, 1, lua_pushfstring(L, "set_num_threads: number of threads must be positive, got %I", n));
+    nn_cpu_set_num_threads((int)n);
+    return 0;
+}
+
 static int t_set_printoptions(lua_State *L)
 {
     static const char *const keys[] = {"precision", "threshold", "edgeitems", "linewidth", "profile", "sci_mode", NULL};
@@ -450,12 +500,14 @@ void lt_open_create(lua_State *L)
         lua_settable(L, torch);
     }
     static const luaL_Reg fns[] = {
-        {"tensor", t_tensor}, {"full", t_full}, {"full_like", t_full_like}, {"randint", t_randint},
+        {"tensor", t_tensor}, {"empty_strided", t_empty_strided}, {"full", t_full}, {"full_like", t_full_like}, {"randint", t_randint},
         {"normal", t_normal}, {"arange", t_arange}, {"linspace", t_linspace}, {"eye", t_eye},
         {"cat", t_cat}, {"concat", t_cat}, {"concatenate", t_cat}, {"stack", t_stack},
         {"manual_seed", t_manual_seed}, {"initial_seed", t_initial_seed}, {"get_rng_state", t_get_rng_state},
         {"set_rng_state", t_set_rng_state}, {"is_tensor", t_is_tensor},
         {"get_default_dtype", t_get_default_dtype}, {"set_default_dtype", t_set_default_dtype},
+        {"get_default_device", t_get_default_device}, {"set_default_device", t_set_default_device},
+        {"get_num_threads", t_get_num_threads}, {"set_num_threads", t_set_num_threads},
         {"set_printoptions", t_set_printoptions}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "autograd.h"
 #include "lt.h"
 #include "memory_format.h"
 
@@ -439,6 +440,71 @@ static int m_tolist(lua_State *L)
     return 1;
 }
 
+/* ---- any geometry over the storage: torch.as_strided, resize_ and the in-place view ops
+ * (squeeze_, t_, ...) of bindings/lua/torch_shape_more.lua ---- */
+
+static int64_t storage_numel(const nn_tensor *t) { return (int64_t)(t->storage->nbytes / nn_dtype_size(t->dtype)); }
+
+/* t:_as_strided(size, stride[, offset]): a view of t's storage with that geometry (offset
+ * defaults to t's), recording no autograd; an error when it would reach outside the storage. */
+static int t_as_strided_view(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    int64_t shape[NN_MAX_DIMS], strides[NN_MAX_DIMS];
+    int n = lt_sizes(L, 2, 2, shape), ns = lt_sizes(L, 3, 3, strides);
+    lua_Integer offset = luaL_optinteger(L, 4, t->offset);
+    if (ns != n) return luaL_error(L, "as_strided: mismatch in length of strides and shape (%d and %d)", ns, n);
+    if (offset < 0) return luaL_error(L, "as_strided: storage offset must be non-negative, got %I", offset);
+    int64_t last = offset;
+    bool empty = false, overflow = false;
+    for (int i = 0; i < n; i++) {
+        if (shape[i] < 0) return luaL_error(L, "as_strided: negative size %I at dim %d", (lua_Integer)shape[i], i);
+        if (strides[i] < 0)
+            return luaL_error(L, "as_strided: negative strides are not supported, got %I at dim %d", (lua_Integer)strides[i], i);
+        int64_t step;
+        if (shape[i] == 0) empty = true;
+        else overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &step) || __builtin_add_overflow(last, step, &last);
+    }
+    int64_t have = storage_numel(t);
+    if (!empty && (overflow || last >= have)) {
+        char b1[160], b2[160];
+        const char *reach = overflow ? "beyond int64" : lua_pushfstring(L, "%I", (lua_Integer)last);
+        return luaL_error(L, "as_strided: size %s, stride %s and storage offset %I reach element %s, outside the storage of %I elements",
+                          nn_shape_str(b1, n, shape), nn_shape_str(b2, n, strides), offset, reach, (lua_Integer)have);
+    }
+    nn_tensor *v = nn_make_view(t, n, shape, strides, offset);
+    if (!v) return lt_fail(L, 0);
+    v->base = nn_retain(t->base ? t->base : t);
+    lt_push(L, v);
+    return 1;
+}
+
+/* t:_set_view_(v): t takes the geometry of v, a view of t's storage, and v's autograd
+ * history when it has one (an in-place view op is the view op with t as its result). Returns t. */
+static int t_set_view_(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1), *v = lt_check(L, 2);
+    if (v->storage != t->storage) return luaL_argerror(L, 2, "a view of the first tensor's storage expected");
+    t->ndim = v->ndim;
+    memcpy(t->shape, v->shape, sizeof t->shape);
+    memcpy(t->strides, v->strides, sizeof t->strides);
+    t->offset = v->offset;
+    if (v->grad_fn) nn_node_set_output(v->grad_fn, t, v->output_nr);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* t:_storage_info() -> elements t's storage holds, whether t is a view (has a base), whether
+ * another tensor shares the storage */
+static int t_storage_info(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    lua_pushinteger(L, storage_numel(t));
+    lua_pushboolean(L, t->base != NULL);
+    lua_pushboolean(L, !nn_sole_owner(t));
+    return 3;
+}
+
 void lt_open_views(lua_State *L)
 {
     static const luaL_Reg methods[] = {
@@ -468,5 +534,9 @@ void lt_open_views(lua_State *L)
     }
     lua_pushcfunction(L, m_diagonal_view);
     lua_setfield(L, torch, "_diagonal");
+    static const luaL_Reg private_fns[] = {
+        {"_as_strided", t_as_strided_view}, {"_set_view_", t_set_view_}, {"_storage_info", t_storage_info}, {NULL, NULL},
+    };
+    luaL_setfuncs(L, private_fns, 0); /* Tensor methods, for the library only */
     lua_settop(L, torch);
 }

@@ -22,6 +22,16 @@ extern bool nn_cudnn_allow_tf32;
  * per shape, instead of taking its heuristic's first (default false) */
 extern bool nn_cudnn_benchmark;
 
+/* torch.use_deterministic_algorithms(mode, warn_only=): while nn_deterministic_algorithms is set, the
+ * kernels whose results depend on the order of atomic additions (index_add_ into a CUDA float tensor:
+ * also the gradients of index_select, gather and embedding, scatter_add, index_put with accumulate)
+ * fail through nn_check_deterministic, or with nn_deterministic_warn_only print a warning and run.
+ * cuDNN's choice of convolution engines is not affected. */
+extern bool nn_deterministic_algorithms;
+extern bool nn_deterministic_warn_only;
+/* NN_OK, or (the mode on, warn_only off) the error naming op, as PyTorch words it */
+nn_status nn_check_deterministic(const char *op);
+
 /* Batch norm on CUDA goes through cuDNN for float16/bfloat16 in NCHW (where it is the faster) when
  * cuDNN takes the problem, else through the backend's own kernels; false: always the own kernels. Not a torch.backends switch:
  * PyTorch's cudnn.enabled also covers convolutions, which have no other kernels here. */

@@ -6,6 +6,7 @@
 
 #include "autograd.h"
 #include "backend.h"
+#include "cuda_flags.h"
 #include "nnfunc.h"
 
 /* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a
@@ -152,6 +153,8 @@ nn_status nn_index_add_(nn_tensor *self, int dim, nn_tensor *index, nn_tensor *s
 {
     nn_status st = nn_wrap_dim("index_add_", &dim, self->ndim);
     if (st || (st = check_index_add(self, dim, index, source, alpha))) return st;
+    if (self->storage->device.type == NN_CUDA && nn_dtype_is_float(self->dtype) && (st = nn_check_deterministic("index_add_cuda_")))
+        return st;
     nn_kargs a = {.op = NN_OP_index_add, .out = {self}, .in = {index, source}, .nin = 2, .f = {alpha}, .i = {dim}};
     if ((st = nn_dispatch(&a))) return st;
     nn_bump_version(self);

@@ -255,3 +255,6 @@ nn_status nn_cpu_bmm(const nn_kargs *a)
     default: return gemm_int(a);
     }
 }
+
+int nn_cpu_num_threads(void) { return openblas_get_num_threads(); }
+void nn_cpu_set_num_threads(int n) { openblas_set_num_threads(n); }
