@@ -1,6 +1,6 @@
 -- Where a transformer training step's GPU time goes (bench/seq_speed.lua's TransformerEncoder,
--- Adam, TF32 off): 20 steps after 10 of warm-up; run under NNREPL_OP_PROFILE=<ops of the
--- warm-up + 1> for the per-op table (bench/seq_profile.py is PyTorch's side, by kernel).
+-- Adam, TF32 off): 20 steps after 10 of warm-up under torch.profiler, the ops by GPU time
+-- (bench/seq_profile.py is PyTorch's side, by kernel).
 --   nnrepl bench/seq_profile.lua [fp32|amp]
 local time = require "time"
 local mode = arg[1] or "fp32"
@@ -15,7 +15,11 @@ local step = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua").loss(f
   scaler and torch.float16 or nil, scaler)
 for _ = 1, 10 do step() end
 torch.cuda.synchronize()
+local prof = torch.profiler.profile({ activities = { "CPU", "CUDA" } })
 local t0 = time.perf_counter()
 for _ = 1, 20 do step() end
 torch.cuda.synchronize()
-print(string.format("transformer %s: %.3f ms a step (wall, profiled)", mode, (time.perf_counter() - t0) / 20 * 1e3))
+local wall = (time.perf_counter() - t0) / 20 * 1e3
+prof:stop()
+print(string.format("transformer %s: %.3f ms a step (wall, profiled)", mode, wall))
+print(prof:key_averages():table({ sort_by = "self_cuda_time_total", row_limit = 30 }))

@@ -327,8 +327,6 @@ nn_status nn_cuda_graph_capture_end(nn_gpu_graph *g);
 nn_status nn_cuda_graph_replay(nn_gpu_graph *g);
 nn_status nn_cuda_graph_reset(nn_gpu_graph *g);
 
-extern "C" void nn_cuda_op_profile_install(nn_backend *b);
-
 static nn_gpu_api gpu_api;
 
 /* Registered when the program loads; no CUDA call happens until a device is used. */
@@ -350,7 +348,6 @@ __attribute__((constructor)) static void register_cuda(void)
 #define X(name, kind, autocast, backward) cuda_backend.kernels[NN_OP_##name] = CUDA_KERNEL_##kind(name);
 #include "ops.def"
 #undef X
-    nn_cuda_op_profile_install(&cuda_backend);
     nn_register_backend(NN_CUDA, &cuda_backend);
 
     gpu_api.device_count = device_count;

@@ -3,6 +3,7 @@
 #include "autograd.h"
 #include "autocast.h"
 #include "memory_format.h"
+#include "profiler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -859,7 +860,9 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
                 if (leaf_collects(x)) st = accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]);
                 else {
                     running = x;
+                    int64_t prof = nn_profiling ? nn_profiler_push(NN_PROF_NODE, x->name) : -1;
                     if (!(st = x->backward(x, x->grad_buf, gin)) && anomaly) st = check_nan(x, gin);
+                    nn_profiler_pop(prof);
                     running = NULL;
                 }
             }

@@ -1,0 +1,80 @@
+/* torch._profiler: the engine's recorder (engine/profiler.h) for bindings/lua/torch_profiler.lua.
+ * start(cuda, shapes), stop(), push(name) -> id, pop(id), events() -> a list of tables
+ * {name, kind ("op" | "range" | "node"), parent (1-based, 0: none), device, start_us, end_us,
+ * device_start_us, device_us (nil: none), shapes (nil unless recorded)}. */
+#include "lt.h"
+#include "profiler.h"
+
+static int p_start(lua_State *L)
+{
+    if (nn_profiler_start(lua_toboolean(L, 1), lua_toboolean(L, 2))) return lt_fail(L, 0);
+    return 0;
+}
+
+static int p_stop(lua_State *L)
+{
+    if (nn_profiler_stop()) return lt_fail(L, 0);
+    return 0;
+}
+
+static int p_push(lua_State *L)
+{
+    lua_pushinteger(L, nn_profiler_push(NN_PROF_RANGE, luaL_checkstring(L, 1)));
+    return 1;
+}
+
+static int p_pop(lua_State *L)
+{
+    nn_profiler_pop(luaL_checkinteger(L, 1));
+    return 0;
+}
+
+static int p_running(lua_State *L)
+{
+    lua_pushboolean(L, nn_profiling);
+    return 1;
+}
+
+static int p_events(lua_State *L)
+{
+    static const char *const kinds[] = {"op", "range", "node"};
+    int64_t n = nn_profiler_count();
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        const nn_prof_event *e = nn_profiler_event(i);
+        char dev[16];
+        lua_createtable(L, 0, 10);
+        lua_pushstring(L, e->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, kinds[e->kind]);
+        lua_setfield(L, -2, "kind");
+        lua_pushinteger(L, e->parent + 1);
+        lua_setfield(L, -2, "parent");
+        lua_pushstring(L, nn_device_str(dev, e->device));
+        lua_setfield(L, -2, "device");
+        lua_pushnumber(L, e->start_ns / 1e3);
+        lua_setfield(L, -2, "start_us");
+        lua_pushnumber(L, e->end_ns / 1e3);
+        lua_setfield(L, -2, "end_us");
+        if (e->device_us >= 0) {
+            lua_pushnumber(L, e->device_us);
+            lua_setfield(L, -2, "device_us");
+            lua_pushnumber(L, e->device_start_us);
+            lua_setfield(L, -2, "device_start_us");
+        }
+        if (e->shapes) {
+            lua_pushstring(L, e->shapes);
+            lua_setfield(L, -2, "shapes");
+        }
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+void lt_open_profiler(lua_State *L)
+{
+    static const luaL_Reg fns[] = {{"start", p_start}, {"stop", p_stop},     {"push", p_push},
+                                   {"pop", p_pop},     {"running", p_running}, {"events", p_events}, {NULL, NULL}};
+    luaL_newlib(L, fns);
+    lua_setfield(L, -2, "_profiler");
+}

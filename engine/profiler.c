@@ -1,0 +1,212 @@
+/* The profiler's recording (see profiler.h). GPU times come from event pairs recorded on the
+ * op's stream around its kernel; each device's first recorded op also gets a reference event, so
+ * that its ops can be placed on a timeline. Events are kept in per-device pools between runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "profiler.h"
+
+enum { MAX_OPEN = 256, MAX_GPUS = 16 };
+
+_Thread_local bool nn_profiling;
+
+typedef struct {
+    nn_gpu_event **free;
+    int nfree, cap;
+    nn_gpu_event *ref; /* this run's reference event (NULL: no op yet) */
+    int64_t ref_index; /* the op whose start it marks */
+} gpu_pool;
+
+static struct {
+    bool cuda, shapes;
+    int64_t epoch;
+    nn_prof_event *ev;
+    int64_t n, cap;
+    int64_t open[MAX_OPEN];
+    int nopen; /* ranges opened beyond MAX_OPEN deep are not recorded */
+    int in_op;
+    gpu_pool gpu[MAX_GPUS];
+} P;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void drop_events(void)
+{
+    for (int64_t i = 0; i < P.n; i++) {
+        if (P.ev[i].kind == NN_PROF_RANGE) free((char *)P.ev[i].name);
+        free(P.ev[i].shapes);
+    }
+    P.n = 0;
+}
+
+nn_status nn_profiler_start(bool cuda, bool shapes)
+{
+    if (nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: already running (stop it first)");
+    drop_events();
+    P.cuda = cuda && nn_gpu && nn_gpu->device_count() > 0;
+    P.shapes = shapes;
+    P.nopen = P.in_op = 0;
+    for (int d = 0; d < MAX_GPUS; d++) P.gpu[d].ref = NULL;
+    P.epoch = now_ns();
+    nn_profiling = true;
+    return NN_OK;
+}
+
+static nn_prof_event *add(nn_prof_kind kind, const char *name, nn_device dev)
+{
+    if (P.n == P.cap) {
+        int64_t cap = P.cap ? 2 * P.cap : 4096;
+        nn_prof_event *e = realloc(P.ev, cap * sizeof *e);
+        if (!e) return NULL;
+        P.ev = e, P.cap = cap;
+    }
+    nn_prof_event *e = &P.ev[P.n++];
+    memset(e, 0, sizeof *e);
+    e->name = name;
+    e->kind = kind;
+    e->device = dev;
+    e->parent = P.nopen ? P.open[P.nopen - 1] : -1;
+    e->device_us = -1;
+    e->start_ns = now_ns() - P.epoch;
+    return e;
+}
+
+int64_t nn_profiler_push(nn_prof_kind kind, const char *name)
+{
+    if (!nn_profiling) return -1;
+    if (P.nopen == MAX_OPEN) return -1;
+    char *own = NULL;
+    if (kind == NN_PROF_RANGE && !(own = strdup(name))) return -1;
+    nn_prof_event *e = add(kind, own ? own : name, NN_DEVICE_CPU);
+    if (!e) {
+        free(own);
+        return -1;
+    }
+    P.open[P.nopen++] = P.n - 1;
+    return P.n - 1;
+}
+
+void nn_profiler_pop(int64_t index)
+{
+    if (index < 0 || !nn_profiling || index >= P.n) return;
+    P.ev[index].end_ns = now_ns() - P.epoch;
+    while (P.nopen && P.open[P.nopen - 1] >= index) P.nopen--; /* closes any left open inside it */
+}
+
+/* an event of device d (created there), NULL on failure */
+static nn_gpu_event *take_event(int d)
+{
+    gpu_pool *g = &P.gpu[d];
+    if (g->nfree) return g->free[--g->nfree];
+    int cur = nn_gpu->current_device();
+    if (cur != d && nn_gpu->set_device(d)) return NULL;
+    nn_gpu_event *e = nn_gpu->event_new(true);
+    if (cur != d) nn_gpu->set_device(cur);
+    return e;
+}
+
+static void give_event(int d, nn_gpu_event *e)
+{
+    gpu_pool *g = &P.gpu[d];
+    if (!e) return;
+    if (g->nfree == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 256;
+        nn_gpu_event **f = realloc(g->free, cap * sizeof *f);
+        if (!f) {
+            nn_gpu->event_free(e);
+            return;
+        }
+        g->free = f, g->cap = cap;
+    }
+    g->free[g->nfree++] = e;
+}
+
+static nn_gpu_event *mark(int d)
+{
+    nn_gpu_event *e = take_event(d);
+    if (e && nn_gpu->event_record(e, nn_gpu->current_stream(d))) {
+        give_event(d, e);
+        e = NULL;
+    }
+    return e;
+}
+
+static char *shapes_of(const nn_kargs *a)
+{
+    size_t cap = 16 + (size_t)a->nin * (NN_MAX_DIMS * 22 + 4), n = 1;
+    char *s = malloc(cap), dims[NN_MAX_DIMS * 22 + 4];
+    if (!s) return NULL;
+    strcpy(s, "[");
+    for (int i = 0; i < a->nin; i++) {
+        const nn_tensor *t = a->in[i];
+        const char *d = t ? nn_shape_str(dims, t->ndim, t->shape) : "[]";
+        n += (size_t)snprintf(s + n, cap - n, i ? ", %s" : "%s", d);
+    }
+    snprintf(s + n, cap - n, "]");
+    return s;
+}
+
+nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
+{
+    if (P.in_op) return k(a);
+    nn_device dev = a->out[0]->storage->device;
+    nn_prof_event *e = add(NN_PROF_OP, nn_op_name(a->op), dev);
+    if (!e) return k(a);
+    int64_t i = P.n - 1;
+    if (P.shapes) e->shapes = shapes_of(a);
+    bool gpu = P.cuda && dev.type == NN_CUDA && dev.index < MAX_GPUS && !nn_gpu_capturing();
+    if (gpu) {
+        gpu_pool *g = &P.gpu[dev.index];
+        if (!g->ref && (g->ref = mark(dev.index))) g->ref_index = i;
+        e->ev[0] = mark(dev.index);
+    }
+    P.in_op++;
+    nn_status st = k(a);
+    P.in_op--;
+    e = &P.ev[i]; /* the kernel may not add events, but keep to the index */
+    if (gpu && e->ev[0]) e->ev[1] = mark(dev.index);
+    e->end_ns = now_ns() - P.epoch;
+    return st;
+}
+
+nn_status nn_profiler_stop(void)
+{
+    if (!nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: not running");
+    nn_profiling = false;
+    int64_t end = now_ns() - P.epoch;
+    while (P.nopen) P.ev[P.open[--P.nopen]].end_ns = end; /* ranges left open end here */
+    for (int d = 0; d < MAX_GPUS; d++)
+        if (P.gpu[d].ref && nn_gpu->synchronize(d)) nn_clear_error();
+    for (int64_t i = 0; i < P.n; i++) {
+        nn_prof_event *e = &P.ev[i];
+        if (!e->ev[0]) continue;
+        int d = e->device.index;
+        float ms = 0, at = 0;
+        if (e->ev[1] && !nn_gpu->event_elapsed_ms(e->ev[0], e->ev[1], &ms) &&
+            !nn_gpu->event_elapsed_ms(P.gpu[d].ref, e->ev[0], &at)) {
+            e->device_us = ms * 1e3;
+            e->device_start_us = at * 1e3 + P.ev[P.gpu[d].ref_index].start_ns / 1e3;
+        } else {
+            nn_clear_error();
+        }
+        give_event(d, e->ev[0]);
+        give_event(d, e->ev[1]);
+        e->ev[0] = e->ev[1] = NULL;
+    }
+    for (int d = 0; d < MAX_GPUS; d++) {
+        give_event(d, P.gpu[d].ref);
+        P.gpu[d].ref = NULL;
+    }
+    return NN_OK;
+}
+
+int64_t nn_profiler_count(void) { return P.n; }
+const nn_prof_event *nn_profiler_event(int64_t i) { return i >= 0 && i < P.n ? &P.ev[i] : NULL; }
+int64_t nn_profiler_epoch_ns(void) { return P.epoch; }

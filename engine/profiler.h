@@ -1,0 +1,44 @@
+/* torch.profiler's engine side: while on, every op the thread that started it dispatches is
+ * recorded with its host time and, on a GPU, its device time (a pair of timing events on the
+ * op's stream), together with named ranges (record_function, autograd's nodes) that nest.
+ * An op that runs inside another op's kernel counts in its caller. Off, nn_dispatch pays one
+ * thread-local test. */
+#ifndef NN_PROFILER_H
+#define NN_PROFILER_H
+
+#include "backend.h"
+#include "device.h"
+
+typedef enum { NN_PROF_OP, NN_PROF_RANGE, NN_PROF_NODE } nn_prof_kind;
+
+typedef struct {
+    const char *name;        /* the op's or node's name (static), or the range's (owned) */
+    nn_prof_kind kind;
+    int64_t parent;          /* index of the innermost range open around it, -1: none */
+    nn_device device;        /* an op's device; ranges: the CPU */
+    int64_t start_ns, end_ns; /* host, from the profiler's start */
+    double device_start_us;  /* GPU ops: from the device's first recorded op */
+    double device_us;        /* GPU time; < 0: none (CPU ops, ranges, CUDA profiling off) */
+    char *shapes;            /* inputs' shapes, "[[2, 3], []]", with record_shapes; else NULL */
+    nn_gpu_event *ev[2];
+} nn_prof_event;
+
+extern _Thread_local bool nn_profiling;
+
+/* Start recording on this thread (events of the previous run are dropped); cuda: time GPU ops
+ * on the device too; shapes: keep the inputs' shapes. Error if already running. */
+nn_status nn_profiler_start(bool cuda, bool shapes);
+/* Stop, wait for the devices and read the GPU times. The events stay until the next start. */
+nn_status nn_profiler_stop(void);
+int64_t nn_profiler_count(void);
+const nn_prof_event *nn_profiler_event(int64_t i);
+/* the host time of start, in ns since an arbitrary epoch (CLOCK_MONOTONIC) */
+int64_t nn_profiler_epoch_ns(void);
+/* Open a range (name copied for NN_PROF_RANGE); returns its index for nn_profiler_pop, or -1
+ * when not recording. Ranges close in reverse order. */
+int64_t nn_profiler_push(nn_prof_kind kind, const char *name);
+void nn_profiler_pop(int64_t index);
+/* nn_dispatch's path while profiling: k(a), recorded */
+nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k);
+
+#endif
