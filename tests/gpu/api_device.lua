@@ -319,5 +319,52 @@ same("conv critic penalty, pools, batch norm, cross entropy (create_graph)", fun
   return (g ^ 2):sum() + loss
 end, { r(2, 1, 6, 6), r(3, 1, 3, 3), r(2, 3, 2, 2) }, true)
 
+-- the session 16 additions: the new elementwise kernels, torch_numeric_more.lua, torch_shape_more.lua
+same("asinh acosh atanh fmax fmin", function(a, b)
+  return a:asinh() + (a:abs() + 1.5):acosh() + (a:tanh() * 0.9):atanh() + torch.fmax(a, b) * 2 + torch.fmin(a, b)
+end, { r(40), r(40) }, true)
+same("bitwise, nextafter", function(i, j, a, b)
+  return (i & j) + (i | j) + (i ~ j) + (~i) + (i << (j % 5)) + (i >> (j % 7)), torch.nextafter(a, b)
+end, { torch.randint(-100, 100, { 50 }), torch.randint(0, 60, { 50 }), r(50), r(50) })
+same("tensordot, addbmm, multi_dot, cholesky_inverse", function(a, b, m, x, y, c)
+  local spd = c:matmul(c:transpose(-1, -2)) + torch.eye(4, f64):to(c.device) * 4
+  return torch.tensordot(a, b, { { 1, 2 }, { 0, 1 } }), torch.addbmm(m, x, y, { beta = 0.5, alpha = 2 }),
+    torch.linalg.multi_dot({ a:reshape(6, 4), b:reshape(4, 10), b:reshape(10, 4) }),
+    torch.cholesky_inverse(torch.linalg.cholesky(spd))
+end, { r(3, 2, 4), r(2, 4, 5), r(3, 5), r(6, 3, 4), r(6, 4, 5), r(4, 4) }, true)
+same("cov, corrcoef, trapezoid, cumulative_trapezoid, gradient", function(a, x)
+  local xs = x:cumsum(0)
+  return torch.cov(a, { correction = 0 }), torch.corrcoef(a), torch.trapezoid(a, { dim = 1 }),
+    torch.cumulative_trapezoid(a, xs, { dim = 1 }), torch.gradient(a, { spacing = 0.5, dim = 1, edge_order = 2 })[1]
+end, { r(4, 9), r(9):abs() + 0.1 }, true)
+same("nanquantile, aminmax, logaddexp2, mvlgamma, frexp", function(a)
+  local m, M = torch.aminmax(a, { dim = 1 })
+  local mant, ex = torch.frexp(a)
+  local withnan = a:clone()
+  withnan[{ 0, 1 }] = 0 / 0
+  return torch.nanquantile(withnan, 0.3, 1), m, M, torch.logaddexp2(a, a * 0.5), torch.mvlgamma(a:abs() + 2, 3), mant, ex
+end, { r(5, 8) }, true)
+same("histogram, combinations, windows, logspace", function(a)
+  local d = a.device
+  local h, edges = torch.histogram(a:cpu(), 7)
+  return h, edges, torch.combinations(a[0], { r = 2 }), torch.hann_window(9, { dtype = torch.float64, device = d }),
+    torch.hamming_window(8, { periodic = false, dtype = torch.float64, device = d }),
+    torch.blackman_window(7, { dtype = torch.float64, device = d }), torch.logspace(-1, 2, 6, { dtype = torch.float64, device = d })
+end, { r(3, 5) })
+same("diagflat, unflatten, argwhere, unravel_index, as_strided, dsplit", function(a, b)
+  local pieces = { torch.dsplit(a:reshape(2, 3, 4), 2) }
+  return torch.diagflat(b, { offset = 1 }), a:unflatten(0, { 2, -1 }), torch.argwhere(a:gt(0)),
+    torch.unravel_index(torch.tensor({ 3, 7, 11 }):to(a.device), { 3, 4 }), a:as_strided({ 3, 3 }, { 2, 1 }, 1),
+    pieces[1], pieces[2]
+end, { r(6, 4), r(5) }, true)
+same("triangular_solve, lu, lu_solve, lu_unpack, qr", function(A, B)
+  local sq = A + torch.eye(4, f64):to(A.device) * 5
+  local X = torch.triangular_solve(B, sq:triu())
+  local LU, piv = torch.lu(sq)
+  local P, L, U = torch.lu_unpack(LU, piv)
+  local Q, R = torch.qr(sq)
+  return X, torch.lu_solve(B, LU, piv), P:matmul(L):matmul(U), Q:matmul(R)
+end, { r(4, 4), r(4, 3) }, true)
+
 print(string.format("api on %s: %d passed, %d failed", dev, passed, failed))
 os.exit(failed == 0 and 0 or 1)
