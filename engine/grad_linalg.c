@@ -13,9 +13,18 @@ static nn_tensor *sq(gscope *s, nn_tensor *t, int dim) { return t ? gs_keep(s, n
 static nn_tensor *mT(gscope *s, nn_tensor *t) { return t ? gs_keep(s, nn_transpose(t, -1, -2)) : NULL; }
 static nn_tensor *mm(gscope *s, nn_tensor *a, nn_tensor *b) { return a && b ? gs_keep(s, nn_matmul(a, b)) : NULL; }
 
+/* A column-major matrix (F.linear's weight.t()): its gradient is made column-major too, so that
+ * the transpose's backward hands AccumulateGrad a contiguous tensor it keeps without a copy
+ * (PyTorch's mm_mat2_backward does the same). Decided at record time: b itself is not always saved. */
+static bool col_major(const nn_tensor *b)
+{
+    return b->ndim == 2 && b->shape[0] > 1 && b->shape[1] > 1 && b->strides[0] == 1 && b->strides[1] == b->shape[0];
+}
+
 /* Gradients of out = a @ b (torch.matmul shapes) for the operands whose *ga / *gb is asked for;
- * the results are owned by s. */
-static void matmul_grads(gscope *s, nn_tensor *g, nn_tensor *a, nn_tensor *b, int nda, int ndb, nn_tensor **ga, nn_tensor **gb)
+ * b_col: b was column-major (col_major). The results are owned by s. */
+static void matmul_grads(gscope *s, nn_tensor *g, nn_tensor *a, nn_tensor *b, int nda, int ndb, bool b_col, nn_tensor **ga,
+                         nn_tensor **gb)
 {
     if (nda == 1 && ndb == 1) { /* dot: g is 0-dim */
         if (ga) *ga = gs_bin(s, NN_OP_mul, g, b);
@@ -31,13 +40,13 @@ static void matmul_grads(gscope *s, nn_tensor *g, nn_tensor *a, nn_tensor *b, in
         *ga = nda == 1 ? sq(s, r, -2) : r;
     }
     if (gb) {
-        nn_tensor *A2 = nda == 1 ? unsq(s, a, 0) : a, *r;
+        nn_tensor *A2 = nda == 1 ? unsq(s, a, 0) : a, *G2 = G;
         if (ndb <= 2 && nda > 2 && A2 && G) { /* fold the batch into the rows: [B*m, k]^T @ [B*m, n] */
             int64_t af[2] = {-1, A2->shape[A2->ndim - 1]}, gf[2] = {-1, G->shape[G->ndim - 1]};
-            r = mm(s, mT(s, gs_keep(s, nn_reshape(A2, 2, af))), gs_keep(s, nn_reshape(G, 2, gf)));
-        } else {
-            r = mm(s, mT(s, A2), G);
+            A2 = gs_keep(s, nn_reshape(A2, 2, af));
+            G2 = gs_keep(s, nn_reshape(G, 2, gf));
         }
+        nn_tensor *r = ndb == 2 && b_col ? mT(s, mm(s, mT(s, G2), A2)) : mm(s, mT(s, A2), G2);
         *gb = ndb == 1 ? sq(s, r, -1) : r;
     }
 }
@@ -57,7 +66,7 @@ static nn_status matmul_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
     nn_status st = load_operands(n, 0, 1, &a, &b);
     if (st) return st;
     gscope s = {0};
-    matmul_grads(&s, go[0], a, b, n->next[0].ndim, n->next[1].ndim, NEEDS(n, 0) ? &ga : NULL, NEEDS(n, 1) ? &gb : NULL);
+    matmul_grads(&s, go[0], a, b, n->next[0].ndim, n->next[1].ndim, n->i[0], NEEDS(n, 0) ? &ga : NULL, NEEDS(n, 1) ? &gb : NULL);
     gi[0] = gs_ret(ga), gi[1] = gs_ret(gb);
     gs_free(&s);
     return (NEEDS(n, 0) && !gi[0]) || (NEEDS(n, 1) && !gi[1]) ? nn_last_status() : NN_OK;
@@ -72,9 +81,7 @@ static nn_status addmm_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     double beta = n->f[0], alpha = n->f[1];
     gscope s = {0};
     if (NEEDS(n, 0)) gc = beta == 1 ? go[0] : gs_muls(&s, go[0], beta);
-    bool gb_colmajor = NEEDS(n, 2) && n->i[0];
-    matmul_grads(&s, go[0], a, b, 2, 2, NEEDS(n, 1) ? &ga : NULL, NEEDS(n, 2) && !gb_colmajor ? &gb : NULL);
-    if (gb_colmajor) gb = mT(&s, mm(&s, mT(&s, go[0]), a)); /* (G^T @ A)^T: column-major, as b was */
+    matmul_grads(&s, go[0], a, b, 2, 2, n->i[0], NEEDS(n, 1) ? &ga : NULL, NEEDS(n, 2) ? &gb : NULL);
     if (alpha != 1) {
         if (ga) ga = gs_muls(&s, ga, alpha);
         if (gb) gb = gs_muls(&s, gb, alpha);
@@ -106,6 +113,7 @@ nn_status nn_record_matmul(const char *name, nn_tensor *a, nn_tensor *b, nn_tens
     nn_tensor *ins[2] = {a, b};
     nn_node *n = nn_node_new(name, matmul_backward, 2, ins);
     if (!n) return nn_last_status();
+    n->i[0] = col_major(b);
     save_operands(n, 0, 1, a, b);
     return finish(n, out);
 }
@@ -117,10 +125,7 @@ nn_status nn_record_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, nn_tensor
     nn_node *n = nn_node_new("AddmmBackward0", addmm_backward, 3, ins);
     if (!n) return nn_last_status();
     n->f[0] = beta, n->f[1] = alpha;
-    /* b column-major (F.linear's weight.t()): its gradient is made column-major too, so that the
-     * transpose's backward hands AccumulateGrad a contiguous tensor it keeps without a copy
-     * (PyTorch's mm_mat2_backward does the same) */
-    n->i[0] = b->ndim == 2 && b->shape[0] > 1 && b->shape[1] > 1 && b->strides[0] == 1 && b->strides[1] == b->shape[0];
+    n->i[0] = col_major(b);
     save_operands(n, 1, 2, a, b);
     return finish(n, out);
 }

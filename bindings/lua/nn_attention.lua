@@ -130,8 +130,10 @@ local function from_heads(x, bf, N, H)
 end
 
 -- Self-attention's packed projection (..., 3E) as q, k and v in heads, one copy each. Its
--- backward puts the three gradients side by side in one cat; narrow views of the projection
--- would each spread theirs over zeros of the whole projection's size, then add them up.
+-- backward puts the three gradients side by side in one cat, straight from their heads'
+-- layout: (..., H, hd) views catted along H are (..., 3H, hd), the projection's (..., 3E).
+-- Narrow views of the projection would each spread theirs over zeros of the whole
+-- projection's size, then add them up.
 local QKVHeads = torch.autograd.Function:extend("QKVHeads")
 function QKVHeads.forward(ctx, qkv, bf, H)
   ctx.bf, ctx.H, ctx.N = bf, H, qkv:size(bf and 0 or 1)
@@ -140,8 +142,14 @@ function QKVHeads.forward(ctx, qkv, bf, H)
   return q, to_heads(qkv:narrow(2, E, E), bf, H):contiguous(), to_heads(qkv:narrow(2, 2 * E, E), bf, H):contiguous()
 end
 function QKVHeads.backward(ctx, gq, gk, gv)
-  local function back(g) return from_heads(g, ctx.bf, ctx.N, ctx.H) end
-  return torch.cat({ back(gq), back(gk), back(gv) }, 2), nil, nil
+  local N, H = ctx.N, ctx.H
+  local len, hd = gq:size(1), gq:size(2)
+  local function heads(g) -- [N*H, len, hd] as (N, len, H, hd) batch first, else (len, N, H, hd)
+    if ctx.bf then return g:reshape(N, H, len, hd):transpose(1, 2) end
+    return g:transpose(0, 1):reshape(len, N, H, hd)
+  end
+  local g = torch.cat({ heads(gq), heads(gk), heads(gv) }, 2)
+  return g:view(g:size(0), g:size(1), 3 * H * hd), nil, nil
 end
 
 local mha_forward_spec = { { "query", REQ }, { "key", REQ }, { "value", REQ }, { "key_padding_mask" },

@@ -339,4 +339,23 @@ T.test("column-major addmm operand gradients", function()
   torch.addmm(torch.randn(3):double(), A, B, { beta = 0.5, alpha = 2 }):backward(g)
   T.near(B.grad:tolist(), (A:detach():t():matmul(g) * 2):tolist(), 1e-12, "addmm column-major mat2 gradient")
   T.near(A.grad:tolist(), (g:matmul(B:detach():t()) * 2):tolist(), 1e-12, "addmm mat1 gradient")
+  -- a batched input goes through matmul, whose weight gradient folds the batch into the rows
+  local x3 = torch.randn(2, 4, 7):double():requires_grad_()
+  local g3 = torch.randn(2, 4, 3):double()
+  W.grad = nil
+  local prof = torch.profiler.profile({ activities = { "CPU" } })
+  F.linear(x3, W):backward(g3)
+  prof:stop()
+  local copies = 0
+  for _, e in ipairs(prof:events()) do if e.name == "copy" then copies = copies + 1 end end
+  T.eq(copies, 0, "batched linear: no copy in forward or backward (the weight gradient is stored as computed)")
+  local want = torch.zeros(3, 7):double()
+  for i = 0, 1 do want = want + g3[i]:t():matmul(x3[i]:detach()) end
+  T.near(W.grad:tolist(), want:tolist(), 1e-12, "batched linear weight gradient")
+  T.near(x3.grad:tolist(), g3:matmul(W:detach()):tolist(), 1e-12, "batched linear input gradient")
+  local V = torch.randn(3, 7):double():t():detach():requires_grad_() -- column-major [7, 3] through matmul
+  torch.matmul(x3:detach(), V):backward(g3)
+  local wantV = torch.zeros(7, 3):double()
+  for i = 0, 1 do wantV = wantV + x3[i]:detach():t():matmul(g3[i]) end
+  T.near(V.grad:tolist(), wantV:tolist(), 1e-12, "matmul column-major operand gradient")
 end)
