@@ -428,7 +428,6 @@ static int f_batch_norm(lua_State *L)
     return 1;
 }
 
-/* linear(input, weight, bias=nil): input @ weight^T + bias, addmm for 2-D input */
 /* torch._layer_norm(x, E, weight, bias, eps): F.layer_norm's fused kernels over x's trailing dims
  * of E elements (torch_functional.lua checks normalized_shape); weight, bias may be nil */
 static int f_layer_norm(lua_State *L)
@@ -440,6 +439,15 @@ static int f_layer_norm(lua_State *L)
     return 1;
 }
 
+/* torch._dropout(x, p): F.dropout's fused kernels in training, not in place (torch_functional.lua
+ * checks p and leaves 0, 1 and eval to itself) */
+static int f_dropout(lua_State *L)
+{
+    lt_push_or_fail(L, nn_dropout(lt_check(L, 1), luaL_checknumber(L, 2)), 1);
+    return 1;
+}
+
+/* linear(input, weight, bias=nil): input @ weight^T + bias, addmm for 2-D input */
 static int f_linear(lua_State *L)
 {
     static const char *const keys[] = {"bias", NULL};
@@ -615,7 +623,7 @@ void lt_open_nnfunc(lua_State *L)
         {"_conv2d_backward_weight", f_conv2d_backward_weight}, {"max_pool2d", f_max_pool2d}, {"max_pool2d_with_indices", f_max_pool2d_with_indices},
         {"avg_pool2d", f_avg_pool2d}, {"adaptive_avg_pool2d", f_adaptive_avg_pool2d},
         {"adaptive_max_pool2d", f_adaptive_max_pool2d}, {"nll_loss", f_nll_loss}, {"_cross_entropy_loss", f_cross_entropy_loss}, {"linear", f_linear},
-        {"embedding", f_embedding}, {"_layer_norm", f_layer_norm},
+        {"embedding", f_embedding}, {"_layer_norm", f_layer_norm}, {"_dropout", f_dropout},
     };
     for (size_t k = 0; k < sizeof fns / sizeof *fns; k++) reg(L, torch, methods, fns[k].name, fns[k].f, 0, true, false);
     reg(L, torch, methods, "batch_norm", f_batch_norm, 0, true, false);

@@ -60,6 +60,9 @@ nn_tensor *nn_embedding(nn_tensor *weight, nn_tensor *indices, int64_t padding_i
 /* F.layer_norm over x's trailing dims holding E elements (the caller checked normalized_shape);
  * weight and bias (NULL: none) hold E elements. Fused kernels, forward and backward. */
 nn_tensor *nn_layer_norm(nn_tensor *x, int64_t E, nn_tensor *weight, nn_tensor *bias, double eps);
+/* F.dropout in training, not in place (engine/dropout.c): x / (1 - p) where kept, else 0, kept with
+ * probability 1 - p; 0 <= p < 1. The same elements as x * the noise of nn_dropout_noise_. */
+nn_tensor *nn_dropout(nn_tensor *x, double p);
 nn_tensor *nn_batch_norm(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var, nn_tensor *weight, nn_tensor *bias,
                          bool training, double momentum, double eps);
 /* The gradients of batch_norm for x, weight and bias: each computed when its want[] flag is set,

@@ -349,6 +349,7 @@ local function dropout_apply(x, p, inplace, mask_shape)
     if inplace then return x:zero_() end
     return x * 0
   end
+  if not inplace and not mask_shape and x:is_contiguous() then return torch._dropout(x, p) end -- one fused pass
   local q = 1 - p
   local noise = mask_shape and torch.empty(mask_shape, { dtype = x.dtype, device = x.device }) or torch.empty_like(x)
   noise:_dropout_noise_(q)

@@ -162,3 +162,61 @@ nn_status nn_cpu_random(const nn_kargs *a)
     nn_iter_run(&it, rows[a->op], &c);
     return NN_OK;
 }
+
+/* v rounded to dt: dropout scales by 1 / keep as a value of the data's dtype, as x * noise did */
+static double in_dtype(double v, nn_dtype dt)
+{
+    char b[8];
+    store(b, dt, v);
+    return nn_load_f64(b, dt);
+}
+
+/* dropout (ops.def): x, y and mask contiguous; element j's draw as dropout_noise's. y = x * (scale or 0),
+ * as x * noise was (a dropped inf or nan gives nan); a product of two values of dt is exact in double, so
+ * rounding it once to dt gives dt's own product. */
+nn_status nn_cpu_dropout(const nn_kargs *a)
+{
+    nn_tensor *y = a->out[0], *mask = a->out[1], *x = a->in[0];
+    nn_dtype dt = x->dtype;
+    if (!nn_dtype_is_float(dt)) return nn_not_implemented(a, dt);
+    uint64_t seed = (uint64_t)a->i[1];
+    rng_ctx c = {.op = a->op, .dt = dt, .key = {(uint32_t)seed, (uint32_t)(seed >> 32)}, .counter = (uint64_t)a->i[2]};
+    const double keep = a->f[0], scale = in_dtype(1.0 / keep, dt);
+    const bool wide = dt == NN_F64;
+    const size_t es = nn_dtype_size(dt);
+    const char *px = nn_data(x);
+    char *py = nn_data(y);
+    uint8_t *pm = nn_data(mask);
+    int64_t n = nn_numel(x);
+    uint32_t w[4][LANES];
+    for (int64_t i = 0; i < n; i += LANES) {
+        int m = n - i < LANES ? (int)(n - i) : LANES;
+        blocks(&c, m, w);
+        for (int l = 0; l < m; l++) {
+            int64_t j = i + l;
+            bool kept = (wide ? u53(w[0][l], w[1][l]) : u24(w[0][l])) < keep;
+            pm[j] = kept;
+            if (dt == NN_F32) ((float *)py)[j] = ((const float *)px)[j] * (kept ? (float)scale : 0.0f);
+            else store(py + j * es, dt, nn_load_f64(px + j * es, dt) * (kept ? scale : 0.0));
+        }
+    }
+    return NN_OK;
+}
+
+nn_status nn_cpu_dropout_backward(const nn_kargs *a)
+{
+    nn_tensor *gi = a->out[0], *g = a->in[0], *mask = a->in[1];
+    nn_dtype dt = g->dtype;
+    if (!nn_dtype_is_float(dt)) return nn_not_implemented(a, dt);
+    const double scale = in_dtype(a->f[0], dt);
+    const size_t es = nn_dtype_size(dt);
+    const char *pg = nn_data(g);
+    const uint8_t *pm = nn_data(mask);
+    char *po = nn_data(gi);
+    int64_t n = nn_numel(g);
+    for (int64_t j = 0; j < n; j++) {
+        if (dt == NN_F32) ((float *)po)[j] = ((const float *)pg)[j] * (pm[j] ? (float)scale : 0.0f);
+        else store(po + j * es, dt, nn_load_f64(pg + j * es, dt) * (pm[j] ? scale : 0.0));
+    }
+    return NN_OK;
+}
