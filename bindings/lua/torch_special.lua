@@ -120,12 +120,16 @@ local function lgamma_pos(x)
   return torch.where(small, out - prod:log(), out)
 end
 
+-- for the reflection formulas: where x < 1/2, f_pos(x) for x >= 1/2 (else at 1 - x), and x with
+-- 1/4 where not reflected (so sin / tan of pi x stay finite there)
+local function reflect(x, f_pos)
+  local refl = x:lt(0.5)
+  return refl, f_pos(torch.where(refl, 1 - x, x)), wherec(refl:logical_not(), 0.25, x)
+end
+
 -- reflection below 1/2: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
 local function lgamma64(x)
-  local refl = x:lt(0.5)
-  local xs = torch.where(refl, 1 - x, x)
-  local main = lgamma_pos(xs)
-  local xr = wherec(refl:logical_not(), 0.25, x)
+  local refl, main, xr = reflect(x, lgamma_pos)
   local r = (math.pi / (xr * math.pi):sin():abs()):log() - main
   local out = torch.where(refl, r, main)
   out = wherec(x:le(0):logical_and(x:eq(x:floor())), math.huge, out)
@@ -144,10 +148,7 @@ local function digamma_pos(x) -- x >= 1/2
 end
 
 local function digamma64(x)
-  local refl = x:lt(0.5)
-  local xs = torch.where(refl, 1 - x, x)
-  local main = digamma_pos(xs)
-  local xr = wherec(refl:logical_not(), 0.25, x)
+  local refl, main, xr = reflect(x, digamma_pos)
   local out = torch.where(refl, main - math.pi / (xr * math.pi):tan(), main)
   out = wherec(x:le(0):logical_and(x:eq(x:floor())), 0 / 0, out)
   out = wherec(x:eq(0), -math.huge, out)
@@ -283,17 +284,23 @@ end
 -- |x| <= 30: the power series sum (x/2)^(2k+nu) / (k! (k+nu)!), 56 terms (all positive; the
 -- 50th is below 1e-19 of the sum at 30). Above: Hankel's expansion exp(-x) I_nu(x) =
 -- 1/sqrt(2 pi x) sum t_k, t_k = t_(k-1) ((2k-1)^2 - 4 nu^2) / (8 k x), 26 terms (below 1e-19).
+-- sum over k < terms of sign^k (x/2)^(2k+nu) / (k! (k+nu)!), nu 0 or 1: I_nu's series (sign 1), J_nu's (-1)
+local function bessel_series(x, nu, sign, terms)
+  local q = sign * (x * x) / 4
+  local term = nu == 0 and torch.ones_like(x) or x / 2
+  local sum = term
+  for k = 1, terms - 1 do
+    term = term * q / (k * (k + nu))
+    sum = sum + term
+  end
+  return sum
+end
+
 local function bessel_i(x, nu, scaled)
   local ax = x:abs()
   local small = ax:le(30)
   local xs = torch.where(small, ax, full(x, 0))
-  local q = xs * xs / 4
-  local term = nu == 0 and torch.ones_like(x) or xs / 2
-  local sum = term
-  for k = 1, 56 do
-    term = term * q / (k * (k + nu))
-    sum = sum + term
-  end
+  local sum = bessel_series(xs, nu, 1, 57)
   if scaled then sum = sum * (-xs):exp() end
   local xl = torch.where(small, full(x, 31), ax)
   local t, asym = torch.ones_like(x), torch.ones_like(x)
@@ -335,14 +342,7 @@ local function bessel_j(x, nu)
   local ax = x:abs()
   local low, high = ax:le(2), ax:ge(25)
   -- power series
-  local xs = torch.where(low, ax, full(x, 0))
-  local q = -(xs * xs) / 4
-  local term = nu == 0 and torch.ones_like(x) or xs / 2
-  local ser = term
-  for k = 1, 14 do
-    term = term * q / (k * (k + nu))
-    ser = ser + term
-  end
+  local ser = bessel_series(torch.where(low, ax, full(x, 0)), nu, -1, 15)
   -- Miller's recurrence
   local xm = ax:clamp(2, 25)
   local jp1, j = torch.zeros_like(x), torch.ones_like(x)

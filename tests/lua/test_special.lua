@@ -38,18 +38,19 @@ local function besseli_ref(n, x)
 end
 local function besselj_ref(n, x) return trapezoid(function(t) return math.cos(n * t - x * math.sin(t)) end, 1200) end
 
--- erfcx(x) = exp(x^2) erfc(x): Taylor series of erf for |x| <= 1.5, Laplace's continued
--- fraction erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))) above
+-- erfcx(x) = exp(x^2) erfc(x): for |x| <= 1, exp(x^2) - 2/sqrt(pi) sum 2^n x^(2n+1) / (2n+1)!!
+-- (erf's series of positive terms, times exp(x^2)); above, Laplace's continued fraction
+-- erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
 local function erfcx_ref(x)
-  if x < -1.5 then return 2 * math.exp(x * x) - erfcx_ref(-x) end
-  if x <= 1.5 then
+  if x < -1 then return 2 * math.exp(x * x) - erfcx_ref(-x) end
+  if x <= 1 then
     local s, term, n = 0, x, 0
-    while math.abs(term) > 1e-18 do
-      s = s + term / (2 * n + 1)
+    while math.abs(term) > 1e-20 do
+      s = s + term
       n = n + 1
-      term = -term * x * x / n
+      term = term * 2 * x * x / (2 * n + 1)
     end
-    return math.exp(x * x) * (1 - 2 / math.sqrt(pi) * s)
+    return math.exp(x * x) - 2 / math.sqrt(pi) * s
   end
   local f = x
   for k = 20000, 1, -1 do f = x + (k / 2) / f end
