@@ -1,7 +1,7 @@
 -- More of torch.nn, made of the differentiable tensor ops: Softmax2d, Softshrink / Hardshrink,
 -- RReLU, RMSNorm, MultiMarginLoss, pdist, LPPool1d / 2d, gumbel_softmax, EmbeddingBag,
--- MaxUnpool1d / 2d, LazyLinear, nn.init.sparse_ / dirac_ and CTCLoss, with PyTorch's
--- arguments, defaults and formulas.
+-- MaxUnpool1d / 2d, LazyLinear, LazyConv1d / 2d / 3d, LazyBatchNorm1d / 2d / 3d, nn.init.sparse_ /
+-- dirac_ and CTCLoss, with PyTorch's arguments, defaults and formulas.
 local torch = require "torch"
 local U = require "nn_util"
 local Module = require "nn_module"
@@ -519,7 +519,34 @@ for _, nd in ipairs({ 1, 2 }) do
   end
 end
 
--- ---- LazyLinear ----
+-- ---- lazy modules: LazyLinear, LazyConv1d / 2d / 3d, LazyBatchNorm1d / 2d / 3d ----
+
+-- Each becomes its concrete class on its first forward, as PyTorch's: the class's own __init
+-- runs on the instance with the size read from the input (so parameters, their order and
+-- their initialisation are that class's), the device and dtype given at construction or the
+-- input's (PyTorch materialises with the construction's factory arguments, default CPU).
+local function materialize(self, cls, ...)
+  local vals = getmetatable(self).__index
+  for k in pairs(vals) do if k:sub(1, 6) == "_lazy_" then vals[k] = nil end end
+  setmetatable(vals, rawget(cls, "_values_mt") or { __index = cls })
+  getmetatable(self).__name = rawget(cls, "__name")
+  cls.__init(self, ...)
+end
+local function lazy_factory(fk, x)
+  return fk.dtype or (x:is_floating_point() and x.dtype or torch.get_default_dtype()), fk.device or x.device
+end
+-- the construction's arguments (self._lazy_args) with key = size read from x
+local function materialize_with(self, cls, key, size, x)
+  local o = {}
+  for k, v in pairs(self._lazy_args) do o[k] = v end
+  o[key] = size
+  o.dtype, o.device = lazy_factory(self._lazy_args, x)
+  materialize(self, cls, o)
+end
+local function lazy_forward(self, x)
+  self:initialize_parameters(x)
+  return self:forward(x) -- the concrete class's
+end
 
 -- becomes an nn.Linear on its first forward, as PyTorch's (in_features = input:size(-1))
 local Linear = layers.Linear
@@ -540,17 +567,8 @@ function LazyLinear:has_uninitialized_params() return self.weight == nil end
 function LazyLinear:initialize_parameters(x)
   tensor_arg("LazyLinear", "input", x)
   if x:dim() == 0 then U.errorf("LazyLinear got input of shape %s, expected [*, in_features]", U.shape_str(x)) end
-  local fk = self._lazy_factory
-  local dtype = fk.dtype or (x:is_floating_point() and x.dtype or torch.get_default_dtype())
-  local device = fk.device or x.device
-  self.in_features = x:size(-1)
-  self.weight = Parameter(torch.empty(self.out_features, self.in_features, { dtype = dtype, device = device }))
-  if self._lazy_bias then self.bias = Parameter(torch.empty(self.out_features, { dtype = dtype, device = device })) end
-  self:reset_parameters()
-  local vals = getmetatable(self).__index
-  vals._lazy_bias, vals._lazy_factory = nil, nil
-  setmetatable(vals, rawget(Linear, "_values_mt") or { __index = Linear }) -- now a plain nn.Linear
-  getmetatable(self).__name = "Linear"
+  local dtype, device = lazy_factory(self._lazy_factory, x)
+  materialize(self, Linear, x:size(-1), self.out_features, { bias = self._lazy_bias, dtype = dtype, device = device })
 end
 function LazyLinear:reset_parameters()
   if self.weight ~= nil then Linear.reset_parameters(self) end
@@ -559,6 +577,72 @@ function LazyLinear:forward(x)
   if self.weight == nil then self:initialize_parameters(x) end
   return Linear.forward(self, x)
 end
+
+-- LazyConvNd(out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=true,
+-- padding_mode="zeros"): in_channels from the input's channel dim ([C, *] or [N, C, *])
+local lazy_conv_spec = { { "out_channels", REQ }, { "kernel_size", REQ }, { "stride", 1 }, { "padding", 0 }, { "dilation", 1 },
+  { "groups", 1 }, { "bias", true }, { "padding_mode", "zeros" }, { "device" }, { "dtype" } }
+local function lazy_conv(name, n, concrete)
+  local cls = Module:extend(name)
+  M[name] = cls
+  function cls:__init(...)
+    local o = U.parse(name, lazy_conv_spec, ...)
+    self.in_channels = 0
+    self.out_channels = U.check_int(name, "out_channels", o.out_channels, 0)
+    self._lazy_args = o
+    self:register_parameter("weight", nil)
+    self:register_parameter("bias", nil)
+  end
+  function cls:extra_repr() return string.format("0, %d, kernel_size=%s", self.out_channels, U.pystr(self._lazy_args.kernel_size)) end
+  function cls:has_uninitialized_params() return self.weight == nil end
+  function cls:initialize_parameters(x)
+    tensor_arg(name, "input", x)
+    if x:dim() ~= n + 1 and x:dim() ~= n + 2 then
+      U.errorf("Expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s", n + 1, n + 2, name, U.shape_str(x))
+    end
+    materialize_with(self, concrete(), "in_channels", x:size(x:dim() == n + 2 and 1 or 0), x)
+  end
+  cls.forward = lazy_forward
+end
+lazy_conv("LazyConv1d", 1, function() return require("nn_conv_more").Conv1d end)
+lazy_conv("LazyConv2d", 2, function() return layers.Conv2d end)
+lazy_conv("LazyConv3d", 3, function() return require("nn_conv3d").Conv3d end)
+
+-- LazyBatchNormNd(eps=1e-5, momentum=0.1, affine=true, track_running_stats=true): num_features = input:size(1)
+local lazy_bn_spec = { { "eps", 1e-5 }, { "momentum", 0.1 }, { "affine", true }, { "track_running_stats", true }, { "device" },
+  { "dtype" } }
+local function lazy_batchnorm(name, base)
+  local cls = Module:extend(name)
+  M[name] = cls
+  function cls:__init(...)
+    local o = U.parse(name, lazy_bn_spec, ...)
+    self.num_features, self.eps, self.affine, self.track_running_stats = 0, o.eps, o.affine, o.track_running_stats
+    self.momentum = o.momentum ~= false and o.momentum or nil
+    self._lazy_args = o
+    self:register_parameter("weight", nil)
+    self:register_parameter("bias", nil)
+    self:register_buffer("running_mean", nil)
+    self:register_buffer("running_var", nil)
+    if o.track_running_stats then self:register_buffer("num_batches_tracked", torch.tensor(0, { dtype = torch.int64 })) end
+  end
+  function cls:extra_repr()
+    return string.format("0, eps=%s, momentum=%s, affine=%s, track_running_stats=%s", U.pystr(self.eps), U.pystr(self.momentum),
+      U.pystr(self.affine), U.pystr(self.track_running_stats))
+  end
+  function cls:has_uninitialized_params() return self.num_features == 0 end
+  function cls:initialize_parameters(x)
+    tensor_arg(name, "input", x)
+    local concrete = require("nn_norm")[base]
+    if not concrete._dims[x:dim()] then U.errorf(concrete._dims_msg, x:dim()) end
+    local tracked = self.num_batches_tracked
+    materialize_with(self, concrete, "num_features", x:size(1), x)
+    if tracked ~= nil then self.num_batches_tracked:copy_(tracked) end
+  end
+  cls.forward = lazy_forward
+end
+lazy_batchnorm("LazyBatchNorm1d", "BatchNorm1d")
+lazy_batchnorm("LazyBatchNorm2d", "BatchNorm2d")
+lazy_batchnorm("LazyBatchNorm3d", "BatchNorm3d")
 
 -- ---- nn.init additions ----
 

@@ -1,5 +1,5 @@
 -- More layers: nn.ParameterList / nn.ParameterDict, the padding modules (ZeroPad, ConstantPad,
--- ReflectionPad, ReplicationPad, CircularPad in 1-d and 2-d), nn.InstanceNorm1d / 2d with
+-- ReflectionPad, ReplicationPad, CircularPad in 1-d and 2-d), nn.InstanceNorm1d / 2d / 3d with
 -- F.instance_norm, and nn.Bilinear with F.bilinear, as PyTorch's.
 local torch = require "torch"
 local U = require "nn_util"
@@ -227,6 +227,9 @@ local function instance_norm(name, spatial)
       U.errorf("expected %dD or %dD input (got %dD input)", spatial + 1, spatial + 2, x:dim())
     end
     if unbatched then x = x:unsqueeze(0) end
+    if self.affine and x:size(1) ~= self.num_features then
+      U.errorf("expected input's size at dim=%d to match num_features (%d), but got: %d.", unbatched and 0 or 1, self.num_features, x:size(1))
+    end
     local use_input = self.training or not self.track_running_stats
     if self.training and self.track_running_stats then self.num_batches_tracked:add_(1) end
     local y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input, self.momentum, self.eps)
@@ -236,6 +239,7 @@ end
 
 instance_norm("InstanceNorm1d", 1)
 instance_norm("InstanceNorm2d", 2)
+instance_norm("InstanceNorm3d", 3)
 
 -- ---- LocalResponseNorm, ChannelShuffle, AdaptiveMaxPool1d, AlphaDropout ----
 

@@ -1,5 +1,6 @@
 -- Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss,
--- BCELoss, BCEWithLogitsLoss. Class weights (and pos_weight) are buffers, as in
+-- BCELoss, BCEWithLogitsLoss, the losses of torch_functional_more.lua and
+-- TripletMarginWithDistanceLoss. Class weights (and pos_weight) are buffers, as in
 -- PyTorch; the legacy size_average/reduce arguments map to `reduction`.
 local torch = require "torch"
 local U = require "nn_util"
@@ -113,5 +114,25 @@ loss_class("PoissonNLLLoss", { { "log_input", true }, { "full", false }, { "size
   { "reduction", "mean" } }, "poisson_nll_loss", kept_opts({ "log_input", "full", "eps" }))
 loss_class("GaussianNLLLoss", { { "full", false }, { "eps", 1e-6 }, { "reduction", "mean" } }, "gaussian_nll_loss",
   kept_opts({ "full", "eps" }))
+
+-- TripletMarginWithDistanceLoss{distance_function=nil, margin=1, swap=false, reduction="mean"}: the
+-- default distance is an nn.PairwiseDistance submodule, as in PyTorch
+local TMWDLoss = Module:extend("TripletMarginWithDistanceLoss")
+M.TripletMarginWithDistanceLoss = TMWDLoss
+function TMWDLoss:__init(...)
+  local o = U.parse("TripletMarginWithDistanceLoss", { { "distance_function" }, { "margin", 1.0 }, { "swap", false },
+    { "reduction", "mean" } }, ...)
+  if not reductions[o.reduction] then U.errorf("%s is not a valid value for reduction", tostring(o.reduction)) end
+  if o.margin <= 0 then
+    U.errorf("TripletMarginWithDistanceLoss: expected margin to be greater than 0, got %s instead", U.pystr(o.margin))
+  end
+  self.reduction = o.reduction
+  self.distance_function = o.distance_function or torch.nn.PairwiseDistance()
+  self.margin, self.swap = o.margin, o.swap
+end
+function TMWDLoss:forward(anchor, positive, negative)
+  return U.F("triplet_margin_with_distance_loss", anchor, positive, negative, { distance_function = self.distance_function,
+    margin = self.margin, swap = self.swap, reduction = self.reduction })
+end
 
 return M

@@ -1,9 +1,9 @@
 -- More of torch.nn.functional, made of the differentiable ops: the activations mish, selu,
 -- celu, hardsigmoid, hardswish, softsign, tanhshrink, glu, threshold and prelu; the distances
 -- cosine_similarity and pairwise_distance; and the losses kl_div, margin_ranking_loss,
--- triplet_margin_loss, cosine_embedding_loss, hinge_embedding_loss, soft_margin_loss,
--- multilabel_soft_margin_loss, poisson_nll_loss and gaussian_nll_loss, with PyTorch's
--- arguments, defaults and formulas.
+-- triplet_margin_loss, triplet_margin_with_distance_loss, cosine_embedding_loss,
+-- hinge_embedding_loss, soft_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss and
+-- gaussian_nll_loss, with PyTorch's arguments, defaults and formulas.
 local torch = require "torch"
 local U = require "nn_util"
 local F = torch.nn.functional
@@ -204,6 +204,24 @@ function F.triplet_margin_loss(...)
   local d_an = F.pairwise_distance(o.anchor, o.negative, o.p, o.eps)
   if o.swap then d_an = torch.minimum(d_an, F.pairwise_distance(o.positive, o.negative, o.p, o.eps)) end
   return reduce("triplet_margin_loss", F.relu(d_ap - d_an + o.margin), reduction_of(o))
+end
+
+-- triplet_margin_with_distance_loss(anchor, positive, negative, {distance_function=nil (pairwise_distance),
+-- margin=1, swap=false, reduction="mean"}): max(d(a, p) - d(a, n) + margin, 0)
+function F.triplet_margin_with_distance_loss(...)
+  local o = U.parse("triplet_margin_with_distance_loss", { { "anchor", REQ }, { "positive", REQ }, { "negative", REQ },
+    { "distance_function" }, { "margin", 1.0 }, { "swap", false }, { "reduction", "mean" } }, ...)
+  local a, p, n = o.anchor, o.positive, o.negative
+  for i, t in ipairs({ a, p, n }) do tensor_arg("triplet_margin_with_distance_loss", ({ "anchor", "positive", "negative" })[i], t) end
+  if o.margin <= 0 then U.errorf("triplet_margin_with_distance_loss: expected margin to be greater than 0, got %s instead", U.pystr(o.margin)) end
+  if a:dim() ~= p:dim() or a:dim() ~= n:dim() then
+    U.errorf("The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: " ..
+      "anchor %dD, positive %dD, and negative %dD inputs", a:dim(), p:dim(), n:dim())
+  end
+  local dist = o.distance_function or F.pairwise_distance
+  local d_ap, d_an = dist(a, p), dist(a, n)
+  if o.swap then d_an = torch.minimum(d_an, dist(p, n)) end
+  return reduce("triplet_margin_with_distance_loss", (o.margin + d_ap - d_an):clamp(0), reduction_of(o))
 end
 
 function F.poisson_nll_loss(...)

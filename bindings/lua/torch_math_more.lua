@@ -76,9 +76,15 @@ function torch.fmod(a, b)
   return r
 end
 
-function torch.logit(x, eps)
+-- logit(x, eps=nil): log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given
+function torch.logit(x, ...)
+  local eps = U.parse("logit", { { "eps" } }, ...).eps
   if eps ~= nil then x = x:clamp(eps, 1 - eps) end
   return (x / (1 - x)):log()
+end
+function Tensor:logit_(...)
+  local args = table.pack(...)
+  return U.maybe_inplace(self, function(s) return torch.logit(s, table.unpack(args, 1, args.n)) end, true)
 end
 
 function torch.nan_to_num(x, ...)

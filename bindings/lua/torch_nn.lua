@@ -22,7 +22,7 @@ nn.OrderedDict = U.OrderedDict.new
 nn.is_parameter = Parameter.is
 nn.isinstance = Module.isinstance_of
 
-for _, file in ipairs({ "nn_layers", "nn_activation", "nn_norm", "nn_containers", "nn_loss", "nn_attention", "nn_transformer", "nn_rnn", "nn_conv_more", "nn_upsample", "nn_layers_more", "nn_grid", "nn_extra", "nn_sync_batchnorm", "nn_conv3d" }) do
+for _, file in ipairs({ "nn_layers", "nn_activation", "nn_norm", "nn_containers", "nn_loss", "nn_attention", "nn_transformer", "nn_rnn", "nn_conv_more", "nn_upsample", "nn_layers_more", "nn_grid", "nn_extra", "nn_sync_batchnorm", "nn_conv3d", "nn_adaptive" }) do
   for name, cls in pairs(require(file)) do
     if type(cls) == "table" and rawget(cls, "__class") == cls and name:sub(1, 1) ~= "_" then nn[name] = cls end
   end

@@ -1,7 +1,7 @@
 -- More of torch's tensor functions, made of the ops: x:new_zeros / new_ones / new_full /
 -- new_empty / new_tensor; broadcast_to, broadcast_tensors, ravel, hstack, vstack, dstack,
 -- column_stack, atleast_1d / 2d / 3d, tensor_split, hsplit, vsplit, take, take_along_dim;
--- logical_xor, floor_divide, deg2rad, rad2deg, sgn, positive, xlogy, sinc, heaviside,
+-- logical_xor, floor_divide, deg2rad, rad2deg, sgn, positive, heaviside (xlogy and sinc: torch_special.lua),
 -- copysign, signbit, ldexp, float_power, isin; searchsorted, bucketize, tril_indices,
 -- triu_indices, cartesian_prod; nansum, nanmean, std_mean, var_mean, quantile; index_fill_,
 -- fill_diagonal_.
@@ -141,14 +141,6 @@ function torch.deg2rad(x) return x * (math.pi / 180) end
 function torch.rad2deg(x) return x * (180 / math.pi) end
 function torch.sgn(x) return x:sign() end
 function torch.positive(x) return x end
-function torch.xlogy(x, y)
-  y = torch.is_tensor(y) and y or torch.full({}, y, { dtype = x.dtype, device = x.device })
-  return torch.where(x:eq(0), torch.zeros_like(x * y), x * y:log())
-end
-function torch.sinc(x)
-  local px = x * math.pi
-  return torch.where(x:eq(0), torch.ones_like(px), px:sin() / px)
-end
 function torch.heaviside(x, values) return torch.where(x:eq(0), values, x:gt(0):to(x.dtype)) end
 function torch.copysign(a, b)
   local neg = torch.is_tensor(b) and torch.signbit(b) or (b < 0 or 1 / b < 0)
@@ -306,7 +298,7 @@ function Tensor:fill_diagonal_(value, wrap)
 end
 
 for _, name in ipairs({ "broadcast_to", "ravel", "tensor_split", "hsplit", "vsplit", "take", "take_along_dim", "logical_xor",
-  "floor_divide", "deg2rad", "rad2deg", "sgn", "positive", "xlogy", "sinc", "heaviside", "copysign", "signbit", "ldexp",
+  "floor_divide", "deg2rad", "rad2deg", "sgn", "positive", "heaviside", "copysign", "signbit", "ldexp",
   "float_power", "isin", "nansum", "nanmean", "quantile" }) do
   Tensor[name] = torch[name]
 end
