@@ -345,7 +345,7 @@ end
 function Dirichlet:entropy()
   local c = self.concentration
   local k, a0 = c:size(-1), c:sum(-1)
-  return c:lgamma():sum(-1) - a0:lgamma() - (a0 - k) * a0:digamma() - ((c - 1) * c:digamma()):sum(-1)
+  return c:lgamma():sum(-1) - a0:lgamma() + (a0 - k) * a0:digamma() - ((c - 1) * c:digamma()):sum(-1)
 end
 
 local Beta = class("Beta")
@@ -377,7 +377,7 @@ end
 function Beta:entropy()
   local a, b = self.concentration1, self.concentration0
   local t = a + b
-  return a:lgamma() + b:lgamma() - t:lgamma() - (t - 2) * t:digamma() - (a - 1) * a:digamma() - (b - 1) * b:digamma()
+  return a:lgamma() + b:lgamma() - t:lgamma() + (t - 2) * t:digamma() - (a - 1) * a:digamma() - (b - 1) * b:digamma()
 end
 
 -- ---- kl_divergence pairs ----

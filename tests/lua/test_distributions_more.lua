@@ -1,0 +1,281 @@
+-- torch.distributions beyond the first four, against references written here in Lua's math
+-- (a Lanczos lgamma, a digamma series, erf by its Taylor series, the incomplete gamma by its
+-- series, densities integrated by Simpson's rule for mass / mean / variance / entropy); samples
+-- by the Kolmogorov-Smirnov distance to the CDF (1.95 / sqrt(n) is the 0.1% critical value) and
+-- means within 5 standard errors, with fixed seeds; rsample gradients by central differences.
+local T = ...
+local D = torch.distributions
+local TR = D.transforms
+local f64 = { dtype = torch.float64 }
+local gradcheck = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "gradcheck.lua")(T)
+local t64 = function(v) return torch.tensor(v, f64) end
+
+-- ---- references in Lua ----
+
+local LANCZOS = { 0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+  12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7 }
+local function lgamma(x)
+  if x < 0.5 then return math.log(math.pi / math.abs(math.sin(math.pi * x))) - lgamma(1 - x) end
+  x = x - 1
+  local a, t = LANCZOS[1], x + 7.5
+  for i = 1, 8 do a = a + LANCZOS[i + 1] / (x + i) end
+  return 0.5 * math.log(2 * math.pi) + (x + 0.5) * math.log(t) - t + math.log(a)
+end
+local function digamma(x)
+  local r = 0
+  while x < 6 do r, x = r - 1 / x, x + 1 end
+  local f = 1 / (x * x)
+  return r + math.log(x) - 0.5 / x - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f / 132))))
+end
+local function erf(x)
+  local sum, term, n = x, x, 0
+  repeat
+    n = n + 1
+    term = -term * x * x / n
+    sum = sum + term / (2 * n + 1)
+  until math.abs(term / (2 * n + 1)) < 1e-17 * math.max(1e-300, math.abs(sum))
+  return 2 / math.sqrt(math.pi) * sum
+end
+local function Phi(z) if math.abs(z) > 6 then return z > 0 and 1 or 0 end return 0.5 * (1 + erf(z / math.sqrt(2))) end
+local function gammainc(a, x) -- the regularized lower incomplete gamma P(a, x), by its series
+  if x <= 0 then return 0 end
+  local term, sum, n = 1 / a, 1 / a, 0
+  repeat n = n + 1; term = term * x / (a + n); sum = sum + term until term < 1e-17 * sum
+  return math.exp(a * math.log(x) - x - lgamma(a)) * sum
+end
+local EULER = 0.5772156649015329
+
+-- mass, mean, variance and entropy of a density on [a, b] by Simpson's rule
+local function integrate(logpdf, a, b, n)
+  n = n or 20000
+  local h = (b - a) / n
+  local m0, m1, m2, ent = 0, 0, 0, 0
+  for i = 0, n do
+    local x = a + i * h
+    local w = (i == 0 or i == n) and 1 or (i % 2 == 1 and 4 or 2)
+    local lp = logpdf(x)
+    local p = math.exp(lp)
+    if p > 0 then
+      m0, m1, m2, ent = m0 + w * p, m1 + w * p * x, m2 + w * p * x * x, ent - w * p * lp
+    end
+  end
+  m0, m1, m2, ent = m0 * h / 3, m1 * h / 3, m2 * h / 3, ent * h / 3
+  return m0, m1, m2 - m1 * m1, ent
+end
+
+-- a scalar distribution d (float64, batch of one) against a Lua log-density on [a, b]: log_prob at
+-- points, and the mass, mean, variance, entropy of the density
+local function check_density(name, d, logpdf, a, b, points, opts)
+  opts = opts or {}
+  local want = {}
+  for i, x in ipairs(points) do want[i] = logpdf(x) end
+  T.near(d:log_prob(t64(points)):tolist(), want, 1e-10, name .. " log_prob")
+  local m0, mean, var, ent = integrate(logpdf, a, b, opts.n)
+  local tol = opts.tol or 1e-6
+  T.near(m0, 1, tol, name .. ": the Lua density integrates to 1")
+  if not opts.no_moments then
+    T.near(d.mean:item(), mean, tol, name .. " mean")
+    T.near(d.variance:item(), var, tol, name .. " variance")
+    T.near(d.stddev:item(), math.sqrt(var), tol, name .. " stddev")
+  end
+  if not opts.no_entropy then T.near(d:entropy():item(), ent, tol, name .. " entropy") end
+end
+
+-- the Kolmogorov-Smirnov distance between a 1-D sample and a CDF (Lua function)
+local function ks(sample, cdf, discrete)
+  local xs = sample:double():sort():tolist()
+  local n, d = #xs, 0
+  for i, x in ipairs(xs) do
+    if not discrete or i == n or xs[i + 1] ~= x then
+      local F = cdf(x)
+      d = math.max(d, math.abs(i / n - F))
+      if not discrete then d = math.max(d, F - (i - 1) / n) end
+    end
+  end
+  return d
+end
+local function check_ks(name, sample, cdf, discrete)
+  local n = sample:numel()
+  local d = ks(sample:reshape(-1), cdf, discrete)
+  T.check(d < 1.95 / math.sqrt(n), string.format("%s: KS distance %.4f over %d draws", name, d, n))
+end
+-- mean of a sample within 5 standard errors of mu (sd the law's standard deviation)
+local function check_mean(name, sample, mu, sd)
+  local n = sample:numel()
+  local m = sample:double():mean():item()
+  T.check(math.abs(m - mu) < 5 * sd / math.sqrt(n), string.format("%s: sample mean %.5f, want %.5f +- 5 * %.5f", name, m, mu, sd / math.sqrt(n)))
+end
+
+-- ---- continuous ----
+
+T.test("Exponential, Laplace, Gumbel, Cauchy, HalfNormal: densities, moments, cdf / icdf", function()
+  local r = 1.7
+  local e = D.Exponential(t64(r))
+  check_density("Exponential", e, function(x) return x < 0 and -math.huge or math.log(r) - r * x end, 0, 40, { 0.0, 0.3, 2.5 })
+  T.near(e:cdf(t64({ 0.4 })):item(), 1 - math.exp(-r * 0.4), 1e-12, "Exponential cdf")
+  T.near(e:icdf(t64({ 0.25 })):item(), -math.log(0.75) / r, 1e-12, "Exponential icdf")
+  T.near(e.mode:item(), 0, 0, "Exponential mode")
+  local loc, s = 0.4, 1.3
+  local l = D.Laplace(t64(loc), t64(s))
+  check_density("Laplace", l, function(x) return -math.log(2 * s) - math.abs(x - loc) / s end, loc - 40, loc + 40,
+    { -1.0, 0.4, 2.0 }, { n = 40000 })
+  T.near(l:cdf(t64({ -0.6, 1.4 })):tolist(), { 0.5 * math.exp(-1 / s), 1 - 0.5 * math.exp(-1 / s) }, 1e-12, "Laplace cdf")
+  T.near(l:icdf(l:cdf(t64({ -0.6, 1.4 }))):tolist(), { -0.6, 1.4 }, 1e-12, "Laplace icdf(cdf)")
+  local g = D.Gumbel(t64(loc), t64(s))
+  local function gl(x) local z = (x - loc) / s; return -z - math.exp(-z) - math.log(s) end
+  check_density("Gumbel", g, gl, loc - 10, loc + 60, { -1.0, 0.4, 3.0 }, { n = 40000 })
+  T.near(g.mean:item(), loc + s * EULER, 1e-12, "Gumbel mean, closed form")
+  T.near(g:cdf(t64({ 1.0 })):item(), math.exp(-math.exp(-(1.0 - loc) / s)), 1e-12, "Gumbel cdf")
+  T.near(g:icdf(t64({ 0.3 })):item(), loc - s * math.log(-math.log(0.3)), 1e-12, "Gumbel icdf")
+  local c = D.Cauchy(t64(loc), t64(s))
+  local pts = { -3.0, 0.4, 5.0 }
+  local want = {}
+  for i, x in ipairs(pts) do want[i] = -math.log(math.pi * s * (1 + ((x - loc) / s) ^ 2)) end
+  T.near(c:log_prob(t64(pts)):tolist(), want, 1e-12, "Cauchy log_prob")
+  T.near(c:entropy():item(), math.log(4 * math.pi * s), 1e-12, "Cauchy entropy")
+  T.near(c:cdf(t64({ loc + s })):item(), 0.75, 1e-12, "Cauchy cdf at loc + scale")
+  T.near(c:icdf(t64({ 0.75 })):item(), loc + s, 1e-12, "Cauchy icdf")
+  T.check(c.mean:isnan():item() and c.variance:isinf():item(), "Cauchy: mean nan, variance inf")
+  local h = D.HalfNormal(t64(s))
+  check_density("HalfNormal", h, function(x)
+    return x < 0 and -math.huge or 0.5 * math.log(2 / math.pi) - math.log(s) - x * x / (2 * s * s)
+  end, 0, 20, { 0.0, 0.7, 2.0 })
+  T.near(h:log_prob(t64({ -0.1 })):item(), -math.huge, 0, "HalfNormal: -inf below 0")
+  T.near(h:cdf(t64({ 0.9 })):item(), erf(0.9 / (s * math.sqrt(2))), 1e-12, "HalfNormal cdf")
+  T.near(h:icdf(h:cdf(t64({ 0.9 }))):item(), 0.9, 1e-10, "HalfNormal icdf(cdf)")
+  T.near(D.Normal(t64(1.0), t64(2.0)):icdf(t64({ Phi(0.5) })):item(), 2.0, 1e-10, "Normal icdf")
+end)
+
+T.test("Gamma, Chi2, Beta, Dirichlet, StudentT, LogNormal: densities and moments", function()
+  local a, r = 2.5, 1.5
+  local g = D.Gamma(t64(a), t64(r))
+  local function glp(x) return x <= 0 and -math.huge or a * math.log(r) + (a - 1) * math.log(x) - r * x - lgamma(a) end
+  check_density("Gamma", g, glp, 0, 60, { 0.1, 1.0, 4.0 })
+  T.near(g.mode:item(), (a - 1) / r, 1e-12, "Gamma mode")
+  T.near(D.Gamma(t64(0.5), t64(1.0)):entropy():item(), 0.5 + lgamma(0.5) + 0.5 * digamma(0.5), 1e-10, "Gamma entropy, a < 1")
+  local c2 = D.Chi2(t64(5.0))
+  check_density("Chi2", c2, function(x) return x <= 0 and -math.huge or (1.5 * math.log(x) - x / 2 - 2.5 * math.log(2) - lgamma(2.5)) end,
+    0, 100, { 0.5, 3.0 })
+  local ba, bb = 2.5, 3.5
+  local b = D.Beta(t64(ba), t64(bb))
+  check_density("Beta", b, function(x)
+    if x <= 0 or x >= 1 then return -math.huge end
+    return (ba - 1) * math.log(x) + (bb - 1) * math.log(1 - x) + lgamma(ba + bb) - lgamma(ba) - lgamma(bb)
+  end, 0, 1, { 0.1, 0.5, 0.9 })
+  T.near(b.mode:item(), (ba - 1) / (ba + bb - 2), 1e-12, "Beta mode")
+  local conc = { 1.5, 2.0, 3.5 }
+  local dir = D.Dirichlet(t64(conc))
+  local x = { 0.2, 0.3, 0.5 }
+  local a0 = 7.0
+  local lp, ent = lgamma(a0), -lgamma(a0) + (a0 - 3) * digamma(a0)
+  for i = 1, 3 do
+    lp = lp - lgamma(conc[i]) + (conc[i] - 1) * math.log(x[i])
+    ent = ent + lgamma(conc[i]) - (conc[i] - 1) * digamma(conc[i])
+  end
+  T.near(dir:log_prob(t64(x)):item(), lp, 1e-10, "Dirichlet log_prob")
+  T.near(dir:entropy():item(), ent, 1e-10, "Dirichlet entropy")
+  for i = 1, 3 do
+    T.near(dir.mean:tolist()[i], conc[i] / a0, 1e-12, "Dirichlet mean")
+    T.near(dir.variance:tolist()[i], conc[i] * (a0 - conc[i]) / (a0 * a0 * (a0 + 1)), 1e-12, "Dirichlet variance")
+    T.near(dir.mode:tolist()[i], (conc[i] - 1) / (a0 - 3), 1e-12, "Dirichlet mode")
+  end
+  local corner = D.Dirichlet(t64({ { 0.5, 0.2, 0.9 }, { 2.0, 0.5, 1.0 } })).mode
+  T.eq(corner:select(0, 0):sort():tolist(), { 0.0, 0.0, 1.0 }, "Dirichlet mode, all concentrations < 1: a vertex")
+  T.near(corner:select(0, 1):tolist(), { 1.0, 0.0, 0.0 }, 1e-12, "Dirichlet mode, some concentrations < 1")
+  -- Beta(a, b) is the Dirichlet of (a, b) on its first coordinate
+  T.near(D.Dirichlet(t64({ ba, bb })):log_prob(t64({ 0.3, 0.7 })):item(), b:log_prob(t64(0.3)):item(), 1e-12, "Beta = Dirichlet")
+  local df, loc, sc = 5.0, 0.5, 2.0
+  local st = D.StudentT(t64(df), t64(loc), t64(sc))
+  local function stlp(y)
+    local z = (y - loc) / sc
+    return lgamma((df + 1) / 2) - lgamma(df / 2) - 0.5 * math.log(df * math.pi) - math.log(sc) - (df + 1) / 2 * math.log(1 + z * z / df)
+  end
+  check_density("StudentT", st, stlp, loc - 4000, loc + 4000, { -2.0, 0.5, 7.0 }, { n = 400000, tol = 1e-5, no_moments = true })
+  T.near(st.mean:item(), loc, 0, "StudentT mean")
+  T.near(st.variance:item(), sc * sc * df / (df - 2), 1e-12, "StudentT variance")
+  local v = D.StudentT(t64({ 0.8, 1.5, 3.0 })).variance:tolist()
+  T.check(v[1] ~= v[1] and v[2] == math.huge and math.abs(v[3] - 3) < 1e-12, "StudentT variance: nan for df <= 1, inf for df <= 2")
+  T.check(D.StudentT(t64({ 0.8 })).mean:isnan():item(), "StudentT mean: nan for df <= 1")
+  local mu, s = 0.3, 0.6
+  local ln = D.LogNormal(t64(mu), t64(s))
+  check_density("LogNormal", ln, function(y)
+    if y <= 0 then return -math.huge end
+    return -math.log(y * s * math.sqrt(2 * math.pi)) - (math.log(y) - mu) ^ 2 / (2 * s * s)
+  end, 0, 80, { 0.5, 1.0, 3.0 }, { n = 80000 })
+  T.near(ln.mode:item(), math.exp(mu - s * s), 1e-12, "LogNormal mode")
+  T.near(ln:cdf(t64({ 2.0 })):item(), Phi((math.log(2.0) - mu) / s), 1e-10, "LogNormal cdf")
+  T.near(ln:icdf(t64({ 0.5 })):item(), math.exp(mu), 1e-10, "LogNormal median")
+end)
+
+T.test("continuous samples: KS distance to the CDF, shapes, dtype, broadcasting", function()
+  torch.manual_seed(201)
+  local n = 20000
+  check_ks("Exponential", D.Exponential(2.0):sample({ n }), function(x) return 1 - math.exp(-2 * x) end)
+  check_ks("Laplace", D.Laplace(0.5, 2.0):sample({ n }), function(x)
+    return x < 0.5 and 0.5 * math.exp((x - 0.5) / 2) or 1 - 0.5 * math.exp(-(x - 0.5) / 2)
+  end)
+  check_ks("Cauchy", D.Cauchy(-1.0, 0.5):sample({ n }), function(x) return 0.5 + math.atan((x + 1) / 0.5) / math.pi end)
+  check_ks("Gumbel", D.Gumbel(1.0, 2.0):sample({ n }), function(x) return math.exp(-math.exp(-(x - 1) / 2)) end)
+  check_ks("HalfNormal", D.HalfNormal(1.5):sample({ n }), function(x) return erf(x / (1.5 * math.sqrt(2))) end)
+  check_ks("LogNormal", D.LogNormal(0.2, 0.7):sample({ n }), function(x) return Phi((math.log(x) - 0.2) / 0.7) end)
+  -- Gamma over a batch, through the boost (a < 1) and the plain branch
+  local as, rs = { 0.3, 1.0, 2.5, 40.0 }, { 1.0, 2.0, 0.5, 3.0 }
+  local gs = D.Gamma(t64(as), t64(rs)):sample({ n })
+  T.eq(gs:size(), torch.Size({ n, 4 }), "Gamma sample shape")
+  T.eq(gs.dtype, torch.float64, "Gamma sample dtype")
+  for i = 1, 4 do
+    check_ks("Gamma(" .. as[i] .. ")", gs:select(1, i - 1), function(x) return gammainc(as[i], rs[i] * x) end)
+  end
+  T.check(gs:gt(0):all():item(), "Gamma samples are positive")
+  check_ks("Chi2(3)", D.Chi2(3.0):sample({ n }), function(x) return gammainc(1.5, x / 2) end)
+  -- Beta(2, 3): I_x(2, 3) = sum_{j=2}^{4} C(4, j) x^j (1 - x)^(4 - j)
+  local function beta23(x) return 6 * x ^ 2 * (1 - x) ^ 2 + 4 * x ^ 3 * (1 - x) + x ^ 4 end
+  check_ks("Beta(2, 3)", D.Beta(2.0, 3.0):sample({ n }), beta23)
+  local ds = D.Dirichlet(t64({ 2.0, 1.0, 2.0 })):sample({ n })
+  T.eq(ds:size(), torch.Size({ n, 3 }), "Dirichlet sample shape")
+  T.near(ds:sum(-1):tolist(), torch.ones(n, f64):tolist(), 1e-12, "Dirichlet samples sum to 1")
+  check_ks("Dirichlet(2, 1, 2) first marginal, Beta(2, 3)", ds:select(1, 0), beta23)
+  -- StudentT(3): F(t) = 1/2 + (t / (sqrt 3 (1 + t^2 / 3)) + atan(t / sqrt 3)) / pi
+  check_ks("StudentT(3)", D.StudentT(3.0, 1.0, 2.0):sample({ n }), function(x)
+    local t = (x - 1) / 2
+    return 0.5 + (t / (math.sqrt(3) * (1 + t * t / 3)) + math.atan(t / math.sqrt(3))) / math.pi
+  end)
+  -- shapes: parameters broadcast, sample_shape first, float32 stays float32
+  local e = D.Exponential(torch.tensor({ { 1.0 }, { 2.0 } }))
+  T.eq(e:sample({ 5, 3 }):size(), torch.Size({ 5, 3, 2, 1 }), "sample_shape ++ batch_shape")
+  T.eq(e:sample().dtype, torch.float32, "float32 parameters, float32 samples")
+  local l = D.Laplace(torch.zeros(3, 1), torch.ones(1, 4))
+  T.eq(l.batch_shape, torch.Size({ 3, 4 }), "parameters broadcast")
+  T.eq(l:rsample({ 2 }):size(), torch.Size({ 2, 3, 4 }), "rsample shape")
+  T.eq(D.Gamma(torch.ones(2), 1.0):sample_n(7):size(), torch.Size({ 7, 2 }), "sample_n")
+  T.eq(D.Beta(t64({ 1.0, 2.0 }), 3.0):sample({ 4 }).dtype, torch.float64, "a number takes the tensor's dtype")
+  T.eq(D.Dirichlet(torch.ones(4, 3)).event_shape, torch.Size({ 3 }), "Dirichlet event_shape")
+  T.eq(D.Dirichlet(torch.ones(4, 3)).batch_shape, torch.Size({ 4 }), "Dirichlet batch_shape")
+  -- reproducible with torch.manual_seed
+  torch.manual_seed(5)
+  local s1 = D.Gamma(t64({ 0.5, 3.0 }), 1.0):sample({ 10 })
+  torch.manual_seed(5)
+  T.eq(D.Gamma(t64({ 0.5, 3.0 }), 1.0):sample({ 10 }):tolist(), s1:tolist(), "manual_seed reproduces Gamma draws")
+end)
+
+T.test("rsample gradients (central differences) and has_rsample", function()
+  local sh = { 3 }
+  gradcheck("Exponential rsample", function(r) return D.Exponential(r):rsample(sh) end, { t64({ 0.7, 2.0 }):reshape(2, 1) }, { seed = 11 })
+  gradcheck("Laplace rsample", function(m, s) return D.Laplace(m, s):rsample(sh) end, { t64({ 0.1, -1 }), t64({ 0.5, 2 }) }, { seed = 12 })
+  gradcheck("Cauchy rsample", function(m, s) return D.Cauchy(m, s):rsample(sh) end, { t64({ 0.1, -1 }), t64({ 0.5, 2 }) }, { seed = 13 })
+  gradcheck("Gumbel rsample", function(m, s) return D.Gumbel(m, s):rsample(sh) end, { t64({ 0.1, -1 }), t64({ 0.5, 2 }) }, { seed = 14 })
+  gradcheck("HalfNormal rsample", function(s) return D.HalfNormal(s):rsample(sh) end, { t64({ 0.5, 2 }) }, { seed = 15 })
+  gradcheck("LogNormal rsample", function(m, s) return D.LogNormal(m, s):rsample(sh) end, { t64({ 0.1, -1 }), t64({ 0.5, 0.2 }) }, { seed = 16 })
+  gradcheck("Gamma log_prob", function(a, r) return D.Gamma(a, r):log_prob(t64({ 0.4, 2.0 })) end, { t64({ 0.7, 3 }), t64({ 1.5, 0.5 }) })
+  gradcheck("Beta entropy", function(a, b) return D.Beta(a, b):entropy() end, { t64({ 0.7, 3 }), t64({ 1.5, 0.5 }) })
+  for _, d in ipairs({ D.Gamma(1.0, 1.0), D.Beta(1.0, 1.0), D.Dirichlet(torch.ones(2)), D.Chi2(1.0), D.StudentT(2.0) }) do
+    T.check(not d.has_rsample, tostring(d) .. ": has_rsample is false")
+    T.raises(function() d:rsample() end, "~NotImplementedError: " .. d._name .. " does not implement rsample")
+  end
+  for _, d in ipairs({ D.Exponential(1.0), D.Laplace(0.0, 1.0), D.Cauchy(0.0, 1.0), D.Gumbel(0.0, 1.0), D.HalfNormal(1.0), D.LogNormal(0.0, 1.0) }) do
+    T.check(d.has_rsample, tostring(d) .. ": has_rsample")
+  end
+  local r = torch.tensor({ 2.0 }):requires_grad_()
+  T.check(not D.Exponential(r):sample().requires_grad, "sample: no gradient")
+  T.check(D.Exponential(r):rsample().requires_grad, "rsample: a gradient")
+end)
