@@ -279,3 +279,249 @@ T.test("rsample gradients (central differences) and has_rsample", function()
   T.check(not D.Exponential(r):sample().requires_grad, "sample: no gradient")
   T.check(D.Exponential(r):rsample().requires_grad, "rsample: a gradient")
 end)
+
+-- ---- discrete ----
+
+local function lchoose(n, k) return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1) end
+local function poisson_lp(l, k) return k * math.log(l) - l - lgamma(k + 1) end
+local function binom_lp(n, p, k) return lchoose(n, k) + k * math.log(p) + (n - k) * math.log(1 - p) end
+-- mean, variance and entropy of a pmf on 0..kmax
+local function pmf_moments(lp, kmax)
+  local m1, m2, ent = 0, 0, 0
+  for k = 0, kmax do
+    local l = lp(k)
+    local p = math.exp(l)
+    if p > 0 then m1, m2, ent = m1 + p * k, m2 + p * k * k, ent - p * l end
+  end
+  return m1, m2 - m1 * m1, ent
+end
+local function pmf_cdf(lp)
+  return function(x)
+    local s = 0
+    for k = 0, math.floor(x) do s = s + math.exp(lp(k)) end
+    return s
+  end
+end
+
+T.test("Poisson, Binomial, Geometric, OneHotCategorical: pmf, moments, entropy", function()
+  local lam = 3.5
+  local p = D.Poisson(t64({ lam }))
+  T.near(p:log_prob(t64({ 0, 2, 7 })):tolist(), { poisson_lp(lam, 0), poisson_lp(lam, 2), poisson_lp(lam, 7) }, 1e-10, "Poisson log_prob")
+  local m, v = pmf_moments(function(k) return poisson_lp(lam, k) end, 100)
+  T.near({ p.mean:item(), p.variance:item(), p.mode:item() }, { m, v, 3 }, 1e-10, "Poisson mean, variance, mode")
+  local n, q = 12, 0.3
+  local b = D.Binomial(n, t64({ q }))
+  T.near(b:log_prob(t64({ 0, 4, 12 })):tolist(), { binom_lp(n, q, 0), binom_lp(n, q, 4), binom_lp(n, q, 12) }, 1e-10, "Binomial log_prob")
+  local bm, bv, be = pmf_moments(function(k) return binom_lp(n, q, k) end, n)
+  T.near({ b.mean:item(), b.variance:item(), b:entropy():item(), b.mode:item() }, { bm, bv, be, 3 }, 1e-10, "Binomial mean, variance, entropy, mode")
+  local bl = D.Binomial({ total_count = t64({ 5, 9 }), logits = t64({ -1.0, 2.0 }) })
+  local pl = { 1 / (1 + math.exp(1)), 1 / (1 + math.exp(-2)) }
+  T.near(bl:log_prob(t64({ 2, 9 })):tolist(), { binom_lp(5, pl[1], 2), binom_lp(9, pl[2], 9) }, 1e-10, "Binomial from logits")
+  T.near(bl.probs:tolist(), pl, 1e-12, "Binomial probs from logits")
+  T.eq(D.Binomial(t64({ 2 }), t64({ 0.5 })):enumerate_support():tolist(), { { 0.0 }, { 1.0 }, { 2.0 } }, "Binomial enumerate_support")
+  T.raises(function() D.Binomial(t64({ 2, 3 }), t64({ 0.5, 0.5 })):entropy() end, "~Inhomogeneous total count not supported")
+  local gp = 0.3
+  local g = D.Geometric(t64({ gp }))
+  local function glp(k) return k * math.log(1 - gp) + math.log(gp) end
+  local gm, gv, ge = pmf_moments(glp, 400)
+  T.near(g:log_prob(t64({ 0, 3 })):tolist(), { glp(0), glp(3) }, 1e-12, "Geometric log_prob")
+  T.near({ g.mean:item(), g.variance:item(), g:entropy():item() }, { gm, gv, ge }, 1e-10, "Geometric mean, variance, entropy")
+  T.near(D.Geometric(t64({ 1.0 })):log_prob(t64({ 0 })):item(), 0, 0, "Geometric(1): log_prob(0) = 0")
+  T.near(D.Geometric({ logits = t64({ 0.0 }) }).probs:item(), 0.5, 1e-12, "Geometric from logits")
+  local ps = { 0.2, 0.3, 0.5 }
+  local oh = D.OneHotCategorical(t64(ps))
+  T.eq({ oh.batch_shape, oh.event_shape }, { torch.Size({}), torch.Size({ 3 }) }, "OneHotCategorical shapes")
+  T.near(oh:log_prob(t64({ { 0, 1, 0 }, { 0, 0, 1 } })):tolist(), { math.log(0.3), math.log(0.5) }, 1e-12, "OneHotCategorical log_prob")
+  T.near(oh:entropy():item(), -(0.2 * math.log(0.2) + 0.3 * math.log(0.3) + 0.5 * math.log(0.5)), 1e-12, "OneHotCategorical entropy")
+  T.near(oh.variance:tolist(), { 0.16, 0.21, 0.25 }, 1e-12, "OneHotCategorical variance")
+  T.eq(oh.mode:tolist(), { 0.0, 0.0, 1.0 }, "OneHotCategorical mode")
+  T.eq(oh:enumerate_support():tolist(), { { 1.0, 0.0, 0.0 }, { 0.0, 1.0, 0.0 }, { 0.0, 0.0, 1.0 } }, "OneHotCategorical enumerate_support")
+end)
+
+T.test("discrete samples: KS distance to the CDF, frequencies, shapes", function()
+  torch.manual_seed(202)
+  local n = 20000
+  local lams = { 0.0, 0.7, 6.0, 25.0, 400.0 }
+  local ps = D.Poisson(t64(lams)):sample({ n })
+  T.eq(ps:size(), torch.Size({ n, 5 }), "Poisson sample shape")
+  T.eq(ps:select(1, 0):abs():sum():item(), 0.0, "Poisson(0) draws 0")
+  for i = 2, 5 do
+    local l = lams[i]
+    local s = ps:select(1, i - 1)
+    check_ks("Poisson(" .. l .. ")", s, pmf_cdf(function(k) return poisson_lp(l, k) end), true)
+    check_mean("Poisson(" .. l .. ")", s, l, math.sqrt(l))
+    T.check(s:eq(s:floor()):all():item() and s:ge(0):all():item(), "Poisson draws are counts")
+  end
+  local cases = { { 10, 0.3 }, { 30, 0.9 }, { 1000, 0.02 }, { 500, 0.6 }, { 60, 0.5 } }
+  local ns, qs = {}, {}
+  for i, c in ipairs(cases) do ns[i], qs[i] = c[1], c[2] end
+  local bs = D.Binomial(t64(ns), t64(qs)):sample({ n })
+  for i, c in ipairs(cases) do
+    local s = bs:select(1, i - 1)
+    local name = string.format("Binomial(%d, %g)", c[1], c[2])
+    check_ks(name, s, pmf_cdf(function(k) return binom_lp(c[1], c[2], k) end), true)
+    check_mean(name, s, c[1] * c[2], math.sqrt(c[1] * c[2] * (1 - c[2])))
+    T.check(s:ge(0):all():item() and s:le(c[1]):all():item(), name .. ": draws in [0, n]")
+  end
+  local gs = D.Geometric(t64({ 0.25 })):sample({ n })
+  check_ks("Geometric(0.25)", gs, function(x) return 1 - 0.75 ^ (math.floor(x) + 1) end, true)
+  local oh = D.OneHotCategorical(torch.tensor({ { 0.1, 0.9, 0.0 }, { 0.5, 0.25, 0.25 } })):sample({ n })
+  T.eq(oh:size(), torch.Size({ n, 2, 3 }), "OneHotCategorical sample shape")
+  T.eq(oh.dtype, torch.float32, "OneHotCategorical sample dtype")
+  T.check(oh:sum(-1):eq(1):all():item(), "one-hot rows")
+  local freq = oh:double():mean(0):tolist()
+  for b, row in ipairs({ { 0.1, 0.9, 0.0 }, { 0.5, 0.25, 0.25 } }) do
+    for k = 1, 3 do
+      local se = math.sqrt(row[k] * (1 - row[k]) / n)
+      T.check(math.abs(freq[b][k] - row[k]) <= 5 * se, string.format("OneHotCategorical frequency [%d][%d]", b, k))
+    end
+  end
+  T.eq(D.Poisson(torch.ones(2, 3)):sample({ 4 }):size(), torch.Size({ 4, 2, 3 }), "Poisson sample_shape ++ batch")
+  T.eq(D.Binomial(5, torch.full({ 2 }, 0.5)):sample({ 3 }).dtype, torch.float32, "Binomial: probs' dtype")
+end)
+
+-- ---- Independent, MultivariateNormal, TransformedDistribution, Relaxed ----
+
+-- 2x2 helpers: log det, inverse, quadratic form
+local function det2(m) return m[1][1] * m[2][2] - m[1][2] * m[2][1] end
+local function inv2(m)
+  local d = det2(m)
+  return { { m[2][2] / d, -m[1][2] / d }, { -m[2][1] / d, m[1][1] / d } }
+end
+local function quad2(m, x) return x[1] * (m[1][1] * x[1] + m[1][2] * x[2]) + x[2] * (m[2][1] * x[1] + m[2][2] * x[2]) end
+local function mvn_lp(mu, cov, x)
+  local d = { x[1] - mu[1], x[2] - mu[2] }
+  return -0.5 * quad2(inv2(cov), d) - 0.5 * math.log(det2(cov)) - math.log(2 * math.pi)
+end
+
+T.test("Independent, MultivariateNormal: shapes, log_prob, entropy, samples, gradients", function()
+  local locs, scales = { { 0.5, -1.0 }, { 0.0, 2.0 } }, { { 1.0, 2.0 }, { 0.5, 1.5 } }
+  local ind = D.Independent(D.Normal(t64(locs), t64(scales)), 1)
+  T.eq({ ind.batch_shape, ind.event_shape }, { torch.Size({ 2 }), torch.Size({ 2 }) }, "Independent shapes")
+  local x = { { 0.1, 0.2 }, { -0.3, 1.0 } }
+  local want, went = {}, {}
+  for i = 1, 2 do
+    want[i], went[i] = 0, 0
+    for j = 1, 2 do
+      want[i] = want[i] - (x[i][j] - locs[i][j]) ^ 2 / (2 * scales[i][j] ^ 2) - math.log(scales[i][j]) - 0.5 * math.log(2 * math.pi)
+      went[i] = went[i] + 0.5 + 0.5 * math.log(2 * math.pi) + math.log(scales[i][j])
+    end
+  end
+  T.near(ind:log_prob(t64(x)):tolist(), want, 1e-12, "Independent log_prob sums the event dims")
+  T.near(ind:entropy():tolist(), went, 1e-12, "Independent entropy")
+  T.eq(D.Independent(D.Normal(torch.zeros(4, 3, 2), 1.0), 2).event_shape, torch.Size({ 3, 2 }), "two reinterpreted dims")
+  T.eq(ind:sample({ 5 }):size(), torch.Size({ 5, 2, 2 }), "Independent sample shape")
+  T.eq(tostring(D.Independent(D.Normal(0.0, 1.0):expand({ 3 }), 1)), "Independent(Normal(loc: torch.Size([3]), scale: torch.Size([3])), 1)", "Independent repr")
+  T.raises(function() D.Independent(D.Normal(torch.zeros(3), 1.0), 2) end,
+    "ValueError: Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual 2 vs 1")
+
+  local mu, cov = { 1.0, -0.5 }, { { 2.0, 0.6 }, { 0.6, 1.0 } }
+  local m1 = D.MultivariateNormal(t64(mu), { covariance_matrix = t64(cov) })
+  local prec = inv2(cov)
+  local L = { { math.sqrt(2.0), 0 }, { 0.6 / math.sqrt(2.0), math.sqrt(1.0 - 0.18) } }
+  local m2 = D.MultivariateNormal(t64(mu), { precision_matrix = t64(prec) })
+  local m3 = D.MultivariateNormal(t64(mu), { scale_tril = t64(L) })
+  local pts = { { 0.0, 0.0 }, { 2.0, -1.0 } }
+  local want_lp = { mvn_lp(mu, cov, pts[1]), mvn_lp(mu, cov, pts[2]) }
+  local ent = 1 + math.log(2 * math.pi) + 0.5 * math.log(det2(cov))
+  for name, d in pairs({ covariance_matrix = m1, precision_matrix = m2, scale_tril = m3 }) do
+    T.near(d:log_prob(t64(pts)):tolist(), want_lp, 1e-10, "MultivariateNormal log_prob from " .. name)
+    T.near(d:entropy():item(), ent, 1e-10, "MultivariateNormal entropy from " .. name)
+    T.near(d.covariance_matrix:tolist(), cov, 1e-10, "covariance_matrix from " .. name)
+    T.near(d.precision_matrix:tolist(), prec, 1e-10, "precision_matrix from " .. name)
+    T.near(d.scale_tril:tolist(), L, 1e-10, "scale_tril from " .. name)
+    T.near(d.variance:tolist(), { 2.0, 1.0 }, 1e-10, "variance from " .. name)
+  end
+  -- a batch of locs against one matrix: batch broadcast
+  local mb = D.MultivariateNormal(torch.zeros(3, 2, f64), { covariance_matrix = t64(cov) })
+  T.eq({ mb.batch_shape, mb.event_shape }, { torch.Size({ 3 }), torch.Size({ 2 }) }, "MVN shapes")
+  T.eq(mb:sample({ 4 }):size(), torch.Size({ 4, 3, 2 }), "MVN sample shape")
+  T.eq(mb.covariance_matrix:size(), torch.Size({ 3, 2, 2 }), "MVN covariance_matrix expanded to the batch")
+  T.eq(mb:expand({ 5, 3 }).batch_shape, torch.Size({ 5, 3 }), "MVN expand")
+  T.eq(mb:log_prob(torch.zeros(4, 1, 2, f64)):size(), torch.Size({ 4, 3 }), "MVN log_prob broadcasts a value")
+  torch.manual_seed(203)
+  local n = 40000
+  local s = m1:sample({ n })
+  local c = (s - s:mean(0)):t():matmul(s - s:mean(0)) / (n - 1)
+  for i = 1, 2 do
+    check_mean("MVN coordinate " .. i, s:select(1, i - 1), mu[i], math.sqrt(cov[i][i]))
+    for j = 1, 2 do
+      -- the sample covariance's standard error: sqrt((cov_ii cov_jj + cov_ij^2) / n)
+      local se = math.sqrt((cov[i][i] * cov[j][j] + cov[i][j] ^ 2) / n)
+      T.check(math.abs(c[i - 1][j - 1]:item() - cov[i][j]) < 5 * se, "MVN sample covariance " .. i .. j)
+    end
+  end
+  -- the projection onto (1, 1) is Normal(mu1 + mu2, sum of cov)
+  local v = cov[1][1] + cov[2][2] + 2 * cov[1][2]
+  check_ks("MVN projection", s:sum(-1), function(z) return Phi((z - mu[1] - mu[2]) / math.sqrt(v)) end)
+  gradcheck("MVN rsample", function(m, l) return D.MultivariateNormal(m, { scale_tril = l:tril() }):rsample({ 3 }) end,
+    { t64(mu), t64(L) }, { seed = 17 })
+  gradcheck("MVN log_prob", function(m, l) return D.MultivariateNormal(m, { scale_tril = l:tril() }):log_prob(t64(pts)) end,
+    { t64(mu), t64(L) })
+  gradcheck("Independent rsample", function(m, sc) return D.Independent(D.Normal(m, sc), 1):rsample({ 2 }) end,
+    { t64(locs), t64(scales) }, { seed = 18 })
+end)
+
+T.test("TransformedDistribution and the transforms; RelaxedBernoulli, RelaxedOneHotCategorical", function()
+  local x = t64({ -1.5, 0.2, 2.0 })
+  local function each(t, f) local out = {}; for i, v in ipairs(t:tolist()) do out[i] = f(v) end; return out end
+  local e, sg, th = TR.ExpTransform(), TR.SigmoidTransform(), TR.TanhTransform()
+  local af = TR.AffineTransform(1.0, -3.0)
+  T.near(e(x):tolist(), each(x, math.exp), 1e-12, "ExpTransform")
+  T.near(sg(x):tolist(), each(x, function(v) return 1 / (1 + math.exp(-v)) end), 1e-12, "SigmoidTransform")
+  T.near(th(x):tolist(), each(x, function(v) return (math.exp(2 * v) - 1) / (math.exp(2 * v) + 1) end), 1e-12, "TanhTransform")
+  T.near(af(x):tolist(), each(x, function(v) return 1 - 3 * v end), 1e-12, "AffineTransform")
+  for name, t in pairs({ exp = e, sigmoid = sg, tanh = th, affine = af }) do
+    T.near(t.inv(t(x)):tolist(), x:tolist(), 1e-10, name .. ": inv undoes the transform")
+    -- log |dy/dx| against central differences
+    local h = 1e-6
+    local num = each(x, function(v) return math.log(math.abs((t(t64(v + h)):item() - t(t64(v - h)):item()) / (2 * h))) end)
+    T.near(t:log_abs_det_jacobian(x, t(x)):tolist(), num, 1e-7, name .. ": log_abs_det_jacobian")
+    T.near(t.inv:log_abs_det_jacobian(t(x), x):tolist(), each(t64(num), function(v) return -v end), 1e-7, name .. ".inv: log_abs_det_jacobian")
+  end
+  local ct = TR.ComposeTransform({ af, e })
+  T.near(ct(x):tolist(), each(x, function(v) return math.exp(1 - 3 * v) end), 1e-12, "ComposeTransform")
+  T.near(ct:log_abs_det_jacobian(x, ct(x)):tolist(), each(x, function(v) return math.log(3) + 1 - 3 * v end), 1e-12, "ComposeTransform jacobian")
+  T.eq(ct.sign, -1, "ComposeTransform sign")
+  -- y = exp(1 - 3 z), z ~ N(0.5, 1.2): a LogNormal(1 - 1.5, 3.6), with a decreasing transform
+  local td = D.TransformedDistribution(D.Normal(t64(0.5), t64(1.2)), { af, e })
+  local ln = D.LogNormal(t64(-0.5), t64(3.6))
+  local ys = t64({ 0.3, 1.0, 4.0 })
+  T.near(td:log_prob(ys):tolist(), each(ys, function(y)
+    return -math.log(y * 3.6 * math.sqrt(2 * math.pi)) - (math.log(y) + 0.5) ^ 2 / (2 * 3.6 ^ 2)
+  end), 1e-12, "TransformedDistribution log_prob")
+  T.near(td:cdf(ys):tolist(), ln:cdf(ys):tolist(), 1e-12, "TransformedDistribution cdf through a decreasing map")
+  T.near(td:icdf(t64({ 0.2, 0.7 })):tolist(), ln:icdf(t64({ 0.2, 0.7 })):tolist(), 1e-10, "TransformedDistribution icdf")
+  T.eq(tostring(td.support), "GreaterThan(lower_bound=0.0)", "support: the last codomain")
+  gradcheck("TransformedDistribution rsample", function(m, s)
+    return D.TransformedDistribution(D.Normal(m, s), { TR.AffineTransform(0.5, 2.0), TR.TanhTransform() }):rsample({ 2 })
+  end, { t64({ 0.1, -0.3 }), t64({ 0.4, 0.2 }) }, { seed = 19 })
+  -- RelaxedBernoulli (binary Concrete): density of x in (0, 1) with a = p / (1 - p), temperature t
+  local tau, p = 0.7, 0.3
+  local a = p / (1 - p)
+  local rb = D.RelaxedBernoulli(t64(tau), { probs = t64({ p }) })
+  local function rb_lp(y) return math.log(tau * a * y ^ (-tau - 1) * (1 - y) ^ (-tau - 1) / (a * y ^ -tau + (1 - y) ^ -tau) ^ 2) end
+  T.near(rb:log_prob(t64({ 0.2, 0.6 })):tolist(), { rb_lp(0.2), rb_lp(0.6) }, 1e-10, "RelaxedBernoulli log_prob")
+  torch.manual_seed(204)
+  -- its CDF: P(X <= y) = P(logistic noise <= t logit(y) - log a)
+  check_ks("RelaxedBernoulli", rb:sample({ 20000 }), function(y)
+    local z = tau * math.log(y / (1 - y)) - math.log(a)
+    return 1 / (1 + math.exp(-z))
+  end)
+  -- RelaxedOneHotCategorical (Concrete): (K-1)! t^(K-1) prod(a_k x_k^(-t-1)) / (sum a_k x_k^(-t))^K
+  local probs, xs = { 0.2, 0.3, 0.5 }, { 0.1, 0.6, 0.3 }
+  local ro = D.RelaxedOneHotCategorical(t64(tau), { probs = t64(probs) })
+  local num, den = math.log(2) + 2 * math.log(tau), 0
+  for k = 1, 3 do
+    num = num + math.log(probs[k]) + (-tau - 1) * math.log(xs[k])
+    den = den + probs[k] * xs[k] ^ -tau
+  end
+  T.near(ro:log_prob(t64(xs)):item(), num - 3 * math.log(den), 1e-10, "RelaxedOneHotCategorical log_prob")
+  local rs = ro:rsample({ 6 })
+  T.eq(rs:size(), torch.Size({ 6, 3 }), "RelaxedOneHotCategorical sample shape")
+  T.near(rs:sum(-1):tolist(), torch.ones(6, f64):tolist(), 1e-12, "RelaxedOneHotCategorical samples on the simplex")
+  gradcheck("RelaxedBernoulli rsample", function(l) return D.RelaxedBernoulli(t64(0.5), { logits = l }):rsample({ 3 }) end,
+    { t64({ -0.5, 1.0 }) }, { seed = 20 })
+  gradcheck("RelaxedOneHotCategorical rsample", function(l) return D.RelaxedOneHotCategorical(t64(0.5), { logits = l }):rsample({ 2 }) end,
+    { t64({ -0.5, 1.0, 0.2 }) }, { seed = 21 })
+end)
