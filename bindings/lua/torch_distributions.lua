@@ -297,7 +297,8 @@ function Bernoulli:sample(sample_shape)
 end
 function Bernoulli:log_prob(value)
   self:_validate_sample(value)
-  return -torch.nn.functional.binary_cross_entropy_with_logits(self.logits:expand((self.logits + value):size()), value, { reduction = "none" })
+  local l, v = torch.broadcast_tensors(self.logits, value)
+  return -torch.nn.functional.binary_cross_entropy_with_logits(l, v, { reduction = "none" })
 end
 function Bernoulli:entropy()
   return torch.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = "none" })

@@ -525,3 +525,175 @@ T.test("TransformedDistribution and the transforms; RelaxedBernoulli, RelaxedOne
   gradcheck("RelaxedOneHotCategorical rsample", function(l) return D.RelaxedOneHotCategorical(t64(0.5), { logits = l }):rsample({ 2 }) end,
     { t64({ -0.5, 1.0, 0.2 }) }, { seed = 21 })
 end)
+
+-- ---- kl_divergence ----
+
+-- KL(p || q) = integral of p (log p - log q), Simpson's rule on [a, b]
+local function kl_integral(lp, lq, a, b, n)
+  n = n or 40000
+  local h, s = (b - a) / n, 0
+  for i = 0, n do
+    local x = a + i * h
+    local w = (i == 0 or i == n) and 1 or (i % 2 == 1 and 4 or 2)
+    local l = lp(x)
+    if l > -math.huge then s = s + w * math.exp(l) * (l - lq(x)) end
+  end
+  return s * h / 3
+end
+local function kl_sum(lp, lq, kmax)
+  local s = 0
+  for k = 0, kmax do s = s + math.exp(lp(k)) * (lp(k) - lq(k)) end
+  return s
+end
+
+T.test("kl_divergence against integrals and sums; register_kl; unregistered pairs", function()
+  local function exp_lp(r) return function(x) return math.log(r) - r * x end end
+  T.near(D.kl_divergence(D.Exponential(t64(1.5)), D.Exponential(t64(0.4))):item(), kl_integral(exp_lp(1.5), exp_lp(0.4), 0, 40), 1e-7, "KL Exponential")
+  local function gam_lp(a, r) return function(x) return x <= 0 and -math.huge or a * math.log(r) + (a - 1) * math.log(x) - r * x - lgamma(a) end end
+  T.near(D.kl_divergence(D.Gamma(t64(2.5), t64(1.5)), D.Gamma(t64(1.5), t64(0.7))):item(),
+    kl_integral(gam_lp(2.5, 1.5), gam_lp(1.5, 0.7), 0, 60), 1e-7, "KL Gamma")
+  T.near(D.kl_divergence(D.Chi2(t64(4.0)), D.Gamma(t64(1.5), t64(0.7))):item(),
+    kl_integral(gam_lp(2, 0.5), gam_lp(1.5, 0.7), 0, 120), 1e-7, "KL Chi2 || Gamma: a subclass finds Gamma's formula")
+  local function beta_lp(a, b) return function(x)
+    if x <= 0 or x >= 1 then return -math.huge end
+    return (a - 1) * math.log(x) + (b - 1) * math.log(1 - x) + lgamma(a + b) - lgamma(a) - lgamma(b)
+  end end
+  T.near(D.kl_divergence(D.Beta(t64(2.5), t64(3.0)), D.Beta(t64(1.5), t64(2.0))):item(),
+    kl_integral(beta_lp(2.5, 3.0), beta_lp(1.5, 2.0), 0, 1), 1e-7, "KL Beta")
+  local function lap_lp(m, s) return function(x) return -math.log(2 * s) - math.abs(x - m) / s end end
+  T.near(D.kl_divergence(D.Laplace(t64(0.5), t64(1.0)), D.Laplace(t64(-0.3), t64(2.0))):item(),
+    kl_integral(lap_lp(0.5, 1.0), lap_lp(-0.3, 2.0), -40, 40, 80000), 1e-6, "KL Laplace")
+  local function gum_lp(m, s) return function(x) local z = (x - m) / s; return -z - math.exp(-z) - math.log(s) end end
+  T.near(D.kl_divergence(D.Gumbel(t64(0.5), t64(1.0)), D.Gumbel(t64(-0.3), t64(2.0))):item(),
+    kl_integral(gum_lp(0.5, 1.0), gum_lp(-0.3, 2.0), -8, 50), 1e-7, "KL Gumbel")
+  local function hn_lp(s) return function(x) return 0.5 * math.log(2 / math.pi) - math.log(s) - x * x / (2 * s * s) end end
+  T.near(D.kl_divergence(D.HalfNormal(t64(0.8)), D.HalfNormal(t64(1.7))):item(), kl_integral(hn_lp(0.8), hn_lp(1.7), 0, 20), 1e-7, "KL HalfNormal")
+  local function ln_lp(m, s) return function(y) return y <= 0 and -math.huge or -math.log(y * s * math.sqrt(2 * math.pi)) - (math.log(y) - m) ^ 2 / (2 * s * s) end end
+  T.near(D.kl_divergence(D.LogNormal(t64(0.2), t64(0.5)), D.LogNormal(t64(0.0), t64(0.9))):item(),
+    kl_integral(ln_lp(0.2, 0.5), ln_lp(0.0, 0.9), 0, 40, 80000), 1e-6, "KL LogNormal")
+  -- Dirichlet: the closed form of Lua's lgamma / digamma
+  local ap, aq = { 1.5, 2.0, 0.7 }, { 1.0, 3.0, 2.0 }
+  local sp, sq = 4.2, 6.0
+  local want = lgamma(sp) - lgamma(sq)
+  for i = 1, 3 do want = want - lgamma(ap[i]) + lgamma(aq[i]) + (ap[i] - aq[i]) * (digamma(ap[i]) - digamma(sp)) end
+  T.near(D.kl_divergence(D.Dirichlet(t64(ap)), D.Dirichlet(t64(aq))):item(), want, 1e-10, "KL Dirichlet")
+  -- MVN: (tr(Sq^-1 Sp) + (mq - mp)^T Sq^-1 (mq - mp) - k + log(det Sq / det Sp)) / 2
+  local mp, cp = { 0.5, -1.0 }, { { 2.0, 0.6 }, { 0.6, 1.0 } }
+  local mq, cq = { 0.0, 0.3 }, { { 1.0, -0.2 }, { -0.2, 0.5 } }
+  local iq = inv2(cq)
+  local tr = iq[1][1] * cp[1][1] + iq[1][2] * cp[2][1] + iq[2][1] * cp[1][2] + iq[2][2] * cp[2][2]
+  local mkl = 0.5 * (tr + quad2(iq, { mq[1] - mp[1], mq[2] - mp[2] }) - 2 + math.log(det2(cq) / det2(cp)))
+  local kl = D.kl_divergence(D.MultivariateNormal(t64(mp), { covariance_matrix = t64(cp) }),
+    D.MultivariateNormal(t64({ mq, mq, mq }), { precision_matrix = t64(inv2(cq)) }))
+  T.near(kl:tolist(), { mkl, mkl, mkl }, 1e-10, "KL MultivariateNormal (q batched)")
+  -- Independent: the sum of the Normal KLs
+  local nkl = function(m1, s1, m2, s2) return math.log(s2 / s1) + (s1 * s1 + (m1 - m2) ^ 2) / (2 * s2 * s2) - 0.5 end
+  local ip = D.Independent(D.Normal(t64({ 0.5, 1.0 }), t64({ 1.0, 2.0 })), 1)
+  local iq2 = D.Independent(D.Normal(t64({ 0.0, 0.0 }), t64({ 2.0, 0.5 })), 1)
+  T.near(D.kl_divergence(ip, iq2):item(), nkl(0.5, 1, 0, 2) + nkl(1, 2, 0, 0.5), 1e-12, "KL Independent")
+  -- discrete: sums over the support
+  T.near(D.kl_divergence(D.Poisson(t64(3.0)), D.Poisson(t64(5.5))):item(),
+    kl_sum(function(k) return poisson_lp(3.0, k) end, function(k) return poisson_lp(5.5, k) end, 100), 1e-10, "KL Poisson")
+  T.near(D.kl_divergence(D.Binomial(8, t64(0.3)), D.Binomial(8, t64(0.6))):item(),
+    kl_sum(function(k) return binom_lp(8, 0.3, k) end, function(k) return binom_lp(8, 0.6, k) end, 8), 1e-10, "KL Binomial")
+  T.near(D.kl_divergence(D.Binomial(8, t64({ 0.3 })), D.Binomial(6, t64({ 0.6 }))):item(), math.huge, 0, "KL Binomial, p.n > q.n: inf")
+  T.raises(function() D.kl_divergence(D.Binomial(6, t64(0.3)), D.Binomial(8, t64(0.6))) end,
+    "~KL between Binomials where q.total_count > p.total_count is not implemented")
+  local function geo(p) return function(k) return k * math.log(1 - p) + math.log(p) end end
+  T.near(D.kl_divergence(D.Geometric(t64(0.3)), D.Geometric(t64(0.6))):item(), kl_sum(geo(0.3), geo(0.6), 400), 1e-10, "KL Geometric")
+  local a, b = { 0.2, 0.3, 0.5 }, { 0.5, 0.25, 0.25 }
+  local okl = 0
+  for i = 1, 3 do okl = okl + a[i] * math.log(a[i] / b[i]) end
+  T.near(D.kl_divergence(D.OneHotCategorical(t64(a)), D.OneHotCategorical(t64(b))):item(), okl, 1e-12, "KL OneHotCategorical")
+  T.near(D.kl_divergence(D.Categorical(t64({ 0.5, 0.5, 0.0 })), D.Categorical(t64(b))):item(), 0.5 * math.log(2), 1e-12,
+    "KL Categorical with a zero probability in p")
+  T.near(D.kl_divergence(D.Categorical(t64(b)), D.Categorical(t64({ 0.5, 0.5, 0.0 }))):item(), math.huge, 0, "KL Categorical: q zero where p is not")
+  T.near(D.kl_divergence(D.Bernoulli(t64(0.3)), D.Bernoulli(t64(0.8))):item(), 0.3 * math.log(0.3 / 0.8) + 0.7 * math.log(0.7 / 0.2), 1e-12, "KL Bernoulli")
+  T.near(D.kl_divergence(D.Bernoulli(t64(0.0)), D.Bernoulli(t64(0.8))):item(), math.log(1 / 0.2), 1e-12, "KL Bernoulli, p = 0")
+  -- unregistered pairs, register_kl
+  T.raises(function() D.kl_divergence(D.Cauchy(0.0, 1.0), D.Gumbel(0.0, 1.0)) end,
+    "NotImplementedError: No KL(p || q) is implemented for p type Cauchy and q type Gumbel")
+  local called
+  local fn = function(p, q) called = { p, q }; return (p.loc - q.loc):abs() end
+  T.check(D.register_kl(D.Cauchy, D.Gumbel, fn) == fn, "register_kl returns the function")
+  local pc, qg = D.Cauchy(1.0, 1.0), D.Gumbel(-2.0, 1.0)
+  T.near(D.kl_divergence(pc, qg):item(), 3.0, 0, "kl_divergence calls the registered function")
+  T.check(called[1] == pc and called[2] == qg, "with p and q")
+  T.raises(function() D.register_kl(D.Cauchy, D.Gumbel) end, "~register_kl(type_p, type_q, fn)")
+end)
+
+-- ---- validation, errors, expand, reprs ----
+
+T.test("validate_args: parameters and, when asked, values; errors; expand", function()
+  local function bad(f, want, msg) T.raises(f, "~" .. want, msg) end
+  bad(function() D.Exponential(torch.tensor({ 1.0, -1.0 })) end, "Expected parameter rate to satisfy the constraint GreaterThan(lower_bound=0.0), but found invalid values")
+  bad(function() D.Gamma(1.0, 0.0) end, "Expected parameter rate to satisfy the constraint GreaterThan(lower_bound=0.0)")
+  bad(function() D.Gamma(-1.0, 1.0) end, "Expected parameter concentration to satisfy the constraint GreaterThan(lower_bound=0.0)")
+  bad(function() D.Beta(1.0, -2.0) end, "Expected parameter concentration0 to satisfy")
+  bad(function() D.Dirichlet(torch.tensor({ 1.0, 0.0 })) end, "Expected parameter concentration to satisfy the constraint IndependentConstraint(GreaterThan(lower_bound=0.0), 1)")
+  bad(function() D.Poisson(-0.5) end, "Expected parameter rate to satisfy the constraint GreaterThanEq(lower_bound=0.0)")
+  bad(function() D.Binomial(2.5, 0.5) end, "Expected parameter total_count to satisfy the constraint IntegerGreaterThan(lower_bound=0)")
+  bad(function() D.Binomial(3, 1.5) end, "Expected parameter probs to satisfy the constraint Interval(lower_bound=0.0, upper_bound=1.0)")
+  bad(function() D.Bernoulli(torch.tensor({ 1.5 })) end, "Expected parameter probs to satisfy the constraint Interval(lower_bound=0.0, upper_bound=1.0)")
+  bad(function() D.Categorical(torch.tensor({ 0.5, -0.1, 0.6 })) end, "Expected parameter probs to satisfy the constraint Simplex()")
+  bad(function() D.StudentT(0.0) end, "Expected parameter df to satisfy")
+  bad(function() D.Chi2(-3.0) end, "Expected parameter df to satisfy")
+  bad(function() D.Laplace(0 / 0, 1.0) end, "Expected parameter loc to satisfy the constraint Real()")
+  bad(function() D.MultivariateNormal(torch.zeros(2), { covariance_matrix = torch.tensor({ { 1.0, 2.0 }, { 2.0, 1.0 } }) }) end,
+    "Expected parameter covariance_matrix to satisfy the constraint PositiveDefinite()")
+  bad(function() D.MultivariateNormal(torch.zeros(2), { scale_tril = torch.tensor({ { 1.0, 0.5 }, { 0.0, 1.0 } }) }) end,
+    "Expected parameter scale_tril to satisfy the constraint LowerCholesky()")
+  T.check(D.Exponential(-1.0, { validate_args = false }) ~= nil, "validate_args=false skips the checks")
+  -- values: checked with validate_args=true
+  T.check(pcall(function() return D.Poisson(2.0):log_prob(torch.tensor({ 1.5 })) end), "values unchecked by default")
+  bad(function() D.Poisson(2.0, { validate_args = true }):log_prob(torch.tensor({ -1.0 })) end,
+    "ValueError: Expected value argument (Tensor of shape (1,)) to be within the support (IntegerGreaterThan(lower_bound=0)) of the distribution Poisson(rate: tensor(2.)), but found invalid values")
+  bad(function() D.Beta(2.0, 2.0, { validate_args = true }):log_prob(torch.tensor(1.5)) end, "to be within the support (Interval(lower_bound=0.0, upper_bound=1.0))")
+  bad(function() D.MultivariateNormal(torch.zeros(2), { covariance_matrix = torch.eye(2), validate_args = true }):log_prob(torch.zeros(3)) end,
+    "ValueError: The right-most size of value must match event_shape: torch.Size([3]) vs torch.Size([2]).")
+  bad(function() D.Exponential(torch.ones(3), { validate_args = true }):log_prob(torch.ones(2)) end,
+    "ValueError: Value is not broadcastable with batch_shape+event_shape: torch.Size([2]) vs torch.Size([3]).")
+  D.Distribution.set_default_validate_args(true)
+  local ok = pcall(function() D.Exponential(1.0):log_prob(torch.tensor(-1.0)) end)
+  D.Distribution.set_default_validate_args(false)
+  local off = pcall(function() D.Exponential(-1.0) end)
+  D.Distribution.set_default_validate_args(nil)
+  T.check(not ok and off, "set_default_validate_args(true) checks values, (false) nothing")
+  -- constructor errors
+  bad(function() D.MultivariateNormal(torch.zeros(2)) end, "ValueError: Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+  bad(function() D.MultivariateNormal(torch.zeros(2), { covariance_matrix = torch.eye(2), scale_tril = torch.eye(2) }) end, "Exactly one of")
+  bad(function() D.MultivariateNormal(torch.tensor(1.0), { covariance_matrix = torch.eye(1) }) end, "ValueError: loc must be at least one-dimensional.")
+  bad(function() D.MultivariateNormal(torch.zeros(2), { scale_tril = torch.ones(2) }) end,
+    "ValueError: scale_tril matrix must be at least two-dimensional, with optional leading batch dimensions")
+  bad(function() D.Dirichlet(torch.tensor(1.0)) end, "ValueError: `concentration` parameter must be at least one-dimensional.")
+  bad(function() D.Categorical(torch.tensor(1.0)) end, "ValueError: `probs` parameter must be at least one-dimensional.")
+  bad(function() D.Geometric() end, "Either `probs` or `logits` must be specified, but not both.")
+  bad(function() D.Gamma(1.0) end, "missing required argument 'rate'")
+  bad(function() D.Exponential(1.0, { rates = 2 }) end, "unknown keyword 'rates'")
+  bad(function() D.Poisson(1.0):rsample() end, "NotImplementedError: Poisson does not implement rsample")
+  bad(function() D.Poisson(1.0):cdf(torch.tensor(1.0)) end, "NotImplementedError: Poisson does not implement cdf")
+  bad(function() D.Exponential(1.0):enumerate_support() end, "NotImplementedError: Exponential does not implement enumerate_support")
+  -- expand: a new distribution over a larger batch, the same law
+  for _, d in ipairs({ D.Exponential(t64({ 1.5 })), D.Laplace(t64({ 0.0 }), t64({ 2.0 })), D.Gamma(t64({ 2.0 }), t64({ 3.0 })),
+    D.Chi2(t64({ 3.0 })), D.Beta(t64({ 2.0 }), t64({ 0.5 })), D.StudentT(t64({ 4.0 })), D.Poisson(t64({ 2.0 })),
+    D.Binomial(4, t64({ 0.3 })), D.Geometric({ logits = t64({ 0.3 }) }), D.LogNormal(t64({ 0.0 }), t64({ 1.0 })),
+    D.HalfNormal(t64({ 1.0 })), D.Gumbel(t64({ 0.0 }), t64({ 1.0 })), D.Cauchy(t64({ 0.0 }), t64({ 1.0 })),
+    D.Bernoulli(t64({ 0.3 })), D.Normal(t64({ 0.0 }), t64({ 1.0 })) }) do
+    local e = d:expand({ 4, 1 })
+    T.eq({ getmetatable(e) == getmetatable(d), e.batch_shape }, { true, torch.Size({ 4, 1 }) }, tostring(d) .. ": expand")
+    T.eq(e:log_prob(t64({ 1.0 })):size(), torch.Size({ 4, 1 }), "expanded log_prob shape")
+    T.near(e:log_prob(t64({ 1.0 }))[0]:item(), d:log_prob(t64({ 1.0 })):item(), 1e-12, tostring(d) .. ": expanded log_prob")
+  end
+  local oh = D.OneHotCategorical(t64({ 0.2, 0.8 })):expand({ 3 })
+  T.eq({ oh.batch_shape, oh.event_shape, oh.probs:size() }, { torch.Size({ 3 }), torch.Size({ 2 }), torch.Size({ 3, 2 }) }, "OneHotCategorical expand")
+  T.eq(D.Dirichlet(t64({ 1.0, 2.0 })):expand({ 5 }):sample():size(), torch.Size({ 5, 2 }), "Dirichlet expand")
+  -- reprs, support, arg_constraints, mean of a distribution without one
+  T.eq(tostring(D.Gamma(2.0, 3.0)), "Gamma(concentration: tensor(2.), rate: tensor(3.))", "Gamma repr")
+  T.eq(tostring(D.Exponential(torch.ones(3))), "Exponential(rate: torch.Size([3]))", "Exponential repr")
+  T.eq(tostring(D.Binomial(4, 0.5).support), "IntegerInterval(lower_bound=0, upper_bound=tensor(4.))", "Binomial support")
+  T.eq(tostring(D.Beta.arg_constraints.concentration1), "GreaterThan(lower_bound=0.0)", "arg_constraints")
+  T.eq(tostring(D.Dirichlet(torch.ones(2)).support), "Simplex()", "Dirichlet support")
+  T.eq(tostring(D.Poisson(1.0).support), "IntegerGreaterThan(lower_bound=0)", "Poisson support")
+  T.check(D.constraints.positive:check(torch.tensor({ 1.0, -1.0 })):tolist()[2] == false, "constraints.positive:check")
+  T.near(D.Gamma(t64(2.0), t64(1.0)):perplexity():item(), math.exp(2 + lgamma(2) - digamma(2)), 1e-10, "perplexity")
+end)
