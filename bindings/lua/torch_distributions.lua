@@ -240,7 +240,7 @@ function Uniform.new(...)
   return self:_init(low:size(), {}, o.validate_args)
 end
 
-function Uniform._props.support(self) return C.half_open_interval(self.low, self.high) end
+function Uniform._props.support(self) return C.interval(self.low, self.high) end
 function Uniform._props.mode(self) return H.full_like(self.low, 0 / 0) end
 function Uniform:rsample(sample_shape)
   local u = torch.rand(self:_extended_shape(sample_shape), H.opts(self.low))
