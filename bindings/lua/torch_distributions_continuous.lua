@@ -246,6 +246,10 @@ function Gamma:log_prob(value)
   local c, r = self.concentration, self.rate
   return torch.xlogy(c, r) + torch.xlogy(c - 1, value) - r * value - c:lgamma()
 end
+function Gamma:cdf(value)
+  self:_validate_sample(value)
+  return torch.special.gammainc(self.concentration, self.rate * value)
+end
 function Gamma:entropy()
   local c = self.concentration
   return c - self.rate:log() + c:lgamma() + (1 - c) * c:digamma()

@@ -697,3 +697,17 @@ T.test("validate_args: parameters and, when asked, values; errors; expand", func
   T.check(D.constraints.positive:check(torch.tensor({ 1.0, -1.0 })):tolist()[2] == false, "constraints.positive:check")
   T.near(D.Gamma(t64(2.0), t64(1.0)):perplexity():item(), math.exp(2 + lgamma(2) - digamma(2)), 1e-10, "perplexity")
 end)
+
+T.test("Gamma and Chi2 cdf through the regularised incomplete gamma", function()
+  local D = torch.distributions
+  local xs = { 0.0, 0.1, 0.5, 1.0, 2.5, 7.0 }
+  local function closed(f) local o = {} for i, x in ipairs(xs) do o[i] = f(x) end return o end
+  local x = torch.tensor(xs, { dtype = torch.float64 })
+  local t64 = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+  T.near(D.Gamma(t64(1.0), t64(1.5)):cdf(x):tolist(), closed(function(v) return 1 - math.exp(-1.5 * v) end), 1e-13, "Gamma(1, r) is exponential")
+  T.near(D.Gamma(t64(3.0), t64(2.0)):cdf(x):tolist(), closed(function(v)
+    local y = 2 * v
+    return 1 - math.exp(-y) * (1 + y + y * y / 2)
+  end), 1e-13, "Gamma(3, 2): the Erlang sum")
+  T.near(D.Chi2(t64(2.0)):cdf(x):tolist(), closed(function(v) return 1 - math.exp(-v / 2) end), 1e-13, "Chi2(2)")
+end)
