@@ -3,11 +3,13 @@
  * BLAS kernel (NN_OP_bmm) on 3-D strided views of its operands. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autocast.h"
 #include "backend.h"
 #include "cuda_flags.h"
 #include "grad.h"
+#include "profiler.h"
 
 /* The C++ type names PyTorch's dtype-mismatch messages print. */
 static const char *ctype_name(nn_dtype dt)
@@ -261,9 +263,11 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
     return recorded(out, name, a, b);
 }
 
+static nn_status linear_kernel(const nn_kargs *k) { return nn_cuda_linear(k->out[0], k->in[0], k->in[1], k->in[2], false); }
+
 /* linear's case on CUDA (1-D bias, beta = alpha = 1, float operands): one cuBLASLt call with
- * the bias added in the epilogue instead of a broadcast copy and a gemm. False: not taken
- * (or it failed, and the plain path runs and reports). */
+ * the bias added in the epilogue instead of a broadcast copy and a gemm (the profiler counts it
+ * as a bmm). False: not taken (or it failed, and the plain path runs and reports). */
 static bool fused_bias_gemm(nn_tensor *out, nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, double alpha)
 {
     if (!nn_cuda_linear || out->storage->device.type != NN_CUDA || beta != 1 || alpha != 1 || bias->ndim != 1 ||
@@ -272,7 +276,8 @@ static bool fused_bias_gemm(nn_tensor *out, nn_tensor *bias, nn_tensor *a, nn_te
         return false;
     nn_tensor *w = nn_make_view(b, 2, (int64_t[]){b->shape[1], b->shape[0]}, (int64_t[]){b->strides[1], b->strides[0]}, b->offset);
     if (!w) return false;
-    nn_status s = nn_cuda_linear(out, a, w, bias, false);
+    nn_kargs k = {.op = NN_OP_bmm, .out = {out}, .in = {a, w, bias}, .nin = 3};
+    nn_status s = nn_profiling ? nn_profiler_run(&k, linear_kernel) : linear_kernel(&k);
     nn_release(w);
     if (s) nn_clear_error();
     return s == NN_OK;
@@ -418,6 +423,15 @@ nn_tensor *nn_linear(nn_tensor *x, nn_tensor *w, nn_tensor *b)
     nn_tensor *wt = nn_t(w);
     if (wt && x->ndim == 2 && b && w->ndim == 2) {
         r = nn_addmm(b, x, wt, 1, 1);
+    } else if (wt && x->ndim > 2 && b && w->ndim == 2 && nn_is_contiguous(x)) {
+        /* a batch of rows as one [rows, in] matrix, as PyTorch's linear: addmm adds the bias in the
+         * GEMM's epilogue on CUDA, and the result is a view back to [..., out] */
+        int64_t rows[2] = {-1, x->shape[x->ndim - 1]}, shape[NN_MAX_DIMS];
+        memcpy(shape, x->shape, sizeof(int64_t) * x->ndim);
+        shape[x->ndim - 1] = w->shape[0];
+        nn_tensor *x2 = nn_view(x, 2, rows), *y2 = x2 ? nn_addmm(b, x2, wt, 1, 1) : NULL;
+        r = y2 ? nn_view(y2, x->ndim, shape) : NULL;
+        nn_release(x2), nn_release(y2);
     } else if (wt) {
         r = nn_matmul(x, wt);
         if (r && b) {

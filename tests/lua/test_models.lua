@@ -359,3 +359,26 @@ T.test("column-major addmm operand gradients", function()
   for i = 0, 1 do wantV = wantV + x3[i]:detach():t():matmul(g3[i]) end
   T.near(V.grad:tolist(), wantV:tolist(), 1e-12, "matmul column-major operand gradient")
 end)
+
+-- A batched nn.Linear with a bias runs as one addmm over the rows (on CUDA the bias is added in
+-- the GEMM's epilogue) and views the result back, as PyTorch's linear: no separate add.
+T.test("batched linear: one addmm, viewed back", function()
+  torch.manual_seed(4)
+  local x = torch.randn(2, 3, 4, 5):double():requires_grad_()
+  local lin = nn.Linear(5, 6):double()
+  local prof = torch.profiler.profile({ activities = { "CPU" } })
+  local y = lin(x)
+  prof:stop()
+  local names = {}
+  for _, e in ipairs(prof:events()) do names[#names + 1] = e.name end
+  T.eq(names, { "copy", "bmm" }, "the bias copied into the output, then one product")
+  T.eq({ y.grad_fn:name(), y:size() }, { "ViewBackward0", torch.Size({ 2, 3, 4, 6 }) }, "grad_fn and shape")
+  local want = x:detach():reshape(24, 5):matmul(lin.weight:detach():t()) + lin.bias:detach()
+  T.near(y:detach():reshape(24, 6):tolist(), want:tolist(), 1e-12, "values")
+  local g = torch.randn(2, 3, 4, 6):double()
+  y:backward(g)
+  local g2 = g:reshape(24, 6)
+  T.near(lin.weight.grad:tolist(), g2:t():matmul(x:detach():reshape(24, 5)):tolist(), 1e-12, "weight gradient")
+  T.near(lin.bias.grad:tolist(), g2:sum(0):tolist(), 1e-12, "bias gradient")
+  T.near(x.grad:tolist(), g:matmul(lin.weight:detach()):tolist(), 1e-12, "input gradient")
+end)

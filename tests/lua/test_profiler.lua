@@ -223,7 +223,7 @@ T.test("errors", function()
 end)
 
 T.test("CUDA ops carry their GPU time", function()
-  if not torch.cuda.is_available() then return T.skip("no GPU", 4) end
+  if not torch.cuda.is_available() then return T.skip("no GPU", 5) end
   local a, b = torch.randn(2048, 2048, { device = "cuda" }), torch.randn(2048, 2048, { device = "cuda" })
   for _ = 1, 3 do a:mm(b) end
   torch.cuda.synchronize()
@@ -240,6 +240,13 @@ T.test("CUDA ops carry their GPU time", function()
   T.eq(mm.count, 5, "five products")
   T.check(math.abs(mm.cuda_time - per) < 0.25 * per, string.format("GPU time %.1f us against events %.1f us", mm.cuda_time, per))
   T.check(prof:key_averages():table():find("CUDA total", 1, true) ~= nil, "the table has the CUDA columns")
+  local lin, x = nn.Linear(64, 32):cuda(), torch.randn(4, 8, 64, { device = "cuda" })
+  local fused = profiler.profile({ activities = { CPU, profiler.ProfilerActivity.CUDA } })
+  lin(x)
+  fused:stop()
+  local names = {}
+  for _, ev in ipairs(fused:events()) do names[#names + 1] = ev.name .. (ev.device_us and " on the GPU" or "") end
+  T.eq(names, { "bmm on the GPU" }, "a batched linear with a bias is one product, the bias in its epilogue")
   local cpu_only = profiler.profile({ activities = { CPU } })
   a:mm(b)
   cpu_only:stop()
