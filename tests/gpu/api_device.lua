@@ -366,5 +366,41 @@ same("triangular_solve, lu, lu_solve, lu_unpack, qr", function(A, B)
   return X, torch.lu_solve(B, LU, piv), P:matmul(L):matmul(U), Q:matmul(R)
 end, { r(4, 4), r(4, 3) }, true)
 
+same("torch.special", function(a, b)
+  local S = torch.special
+  local pos = a:abs() + 0.5
+  return S.erfcx(a), S.ndtri(torch.sigmoid(a)), S.log_ndtr(a), S.i0e(a), S.i1(a), S.i1e(a), S.zeta(pos + 1, pos),
+    S.gammainc(pos, b:abs()), S.gammaincc(pos, b:abs()), S.bessel_j0(a * 4), S.bessel_j1(a * 4), S.entr(pos),
+    S.xlog1py(a, pos), S.multigammaln(pos + 2, 3), S.expit(a) + S.logit(torch.sigmoid(b), 1e-6)
+end, { r(30), r(30) })
+same("torch.special gradients", function(a)
+  local S = torch.special
+  return S.erfcx(a) + S.ndtri(torch.sigmoid(a)) + S.log_ndtr(a) + S.i0e(a) + S.i1e(a) + S.entr(a:abs() + 0.1)
+end, { r(25) }, true)
+same("distributions: log_prob, entropy, kl, cdf", function(a, b, v)
+  local D = torch.distributions
+  local pos, pos2 = a:abs() + 0.3, b:abs() + 0.2
+  local g, e = D.Gamma(pos, pos2), D.Beta(pos, pos2)
+  local mvn = D.MultivariateNormal(a:narrow(0, 0, 3), { scale_tril = torch.eye(3, f64):to(a.device) * 2 })
+  return g:log_prob(v:abs() + 0.1), g:entropy(), D.Gamma(pos:detach(), pos2):cdf(v:abs()), e:log_prob(torch.sigmoid(v)), e:entropy(),
+    D.kl_divergence(g, D.Gamma(pos2, pos)), D.kl_divergence(e, D.Beta(pos2, pos)), D.Laplace(a, pos2):log_prob(v),
+    D.StudentT(pos + 1, a, pos2):log_prob(v), D.Poisson(pos):log_prob(torch.floor(v:abs() * 3)),
+    mvn:log_prob(v:narrow(0, 0, 3)), D.Dirichlet(pos):log_prob(torch.softmax(v, 0))
+end, { r(12), r(12), r(12) }, true)
+do -- samples come on the parameters' device and dtype
+  local D = torch.distributions
+  local conc = torch.tensor({ 0.5, 2.0, 7.5 }, f64):to(dev)
+  local ok = true
+  for _, d in ipairs({ D.Gamma(conc, conc), D.Beta(conc, conc), D.Dirichlet(conc), D.Poisson(conc), D.Binomial(10, torch.sigmoid(conc)),
+    D.Exponential(conc), D.StudentT(conc) }) do
+    local x = d:sample({ 4000 })
+    ok = ok and x.device.type == dev and x.dtype == torch.float64 and x:isfinite():all():item()
+  end
+  check("distributions sample on " .. dev, { ok and 1 or 0 }, { 1 })
+  torch.manual_seed(3)
+  local m = D.Gamma(conc, torch.ones(3, f64):to(dev)):sample({ 200000 }):mean(0):cpu()
+  check("Gamma sample means on " .. dev, m, conc:cpu(), 0.02)
+end
+
 print(string.format("api on %s: %d passed, %d failed", dev, passed, failed))
 os.exit(failed == 0 and 0 or 1)
