@@ -266,7 +266,8 @@ struct FillOne {
             break;
         }
         case NN_OP_dropout_noise: {
-            store_f(p, f.dt, unit(philox(f.offset + i, f.seed), wide) < f.a ? f.b : 0.0);
+            int per = wide ? 2 : 4;
+            store_f(p, f.dt, nnk::drop_u(philox(f.offset + i / per, f.seed), (int)(i % per), wide) < f.a ? f.b : 0.0);
             break;
         }
         default: { /* randint */

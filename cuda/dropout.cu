@@ -1,7 +1,7 @@
 /* CUDA dropout (ops.def dropout, dropout_backward; engine/dropout.c): one pass writes y and a
  * one-byte mask, and backward reads the mask instead of a noise tensor of the data's size.
- * Element j draws Philox counter offset + j as dropout_noise does, so the same elements are kept
- * as on the CPU and as x * noise would keep. */
+ * Element j's draw is dropout_noise's (four to a Philox block, two for float64), so the same
+ * elements are kept as on the CPU and as x * noise would keep. */
 #include "ew.cuh"
 #include "philox.cuh"
 
@@ -9,16 +9,25 @@ using namespace nnk;
 
 namespace {
 
+/* a thread per Philox block: its PER elements */
 template <typename T>
 __global__ void fwd(const T *__restrict__ x, T *__restrict__ y, uint8_t *__restrict__ mask, int64_t n, uint64_t seed,
                     uint64_t offset, double keep, typename ctype<T>::type scale)
 {
     typedef typename ctype<T>::type C;
     constexpr bool wide = sizeof(T) == 8;
-    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n; j += (int64_t)gridDim.x * blockDim.x) {
-        bool kept = unit(philox(offset + j, seed), wide) < keep;
-        mask[j] = kept;
-        y[j] = st<T>(ld(x[j]) * (kept ? scale : C(0))); /* x * 0: a dropped inf or nan gives nan, as x * noise */
+    constexpr int PER = wide ? 2 : 4;
+    const int64_t blocks = (n + PER - 1) / PER;
+    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < blocks; b += (int64_t)gridDim.x * blockDim.x) {
+        uint4 w = philox(offset + b, seed);
+#pragma unroll
+        for (int l = 0; l < PER; l++) {
+            int64_t j = b * PER + l;
+            if (j >= n) break;
+            bool kept = drop_u(w, l, wide) < keep;
+            mask[j] = kept;
+            y[j] = st<T>(ld(x[j]) * (kept ? scale : C(0))); /* x * 0: a dropped inf or nan gives nan, as x * noise */
+        }
     }
 }
 
@@ -46,7 +55,7 @@ template <typename T> nn_status run(const nn_kargs *a, bool forward)
     cudaStream_t s = nn_cuda_stream(nn_cuda_index(a));
     nn_dtype dt = a->in[0]->dtype;
     if (forward)
-        nn_launch<fwd<T>>(blocks_for(n), 256, s, (const T *)nn_data(a->in[0]), (T *)nn_data(a->out[0]), (uint8_t *)nn_data(a->out[1]), n,
+        nn_launch<fwd<T>>(blocks_for((n + 3) / 4), 256, s, (const T *)nn_data(a->in[0]), (T *)nn_data(a->out[0]), (uint8_t *)nn_data(a->out[1]), n,
                           (uint64_t)a->i[1], (uint64_t)a->i[2], a->f[0], scale_in<T>(1.0 / a->f[0], dt));
     else
         nn_launch<bwd<T>>(blocks_for(n), 256, s, (const T *)nn_data(a->in[0]), (const uint8_t *)nn_data(a->in[1]),

@@ -1,4 +1,4 @@
-/* Philox4x32-10 on the device and the uniform it draws, bit for bit as engine/cpu/random.c:
+/* Philox4x32-10 on the device and the uniforms it draws, bit for bit as engine/cpu/random.c:
  * the random fills (copy.cu) and dropout (dropout.cu). */
 #pragma once
 
@@ -25,6 +25,15 @@ __device__ __forceinline__ uint4 philox(uint64_t counter, uint64_t seed)
 __device__ __forceinline__ double unit(uint4 w, bool wide)
 {
     return wide ? (double)((((uint64_t)w.x << 32) | w.y) >> 11) * 0x1p-53 : (double)(w.x >> 8) * 0x1p-24;
+}
+
+/* dropout's draws: four uniforms from a block (lanes 0-3 of w, 24 bits each), two for float64 (wide:
+ * lanes 0-1 of 53 bits); element j takes block offset + j / per, lane j % per */
+__device__ __forceinline__ double drop_u(uint4 w, int lane, bool wide)
+{
+    if (wide) return lane ? unit(make_uint4(w.z, w.w, 0, 0), true) : unit(w, true);
+    uint32_t v = lane == 0 ? w.x : lane == 1 ? w.y : lane == 2 ? w.z : w.w;
+    return (double)(v >> 8) * 0x1p-24;
 }
 
 } // namespace nnk

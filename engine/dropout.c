@@ -44,7 +44,7 @@ nn_tensor *nn_dropout(nn_tensor *x, double p)
     nn_tensor *mask = y ? nn_empty(x->ndim, x->shape, NN_BOOL, dev) : NULL;
     nn_status st = mask ? NN_OK : nn_last_status();
     if (!st) {
-        uint64_t offset, seed = nn_philox_reserve((uint64_t)nn_numel(x), &offset);
+        uint64_t offset, seed = nn_philox_reserve(nn_dropout_blocks(nn_numel(x), x->dtype), &offset);
         nn_kargs a = {.op = NN_OP_dropout, .out = {y, mask}, .in = {xc}, .nin = 1, .f = {1 - p}};
         a.i[1] = (int64_t)seed, a.i[2] = (int64_t)offset;
         st = nn_dispatch(&a);

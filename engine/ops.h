@@ -66,6 +66,8 @@ void nn_rng_state(uint64_t *seed, uint64_t *offset);
 void nn_set_rng_state(uint64_t seed, uint64_t offset);
 /* Reserve n counters from the default generator: returns the seed, sets *offset. */
 uint64_t nn_philox_reserve(uint64_t n, uint64_t *offset);
+/* The counters dropout's n draws of dtype dt take: four uniforms from a block (two for float64) */
+uint64_t nn_dropout_blocks(int64_t n, nn_dtype dt);
 /* One Philox4x32-10 block (engine/cpu/random.c). Element j (row-major logical order) of a random
  * fill uses counter {lo32(offset+j), hi32(offset+j), 0, 0} and key {lo32(seed), hi32(seed)}. */
 void nn_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -58,10 +58,17 @@ uint64_t nn_philox_reserve(uint64_t n, uint64_t *offset)
     return s;
 }
 
+uint64_t nn_dropout_blocks(int64_t n, nn_dtype dt)
+{
+    int per = dt == NN_F64 ? 2 : 4;
+    return ((uint64_t)n + per - 1) / per;
+}
+
 /* i[0] low, i[1] seed, i[2] offset, i[3] high (see ops.def) */
 static nn_status random_fill(nn_op op, nn_tensor *t, double f0, double f1, int64_t low, int64_t high)
 {
-    uint64_t offset, seed = nn_philox_reserve((uint64_t)nn_numel(t), &offset);
+    uint64_t n = op == NN_OP_dropout_noise ? nn_dropout_blocks(nn_numel(t), t->dtype) : (uint64_t)nn_numel(t);
+    uint64_t offset, seed = nn_philox_reserve(n, &offset);
     nn_kargs a = {.op = op, .out = {t}};
     a.f[0] = f0;
     a.f[1] = f1;

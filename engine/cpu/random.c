@@ -8,7 +8,9 @@
  *   normal   Box-Muller on u1 = 1 - u (u from w0[,w1] as above), u2 (from w1, or w2,w3 for float64):
  *            mean + std * sqrt(-2 ln u1) * cos(2 pi u2)
  *   randint  r = range <= 2^32 ? w0 % range : (w0 << 32 | w1) % range; value low + r
- *   dropout_noise  u as uniform's (before any rounding to the dtype); value 1 / keep where u < keep, else 0 */
+ * except dropout's draws (dropout_noise, dropout), four to a block (two for float64): element j's u
+ * is from block offset + j / 4, word j % 4, as (w >> 8) * 2^-24 (float64: block offset + j / 2, words
+ * 2(j % 2) and 2(j % 2) + 1, as the 53 bits above); dropout_noise is 1 / keep where u < keep, else 0 */
 #include <math.h>
 #include <string.h>
 
@@ -109,12 +111,46 @@ static void row_uniform(char **ptr, const int64_t *stride, int64_t n, void *vctx
     })
 }
 
+/* Dropout's draws (see the top): drop_u(d, j) is element j's u; the last block is kept for the next */
+typedef struct {
+    uint32_t key[2];
+    uint64_t offset;
+    bool wide;
+    int64_t block; /* the block in w, -1: none yet */
+    uint32_t w[4];
+} drop_draws;
+
+static double drop_u(drop_draws *d, int64_t j)
+{
+    int per = d->wide ? 2 : 4;
+    int64_t b = j / per;
+    if (b != d->block) {
+        uint64_t ctr = d->offset + (uint64_t)b;
+        uint32_t c[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), 0, 0};
+        nn_philox4x32_10(c, d->key, d->w);
+        d->block = b;
+    }
+    int l = (int)(j % per);
+    return d->wide ? u53(d->w[2 * l], d->w[2 * l + 1]) : u24(d->w[l]);
+}
+
+static drop_draws drop_draws_of(uint64_t seed, uint64_t offset, nn_dtype dt)
+{
+    return (drop_draws){.key = {(uint32_t)seed, (uint32_t)(seed >> 32)}, .offset = offset, .wide = dt == NN_F64, .block = -1};
+}
+
+typedef struct {
+    drop_draws d;
+    int64_t next; /* the logical index of the row's first element */
+    nn_dtype dt;
+    double keep, value;
+} noise_ctx;
+
 static void row_dropout_noise(char **ptr, const int64_t *stride, int64_t n, void *vctx)
 {
-    rng_ctx *c = vctx;
+    noise_ctx *c = vctx;
     char *p = ptr[0];
-    bool wide = c->dt == NN_F64;
-    FOR_GROUPS({ store(p, c->dt, (wide ? u53(w[0][l], w[1][l]) : u24(w[0][l])) < c->a ? c->b : 0.0); })
+    for (int64_t i = 0; i < n; i++, p += stride[0]) store(p, c->dt, drop_u(&c->d, c->next++) < c->keep ? c->value : 0.0);
 }
 
 static void row_normal(char **ptr, const int64_t *stride, int64_t n, void *vctx)
@@ -147,10 +183,16 @@ nn_status nn_cpu_random(const nn_kargs *a)
 {
     nn_tensor *out = a->out[0];
     if (a->op != NN_OP_randint && !nn_dtype_is_float(out->dtype)) return nn_not_implemented(a, out->dtype);
-    static const nn_iter_row rows[] = {[NN_OP_uniform] = row_uniform, [NN_OP_normal] = row_normal, [NN_OP_randint] = row_randint,
-                                      [NN_OP_dropout_noise] = row_dropout_noise};
-    if ((size_t)a->op >= sizeof rows / sizeof *rows || !rows[a->op]) return nn_not_implemented(a, out->dtype);
     uint64_t seed = (uint64_t)a->i[1];
+    if (a->op == NN_OP_dropout_noise) {
+        noise_ctx c = {.d = drop_draws_of(seed, (uint64_t)a->i[2], out->dtype), .dt = out->dtype, .keep = a->f[0], .value = a->f[1]};
+        nn_iter it;
+        nn_iter_init_logical(&it, 1, &out);
+        nn_iter_run(&it, row_dropout_noise, &c);
+        return NN_OK;
+    }
+    static const nn_iter_row rows[] = {[NN_OP_uniform] = row_uniform, [NN_OP_normal] = row_normal, [NN_OP_randint] = row_randint};
+    if ((size_t)a->op >= sizeof rows / sizeof *rows || !rows[a->op]) return nn_not_implemented(a, out->dtype);
     rng_ctx c = {
         .op = a->op, .dt = out->dtype, .key = {(uint32_t)seed, (uint32_t)(seed >> 32)}, .counter = (uint64_t)a->i[2],
         .a = a->f[0], .b = a->f[1], .low = a->i[0], .range = (uint64_t)a->i[3] - (uint64_t)a->i[0],
@@ -179,26 +221,18 @@ nn_status nn_cpu_dropout(const nn_kargs *a)
     nn_tensor *y = a->out[0], *mask = a->out[1], *x = a->in[0];
     nn_dtype dt = x->dtype;
     if (!nn_dtype_is_float(dt)) return nn_not_implemented(a, dt);
-    uint64_t seed = (uint64_t)a->i[1];
-    rng_ctx c = {.op = a->op, .dt = dt, .key = {(uint32_t)seed, (uint32_t)(seed >> 32)}, .counter = (uint64_t)a->i[2]};
+    drop_draws d = drop_draws_of((uint64_t)a->i[1], (uint64_t)a->i[2], dt);
     const double keep = a->f[0], scale = in_dtype(1.0 / keep, dt);
-    const bool wide = dt == NN_F64;
     const size_t es = nn_dtype_size(dt);
     const char *px = nn_data(x);
     char *py = nn_data(y);
     uint8_t *pm = nn_data(mask);
     int64_t n = nn_numel(x);
-    uint32_t w[4][LANES];
-    for (int64_t i = 0; i < n; i += LANES) {
-        int m = n - i < LANES ? (int)(n - i) : LANES;
-        blocks(&c, m, w);
-        for (int l = 0; l < m; l++) {
-            int64_t j = i + l;
-            bool kept = (wide ? u53(w[0][l], w[1][l]) : u24(w[0][l])) < keep;
-            pm[j] = kept;
-            if (dt == NN_F32) ((float *)py)[j] = ((const float *)px)[j] * (kept ? (float)scale : 0.0f);
-            else store(py + j * es, dt, nn_load_f64(px + j * es, dt) * (kept ? scale : 0.0));
-        }
+    for (int64_t j = 0; j < n; j++) {
+        bool kept = drop_u(&d, j) < keep;
+        pm[j] = kept;
+        if (dt == NN_F32) ((float *)py)[j] = ((const float *)px)[j] * (kept ? (float)scale : 0.0f);
+        else store(py + j * es, dt, nn_load_f64(px + j * es, dt) * (kept ? scale : 0.0));
     }
     return NN_OK;
 }

@@ -454,20 +454,28 @@ end)
 
 -- ---- dropout ----
 
+-- dropout's uniforms from Philox in plain Lua, at the generator's (seed, offset) before the call
+local philox = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "philox_ref.lua")
+local function dropout_uniforms(n, wide)
+  local st = torch.get_rng_state():tolist()
+  local u = {}
+  for j = 0, n - 1 do u[j + 1] = philox.dropout_u(st[1], st[2], j, wide) end
+  return u
+end
+
 T.test("dropout", function()
   local x = torch.randn(50, 40, { dtype = torch.float64 })
   local X = flatten(x:tolist())
   for _, p in ipairs({ 0.2, 0.5, 0.9 }) do
     torch.manual_seed(99)
+    local u = dropout_uniforms(#X, true)
     local y = F.dropout(x, p)
-    torch.manual_seed(99)
-    local u = flatten(torch.rand_like(x):tolist())
     local Y, ok = flatten(y:tolist()), true
     for k = 1, #X do
       local want = u[k] < 1 - p and X[k] / (1 - p) or 0
       if math.abs(Y[k] - want) > TOL * math.max(1, math.abs(want)) then ok = false end
     end
-    T.check(ok, "dropout p=" .. p .. ": mask from torch.rand, scaled by 1/(1-p)")
+    T.check(ok, "dropout p=" .. p .. ": mask from Philox (two draws a block in float64), scaled by 1/(1-p)")
   end
   torch.manual_seed(5)
   local a = F.dropout(x, 0.3)
@@ -494,12 +502,11 @@ T.test("dropout", function()
   -- feature dropout: one mask value per (sample, channel)
   local x4 = torch.randn(4, 6, 3, 3, { dtype = torch.float64 }) + 10
   torch.manual_seed(11)
+  local u4 = dropout_uniforms(24, true) -- one per (sample, channel)
   local y4 = F.dropout2d(x4, 0.5)
-  torch.manual_seed(11)
-  local u4 = A(torch.rand(4, 6, 1, 1, { dtype = torch.float64 }))
   local X4, Y4, ok = A(x4), A(y4), true
   for n = 0, 3 do for c = 0, 5 do for h = 0, 2 do for w = 0, 2 do
-    local want4 = u4:at(n, c, 0, 0) < 0.5 and X4:at(n, c, h, w) * 2 or 0
+    local want4 = u4[n * 6 + c + 1] < 0.5 and X4:at(n, c, h, w) * 2 or 0
     if math.abs(Y4:at(n, c, h, w) - want4) > TOL * math.max(1, math.abs(want4)) then ok = false end
   end end end end
   T.check(ok, "dropout2d drops whole channels")
@@ -520,30 +527,28 @@ T.test("dropout", function()
   T.raises(function() F.dropout2d(torch.randn(3), 0.5) end, "~Feature dropout requires at least 2 dimensions in the input")
 end)
 
--- The mask is drawn before any rounding to the dtype: float16/bfloat16 keep an element where
--- torch.rand in float32 would be under 1 - p, with the same numbers on the GPU as on the CPU.
+-- The mask is drawn before any rounding to the dtype: float16/bfloat16 keep an element where a
+-- 24-bit uniform is under 1 - p, with the same numbers on the GPU as on the CPU, for the fused
+-- kernel (contiguous input) and for the noise of the composed form (a transposed view).
 T.test("dropout noise in each dtype and device", function()
   local devs = { "cpu" }
   if torch.cuda.is_available() then devs[2] = "cuda" end
-  torch.manual_seed(3)
-  local u = flatten(torch.rand(2000):tolist())
   for _, dev in ipairs(devs) do
     for _, dt in ipairs({ torch.float32, torch.float16, torch.bfloat16, torch.float64 }) do
-      local x = torch.ones(40, 50, { dtype = dt, device = dev })
-      torch.manual_seed(3)
-      local y = flatten(F.dropout(x, 0.3):float():cpu():tolist())
-      local scale = torch.tensor({ 1 / 0.7 }, { dtype = dt }):item()
-      local ok, bad = true, nil
-      if dt == torch.float64 then
+      for _, view in ipairs({ false, true }) do
+        local x = torch.ones(40, 50, { dtype = dt, device = dev })
+        if view then x = x:t() end
         torch.manual_seed(3)
-        u = flatten(torch.rand(2000, { dtype = torch.float64 }):tolist())
+        local u = dropout_uniforms(2000, dt == torch.float64)
+        local y = flatten(F.dropout(x, 0.3):float():cpu():tolist())
+        local scale = torch.tensor({ 1 / 0.7 }, { dtype = dt }):item()
+        local ok, bad = true, nil
+        for k = 1, #y do
+          local want = u[k] < 0.7 and scale or 0
+          if y[k] ~= want and math.abs(y[k] - want) > 1e-6 then ok, bad = false, k; break end
+        end
+        T.check(ok, string.format("%s %s%s: element %s", dev, tostring(dt), view and " (a view)" or "", tostring(bad)))
       end
-      for k = 1, #y do
-        local want = u[k] < 0.7 and scale or 0
-        if y[k] ~= want and math.abs(y[k] - want) > 1e-6 then ok, bad = false, k; break end
-      end
-      T.check(ok, string.format("%s %s: element %s", dev, tostring(dt), tostring(bad)))
-      if dt == torch.float64 then torch.manual_seed(3); u = flatten(torch.rand(2000):tolist()) end
     end
   end
   T.raises(function() torch.ones(3):_dropout_noise_(0) end, "~keep probability must be in (0, 1]")
