@@ -12,6 +12,7 @@
 #include "grad.h"
 #include "memory_format.h"
 #include "ops.h"
+#include "profiler.h"
 
 /* ---- type promotion ---- */
 
@@ -536,9 +537,22 @@ static nn_status copy_kernel(nn_tensor *dst, nn_tensor *src)
     return nn_dispatch(&k);
 }
 
+typedef struct {
+    const nn_backend *be;
+    nn_tensor *to, *from;
+} bytes_copy;
+
+static nn_status copy_bytes(void *ctx)
+{
+    bytes_copy *c = ctx;
+    return c->be->copy(nn_data(c->to), c->to->storage->device, nn_data(c->from), c->from->storage->device,
+                       (size_t)nn_numel(c->from) * nn_dtype_size(c->from->dtype));
+}
+
 /* Between devices: make src contiguous on its own device, move its bytes with the non-CPU
  * backend's copy (straight into dst when dst is a contiguous tensor of the same dtype and
- * shape), then cast and broadcast into dst on dst's device. */
+ * shape), then cast and broadcast into dst on dst's device. The profiler sees the move as
+ * "memcpy HtoD", "memcpy DtoH" or "memcpy DtoD" on the GPU's side. */
 static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
 {
     nn_device dd = dst->storage->device, sd = src->storage->device;
@@ -553,7 +567,11 @@ static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
     bool direct = nn_is_contiguous(dst) && dst->dtype == src->dtype && same_shape(dst, src);
     nn_tensor *t = direct ? nn_retain(dst) : nn_empty(src->ndim, src->shape, src->dtype, dd);
     nn_status st = t ? NN_OK : nn_last_status();
-    if (!st) st = be->copy(nn_data(t), dd, nn_data(s), sd, (size_t)nn_numel(src) * nn_dtype_size(src->dtype));
+    if (!st) {
+        bytes_copy c = {be, t, s};
+        const char *what = sd.type == NN_CPU ? "memcpy HtoD" : dd.type == NN_CPU ? "memcpy DtoH" : "memcpy DtoD";
+        st = nn_profiler_call(what, sd.type == NN_CPU ? dd : sd, copy_bytes, &c);
+    }
     if (!st && !direct) st = copy_kernel(dst, t);
     nn_release(s);
     nn_release(t);

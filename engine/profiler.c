@@ -153,14 +153,16 @@ static char *shapes_of(const nn_kargs *a)
     return s;
 }
 
-nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
+/* fn(ctx) recorded as an op named name on dev; shapes: its inputs' (owned), or NULL */
+static nn_status run_recorded(const char *name, nn_device dev, char *shapes, nn_status (*fn)(void *), void *ctx)
 {
-    if (P.in_op) return k(a);
-    nn_device dev = a->out[0]->storage->device;
-    nn_prof_event *e = add(NN_PROF_OP, nn_op_name(a->op), dev);
-    if (!e) return k(a);
+    nn_prof_event *e = add(NN_PROF_OP, name, dev);
+    if (!e) {
+        free(shapes);
+        return fn(ctx);
+    }
     int64_t i = P.n - 1;
-    if (P.shapes) e->shapes = shapes_of(a);
+    e->shapes = shapes;
     bool gpu = P.cuda && dev.type == NN_CUDA && dev.index < MAX_GPUS && !nn_gpu_capturing();
     if (gpu) {
         gpu_pool *g = &P.gpu[dev.index];
@@ -168,12 +170,36 @@ nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
         e->ev[0] = mark(dev.index);
     }
     P.in_op++;
-    nn_status st = k(a);
+    nn_status st = fn(ctx);
     P.in_op--;
     e = &P.ev[i]; /* the kernel may not add events, but keep to the index */
     if (gpu && e->ev[0]) e->ev[1] = mark(dev.index);
     e->end_ns = now_ns() - P.epoch;
     return st;
+}
+
+typedef struct {
+    const nn_kargs *a;
+    nn_kernel k;
+} kernel_call;
+
+static nn_status call_kernel(void *ctx)
+{
+    kernel_call *c = ctx;
+    return c->k(c->a);
+}
+
+nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
+{
+    if (P.in_op) return k(a);
+    kernel_call c = {a, k};
+    return run_recorded(nn_op_name(a->op), a->out[0]->storage->device, P.shapes ? shapes_of(a) : NULL, call_kernel, &c);
+}
+
+nn_status nn_profiler_call(const char *name, nn_device dev, nn_status (*fn)(void *), void *ctx)
+{
+    if (!nn_profiling || P.in_op) return fn(ctx);
+    return run_recorded(name, dev, NULL, fn, ctx);
 }
 
 nn_status nn_profiler_stop(void)

@@ -40,5 +40,8 @@ int64_t nn_profiler_push(nn_prof_kind kind, const char *name);
 void nn_profiler_pop(int64_t index);
 /* nn_dispatch's path while profiling: k(a), recorded */
 nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k);
+/* fn(ctx), recorded as an op named name (a static string) on dev while profiling: device work that
+ * does not go through nn_dispatch (copies between devices, cuDNN's RNN) */
+nn_status nn_profiler_call(const char *name, nn_device dev, nn_status (*fn)(void *), void *ctx);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "autograd.h"
 #include "device.h"
+#include "profiler.h"
 #include "rnn.h"
 
 enum { S_X, S_HX, S_CX, S_Y, S_W, S_R };
@@ -85,6 +86,26 @@ static nn_tensor *empty_like(const nn_tensor *t) { return nn_empty(t->ndim, t->s
 
 static nn_tensor *contiguous_or_null(nn_tensor *g) { return g ? nn_contiguous(g) : NULL; }
 
+/* cuDNN's calls, as the profiler records them ("cudnn_rnn", "cudnn_rnn_backward") */
+typedef struct {
+    const nn_rnn_problem *p;
+    bool train;
+    nn_tensor *y, *hy, *cy, *dy, *dhy, *dcy, *weights, *reserve, *dx, *dhx, *dcx;
+    nn_tensor **w_out, **r_out;
+} rnn_call;
+
+static nn_status call_forward(void *ctx)
+{
+    rnn_call *c = ctx;
+    return nn_gpu->rnn_forward(c->p, c->train, c->y, c->hy, c->cy, c->w_out, c->r_out);
+}
+
+static nn_status call_backward(void *ctx)
+{
+    rnn_call *c = ctx;
+    return nn_gpu->rnn_backward(c->p, c->y, c->dy, c->dhy, c->dcy, c->weights, c->reserve, c->dx, c->dhx, c->dcx);
+}
+
 static nn_status rnn_backward(nn_node *n, nn_tensor *const *g, nn_tensor **gi)
 {
     if (nn_backward_creates_graph() && nn_grad_enabled())
@@ -121,7 +142,10 @@ static nn_status rnn_backward(nn_node *n, nn_tensor *const *g, nn_tensor **gi)
     /* cuDNN's backward writes into the reserve: a graph kept for another backward keeps the forward's */
     nn_tensor *reserve = !st && nn_backward_retains_graph() ? nn_clone(R) : nn_retain(R);
     if (!st && !reserve) st = nn_last_status();
-    if (!st) st = nn_gpu->rnn_backward(&p, y, dy, dhy, dcy, W, reserve, dx, dhx, dcx);
+    if (!st) {
+        rnn_call c = {.p = &p, .y = y, .dy = dy, .dhy = dhy, .dcy = dcy, .weights = W, .reserve = reserve, .dx = dx, .dhx = dhx, .dcx = dcx};
+        st = nn_profiler_call("cudnn_rnn_backward", x->storage->device, call_backward, &c);
+    }
     nn_release(reserve);
     nn_release(dy), nn_release(dhy), nn_release(dcy);
     if (st) {
@@ -165,7 +189,10 @@ nn_status nn_rnn(nn_rnn_mode mode, nn_tensor *x, nn_tensor *hx, nn_tensor *cx, n
         *cy = cx ? empty_like(cx) : NULL;
         if (!*y || !*hy || (cx && !*cy)) st = nn_last_status();
     }
-    if (!st) st = nn_gpu->rnn_forward(&p, train, *y, *hy, *cy, &W, &R);
+    if (!st) {
+        rnn_call c = {.p = &p, .train = train, .y = *y, .hy = *hy, .cy = *cy, .w_out = &W, .r_out = &R};
+        st = nn_profiler_call("cudnn_rnn", x->storage->device, call_forward, &c);
+    }
     nn_node *n = NULL;
     int64_t *len = NULL;
     if (!st && train) {

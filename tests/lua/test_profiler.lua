@@ -223,7 +223,7 @@ T.test("errors", function()
 end)
 
 T.test("CUDA ops carry their GPU time", function()
-  if not torch.cuda.is_available() then return T.skip("no GPU", 5) end
+  if not torch.cuda.is_available() then return T.skip("no GPU", 6) end
   local a, b = torch.randn(2048, 2048, { device = "cuda" }), torch.randn(2048, 2048, { device = "cuda" })
   for _ = 1, 3 do a:mm(b) end
   torch.cuda.synchronize()
@@ -247,6 +247,20 @@ T.test("CUDA ops carry their GPU time", function()
   local names = {}
   for _, ev in ipairs(fused:events()) do names[#names + 1] = ev.name .. (ev.device_us and " on the GPU" or "") end
   T.eq(names, { "bmm on the GPU" }, "a batched linear with a bias is one product, the bias in its epilogue")
+  local host = torch.randn(1000, 1000)
+  local rnn = nn.LSTM(16, 32):cuda()
+  local seq = torch.randn(5, 3, 16, { device = "cuda" })
+  local moves = profiler.profile({ activities = { CPU, profiler.ProfilerActivity.CUDA } })
+  local dev = host:cuda()
+  dev:cpu()
+  rnn(seq)[1]:sum():backward()
+  moves:stop()
+  local seen = {}
+  for _, ev in ipairs(moves:events()) do
+    if ev.name:find("^memcpy") or ev.name:find("^cudnn_rnn") then seen[ev.name] = (seen[ev.name] or 0) + 1 end
+  end
+  T.eq(seen, { ["memcpy HtoD"] = 1, ["memcpy DtoH"] = 1, cudnn_rnn = 1, cudnn_rnn_backward = 1 },
+    "copies between devices and cuDNN's RNN are recorded")
   local cpu_only = profiler.profile({ activities = { CPU } })
   a:mm(b)
   cpu_only:stop()
