@@ -1,6 +1,7 @@
 /* The profiler's recording (see profiler.h). GPU times come from event pairs recorded on the
  * op's stream around its kernel; each device's first recorded op also gets a reference event, so
  * that its ops can be placed on a timeline. Events are kept in per-device pools between runs. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@ typedef struct {
     nn_gpu_event *ref; /* this run's reference event (NULL: no op yet) */
     int64_t ref_index; /* the op whose start it marks */
 } gpu_pool;
+
+static atomic_bool running; /* one recording at a time, by the thread whose nn_profiling is set */
 
 static struct {
     bool cuda, shapes;
@@ -49,6 +52,7 @@ static void drop_events(void)
 nn_status nn_profiler_start(bool cuda, bool shapes)
 {
     if (nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: already running (stop it first)");
+    if (atomic_exchange(&running, true)) return nn_error(NN_ERR_RUNTIME, "profiler: already running on another thread");
     drop_events();
     P.cuda = cuda && nn_gpu && nn_gpu->device_count() > 0;
     P.shapes = shapes;
@@ -230,6 +234,7 @@ nn_status nn_profiler_stop(void)
         give_event(d, P.gpu[d].ref);
         P.gpu[d].ref = NULL;
     }
+    atomic_store(&running, false);
     return NN_OK;
 }
 
