@@ -1,18 +1,44 @@
 /* torch._profiler: the engine's recorder (engine/profiler.h) for bindings/lua/torch_profiler.lua.
- * start(cuda, shapes), stop(), push(name) -> id, pop(id), events() -> a list of tables
+ * start(cuda, shapes, stack), stop(), push(name) -> id, pop(id), events() -> a list of tables
  * {name, kind ("op" | "range" | "node"), parent (1-based, 0: none), device, start_us, end_us,
- * device_start_us, device_us (nil: none), shapes (nil unless recorded)}. */
+ * device_start_us, device_us (nil: none), shapes, stack ("file:line" a line each; nil unless
+ * recorded)}. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "lt.h"
 #include "profiler.h"
+
+/* with_stack: the frames of the thread that started the profiler, leaving out C functions and the
+ * library's own Lua (bindings/lua/), innermost first */
+static _Thread_local lua_State *stack_L;
+
+static char *lua_frames(void)
+{
+    char buf[1024];
+    size_t n = 0;
+    int kept = 0;
+    lua_Debug ar;
+    for (int level = 0; kept < 8 && n < sizeof buf && lua_getstack(stack_L, level, &ar); level++) {
+        if (!lua_getinfo(stack_L, "Sl", &ar) || ar.currentline < 0 || !strncmp(ar.source, "@bindings/lua/", 14)) continue;
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s:%d", kept ? "\n" : "", ar.short_src, ar.currentline);
+        kept++;
+    }
+    return kept ? strdup(buf) : NULL;
+}
 
 static int p_start(lua_State *L)
 {
     if (nn_profiler_start(lua_toboolean(L, 1), lua_toboolean(L, 2))) return lt_fail(L, 0);
+    stack_L = L;
+    nn_profiler_set_stack(lua_toboolean(L, 3) ? lua_frames : NULL);
     return 0;
 }
 
 static int p_stop(lua_State *L)
 {
+    nn_profiler_set_stack(NULL);
     if (nn_profiler_stop()) return lt_fail(L, 0);
     return 0;
 }
@@ -65,6 +91,10 @@ static int p_events(lua_State *L)
         if (e->shapes) {
             lua_pushstring(L, e->shapes);
             lua_setfield(L, -2, "shapes");
+        }
+        if (e->stack) {
+            lua_pushstring(L, e->stack);
+            lua_setfield(L, -2, "stack");
         }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }

@@ -12,6 +12,9 @@
 enum { MAX_OPEN = 256, MAX_GPUS = 16 };
 
 _Thread_local bool nn_profiling;
+static _Thread_local nn_prof_stack_fn stack_fn;
+
+void nn_profiler_set_stack(nn_prof_stack_fn fn) { stack_fn = fn; }
 
 typedef struct {
     nn_gpu_event **free;
@@ -45,6 +48,7 @@ static void drop_events(void)
     for (int64_t i = 0; i < P.n; i++) {
         if (P.ev[i].kind == NN_PROF_RANGE) free((char *)P.ev[i].name);
         free(P.ev[i].shapes);
+        free(P.ev[i].stack);
     }
     P.n = 0;
 }
@@ -167,6 +171,7 @@ static nn_status run_recorded(const char *name, nn_device dev, char *shapes, nn_
     }
     int64_t i = P.n - 1;
     e->shapes = shapes;
+    if (stack_fn) e->stack = stack_fn();
     bool gpu = P.cuda && dev.type == NN_CUDA && dev.index < MAX_GPUS && !nn_gpu_capturing();
     if (gpu) {
         gpu_pool *g = &P.gpu[dev.index];

@@ -20,6 +20,7 @@ typedef struct {
     double device_start_us;  /* GPU ops: from the device's first recorded op */
     double device_us;        /* GPU time; < 0: none (CPU ops, ranges, CUDA profiling off) */
     char *shapes;            /* inputs' shapes, "[[2, 3], []]", with record_shapes; else NULL */
+    char *stack;             /* ops: the caller's frames, "file:line" a line each, with a stack function; else NULL */
     nn_gpu_event *ev[2];
 } nn_prof_event;
 
@@ -38,6 +39,10 @@ int64_t nn_profiler_epoch_ns(void);
  * when not recording. Ranges close in reverse order. */
 int64_t nn_profiler_push(nn_prof_kind kind, const char *name);
 void nn_profiler_pop(int64_t index);
+/* with_stack: fn returns the calling program's frames (malloc'd, "file:line" a line each) or NULL;
+ * called for each op this thread records while set (NULL: none) */
+typedef char *(*nn_prof_stack_fn)(void);
+void nn_profiler_set_stack(nn_prof_stack_fn fn);
 /* nn_dispatch's path while profiling: k(a), recorded */
 nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k);
 /* fn(ctx), recorded as an op named name (a static string) on dev while profiling: device work that

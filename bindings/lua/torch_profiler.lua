@@ -69,9 +69,16 @@ local function time_str(us)
   return string.format("%.3fus", us)
 end
 
+local function split_lines(text)
+  local out = {}
+  for l in (text or ""):gmatch("[^\n]+") do out[#out + 1] = l end
+  return out
+end
+
 -- The recorded events as FunctionEvents: name, kind, device_type, cpu_time_total,
 -- self_cpu_time_total, cuda_time_total (= device_time_total), self_cuda_time_total, input_shapes,
--- time_range {start, elapsed_us}, parent (an index or nil), children (indices).
+-- stack (with_stack: the calling program's frames, innermost first), time_range {start,
+-- elapsed_us}, parent (an index or nil), children (indices).
 local function function_events(raw)
   local ev = {}
   for i, r in ipairs(raw) do
@@ -81,7 +88,7 @@ local function function_events(raw)
       id = i, name = r.kind == "node" and NODE_PREFIX .. r.name or r.name, kind = r.kind,
       device_type = r.device_us and "CUDA" or "CPU", device = r.device,
       cpu_time_total = cpu, self_cpu_time_total = cpu, cuda_time_total = gpu, self_cuda_time_total = gpu,
-      input_shapes = r.shapes or "", start_us = r.start_us, end_us = r.end_us,
+      input_shapes = r.shapes or "", stack = split_lines(r.stack), start_us = r.start_us, end_us = r.end_us,
       device_start_us = r.device_start_us, device_us = r.device_us,
       parent = r.parent > 0 and r.parent or nil, children = {},
     }
@@ -110,14 +117,15 @@ local sort_keys = {
   count = true,
 }
 
-local function average(events, by_shape)
+local function average(events, by_shape, stack_n)
   local groups, order = {}, {}
   for _, e in ipairs(events) do
-    local key = by_shape and e.name .. "\0" .. e.input_shapes or e.name
+    local frames = table.move(e.stack, 1, math.min(stack_n, #e.stack), 1, {})
+    local key = e.name .. "\0" .. (by_shape and e.input_shapes or "") .. "\0" .. table.concat(frames, "\n")
     local g = groups[key]
     if not g then
       g = { key = e.name, count = 0, cpu_time_total = 0, self_cpu_time_total = 0, cuda_time_total = 0,
-        self_cuda_time_total = 0, input_shapes = by_shape and e.input_shapes or "", device_type = e.device_type }
+        self_cuda_time_total = 0, input_shapes = by_shape and e.input_shapes or "", stack = frames, device_type = e.device_type }
       groups[key] = g
       order[#order + 1] = g
     end
@@ -149,11 +157,12 @@ function EventList:table(...)
     end
     table.sort(rows, function(a, b) return a[o.sort_by] > b[o.sort_by] end)
   end
-  local self_cpu, self_cuda, any_cuda, shapes = 0, 0, false, false
+  local self_cpu, self_cuda, any_cuda, shapes, stacks = 0, 0, false, false, false
   for _, e in ipairs(self) do
     self_cpu, self_cuda = self_cpu + e.self_cpu_time_total, self_cuda + e.self_cuda_time_total
     any_cuda = any_cuda or e.cuda_time_total > 0
     shapes = shapes or e.input_shapes ~= ""
+    stacks = stacks or #e.stack > 0
   end
   local function pct(x, total) return string.format("%.2f%%", total > 0 and 100 * x / total or 0) end
   local w = o.max_name_column_width
@@ -173,13 +182,16 @@ function EventList:table(...)
   if shapes then
     cols[#cols + 1] = { "Input Shapes", o.max_shapes_column_width, function(e) return e.input_shapes end }
   end
+  if stacks then -- the innermost frame on the row, the callers on lines of their own below it
+    cols[#cols + 1] = { "Source Location", o.max_src_column_width, function(e) return e.stack[1] or "" end }
+  end
   local function line(f)
     local parts = {}
     for i, c in ipairs(cols) do
-      local left = i == 1 or c[1] == "Input Shapes"
+      local left = i == 1 or c[1] == "Input Shapes" or c[1] == "Source Location"
       parts[i] = string.format((left and "%-" or "%") .. c[2] .. "s", f(c))
     end
-    return table.concat(parts, "  ")
+    return (table.concat(parts, "  "):gsub("%s+$", ""))
   end
   local rule = line(function(c) return string.rep("-", c[2]) end)
   local out = {}
@@ -190,6 +202,7 @@ function EventList:table(...)
   for i, e in ipairs(rows) do
     if o.row_limit and o.row_limit >= 0 and i > o.row_limit then break end
     out[#out + 1] = line(function(c) return c[3](e) end)
+    for k = 2, #e.stack do out[#out + 1] = line(function(c) return c[1] == "Source Location" and e.stack[k] or "" end) end
   end
   out[#out + 1] = rule
   out[#out + 1] = "Self CPU time total: " .. time_str(self_cpu)
@@ -210,7 +223,7 @@ local function mark_step(p)
 end
 
 local function begin(p)
-  C.start(p.cuda, p.record_shapes)
+  C.start(p.cuda, p.record_shapes, p.with_stack)
   p.recording, p.raw, p.step_range = true, nil, nil
   mark_step(p)
 end
@@ -224,15 +237,16 @@ end
 
 local function trace_ready(p) if p.on_trace_ready then p.on_trace_ready(p) end end
 
--- profile({activities=, schedule=, on_trace_ready=, record_shapes=false}); use_cuda= as
--- torch.autograd.profiler.profile's. Memory, stack, FLOP and module recording are not kept
--- here: asking for them is an error.
+-- profile({activities=, schedule=, on_trace_ready=, record_shapes=false, with_stack=false});
+-- use_cuda= as torch.autograd.profiler.profile's. with_stack keeps each op's calling frames
+-- (the program's Lua, not the library's). Memory, FLOP and module recording are not kept here:
+-- asking for them is an error.
 function P.profile(...)
   local o = U.parse("profile", { { "activities", nil }, { "schedule", nil }, { "on_trace_ready", nil },
     { "record_shapes", false }, { "profile_memory", false }, { "with_stack", false }, { "with_flops", false },
     { "with_modules", false }, { "use_cuda", nil }, { "use_device", nil }, { "enabled", true } }, ...)
-  for _, k in ipairs({ "profile_memory", "with_stack", "with_flops", "with_modules" }) do
-    if o[k] then U.errorf("profile: %s=true is not supported: nnrepl's profiler records op times and input shapes only", k) end
+  for _, k in ipairs({ "profile_memory", "with_flops", "with_modules" }) do
+    if o[k] then U.errorf("profile: %s=true is not supported: nnrepl's profiler records op times, input shapes and stacks only", k) end
   end
   local cuda = torch.cuda.is_available()
   if o.activities ~= nil then
@@ -249,7 +263,7 @@ function P.profile(...)
   if o.on_trace_ready ~= nil and type(o.on_trace_ready) ~= "function" then
     U.errorf("profile: on_trace_ready must be a function, got %s", U.typename(o.on_trace_ready))
   end
-  local p = setmetatable({ cuda = cuda, record_shapes = o.record_shapes and true or false, schedule = o.schedule,
+  local p = setmetatable({ cuda = cuda, record_shapes = o.record_shapes and true or false, with_stack = o.with_stack and true or false, schedule = o.schedule,
     on_trace_ready = o.on_trace_ready, step_num = 0, enabled = o.enabled, recording = false }, Profile)
   p:start()
   return p
@@ -312,10 +326,13 @@ end
 -- events(): every recorded event (FunctionEvents, in the order they started)
 function Profile:events() return setmetatable({ table.unpack(collected(self)) }, EventList) end
 
--- key_averages({group_by_input_shape=false}): one entry per name (and input shapes)
+-- key_averages({group_by_input_shape=false, group_by_stack_n=0}): one entry per name (and input
+-- shapes, and the innermost n frames of the calling program with with_stack)
 function Profile:key_averages(...)
   local o = U.parse("key_averages", { { "group_by_input_shape", false }, { "group_by_stack_n", 0 } }, ...)
-  return average(collected(self), o.group_by_input_shape)
+  local n = U.check_int("key_averages", "group_by_stack_n", o.group_by_stack_n, 0)
+  if n > 0 and not self.with_stack then U.error("key_averages: group_by_stack_n needs a profile made with with_stack=true") end
+  return average(collected(self), o.group_by_input_shape, n)
 end
 
 -- export_chrome_trace(path): the events in the Chrome trace format (chrome://tracing, Perfetto)
@@ -327,7 +344,10 @@ function Profile:export_chrome_trace(path)
       json.string(cat), json.string(e.name), pid, pid == 0 and 1 or 7, json.float(ts), json.float(dur), args or "")
   end
   for _, e in ipairs(evs) do
-    local args = e.input_shapes ~= "" and ', "args": {"Input Dims": ' .. json.string(e.input_shapes) .. "}" or nil
+    local a = {}
+    if e.input_shapes ~= "" then a[#a + 1] = '"Input Dims": ' .. json.string(e.input_shapes) end
+    if #e.stack > 0 then a[#a + 1] = '"Call stack": ' .. json.string(table.concat(e.stack, ";")) end
+    local args = #a > 0 and ', "args": {' .. table.concat(a, ", ") .. "}" or nil
     add(e.kind == "range" and "user_annotation" or "cpu_op", e, 0, e.start_us, e.cpu_time_total, args)
     if e.device_us then
       local d = tonumber(e.device:match(":(%d+)$")) or 0

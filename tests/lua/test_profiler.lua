@@ -162,6 +162,37 @@ T.test("schedules: the actions, the steps recorded and on_trace_ready", function
   }, "two active periods, each with its two steps and nothing of the warm-up")
 end)
 
+T.test("with_stack: each op's calling lines, innermost first", function()
+  local src = debug.getinfo(1, "S").short_src
+  local x = torch.randn(4)
+  local l_inner, l_outer
+  local function inner(t) l_inner = debug.getinfo(1, "l").currentline; return t:exp() end
+  local function outer(t) l_outer = debug.getinfo(1, "l").currentline; local r = inner(t); return r end -- not a tail call
+  local prof = cpu_profile({ with_stack = true })
+  outer(x)
+  outer(x)
+  local l_direct = debug.getinfo(1, "l").currentline; x:neg()
+  prof:stop()
+  local ev = prof:events()
+  local exps, neg = {}, nil
+  for _, e in ipairs(ev) do
+    if e.name == "exp" then exps[#exps + 1] = { e.stack[1], e.stack[2] } end
+    if e.name == "neg" then neg = e.stack[1] end
+  end
+  local want = { src .. ":" .. l_inner, src .. ":" .. l_outer }
+  T.eq(exps, { want, want }, "the op's frame, then its caller's (the library's own Lua left out)")
+  T.eq(neg, src .. ":" .. l_direct, "an op called directly")
+  local groups = prof:key_averages({ group_by_stack_n = 1 })
+  local e = find(groups, "exp")
+  T.eq({ e.count, e.stack }, { 2, { want[1] } }, "grouped by the innermost frame")
+  T.check(groups:table():find("Source Location", 1, true) ~= nil, "the table shows the frames")
+  local plain = cpu_profile()
+  x:exp()
+  plain:stop()
+  T.eq(#plain:events()[1].stack, 0, "no frames without with_stack")
+  T.raises(function() plain:key_averages({ group_by_stack_n = 2 }) end, "key_averages: group_by_stack_n needs a profile made with with_stack=true", "group_by_stack_n")
+end)
+
 T.test("the Chrome trace reads back", function()
   local path = os.tmpname()
   local x = torch.randn(10)
@@ -201,7 +232,7 @@ end)
 
 T.test("errors", function()
   T.raises(function() profiler.profile({ profile_memory = true }) end,
-    "profile: profile_memory=true is not supported: nnrepl's profiler records op times and input shapes only", "profile_memory")
+    "profile: profile_memory=true is not supported: nnrepl's profiler records op times, input shapes and stacks only", "profile_memory")
   T.raises(function() profiler.profile({ activities = { "TPU" } }) end, "~unknown activity TPU", "bad activity")
   T.raises(function() profiler.profile({ colour = 1 }) end, "~unknown keyword 'colour'", "unknown keyword")
   T.raises(function() profiler.record_function(3) end, "record_function: name must be a string, got int", "range name")
