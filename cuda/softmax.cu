@@ -2,8 +2,7 @@
  * (engine/cpu/softmax.c's formulas; float accumulation, double for float64).
  *
  * Every index but the one along dim picks a row; row r's base offset per operand
- * comes from decomposing r over the other dims (merged where every operand allows, so a
- * contiguous tensor's rows need no division). Three mappings:
+ * comes from decomposing r over the other dims. Three mappings:
  *  - sub-warp per row (n <= 1024): W lanes (4..32) hold E values each in
  *    registers (n <= W*E); max and sum are shuffle reductions. Used when the
  *    dim is contiguous, and for strided dims with few rows.
@@ -38,15 +37,11 @@ __device__ __forceinline__ void row_base(const Rows &g, int64_t r, int64_t *off)
 {
 #pragma unroll
     for (int k = 0; k < NOPS; k++) off[k] = 0;
-    for (int d = g.m - 1; d > 0; d--) {
+    for (int d = g.m - 1; d >= 0; d--) {
         int64_t q = r / g.shape[d], i = r - q * g.shape[d];
 #pragma unroll
         for (int k = 0; k < NOPS; k++) off[k] += i * g.st[k][d];
         r = q;
-    }
-    if (g.m) { /* the outermost dim: r is already its index (no division) */
-#pragma unroll
-        for (int k = 0; k < NOPS; k++) off[k] += r * g.st[k][0];
     }
 }
 
@@ -275,17 +270,10 @@ Rows rows_of(int nops, nn_tensor *const *t, int dim)
     for (int k = 0; k < nops; k++) g.ds[k] = nd ? t[k]->strides[dim] : 1;
     for (int d = 0; d < nd; d++) {
         if (d == dim || t[0]->shape[d] == 1) continue;
-        bool merge = g.m > 0; /* into the previous row dim, when every operand steps through both as one */
-        for (int k = 0; k < nops && merge; k++) merge = g.st[k][g.m - 1] == t[k]->strides[d] * t[0]->shape[d];
-        if (merge) {
-            g.shape[g.m - 1] *= t[0]->shape[d];
-            for (int k = 0; k < nops; k++) g.st[k][g.m - 1] = t[k]->strides[d];
-        } else {
-            g.shape[g.m] = t[0]->shape[d];
-            for (int k = 0; k < nops; k++) g.st[k][g.m] = t[k]->strides[d];
-            g.m++;
-        }
+        g.shape[g.m] = t[0]->shape[d];
+        for (int k = 0; k < nops; k++) g.st[k][g.m] = t[k]->strides[d];
         g.nrows *= t[0]->shape[d];
+        g.m++;
     }
     return g;
 }
