@@ -2,9 +2,9 @@
 -- Cauchy, Gumbel, HalfNormal, StudentT, Gamma, Chi2, Beta, Dirichlet, with PyTorch's
 -- parameterisations, and their kl_divergence pairs. Gamma draws use Marsaglia and Tsang's
 -- rejection method vectorised over the tensor (H.rejection: only the rejected elements are drawn
--- again), boosted for concentration < 1; Beta and Dirichlet normalise Gamma draws. Those three
--- (and Chi2, StudentT) have no reparameterised gradient here: has_rsample is false and rsample
--- raises NotImplementedError, where PyTorch differentiates the Gamma draw implicitly.
+-- again), boosted for concentration < 1; Beta and Dirichlet normalise Gamma draws. rsample
+-- differentiates the Gamma draw implicitly (H.standard_gamma_grad), as PyTorch does, so Gamma,
+-- Chi2, Beta, Dirichlet and StudentT all have reparameterised gradients.
 local torch = require "torch"
 local U = require "nn_util"
 local D = require "torch_distributions"
@@ -70,6 +70,47 @@ function H.standard_gamma(alpha)
     return logg:exp():to(alpha.dtype):clamp(tiny(alpha.dtype)):reshape(H.list(alpha))
   end)
 end
+
+-- d x / d alpha of x ~ Gamma(alpha, 1) with the draw's CDF value held fixed (implicit
+-- reparameterisation): -(dP/dalpha) / (dP/dx), P(alpha, x) the regularised lower incomplete
+-- gamma. dP/dalpha sums its series P = sum_n t_n, t_n = x^(alpha+n) e^-x / Gamma(alpha+n+1), as
+-- sum_n t_n (log x - psi(alpha+n+1)); alpha above 1000 uses the Wilson-Hilferty form
+-- x = alpha w^3, w = 1 - s + z sqrt(s), s = 1 / (9 alpha), differentiated at fixed z. Float64.
+function H.standard_gamma_grad(alpha, x)
+  local a, xx = alpha:to(torch.float64), x:to(torch.float64)
+  local big = a:gt(1000)
+  local as = torch.where(big, torch.ones({}, H.opts(a)), a) -- the series' alphas (big ones parked at 1)
+  local xs = torch.where(big, torch.ones({}, H.opts(a)), xx)
+  local logx = xs:log()
+  local t = (as * logx - xs - (as + 1):lgamma()):exp()
+  local psi = (as + 1):digamma()
+  local dsum = t * (logx - psi)
+  local n, stop = 0, xs:max():item() - as:min():item() -- past the largest term, the terms only fall
+  while true do
+    n = n + 1
+    t = t * xs / (as + n)
+    psi = psi + 1 / (as + n)
+    dsum = dsum + t * (logx - psi)
+    if n % 8 == 0 and n > stop and t:max():item() < 1e-18 then break end
+  end
+  local logdensity = (as - 1) * logx - xs - as:lgamma()
+  local series = -dsum:sign() * (dsum:abs():log() - logdensity):exp()
+  local s = 1 / (9 * a)
+  local w = (xx / a):pow(1 / 3)
+  local z = (w - 1 + s) / s:sqrt()
+  local wh = w ^ 3 + 3 * w * w * (s - z * s:sqrt() * 0.5)
+  return torch.where(big, wh, series):to(x.dtype)
+end
+
+-- Gamma(alpha, 1) draws that carry alpha's gradient (StandardGammaBackward: the implicit one above)
+local StandardGamma = torch.autograd.Function:extend("StandardGamma")
+function StandardGamma.forward(ctx, alpha)
+  local x = H.standard_gamma(alpha)
+  ctx.alpha, ctx.x = alpha:detach(), x
+  return x
+end
+function StandardGamma.backward(ctx, g) return g * H.standard_gamma_grad(ctx.alpha, ctx.x) end
+function H.standard_gamma_rsample(alpha) return StandardGamma.apply(alpha) end
 
 -- ---- Exponential ----
 
@@ -234,12 +275,11 @@ Gamma.new = two_params(Gamma, "Gamma", "concentration", "rate")
 function Gamma._props.mean(self) return self.concentration / self.rate end
 function Gamma._props.mode(self) return ((self.concentration - 1) / self.rate):clamp(0) end
 function Gamma._props.variance(self) return self.concentration / self.rate:pow(2) end
-function Gamma:sample(sample_shape)
-  return torch.no_grad(function()
-    local shape = self:_extended_shape(sample_shape)
-    local g = H.standard_gamma(self.concentration:expand(shape)) / self.rate:expand(shape)
-    return g:clamp(tiny(g.dtype))
-  end)
+Gamma.has_rsample = true
+function Gamma:rsample(sample_shape)
+  local shape = self:_extended_shape(sample_shape)
+  local g = H.standard_gamma_rsample(self.concentration:expand(shape)) / self.rate:expand(shape)
+  return g:clamp(tiny(g.dtype))
 end
 function Gamma:log_prob(value)
   self:_validate_sample(value)
@@ -286,14 +326,13 @@ function StudentT._props.variance(self)
   v = torch.where(df:le(2), torch.full({}, math.huge, H.opts(v)), v)
   return nan_where(df:le(1), v)
 end
-function StudentT:sample(sample_shape)
-  return torch.no_grad(function()
-    local shape = self:_extended_shape(sample_shape)
-    local df = self.df:expand(shape)
-    local x = torch.randn(shape, H.opts(self.df))
-    local z = H.standard_gamma(df * 0.5) * 2
-    return self.loc + self.scale * x * (z / df):rsqrt()
-  end)
+StudentT.has_rsample = true
+function StudentT:rsample(sample_shape)
+  local shape = self:_extended_shape(sample_shape)
+  local df = self.df:expand(shape)
+  local x = torch.randn(shape, H.opts(self.df))
+  local z = H.standard_gamma_rsample(df * 0.5) * 2
+  return self.loc + self.scale * x * (z / df):rsqrt()
 end
 function StudentT:log_prob(value)
   self:_validate_sample(value)
@@ -335,11 +374,10 @@ function Dirichlet._props.variance(self)
   local c0 = c:sum(-1, true)
   return c * (c0 - c) / (c0:pow(2) * (c0 + 1))
 end
-function Dirichlet:sample(sample_shape)
-  return torch.no_grad(function()
-    local g = H.standard_gamma(self.concentration:expand(self:_extended_shape(sample_shape)))
-    return g / g:sum(-1, true)
-  end)
+Dirichlet.has_rsample = true
+function Dirichlet:rsample(sample_shape)
+  local g = H.standard_gamma_rsample(self.concentration:expand(self:_extended_shape(sample_shape)))
+  return g / g:sum(-1, true)
 end
 function Dirichlet:log_prob(value)
   self:_validate_sample(value)
@@ -365,13 +403,12 @@ function Beta._props.variance(self)
   local t = a + b
   return a * b / (t:pow(2) * (t + 1))
 end
-function Beta:sample(sample_shape)
-  return torch.no_grad(function()
-    local shape = self:_extended_shape(sample_shape)
-    local x = H.standard_gamma(self.concentration1:expand(shape))
-    local y = H.standard_gamma(self.concentration0:expand(shape))
-    return x / (x + y)
-  end)
+Beta.has_rsample = true
+function Beta:rsample(sample_shape)
+  local shape = self:_extended_shape(sample_shape)
+  local x = H.standard_gamma_rsample(self.concentration1:expand(shape))
+  local y = H.standard_gamma_rsample(self.concentration0:expand(shape))
+  return x / (x + y)
 end
 function Beta:log_prob(value)
   self:_validate_sample(value)
