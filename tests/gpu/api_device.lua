@@ -387,6 +387,16 @@ same("distributions: log_prob, entropy, kl, cdf", function(a, b, v)
     D.StudentT(pos + 1, a, pos2):log_prob(v), D.Poisson(pos):log_prob(torch.floor(v:abs() * 3)),
     mvn:log_prob(v:narrow(0, 0, 3)), D.Dirichlet(pos):log_prob(torch.softmax(v, 0))
 end, { r(12), r(12), r(12) }, true)
+same("Gamma's implicit draw gradient", function(a, x) return torch.distributions._h.standard_gamma_grad(a, x) end,
+  { torch.tensor({ 0.3, 2.5, 40, 900, 1500 }, f64), torch.tensor({ 0.05, 6.0, 35, 880, 1530 }, f64) })
+do -- rsample's gradients flow on the device
+  local D = torch.distributions
+  local c = torch.tensor({ 1.5, 2.5, 4.0 }, f64):to(dev):requires_grad_()
+  D.Dirichlet(c):rsample({ 100 }):select(-1, 0):sum():backward()
+  local b = torch.tensor({ 2.0 }, f64):to(dev):requires_grad_()
+  D.Beta(b, b * 1.5):rsample({ 100 }):sum():backward()
+  check("rsample gradients on " .. dev, { c.grad:isfinite():all():item() and b.grad:isfinite():all():item() and 1 or 0 }, { 1 })
+end
 do -- samples come on the parameters' device and dtype
   local D = torch.distributions
   local conc = torch.tensor({ 0.5, 2.0, 7.5 }, f64):to(dev)
