@@ -9,24 +9,38 @@ using namespace nnk;
 
 namespace {
 
-/* a thread per Philox block: its PER elements */
+/* a thread per Philox block: its PER elements, read and written as one vector each (and the mask
+ * as one word) when vec says the pointers allow it, so that a warp's accesses stay contiguous */
 template <typename T>
 __global__ void fwd(const T *__restrict__ x, T *__restrict__ y, uint8_t *__restrict__ mask, int64_t n, uint64_t seed,
-                    uint64_t offset, double keep, typename ctype<T>::type scale)
+                    uint64_t offset, double keep, typename ctype<T>::type scale, bool vec)
 {
     typedef typename ctype<T>::type C;
     constexpr bool wide = sizeof(T) == 8;
     constexpr int PER = wide ? 2 : 4;
+    typedef typename std::conditional<PER == 4, uint32_t, uint16_t>::type M;
     const int64_t blocks = (n + PER - 1) / PER;
     for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < blocks; b += (int64_t)gridDim.x * blockDim.x) {
         uint4 w = philox(offset + b, seed);
+        if (vec && (b + 1) * PER <= n) {
+            Vec<T, PER> xv = ((const Vec<T, PER> *)x)[b], yv;
+            M m = 0;
 #pragma unroll
+            for (int l = 0; l < PER; l++) {
+                bool kept = drop_u(w, l, wide) < keep;
+                m |= (M)kept << (8 * l);
+                yv.v[l] = st<T>(ld(xv.v[l]) * (kept ? scale : C(0))); /* x * 0: a dropped inf or nan gives nan */
+            }
+            ((Vec<T, PER> *)y)[b] = yv;
+            ((M *)mask)[b] = m;
+            continue;
+        }
         for (int l = 0; l < PER; l++) {
             int64_t j = b * PER + l;
             if (j >= n) break;
             bool kept = drop_u(w, l, wide) < keep;
             mask[j] = kept;
-            y[j] = st<T>(ld(x[j]) * (kept ? scale : C(0))); /* x * 0: a dropped inf or nan gives nan, as x * noise */
+            y[j] = st<T>(ld(x[j]) * (kept ? scale : C(0)));
         }
     }
 }
@@ -54,12 +68,16 @@ template <typename T> nn_status run(const nn_kargs *a, bool forward)
     if (!n) return NN_OK;
     cudaStream_t s = nn_cuda_stream(nn_cuda_index(a));
     nn_dtype dt = a->in[0]->dtype;
-    if (forward)
-        nn_launch<fwd<T>>(blocks_for((n + 3) / 4), 256, s, (const T *)nn_data(a->in[0]), (T *)nn_data(a->out[0]), (uint8_t *)nn_data(a->out[1]), n,
-                          (uint64_t)a->i[1], (uint64_t)a->i[2], a->f[0], scale_in<T>(1.0 / a->f[0], dt));
-    else
+    if (forward) {
+        constexpr int per = sizeof(T) == 8 ? 2 : 4;
+        const void *x = nn_data(a->in[0]), *y = nn_data(a->out[0]), *m = nn_data(a->out[1]);
+        bool vec = (uintptr_t)x % sizeof(Vec<T, per>) == 0 && (uintptr_t)y % sizeof(Vec<T, per>) == 0 && (uintptr_t)m % per == 0;
+        nn_launch<fwd<T>>(blocks_for((n + per - 1) / per), 256, s, (const T *)x, (T *)y, (uint8_t *)m, n, (uint64_t)a->i[1],
+                          (uint64_t)a->i[2], a->f[0], scale_in<T>(1.0 / a->f[0], dt), vec);
+    } else {
         nn_launch<bwd<T>>(blocks_for(n), 256, s, (const T *)nn_data(a->in[0]), (const uint8_t *)nn_data(a->in[1]),
                           (T *)nn_data(a->out[0]), n, scale_in<T>(a->f[0], dt));
+    }
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

@@ -74,7 +74,12 @@ T.test("gradients and second derivatives by central differences", function()
 end)
 
 T.test("the GPU keeps the same elements as the CPU", function()
-  if not torch.cuda.is_available() then return T.skip("no GPU", 4) end
+  if not torch.cuda.is_available() then return T.skip("no GPU", 6) end
+  for _, shift in ipairs({ 1, 4 }) do -- inputs that start off the vectors' alignment, with a tail
+    local base = torch.randn(4003)
+    local xc, xg = base:narrow(0, shift, 3998), base:cuda():narrow(0, shift, 3998)
+    T.check(torch.equal(fused(xc, 0.3, 41), fused(xg, 0.3, 41):cpu()), "a contiguous view at element " .. shift)
+  end
   for _, dt in ipairs({ torch.float32, torch.float64, torch.float16, torch.bfloat16 }) do
     local x = torch.randn(7, 1001):to(dt)
     local xc, xg = x:clone():requires_grad_(), x:cuda():requires_grad_()
