@@ -118,6 +118,14 @@ function U.shape_str(x)
   return "[" .. table.concat(dims, ", ") .. "]"
 end
 
+-- PyTorch's scalar type name of a dtype (Float, Long, ...), as its messages print it
+local scalar_names = { float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16", int64 = "Long",
+  int32 = "Int", int16 = "Short", int8 = "Char", uint8 = "Byte", bool = "Bool" }
+function U.scalar_name(dtype)
+  local d = tostring(dtype):gsub("^torch%.", "")
+  return scalar_names[d] or d
+end
+
 -- Python's type name of a value, for TypeError-style messages.
 function U.typename(v)
   if torch.is_tensor(v) then return v:type() end

@@ -7,6 +7,7 @@
 -- Composites run protected (see `def`): an error inside one is raised again at
 -- the caller's line and names the F function, as PyTorch's traceback would.
 local torch = require "torch"
+local U = require "nn_util"
 
 torch.nn = torch.nn or {}
 local F = torch.nn.functional or {}
@@ -156,10 +157,6 @@ local function same_size(a, b)
   return true
 end
 
--- PyTorch's scalar type name of t's dtype (Float, Long, ...)
-local scalar_names = { float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16", int64 = "Long",
-  int32 = "Int", uint8 = "Byte", bool = "Bool" }
-local function scalar_name(t) return scalar_names[(tostring(t.dtype):gsub("^torch%.", ""))] or tostring(t.dtype) end
 
 local function reduce(loss, reduction)
   if reduction == "mean" then return loss:mean() end
@@ -718,7 +715,7 @@ def("cross_entropy", function(...)
 
   if probabilities then -- class probabilities
     if not t:is_floating_point() then
-      fail("cross_entropy", "Expected floating point type for target with class probabilities, got " .. scalar_name(t))
+      fail("cross_entropy", "Expected floating point type for target with class probabilities, got " .. U.scalar_name(t.dtype))
     end
     if ignore >= 0 then fail("cross_entropy", "ignore_index is not supported for floating point target") end
     if w and (w:dim() ~= 1 or w:numel() ~= C) then

@@ -11,12 +11,7 @@ local L = torch.linalg
 
 -- ---- argument checks (PyTorch's messages) ----
 
-local scalar_names = { float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16", int64 = "Long",
-  int32 = "Int", int16 = "Short", int8 = "Char", uint8 = "Byte", bool = "Bool" }
-local function scalar_name(dtype)
-  local d = tostring(dtype):gsub("^torch%.", "")
-  return scalar_names[d] or d
-end
+local scalar_name = U.scalar_name
 
 local function check_matrix(fname, A, name)
   if not torch.is_tensor(A) then U.errorf("%s: %s must be a Tensor, got %s", fname, name or "A", U.typename(A)) end
