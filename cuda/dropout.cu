@@ -54,13 +54,8 @@ __global__ void bwd(const T *__restrict__ g, const uint8_t *__restrict__ mask, T
         gi[j] = st<T>(ld(g[j]) * (mask[j] ? scale : C(0)));
 }
 
-/* v rounded to dt, in T's compute type: the scale is a value of the data's dtype, as the noise was */
-template <typename T> typename ctype<T>::type scale_in(double v, nn_dtype dt)
-{
-    char b[8];
-    nn_store_f64(b, dt, v);
-    return (typename ctype<T>::type)nn_load_f64(b, dt);
-}
+/* the scale as a value of the data's dtype, as the noise was, in T's compute type */
+template <typename T> typename ctype<T>::type scale_in(double v, nn_dtype dt) { return (typename ctype<T>::type)nn_as_dtype_value(v, dt); }
 
 template <typename T> nn_status run(const nn_kargs *a, bool forward)
 {

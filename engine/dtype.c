@@ -143,3 +143,10 @@ void nn_store_i64(void *p, nn_dtype dt, int64_t v)
     default: nn_store_f64(p, dt, (double)v); break;
     }
 }
+
+double nn_as_dtype_value(double v, nn_dtype dt)
+{
+    uint8_t b[8];
+    nn_store_f64(b, dt, v);
+    return nn_load_f64(b, dt);
+}

@@ -37,5 +37,7 @@ double nn_load_f64(const void *p, nn_dtype dt);
 int64_t nn_load_i64(const void *p, nn_dtype dt);
 void nn_store_f64(void *p, nn_dtype dt, double v);  /* float->int truncates toward zero like C */
 void nn_store_i64(void *p, nn_dtype dt, int64_t v);
+/* v as a value of dt would hold it (stored and read back: floats round, integers truncate) */
+double nn_as_dtype_value(double v, nn_dtype dt);
 
 #endif

@@ -226,14 +226,6 @@ static nn_tensor *adjust_pil(nn_tensor *img, nn_color_op op, double factor)
 
 /* ---- torchvision's tensor functional ---- */
 
-/* v.to(dt) for a value already in range: uint8 truncates, floats round */
-static double trunc_to(double v, nn_dtype dt)
-{
-    uint8_t b[8];
-    nn_store_f64(b, dt, v);
-    return nn_load_f64(b, dt);
-}
-
 /* A result in the working precision: float32 unless the image is float64. */
 #define R(x) (f64 ? (double)(x) : (double)(float)(x))
 
@@ -267,7 +259,7 @@ static nn_tensor *adjust_tensor(nn_tensor *img, nn_color_op op, double factor)
     /* .to(dtype) of a clamped float: uint8 truncates */
 #define BLEND(a, b) fmin(fmax(R(R(ratio * (a)) + R(inv * (b))), 0.0), bound)
     /* rgb_to_grayscale, kept in the image's dtype (the Python constants become float32 scalars) */
-#define GRAY(i) (C == 1 ? LOAD(0, i) : trunc_to(R(R(R(R(0.2989) * LOAD(0, i)) + R(R(0.587) * LOAD(1, i))) + R(R(0.114) * LOAD(2, i))), dt))
+#define GRAY(i) (C == 1 ? LOAD(0, i) : nn_as_dtype_value(R(R(R(R(0.2989) * LOAD(0, i)) + R(R(0.587) * LOAD(1, i))) + R(R(0.114) * LOAD(2, i))), dt))
     for (int64_t n = 0; n < nimg; n++) {
         if (op == NN_COLOR_BRIGHTNESS) {
             for (int64_t c = 0; c < C; c++)

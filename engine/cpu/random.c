@@ -205,15 +205,8 @@ nn_status nn_cpu_random(const nn_kargs *a)
     return NN_OK;
 }
 
-/* v rounded to dt: dropout scales by 1 / keep as a value of the data's dtype, as x * noise did */
-static double in_dtype(double v, nn_dtype dt)
-{
-    char b[8];
-    store(b, dt, v);
-    return nn_load_f64(b, dt);
-}
-
 /* dropout (ops.def): x, y and mask contiguous; element j's draw as dropout_noise's. y = x * (scale or 0),
+ * the scale 1 / keep a value of the data's dtype, as the noise was
  * as x * noise was (a dropped inf or nan gives nan); a product of two values of dt is exact in double, so
  * rounding it once to dt gives dt's own product. */
 nn_status nn_cpu_dropout(const nn_kargs *a)
@@ -222,7 +215,7 @@ nn_status nn_cpu_dropout(const nn_kargs *a)
     nn_dtype dt = x->dtype;
     if (!nn_dtype_is_float(dt)) return nn_not_implemented(a, dt);
     drop_draws d = drop_draws_of((uint64_t)a->i[1], (uint64_t)a->i[2], dt);
-    const double keep = a->f[0], scale = in_dtype(1.0 / keep, dt);
+    const double keep = a->f[0], scale = nn_as_dtype_value(1.0 / keep, dt);
     const size_t es = nn_dtype_size(dt);
     const char *px = nn_data(x);
     char *py = nn_data(y);
@@ -242,7 +235,7 @@ nn_status nn_cpu_dropout_backward(const nn_kargs *a)
     nn_tensor *gi = a->out[0], *g = a->in[0], *mask = a->in[1];
     nn_dtype dt = g->dtype;
     if (!nn_dtype_is_float(dt)) return nn_not_implemented(a, dt);
-    const double scale = in_dtype(a->f[0], dt);
+    const double scale = nn_as_dtype_value(a->f[0], dt);
     const size_t es = nn_dtype_size(dt);
     const char *pg = nn_data(g);
     const uint8_t *pm = nn_data(mask);
