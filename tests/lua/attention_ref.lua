@@ -42,6 +42,18 @@ function R.affine(x, W, b)
   return out
 end
 
+-- plain-list matrices (lists of rows): the transpose, and the product a @ b
+function R.transpose(a)
+  local out = {}
+  for j = 1, #a[1] do
+    out[j] = {}
+    for i = 1, #a do out[j][i] = a[i][j] end
+  end
+  return out
+end
+
+function R.matmul(a, b) return R.affine(a, R.transpose(b)) end
+
 local function cols(x, from, n)
   local out = {}
   for i = 1, #x do

@@ -9,15 +9,7 @@ local nan, inf = 0 / 0, math.huge
 
 local function randn(...) return torch.randn(...) end
 local function shape(t) return t:size():totable() end
-local function transpose(a)
-  local out = {}
-  for j = 1, #a[1] do
-    out[j] = {}
-    for i = 1, #a do out[j][i] = a[i][j] end
-  end
-  return out
-end
-local function matmul(a, b) return R.affine(a, transpose(b)) end -- lists of rows
+local transpose, matmul = R.transpose, R.matmul -- lists of rows
 
 -- out[i][l] = sum over j, k of a[i][j][k] * b(j, k, l), for a [I, J, K] list
 local function contract(a, b, L)

@@ -10,15 +10,7 @@ local R = dofile(here .. "attention_ref.lua")
 local f64 = { dtype = torch.float64 }
 
 -- plain-list helpers
-local function transpose(a)
-  local out = {}
-  for j = 1, #a[1] do
-    out[j] = {}
-    for i = 1, #a do out[j][i] = a[i][j] end
-  end
-  return out
-end
-local function matmul(a, b) return R.affine(a, transpose(b)) end
+local transpose, matmul = R.transpose, R.matmul -- lists of rows
 local function identity(n)
   local out = {}
   for i = 1, n do
