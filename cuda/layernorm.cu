@@ -1,6 +1,7 @@
 /* CUDA layer norm over the last dim of a dense [M, E] x (ops.def layer_norm, engine/layernorm.c).
  * Forward: one warp per row, float accumulation (double for float64): the mean, then the variance
- * about it (two exact passes over a row the caches hold), then y with the affine. Backward: dx
+ * about it (two exact passes), then y with the affine; rows of up to 512 16-byte vectors are held in
+ * registers, longer or misaligned ones re-read from the caches. Backward: dx
  * one warp per row from the two row sums of g*w and g*w*xhat; dw and db are column sums, over
  * tiles of rows into float partials and then, per column, over the tiles in a fixed order (the
  * same bits every run: no atomics). */
@@ -11,6 +12,8 @@ namespace {
 
 using nn_smx::from_acc;
 using nn_smx::group_sum;
+using nn_smx::load_vec;
+using nn_smx::store_vec;
 using nn_smx::to_acc;
 
 constexpr int ROWS = 4; /* warps (rows) per block */
@@ -44,6 +47,104 @@ __global__ void fwd(const T *__restrict__ x, const T *__restrict__ w, const T *_
         yr[i] = from_acc<T>(o);
     }
     if (lane == 0) mean[row] = mu, rstd[row] = rs;
+}
+
+/* ---- rows held in registers: lane l holds the K vectors of V values at (k*32 + l)*V, where
+ * E % V == 0 and every operand is 16-byte aligned (vec_ok) ---- */
+template <typename T> __host__ __device__ constexpr int vec_width() { return 16 / sizeof(T); }
+
+template <typename T, int K>
+__global__ void fwd_vec(const T *__restrict__ x, const T *__restrict__ w, const T *__restrict__ b, T *__restrict__ y,
+                        typename AccOf<T>::type *mean, typename AccOf<T>::type *rstd, int64_t M, int64_t E, double eps)
+{
+    typedef typename AccOf<T>::type A;
+    constexpr int V = vec_width<T>();
+    int64_t row = (int64_t)blockIdx.x * ROWS + threadIdx.x / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= M) return;
+    A v[K * V], s = 0;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * 32 + lane) * V;
+        if (i < E) load_vec<T, A, V>(v + k * V, x + row * E, i);
+#pragma unroll
+        for (int j = 0; j < V; j++) s += i < E ? v[k * V + j] : (A)0;
+    }
+    A mu = group_sum<A, 32>(s) / (A)E, var = 0;
+#pragma unroll
+    for (int k = 0; k < K; k++)
+        if (((int64_t)k * 32 + lane) * V < E)
+#pragma unroll
+            for (int j = 0; j < V; j++) var += (v[k * V + j] - mu) * (v[k * V + j] - mu);
+    A rs = (A)1 / sqrt(group_sum<A, 32>(var) / (A)E + (A)eps);
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * 32 + lane) * V;
+        if (i >= E) continue;
+        A wv[V], bv[V];
+        if (w) load_vec<T, A, V>(wv, w, i);
+        if (b) load_vec<T, A, V>(bv, b, i);
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            A o = (v[k * V + j] - mu) * rs;
+            if (w) o *= wv[j];
+            if (b) o += bv[j];
+            v[k * V + j] = o;
+        }
+        store_vec<T, A, V>(y + row * E, i, v + k * V);
+    }
+    if (lane == 0) mean[row] = mu, rstd[row] = rs;
+}
+
+template <typename T, int K>
+__global__ void bwd_dx_vec(const T *__restrict__ g, const T *__restrict__ x, const typename AccOf<T>::type *mean,
+                           const typename AccOf<T>::type *rstd, const T *__restrict__ w, T *__restrict__ dx, int64_t M, int64_t E)
+{
+    typedef typename AccOf<T>::type A;
+    constexpr int V = vec_width<T>();
+    int64_t row = (int64_t)blockIdx.x * ROWS + threadIdx.x / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= M) return;
+    A gw[K * V], xh[K * V], mu = mean[row], rs = rstd[row], s1 = 0, s2 = 0;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * 32 + lane) * V;
+        if (i >= E) continue;
+        A wv[V];
+        load_vec<T, A, V>(gw + k * V, g + row * E, i);
+        load_vec<T, A, V>(xh + k * V, x + row * E, i);
+        if (w) load_vec<T, A, V>(wv, w, i);
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            if (w) gw[k * V + j] *= wv[j];
+            xh[k * V + j] = (xh[k * V + j] - mu) * rs;
+            s1 += gw[k * V + j];
+            s2 += gw[k * V + j] * xh[k * V + j];
+        }
+    }
+    s1 = group_sum<A, 32>(s1) / (A)E;
+    s2 = group_sum<A, 32>(s2) / (A)E;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * 32 + lane) * V;
+        if (i >= E) continue;
+#pragma unroll
+        for (int j = 0; j < V; j++) gw[k * V + j] = rs * (gw[k * V + j] - s1 - xh[k * V + j] * s2);
+        store_vec<T, A, V>(dx + row * E, i, gw + k * V);
+    }
+}
+
+/* the register path's vectors per lane for a row of E (0: the row does not fit, or is not aligned) */
+template <typename T> int vec_k(int64_t E, const nn_tensor *const *ops, int n)
+{
+    constexpr int V = vec_width<T>();
+    if (E % V) return 0;
+    for (int k = 0; k < n; k++)
+        if (ops[k] && (uintptr_t)nn_data(ops[k]) % 16) return 0;
+    int64_t per_lane = (E / V + 31) / 32;
+    for (int k = 1; k <= 16; k *= 2)
+        if (per_lane <= k) return k;
+    return 0;
 }
 
 /* dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * w */
@@ -123,6 +224,30 @@ nn_status check(const nn_kargs *a, int n, nn_dtype dt)
     return nn_dtype_is_float(dt) ? NN_OK : nn_not_implemented(a, dt);
 }
 
+/* the register kernel with k vectors per lane (vec_k), or the looping one for k == 0 */
+template <typename T, typename... Args> void launch_fwd(int k, dim3 grid, cudaStream_t s, Args... args)
+{
+    switch (k) {
+    case 1: nn_launch<fwd_vec<T, 1>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 2: nn_launch<fwd_vec<T, 2>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 4: nn_launch<fwd_vec<T, 4>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 8: nn_launch<fwd_vec<T, 8>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 16: nn_launch<fwd_vec<T, 16>>(grid, dim3(32 * ROWS), s, args...); break;
+    default: nn_launch<fwd<T>>(grid, dim3(32 * ROWS), s, args...); break;
+    }
+}
+template <typename T, typename... Args> void launch_bwd_dx(int k, dim3 grid, cudaStream_t s, Args... args)
+{
+    switch (k) {
+    case 1: nn_launch<bwd_dx_vec<T, 1>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 2: nn_launch<bwd_dx_vec<T, 2>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 4: nn_launch<bwd_dx_vec<T, 4>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 8: nn_launch<bwd_dx_vec<T, 8>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 16: nn_launch<bwd_dx_vec<T, 16>>(grid, dim3(32 * ROWS), s, args...); break;
+    default: nn_launch<bwd_dx<T>>(grid, dim3(32 * ROWS), s, args...); break;
+    }
+}
+
 } // namespace
 
 /* in0 x [M, E], in1 weight, in2 bias -> out0 y, out1 mean [M], out2 rstd [M] */
@@ -138,9 +263,10 @@ extern "C" nn_status nn_cuda_layer_norm(const nn_kargs *a)
     cudaStream_t s = nn_cuda_current(d);
     NN_DISPATCH_FLOATS(y->dtype, a, {
         typedef typename AccOf<scalar_t>::type A;
-        nn_launch<fwd<scalar_t>>(dim3((unsigned)((M + ROWS - 1) / ROWS)), dim3(32 * ROWS), s, (const scalar_t *)nn_data(x),
-                                 opt<scalar_t>(a->in[1]), opt<scalar_t>(a->in[2]), (scalar_t *)nn_data(y), (A *)nn_data(a->out[1]),
-                                 (A *)nn_data(a->out[2]), M, E, a->f[0]);
+        const nn_tensor *ops[4] = {x, a->in[1], a->in[2], y};
+        launch_fwd<scalar_t>(vec_k<scalar_t>(E, ops, 4), dim3((unsigned)((M + ROWS - 1) / ROWS)), s, (const scalar_t *)nn_data(x),
+                             opt<scalar_t>(a->in[1]), opt<scalar_t>(a->in[2]), (scalar_t *)nn_data(y), (A *)nn_data(a->out[1]),
+                             (A *)nn_data(a->out[2]), M, E, a->f[0]);
     });
     NN_CHECK_LAUNCH();
     return NN_OK;
@@ -165,9 +291,11 @@ extern "C" nn_status nn_cuda_layer_norm_backward(const nn_kargs *a)
         typedef typename AccOf<scalar_t>::type A;
         const scalar_t *g = (const scalar_t *)nn_data(a->in[0]), *xp = (const scalar_t *)nn_data(x);
         const A *mean = (const A *)nn_data(a->in[2]), *rstd = (const A *)nn_data(a->in[3]);
-        if (a->out[0])
-            nn_launch<bwd_dx<scalar_t>>(dim3((unsigned)((M + ROWS - 1) / ROWS)), dim3(32 * ROWS), s, g, xp, mean, rstd,
-                                        opt<scalar_t>(a->in[4]), (scalar_t *)nn_data(a->out[0]), M, E);
+        if (a->out[0]) {
+            const nn_tensor *ops[3] = {a->in[0], x, a->in[4]};
+            launch_bwd_dx<scalar_t>(vec_k<scalar_t>(E, ops, 3), dim3((unsigned)((M + ROWS - 1) / ROWS)), s, g, xp, mean, rstd,
+                                    opt<scalar_t>(a->in[4]), (scalar_t *)nn_data(a->out[0]), M, E);
+        }
         if (a->out[1] || a->out[2]) {
             A *part = (A *)nn_cuda_alloc(dev, sizeof(A) * 2 * (size_t)tiles * (size_t)E);
             if (!part) return nn_last_status();

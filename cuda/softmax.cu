@@ -3,9 +3,10 @@
  *
  * Every index but the one along dim picks a row; row r's base offset per operand
  * comes from decomposing r over the other dims. Three mappings:
- *  - sub-warp per row (n <= 1024): W lanes (4..32) hold E values each in
- *    registers (n <= W*E); max and sum are shuffle reductions. Used when the
- *    dim is contiguous, and for strided dims with few rows.
+ *  - sub-warp per row (n <= 1024): W lanes (4..32) hold the row in registers,
+ *    read and written as 16-byte vectors where the layout allows; max and sum
+ *    are shuffle reductions. Used when the dim is contiguous, and for strided
+ *    dims with few rows.
  *  - block per row (n > 1024): an online (max, sum) pass, merged across the
  *    block, then a write pass; any stride along dim.
  *  - thread per row (a strided dim with many rows, e.g. softmax over the
@@ -14,6 +15,8 @@
  * Forward inputs of another dtype than the output (softmax(x, dtype=...)) are
  * read through a runtime dtype switch (Dyn). */
 #include <math.h>
+
+#include <type_traits>
 
 #include "kernels.cuh"
 #include "softmax_math.cuh"
@@ -82,11 +85,15 @@ __device__ __forceinline__ double load<Dyn, double>(const char *base, int64_t i,
     }
 }
 
-/* ---- sub-warp per row: W lanes, E values per lane ---- */
-template <typename Tin, typename T, int W, int E>
+/* ---- sub-warp per row: W lanes, K vectors of V values per lane ----
+ * Lane l holds elements (k*W + l)*V + j. V > 1 only where every operand is
+ * unit-stride along dim, n % V == 0 and each row starts 16-byte aligned, so a
+ * vector is either wholly in the row or wholly past its end (load_vec). */
+template <typename Tin, typename T, int W, int K, int V>
 __global__ void fwd_warp(T *y, const char *x, Rows g, int dtin, bool log_)
 {
     typedef typename nn_acc<T>::type C;
+    constexpr int E = K * V;
     int lane = threadIdx.x % W;
     int64_t row = (int64_t)blockIdx.x * (blockDim.x / W) + threadIdx.x / W;
     bool live = row < g.nrows;
@@ -94,37 +101,51 @@ __global__ void fwd_warp(T *y, const char *x, Rows g, int dtin, bool log_)
     if (live) row_base<2>(g, row, off);
     C v[E], m = ninf<C>();
 #pragma unroll
-    for (int e = 0; e < E; e++) {
-        int64_t i = lane + (int64_t)e * W;
-        v[e] = live && i < g.n ? load<Tin, C>(x, off[1] + i * g.ds[1], dtin) : ninf<C>();
-        m = vmax(m, v[e]);
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * W + lane) * V;
+        if (!live || i >= g.n) {
+#pragma unroll
+            for (int j = 0; j < V; j++) v[k * V + j] = ninf<C>();
+        } else if constexpr (V == 1) {
+            v[k] = load<Tin, C>(x, off[1] + i * g.ds[1], dtin);
+        } else {
+            load_vec<Tin, C, V>(v + k * V, (const Tin *)x + off[1], i);
+        }
+#pragma unroll
+        for (int j = 0; j < V; j++) m = vmax(m, v[k * V + j]);
     }
     m = group_max<C, W>(m);
     C s = 0;
 #pragma unroll
-    for (int e = 0; e < E; e++) {
-        int64_t i = lane + (int64_t)e * W;
-        if (i < g.n) {
-            C t = ex(v[e] - m);
+    for (int k = 0; k < K; k++) {
+        if (((int64_t)k * W + lane) * V >= g.n) continue;
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            C t = ex(v[k * V + j] - m);
             s += t;
-            if (!log_) v[e] = t;
+            if (!log_) v[k * V + j] = t;
         }
     }
     s = group_sum<C, W>(s);
     if (!live) return;
     C lse = lg(s), inv = (C)1 / s;
 #pragma unroll
-    for (int e = 0; e < E; e++) {
-        int64_t i = lane + (int64_t)e * W;
-        if (i < g.n) y[off[0] + i * g.ds[0]] = from_acc<T>(log_ ? (v[e] - m) - lse : v[e] * inv);
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * W + lane) * V;
+        if (i >= g.n) continue;
+#pragma unroll
+        for (int j = 0; j < V; j++) v[k * V + j] = log_ ? (v[k * V + j] - m) - lse : v[k * V + j] * inv;
+        if constexpr (V == 1) y[off[0] + i * g.ds[0]] = from_acc<T>(v[k]);
+        else store_vec<T, C, V>(y + off[0], i, v + k * V);
     }
 }
 
 /* softmax: gi = (g - sum(g*y)) * y;  log_softmax: gi = g - exp(y) * sum(g) */
-template <typename T, int W, int E>
+template <typename T, int W, int K, int V>
 __global__ void bwd_warp(T *gi, const T *go, const T *y, Rows g, bool log_)
 {
     typedef typename nn_acc<T>::type C;
+    constexpr int E = K * V;
     int lane = threadIdx.x % W;
     int64_t row = (int64_t)blockIdx.x * (blockDim.x / W) + threadIdx.x / W;
     bool live = row < g.nrows;
@@ -132,19 +153,37 @@ __global__ void bwd_warp(T *gi, const T *go, const T *y, Rows g, bool log_)
     if (live) row_base<3>(g, row, off);
     C gv[E], yv[E], s = 0;
 #pragma unroll
-    for (int e = 0; e < E; e++) {
-        int64_t i = lane + (int64_t)e * W;
-        bool in = live && i < g.n;
-        gv[e] = in ? to_acc<C>(go[off[1] + i * g.ds[1]]) : (C)0;
-        yv[e] = in ? to_acc<C>(y[off[2] + i * g.ds[2]]) : (C)0;
-        s += log_ ? gv[e] : gv[e] * yv[e];
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * W + lane) * V;
+        if (live && i < g.n) {
+            if constexpr (V == 1) {
+                gv[k] = to_acc<C>(go[off[1] + i * g.ds[1]]);
+                yv[k] = to_acc<C>(y[off[2] + i * g.ds[2]]);
+            } else {
+                load_vec<T, C, V>(gv + k * V, go + off[1], i);
+                load_vec<T, C, V>(yv + k * V, y + off[2], i);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; j++) gv[k * V + j] = yv[k * V + j] = (C)0;
+        }
+#pragma unroll
+        for (int j = 0; j < V; j++) s += log_ ? gv[k * V + j] : gv[k * V + j] * yv[k * V + j];
     }
     s = group_sum<C, W>(s);
     if (!live) return;
 #pragma unroll
-    for (int e = 0; e < E; e++) {
-        int64_t i = lane + (int64_t)e * W;
-        if (i < g.n) gi[off[0] + i * g.ds[0]] = from_acc<T>(log_ ? gv[e] - ex(yv[e]) * s : (gv[e] - s) * yv[e]);
+    for (int k = 0; k < K; k++) {
+        int64_t i = ((int64_t)k * W + lane) * V;
+        if (i >= g.n) continue;
+        C o[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            C a = gv[k * V + j], b = yv[k * V + j];
+            o[j] = log_ ? a - ex(b) * s : (a - s) * b;
+        }
+        if constexpr (V == 1) gi[off[0] + i * g.ds[0]] = from_acc<T>(o[0]);
+        else store_vec<T, C, V>(gi + off[0], i, o);
     }
 }
 
@@ -291,18 +330,45 @@ Path choose(const Rows &g, int nops)
 
 unsigned grid_of(int64_t n) { return (unsigned)(n < 1 ? 1 : n > (1 << 30) ? (1 << 30) : n); }
 
-/* body.go<W, E>() for the lanes per row W and values per lane E that fit n */
-template <typename B> void pick_we(int64_t n, B &&body)
+/* body.go<W, K, V>() for the lanes per row W and vectors per lane K that fit
+ * n values in vectors of V; with vectors, small rows share a warp so that each
+ * lane keeps two loads in flight */
+template <int V, typename B> void pick_wk(int64_t n, B &&body)
 {
-    if (n <= 4) body.template go<4, 1>();
-    else if (n <= 8) body.template go<8, 1>();
-    else if (n <= 16) body.template go<16, 1>();
-    else if (n <= 32) body.template go<32, 1>();
-    else if (n <= 64) body.template go<32, 2>();
-    else if (n <= 128) body.template go<32, 4>();
-    else if (n <= 256) body.template go<32, 8>();
-    else if (n <= 512) body.template go<32, 16>();
-    else body.template go<32, 32>();
+    int64_t nv = n / V;
+    if constexpr (V == 1) {
+        if (nv <= 4) body.template go<4, 1, 1>();
+        else if (nv <= 8) body.template go<8, 1, 1>();
+        else if (nv <= 16) body.template go<16, 1, 1>();
+        else if (nv <= 32) body.template go<32, 1, 1>();
+        else if (nv <= 64) body.template go<32, 2, 1>();
+        else if (nv <= 128) body.template go<32, 4, 1>();
+        else if (nv <= 256) body.template go<32, 8, 1>();
+        else if (nv <= 512) body.template go<32, 16, 1>();
+        else body.template go<32, 32, 1>();
+    } else {
+        if (nv <= 4) body.template go<4, 1, V>();
+        else if (nv <= 8) body.template go<4, 2, V>();
+        else if (nv <= 16) body.template go<8, 2, V>();
+        else if (nv <= 32) body.template go<16, 2, V>();
+        else if (nv <= 64) body.template go<32, 2, V>();
+        else if (nv <= 128) body.template go<32, 4, V>();
+        else if (nv <= 256) body.template go<32, 8, V>();
+        else body.template go<32, 16, V>();
+    }
+}
+
+/* 16-byte vectors along dim: unit stride, whole vectors per row, aligned rows */
+template <typename T> bool vectorizable(const Rows &g, int nops, nn_tensor *const *t)
+{
+    constexpr int V = 16 / sizeof(T);
+    if (g.n % V) return false;
+    for (int k = 0; k < nops; k++) {
+        if (g.ds[k] != 1 || (uintptr_t)nn_data(t[k]) % 16) return false;
+        for (int d = 0; d < g.m; d++)
+            if (g.st[k][d] % V) return false;
+    }
+    return true;
 }
 
 template <typename Tin, typename T> struct FwdWarp {
@@ -312,10 +378,10 @@ template <typename Tin, typename T> struct FwdWarp {
     int dtin;
     bool log_;
     cudaStream_t s;
-    template <int W, int E> void go()
+    template <int W, int K, int V> void go()
     {
         constexpr int threads = 128;
-        nn_launch<fwd_warp<Tin, T, W, E>>(grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, s, y, x, g, dtin, log_);
+        nn_launch<fwd_warp<Tin, T, W, K, V>>(grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, s, y, x, g, dtin, log_);
     }
 };
 
@@ -325,18 +391,26 @@ template <typename T> struct BwdWarp {
     const Rows &g;
     bool log_;
     cudaStream_t s;
-    template <int W, int E> void go()
+    template <int W, int K, int V> void go()
     {
         constexpr int threads = 128;
-        nn_launch<bwd_warp<T, W, E>>(grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, s, gi, go_, y, g, log_);
+        nn_launch<bwd_warp<T, W, K, V>>(grid_of((g.nrows + threads / W - 1) / (threads / W)), threads, s, gi, go_, y, g, log_);
     }
 };
 
 template <typename Tin, typename T>
-void launch_fwd(Path p, T *y, const char *x, const Rows &g, int dtin, bool log_, cudaStream_t s)
+void launch_fwd(Path p, bool vec, T *y, const char *x, const Rows &g, int dtin, bool log_, cudaStream_t s)
 {
     switch (p) {
-    case WARP: pick_we(g.n, FwdWarp<Tin, T>{y, x, g, dtin, log_, s}); break;
+    case WARP:
+        if constexpr (!std::is_same<Tin, Dyn>::value) {
+            if (vec) {
+                pick_wk<16 / sizeof(T)>(g.n, FwdWarp<Tin, T>{y, x, g, dtin, log_, s});
+                break;
+            }
+        }
+        pick_wk<1>(g.n, FwdWarp<Tin, T>{y, x, g, dtin, log_, s});
+        break;
     case BLOCKP: nn_launch<fwd_block<Tin, T>>(grid_of(g.nrows), BLOCK, s, y, x, g, dtin, log_); break;
     default: nn_launch<fwd_thread<Tin, T>>(nn_cuda_blocks(g.nrows, 128), 128, s, y, x, g, dtin, log_); break;
     }
@@ -365,8 +439,8 @@ nn_status forward(const nn_kargs *a, bool log_)
     int dtin = x->dtype;
     bool same = x->dtype == y->dtype;
     NN_DISPATCH_FLOATS(y->dtype, a, {
-        if (same) launch_fwd<scalar_t, scalar_t>(p, (scalar_t *)nn_data(y), xp, g, dtin, log_, nn_cuda_current(d));
-        else launch_fwd<Dyn, scalar_t>(p, (scalar_t *)nn_data(y), xp, g, dtin, log_, nn_cuda_current(d));
+        if (same) launch_fwd<scalar_t, scalar_t>(p, vectorizable<scalar_t>(g, 2, ops), (scalar_t *)nn_data(y), xp, g, dtin, log_, nn_cuda_current(d));
+        else launch_fwd<Dyn, scalar_t>(p, false, (scalar_t *)nn_data(y), xp, g, dtin, log_, nn_cuda_current(d));
     });
     nn_release(x);
     NN_CHECK_LAUNCH();
@@ -397,7 +471,10 @@ nn_status backward(const nn_kargs *a, bool log_)
         scalar_t *o = (scalar_t *)nn_data(gi);
         const scalar_t *gp = (const scalar_t *)nn_data(go), *yp = (const scalar_t *)nn_data(y);
         switch (p) {
-        case WARP: pick_we(g.n, BwdWarp<scalar_t>{o, gp, yp, g, log_, s}); break;
+        case WARP:
+            if (vectorizable<scalar_t>(g, 3, ops)) pick_wk<16 / sizeof(scalar_t)>(g.n, BwdWarp<scalar_t>{o, gp, yp, g, log_, s});
+            else pick_wk<1>(g.n, BwdWarp<scalar_t>{o, gp, yp, g, log_, s});
+            break;
         case BLOCKP: nn_launch<bwd_block<scalar_t>>(grid_of(g.nrows), BLOCK, s, o, gp, yp, g, log_); break;
         default: nn_launch<bwd_thread<scalar_t>>(nn_cuda_blocks(g.nrows, 128), 128, s, o, gp, yp, g, log_); break;
         }

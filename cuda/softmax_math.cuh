@@ -1,7 +1,7 @@
 /* Device math shared by the softmax kernels (cuda/softmax.cu) and the fused
  * cross-entropy (cuda/loss.cu): conversions to the accumulation type, exp/log
  * overloads, warp-group reductions and the online (max, sum of exp(x - max))
- * pair that a softmax row reduces to. */
+ * pair that a softmax row reduces to; 16-byte vector loads and stores. */
 #pragma once
 #include <math.h>
 
@@ -63,5 +63,22 @@ template <typename C> __device__ __forceinline__ void ms_final(MS<C> &a)
     if (a.m == ninf<C>()) a.s = (C)NAN;
 }
 
+/* ---- 16-byte vectors: V values of T at element i of a unit-stride row ---- */
+template <typename T, int V> struct alignas(sizeof(T) * V) Vec {
+    T v[V];
+};
+template <typename T, typename C, int V> __device__ __forceinline__ void load_vec(C *dst, const T *row, int64_t i)
+{
+    Vec<T, V> q = *(const Vec<T, V> *)(row + i);
+#pragma unroll
+    for (int j = 0; j < V; j++) dst[j] = to_acc<C>(q.v[j]);
+}
+template <typename T, typename C, int V> __device__ __forceinline__ void store_vec(T *row, int64_t i, const C *src)
+{
+    Vec<T, V> q;
+#pragma unroll
+    for (int j = 0; j < V; j++) q.v[j] = from_acc<T>(src[j]);
+    *(Vec<T, V> *)(row + i) = q;
+}
 
 } // namespace nn_smx

@@ -441,10 +441,10 @@ def("layer_norm", function(...)
   local k, nd = #ns, x:dim()
   local ok = k >= 1 and k <= nd
   for i = 1, k do ok = ok and x:size(nd - k + i - 1) == ns[i] end
-  local ns_str = "[" .. table.concat(ns, ", ") .. "]"
+  local function ns_str() return "[" .. table.concat(ns, ", ") .. "]" end
   if not ok then
     fail("layer_norm", string.format("Given normalized_shape=%s, expected input with shape [*, %s], but got input of size%s",
-      ns_str, table.concat(ns, ", "), shape_str(x)))
+      ns_str(), table.concat(ns, ", "), shape_str(x)))
   end
   for _, p in ipairs({ { "weight", w }, { "bias", b } }) do
     local t = p[2]
@@ -454,7 +454,7 @@ def("layer_norm", function(...)
       if not same then
         argerror("layer_norm", s:argno(r, p[1]), string.format(
           "Expected %s to be of same shape as normalized_shape, but got %s of shape %s and normalized_shape = %s",
-          p[1], p[1], shape_str(t), ns_str))
+          p[1], p[1], shape_str(t), ns_str()))
       end
     end
   end

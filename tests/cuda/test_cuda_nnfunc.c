@@ -208,6 +208,8 @@ static void test_softmax(void)
         {2, {64, 3}, 1},     {2, {33, 2}, 1},    {4, {3, 4, 8, 8}, 1},    {4, {4, 10, 32, 32}, 1}, {2, {6000, 3}, 0},
         {1, {1}, 0},         {1, {100}, 0},      {0, {0}, 0},             {2, {0, 5}, 1},        {2, {5, 0}, 1},
         {2, {1, 1}, 0},      {3, {2, 1, 70}, 2}, {2, {3000, 40}, 0},
+        /* whole 16-byte vectors: several rows a warp, one to sixteen vectors a lane */
+        {2, {9, 8}, 1},      {2, {19, 24}, 1},   {2, {37, 128}, 1},       {3, {3, 5, 512}, 2},   {2, {4, 1024}, 1},
     };
     for (int log_ = 0; log_ < 2; log_++)
         for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
