@@ -243,6 +243,26 @@ local function list_call(named)
 end
 local named_call = list_call(true)
 
+-- Base:extend(name) for a plain class (Optimizer, LRScheduler): a subclass that inherits the
+-- metamethods, knows its super, and builds an instance through __init when called
+function U.extend_class(self, name)
+  local cls = {}
+  for k, v in pairs(self) do
+    if type(k) == "string" and k:sub(1, 2) == "__" then cls[k] = v end
+  end
+  cls.__index = cls
+  cls.__name = name
+  cls.super = self
+  return setmetatable(cls, {
+    __index = self,
+    __call = function(c, ...)
+      local obj = setmetatable({}, c)
+      c.__init(obj, ...)
+      return obj
+    end,
+  })
+end
+
 function U.list(t) return t end
 function U.named_list(t) return setmetatable(t, { __call = named_call }) end
 

@@ -102,23 +102,7 @@ LRScheduler.__name = "LRScheduler"
 M.LRScheduler = LRScheduler
 
 -- local MySched = lr_scheduler.LRScheduler:extend("MySched"); define __init and get_lr
-function LRScheduler:extend(name)
-  local cls = {}
-  for k, v in pairs(self) do
-    if type(k) == "string" and k:sub(1, 2) == "__" then cls[k] = v end
-  end
-  cls.__index = cls
-  cls.__name = name
-  cls.super = self
-  return setmetatable(cls, {
-    __index = self,
-    __call = function(c, ...)
-      local obj = setmetatable({}, c)
-      c.__init(obj, ...)
-      return obj
-    end,
-  })
-end
+LRScheduler.extend = require("nn_util").extend_class
 
 function LRScheduler:__tostring()
   return string.format("<torch.optim.lr_scheduler.%s object>", getmetatable(self).__name)

@@ -81,23 +81,7 @@ Optimizer.__name = "Optimizer"
 optim.Optimizer = Optimizer
 
 -- local MyOpt = optim.Optimizer:extend("MyOpt"); function MyOpt:__init(params, opts) ... end
-function Optimizer:extend(name)
-  local cls = {}
-  for k, v in pairs(self) do
-    if type(k) == "string" and k:sub(1, 2) == "__" then cls[k] = v end
-  end
-  cls.__index = cls
-  cls.__name = name
-  cls.super = self
-  return setmetatable(cls, {
-    __index = self,
-    __call = function(c, ...)
-      local obj = setmetatable({}, c)
-      c.__init(obj, ...)
-      return obj
-    end,
-  })
-end
+Optimizer.extend = require("nn_util").extend_class
 
 -- Lookups by another Lua object for the same tensor still find its state.
 local state_mt = {
