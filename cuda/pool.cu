@@ -71,13 +71,13 @@ template <typename I> Flat<I> flat_of(int64_t C, int64_t h, int64_t w) { return 
 
 template <typename I> struct Win {
     I kh, kw, sh, sw, ph, pw, dh, dw;
-    Div<I> by_sh, by_sw;
+    Div<I> by_sh, by_sw, by_kw;
 };
 
 template <typename I> Win<I> win_of(const int64_t *i)
 {
     return Win<I>{(I)i[0], (I)i[1], (I)i[2], (I)i[3], (I)i[4], (I)i[5], (I)(i[6] > 0 ? i[6] : 1), (I)(i[7] > 0 ? i[7] : 1),
-                  Div<I>::of((I)i[2]), Div<I>::of((I)i[3])};
+                  Div<I>::of((I)i[2]), Div<I>::of((I)i[3]), Div<I>::of((I)i[1])};
 }
 
 template <typename T> __device__ __forceinline__ typename nn_acc<T>::type lda(T v) { return (typename nn_acc<T>::type)v; }
@@ -135,14 +135,17 @@ template <typename I> __device__ __forceinline__ void unflat_as(bool cl, I i, co
 
 /* ---- max (also adaptive): values and indices ---- */
 
-/* V consecutive elements through 16-byte accesses (V > 1: the address is 16-byte aligned) */
+/* V consecutive elements through 16-byte accesses (V > 1: the address is 16-byte aligned), one at
+ * a time for packs under 16 bytes (a vector's uint8 indices) */
 template <typename T, int V> struct alignas(16) Pack {
     T v[V];
 };
 template <typename T, int V> __device__ __forceinline__ Pack<T, V> ldv(const T *p)
 {
     Pack<T, V> r;
-    if constexpr (V == 1) r.v[0] = *p;
+    if constexpr (V * sizeof(T) < 16)
+#pragma unroll
+        for (int j = 0; j < V; j++) r.v[j] = p[j];
     else
 #pragma unroll
         for (int k = 0; k < (int)(V * sizeof(T) / 16); k++) reinterpret_cast<uint4 *>(r.v)[k] = reinterpret_cast<const uint4 *>(p)[k];
@@ -150,16 +153,27 @@ template <typename T, int V> __device__ __forceinline__ Pack<T, V> ldv(const T *
 }
 template <typename T, int V> __device__ __forceinline__ void stv(T *p, const Pack<T, V> &r)
 {
-    if constexpr (V == 1) *p = r.v[0];
+    if constexpr (V * sizeof(T) < 16)
+#pragma unroll
+        for (int j = 0; j < V; j++) p[j] = r.v[j];
     else
 #pragma unroll
         for (int k = 0; k < (int)(V * sizeof(T) / 16); k++) reinterpret_cast<uint4 *>(p)[k] = reinterpret_cast<const uint4 *>(r.v)[k];
 }
 
+/* The index of input position (h, q) as output (oy, ox) records it: int64 h*W + q in the plane, or
+ * (uint8 IX, a plain max pool's own record for its backward) the position in the undilated
+ * window, (h - oy*sh + ph) * kw + (q - ox*sw + pw). */
+template <typename IX, typename I> __device__ __forceinline__ I index_of(I h, I q, I oy, I ox, const Win<I> &w, I W)
+{
+    if constexpr (sizeof(IX) == 1) return (h - oy * w.sh + w.ph) * w.kw + (q - ox * w.sw + w.pw);
+    else return h * W + q;
+}
+
 /* V > 1 (channels-last only): a thread takes V neighbouring channels, f.C dividing by C / V; the
  * planes' channel stride is 1 and their other strides multiples of V (see vec_width). */
-template <typename T, typename I, int V>
-__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I ow, Flat<I> f, Win<I> w, bool adaptive, I total, bool cl)
+template <typename T, typename I, int V, typename IX>
+__global__ void max_fwd(const T *in, PlanesI<I> x, T *out, IX *ind, I oh, I ow, Flat<I> f, Win<I> w, bool adaptive, I total, bool cl)
 {
     typedef typename nn_acc<T>::type A;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
@@ -176,16 +190,16 @@ __global__ void max_fwd(const T *in, PlanesI<I> x, T *out, int64_t *ind, I oh, I
         }
         const T *p = in + n * x.sN + c * x.sC;
         A best[V];
-        Pack<int64_t, V> arg;
+        Pack<IX, V> arg;
 #pragma unroll
-        for (int j = 0; j < V; j++) best[j] = -INFINITY, arg.v[j] = h0 * x.W + w0;
+        for (int j = 0; j < V; j++) best[j] = -INFINITY, arg.v[j] = (IX)index_of<IX>(h0, w0, oy, ox, w, x.W);
         for (I h = h0; h < h1; h += dh)
             for (I q = w0; q < w1; q += dw) {
                 Pack<T, V> v = ldv<T, V>(p + h * x.sH + q * x.sW);
 #pragma unroll
                 for (int j = 0; j < V; j++) {
                     A u = lda(v.v[j]);
-                    if (u > best[j] || u != u) best[j] = u, arg.v[j] = h * x.W + q;
+                    if (u > best[j] || u != u) best[j] = u, arg.v[j] = (IX)index_of<IX>(h, q, oy, ox, w, x.W);
                 }
             }
         Pack<T, V> o;
@@ -215,8 +229,8 @@ __device__ __forceinline__ void out_span(I h, I n_in, I n_out, I k, I s, I p, I 
 /* grad_input[n,c,h,w] = sum of grad_out over the outputs whose index is h*W+w. g: grad_out planes,
  * ix: index planes (same shape), gx: grad_input, channels-last dense (a contiguous one is
  * max_bwd_cols's). V as max_fwd's. */
-template <typename T, typename I, int V>
-__global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w, bool adaptive,
+template <typename T, typename I, int V, typename IX>
+__global__ void max_bwd(const T *go, PlanesI<I> g, const IX *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w, bool adaptive,
                         I total)
 {
     typedef typename nn_acc<T>::type A;
@@ -228,20 +242,20 @@ __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I
         out_span(h, x.H, g.H, w.kh, w.sh, w.ph, w.dh, w.by_sh, adaptive, &y0, &y1);
         out_span(q, x.W, g.W, w.kw, w.sw, w.pw, w.dw, w.by_sw, adaptive, &x0, &x1);
         const T *gp = go + n * g.sN + c * g.sC;
-        const int64_t *ip = ind + n * ix.sN + c * ix.sC;
-        int64_t me = h * x.W + q;
+        const IX *ip = ind + n * ix.sN + c * ix.sC;
         A acc[V] = {};
         for (I oy = y0; oy < y1; oy++)
             for (I ox = x0; ox < x1; ox++) {
-                Pack<int64_t, V> k = ldv<int64_t, V>(ip + oy * ix.sH + ox * ix.sW);
+                I me = index_of<IX>(h, q, oy, ox, w, x.W);
+                Pack<IX, V> k = ldv<IX, V>(ip + oy * ix.sH + ox * ix.sW);
                 bool any = false;
 #pragma unroll
-                for (int j = 0; j < V; j++) any |= k.v[j] == me;
+                for (int j = 0; j < V; j++) any |= (I)k.v[j] == me;
                 if (!any) continue;
                 Pack<T, V> v = ldv<T, V>(gp + oy * g.sH + ox * g.sW);
 #pragma unroll
                 for (int j = 0; j < V; j++)
-                    if (k.v[j] == me) acc[j] += lda(v.v[j]);
+                    if ((I)k.v[j] == me) acc[j] += lda(v.v[j]);
             }
         Pack<T, V> o;
 #pragma unroll
@@ -252,8 +266,8 @@ __global__ void max_bwd(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I
 
 /* max_bwd for a contiguous grad_input: a thread takes Q neighbouring columns of a row (f divides
  * by C, H and the row's ceil(W / Q) groups), visiting the outputs their windows share once. */
-template <typename T, typename I, int Q>
-__global__ void max_bwd_cols(const T *go, PlanesI<I> g, const int64_t *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w,
+template <typename T, typename I, int Q, typename IX>
+__global__ void max_bwd_cols(const T *go, PlanesI<I> g, const IX *ind, PlanesI<I> ix, T *gx, PlanesI<I> x, Flat<I> f, Win<I> w,
                              bool adaptive, I total)
 {
     typedef typename nn_acc<T>::type A;
@@ -265,12 +279,18 @@ __global__ void max_bwd_cols(const T *go, PlanesI<I> g, const int64_t *ind, Plan
         out_span(qa, x.W, g.W, w.kw, w.sw, w.pw, w.dw, w.by_sw, adaptive, &x0, &unused);
         out_span(qa + nq - 1, x.W, g.W, w.kw, w.sw, w.pw, w.dw, w.by_sw, adaptive, &unused, &x1);
         const T *gp = go + n * g.sN + c * g.sC;
-        const int64_t *ip = ind + n * ix.sN + c * ix.sC;
+        const IX *ip = ind + n * ix.sN + c * ix.sC;
         int64_t first = h * x.W + qa;
         A acc[Q] = {};
         for (I oy = y0; oy < y1; oy++)
             for (I ox = x0; ox < x1; ox++) {
-                int64_t j = ip[oy * ix.sH + ox * ix.sW] - first;
+                int64_t j;
+                if constexpr (sizeof(IX) == 1) { /* the window's row must be h; j its column's place in the group */
+                    I kx, ky = divmod((I)ip[oy * ix.sH + ox * ix.sW], w.by_kw, &kx);
+                    j = oy * w.sh - w.ph + ky == h ? (int64_t)(ox * w.sw - w.pw + kx - qa) : -1;
+                } else {
+                    j = ip[oy * ix.sH + ox * ix.sW] - first;
+                }
                 if (j < 0 || j >= nq) continue;
                 A v = lda(gp[oy * g.sH + ox * g.sW]);
 #pragma unroll
@@ -405,15 +425,15 @@ int vec_width(const Planes *ps, const nn_tensor *const *ts, int n, nn_dtype dt)
 #define MAX_LAUNCH(K, v, total, st, ...)                                                                                          \
     NN_DISPATCH_FLOATS(a->out[0]->dtype, a, {                                                                                    \
         constexpr int W = 16 / sizeof(scalar_t);                                                                                   \
-        if (v == W) nn_launch<K<scalar_t, I, W>>(nn_cuda_blocks((total) / W), 256, st, __VA_ARGS__);                               \
-        else nn_launch<K<scalar_t, I, 1>>(nn_cuda_blocks(total), 256, st, __VA_ARGS__);                                            \
+        if (v == W) nn_launch<K<scalar_t, I, W, IX>>(nn_cuda_blocks((total) / W), 256, st, __VA_ARGS__);                           \
+        else nn_launch<K<scalar_t, I, 1, IX>>(nn_cuda_blocks(total), 256, st, __VA_ARGS__);                                        \
     })
 
-template <typename I>
+template <typename I, typename IX>
 nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow, bool adaptive, int64_t total, cudaStream_t st)
 {
     nn_tensor *y = a->out[0];
-    int64_t *ind = (int64_t *)nn_data(a->out[1]);
+    IX *ind = (IX *)nn_data(a->out[1]);
     bool cl = out_cl(y);
     const nn_tensor *ts[3] = {a->in[0], y, a->out[1]};
     Planes ps[3] = {x, planes_of(y), planes_of(a->out[1])};
@@ -424,30 +444,43 @@ nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow,
     return NN_OK;
 }
 
+/* int64 indices, or uint8 window positions (index_of) for a plain max pool without dilation whose
+ * window has at most 256 positions */
+nn_status check_index_dtype(const nn_kargs *a, const nn_tensor *ind, bool adaptive)
+{
+    if (ind->dtype == NN_I64) return NN_OK;
+    if (ind->dtype == NN_U8 && !adaptive && a->i[6] <= 1 && a->i[7] <= 1 && a->i[0] * a->i[1] <= 256) return NN_OK;
+    return nn_error(NN_ERR_DTYPE, "%s: indices must be int64 (uint8 window positions only for an undilated window of up to 256)",
+                    nn_op_name(a->op));
+}
+
 nn_status max_common(const nn_kargs *a, bool adaptive)
 {
     nn_status s = check_io(a, 2);
+    if (!s) s = check_index_dtype(a, a->out[1], adaptive);
     if (s) return s;
-    if (a->out[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "%s: indices must be int64", nn_op_name(a->op));
     nn_tensor *y = a->out[0];
     Planes x = planes_of(a->in[0]), yp = planes_of(y);
     int64_t oh = y->shape[y->ndim - 2], ow = y->shape[y->ndim - 1], total = numel_planes(x, oh, ow);
     if (!total) return NN_OK;
     cudaStream_t st = nn_cuda_stream(nn_cuda_index(a));
     Planes both[2] = {x, yp};
-    return fits32(both, 2, a->i, 8) ? launch_max<int32_t>(a, x, oh, ow, adaptive, total, st) : launch_max<int64_t>(a, x, oh, ow, adaptive, total, st);
+    bool i32 = fits32(both, 2, a->i, 8);
+    if (a->out[1]->dtype == NN_U8)
+        return i32 ? launch_max<int32_t, uint8_t>(a, x, oh, ow, adaptive, total, st) : launch_max<int64_t, uint8_t>(a, x, oh, ow, adaptive, total, st);
+    return i32 ? launch_max<int32_t, int64_t>(a, x, oh, ow, adaptive, total, st) : launch_max<int64_t, int64_t>(a, x, oh, ow, adaptive, total, st);
 }
 
-template <typename I>
+template <typename I, typename IX>
 nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, const Planes &x, bool adaptive, int64_t total, cudaStream_t st)
 {
     nn_tensor *gx = a->out[0];
-    const int64_t *ind = (const int64_t *)nn_data(a->in[1]);
+    const IX *ind = (const IX *)nn_data(a->in[1]);
     if (!out_cl(gx)) { /* contiguous: Q columns a thread */
         constexpr int Q = 8;
         int64_t groups = (x.W + Q - 1) / Q, n = x.N * x.C * x.H * groups;
         NN_DISPATCH_FLOATS(gx->dtype, a,
-                           nn_launch<max_bwd_cols<scalar_t, I, Q>>(nn_cuda_blocks(n), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g),
+                           nn_launch<max_bwd_cols<scalar_t, I, Q, IX>>(nn_cuda_blocks(n), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g),
                                                                    ind, narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),
                                                                    flat_of<I>(x.C, x.H, groups), win_of<I>(a->i), adaptive, (I)n));
         NN_CHECK_LAUNCH();
@@ -510,20 +543,22 @@ extern "C" nn_status nn_cuda_adaptive_max_pool2d(const nn_kargs *a) { return max
  * shapes of grad_out and grad_input). */
 extern "C" nn_status nn_cuda_max_pool2d_backward(const nn_kargs *a)
 {
+    bool adaptive = a->i[0] <= 0;
     nn_status s = check_io(a, 1);
+    if (!s) s = check_index_dtype(a, a->in[1], adaptive);
     if (s) return s;
-    if (a->in[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "max_pool2d_backward: indices must be int64");
     nn_tensor *gx = a->out[0];
     Planes g = planes_of(a->in[0]), ix = planes_of(a->in[1]), x = planes_of(gx);
     if (ix.N != g.N || ix.C != g.C || ix.H != g.H || ix.W != g.W || x.N != g.N || x.C != g.C)
         return nn_error(NN_ERR_SHAPE, "max_pool2d_backward: grad_output, indices and grad_input do not match");
     int64_t total = numel_planes(x, x.H, x.W);
     if (!total) return NN_OK;
-    bool adaptive = a->i[0] <= 0;
     cudaStream_t st = nn_cuda_stream(nn_cuda_index(a));
     Planes all[3] = {g, ix, x};
-    return fits32(all, 3, a->i, 8) ? launch_max_bwd<int32_t>(a, g, ix, x, adaptive, total, st)
-                                   : launch_max_bwd<int64_t>(a, g, ix, x, adaptive, total, st);
+    bool i32 = fits32(all, 3, a->i, 8);
+    if (a->in[1]->dtype == NN_U8)
+        return i32 ? launch_max_bwd<int32_t, uint8_t>(a, g, ix, x, adaptive, total, st) : launch_max_bwd<int64_t, uint8_t>(a, g, ix, x, adaptive, total, st);
+    return i32 ? launch_max_bwd<int32_t, int64_t>(a, g, ix, x, adaptive, total, st) : launch_max_bwd<int64_t, int64_t>(a, g, ix, x, adaptive, total, st);
 }
 
 extern "C" nn_status nn_cuda_avg_pool2d(const nn_kargs *a) { return avg_common(a, false, false); }

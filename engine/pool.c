@@ -180,11 +180,37 @@ static nn_tensor *pooled_like(const nn_node *d, nn_tensor *gg, nn_tensor *ind)
     }
 }
 
+/* Flat h*W + w indices from a max pool's uint8 window positions (run_max's compact record):
+ * the window's origin (oy*sh - ph, ox*sw - pw) plus the position's offset, tab[p] = (p / kw)*W + p % kw. */
+static nn_tensor *flat_indices(nn_tensor *ind, const pool_ctx *c, int64_t W)
+{
+    if (ind->dtype == NN_I64) return nn_retain(ind);
+    int nd = ind->ndim;
+    int64_t kh = c->i[0], kw = c->i[1], sh = c->i[2], sw = c->i[3], ph = c->i[4], pw = c->i[5];
+    int64_t oh = ind->shape[nd - 2], ow = ind->shape[nd - 1], n = nn_numel(ind), k = kh * kw, col[2] = {oh, 1}, row[2] = {1, ow};
+    nn_device dev = ind->storage->device;
+    nn_tensor *tc = nn_empty(1, &k, NN_I64, NN_DEVICE_CPU);
+    if (!tc) return NULL;
+    for (int64_t p = 0; p < k; p++) ((int64_t *)nn_data(tc))[p] = p / kw * W + p % kw;
+    nn_tensor *tab = nn_to_device(tc, dev), *p64 = tab ? nn_to_dtype(ind, NN_I64) : NULL, *pf = p64 ? nn_reshape(p64, 1, &n) : NULL;
+    nn_tensor *off = pf ? nn_index_select(tab, 0, pf) : NULL, *offs = off ? nn_reshape(off, nd, ind->shape) : NULL;
+    nn_tensor *ay = offs ? nn_arange((double)(-ph * W), (double)((oh * sh - ph) * W), (double)(sh * W), true, NN_I64, dev) : NULL;
+    nn_tensor *ax = ay ? nn_arange((double)-pw, (double)(ow * sw - pw), (double)sw, true, NN_I64, dev) : NULL;
+    nn_tensor *ay2 = ax ? nn_reshape(ay, 2, col) : NULL, *ax2 = ay2 ? nn_reshape(ax, 2, row) : NULL;
+    nn_tensor *origin = ax2 ? nn_binary(NN_OP_add, ay2, ax2) : NULL, *flat = origin ? nn_binary(NN_OP_add, offs, origin) : NULL;
+    nn_release(tc), nn_release(tab), nn_release(p64), nn_release(pf), nn_release(off), nn_release(offs);
+    nn_release(ay), nn_release(ax), nn_release(ay2), nn_release(ax2), nn_release(origin);
+    return flat;
+}
+
 static nn_status pool_double_backward(nn_node *d, nn_tensor *const *gg, nn_tensor **gi)
 {
-    nn_tensor *ind = d->saved[0] ? nn_node_saved(d, 0) : NULL;
-    if (d->saved[0] && !ind) return nn_last_status();
+    nn_tensor *saved = d->saved[0] ? nn_node_saved(d, 0) : NULL;
+    if (d->saved[0] && !saved) return nn_last_status();
+    nn_tensor *ind = saved ? flat_indices(saved, d->ctx, gg[0]->shape[gg[0]->ndim - 1]) : NULL; /* gg: the pool input's shape */
+    if (saved && !ind) return nn_last_status();
     gi[0] = pooled_like(d, gg[0], ind);
+    nn_release(ind);
     return gi[0] ? NN_OK : nn_last_status();
 }
 
@@ -228,10 +254,13 @@ static nn_status adaptive_avg_backward(nn_node *n, nn_tensor *const *grad_out, n
     return pool_backward(n, NN_OP_adaptive_avg_pool2d_backward, grad_out[0], NULL, grad_in);
 }
 
-/* Values and indices of a max pool (op max_pool2d or adaptive_max_pool2d), with the node. */
+/* Values and indices of a max pool (op max_pool2d or adaptive_max_pool2d), with the node. Indices
+ * the caller does not ask for are only the backward's: on a GPU, for an undilated window of up to
+ * 256 positions, they are uint8 positions in the window (cuda/pool.cu), an eighth of int64's traffic. */
 static nn_tensor *run_max(nn_op op, const char *grad_fn, nn_tensor *input, int64_t oh, int64_t ow, const int64_t *i, nn_tensor **indices)
 {
-    nn_tensor *out = empty_out(input, oh, ow, input->dtype), *ind = out ? empty_out(input, oh, ow, NN_I64) : NULL;
+    bool compact = !indices && op == NN_OP_max_pool2d && input->storage->device.type == NN_CUDA && i[6] == 1 && i[7] == 1 && i[0] * i[1] <= 256;
+    nn_tensor *out = empty_out(input, oh, ow, input->dtype), *ind = out ? empty_out(input, oh, ow, compact ? NN_U8 : NN_I64) : NULL;
     nn_status st = ind ? NN_OK : nn_last_status();
     if (!st) {
         nn_kargs a = {.op = op, .out = {out, ind}, .in = {input}, .nin = 1};

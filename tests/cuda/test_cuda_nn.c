@@ -630,21 +630,24 @@ static double pool_tol(nn_dtype dt)
 
 static pair make_pool_input(nn_dtype dt, int nd, const int64_t *s, int v, bool nan) { return make_nan(dt, nd, s, v, -3, 3, nan ? 0.05 : 0); }
 
-static void maxpool_case(const maxcfg *m, nn_dtype dt, int nd, const int64_t *xs, int xv, bool nan, bool grad)
+/* ind: ask for the indices; without, the GPU's backward reads its own uint8 window positions where
+ * the window allows (engine/pool.c's run_max) */
+static void maxpool_case(const maxcfg *m, nn_dtype dt, int nd, const int64_t *xs, int xv, bool nan, bool grad, bool ind)
 {
     char sh[96];
-    if (!begin("max_pool2d %s %s %s k%lldx%lld s%lld,%lld p%lld,%lld d%lld,%lld%s%s%s", nn_dtype_name(dt), nn_shape_str(sh, nd, xs),
+    if (!begin("max_pool2d %s %s %s k%lldx%lld s%lld,%lld p%lld,%lld d%lld,%lld%s%s%s%s", nn_dtype_name(dt), nn_shape_str(sh, nd, xs),
                VNAME[fix_view(xv, nd)], (long long)m->k[0], (long long)m->k[1], (long long)m->s[0], (long long)m->s[1], (long long)m->p[0],
-               (long long)m->p[1], (long long)m->d[0], (long long)m->d[1], m->ceil ? " ceil" : "", nan ? " NaN" : "", grad ? " backward" : ""))
+               (long long)m->p[1], (long long)m->d[0], (long long)m->d[1], m->ceil ? " ceil" : "", nan ? " NaN" : "", grad ? " backward" : "",
+               ind ? "" : " (no indices asked)"))
         return;
     pair x = make_pool_input(dt, nd, xs, xv, nan);
     if (grad) set_grad(x);
     nn_tensor *ic = NULL, *ig = NULL;
-    nn_tensor *c = nn_max_pool2d(x.c, m->k, m->s, m->p, m->d, m->ceil, &ic);
+    nn_tensor *c = nn_max_pool2d(x.c, m->k, m->s, m->p, m->d, m->ceil, ind ? &ic : NULL);
     if (!c) save_err();
-    nn_tensor *g = nn_max_pool2d(x.g, m->k, m->s, m->p, m->d, m->ceil, &ig);
+    nn_tensor *g = nn_max_pool2d(x.g, m->k, m->s, m->p, m->d, m->ceil, ind ? &ig : NULL);
     check("values", c, g, 0, 0);
-    if (c && g) check("indices", ic, ig, 0, 0);
+    if (c && g && ind) check("indices", ic, ig, 0, 0);
     if (grad && c && g && backward_both_as(c, g, nd == 4 ? xv : V_CONTIG)) check_grad("x.grad", x, 4);
     nn_release(c), nn_release(g), nn_release(ic), nn_release(ig);
     pair_free(x);
@@ -714,9 +717,14 @@ static void test_pool(void)
     for (int d = 0; d < NFLOATS; d++) {
         nn_dtype dt = FLOATS[d];
         for (size_t i = 0; i < sizeof MAXS / sizeof *MAXS; i++) {
-            for (int v = 0; v < 4; v++) maxpool_case(&MAXS[i], dt, 4, PX4, views[v], false, v < 2);
-            maxpool_case(&MAXS[i], dt, 3, PX3, V_CONTIG, false, true);
-            maxpool_case(&MAXS[i], dt, 4, PX4, V_CONTIG, true, true);
+            for (int v = 0; v < 4; v++) {
+                maxpool_case(&MAXS[i], dt, 4, PX4, views[v], false, v < 2, true);
+                maxpool_case(&MAXS[i], dt, 4, PX4, views[v], false, true, false);
+            }
+            maxpool_case(&MAXS[i], dt, 3, PX3, V_CONTIG, false, true, true);
+            maxpool_case(&MAXS[i], dt, 3, PX3, V_CONTIG, false, true, false);
+            maxpool_case(&MAXS[i], dt, 4, PX4, V_CONTIG, true, true, true);
+            maxpool_case(&MAXS[i], dt, 4, PX4, V_CONTIG, true, true, false);
         }
         for (size_t i = 0; i < sizeof AVGS / sizeof *AVGS; i++) {
             for (int v = 0; v < 4; v++) avgpool_case(&AVGS[i], dt, 4, PX4, views[v], v < 2);
@@ -732,31 +740,42 @@ static void test_pool(void)
         /* channels-last with C a multiple of 16 bytes' worth: the max kernels take several channels a thread */
         const int64_t pc[4] = {2, 16, 9, 11}, ac[4] = {3, 24, 10, 7};
         for (size_t i = 0; i < sizeof MAXS / sizeof *MAXS; i++) {
-            maxpool_case(&MAXS[i], dt, 4, pc, V_CL, false, true);
-            maxpool_case(&MAXS[i], dt, 4, pc, V_CL, true, true);
+            for (int ind = 0; ind < 2; ind++) {
+                maxpool_case(&MAXS[i], dt, 4, pc, V_CL, false, true, ind);
+                maxpool_case(&MAXS[i], dt, 4, pc, V_CL, true, true, ind);
+            }
         }
         for (size_t o = 0; o < sizeof outs / sizeof *outs; o++) adaptive_case(true, dt, 4, ac, V_CL, outs[o][0], outs[o][1], true);
         /* larger planes: many threads */
         const int64_t big[4] = {8, 64, 32, 32};
-        maxpool_case(&MAXS[1], dt, 4, big, V_CONTIG, false, true);
+        maxpool_case(&MAXS[1], dt, 4, big, V_CONTIG, false, true, true);
+        maxpool_case(&MAXS[1], dt, 4, big, V_CONTIG, false, true, false);
         avgpool_case(&AVGS[1], dt, 4, big, V_CONTIG, true);
         adaptive_case(false, dt, 4, big, V_CONTIG, 1, 1, true);
         adaptive_case(true, dt, 4, big, V_CONTIG, 5, 7, true);
     }
     /* a plane wider than the kernels' int32 indexing allows (their int64 path) */
     const int64_t wide[4] = {1, 2, 3, 20000};
-    maxpool_case(&MAXS[1], NN_F32, 4, wide, V_T, false, true);
+    maxpool_case(&MAXS[1], NN_F32, 4, wide, V_T, false, true, true);
+    maxpool_case(&MAXS[1], NN_F32, 4, wide, V_T, false, true, false);
+    /* a window of 16 x 16 = 256 positions, the most uint8 holds, and one of 17 x 16 (int64) */
+    static const maxcfg k256 = {{16, 16}, {3, 5}, {8, 8}, {1, 1}, false}, k272 = {{17, 16}, {3, 5}, {8, 8}, {1, 1}, false};
+    const int64_t mid[4] = {2, 3, 40, 37};
+    for (int v = 0; v < 2; v++) {
+        maxpool_case(&k256, NN_F32, 4, mid, v ? V_CL : V_CONTIG, false, true, false);
+        maxpool_case(&k272, NN_F32, 4, mid, v ? V_CL : V_CONTIG, false, true, false);
+    }
     avgpool_case(&AVGS[2], NN_F32, 4, wide, V_NARROW, true);
     adaptive_case(false, NN_F32, 4, wide, V_CONTIG, 2, 301, true);
     adaptive_case(true, NN_F32, 4, wide, V_CONTIG, 2, 301, true);
     /* an empty batch */
     const int64_t e4[4] = {0, 3, 8, 8};
-    maxpool_case(&MAXS[0], NN_F32, 4, e4, V_CONTIG, false, false);
+    maxpool_case(&MAXS[0], NN_F32, 4, e4, V_CONTIG, false, false, true);
     avgpool_case(&AVGS[0], NN_F32, 4, e4, V_CONTIG, false);
     adaptive_case(false, NN_F32, 4, e4, V_CONTIG, 2, 2, false);
     /* errors are the CPU's */
     static const maxcfg badpad = {{2, 2}, {2, 2}, {2, 2}, {1, 1}, false};
-    maxpool_case(&badpad, NN_F32, 4, PX4, V_CONTIG, false, false);
+    maxpool_case(&badpad, NN_F32, 4, PX4, V_CONTIG, false, false, true);
 }
 
 int main(void)
