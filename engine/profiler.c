@@ -1,6 +1,7 @@
 /* The profiler's recording (see profiler.h). GPU times come from event pairs recorded on the
- * op's stream around its kernel; each device's first recorded op also gets a reference event, so
- * that its ops can be placed on a timeline. Events are kept in per-device pools between runs. */
+ * op's stream around its kernel (a collective's: on the stream it runs on); each device's first
+ * recorded op also gets a reference event, so that its ops can be placed on a timeline. Events
+ * are kept in per-device pools between runs. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ static atomic_bool running; /* one recording at a time, by the thread whose nn_p
 
 static struct {
     bool cuda, shapes;
+    uint32_t run; /* counts starts: a collective's id names its run */
     int64_t epoch;
     nn_prof_event *ev;
     int64_t n, cap;
@@ -47,7 +49,7 @@ int64_t nn_profiler_now_ns(void)
 static void drop_events(void)
 {
     for (int64_t i = 0; i < P.n; i++) {
-        if (P.ev[i].kind == NN_PROF_RANGE) free((char *)P.ev[i].name);
+        if (P.ev[i].kind == NN_PROF_RANGE || P.ev[i].kind == NN_PROF_COMM) free((char *)P.ev[i].name);
         free(P.ev[i].shapes);
         free(P.ev[i].stack);
     }
@@ -62,6 +64,7 @@ nn_status nn_profiler_start(bool cuda, bool shapes, bool memory)
     P.cuda = cuda && nn_gpu && nn_gpu->device_count() > 0;
     P.shapes = shapes;
     P.nopen = P.in_op = 0;
+    P.run++;
     for (int d = 0; d < MAX_GPUS; d++) P.gpu[d].ref = NULL;
     P.epoch = nn_profiler_now_ns();
     nn_profiling = true;
@@ -262,6 +265,51 @@ void nn_profiler_memory(const void *addr, int64_t bytes, nn_device dev)
     if (dev.type != NN_CUDA) e->total_allocated = (int64_t)nn_live_host_bytes();
     else if (nn_gpu && !nn_gpu->memory_stats(dev.index, &s)) e->total_allocated = (int64_t)s.allocated, e->total_reserved = (int64_t)s.reserved;
     else nn_clear_error();
+}
+
+/* ---- collectives: an id is the event's index and its run's number ---- */
+
+static int64_t comm_index(int64_t id)
+{
+    int64_t i = id & (((int64_t)1 << 40) - 1);
+    if (id < 0 || !nn_profiling || id >> 40 != (P.run & 0x7fffff) || i >= P.n || P.ev[i].kind != NN_PROF_COMM) return -1;
+    return i;
+}
+
+int64_t nn_profiler_comm_begin(const char *name, nn_tensor *const *inputs, int n, bool async)
+{
+    if (!nn_profiling) return -1;
+    char *own = strdup(name);
+    nn_prof_event *e = own ? add(NN_PROF_COMM, own, NN_DEVICE_CPU) : NULL;
+    if (!e) {
+        free(own);
+        return -1;
+    }
+    e->async = async;
+    if (async) e->parent = -1;
+    e->end_ns = e->start_ns;
+    if (P.shapes) e->shapes = shapes_of(inputs, n);
+    return (int64_t)(P.run & 0x7fffff) << 40 | (P.n - 1);
+}
+
+void nn_profiler_comm_mark(int64_t id, int which, nn_device dev, nn_gpu_stream *s)
+{
+    int64_t i = comm_index(id);
+    if (i < 0 || !P.cuda || dev.type != NN_CUDA || dev.index < 0 || dev.index >= MAX_GPUS || nn_gpu_capturing()) return;
+    nn_prof_event *e = &P.ev[i];
+    if (which && !e->ev[0]) return;
+    gpu_pool *g = &P.gpu[dev.index];
+    if (!which && !g->ref && (g->ref = mark(dev.index, NULL))) g->ref_index = i;
+    e->device = dev;
+    e->ev[which] = mark(dev.index, s);
+}
+
+void nn_profiler_comm_end(int64_t id, int64_t start_ns, int64_t end_ns)
+{
+    int64_t i = comm_index(id);
+    if (i < 0) return;
+    if (start_ns >= 0) P.ev[i].start_ns = start_ns - P.epoch;
+    P.ev[i].end_ns = end_ns - P.epoch;
 }
 
 nn_status nn_profiler_stop(void)

@@ -1,7 +1,8 @@
 /* torch.profiler's engine side: while on, every op the thread that started it dispatches is
  * recorded with its host time and, on a GPU, its device time (a pair of timing events on the
- * op's stream), together with named ranges (record_function, autograd's nodes) that nest
- * and, with memory on, every allocation and free of tensor storage. An op that runs inside another op's kernel counts in its caller. Off, nn_dispatch
+ * op's stream), together with named ranges (record_function, autograd's nodes) that nest,
+ * torch.distributed's collectives and, with memory on, every allocation and free of tensor
+ * storage. An op that runs inside another op's kernel counts in its caller. Off, nn_dispatch
  * and the storage allocator each pay one thread-local test. */
 #ifndef NN_PROFILER_H
 #define NN_PROFILER_H
@@ -9,13 +10,14 @@
 #include "backend.h"
 #include "device.h"
 
-typedef enum { NN_PROF_OP, NN_PROF_RANGE, NN_PROF_NODE, NN_PROF_MEMORY } nn_prof_kind;
+typedef enum { NN_PROF_OP, NN_PROF_RANGE, NN_PROF_NODE, NN_PROF_COMM, NN_PROF_MEMORY } nn_prof_kind;
 
 typedef struct {
-    const char *name;        /* the op's or node's name (static), or the range's (owned) */
+    const char *name;        /* the op's or node's name (static), or the range's or collective's (owned) */
     nn_prof_kind kind;
+    bool async;              /* a collective run on another thread (Gloo's): no parent */
     int64_t parent;          /* index of the innermost range (or op, for memory) open around it, -1: none */
-    nn_device device;        /* an op's or allocation's device; ranges: the CPU */
+    nn_device device;        /* an op's, collective's or allocation's device; ranges: the CPU */
     int64_t start_ns, end_ns; /* host, from the profiler's start */
     double device_start_us;  /* GPU ops: from the device's first recorded op */
     double device_us;        /* GPU time; < 0: none (CPU ops, ranges, CUDA profiling off) */
@@ -58,6 +60,16 @@ nn_status nn_profiler_call(const char *name, nn_device dev, nn_tensor *const *ou
  * the allocator's books are updated. The event belongs to the op running or, outside ops, to
  * the innermost open range; an op claims the allocations of its outputs made just before it. */
 void nn_profiler_memory(const void *addr, int64_t bytes, nn_device dev);
+
+/* A collective (torch.distributed) issued on this thread: an event named name (copied) with
+ * its inputs' shapes (when recording them), from now; its id, or -1 when not recording.
+ * async: it runs on another thread (Gloo's), so it has no parent and nn_profiler_comm_end sets
+ * its span. */
+int64_t nn_profiler_comm_begin(const char *name, nn_tensor *const *inputs, int n, bool async);
+/* GPU time: which = 0 before the collective's launch on stream s of dev, 1 after it */
+void nn_profiler_comm_mark(int64_t id, int which, nn_device dev, nn_gpu_stream *s);
+/* its host span ends at end_ns (from nn_profiler_now_ns); start_ns >= 0 moves its start */
+void nn_profiler_comm_end(int64_t id, int64_t start_ns, int64_t end_ns);
 int64_t nn_profiler_now_ns(void); /* CLOCK_MONOTONIC */
 
 #endif

@@ -1,8 +1,8 @@
 -- torch.profiler (also torch.autograd.profiler's profile and record_function): profile,
 -- record_function, schedule, tensorboard_trace_handler, ProfilerActivity, ProfilerAction.
 -- The engine records every op this thread dispatches (host time; GPU time from events on
--- the op's stream), record_function ranges, autograd's nodes and, with profile_memory, every
--- allocation and free of tensor storage (bindings/profiler.c).
+-- the op's stream), record_function ranges, autograd's nodes, torch.distributed's collectives
+-- and, with profile_memory, every allocation and free of tensor storage (bindings/profiler.c).
 --   local prof <close> = torch.profiler.profile({activities = {ProfilerActivity.CPU, ProfilerActivity.CUDA}})
 --   ... ; prof:stop(); print(prof:key_averages():table({sort_by = "cuda_time_total", row_limit = 10}))
 -- As with every context manager here, profile and record_function start when made.
@@ -107,7 +107,7 @@ local function function_events(raw)
       cpu_memory_usage = cuda_mem and 0 or mem, cuda_memory_usage = cuda_mem and mem or 0,
       self_cpu_memory_usage = cuda_mem and 0 or mem, self_cuda_memory_usage = cuda_mem and mem or 0,
       input_shapes = r.shapes or "", stack = split_lines(r.stack), start_us = r.start_us, end_us = r.end_us,
-      device_start_us = r.device_start_us, device_us = r.device_us,
+      device_start_us = r.device_start_us, device_us = r.device_us, async = r.async,
       parent = r.parent > 0 and r.parent or nil, children = {},
     }
   end
@@ -387,25 +387,29 @@ end
 
 local function device_id(device) return tonumber(device:match(":(%d+)$")) end
 
--- export_chrome_trace(path): the events in the Chrome trace format (chrome://tracing, Perfetto);
--- profile_memory adds PyTorch's "[memory]" instant events.
+-- export_chrome_trace(path): the events in the Chrome trace format (chrome://tracing, Perfetto).
+-- Threads: 1 this one, 2 the collectives Gloo runs on its own thread; on a GPU, 7 the ops' stream
+-- and 8 the collectives'. profile_memory adds PyTorch's "[memory]" instant events.
 function Profile:export_chrome_trace(path)
   local evs = collected(self)
   local out, gpus = {}, {}
-  local function add(cat, e, pid, ts, dur, args)
+  local function add(cat, e, pid, tid, ts, dur, args)
     out[#out + 1] = string.format('{"ph": "X", "cat": %s, "name": %s, "pid": %d, "tid": %d, "ts": %s, "dur": %s%s}',
-      json.string(cat), json.string(e.name), pid, pid == 0 and 1 or 7, json.float(ts), json.float(dur), args or "")
+      json.string(cat), json.string(e.name), pid, tid, json.float(ts), json.float(dur), args or "")
   end
   for _, e in ipairs(evs) do
     local a = {}
     if e.input_shapes ~= "" then a[#a + 1] = '"Input Dims": ' .. json.string(e.input_shapes) end
     if #e.stack > 0 then a[#a + 1] = '"Call stack": ' .. json.string(table.concat(e.stack, ";")) end
     local args = #a > 0 and ', "args": {' .. table.concat(a, ", ") .. "}" or nil
-    if e.kind ~= "memory" then add(e.kind == "range" and "user_annotation" or "cpu_op", e, 0, e.start_us, e.cpu_time_total, args) end
+    local comm = e.kind == "comm"
+    if e.kind ~= "memory" then
+      add((e.kind == "range" or comm) and "user_annotation" or "cpu_op", e, 0, e.async and 2 or 1, e.start_us, e.cpu_time_total, args)
+    end
     if e.device_us then
       local d = device_id(e.device) or 0
       gpus[d] = true
-      add("kernel", e, 1 + d, e.device_start_us, e.device_us)
+      add(comm and "gpu_user_annotation" or "kernel", e, 1 + d, comm and 8 or 7, e.device_start_us, e.device_us)
     end
   end
   for _, r in ipairs(self.raw) do
