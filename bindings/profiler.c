@@ -1,8 +1,9 @@
 /* torch._profiler: the engine's recorder (engine/profiler.h) for bindings/lua/torch_profiler.lua.
- * start(cuda, shapes, stack), stop(), push(name) -> id, pop(id), events() -> a list of tables
- * {name, kind ("op" | "range" | "node"), parent (1-based, 0: none), device, start_us, end_us,
- * device_start_us, device_us (nil: none), shapes, stack ("file:line" a line each; nil unless
- * recorded)}. */
+ * start(cuda, shapes, stack, memory), stop(), push(name) -> id, pop(id), events() -> a list of
+ * tables {name, kind ("op" | "range" | "node" | "comm" | "memory"), parent (1-based, 0: none),
+ * device, start_us, end_us, device_start_us, device_us (nil: none), shapes, stack ("file:line" a
+ * line each; nil unless recorded), async (comm: run on another thread), bytes, addr,
+ * total_allocated, total_reserved (memory)}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ static char *lua_frames(void)
 
 static int p_start(lua_State *L)
 {
-    if (nn_profiler_start(lua_toboolean(L, 1), lua_toboolean(L, 2))) return lt_fail(L, 0);
+    if (nn_profiler_start(lua_toboolean(L, 1), lua_toboolean(L, 2), lua_toboolean(L, 4))) return lt_fail(L, 0);
     stack_L = L;
     nn_profiler_set_stack(lua_toboolean(L, 3) ? lua_frames : NULL);
     return 0;
@@ -63,7 +64,7 @@ static int p_running(lua_State *L)
 
 static int p_events(lua_State *L)
 {
-    static const char *const kinds[] = {"op", "range", "node"};
+    static const char *const kinds[] = {"op", "range", "node", "comm", "memory"};
     int64_t n = nn_profiler_count();
     lua_createtable(L, (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
@@ -95,6 +96,18 @@ static int p_events(lua_State *L)
         if (e->stack) {
             lua_pushstring(L, e->stack);
             lua_setfield(L, -2, "stack");
+        }
+        if (e->async) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "async");
+        }
+        if (e->kind == NN_PROF_MEMORY) {
+            const struct { const char *k; lua_Integer v; } f[] = {{"bytes", e->bytes}, {"addr", (lua_Integer)e->addr},
+                {"total_allocated", e->total_allocated}, {"total_reserved", e->total_reserved}};
+            for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
+                lua_pushinteger(L, f[k].v);
+                lua_setfield(L, -2, f[k].k);
+            }
         }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }

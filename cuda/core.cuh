@@ -88,6 +88,8 @@ inline cudaStream_t nn_cuda_current(nn_cuda_device *d)
 }
 /* Make index the CUDA runtime's current device for this thread. */
 nn_status nn_cuda_set(int index);
+/* An nn_gpu_stream handle to stream s of device (nn_gpu->stream_free drops the handle, not s). */
+nn_gpu_stream *nn_cuda_stream_handle(cudaStream_t s, int device);
 /* The device's cuDNN handle set to stream s: cudnnSetStream costs microseconds, so only when
  * s differs from the last stream set (every user of the handle goes through here). */
 inline nn_status nn_cudnn_on(nn_cuda_device *d, cudaStream_t s)

@@ -222,6 +222,8 @@ static nn_gpu_stream *g_stream_new(int device, int priority)
     return s;
 }
 
+nn_gpu_stream *nn_cuda_stream_handle(cudaStream_t s, int device) { return new nn_gpu_stream{s, device, false}; }
+
 static void g_stream_free(nn_gpu_stream *s)
 {
     if (!s) return;
@@ -234,7 +236,7 @@ static nn_gpu_stream *g_current_stream(int device)
     if (device < 0) device = current_index;
     nn_cuda_device *d = nn_cuda_dev(device);
     if (!d) return NULL;
-    return new nn_gpu_stream{d->current, device, false};
+    return nn_cuda_stream_handle(d->current, device);
 }
 
 static int g_stream_device(const nn_gpu_stream *s) { return s->device; }

@@ -49,6 +49,7 @@ struct nccl_group {
     ncclComm_t comm = nullptr;
     int device = -1;
     cudaStream_t stream = nullptr; /* the collectives' stream */
+    nn_gpu_stream *handle = nullptr; /* the same, for the profiler */
     cudaEvent_t ready = nullptr;   /* recorded on the current stream before each collective */
     std::mutex mu;
     std::condition_variable cv;
@@ -156,6 +157,7 @@ nn_status comm_for(nn_pg *pg, nn_device dev)
     int lo = 0, hi = 0;
     NN_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     NN_CHECK(cudaStreamCreateWithPriority(&g->stream, cudaStreamNonBlocking, hi));
+    g->handle = nn_cuda_stream_handle(g->stream, dev.index);
     NN_CHECK(cudaEventCreateWithFlags(&g->ready, cudaEventDisableTiming));
     ncclComm_t comm;
     NN_CHECK(ncclCommInitRank(&comm, pg->size, id, pg->rank));
@@ -182,15 +184,31 @@ nn_status track(nn_pg *pg, const char *what)
     return NN_OK;
 }
 
+/* The group's stream waits for what dev's current stream has queued so far. */
+nn_status follow_current(nn_pg *pg, nn_device dev)
+{
+    if (nn_status st = comm_for(pg, dev)) return st;
+    nccl_group *g = G(pg);
+    NN_CHECK(cudaEventRecord(g->ready, nn_cuda_stream(dev.index)));
+    NN_CHECK(cudaStreamWaitEvent(g->stream, g->ready, 0));
+    return NN_OK;
+}
+
+nn_gpu_stream *n_stream(nn_pg *pg, nn_device dev)
+{
+    if (follow_current(pg, dev)) {
+        nn_clear_error(); /* the collective itself reports it */
+        return nullptr;
+    }
+    return G(pg)->handle;
+}
+
 /* On the group's stream, after what the current stream has queued so far. */
 #define ENQUEUE(what, call)                                         \
     do {                                                            \
-        if (nn_status st_ = comm_for(pg, dev)) return st_;          \
-        nccl_group *g_ = G(pg);                                     \
-        cudaStream_t s = g_->stream;                                \
-        ncclComm_t comm = g_->comm;                                 \
-        NN_CHECK(cudaEventRecord(g_->ready, nn_cuda_stream(dev.index))); \
-        NN_CHECK(cudaStreamWaitEvent(s, g_->ready, 0));             \
+        if (nn_status st_ = follow_current(pg, dev)) return st_;    \
+        cudaStream_t s = G(pg)->stream;                             \
+        ncclComm_t comm = G(pg)->comm;                              \
         NN_CHECK(call);                                             \
         return track(pg, what);                                     \
     } while (0)
@@ -328,6 +346,7 @@ void n_destroy(nn_pg *pg)
         cudaStreamSynchronize(g->stream);
         cudaStreamDestroy(g->stream);
     }
+    if (g->handle) nn_gpu->stream_free(g->handle);
     delete g;
     pg->impl = nullptr;
 }
@@ -335,6 +354,7 @@ void n_destroy(nn_pg *pg)
 const nn_pg_ops nccl_ops = {
     "nccl", NN_CUDA, /*blocking=*/false, /*has_avg=*/true,
     n_all_reduce, n_all_reduce_many, n_broadcast, n_reduce, n_all_gather, n_reduce_scatter, n_send, n_recv, n_record, n_wait, n_barrier, n_destroy,
+    n_stream,
 };
 
 nn_status nccl_create(nn_pg *pg)

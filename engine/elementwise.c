@@ -570,7 +570,7 @@ static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
     if (!st) {
         bytes_copy c = {be, t, s};
         const char *what = sd.type == NN_CPU ? "memcpy HtoD" : dd.type == NN_CPU ? "memcpy DtoH" : "memcpy DtoD";
-        st = nn_profiler_call(what, sd.type == NN_CPU ? dd : sd, copy_bytes, &c);
+        st = nn_profiler_call(what, sd.type == NN_CPU ? dd : sd, &t, 1, copy_bytes, &c);
     }
     if (!st && !direct) st = copy_kernel(dst, t);
     nn_release(s);

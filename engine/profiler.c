@@ -1,6 +1,7 @@
 /* The profiler's recording (see profiler.h). GPU times come from event pairs recorded on the
- * op's stream around its kernel; each device's first recorded op also gets a reference event, so
- * that its ops can be placed on a timeline. Events are kept in per-device pools between runs. */
+ * op's stream around its kernel (a collective's: on the stream it runs on); each device's first
+ * recorded op also gets a reference event, so that its ops can be placed on a timeline. Events
+ * are kept in per-device pools between runs. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 
 enum { MAX_OPEN = 256, MAX_GPUS = 16 };
 
-_Thread_local bool nn_profiling;
+_Thread_local bool nn_profiling, nn_profiling_memory;
 static _Thread_local nn_prof_stack_fn stack_fn;
 
 void nn_profiler_set_stack(nn_prof_stack_fn fn) { stack_fn = fn; }
@@ -27,16 +28,18 @@ static atomic_bool running; /* one recording at a time, by the thread whose nn_p
 
 static struct {
     bool cuda, shapes;
+    uint32_t run; /* counts starts: a collective's id names its run */
     int64_t epoch;
     nn_prof_event *ev;
     int64_t n, cap;
     int64_t open[MAX_OPEN];
     int nopen; /* ranges opened beyond MAX_OPEN deep are not recorded */
     int in_op;
+    int64_t op; /* the op running, while in_op */
     gpu_pool gpu[MAX_GPUS];
 } P;
 
-static int64_t now_ns(void)
+int64_t nn_profiler_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -46,14 +49,14 @@ static int64_t now_ns(void)
 static void drop_events(void)
 {
     for (int64_t i = 0; i < P.n; i++) {
-        if (P.ev[i].kind == NN_PROF_RANGE) free((char *)P.ev[i].name);
+        if (P.ev[i].kind == NN_PROF_RANGE || P.ev[i].kind == NN_PROF_COMM) free((char *)P.ev[i].name);
         free(P.ev[i].shapes);
         free(P.ev[i].stack);
     }
     P.n = 0;
 }
 
-nn_status nn_profiler_start(bool cuda, bool shapes)
+nn_status nn_profiler_start(bool cuda, bool shapes, bool memory)
 {
     if (nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: already running (stop it first)");
     if (atomic_exchange(&running, true)) return nn_error(NN_ERR_RUNTIME, "profiler: already running on another thread");
@@ -61,9 +64,11 @@ nn_status nn_profiler_start(bool cuda, bool shapes)
     P.cuda = cuda && nn_gpu && nn_gpu->device_count() > 0;
     P.shapes = shapes;
     P.nopen = P.in_op = 0;
+    P.run++;
     for (int d = 0; d < MAX_GPUS; d++) P.gpu[d].ref = NULL;
-    P.epoch = now_ns();
+    P.epoch = nn_profiler_now_ns();
     nn_profiling = true;
+    nn_profiling_memory = memory;
     return NN_OK;
 }
 
@@ -80,9 +85,9 @@ static nn_prof_event *add(nn_prof_kind kind, const char *name, nn_device dev)
     e->name = name;
     e->kind = kind;
     e->device = dev;
-    e->parent = P.nopen ? P.open[P.nopen - 1] : -1;
+    e->parent = kind == NN_PROF_MEMORY && P.in_op ? P.op : P.nopen ? P.open[P.nopen - 1] : -1;
     e->device_us = -1;
-    e->start_ns = now_ns() - P.epoch;
+    e->start_ns = nn_profiler_now_ns() - P.epoch;
     return e;
 }
 
@@ -104,7 +109,7 @@ int64_t nn_profiler_push(nn_prof_kind kind, const char *name)
 void nn_profiler_pop(int64_t index)
 {
     if (index < 0 || !nn_profiling || index >= P.n) return;
-    P.ev[index].end_ns = now_ns() - P.epoch;
+    P.ev[index].end_ns = nn_profiler_now_ns() - P.epoch;
     while (P.nopen && P.open[P.nopen - 1] >= index) P.nopen--; /* closes any left open inside it */
 }
 
@@ -136,33 +141,64 @@ static void give_event(int d, nn_gpu_event *e)
     g->free[g->nfree++] = e;
 }
 
-static nn_gpu_event *mark(int d)
+/* an event recorded now on stream s of device d (NULL: its current stream), or NULL on failure */
+static nn_gpu_event *mark(int d, nn_gpu_stream *s)
 {
     nn_gpu_event *e = take_event(d);
-    if (e && nn_gpu->event_record(e, nn_gpu->current_stream(d))) {
+    nn_gpu_stream *cur = s ? NULL : nn_gpu->current_stream(d);
+    if (e && nn_gpu->event_record(e, s ? s : cur)) {
         give_event(d, e);
         e = NULL;
     }
+    if (cur) nn_gpu->stream_free(cur); /* a handle to the stream, not the stream */
     return e;
 }
 
-static char *shapes_of(const nn_kargs *a)
+static char *shapes_of(nn_tensor *const *ts, int n)
 {
-    size_t cap = 16 + (size_t)a->nin * (NN_MAX_DIMS * 22 + 4), n = 1;
+    size_t cap = 16 + (size_t)n * (NN_MAX_DIMS * 22 + 4), len = 1;
     char *s = malloc(cap), dims[NN_MAX_DIMS * 22 + 4];
     if (!s) return NULL;
     strcpy(s, "[");
-    for (int i = 0; i < a->nin; i++) {
-        const nn_tensor *t = a->in[i];
+    for (int i = 0; i < n; i++) {
+        const nn_tensor *t = ts[i];
         const char *d = t ? nn_shape_str(dims, t->ndim, t->shape) : "[]";
-        n += (size_t)snprintf(s + n, cap - n, i ? ", %s" : "%s", d);
+        len += (size_t)snprintf(s + len, cap - len, i ? ", %s" : "%s", d);
     }
-    snprintf(s + n, cap - n, "]");
+    snprintf(s + len, cap - len, "]");
     return s;
 }
 
-/* fn(ctx) recorded as an op named name on dev; shapes: its inputs' (owned), or NULL */
-static nn_status run_recorded(const char *name, nn_device dev, char *shapes, nn_status (*fn)(void *), void *ctx)
+enum { MAX_OUTS = 3 };
+
+/* An op's outputs are allocated just before it runs: the last allocation of each output's
+ * storage among the memory events recorded last (an address can be reused) becomes the op's.
+ * Its event (i, the last) moves before the first of them and starts with it; returns its new
+ * index. */
+static int64_t claim_outputs(int64_t i, nn_tensor *const *outs, int nouts)
+{
+    int64_t mine[MAX_OUTS], first = i;
+    int n = 0;
+    bool done[MAX_OUTS] = {false};
+    for (int64_t j = i - 1; j >= 0 && P.ev[j].kind == NN_PROF_MEMORY; j--) {
+        bool hit = false;
+        for (int k = 0; k < nouts && k < MAX_OUTS; k++)
+            if (!done[k] && outs[k] && P.ev[j].bytes > 0 && (uintptr_t)outs[k]->storage->data == P.ev[j].addr) done[k] = hit = true;
+        if (hit) mine[n++] = first = j;
+    }
+    if (!n) return i;
+    nn_prof_event op = P.ev[i];
+    memmove(&P.ev[first + 1], &P.ev[first], (size_t)(i - first) * sizeof op);
+    op.start_ns = P.ev[first + 1].start_ns;
+    P.ev[first] = op;
+    for (int m = 0; m < n; m++) P.ev[mine[m] + 1].parent = first;
+    return first;
+}
+
+/* fn(ctx) recorded as an op named name on dev; shapes: its inputs' (owned), or NULL; outs: the
+ * tensors it writes, which claim their allocations */
+static nn_status run_recorded(const char *name, nn_device dev, char *shapes, nn_tensor *const *outs, int nouts,
+                              nn_status (*fn)(void *), void *ctx)
 {
     nn_prof_event *e = add(NN_PROF_OP, name, dev);
     if (!e) {
@@ -170,20 +206,25 @@ static nn_status run_recorded(const char *name, nn_device dev, char *shapes, nn_
         return fn(ctx);
     }
     int64_t i = P.n - 1;
+    if (nn_profiling_memory) {
+        i = claim_outputs(i, outs, nouts);
+        e = &P.ev[i];
+    }
     e->shapes = shapes;
     if (stack_fn) e->stack = stack_fn();
     bool gpu = P.cuda && dev.type == NN_CUDA && dev.index < MAX_GPUS && !nn_gpu_capturing();
     if (gpu) {
         gpu_pool *g = &P.gpu[dev.index];
-        if (!g->ref && (g->ref = mark(dev.index))) g->ref_index = i;
-        e->ev[0] = mark(dev.index);
+        if (!g->ref && (g->ref = mark(dev.index, NULL))) g->ref_index = i;
+        e->ev[0] = mark(dev.index, NULL);
     }
     P.in_op++;
+    P.op = i;
     nn_status st = fn(ctx);
     P.in_op--;
-    e = &P.ev[i]; /* the kernel may not add events, but keep to the index */
-    if (gpu && e->ev[0]) e->ev[1] = mark(dev.index);
-    e->end_ns = now_ns() - P.epoch;
+    e = &P.ev[i]; /* the kernel's frees and allocations add events: keep to the index */
+    if (gpu && e->ev[0]) e->ev[1] = mark(dev.index, NULL);
+    e->end_ns = nn_profiler_now_ns() - P.epoch;
     return st;
 }
 
@@ -202,20 +243,80 @@ nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
 {
     if (P.in_op) return k(a);
     kernel_call c = {a, k};
-    return run_recorded(nn_op_name(a->op), a->out[0]->storage->device, P.shapes ? shapes_of(a) : NULL, call_kernel, &c);
+    return run_recorded(nn_op_name(a->op), a->out[0]->storage->device, P.shapes ? shapes_of(a->in, a->nin) : NULL, a->out, 3,
+                        call_kernel, &c);
 }
 
-nn_status nn_profiler_call(const char *name, nn_device dev, nn_status (*fn)(void *), void *ctx)
+nn_status nn_profiler_call(const char *name, nn_device dev, nn_tensor *const *outs, int nouts, nn_status (*fn)(void *), void *ctx)
 {
     if (!nn_profiling || P.in_op) return fn(ctx);
-    return run_recorded(name, dev, NULL, fn, ctx);
+    return run_recorded(name, dev, NULL, outs, nouts, fn, ctx);
+}
+
+void nn_profiler_memory(const void *addr, int64_t bytes, nn_device dev)
+{
+    if (!nn_profiling) return;
+    nn_prof_event *e = add(NN_PROF_MEMORY, "[memory]", dev);
+    if (!e) return;
+    e->end_ns = e->start_ns;
+    e->bytes = bytes;
+    e->addr = (uintptr_t)addr;
+    nn_gpu_memory_stats s;
+    if (dev.type != NN_CUDA) e->total_allocated = (int64_t)nn_live_host_bytes();
+    else if (nn_gpu && !nn_gpu->memory_stats(dev.index, &s)) e->total_allocated = (int64_t)s.allocated, e->total_reserved = (int64_t)s.reserved;
+    else nn_clear_error();
+}
+
+/* ---- collectives: an id is the event's index and its run's number ---- */
+
+static int64_t comm_index(int64_t id)
+{
+    int64_t i = id & (((int64_t)1 << 40) - 1);
+    if (id < 0 || !nn_profiling || id >> 40 != (P.run & 0x7fffff) || i >= P.n || P.ev[i].kind != NN_PROF_COMM) return -1;
+    return i;
+}
+
+int64_t nn_profiler_comm_begin(const char *name, nn_tensor *const *inputs, int n, bool async)
+{
+    if (!nn_profiling) return -1;
+    char *own = strdup(name);
+    nn_prof_event *e = own ? add(NN_PROF_COMM, own, NN_DEVICE_CPU) : NULL;
+    if (!e) {
+        free(own);
+        return -1;
+    }
+    e->async = async;
+    if (async) e->parent = -1;
+    e->end_ns = e->start_ns;
+    if (P.shapes) e->shapes = shapes_of(inputs, n);
+    return (int64_t)(P.run & 0x7fffff) << 40 | (P.n - 1);
+}
+
+void nn_profiler_comm_mark(int64_t id, int which, nn_device dev, nn_gpu_stream *s)
+{
+    int64_t i = comm_index(id);
+    if (i < 0 || !P.cuda || dev.type != NN_CUDA || dev.index < 0 || dev.index >= MAX_GPUS || nn_gpu_capturing()) return;
+    nn_prof_event *e = &P.ev[i];
+    if (which && !e->ev[0]) return;
+    gpu_pool *g = &P.gpu[dev.index];
+    if (!which && !g->ref && (g->ref = mark(dev.index, NULL))) g->ref_index = i;
+    e->device = dev;
+    e->ev[which] = mark(dev.index, s);
+}
+
+void nn_profiler_comm_end(int64_t id, int64_t start_ns, int64_t end_ns)
+{
+    int64_t i = comm_index(id);
+    if (i < 0) return;
+    if (start_ns >= 0) P.ev[i].start_ns = start_ns - P.epoch;
+    P.ev[i].end_ns = end_ns - P.epoch;
 }
 
 nn_status nn_profiler_stop(void)
 {
     if (!nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: not running");
-    nn_profiling = false;
-    int64_t end = now_ns() - P.epoch;
+    nn_profiling = nn_profiling_memory = false;
+    int64_t end = nn_profiler_now_ns() - P.epoch;
     while (P.nopen) P.ev[P.open[--P.nopen]].end_ns = end; /* ranges left open end here */
     for (int d = 0; d < MAX_GPUS; d++)
         if (P.gpu[d].ref && nn_gpu->synchronize(d)) nn_clear_error();

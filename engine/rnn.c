@@ -144,7 +144,7 @@ static nn_status rnn_backward(nn_node *n, nn_tensor *const *g, nn_tensor **gi)
     if (!st && !reserve) st = nn_last_status();
     if (!st) {
         rnn_call c = {.p = &p, .y = y, .dy = dy, .dhy = dhy, .dcy = dcy, .weights = W, .reserve = reserve, .dx = dx, .dhx = dhx, .dcx = dcx};
-        st = nn_profiler_call("cudnn_rnn_backward", x->storage->device, call_backward, &c);
+        st = nn_profiler_call("cudnn_rnn_backward", x->storage->device, (nn_tensor *[]){dx, dhx, dcx}, 3, call_backward, &c);
     }
     nn_release(reserve);
     nn_release(dy), nn_release(dhy), nn_release(dcy);
@@ -191,7 +191,7 @@ nn_status nn_rnn(nn_rnn_mode mode, nn_tensor *x, nn_tensor *hx, nn_tensor *cx, n
     }
     if (!st) {
         rnn_call c = {.p = &p, .train = train, .y = *y, .hy = *hy, .cy = *cy, .w_out = &W, .r_out = &R};
-        st = nn_profiler_call("cudnn_rnn", x->storage->device, call_forward, &c);
+        st = nn_profiler_call("cudnn_rnn", x->storage->device, (nn_tensor *[]){*y, *hy, *cy}, 3, call_forward, &c);
     }
     nn_node *n = NULL;
     int64_t *len = NULL;

@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "backend.h"
 #include "device.h"
+#include "profiler.h"
 
 const char *nn_device_str(char *buf, nn_device d)
 {
@@ -16,18 +17,28 @@ const char *nn_device_str(char *buf, nn_device d)
     return buf;
 }
 
-static size_t live_bytes; /* owned storage bytes, all devices (atomic: loader threads allocate too) */
+static size_t live_bytes, live_host; /* owned storage bytes, all devices and the CPU's (atomic: loader threads allocate too) */
 
 size_t nn_live_storage_bytes(void) { return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED); }
+size_t nn_live_host_bytes(void) { return __atomic_load_n(&live_host, __ATOMIC_RELAXED); }
+
+/* an owned storage made (sign 1) or freed (-1) */
+static void count_live(const nn_storage *s, int sign)
+{
+    size_t d = sign > 0 ? s->nbytes : 0 - s->nbytes; /* wraps: a subtraction */
+    __atomic_fetch_add(&live_bytes, d, __ATOMIC_RELAXED);
+    if (s->device.type == NN_CPU) __atomic_fetch_add(&live_host, d, __ATOMIC_RELAXED);
+    if (nn_profiling_memory) nn_profiler_memory(s->data, sign * (int64_t)s->nbytes, s->device);
+}
 
 static void storage_release(nn_storage *s)
 {
     if (!s || --s->refcount > 0) return;
     if (s->release) s->release(s->data, s->release_ctx);
     else if (s->data) {
-        __atomic_fetch_sub(&live_bytes, s->nbytes, __ATOMIC_RELAXED);
         const nn_backend *b = nn_backend_for(s->device);
         if (b) b->free(s->device.index, s->data, s->nbytes, s->pinned);
+        count_live(s, -1);
     }
     free(s);
 }
@@ -93,7 +104,7 @@ static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *st
     s->device = dev;
     s->pinned = pinned;
     t->storage = s;
-    __atomic_fetch_add(&live_bytes, s->nbytes, __ATOMIC_RELAXED);
+    count_live(s, 1);
     return t;
 }
 

@@ -86,6 +86,7 @@ nn_tensor *nn_retain(nn_tensor *t);
 void nn_release(nn_tensor *t); /* NULL is fine */
 /* Bytes of storage the engine allocated and still holds, every device together. */
 size_t nn_live_storage_bytes(void);
+size_t nn_live_host_bytes(void); /* the CPU's (pinned included) */
 
 /* 0-dim tensors from numbers (wrapped_number set: a Lua number in an op). */
 nn_tensor *nn_scalar_f64(double v);  /* stored as float64; promotes as the default float dtype */

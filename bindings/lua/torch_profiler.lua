@@ -1,7 +1,8 @@
 -- torch.profiler (also torch.autograd.profiler's profile and record_function): profile,
 -- record_function, schedule, tensorboard_trace_handler, ProfilerActivity, ProfilerAction.
 -- The engine records every op this thread dispatches (host time; GPU time from events on
--- the op's stream), record_function ranges and autograd's nodes (bindings/profiler.c).
+-- the op's stream), record_function ranges, autograd's nodes, torch.distributed's collectives
+-- and, with profile_memory, every allocation and free of tensor storage (bindings/profiler.c).
 --   local prof <close> = torch.profiler.profile({activities = {ProfilerActivity.CPU, ProfilerActivity.CUDA}})
 --   ... ; prof:stop(); print(prof:key_averages():table({sort_by = "cuda_time_total", row_limit = 10}))
 -- As with every context manager here, profile and record_function start when made.
@@ -69,27 +70,44 @@ local function time_str(us)
   return string.format("%.3fus", us)
 end
 
+-- PyTorch's memory sizes: "-1.50 Mb", "512 b"
+local function memory_str(n)
+  for _, u in ipairs({ { 1024 ^ 3, "Gb" }, { 1024 ^ 2, "Mb" }, { 1024, "Kb" } }) do
+    if math.abs(n) >= u[1] then return string.format("%.2f %s", n / u[1], u[2]) end
+  end
+  return string.format("%d b", n)
+end
+
 local function split_lines(text)
   local out = {}
   for l in (text or ""):gmatch("[^\n]+") do out[#out + 1] = l end
   return out
 end
 
+local MEMORY_FIELDS = { "cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_usage", "self_cuda_memory_usage" }
+
 -- The recorded events as FunctionEvents: name, kind, device_type, cpu_time_total,
 -- self_cpu_time_total, cuda_time_total (= device_time_total), self_cuda_time_total, input_shapes,
 -- stack (with_stack: the calling program's frames, innermost first), time_range {start,
--- elapsed_us}, parent (an index or nil), children (indices).
+-- elapsed_us}, parent (an index or nil), children (indices), and with profile_memory
+-- cpu_memory_usage, self_cpu_memory_usage, cuda_memory_usage (= device_memory_usage),
+-- self_cuda_memory_usage: the bytes allocated less those freed inside the event (self: not
+-- inside its children). Memory records inside an event count in it; those outside every event
+-- are events of their own, named "[memory]", as in PyTorch.
 local function function_events(raw)
   local ev = {}
   for i, r in ipairs(raw) do
     local cpu = r.end_us - r.start_us
     local gpu = r.device_us or 0
+    local mem, cuda_mem = r.bytes or 0, r.device:find("^cuda") ~= nil
     ev[i] = {
       id = i, name = r.kind == "node" and NODE_PREFIX .. r.name or r.name, kind = r.kind,
       device_type = r.device_us and "CUDA" or "CPU", device = r.device,
       cpu_time_total = cpu, self_cpu_time_total = cpu, cuda_time_total = gpu, self_cuda_time_total = gpu,
+      cpu_memory_usage = cuda_mem and 0 or mem, cuda_memory_usage = cuda_mem and mem or 0,
+      self_cpu_memory_usage = cuda_mem and 0 or mem, self_cuda_memory_usage = cuda_mem and mem or 0,
       input_shapes = r.shapes or "", stack = split_lines(r.stack), start_us = r.start_us, end_us = r.end_us,
-      device_start_us = r.device_start_us, device_us = r.device_us,
+      device_start_us = r.device_start_us, device_us = r.device_us, async = r.async,
       parent = r.parent > 0 and r.parent or nil, children = {},
     }
   end
@@ -99,13 +117,27 @@ local function function_events(raw)
       table.insert(p.children, 1, i)
       p.self_cpu_time_total = p.self_cpu_time_total - e.cpu_time_total
       p.cuda_time_total = p.cuda_time_total + e.cuda_time_total
+      p.cpu_memory_usage, p.cuda_memory_usage = p.cpu_memory_usage + e.cpu_memory_usage, p.cuda_memory_usage + e.cuda_memory_usage
+      if e.kind == "memory" then
+        p.self_cpu_memory_usage = p.self_cpu_memory_usage + e.cpu_memory_usage
+        p.self_cuda_memory_usage = p.self_cuda_memory_usage + e.cuda_memory_usage
+      end
     end
   end
-  for _, e in ipairs(ev) do
+  local kept, at = {}, {} -- memory records inside events are left out; the rest renumbered
+  for i, e in ipairs(ev) do
+    if not (e.kind == "memory" and e.parent) then kept[#kept + 1], at[i] = e, #kept + 1 end
+  end
+  for _, e in ipairs(kept) do
+    e.id, e.parent = at[e.id], e.parent and at[e.parent]
+    local children = {}
+    for _, c in ipairs(e.children) do children[#children + 1] = at[c] end
+    e.children = children
     e.device_time_total, e.self_device_time_total = e.cuda_time_total, e.self_cuda_time_total
+    e.device_memory_usage, e.self_device_memory_usage = e.cuda_memory_usage, e.self_cuda_memory_usage
     e.cpu_time_range = { start = e.start_us, elapsed_us = e.cpu_time_total }
   end
-  return ev
+  return kept
 end
 
 local EventList = { __name = "torch.profiler.EventList" }
@@ -114,7 +146,8 @@ EventList.__index = EventList
 local sort_keys = {
   cpu_time = true, cuda_time = true, device_time = true, cpu_time_total = true, cuda_time_total = true,
   device_time_total = true, self_cpu_time_total = true, self_cuda_time_total = true, self_device_time_total = true,
-  count = true,
+  count = true, cpu_memory_usage = true, self_cpu_memory_usage = true, cuda_memory_usage = true,
+  self_cuda_memory_usage = true, device_memory_usage = true, self_device_memory_usage = true,
 }
 
 local function average(events, by_shape, stack_n)
@@ -126,17 +159,19 @@ local function average(events, by_shape, stack_n)
     if not g then
       g = { key = e.name, count = 0, cpu_time_total = 0, self_cpu_time_total = 0, cuda_time_total = 0,
         self_cuda_time_total = 0, input_shapes = by_shape and e.input_shapes or "", stack = frames, device_type = e.device_type }
+      for _, f in ipairs(MEMORY_FIELDS) do g[f] = 0 end
       groups[key] = g
       order[#order + 1] = g
     end
     g.count = g.count + 1
-    for _, f in ipairs({ "cpu_time_total", "self_cpu_time_total", "cuda_time_total", "self_cuda_time_total" }) do
+    for _, f in ipairs({ "cpu_time_total", "self_cpu_time_total", "cuda_time_total", "self_cuda_time_total", table.unpack(MEMORY_FIELDS) }) do
       g[f] = g[f] + e[f]
     end
   end
   for _, g in ipairs(order) do
     g.cpu_time, g.cuda_time = g.cpu_time_total / g.count, g.cuda_time_total / g.count
     g.device_time, g.device_time_total, g.self_device_time_total = g.cuda_time, g.cuda_time_total, g.self_cuda_time_total
+    g.device_memory_usage, g.self_device_memory_usage = g.cuda_memory_usage, g.self_cuda_memory_usage
   end
   return setmetatable(order, EventList)
 end
@@ -157,10 +192,11 @@ function EventList:table(...)
     end
     table.sort(rows, function(a, b) return a[o.sort_by] > b[o.sort_by] end)
   end
-  local self_cpu, self_cuda, any_cuda, shapes, stacks = 0, 0, false, false, false
+  local self_cpu, self_cuda, any_cuda, cuda_mem, shapes, stacks = 0, 0, false, false, false, false
   for _, e in ipairs(self) do
     self_cpu, self_cuda = self_cpu + e.self_cpu_time_total, self_cuda + e.self_cuda_time_total
     any_cuda = any_cuda or e.cuda_time_total > 0
+    cuda_mem = cuda_mem or e.self_cuda_memory_usage > 0
     shapes = shapes or e.input_shapes ~= ""
     stacks = stacks or #e.stack > 0
   end
@@ -177,6 +213,12 @@ function EventList:table(...)
       { "Self CUDA %", 12, function(e) return pct(e.self_cuda_time_total, self_cuda) end },
       { "CUDA total", 12, function(e) return time_str(e.cuda_time_total) end },
       { "CUDA time avg", 12, function(e) return time_str(e.cuda_time) end } }) do cols[#cols + 1] = c end
+  end
+  if self.profile_memory then -- as PyTorch: the CUDA ones where some event allocated there
+    for _, f in ipairs({ { "CPU Mem", "cpu_memory_usage" }, { "Self CPU Mem", "self_cpu_memory_usage" },
+      cuda_mem and { "CUDA Mem", "cuda_memory_usage" } or nil, cuda_mem and { "Self CUDA Mem", "self_cuda_memory_usage" } or nil }) do
+      cols[#cols + 1] = { f[1], 12, function(e) return memory_str(e[f[2]]) end }
+    end
   end
   cols[#cols + 1] = { "# of Calls", 12, function(e) return tostring(e.count) end }
   if shapes then
@@ -223,7 +265,7 @@ local function mark_step(p)
 end
 
 local function begin(p)
-  C.start(p.cuda, p.record_shapes, p.with_stack)
+  C.start(p.cuda, p.record_shapes, p.with_stack, p.profile_memory)
   p.recording, p.raw, p.step_range = true, nil, nil
   mark_step(p)
 end
@@ -237,16 +279,17 @@ end
 
 local function trace_ready(p) if p.on_trace_ready then p.on_trace_ready(p) end end
 
--- profile({activities=, schedule=, on_trace_ready=, record_shapes=false, with_stack=false});
--- use_cuda= as torch.autograd.profiler.profile's. with_stack keeps each op's calling frames
--- (the program's Lua, not the library's). Memory, FLOP and module recording are not kept here:
--- asking for them is an error.
+-- profile({activities=, schedule=, on_trace_ready=, record_shapes=false, profile_memory=false,
+-- with_stack=false}); use_cuda= as torch.autograd.profiler.profile's. with_stack keeps each op's
+-- calling frames (the program's Lua, not the library's). profile_memory records each allocation
+-- and free of tensor storage (the bytes of the storage, on its device) in the op or range open
+-- then. FLOP and module recording are not kept here: asking for them is an error.
 function P.profile(...)
   local o = U.parse("profile", { { "activities", nil }, { "schedule", nil }, { "on_trace_ready", nil },
     { "record_shapes", false }, { "profile_memory", false }, { "with_stack", false }, { "with_flops", false },
     { "with_modules", false }, { "use_cuda", nil }, { "use_device", nil }, { "enabled", true } }, ...)
-  for _, k in ipairs({ "profile_memory", "with_flops", "with_modules" }) do
-    if o[k] then U.errorf("profile: %s=true is not supported: nnrepl's profiler records op times, input shapes and stacks only", k) end
+  for _, k in ipairs({ "with_flops", "with_modules" }) do
+    if o[k] then U.errorf("profile: %s=true is not supported: nnrepl's profiler records op times, input shapes, stacks and memory only", k) end
   end
   local cuda = torch.cuda.is_available()
   if o.activities ~= nil then
@@ -263,7 +306,8 @@ function P.profile(...)
   if o.on_trace_ready ~= nil and type(o.on_trace_ready) ~= "function" then
     U.errorf("profile: on_trace_ready must be a function, got %s", U.typename(o.on_trace_ready))
   end
-  local p = setmetatable({ cuda = cuda, record_shapes = o.record_shapes and true or false, with_stack = o.with_stack and true or false, schedule = o.schedule,
+  local p = setmetatable({ cuda = cuda, record_shapes = o.record_shapes and true or false, with_stack = o.with_stack and true or false,
+    profile_memory = o.profile_memory and true or false, schedule = o.schedule,
     on_trace_ready = o.on_trace_ready, step_num = 0, enabled = o.enabled, recording = false }, Profile)
   p:start()
   return p
@@ -324,7 +368,11 @@ local function collected(p)
 end
 
 -- events(): every recorded event (FunctionEvents, in the order they started)
-function Profile:events() return setmetatable({ table.unpack(collected(self)) }, EventList) end
+function Profile:events()
+  local list = setmetatable({ table.unpack(collected(self)) }, EventList)
+  list.profile_memory = self.profile_memory
+  return list
+end
 
 -- key_averages({group_by_input_shape=false, group_by_stack_n=0}): one entry per name (and input
 -- shapes, and the innermost n frames of the calling program with with_stack)
@@ -332,27 +380,43 @@ function Profile:key_averages(...)
   local o = U.parse("key_averages", { { "group_by_input_shape", false }, { "group_by_stack_n", 0 } }, ...)
   local n = U.check_int("key_averages", "group_by_stack_n", o.group_by_stack_n, 0)
   if n > 0 and not self.with_stack then U.error("key_averages: group_by_stack_n needs a profile made with with_stack=true") end
-  return average(collected(self), o.group_by_input_shape, n)
+  local list = average(collected(self), o.group_by_input_shape, n)
+  list.profile_memory = self.profile_memory
+  return list
 end
 
--- export_chrome_trace(path): the events in the Chrome trace format (chrome://tracing, Perfetto)
+local function device_id(device) return tonumber(device:match(":(%d+)$")) end
+
+-- export_chrome_trace(path): the events in the Chrome trace format (chrome://tracing, Perfetto).
+-- Threads: 1 this one, 2 the collectives Gloo runs on its own thread; on a GPU, 7 the ops' stream
+-- and 8 the collectives'. profile_memory adds PyTorch's "[memory]" instant events.
 function Profile:export_chrome_trace(path)
   local evs = collected(self)
   local out, gpus = {}, {}
-  local function add(cat, e, pid, ts, dur, args)
+  local function add(cat, e, pid, tid, ts, dur, args)
     out[#out + 1] = string.format('{"ph": "X", "cat": %s, "name": %s, "pid": %d, "tid": %d, "ts": %s, "dur": %s%s}',
-      json.string(cat), json.string(e.name), pid, pid == 0 and 1 or 7, json.float(ts), json.float(dur), args or "")
+      json.string(cat), json.string(e.name), pid, tid, json.float(ts), json.float(dur), args or "")
   end
   for _, e in ipairs(evs) do
     local a = {}
     if e.input_shapes ~= "" then a[#a + 1] = '"Input Dims": ' .. json.string(e.input_shapes) end
     if #e.stack > 0 then a[#a + 1] = '"Call stack": ' .. json.string(table.concat(e.stack, ";")) end
     local args = #a > 0 and ', "args": {' .. table.concat(a, ", ") .. "}" or nil
-    add(e.kind == "range" and "user_annotation" or "cpu_op", e, 0, e.start_us, e.cpu_time_total, args)
+    local comm = e.kind == "comm"
+    if e.kind ~= "memory" then
+      add((e.kind == "range" or comm) and "user_annotation" or "cpu_op", e, 0, e.async and 2 or 1, e.start_us, e.cpu_time_total, args)
+    end
     if e.device_us then
-      local d = tonumber(e.device:match(":(%d+)$")) or 0
+      local d = device_id(e.device) or 0
       gpus[d] = true
-      add("kernel", e, 1 + d, e.device_start_us, e.device_us)
+      add(comm and "gpu_user_annotation" or "kernel", e, 1 + d, comm and 8 or 7, e.device_start_us, e.device_us)
+    end
+  end
+  for _, r in ipairs(self.raw) do
+    if r.kind == "memory" then
+      out[#out + 1] = string.format('{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 0, "tid": 1, "ts": %s, '
+        .. '"args": {"Total Reserved": %d, "Total Allocated": %d, "Bytes": %d, "Addr": %d, "Device Type": %d, "Device Id": %d}}',
+        json.float(r.start_us), r.total_reserved, r.total_allocated, r.bytes, r.addr, device_id(r.device) and 1 or 0, device_id(r.device) or -1)
     end
   end
   out[#out + 1] = '{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "CPU"}}'

@@ -12,6 +12,7 @@
 #include "autograd.h"
 #include "net.h"
 #include "ops.h"
+#include "profiler.h"
 
 const char *const nn_reduce_op_names[NN_NREDUCE] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX"};
 
@@ -66,6 +67,9 @@ struct nn_work {
     nn_dtype dt;
     nn_reduce_op op;
     int peer, tag;
+    bool base;                   /* all_gather_into_tensor, reduce_scatter_tensor (PyTorch's _base names) */
+    int64_t prof;                /* its profiler event, -1: none */
+    int64_t ran[2];              /* when run ran (profiling) */
     /* finishing, in the waiting thread */
     bool avg;                    /* divide buf by size */
     int ncopies;
@@ -105,6 +109,7 @@ static nn_work *work_new(nn_pg *pg, int kind)
     w->backend = pg->ops->name;
     w->ops = pg->ops;
     w->timeout = pg->timeout;
+    w->prof = -1;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     return w;
@@ -173,13 +178,19 @@ static nn_status run_many(nn_work *w)
     return st;
 }
 
+static nn_device work_device(const nn_work *w)
+{
+    return w->buf ? w->buf->storage->device : w->nmany ? w->many[0]->storage->device : NN_DEVICE_CPU;
+}
+
 static void run(nn_work *w)
 {
     nn_pg *pg = w->pg;
     const nn_pg_ops *o = pg->ops;
     void *a = w->buf ? nn_data(w->buf) : NULL, *b = w->buf2 ? nn_data(w->buf2) : NULL;
-    nn_device dev = w->buf ? w->buf->storage->device : w->nmany ? w->many[0]->storage->device : NN_DEVICE_CPU;
+    nn_device dev = work_device(w);
     nn_status st = NN_OK;
+    if (w->prof >= 0) w->ran[0] = nn_profiler_now_ns();
     switch (w->kind) {
     case K_ALL_REDUCE: st = o->all_reduce(pg, a, w->count, w->dt, w->op, dev); break;
     case K_BROADCAST: st = o->broadcast(pg, a, w->count, w->dt, w->peer, dev); break;
@@ -192,6 +203,7 @@ static void run(nn_work *w)
     case K_ALL_REDUCE_MANY: st = run_many(w); break;
     }
     if (!st && o->record && w->kind != K_BARRIER && !w->pending) w->pending = o->record(pg, dev);
+    if (w->prof >= 0) w->ran[1] = nn_profiler_now_ns();
     pthread_mutex_lock(&w->mu);
     w->status = st;
     if (st) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
@@ -220,12 +232,41 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* While profiling: the collective's event, named as PyTorch names it */
+static void profile_begin(nn_work *w)
+{
+    bool nccl = !strcmp(w->backend, "nccl");
+    const char *what = kind_names[w->kind];
+    if (w->kind == K_BARRIER) what = nccl ? "all_reduce_barrier" : "barrier";
+    else if (w->base && nccl) what = w->kind == K_ALL_GATHER ? "_all_gather_base" : "_reduce_scatter_base";
+    char name[64];
+    snprintf(name, sizeof name, "%s:%s", w->backend, what);
+    nn_tensor *in = w->kind == K_REDUCE_SCATTER ? w->buf2 : w->buf;
+    w->prof = nn_profiler_comm_begin(name, w->nmany ? w->many : &in, w->nmany ? w->nmany : in != NULL, w->ops->blocking);
+}
+
+/* Run the work in this thread; while profiling, a stream backend's on the GPU between two
+ * events on its stream, and its event ends with the enqueue. */
+static void run_here(nn_work *w)
+{
+    nn_device dev = work_device(w);
+    nn_gpu_stream *s = w->prof >= 0 && w->ops->stream ? w->ops->stream(w->pg, dev) : NULL;
+    if (s) nn_profiler_comm_mark(w->prof, 0, dev, s);
+    run(w);
+    if (s) nn_profiler_comm_mark(w->prof, 1, dev, s);
+    if (w->prof >= 0 && !w->ops->blocking) {
+        nn_profiler_comm_end(w->prof, -1, nn_profiler_now_ns());
+        w->prof = -1;
+    }
+}
+
 /* Start the work: on the group's thread for a blocking backend, else here and now. */
 static nn_work *submit(nn_work *w)
 {
     nn_pg *pg = w->pg;
+    if (nn_profiling) profile_begin(w);
     if (!pg->ops->blocking || w->kind == K_SEND || w->kind == K_RECV) {
-        run(w);
+        run_here(w);
         return w;
     }
     if (!pg->thread) {
@@ -303,6 +344,10 @@ nn_status nn_work_wait(nn_work *w)
         void *p = w->pending;
         w->pending = NULL;
         if (!w->status && (w->status = w->ops->wait(p, w->timeout))) snprintf(w->msg, sizeof w->msg, "%s", nn_last_error());
+    }
+    if (w->prof >= 0) { /* a blocking backend's: it ran on the group's thread, or (point-to-point) ends now */
+        nn_profiler_comm_end(w->prof, w->queued ? w->ran[0] : -1, w->queued ? w->ran[1] : nn_profiler_now_ns());
+        w->prof = -1;
     }
     if (!w->finished) {
         w->finished = true;
@@ -516,6 +561,7 @@ nn_work *nn_dist_all_gather_into_tensor(nn_pg *pg, nn_tensor *out, nn_tensor *t)
     }
     nn_work *w = work_new(pg, K_ALL_GATHER);
     if (!w) return NULL;
+    w->base = true;
     w->buf = staged(pg, "all_gather_into_tensor", t, true);
     w->buf2 = w->buf ? staged(pg, "all_gather_into_tensor", out, false) : NULL;
     w->count = (size_t)nn_numel(t);
@@ -573,6 +619,7 @@ nn_work *nn_dist_reduce_scatter_tensor(nn_pg *pg, nn_tensor *out, nn_tensor *in,
     }
     nn_work *w = work_new(pg, K_REDUCE_SCATTER);
     if (!w) return NULL;
+    w->base = true;
     nn_tensor *c = nn_to_device(in, backend_device(pg, in)); /* the input is clobbered: always a copy */
     w->buf2 = c ? nn_clone(c) : NULL;
     nn_release(c);

@@ -13,10 +13,17 @@
  * caller's thread. Every rank must issue the same collectives in the same order.
  *
  * Backends register by name (nn_pg_register_backend); cuda/nccl.cu registers
- * "nccl" when the CUDA backend is linked in, engine/dist/gloo.c registers "gloo". */
+ * "nccl" when the CUDA backend is linked in, engine/dist/gloo.c registers "gloo".
+ *
+ * Profiling (engine/profiler.h): each collective is an event named as PyTorch names it
+ * ("gloo:all_reduce", "nccl:_all_gather_base"). A stream backend's event spans the enqueue on
+ * the host and is timed on the GPU on the group's stream; a blocking backend's has no parent
+ * (it runs on the group's thread) and spans that run (point-to-point: until waited for), set
+ * when the work is waited for. */
 #ifndef NN_DIST_PG_H
 #define NN_DIST_PG_H
 
+#include "device.h"
 #include "store.h"
 #include "tensor.h"
 
@@ -55,6 +62,9 @@ typedef struct {
     nn_status (*wait)(void *pending, double timeout);
     nn_status (*barrier)(nn_pg *pg);
     void (*destroy)(nn_pg *pg);
+    /* a stream backend (may be NULL): the stream its collectives on dev run on, made to wait for
+     * what dev's current stream has queued so far (the profiler times them there); NULL: none */
+    nn_gpu_stream *(*stream)(nn_pg *pg, nn_device dev);
 } nn_pg_ops;
 
 struct nn_pg_thread; /* the group's collective thread (pg.c) */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # torch.distributed on CPU (gloo), ranks on 127.0.0.1: collectives and DDP with 2 and
-# 3 ranks through the launcher (each rank counts its checks), rendezvous by hand
+# 3 ranks through the launcher (each rank counts its checks), the profiler's collective
+# events, rendezvous by hand
 # (tcp://, file://, two launchers as two nodes), failures (a rank that exits, is
 # killed, hangs or never arrives) and DataParallel without GPUs.
 # Usage: test_dist.sh path/to/nnrepl. Last line: "N passed, N failed".
@@ -30,6 +31,7 @@ for n in 2 3; do
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
   ranks_run "SyncBatchNorm, $n ranks" "$n" "$dir/syncbn.lua"
 done
+ranks_run "profiler, 2 ranks" 2 "$dir/profiler.lua"
 
 # DataParallel without GPUs (one process)
 timeout 60 "$nnrepl" "$dir/dataparallel.lua" >"$tmp/out" 2>&1
@@ -136,6 +138,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "nccl, $ngpu ranks" "$ngpu" "$dir/nccl.lua" 64
   grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
   ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
+  ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then

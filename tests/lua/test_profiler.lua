@@ -231,8 +231,8 @@ T.test("the Chrome trace reads back", function()
 end)
 
 T.test("errors", function()
-  T.raises(function() profiler.profile({ profile_memory = true }) end,
-    "profile: profile_memory=true is not supported: nnrepl's profiler records op times, input shapes and stacks only", "profile_memory")
+  T.raises(function() profiler.profile({ with_flops = true }) end,
+    "profile: with_flops=true is not supported: nnrepl's profiler records op times, input shapes, stacks and memory only", "with_flops")
   T.raises(function() profiler.profile({ activities = { "TPU" } }) end, "~unknown activity TPU", "bad activity")
   T.raises(function() profiler.profile({ colour = 1 }) end, "~unknown keyword 'colour'", "unknown keyword")
   T.raises(function() profiler.record_function(3) end, "record_function: name must be a string, got int", "range name")
