@@ -224,6 +224,13 @@ static int f_is_conj(lua_State *L)
     return 1;
 }
 
+/* torch._fft_c2c(x, dim, inverse): the unnormalized DFT along dim (torch_fft.lua builds on it) */
+static int f_fft_c2c(lua_State *L)
+{
+    nn_tensor *x = lt_check(L, 1);
+    return push_result(L, nn_fft_c2c(x, (int)luaL_checkinteger(L, 2), lua_toboolean(L, 3)), 1);
+}
+
 static int f_complex(lua_State *L) { return push_result(L, nn_complex(lt_check(L, 1), lt_check(L, 2)), 2); }
 static int f_polar(lua_State *L) { return push_result(L, nn_polar(lt_check(L, 1), lt_check(L, 2)), 2); }
 
@@ -261,7 +268,8 @@ void lt_open_complex(lua_State *L)
         {NULL, NULL},
     };
     static const luaL_Reg only_torch[] = {
-        {"complex", f_complex}, {"polar", f_polar}, {"real", f_real}, {"imag", f_imag}, {NULL, NULL},
+        {"complex", f_complex}, {"polar", f_polar}, {"real", f_real}, {"imag", f_imag}, {"_fft_c2c", f_fft_c2c},
+        {NULL, NULL},
     };
     luaL_setfuncs(L, both, 0);
     luaL_setfuncs(L, only_torch, 0);

@@ -24,7 +24,7 @@ static bool cpu_takes_complex(nn_op op)
     }
     switch (op) {
     case NN_OP_sum: case NN_OP_mean: case NN_OP_prod: case NN_OP_all: case NN_OP_any:
-    case NN_OP_fill: case NN_OP_index_select:
+    case NN_OP_fill: case NN_OP_index_select: case NN_OP_fft_c2c:
         return true;
     default:
         return false;

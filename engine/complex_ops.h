@@ -29,6 +29,10 @@ nn_tensor *nn_sgn(nn_tensor *t);             /* z / |z| (0 at 0); sign for real 
 nn_tensor *nn_complex_random(bool normal, int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);
 nn_status nn_fill_complex_(nn_tensor *self, double re, double im);
 
+/* The unnormalized DFT of x (complex) along dim, exp(-2 pi i jk/n), or with the inverse's sign:
+ * torch.fft's building block (engine/fft.c; its gradient is the transform of the other sign). */
+nn_tensor *nn_fft_c2c(nn_tensor *x, int dim, bool inverse);
+
 /* autograd of the views and of torch.complex (grad_complex.c) */
 nn_status nn_record_view_as_real(nn_tensor *x, nn_tensor *out);
 nn_status nn_record_view_as_complex(nn_tensor *x, nn_tensor *out);
