@@ -57,6 +57,17 @@ nn_tensor *lt_binary(nn_op op, nn_tensor *a, nn_tensor *b);
  * engine calls during backward (hooks, custom Functions) run. */
 lua_State *lt_backward_state(void);
 
+/* ---- complex numbers (complex.c) ---- */
+void lt_push_complex(lua_State *L, double re, double im);
+/* 1 and the parts if idx holds a complex number (torch.complex_number), else 0 */
+int lt_tocomplex(lua_State *L, int idx, double *re, double *im);
+/* element index of CPU tensor t as a complex number */
+void lt_push_element(lua_State *L, const nn_tensor *t, const int64_t *index);
+int lt_field_real(lua_State *L); /* x.real, x.imag */
+int lt_field_imag(lua_State *L);
+int lt_set_part(lua_State *L, nn_tensor *t, int imag); /* x.real = v (imag 0) or x.imag = v: v at arg 3 */
+void lt_open_complex(lua_State *L);
+
 /* ---- errors ---- */
 /* Raise the engine's last error; arg > 0 makes argument errors name arg. */
 int lt_fail(lua_State *L, int arg);

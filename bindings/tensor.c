@@ -147,7 +147,8 @@ nn_tensor *lt_check(lua_State *L, int idx)
 int lt_is_operand(lua_State *L, int idx)
 {
     int ty = lua_type(L, idx);
-    return ty == LUA_TNUMBER || ty == LUA_TBOOLEAN || lt_is_tensor(L, idx);
+    double re, im;
+    return ty == LUA_TNUMBER || ty == LUA_TBOOLEAN || lt_is_tensor(L, idx) || lt_tocomplex(L, idx, &re, &im);
 }
 
 nn_tensor *lt_operand(lua_State *L, int idx)
@@ -159,6 +160,8 @@ nn_tensor *lt_operand(lua_State *L, int idx)
     case LUA_TBOOLEAN:
         return nn_scalar_bool(lua_toboolean(L, idx));
     default: {
+        double re, im;
+        if (lt_tocomplex(L, idx, &re, &im)) return nn_scalar_c128(re, im);
         nn_tensor *t = lt_totensor(L, idx);
         if (!t) luaL_typeerror(L, idx, "tensor or number");
         return nn_retain(t);
@@ -295,7 +298,7 @@ static const luaL_Reg fields[] = {
     {"shape", f_shape}, {"dtype", f_dtype}, {"device", f_device}, {"is_cuda", f_is_cuda},
     {"requires_grad", f_requires_grad}, {"grad", f_grad}, {"ndim", f_ndim}, {"T", f_T},
     {"data", f_data}, {"is_leaf", f_is_leaf}, {"grad_fn", lt_field_grad_fn},
-    {"_version", f_version}, {NULL, NULL},
+    {"_version", f_version}, {"real", lt_field_real}, {"imag", lt_field_imag}, {NULL, NULL},
 };
 
 /* __index(x, k): upvalue 1 the method table, upvalue 2 the field getters. */
@@ -374,6 +377,7 @@ static int t_newindex(lua_State *L)
         if (!strcmp(k, "requires_grad")) set_requires_grad(L, t);
         else if (!strcmp(k, "grad")) set_grad(L, t);
         else if (!strcmp(k, "data")) set_data(L, t);
+        else if (!strcmp(k, "real") || !strcmp(k, "imag")) lt_set_part(L, t, k[0] == 'i');
         else if (!lt_index_set(L)) return luaL_error(L, "cannot set field '%s' of a tensor", k);
         return 0;
     }

@@ -8,6 +8,7 @@
 #include "lt.h"
 
 #include "autograd.h"
+#include "complex_ops.h"
 
 /* ---- the {dtype=, device=, requires_grad=} of every factory ---- */
 
@@ -84,7 +85,9 @@ static int t_like(lua_State *L)
 /* The dtype PyTorch infers for a fill value: bool, int64 or the default float. */
 static nn_dtype value_dtype(lua_State *L, int idx)
 {
+    double re, im;
     if (lua_type(L, idx) == LUA_TBOOLEAN) return NN_BOOL;
+    if (lt_tocomplex(L, idx, &re, &im)) return nn_dtype_to_complex(nn_default_dtype());
     luaL_checknumber(L, idx);
     return lua_isinteger(L, idx) ? NN_I64 : nn_default_dtype();
 }
@@ -94,13 +97,26 @@ static double value_of(lua_State *L, int idx)
     return lua_type(L, idx) == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
 }
 
+/* full of a complex value: zeros, then the fill */
+static nn_tensor *full_value(lua_State *L, int idx, int n, const int64_t *shape, nn_dtype dt, nn_device dev)
+{
+    double re, im;
+    if (!lt_tocomplex(L, idx, &re, &im)) return nn_full(n, shape, value_of(L, idx), dt, dev);
+    nn_tensor *t = nn_zeros(n, shape, dt, dev);
+    if (t && nn_fill_complex_(t, re, im)) {
+        nn_release(t);
+        return NULL;
+    }
+    return t;
+}
+
 static int t_full(lua_State *L)
 {
     int64_t shape[NN_MAX_DIMS];
     int n = lt_sizes(L, 1, 1, shape);
     create_opts c;
     read_create(L, 3, value_dtype(L, 2), default_device, &c);
-    return finish(L, nn_full(n, shape, value_of(L, 2), c.dt, c.dev), &c, 2);
+    return finish(L, full_value(L, 2, n, shape, c.dt, c.dev), &c, 2);
 }
 
 static int t_full_like(lua_State *L)
@@ -109,7 +125,7 @@ static int t_full_like(lua_State *L)
     value_dtype(L, 2);
     create_opts c;
     read_create(L, 3, t->dtype, t->storage->device, &c);
-    return finish(L, nn_full(t->ndim, t->shape, value_of(L, 2), c.dt, c.dev), &c, 2);
+    return finish(L, full_value(L, 2, t->ndim, t->shape, c.dt, c.dev), &c, 2);
 }
 
 /* randint(low, high, size, opts) or randint(high, size, opts) */
@@ -197,7 +213,7 @@ static int t_empty_strided(lua_State *L)
 typedef struct {
     int ndim;
     int64_t shape[NN_MAX_DIMS];
-    int kind;        /* 0 bool, 1 integer, 2 float: the widest element seen */
+    int kind;        /* 0 bool, 1 integer, 2 float, 3 complex: the widest element seen */
     int path[NN_MAX_DIMS + 1];
 } nest;
 
@@ -222,9 +238,11 @@ static int leaf_kind(lua_State *L, int idx)
     case LUA_TBOOLEAN: return 0;
     case LUA_TNUMBER: return lua_isinteger(L, idx) ? 1 : 2;
     case LUA_TUSERDATA: {
+        double re, im;
+        if (lt_tocomplex(L, idx, &re, &im)) return 3;
         nn_tensor *t = lt_totensor(L, idx);
         if (!t || nn_numel(t) != 1) return -1;
-        return t->dtype == NN_BOOL ? 0 : nn_dtype_is_integral(t->dtype) ? 1 : 2;
+        return t->dtype == NN_BOOL ? 0 : nn_dtype_is_integral(t->dtype) ? 1 : nn_dtype_is_complex(t->dtype) ? 3 : 2;
     }
     default: return -1;
     }
@@ -268,7 +286,9 @@ static void fill_nest(lua_State *L, const nest *s, int depth, char **p, nn_dtype
 {
     if (depth == s->ndim) {
         size_t es = nn_dtype_size(dt);
-        if (lua_type(L, -1) == LUA_TBOOLEAN) nn_store_i64(*p, dt, lua_toboolean(L, -1));
+        double re, im;
+        if (lt_tocomplex(L, -1, &re, &im)) nn_store_c(*p, dt, re, im);
+        else if (lua_type(L, -1) == LUA_TBOOLEAN) nn_store_i64(*p, dt, lua_toboolean(L, -1));
         else if (lua_isinteger(L, -1)) nn_store_i64(*p, dt, lua_tointeger(L, -1));
         else if (lua_type(L, -1) == LUA_TNUMBER) nn_store_f64(*p, dt, lua_tonumber(L, -1));
         else {
@@ -278,6 +298,9 @@ static void fill_nest(lua_State *L, const nest *s, int depth, char **p, nn_dtype
                 nn_tensor *h = nn_to_device(t, NN_DEVICE_CPU);
                 if (h) nn_store_f64(*p, dt, nn_get_f64(h, zero));
                 nn_release(h);
+            } else if (nn_dtype_is_complex(t->dtype)) {
+                nn_load_c((const char *)nn_data(t), t->dtype, &re, &im);
+                nn_store_c(*p, dt, re, im);
             } else if (nn_dtype_is_integral(t->dtype)) nn_store_i64(*p, dt, nn_get_i64(t, zero));
             else nn_store_f64(*p, dt, nn_get_f64(t, zero));
         }
@@ -321,7 +344,8 @@ static int t_tensor(lua_State *L)
     int64_t numel = 1;
     for (int i = 0; i < s.ndim; i++) numel *= s.shape[i];
     if (numel == 0) s.kind = 2;
-    nn_dtype inferred = s.kind == 0 ? NN_BOOL : s.kind == 1 ? NN_I64 : nn_default_dtype();
+    nn_dtype inferred = s.kind == 0 ? NN_BOOL : s.kind == 1 ? NN_I64 : s.kind == 3 ? nn_dtype_to_complex(nn_default_dtype())
+                                                                                   : nn_default_dtype();
     read_create(L, 2, inferred, default_device, &c);
     nn_tensor *t = nn_empty(s.ndim, s.shape, c.dt, NN_DEVICE_CPU);
     if (!t) return lt_fail(L, 0);

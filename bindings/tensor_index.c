@@ -264,7 +264,7 @@ static nn_status copy_to(nn_tensor *dst, nn_tensor *src)
 
 static const char *torch_name(nn_dtype dt)
 {
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 

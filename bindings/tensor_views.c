@@ -1,6 +1,7 @@
 /* Tensor methods for geometry, views, splitting, conversion and reading values
  * back into Lua (item, tolist). */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "autograd.h"
@@ -358,6 +359,11 @@ static int m_to(lua_State *L)
     dt = lt_opt_dtype(L, o, dt);
     dev = lt_opt_device(L, o, dev);
     copy = lt_opt_bool(L, o, "copy", copy);
+    if (nn_dtype_is_complex(t->dtype) && dt != NN_DTYPE_NONE && !nn_dtype_is_complex(dt)) {
+        static bool warned;
+        if (!warned) fputs("UserWarning: Casting complex values to real discards the imaginary part\n", stderr);
+        warned = true;
+    }
     nn_tensor *r = nn_retain(t), *next;
     /* cast on the host side of a transfer: fewer bytes cross when narrowing */
     int cast_first = dt != NN_DTYPE_NONE && dev.type == NN_CPU;
@@ -398,7 +404,8 @@ static nn_tensor *host(lua_State *L, nn_tensor *t)
 
 static void push_element(lua_State *L, const nn_tensor *t, const int64_t *index)
 {
-    if (t->dtype == NN_BOOL) lua_pushboolean(L, nn_get_i64(t, index) != 0);
+    if (nn_dtype_is_complex(t->dtype)) lt_push_element(L, t, index);
+    else if (t->dtype == NN_BOOL) lua_pushboolean(L, nn_get_i64(t, index) != 0);
     else if (nn_dtype_is_integral(t->dtype)) lua_pushinteger(L, nn_get_i64(t, index));
     else lua_pushnumber(L, nn_get_f64(t, index));
 }

@@ -27,7 +27,7 @@ void nn_set_anomaly_enabled(bool on) { anomaly = on; }
 static nn_status check_nan(const nn_node *x, nn_tensor *const *gin)
 {
     for (int i = 0; i < x->nin; i++) {
-        if (!gin[i] || !nn_dtype_is_float(gin[i]->dtype)) continue;
+        if (!gin[i] || !nn_dtype_is_differentiable(gin[i]->dtype)) continue;
         nn_tensor *ne = nn_binary(NN_OP_ne, gin[i], gin[i]);
         nn_tensor *any = ne ? nn_reduce(NN_OP_any, ne, 0, false) : NULL;
         nn_tensor *host = any ? nn_to_device(any, NN_DEVICE_CPU) : NULL;
@@ -110,7 +110,7 @@ void nn_node_save(nn_node *n, int slot, nn_tensor *t)
 /* PyTorch's legacy type names, as its version error prints them */
 static const char *type_descriptor(char *buf, const nn_tensor *t)
 {
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
     snprintf(buf, 48, "torch.%s%sTensor", t->storage->device.type == NN_CPU ? "" : "cuda.", names[t->dtype]);
     return buf;
 }
@@ -300,8 +300,8 @@ nn_status nn_requires_grad_(nn_tensor *t, bool on)
         return nn_error(NN_ERR_RUNTIME, "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                                         "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
     }
-    if (on && !nn_dtype_is_float(t->dtype))
-        return nn_error(NN_ERR_DTYPE, "only Tensors of floating point dtype can require gradients (got %s)", nn_dtype_name(t->dtype));
+    if (on && !nn_dtype_is_differentiable(t->dtype))
+        return nn_error(NN_ERR_DTYPE, "only Tensors of floating point and complex dtype can require gradients (got %s)", nn_dtype_name(t->dtype));
     t->requires_grad = on;
     return NN_OK;
 }
@@ -688,6 +688,10 @@ static nn_tensor *seed_of(nn_tensor *root, nn_tensor *grad, int i)
     }
     if (nn_numel(root) != 1) {
         nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
+        return NULL;
+    }
+    if (nn_dtype_is_complex(root->dtype)) {
+        nn_error(NN_ERR_RUNTIME, "grad can be implicitly created only for real scalar outputs");
         return NULL;
     }
     return nn_ones(root->ndim, root->shape, root->dtype, root->storage->device);

@@ -3,6 +3,7 @@
 
 #include "autograd.h"
 #include "backend.h"
+#include "complex_ops.h"
 #include "profiler.h"
 
 static const char *const op_names[] = {
@@ -80,5 +81,7 @@ nn_status nn_dispatch(const nn_kargs *a)
     if (!b) return nn_error(NN_ERR_DEVICE, "%s: device %s is not available", nn_op_name(a->op), nn_device_str(d1, dev));
     nn_kernel k = b->kernels[a->op];
     if (!k) return nn_not_implemented(a, a->out[0]->dtype);
+    nn_status st = nn_complex_guard(a);
+    if (st) return st;
     return nn_profiling ? nn_profiler_run(a, k) : k(a);
 }

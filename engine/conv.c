@@ -21,13 +21,14 @@ static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_conv2d;
 /* The C++ type names of PyTorch's "Input type (float) and bias type (double)" message. */
 static const char *ctype_name(nn_dtype dt)
 {
-    static const char *const names[NN_NDTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "unsigned char", "bool"};
+    static const char *const names[NN_NDTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "unsigned char", "bool",
+                                                  "c10::complex<float>", "c10::complex<double>"};
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 
 static const char *torch_name(nn_dtype dt)
 {
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 

@@ -10,7 +10,7 @@ static nn_status check_value(const char *fn, double v, nn_dtype dt)
 {
     double lo, hi;
     switch (dt) {
-    case NN_F64: case NN_BOOL: return NN_OK;
+    case NN_F64: case NN_BOOL: case NN_C64: case NN_C128: return NN_OK;
     case NN_F32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
     case NN_F16: lo = -65504, hi = 65504; break;
     case NN_BF16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;

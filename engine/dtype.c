@@ -3,14 +3,21 @@
 #include <math.h>
 #include <string.h>
 
-static const size_t sizes[NN_NDTYPES] = {4, 8, 2, 2, 8, 4, 1, 1};
-static const char *const names[NN_NDTYPES] = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"};
+static const size_t sizes[NN_NDTYPES] = {4, 8, 2, 2, 8, 4, 1, 1, 8, 16};
+static const char *const names[NN_NDTYPES] = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool",
+                                              "complex64", "complex128"};
+static const char *const scalar_names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool",
+                                                     "ComplexFloat", "ComplexDouble"};
 static nn_dtype default_dtype = NN_F32;
 
 size_t nn_dtype_size(nn_dtype dt) { return sizes[dt]; }
 const char *nn_dtype_name(nn_dtype dt) { return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?"; }
 bool nn_dtype_is_float(nn_dtype dt) { return dt == NN_F32 || dt == NN_F64 || dt == NN_F16 || dt == NN_BF16; }
-bool nn_dtype_is_integral(nn_dtype dt) { return !nn_dtype_is_float(dt); }
+bool nn_dtype_is_integral(nn_dtype dt) { return !nn_dtype_is_float(dt) && !nn_dtype_is_complex(dt); }
+bool nn_dtype_is_complex(nn_dtype dt) { return dt == NN_C64 || dt == NN_C128; }
+nn_dtype nn_dtype_to_real(nn_dtype dt) { return dt == NN_C64 ? NN_F32 : dt == NN_C128 ? NN_F64 : dt; }
+nn_dtype nn_dtype_to_complex(nn_dtype dt) { return dt == NN_F64 || dt == NN_C128 ? NN_C128 : NN_C64; }
+const char *nn_dtype_scalar_name(nn_dtype dt) { return dt >= 0 && dt < NN_NDTYPES ? scalar_names[dt] : "?"; }
 nn_dtype nn_default_dtype(void) { return default_dtype; }
 void nn_set_default_dtype(nn_dtype dt) { default_dtype = dt; }
 
@@ -18,6 +25,7 @@ nn_dtype nn_dtype_from_name(const char *name)
 {
     static const struct { const char *alias; nn_dtype dt; } aliases[] = {
         {"float", NN_F32}, {"double", NN_F64}, {"half", NN_F16}, {"long", NN_I64}, {"int", NN_I32},
+        {"cfloat", NN_C64}, {"cdouble", NN_C128},
     };
     for (int i = 0; i < NN_NDTYPES; i++)
         if (!strcmp(name, names[i])) return (nn_dtype)i;
@@ -31,6 +39,8 @@ nn_dtype nn_dtype_from_name(const char *name)
 nn_dtype nn_promote_types(nn_dtype a, nn_dtype b)
 {
     if (a == b) return a;
+    if (nn_dtype_is_complex(a) || nn_dtype_is_complex(b)) /* complex wins, as wide as the wider value type */
+        return nn_dtype_to_complex(nn_promote_types(nn_dtype_to_real(a), nn_dtype_to_real(b)));
     if (a == NN_BOOL) return b;
     if (b == NN_BOOL) return a;
     bool fa = nn_dtype_is_float(a), fb = nn_dtype_is_float(b);
@@ -103,6 +113,8 @@ double nn_load_f64(const void *p, nn_dtype dt)
     case NN_I32: return *(const int32_t *)p;
     case NN_U8: return *(const uint8_t *)p;
     case NN_BOOL: return *(const uint8_t *)p != 0;
+    case NN_C64: return *(const float *)p;
+    case NN_C128: return *(const double *)p;
     default: return 0;
     }
 }
@@ -129,6 +141,7 @@ void nn_store_f64(void *p, nn_dtype dt, double v)
     case NN_F16: *(uint16_t *)p = nn_float_to_half((float)v); break;
     case NN_BF16: *(uint16_t *)p = nn_float_to_bf16((float)v); break;
     case NN_BOOL: *(uint8_t *)p = v != 0; break;
+    case NN_C64: case NN_C128: nn_store_c(p, dt, v, 0); break;
     default: nn_store_i64(p, dt, isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : INT64_MIN); break;
     }
 }
@@ -146,7 +159,26 @@ void nn_store_i64(void *p, nn_dtype dt, int64_t v)
 
 double nn_as_dtype_value(double v, nn_dtype dt)
 {
-    uint8_t b[8];
+    uint8_t b[16];
     nn_store_f64(b, dt, v);
     return nn_load_f64(b, dt);
+}
+
+void nn_load_c(const void *p, nn_dtype dt, double *re, double *im)
+{
+    switch (dt) {
+    case NN_C64: *re = ((const float *)p)[0], *im = ((const float *)p)[1]; break;
+    case NN_C128: *re = ((const double *)p)[0], *im = ((const double *)p)[1]; break;
+    default: *re = nn_load_f64(p, dt), *im = 0; break;
+    }
+}
+
+void nn_store_c(void *p, nn_dtype dt, double re, double im)
+{
+    switch (dt) {
+    case NN_C64: ((float *)p)[0] = (float)re, ((float *)p)[1] = (float)im; break;
+    case NN_C128: ((double *)p)[0] = re, ((double *)p)[1] = im; break;
+    case NN_BOOL: *(uint8_t *)p = re != 0 || im != 0; break;
+    default: nn_store_f64(p, dt, re); break;
+    }
 }

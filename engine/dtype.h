@@ -10,6 +10,7 @@
 /* Order matters only for the tables in dtype.c. */
 typedef enum {
     NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL,
+    NN_C64, NN_C128, /* complex: two float32 / two float64 (real, imag) */
     NN_NDTYPES,
     NN_DTYPE_NONE = -1 /* "not given": pick the default */
 } nn_dtype;
@@ -18,6 +19,13 @@ size_t nn_dtype_size(nn_dtype dt);
 const char *nn_dtype_name(nn_dtype dt);       /* "float32", "int64", ... as PyTorch names them */
 bool nn_dtype_is_float(nn_dtype dt);          /* f32 f64 f16 bf16 */
 bool nn_dtype_is_integral(nn_dtype dt);       /* i64 i32 u8 bool */
+bool nn_dtype_is_complex(nn_dtype dt);        /* c64 c128 */
+/* float or complex: the dtypes that can carry a gradient */
+static inline bool nn_dtype_is_differentiable(nn_dtype dt) { return !nn_dtype_is_integral(dt); }
+nn_dtype nn_dtype_to_real(nn_dtype dt);       /* c64 -> f32, c128 -> f64, others as they are */
+nn_dtype nn_dtype_to_complex(nn_dtype dt);    /* f64 -> c128, other reals -> c64, complex as it is */
+/* c10's ScalarType name: "Float", "ComplexFloat", ... */
+const char *nn_dtype_scalar_name(nn_dtype dt);
 nn_dtype nn_dtype_from_name(const char *name); /* "float32", "float", "long", ...; NN_DTYPE_NONE if unknown */
 
 /* The default floating dtype (torch.get_default_dtype), float32 unless changed. */
@@ -32,12 +40,16 @@ uint16_t nn_float_to_half(float f);           /* round to nearest even */
 float nn_bf16_to_float(uint16_t b);
 uint16_t nn_float_to_bf16(float f);           /* round to nearest even, NaN kept */
 
-/* Read/write one element of any dtype as double or int64 (the generic kernel path). */
+/* Read/write one element of any dtype as double or int64 (the generic kernel path).
+ * Complex elements read as their real part; a real value stored into one has imag 0. */
 double nn_load_f64(const void *p, nn_dtype dt);
 int64_t nn_load_i64(const void *p, nn_dtype dt);
 void nn_store_f64(void *p, nn_dtype dt, double v);  /* float->int truncates toward zero like C */
 void nn_store_i64(void *p, nn_dtype dt, int64_t v);
 /* v as a value of dt would hold it (stored and read back: floats round, integers truncate) */
 double nn_as_dtype_value(double v, nn_dtype dt);
+/* One element of any dtype as (re, im); im is 0 for real dtypes, and bool takes re != 0 || im != 0. */
+void nn_load_c(const void *p, nn_dtype dt, double *re, double *im);
+void nn_store_c(void *p, nn_dtype dt, double re, double im);
 
 #endif

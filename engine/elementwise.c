@@ -9,6 +9,7 @@
 
 #include "autocast.h"
 #include "backend.h"
+#include "complex_ops.h"
 #include "grad.h"
 #include "memory_format.h"
 #include "ops.h"
@@ -17,7 +18,7 @@
 /* ---- type promotion ---- */
 
 /* c10's ScalarType names, as PyTorch's messages use them */
-static const char *const scalar_names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+static const char *const scalar_names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
 
 static const char *const inplace_names[] = {
 #define X(name, kind, autocast, backward) #name "_",
@@ -40,6 +41,7 @@ typedef struct { nn_dtype cls[3]; } rtype;
 static void rt_add(rtype *r, int cls, nn_dtype dt)
 {
     if (cls == RT_WRAPPED && nn_dtype_is_float(dt)) dt = nn_default_dtype();
+    if (cls == RT_WRAPPED && nn_dtype_is_complex(dt)) dt = nn_dtype_to_complex(nn_default_dtype());
     r->cls[cls] = promote_skip(r->cls[cls], dt);
 }
 
@@ -48,8 +50,12 @@ static void rt_add_tensor(rtype *r, const nn_tensor *t)
     rt_add(r, t->ndim ? RT_DIM : t->wrapped_number ? RT_WRAPPED : RT_ZERO, t->dtype);
 }
 
+/* c10's combine_categories: a complex lower class keeps a float higher one's width */
 static nn_dtype combine(nn_dtype higher, nn_dtype lower)
 {
+    if (higher != NN_DTYPE_NONE && nn_dtype_is_complex(higher)) return higher;
+    if (lower != NN_DTYPE_NONE && nn_dtype_is_complex(lower))
+        return higher != NN_DTYPE_NONE && nn_dtype_is_float(higher) ? nn_dtype_to_complex(higher) : lower;
     if (higher != NN_DTYPE_NONE && nn_dtype_is_float(higher)) return higher;
     if (higher == NN_BOOL || (lower != NN_DTYPE_NONE && nn_dtype_is_float(lower))) return promote_skip(higher, lower);
     return higher != NN_DTYPE_NONE ? higher : lower;
@@ -77,7 +83,8 @@ static nn_dtype number_dtype(double v) { return is_integral_value(v) ? NN_I64 : 
 /* PyTorch's canCast: no float into an integer tensor, nothing but bool into a bool tensor */
 static nn_status check_cast(const char *fn, nn_dtype result, nn_dtype self)
 {
-    if ((nn_dtype_is_float(result) && !nn_dtype_is_float(self)) || (result != NN_BOOL && self == NN_BOOL))
+    if ((nn_dtype_is_float(result) && nn_dtype_is_integral(self)) || (result != NN_BOOL && self == NN_BOOL) ||
+        (nn_dtype_is_complex(result) && !nn_dtype_is_complex(self)))
         return nn_error(NN_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", fn,
                         scalar_names[result], scalar_names[self]);
     return NN_OK;
@@ -203,6 +210,7 @@ static nn_status bitwise_dtype(const char *fn, nn_op op, nn_dtype dt)
 
 static nn_status unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *out)
 {
+    if (nn_dtype_is_complex(in)) return nn_complex_unary_dtype(fn, op, in, out);
     *out = in;
     switch (op) {
     case NN_OP_neg:
@@ -314,7 +322,7 @@ nn_status nn_unary_(nn_op op, nn_tensor *self)
 static nn_status pow_scalar_dtype(const char *fn, nn_dtype in, double e, nn_dtype *out)
 {
     *out = in;
-    if (nn_dtype_is_float(in)) return NN_OK;
+    if (!nn_dtype_is_integral(in)) return NN_OK;
     if (!is_integral_value(e)) *out = nn_default_dtype();
     else if (e < 0) return nn_error(NN_ERR_ARG, "%s: Integers to negative integer powers are not allowed.", fn);
     else if (in == NN_BOOL) *out = NN_I64;
@@ -348,6 +356,7 @@ static nn_status clamp_dtype(const char *fn, const nn_tensor *x, bool has_min, d
     if (has_max) rt_add(&r, RT_WRAPPED, number_dtype(max));
     *out = rt_result(&r);
     if (*out == NN_BOOL) return not_for_bool(fn, "clamp");
+    if (nn_dtype_is_complex(*out)) return nn_error(NN_ERR_DTYPE, "%s: clamp is not supported for complex types", fn);
     nn_status st = NN_OK;
     if (has_min) st = check_fits(fn, min, *out);
     if (!st && has_max) st = check_fits(fn, max, *out);
@@ -381,6 +390,11 @@ static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, con
 {
     nn_dtype c = nn_result_type(a, b);
     *cdt = *odt = c;
+    if (nn_dtype_is_complex(c)) {
+        if (nn_complex_binary_dtype(fn, op, c)) return nn_last_status();
+        if (op == NN_OP_eq || op == NN_OP_ne || op == NN_OP_logical_and || op == NN_OP_logical_or) *odt = NN_BOOL;
+        return NN_OK;
+    }
     switch (op) {
     case NN_OP_sub:
         if (a->dtype == NN_BOOL && b->dtype == NN_BOOL)

@@ -58,10 +58,14 @@ static void sb_chars(strbuf *sb, char c, int64_t n)
 /* ---- the formatter (PyTorch's _Formatter) ---- */
 typedef enum { F_INT, F_BOOL, F_SCI, F_INTMODE, F_FIXED } fmode;
 
-typedef struct {
+typedef struct formatter {
     fmode mode;
     int width;
     int precision;
+    /* complex tensors: this formats the real parts (views re, im of the tensor's parts) and
+     * imag the imaginary ones, each element written as PyTorch's "re+imj" */
+    const struct formatter *imag;
+    const nn_tensor *re, *im;
 } formatter;
 
 /* The text of one value, snprintf-style: returns its length, writes at most cap bytes. */
@@ -169,8 +173,27 @@ static formatter make_formatter(const nn_tensor *t, bool summarize)
 }
 
 /* One element, right-aligned to the formatter's width. */
+static void put_value(strbuf *sb, const formatter *f, const nn_tensor *t, const int64_t *idx);
+
+/* PyTorch's complex element: the real part padded, then the imaginary part stripped of its
+ * padding, with a "+" unless it has a sign, and "j" */
+static void put_complex(strbuf *sb, const formatter *f, const int64_t *idx)
+{
+    formatter fr = *f;
+    fr.imag = NULL;
+    put_value(sb, &fr, f->re, idx);
+    char buf[64];
+    double v = nn_get_f64(f->im, idx);
+    int n = value_text(f->imag, v, 0, buf, sizeof buf);
+    if (n < 0) return;
+    if (buf[0] != '-' && buf[0] != '+') sb_putn(sb, "+", 1);
+    sb_puts(sb, buf);
+    sb_putn(sb, "j", 1);
+}
+
 static void put_value(strbuf *sb, const formatter *f, const nn_tensor *t, const int64_t *idx)
 {
+    if (f->imag) { put_complex(sb, f, idx); return; }
     bool isint = f->mode == F_INT || f->mode == F_BOOL;
     double v = isint ? 0 : nn_get_f64(t, idx);
     int64_t iv = isint ? nn_get_i64(t, idx) : 0;
@@ -186,7 +209,8 @@ static void put_value(strbuf *sb, const formatter *f, const nn_tensor *t, const 
 static void put_vector(strbuf *sb, const formatter *f, const nn_tensor *t, int64_t *idx, int indent, bool summarize)
 {
     int d = t->ndim - 1;
-    int64_t per_line = (int64_t)floor((double)(opts.linewidth - indent) / (double)(f->width + 2));
+    int element = f->width + 2 + (f->imag ? f->imag->width + 1 : 0);
+    int64_t per_line = (int64_t)floor((double)(opts.linewidth - indent) / (double)element);
     if (per_line < 1) per_line = 1;
     shown s = shown_of(t->shape[d], summarize);
     int64_t k = 0; /* items written so far; the " ..." marker counts as one */
@@ -317,12 +341,29 @@ char *nn_tensor_repr(const nn_tensor *t)
         sb_puts(&sb, "[]");
     } else {
         if (opts.edgeitems == 0) size_suffix(suffixes[ns++], t); /* PyTorch shows the size when it shows no items */
-        if (t->dtype != nn_default_dtype() && t->dtype != NN_I64 && t->dtype != NN_BOOL)
+        if (t->dtype != nn_default_dtype() && t->dtype != NN_I64 && t->dtype != NN_BOOL &&
+            t->dtype != nn_dtype_to_complex(nn_default_dtype()))
             snprintf(suffixes[ns++], SUFFIX_LEN, "dtype=torch.%s", nn_dtype_name(t->dtype));
         bool summarize = numel > opts.threshold;
         int64_t idx[NN_MAX_DIMS] = {0};
-        formatter f = make_formatter(src, summarize);
+        nn_tensor *parts[2] = {NULL, NULL};
+        formatter f, fi;
+        if (nn_dtype_is_complex(src->dtype)) { /* the parts as real tensors of src's shape, one formatter each */
+            int64_t st[NN_MAX_DIMS];
+            for (int d = 0; d < src->ndim; d++) st[d] = 2 * src->strides[d];
+            for (int k = 0; k < 2; k++) {
+                parts[k] = nn_make_view(src, src->ndim, src->shape, st, 2 * src->offset + k);
+                if (parts[k]) parts[k]->dtype = nn_dtype_to_real(src->dtype);
+            }
+        }
+        if (parts[0] && parts[1]) {
+            f = make_formatter(parts[0], summarize);
+            fi = make_formatter(parts[1], summarize);
+            f.imag = &fi, f.re = parts[0], f.im = parts[1];
+        } else f = make_formatter(src, summarize);
         put_tensor(&sb, &f, src, 0, idx, indent, summarize);
+        nn_release(parts[0]);
+        nn_release(parts[1]);
     }
     nn_release(h);
 

@@ -15,6 +15,7 @@
 #define NN_GRAD_H
 
 #include "autograd.h"
+#include "complex_ops.h"
 
 /* ---- elementwise (grad_elementwise.c) ---- */
 /* unary ops of ops.def: f0, f1, i0 as in ops.def (clamp bounds and flags, pow_scalar exponent) */
@@ -127,6 +128,13 @@ static inline nn_tensor *gs_normalized(gscope *s, nn_tensor *x, uint32_t mask, d
     nn_tensor *mean = x ? gs_keep(s, nn_reduce(NN_OP_mean, x, mask, true)) : NULL, *d = gs_bin(s, NN_OP_sub, x, mean);
     nn_tensor *var = d ? gs_keep(s, nn_reduce(NN_OP_mean, gs_bin(s, NN_OP_mul, d, d), mask, true)) : NULL;
     return gs_bin(s, NN_OP_mul, d, gs_un(s, NN_OP_rsqrt, gs_bin(s, NN_OP_add, var, gs_num(s, eps))));
+}
+/* t's conjugate (t itself when real). A complex gradient is g * conj(df/dz) (conjugate Wirtinger),
+ * and conj(f'(z)) = f'(conj z) for the ops here, so a formula written for reals reads the
+ * conjugates of its saved values. */
+static inline nn_tensor *gs_conj(gscope *s, nn_tensor *t)
+{
+    return t && nn_dtype_is_complex(t->dtype) ? gs_keep(s, nn_conj(t)) : t;
 }
 /* the status of a formula whose result is r */
 static inline nn_status gs_status(const nn_tensor *r) { return r ? NN_OK : nn_last_status(); }

@@ -22,7 +22,7 @@ static bool unary_needs_x(nn_op op, double f0)
     switch (op) {
     case NN_OP_log: case NN_OP_abs: case NN_OP_erf: case NN_OP_log1p: case NN_OP_clamp: case NN_OP_sin: case NN_OP_cos:
     case NN_OP_asin: case NN_OP_acos: case NN_OP_atan: case NN_OP_sinh: case NN_OP_cosh: case NN_OP_log2: case NN_OP_log10:
-    case NN_OP_erfc: case NN_OP_asinh: case NN_OP_acosh: case NN_OP_atanh:
+    case NN_OP_erfc: case NN_OP_asinh: case NN_OP_acosh: case NN_OP_atanh: case NN_OP_angle: case NN_OP_sgn:
         return true;
     case NN_OP_pow_scalar: return f0 != 0;
     default: return false;
@@ -33,7 +33,7 @@ static bool unary_needs_out(nn_op op)
 {
     switch (op) {
     case NN_OP_exp: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_sigmoid: case NN_OP_tanh: case NN_OP_relu: case NN_OP_tan:
-    case NN_OP_expm1: case NN_OP_exp2: case NN_OP_reciprocal:
+    case NN_OP_expm1: case NN_OP_exp2: case NN_OP_reciprocal: case NN_OP_sgn:
         return true;
     default: return false;
     }
@@ -106,6 +106,28 @@ static nn_status zeros_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     return NN_OK;
 }
 
+/* The non-holomorphic ops of complex x (abs, angle, sgn); NN_ERR_NOTIMPL for the others,
+ * whose real formulas hold on the conjugates */
+static nn_status complex_unary_backward(gscope *s, nn_op op, nn_tensor *g, nn_tensor *x, nn_tensor *y, nn_tensor **r)
+{
+    nn_tensor *zero = gs_num(s, 0), *ax = op != NN_OP_abs ? gs_un(s, NN_OP_abs, x) : NULL;
+    switch (op) {
+    case NN_OP_abs: *r = gs_bin(s, NN_OP_mul, g, gs_keep(s, nn_sgn(x))); break;
+    case NN_OP_angle: { /* g i z / |z|^2, 0 at 0 */
+        nn_tensor *iz = gs_bin(s, NN_OP_mul, x, gs_keep(s, nn_scalar_c128(0, 1)));
+        *r = gs_where(s, gs_bin(s, NN_OP_eq, ax, zero), zero, gs_bin(s, NN_OP_div, gs_bin(s, NN_OP_mul, g, iz), gs_bin(s, NN_OP_mul, ax, ax)));
+        break;
+    }
+    case NN_OP_sgn: { /* (g - sgn^2 conj(g)) / (2|z|), 0 at 0 */
+        nn_tensor *d = gs_bin(s, NN_OP_sub, g, gs_bin(s, NN_OP_mul, gs_bin(s, NN_OP_mul, y, y), gs_conj(s, g)));
+        *r = gs_where(s, gs_bin(s, NN_OP_eq, ax, zero), zero, gs_bin(s, NN_OP_div, d, gs_muls(s, ax, 2)));
+        break;
+    }
+    default: return NN_ERR_NOTIMPL;
+    }
+    return gs_status(*r);
+}
+
 static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi)
 {
     nn_op op = (nn_op)n->i[0];
@@ -114,6 +136,16 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     if (unary_needs_x(op, f0) && !(x = nn_node_saved(n, S_A))) return nn_last_status();
     if (unary_needs_out(op) && !(y = nn_node_saved(n, S_OUT))) return nn_last_status();
     gscope s = {0};
+    if (x && nn_dtype_is_complex(x->dtype)) {
+        nn_status st = complex_unary_backward(&s, op, g, x, y, &r);
+        if (st != NN_ERR_NOTIMPL) {
+            gi[0] = st ? NULL : gs_ret(r);
+            gs_free(&s);
+            return st ? st : gs_status(gi[0]);
+        }
+    }
+    if (op == NN_OP_conj_physical) r = gs_conj(&s, g);
+    x = gs_conj(&s, x), y = gs_conj(&s, y);
     switch (op) {
     case NN_OP_neg: r = gs_un(&s, NN_OP_neg, g); break;
     case NN_OP_exp: r = gs_bin(&s, NN_OP_mul, g, y); break;
@@ -144,8 +176,16 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
         break;
     }
     case NN_OP_atan: r = gs_bin(&s, NN_OP_div, g, gs_bin(&s, NN_OP_add, gs_bin(&s, NN_OP_mul, x, x), gs_num(&s, 1))); break;
-    case NN_OP_asinh: /* 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1) */
-    case NN_OP_acosh: {
+    case NN_OP_acosh:
+        if (nn_dtype_is_complex(x->dtype)) { /* 1 / (sqrt(x + 1) sqrt(x - 1)): the branch of acosh */
+            nn_tensor *one = gs_num(&s, 1);
+            nn_tensor *d = gs_bin(&s, NN_OP_mul, gs_un(&s, NN_OP_sqrt, gs_bin(&s, NN_OP_add, x, one)),
+                                  gs_un(&s, NN_OP_sqrt, gs_bin(&s, NN_OP_sub, x, one)));
+            r = gs_bin(&s, NN_OP_div, g, d);
+            break;
+        }
+        /* fall through */
+    case NN_OP_asinh: { /* 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1) */
         nn_tensor *d = gs_bin(&s, op == NN_OP_asinh ? NN_OP_add : NN_OP_sub, gs_bin(&s, NN_OP_mul, x, x), gs_num(&s, 1));
         r = gs_bin(&s, NN_OP_div, g, gs_un(&s, NN_OP_sqrt, d));
         break;
@@ -170,6 +210,7 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
         r = gs_where(&s, m, g, gs_num(&s, 0));
         break;
     }
+    case NN_OP_conj_physical: break;
     case NN_OP_pow_scalar:
         if (f0 == 0) r = gs_keep(&s, zeros_for(&n->next[0]));
         else r = gs_bin(&s, NN_OP_mul, g, gs_muls(&s, gs_keep(&s, nn_pow_scalar(x, f0 - 1)), f0));
@@ -193,6 +234,7 @@ static nn_status binary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
     if ((sa && !(a = nn_node_saved(n, S_A))) || (sb && !(b = nn_node_saved(n, S_B))) || (so && !(y = nn_node_saved(n, S_OUT))))
         return nn_last_status();
     gscope s = {0};
+    a = gs_conj(&s, a), b = gs_conj(&s, b), y = gs_conj(&s, y);
     switch (op) {
     case NN_OP_add:
     case NN_OP_sub: {
@@ -215,8 +257,9 @@ static nn_status binary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
             nn_tensor *d = gs_bin(&s, NN_OP_mul, b, gs_bin(&s, NN_OP_pow, a, gs_bin(&s, NN_OP_sub, b, gs_num(&s, 1))));
             ra = gs_where(&s, gs_bin(&s, NN_OP_eq, b, zero), zero, gs_bin(&s, NN_OP_mul, g, d));
         }
-        if (nb) { /* 0 where base == 0 and exponent >= 0 */
-            nn_tensor *c = gs_bin(&s, NN_OP_logical_and, gs_bin(&s, NN_OP_eq, a, zero), gs_bin(&s, NN_OP_ge, b, zero));
+        if (nb) { /* 0 where base == 0 and exponent >= 0 (its real part, for complex) */
+            nn_tensor *bre = nn_dtype_is_complex(b->dtype) ? gs_keep(&s, nn_real(b)) : b;
+            nn_tensor *c = gs_bin(&s, NN_OP_logical_and, gs_bin(&s, NN_OP_eq, a, zero), gs_bin(&s, NN_OP_ge, bre, zero));
             rb = gs_bin(&s, NN_OP_mul, g, gs_where(&s, c, zero, gs_bin(&s, NN_OP_mul, y, gs_un(&s, NN_OP_log, a))));
         }
         break;
@@ -298,7 +341,7 @@ static void attach(nn_node *n, nn_tensor *out)
 
 nn_status nn_record_unary(nn_op op, nn_tensor *x, nn_tensor *out, double f0, double f1, int64_t i0)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_node *n = nn_node_new(nn_op_backward_name(op), zero_gradient(op) ? zeros_backward : unary_backward, 1, &x);
     if (!n) return nn_last_status();
     n->i[0] = op, n->i[1] = i0;
@@ -314,7 +357,7 @@ static bool needs_grad(const nn_tensor *t) { return t && t->requires_grad && !t-
 
 nn_status nn_record_binary(nn_op op, nn_tensor *a, nn_tensor *b, nn_tensor *out, double alpha)
 {
-    if (!nn_dtype_is_float(out->dtype) || !differentiable_binary(op)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype) || !differentiable_binary(op)) return NN_OK;
     nn_tensor *ins[2] = {a, b};
     nn_node *n = nn_node_new(binary_name(op, a, b), binary_backward, 2, ins);
     if (!n) return nn_last_status();
@@ -332,7 +375,7 @@ nn_status nn_record_binary(nn_op op, nn_tensor *a, nn_tensor *b, nn_tensor *out,
 
 nn_status nn_record_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b, nn_tensor *out)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_tensor *ins[3] = {cond, a, b};
     nn_node *n = nn_node_new("WhereBackward0", where_backward, 3, ins);
     if (!n) return nn_last_status();
@@ -343,7 +386,7 @@ nn_status nn_record_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b, nn_tensor
 
 nn_status nn_record_copy(const char *name, nn_tensor *x, nn_tensor *out)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_node *n = nn_node_new(name, copy_backward, 1, &x);
     if (!n) return nn_last_status();
     attach(n, out);
@@ -435,7 +478,7 @@ nn_status nn_inplace_end(nn_inplace_rec *r, nn_op op, nn_tensor *self, nn_tensor
                          nn_status st)
 {
     if (!r->on) return st;
-    if (!st && nn_dtype_is_float(self->dtype)) st = record_inplace(r, op, self, other, f0, f1, i0);
+    if (!st && nn_dtype_is_differentiable(self->dtype)) st = record_inplace(r, op, self, other, f0, f1, i0);
     nn_release(r->old);
     nn_release(r->other);
     r->old = r->other = NULL;

@@ -66,6 +66,7 @@ static nn_status matmul_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
     nn_status st = load_operands(n, 0, 1, &a, &b);
     if (st) return st;
     gscope s = {0};
+    a = gs_conj(&s, a), b = gs_conj(&s, b);
     matmul_grads(&s, go[0], a, b, n->next[0].ndim, n->next[1].ndim, n->i[0], NEEDS(n, 0) ? &ga : NULL, NEEDS(n, 1) ? &gb : NULL);
     gi[0] = gs_ret(ga), gi[1] = gs_ret(gb);
     gs_free(&s);
@@ -80,6 +81,7 @@ static nn_status addmm_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     if (st) return st;
     double beta = n->f[0], alpha = n->f[1];
     gscope s = {0};
+    a = gs_conj(&s, a), b = gs_conj(&s, b);
     if (NEEDS(n, 0)) gc = beta == 1 ? go[0] : gs_muls(&s, go[0], beta);
     matmul_grads(&s, go[0], a, b, 2, 2, n->i[0], NEEDS(n, 1) ? &ga : NULL, NEEDS(n, 2) ? &gb : NULL);
     if (alpha != 1) {
@@ -109,7 +111,7 @@ static nn_status finish(nn_node *n, nn_tensor *out)
 
 nn_status nn_record_matmul(const char *name, nn_tensor *a, nn_tensor *b, nn_tensor *out)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_tensor *ins[2] = {a, b};
     nn_node *n = nn_node_new(name, matmul_backward, 2, ins);
     if (!n) return nn_last_status();
@@ -120,7 +122,7 @@ nn_status nn_record_matmul(const char *name, nn_tensor *a, nn_tensor *b, nn_tens
 
 nn_status nn_record_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, nn_tensor *out, double beta, double alpha)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_tensor *ins[3] = {bias, a, b};
     nn_node *n = nn_node_new("AddmmBackward0", addmm_backward, 3, ins);
     if (!n) return nn_last_status();
@@ -175,6 +177,7 @@ static nn_status outer_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     nn_status st = load_operands(n, 0, 1, &a, &b);
     if (st) return st;
     gscope s = {0};
+    a = gs_conj(&s, a), b = gs_conj(&s, b);
     if (NEEDS(n, 0)) gi[0] = gs_ret(mm(&s, g, gs_keep(&s, nn_to_dtype(b, g->dtype))));
     if (NEEDS(n, 1)) gi[1] = gs_ret(mm(&s, gs_keep(&s, nn_to_dtype(a, g->dtype)), g));
     gs_free(&s);
@@ -183,7 +186,7 @@ static nn_status outer_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
 
 nn_status nn_record_outer(nn_tensor *a, nn_tensor *b, nn_tensor *out)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_tensor *ins[2] = {a, b};
     nn_node *n = nn_node_new("MulBackward0", outer_backward, 2, ins);
     if (!n) return nn_last_status();

@@ -102,7 +102,7 @@ static nn_status reduce_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
     switch (op) {
     case NN_OP_sum: r = expand_to(&s, gk, e); break;
     case NN_OP_mean: r = expand_to(&s, gs_muls(&s, gk, 1.0 / reduced_count(e, mask)), e); break;
-    case NN_OP_prod: r = prod_grad(&s, gk, x, mask); break;
+    case NN_OP_prod: r = prod_grad(&s, gk, gs_conj(&s, x), mask); break;
     case NN_OP_amax:
     case NN_OP_amin: {
         nn_tensor *m = gs_bin(&s, NN_OP_eq, x, yk);
@@ -140,7 +140,7 @@ static const char *reduce_name(nn_op op, bool all, int64_t i0)
 static nn_status record(const char *name, nn_op op, nn_tensor *x, nn_tensor *out, uint32_t mask, bool max_all, double f0,
                         int64_t i0)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_node *n = nn_node_new(name, reduce_backward, 1, &x);
     if (!n) return nn_last_status();
     n->i[0] = op, n->i[1] = max_all, n->i[2] = i0;
@@ -191,7 +191,7 @@ static nn_status index_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
 nn_status nn_record_index_reduce(nn_op op, nn_tensor *x, nn_tensor *values, nn_tensor *indices, int dim, bool keepdim)
 {
     (void)keepdim;
-    if (!nn_dtype_is_float(values->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(values->dtype)) return NN_OK;
     nn_node *n = nn_node_new(op == NN_OP_max_dim ? "MaxBackward0" : "MinBackward0", index_backward, 1, &x);
     if (!n) return nn_last_status();
     n->i[0] = dim;

@@ -247,7 +247,7 @@ static nn_status stack_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
 
 static nn_status record_join(const char *name, nn_backward_fn fn, nn_tensor *const *ts, int n, int dim, nn_tensor *out)
 {
-    if (!nn_dtype_is_float(out->dtype)) return NN_OK;
+    if (!nn_dtype_is_differentiable(out->dtype)) return NN_OK;
     nn_node *node = nn_node_new(name, fn, n, ts);
     if (!node) return nn_last_status();
     node->i[0] = dim;

@@ -6,6 +6,7 @@
 
 #include "autograd.h"
 #include "backend.h"
+#include "complex_ops.h"
 #include "cuda_flags.h"
 #include "nnfunc.h"
 
@@ -16,7 +17,7 @@ static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_index_sel
 
 static const char *torch_name(nn_dtype dt)
 {
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 
@@ -156,7 +157,19 @@ nn_status nn_index_add_(nn_tensor *self, int dim, nn_tensor *index, nn_tensor *s
     if (self->storage->device.type == NN_CUDA && nn_dtype_is_float(self->dtype) && (st = nn_check_deterministic("index_add_cuda_")))
         return st;
     nn_kargs a = {.op = NN_OP_index_add, .out = {self}, .in = {index, source}, .nin = 2, .f = {alpha}, .i = {dim}};
-    if ((st = nn_dispatch(&a))) return st;
+    nn_tensor *pairs[2] = {NULL, NULL};
+    if (nn_dtype_is_complex(self->dtype) && self->ndim) { /* complex: the real kernel on (re, im) pairs */
+        bool grad = nn_grad_enabled();
+        nn_set_grad_enabled(false);
+        nn_tensor *sc = nn_to_dtype(source, self->dtype);
+        pairs[0] = nn_view_as_real(self), pairs[1] = sc ? nn_view_as_real(sc) : NULL;
+        nn_release(sc);
+        nn_set_grad_enabled(grad);
+        a.out[0] = pairs[0], a.in[1] = pairs[1];
+    }
+    st = a.out[0] && a.in[1] ? nn_dispatch(&a) : nn_last_status();
+    nn_release(pairs[0]), nn_release(pairs[1]);
+    if (st) return st;
     nn_bump_version(self);
     nn_tensor *ins[2] = {self, source};
     if (!nn_any_requires_grad(2, ins)) return NN_OK;

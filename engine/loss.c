@@ -14,7 +14,7 @@ static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_nll_loss;
 
 static const char *torch_name(nn_dtype dt)
 {
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 

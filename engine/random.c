@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "backend.h"
+#include "complex_ops.h"
 #include "ops.h"
 
 #define DEFAULT_SEED 67280421310721ULL
@@ -148,11 +149,13 @@ static nn_tensor *make_random(const char *fn, nn_op op, int ndim, const int64_t 
 
 nn_tensor *nn_rand(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev)
 {
+    if (nn_dtype_is_complex(dt)) return nn_complex_random(false, ndim, shape, dt, dev);
     return make_random("rand", NN_OP_uniform, ndim, shape, dt, dev, 0, 1, 0, 0);
 }
 
 nn_tensor *nn_randn(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev)
 {
+    if (nn_dtype_is_complex(dt)) return nn_complex_random(true, ndim, shape, dt, dev);
     return make_random("randn", NN_OP_normal, ndim, shape, dt, dev, 0, 1, 0, 0);
 }
 

@@ -10,7 +10,7 @@
 /* PyTorch's ScalarType names, as its error messages print them. */
 static const char *torch_name(nn_dtype dt)
 {
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool"};
+    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
     return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
 }
 
@@ -96,7 +96,7 @@ nn_tensor *nn_reduce(nn_op op, nn_tensor *x, uint32_t dims, bool keepdim)
         if (nn_dtype_is_integral(x->dtype)) odt = NN_I64;
         break;
     case NN_OP_mean:
-        if (!nn_dtype_is_float(x->dtype)) {
+        if (!nn_dtype_is_differentiable(x->dtype)) {
             nn_error(NN_ERR_DTYPE,
                      "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: %s",
                      torch_name(x->dtype));
@@ -257,6 +257,14 @@ static nn_tensor *moment(const char *fn, nn_tensor *x, uint32_t dims, double cor
             return r;
         }
     }
+    if (nn_dtype_is_complex(x->dtype)) { /* var(re) + var(im), real */
+        nn_tensor *re = nn_real(x), *im = re ? nn_imag(x) : NULL;
+        nn_tensor *vr = im ? moment(fn, re, dims, correction, keepdim, false) : NULL;
+        nn_tensor *vi = vr ? moment(fn, im, dims, correction, keepdim, false) : NULL;
+        nn_tensor *v = vi ? nn_binary(NN_OP_add, vr, vi) : NULL, *r = v && std ? nn_unary(NN_OP_sqrt, v) : nn_retain(v);
+        nn_release(re), nn_release(im), nn_release(vr), nn_release(vi), nn_release(v);
+        return r;
+    }
     if (!nn_dtype_is_float(x->dtype)) {
         nn_error(NN_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes", fn);
         return NULL;
@@ -279,6 +287,11 @@ nn_tensor *nn_norm(nn_tensor *x, double p, uint32_t dims, bool keepdim)
             nn_release(xc);
             return r;
         }
+    }
+    if (nn_dtype_is_complex(x->dtype)) { /* the norm of |x| */
+        nn_tensor *a = nn_unary(NN_OP_abs, x), *r = a ? nn_norm(a, p, dims, keepdim) : NULL;
+        nn_release(a);
+        return r;
     }
     if (!nn_dtype_is_float(x->dtype)) {
         nn_error(NN_ERR_DTYPE, "norm(): expected a floating point or complex tensor as input. Got %s", torch_name(x->dtype));

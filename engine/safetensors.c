@@ -20,17 +20,18 @@
 static const char *const DTYPE_NAMES[NN_NDTYPES] = {
     [NN_F32] = "F32", [NN_F64] = "F64", [NN_F16] = "F16", [NN_BF16] = "BF16",
     [NN_I64] = "I64", [NN_I32] = "I32", [NN_U8] = "U8",   [NN_BOOL] = "BOOL",
+    [NN_C64] = "C64", /* complex128 has no safetensors name */
 };
 
 const char *nn_safetensors_dtype_name(nn_dtype dt)
 {
-    return dt >= 0 && dt < NN_NDTYPES ? DTYPE_NAMES[dt] : "?";
+    return dt >= 0 && dt < NN_NDTYPES && DTYPE_NAMES[dt] ? DTYPE_NAMES[dt] : "?";
 }
 
 static nn_dtype dtype_from_st(const char *s)
 {
     for (int i = 0; i < NN_NDTYPES; i++)
-        if (!strcmp(s, DTYPE_NAMES[i])) return (nn_dtype)i;
+        if (DTYPE_NAMES[i] && !strcmp(s, DTYPE_NAMES[i])) return (nn_dtype)i;
     return NN_DTYPE_NONE;
 }
 
@@ -729,6 +730,9 @@ static nn_status check_names(int n, const char *const *names, nn_tensor *const *
             return nn_error(NN_ERR_ARG, "save: '__metadata__' is reserved and cannot name a tensor");
         if (tensors[i]->dtype < 0 || tensors[i]->dtype >= NN_NDTYPES)
             return nn_error(NN_ERR_DTYPE, "save: tensor '%s' has an unknown dtype", names[i]);
+        if (!DTYPE_NAMES[tensors[i]->dtype])
+            return nn_error(NN_ERR_DTYPE, "save: tensor '%s' is %s, which safetensors files cannot hold", names[i],
+                            nn_dtype_name(tensors[i]->dtype));
         for (int k = 0; k < i; k++)
             if (!strcmp(names[k], names[i])) return nn_error(NN_ERR_ARG, "save: tensor name '%s' appears twice", names[i]);
     }

@@ -204,6 +204,13 @@ nn_tensor *nn_scalar_f64(double v)
     return t;
 }
 
+nn_tensor *nn_scalar_c128(double re, double im)
+{
+    nn_tensor *t = scalar(NN_C128);
+    if (t) ((double *)nn_data(t))[0] = re, ((double *)nn_data(t))[1] = im;
+    return t;
+}
+
 nn_tensor *nn_scalar_i64(int64_t v)
 {
     nn_tensor *t = scalar(NN_I64);

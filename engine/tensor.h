@@ -92,6 +92,7 @@ size_t nn_live_host_bytes(void); /* the CPU's (pinned included) */
 nn_tensor *nn_scalar_f64(double v);  /* stored as float64; promotes as the default float dtype */
 nn_tensor *nn_scalar_i64(int64_t v); /* dtype: int64 */
 nn_tensor *nn_scalar_bool(bool v);
+nn_tensor *nn_scalar_c128(double re, double im); /* dtype: complex128 */
 
 /* Geometry */
 int64_t nn_numel(const nn_tensor *t);

@@ -120,7 +120,8 @@ end
 
 -- PyTorch's scalar type name of a dtype (Float, Long, ...), as its messages print it
 local scalar_names = { float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16", int64 = "Long",
-  int32 = "Int", int16 = "Short", int8 = "Char", uint8 = "Byte", bool = "Bool" }
+  int32 = "Int", int16 = "Short", int8 = "Char", uint8 = "Byte", bool = "Bool", complex64 = "ComplexFloat",
+  complex128 = "ComplexDouble" }
 function U.scalar_name(dtype)
   local d = tostring(dtype):gsub("^torch%.", "")
   return scalar_names[d] or d

@@ -203,8 +203,8 @@ local function make_leaves(name, args, idx, keep)
       fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
     end
     args[i] = map_tree(a, function(x)
-      if not x:is_floating_point() then
-        fail("%s: only Tensors of floating point dtype can require gradients, got %s", name, tostring(x.dtype))
+      if not x:is_floating_point() and not x:is_complex() then
+        fail("%s: only Tensors of floating point and complex dtype can require gradients, got %s", name, tostring(x.dtype))
       end
       local l = keep and x.requires_grad and x:view_as(x) or x:detach():requires_grad_()
       leaves[#leaves + 1] = l

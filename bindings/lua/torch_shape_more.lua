@@ -225,10 +225,9 @@ function torch.can_cast(from, to)
   return true
 end
 
--- no complex dtype here
 function torch.is_complex(x)
   U.check_tensor("is_complex", "input", 1, x)
-  return false
+  return x.dtype.is_complex
 end
 
 -- broadcast_shapes(shape, ...): the torch.Size all the shapes (lists, torch.Size or ints) broadcast to

@@ -6,6 +6,7 @@ local Tensor = torch.Tensor
 local conversions = {
   float = torch.float32, double = torch.float64, half = torch.float16, bfloat16 = torch.bfloat16,
   long = torch.int64, int = torch.int32, byte = torch.uint8, bool = torch.bool,
+  cfloat = torch.complex64, cdouble = torch.complex128,
 }
 for name, dtype in pairs(conversions) do
   Tensor[name] = function(self) return self:to(dtype) end
@@ -26,6 +27,7 @@ function Tensor:type_as(other) return self:to(other.dtype) end
 local legacy = {
   float32 = "FloatTensor", float64 = "DoubleTensor", float16 = "HalfTensor", bfloat16 = "BFloat16Tensor",
   int64 = "LongTensor", int32 = "IntTensor", uint8 = "ByteTensor", bool = "BoolTensor",
+  complex64 = "ComplexFloatTensor", complex128 = "ComplexDoubleTensor",
 }
 local from_legacy = {}
 for name, legacy_name in pairs(legacy) do from_legacy[legacy_name] = torch[name] end
@@ -79,10 +81,12 @@ end
 
 function torch.isnan(x) return x:ne(x) end
 function torch.isinf(x)
+  if x:is_complex() then return torch.isinf(x.real):logical_or(torch.isinf(x.imag)) end
   if not x:is_floating_point() then return torch.zeros_like(x, {dtype = torch.bool}) end
   return x:abs():eq(math.huge)
 end
 function torch.isfinite(x)
+  if x:is_complex() then return torch.isfinite(x.real):logical_and(torch.isfinite(x.imag)) end
   if not x:is_floating_point() then return torch.ones_like(x, {dtype = torch.bool}) end
   return x:eq(x):logical_and(x:abs():ne(math.huge))
 end

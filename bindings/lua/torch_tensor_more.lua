@@ -139,7 +139,6 @@ function torch.floor_divide(a, b)
 end
 function torch.deg2rad(x) return x * (math.pi / 180) end
 function torch.rad2deg(x) return x * (180 / math.pi) end
-function torch.sgn(x) return x:sign() end
 function torch.positive(x) return x end
 function torch.heaviside(x, values) return torch.where(x:eq(0), values, x:gt(0):to(x.dtype)) end
 function torch.copysign(a, b)
@@ -298,7 +297,7 @@ function Tensor:fill_diagonal_(value, wrap)
 end
 
 for _, name in ipairs({ "broadcast_to", "ravel", "tensor_split", "hsplit", "vsplit", "take", "take_along_dim", "logical_xor",
-  "floor_divide", "deg2rad", "rad2deg", "sgn", "positive", "heaviside", "copysign", "signbit", "ldexp",
+  "floor_divide", "deg2rad", "rad2deg", "positive", "heaviside", "copysign", "signbit", "ldexp",
   "float_power", "isin", "nansum", "nanmean", "quantile" }) do
   Tensor[name] = torch[name]
 end

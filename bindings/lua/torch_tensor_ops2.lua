@@ -523,9 +523,9 @@ function torch.is_nonzero(x)
   return v ~= 0
 end
 
--- no complex dtypes here: every entry is real
 function torch.isreal(x)
   check_tensor("isreal", "input", 1, x)
+  if x:is_complex() then return x.imag:eq(0) end
   return torch.ones(x:size(), { dtype = torch.bool, device = x.device })
 end
 

@@ -3,6 +3,7 @@
  *  float32/float64: cblas_sgemm/dgemm per batch. A matrix with unit stride in
  *    either dim is passed in place (row-major, or transposed); anything else is
  *    packed into a contiguous buffer, once when its batch stride is 0.
+ *  complex64/complex128: the same through cblas_cgemm/zgemm.
  *  float16/bfloat16: packed to float, sgemm, rounded back.
  *  integers and bool: a plain loop in int64 (wrapping), alpha and beta as integers.
  * With beta == 0 the old contents of out are never read. */
@@ -119,7 +120,14 @@ static nn_status gemm_float(const nn_kargs *a, size_t es)
             wc = C.buf;
         }
         CBLAS_TRANSPOSE ta = A.trans ? CblasTrans : CblasNoTrans, tb = B.trans ? CblasTrans : CblasNoTrans;
-        if (f64)
+        if (out->dtype == NN_C64 || out->dtype == NN_C128) {
+            const float fa[2] = {(float)alpha, 0}, fb[2] = {(float)beta, 0};
+            const double da[2] = {alpha, 0}, db[2] = {beta, 0};
+            if (out->dtype == NN_C64)
+                cblas_cgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, fa, pa, (int)A.ld, pb, (int)B.ld, fb, wc, (int)C.ld);
+            else
+                cblas_zgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, da, pa, (int)A.ld, pb, (int)B.ld, db, wc, (int)C.ld);
+        } else if (f64)
             cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, (const double *)pa, (int)A.ld,
                         (const double *)pb, (int)B.ld, beta, (double *)wc, (int)C.ld);
         else
@@ -226,7 +234,11 @@ static void scale_out(const nn_kargs *a)
         for (int64_t i = 0; i < C.rows; i++)
             for (int64_t j = 0; j < C.cols; j++) {
                 char *o = C.p + (b * C.bs + i * C.rs + j * C.cs) * (int64_t)es;
-                if (beta == 0) nn_store_i64(o, out->dtype, 0);
+                if (nn_dtype_is_complex(out->dtype)) {
+                    double re, im;
+                    nn_load_c(o, out->dtype, &re, &im);
+                    nn_store_c(o, out->dtype, beta == 0 ? 0 : beta * re, beta == 0 ? 0 : beta * im);
+                } else if (beta == 0) nn_store_i64(o, out->dtype, 0);
                 else if (ints) nn_store_i64(o, out->dtype, (int64_t)((uint64_t)(int64_t)beta * (uint64_t)nn_load_i64(o, out->dtype)));
                 else nn_store_f64(o, out->dtype, beta * nn_load_f64(o, out->dtype));
             }
@@ -250,6 +262,8 @@ nn_status nn_cpu_bmm(const nn_kargs *a)
     switch (dt) {
     case NN_F32: return gemm_float(a, 4);
     case NN_F64: return gemm_float(a, 8);
+    case NN_C64: return gemm_float(a, 8);
+    case NN_C128: return gemm_float(a, 16);
     case NN_F16:
     case NN_BF16: return gemm_half(a);
     default: return gemm_int(a);

@@ -33,6 +33,7 @@ nn_status nn_cpu_copy(const nn_kargs *a)
     nn_iter it;
     nn_iter_init(&it, 2, ops);
     cast_ctx c = {ops[0]->dtype, ops[1]->dtype};
+    if (c.dt_out != c.dt_in && (nn_dtype_is_complex(c.dt_out) || nn_dtype_is_complex(c.dt_in))) return nn_cpu_complex_copy(a);
     nn_iter_run(&it, c.dt_out == c.dt_in ? row_same : row_cast, &c);
     return NN_OK;
 }
@@ -50,6 +51,7 @@ nn_status nn_cpu_fill(const nn_kargs *a)
     nn_tensor *out = a->out[0];
     switch (a->op) {
     case NN_OP_fill: {
+        if (nn_dtype_is_complex(out->dtype)) return nn_cpu_complex_fill(a);
         fill_ctx c = {.es = nn_dtype_size(out->dtype)};
         if (nn_dtype_is_integral(out->dtype)) nn_store_i64(c.bytes, out->dtype, a->i[1]);
         else nn_store_f64(c.bytes, out->dtype, a->f[0]);

@@ -285,6 +285,7 @@ nn_status nn_cpu_binary(const nn_kargs *a)
     nn_tensor *ops[3] = {a->out[0], a->in[0], a->in[1]};
     nn_dtype cdt = (nn_dtype)a->i[0];
     if (cdt < 0 || cdt >= NN_NDTYPES) return nn_error(NN_ERR_ARG, "%s: bad compute dtype %d", nn_op_name(a->op), (int)cdt);
+    if (nn_dtype_is_complex(cdt)) return nn_cpu_complex_binary(a);
     ectx c = {.op = a->op, .nin = 2, .k = kind_of(cdt), .cdt = cdt,
               .dt = {ops[0]->dtype, ops[1]->dtype, ops[2]->dtype}, .f0 = a->f[0]};
     c.ok = bool_result(a->op) ? K_BOOL : c.k;
@@ -395,6 +396,7 @@ static void not_row(char **p, const int64_t *s, int64_t n, void *ctx)
 /* computes in out's dtype; f[0], f[1], i[0], i[1] as ops.def says for clamp and pow_scalar */
 nn_status nn_cpu_unary(const nn_kargs *a)
 {
+    if (nn_dtype_is_complex(a->in[0]->dtype) || nn_dtype_is_complex(a->out[0]->dtype)) return nn_cpu_complex_unary(a);
     nn_tensor *ops[2] = {a->out[0], a->in[0]};
     ectx c = {.op = a->op, .nin = 1, .cdt = ops[0]->dtype, .k = kind_of(ops[0]->dtype),
               .dt = {ops[0]->dtype, ops[1]->dtype}, .f0 = a->f[0], .f1 = a->f[1], .i0 = a->i[0], .i1 = a->i[1]};
@@ -424,7 +426,11 @@ static void where_row(char **p, const int64_t *s, int64_t n, void *ctx)
         const char *src = p[j] + i * s[j];
         char *dst = p[0] + i * s[0];
         if (c->same) memcpy(dst, src, es);
-        else if (integral) nn_store_i64(dst, c->dt[0], nn_load_i64(src, c->dt[j]));
+        else if (nn_dtype_is_complex(c->dt[0])) {
+            double re, im;
+            nn_load_c(src, c->dt[j], &re, &im);
+            nn_store_c(dst, c->dt[0], re, im);
+        } else if (integral) nn_store_i64(dst, c->dt[0], nn_load_i64(src, c->dt[j]));
         else nn_store_f64(dst, c->dt[0], nn_load_f64(src, c->dt[j]));
     }
 }

@@ -13,6 +13,12 @@ nn_status nn_cpu_bmm(const nn_kargs *a);     /* cpu/blas.c */
 nn_status nn_cpu_fill(const nn_kargs *a);    /* cpu/copy.c: fill, arange; random ops go to nn_cpu_random */
 nn_status nn_cpu_random(const nn_kargs *a);  /* cpu/random.c: uniform, normal, randint */
 nn_status nn_cpu_copy(const nn_kargs *a);    /* cpu/copy.c */
+/* complex operands (cpu/complex.c): the entry points above hand them over */
+nn_status nn_cpu_complex_unary(const nn_kargs *a);
+nn_status nn_cpu_complex_binary(const nn_kargs *a);
+nn_status nn_cpu_complex_copy(const nn_kargs *a);   /* dtypes differ, one complex */
+nn_status nn_cpu_complex_fill(const nn_kargs *a);
+nn_status nn_cpu_complex_reduce(const nn_kargs *a); /* sum mean prod all any */
 
 /* n elements of float dtype dt at p, byte stride s, to and from doubles (cpu/rows.c) */
 void nn_cpu_load_row(double *restrict b, const char *p, int64_t s, int64_t n, nn_dtype dt);

@@ -517,6 +517,7 @@ static nn_status reduce_index(const nn_kargs *a)
 nn_status nn_cpu_reduce(const nn_kargs *a)
 {
     nn_tensor *x = a->in[0], *out = a->out[0];
+    if (nn_dtype_is_complex(x->dtype) || nn_dtype_is_complex(out->dtype)) return nn_cpu_complex_reduce(a);
     rctx c = {.op = a->op, .dt = x->dtype, .p = a->f[0]};
     bool int_in = nn_dtype_is_integral(x->dtype), int_out = nn_dtype_is_integral(out->dtype);
     switch (a->op) {
