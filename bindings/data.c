@@ -1,7 +1,8 @@
 /* The C half of torch.utils.data and torchvision.datasets (the Lua half is
  * bindings/lua/torch_data.lua and torchvision.lua):
  *
- *   torch.Generator()            seeded random numbers for samplers and random_split
+ *   torch.Generator()            seeded random numbers for samplers and random_split, and
+ *                                (torch._with_generator) for the random ops given generator=
  *   torch.randperm(n, {generator=, dtype=, device=})
  *   torch._data.*                the readers (IDX, CIFAR-10), data sources
  *                                (datasets C can fetch from in any thread) and the
@@ -33,9 +34,7 @@
 
 /* ---- generators ---- */
 
-typedef struct {
-    uint64_t seed, offset;
-} generator;
+typedef nn_generator generator;
 
 static generator *check_generator(lua_State *L, int idx) { return luaL_checkudata(L, idx, GENERATOR_MT); }
 
@@ -46,6 +45,22 @@ static generator *opt_generator(lua_State *L, int idx)
     generator *g = luaL_testudata(L, idx, GENERATOR_MT);
     if (!g) luaL_typeerror(L, idx, "torch.Generator");
     return g;
+}
+
+nn_generator *lt_opt_generator(lua_State *L, int o)
+{
+    if (lua_type(L, o) != LUA_TTABLE) return NULL;
+    lua_getfield(L, o, "generator");
+    generator *g = lua_isnil(L, -1) ? NULL : luaL_testudata(L, -1, GENERATOR_MT);
+    if (!g && !lua_isnil(L, -1)) luaL_error(L, "generator: torch.Generator expected, got %s", luaL_typename(L, -1));
+    lua_pop(L, 1); /* the option table still holds it */
+    return g;
+}
+
+nn_generator *lt_generator_begin(nn_generator *g) { return g ? nn_use_generator(g) : NULL; }
+void lt_generator_end(nn_generator *g, nn_generator *prev)
+{
+    if (g) nn_use_generator(prev);
 }
 
 /* Reserve n draws from g (or the default generator): the key and the first counter. */
@@ -66,13 +81,12 @@ static uint64_t draw64(uint64_t seed, uint64_t counter)
 
 static int gen_new(lua_State *L)
 {
-    if (!lua_isnoneornil(L, 1)) {
-        nn_device d = lt_check_device(L, 1);
-        if (d.type != NN_CPU) return luaL_argerror(L, 1, "only CPU generators are supported");
-    }
-    generator *g = lua_newuserdatauv(L, sizeof *g, 0);
+    nn_device d = lua_isnoneornil(L, 1) ? NN_DEVICE_CPU : lt_check_device(L, 1);
+    generator *g = lua_newuserdatauv(L, sizeof *g, 1);
     *g = (generator){DEFAULT_SEED, 0};
     luaL_setmetatable(L, GENERATOR_MT);
+    lt_push_device(L, d); /* only g.device: one counter-based Philox serves every device */
+    lua_setiuservalue(L, -2, 1);
     return 1;
 }
 
@@ -132,13 +146,25 @@ static int gen_index(lua_State *L)
 {
     const char *k = luaL_checkstring(L, 2);
     if (!strcmp(k, "device")) {
-        lt_push_device(L, NN_DEVICE_CPU);
+        lua_getiuservalue(L, 1, 1);
         return 1;
     }
     luaL_getmetatable(L, GENERATOR_MT);
     lua_getfield(L, -1, "__methods");
     lua_getfield(L, -1, k);
     return 1;
+}
+
+/* torch._with_generator(g, f, ...): f(...) with the thread's random ops drawing from g */
+static int gen_with(lua_State *L)
+{
+    generator *g = check_generator(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    nn_generator *prev = lt_generator_begin(g);
+    int st = lua_pcall(L, lua_gettop(L) - 2, LUA_MULTRET, 0);
+    lt_generator_end(g, prev);
+    if (st != LUA_OK) return lua_error(L);
+    return lua_gettop(L) - 1;
 }
 
 static int gen_tostring(lua_State *L)
@@ -658,6 +684,8 @@ void lt_open_data(lua_State *L)
 
     lua_pushcfunction(L, gen_new);
     lua_setfield(L, torch, "Generator");
+    lua_pushcfunction(L, gen_with);
+    lua_setfield(L, torch, "_with_generator");
     if (lua_getfield(L, torch, "randperm") == LUA_TNIL) {
         lua_pushcfunction(L, t_randperm);
         lua_setfield(L, torch, "randperm");

@@ -79,6 +79,11 @@ int lt_is_opts(lua_State *L, int idx);
  * otherwise `bad argument #idx to 'fn' (unknown keyword 'xyz')`. idx may hold nil
  * or none (then nothing to check). */
 void lt_check_opts(lua_State *L, int idx, const char *const *names);
+/* The torch.Generator in field "generator" of the option table at o (NULL: none given). Random ops
+ * made between lt_generator_begin and lt_generator_end draw from it; begin returns what end restores. */
+nn_generator *lt_opt_generator(lua_State *L, int o);
+nn_generator *lt_generator_begin(nn_generator *g);
+void lt_generator_end(nn_generator *g, nn_generator *prev);
 /* Push field `name` of the options table at idx (nil if idx is not a table);
  * returns its Lua type. */
 int lt_opt(lua_State *L, int idx, const char *name);

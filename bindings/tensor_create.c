@@ -19,6 +19,7 @@ typedef struct {
 } create_opts;
 
 static const char *const create_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", NULL};
+static const char *const random_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", "generator", NULL};
 
 /* torch.set_default_device: where the factories put a tensor when no device= is given (the
  * *_like ones and torch.tensor(t) follow their input instead) */
@@ -26,13 +27,15 @@ static nn_device default_device = {NN_CPU, -1};
 
 nn_device lt_default_device(void) { return default_device; }
 
-static void read_create(lua_State *L, int o, nn_dtype dt, nn_device dev, create_opts *c)
+static void read_opts(lua_State *L, int o, const char *const *keys, nn_dtype dt, nn_device dev, create_opts *c)
 {
-    lt_check_opts(L, o, create_keys);
+    lt_check_opts(L, o, keys);
     c->dt = lt_opt_dtype(L, o, dt);
     c->dev = lt_opt_device(L, o, dev);
     c->requires_grad = lt_opt_bool(L, o, "requires_grad", 0);
 }
+
+static void read_create(lua_State *L, int o, nn_dtype dt, nn_device dev, create_opts *c) { read_opts(L, o, create_keys, dt, dev, c); }
 
 /* Push t (a new tensor from a factory) after applying requires_grad. */
 static int finish(lua_State *L, nn_tensor *t, const create_opts *c, int arg)
@@ -68,8 +71,12 @@ static int t_factory(lua_State *L)
     int64_t shape[NN_MAX_DIMS];
     int n = lt_sizes(L, 1, last, shape);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
-    return finish(L, make(kind, n, shape, c.dt, c.dev), &c, 1);
+    bool random = kind == F_RAND || kind == F_RANDN;
+    read_opts(L, last + 1, random ? random_keys : create_keys, NN_DTYPE_NONE, default_device, &c);
+    nn_generator *g = random ? lt_opt_generator(L, last + 1) : NULL, *prev = lt_generator_begin(g);
+    nn_tensor *t = make(kind, n, shape, c.dt, c.dev);
+    lt_generator_end(g, prev);
+    return finish(L, t, &c, 1);
 }
 
 /* zeros_like(t, {dtype=, device=, requires_grad=}) and friends */
@@ -140,8 +147,11 @@ static int t_randint(lua_State *L)
     if (lua_type(L, size_at) == LUA_TNUMBER) luaL_typeerror(L, size_at, "table or torch.Size");
     int n = lt_sizes(L, size_at, size_at, shape);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
-    return finish(L, nn_randint(low, high, n, shape, c.dt, c.dev), &c, 2);
+    read_opts(L, last + 1, random_keys, NN_DTYPE_NONE, default_device, &c);
+    nn_generator *g = lt_opt_generator(L, last + 1), *prev = lt_generator_begin(g);
+    nn_tensor *t = nn_randint(low, high, n, shape, c.dt, c.dev);
+    lt_generator_end(g, prev);
+    return finish(L, t, &c, 2);
 }
 
 /* normal(mean, std, size, opts) */
@@ -152,8 +162,11 @@ static int t_normal(lua_State *L)
     int64_t shape[NN_MAX_DIMS];
     int n = lt_sizes(L, 3, last, shape);
     create_opts c;
-    read_create(L, last + 1, NN_DTYPE_NONE, default_device, &c);
-    return finish(L, nn_normal(mean, std, n, shape, c.dt, c.dev), &c, 2);
+    read_opts(L, last + 1, random_keys, NN_DTYPE_NONE, default_device, &c);
+    nn_generator *g = lt_opt_generator(L, last + 1), *prev = lt_generator_begin(g);
+    nn_tensor *t = nn_normal(mean, std, n, shape, c.dt, c.dev);
+    lt_generator_end(g, prev);
+    return finish(L, t, &c, 2);
 }
 
 /* arange(end) / arange(start, end[, step]) */

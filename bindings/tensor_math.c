@@ -198,7 +198,10 @@ static int m_uniform_(lua_State *L)
     nn_tensor *t = lt_check(L, 1);
     double lo = 0, hi = 1;
     two_numbers(L, "from", &lo, "to", &hi);
-    if (nn_uniform_(t, lo, hi)) return lt_fail(L, 2);
+    nn_generator *g = lt_opt_generator(L, lt_last_positional(L) + 1), *prev = lt_generator_begin(g);
+    nn_status st = nn_uniform_(t, lo, hi);
+    lt_generator_end(g, prev);
+    if (st) return lt_fail(L, 2);
     lua_settop(L, 1);
     return 1;
 }
@@ -217,7 +220,10 @@ static int m_normal_(lua_State *L)
     nn_tensor *t = lt_check(L, 1);
     double mean = 0, std = 1;
     two_numbers(L, "mean", &mean, "std", &std);
-    if (nn_normal_(t, mean, std)) return lt_fail(L, 2);
+    nn_generator *g = lt_opt_generator(L, lt_last_positional(L) + 1), *prev = lt_generator_begin(g);
+    nn_status st = nn_normal_(t, mean, std);
+    lt_generator_end(g, prev);
+    if (st) return lt_fail(L, 2);
     lua_settop(L, 1);
     return 1;
 }

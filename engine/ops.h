@@ -64,7 +64,13 @@ uint64_t nn_initial_seed(void);
 /* The default generator's whole state, (seed, offset): torch.get_rng_state / set_rng_state. */
 void nn_rng_state(uint64_t *seed, uint64_t *offset);
 void nn_set_rng_state(uint64_t seed, uint64_t offset);
-/* Reserve n counters from the default generator: returns the seed, sets *offset. */
+/* A generator's state (torch.Generator). While one is in use on a thread (nn_use_generator, which
+ * returns the one it replaces; NULL: the default), that thread's random ops draw from it. */
+typedef struct nn_generator {
+    uint64_t seed, offset;
+} nn_generator;
+nn_generator *nn_use_generator(nn_generator *g);
+/* Reserve n counters from the generator in use: returns the seed, sets *offset. */
 uint64_t nn_philox_reserve(uint64_t n, uint64_t *offset);
 /* The counters dropout's n draws of dtype dt take: four uniforms from a block (two for float64) */
 uint64_t nn_dropout_blocks(int64_t n, nn_dtype dt);

@@ -303,8 +303,16 @@ function ConcatDataset:__getitem(i)
   return d:__getitem(i - start)
 end
 
--- random_split(dataset, lengths, generator): lengths are counts or fractions summing to 1.
+-- A generator given as itself or as {generator = g} (Python's generator= keyword)
+local function generator_arg(fname, g)
+  if type(g) ~= "table" then return g end
+  check_keys(fname, g, { "generator" })
+  return g.generator
+end
+
+-- random_split(dataset, lengths, generator | {generator=}): lengths are counts or fractions summing to 1.
 function data.random_split(dataset, lengths, generator)
+  generator = generator_arg("random_split", generator)
   local n = len(dataset, "random_split's dataset")
   if type(lengths) ~= "table" then error("random_split: lengths must be a list", 2) end
   local sum = 0
@@ -533,6 +541,7 @@ function RandomSampler:iter() return list_iter(self:indices()) end
 local SubsetRandomSampler = Sampler:extend("SubsetRandomSampler")
 data.SubsetRandomSampler = SubsetRandomSampler
 function SubsetRandomSampler:__init(indices, generator)
+  generator = generator_arg("SubsetRandomSampler", generator)
   if torch.is_tensor(indices) then indices = indices:tolist() end
   self.indices_ = indices
   self.generator = generator
