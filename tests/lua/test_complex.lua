@@ -369,3 +369,17 @@ T.test("gradients", function()
   out:backward(torch.ones(3, c128))
   T.near(C.of(v.grad), C.map(C.of(torch.ones(3, c128)), function() return { 0, -1 } end), 1e-12, "backward(grad) of i*x")
 end)
+
+-- ---- on a GPU: complex tensors move and print there; their ops are the CPU's for now ----
+
+T.test("complex tensors on a GPU", function()
+  if not torch.cuda.is_available() then return T.skip("no GPU") end
+  local z = torch.complex(torch.tensor({ 1.5, -2.0 }), torch.tensor({ 0.25, 3.0 }))
+  local g = z:cuda()
+  T.eq({ tostring(g.dtype), g.device.type }, { "torch.complex64", "cuda" }, "moved")
+  T.check(torch.equal(g:cpu(), z), "back bit for bit")
+  T.check(torch.equal(z:to(torch.complex128):cuda():cpu(), z:to(torch.complex128)), "complex128 too")
+  T.check(tostring(g):find("1.5000+0.2500j", 1, true) ~= nil and tostring(g):find("device='cuda:0'", 1, true) ~= nil, "printed")
+  T.raises(function() return g + g end, "~not implemented for 'ComplexFloat'", "ops refused on CUDA")
+  T.raises(function() return torch.fft.fft(torch.randn(8):cuda()) end, "~not implemented", "fft refused on CUDA")
+end)
