@@ -78,6 +78,8 @@ typedef enum {
     NNREPL_INT32 = 5,
     NNREPL_UINT8 = 6,
     NNREPL_BOOL = 7,     /* one byte, 0 or 1 */
+    NNREPL_INT8 = 8,
+    NNREPL_INT16 = 9,
 } nnrepl_dtype;
 
 typedef enum { NNREPL_CPU = 0, NNREPL_CUDA = 1 } nnrepl_device_type;
