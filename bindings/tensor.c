@@ -491,13 +491,15 @@ static int t_idiv(lua_State *L)
     nn_tensor *b = lt_operand(L, 2);
     if (!b) { nn_release(a); return lt_fail(L, 0); }
     nn_dtype dt = nn_result_type(a, b);
-    nn_tensor *rem = nn_binary(NN_OP_remainder, a, b);
-    nn_tensor *num = rem ? nn_binary(NN_OP_sub, a, rem) : NULL;
-    if (num && nn_dtype_is_integral(dt)) { /* divide exact multiples in float64, not the default float */
-        nn_tensor *wide = nn_to_dtype(num, NN_F64);
-        nn_release(num);
-        num = wide;
-    }
+    nn_tensor *rem = nn_binary(NN_OP_remainder, a, b), *num = NULL;
+    if (rem && nn_dtype_is_integral(dt)) { /* a - rem in int64 (it may overflow int8), divided in float64 */
+        nn_tensor *a64 = nn_to_dtype(a, NN_I64), *r64 = a64 ? nn_to_dtype(rem, NN_I64) : NULL;
+        nn_tensor *d = r64 ? nn_binary(NN_OP_sub, a64, r64) : NULL;
+        num = d ? nn_to_dtype(d, NN_F64) : NULL;
+        nn_release(a64);
+        nn_release(r64);
+        nn_release(d);
+    } else if (rem) num = nn_binary(NN_OP_sub, a, rem);
     nn_tensor *q = num ? nn_binary(NN_OP_div, num, b) : NULL;
     nn_tensor *r = q ? nn_to_dtype(q, dt) : NULL;
     nn_release(rem);

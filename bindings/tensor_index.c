@@ -262,12 +262,6 @@ static nn_status copy_to(nn_tensor *dst, nn_tensor *src)
 
 /* ---- tensor keys: advanced indexing on dim 0 ---- */
 
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 static bool is_mask(const nn_tensor *k) { return k->dtype == NN_BOOL || k->dtype == NN_U8; }
 
 /* Indices may live on the CPU or on x's device. */
@@ -460,7 +454,7 @@ static nn_tensor *put_source(nn_tensor *x, nn_tensor *k, nn_tensor *v, bool is_n
     }
     if (v->dtype != x->dtype) {
         nn_error(NN_ERR_DTYPE, "Index put requires the source and destination dtypes match, got %s for the destination and %s for the source.",
-                 torch_name(x->dtype), torch_name(v->dtype));
+                 nn_dtype_scalar_name(x->dtype), nn_dtype_scalar_name(v->dtype));
         return NULL;
     }
     if (!nn_device_eq(v->storage->device, dev) && v->ndim != 0) {

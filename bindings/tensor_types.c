@@ -71,7 +71,7 @@ static int dtype_index(lua_State *L)
     const char *k = luaL_checkstring(L, 2);
     if (!strcmp(k, "is_floating_point")) lua_pushboolean(L, nn_dtype_is_float(o->dt));
     else if (!strcmp(k, "is_complex")) lua_pushboolean(L, nn_dtype_is_complex(o->dt));
-    else if (!strcmp(k, "is_signed")) lua_pushboolean(L, o->dt != NN_U8 && o->dt != NN_BOOL);
+    else if (!strcmp(k, "is_signed")) lua_pushboolean(L, nn_dtype_is_signed(o->dt));
     else if (!strcmp(k, "itemsize")) lua_pushinteger(L, (lua_Integer)nn_dtype_size(o->dt));
     else lua_pushnil(L);
     return 1;
@@ -95,7 +95,7 @@ static void open_dtypes(lua_State *L, int torch)
     lua_rawsetp(L, LUA_REGISTRYINDEX, LT_DTYPES);
     static const char *const aliases[][2] = {
         {"float", "float32"}, {"double", "float64"}, {"half", "float16"}, {"long", "int64"}, {"int", "int32"},
-        {"cfloat", "complex64"}, {"cdouble", "complex128"},
+        {"short", "int16"}, {"cfloat", "complex64"}, {"cdouble", "complex128"},
     };
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
         lua_getfield(L, torch, aliases[i][1]);

@@ -322,19 +322,16 @@ nn_status bmm_int(const nn_kargs *a, cudaStream_t s)
     int64_t nb = a->out[0]->shape[0], m = C.rows, n = C.cols, k = A.cols;
     uint64_t alpha = (uint64_t)(int64_t)a->f[0], beta = (uint64_t)(int64_t)a->f[1];
     unsigned blocks = nn_cuda_blocks(nb * m * n);
+#define GEMM_INT(T)                                                                                                                   \
+    gemm_int<<<blocks, 256, 0, s>>>((T *)C.p, strides_of(C), (const T *)A.p, strides_of(A), (const T *)B.p, strides_of(B), nb, m, n, k, \
+                                    alpha, beta)
     switch (a->out[0]->dtype) {
-    case NN_I64:
-        gemm_int<<<blocks, 256, 0, s>>>((int64_t *)C.p, strides_of(C), (const int64_t *)A.p, strides_of(A), (const int64_t *)B.p, strides_of(B),
-                                        nb, m, n, k, alpha, beta);
-        break;
-    case NN_I32:
-        gemm_int<<<blocks, 256, 0, s>>>((int32_t *)C.p, strides_of(C), (const int32_t *)A.p, strides_of(A), (const int32_t *)B.p, strides_of(B),
-                                        nb, m, n, k, alpha, beta);
-        break;
-    case NN_U8:
-        gemm_int<<<blocks, 256, 0, s>>>((uint8_t *)C.p, strides_of(C), (const uint8_t *)A.p, strides_of(A), (const uint8_t *)B.p, strides_of(B),
-                                        nb, m, n, k, alpha, beta);
-        break;
+    case NN_I64: GEMM_INT(int64_t); break;
+    case NN_I32: GEMM_INT(int32_t); break;
+    case NN_I16: GEMM_INT(int16_t); break;
+    case NN_I8: GEMM_INT(int8_t); break;
+    case NN_U8: GEMM_INT(uint8_t); break;
+#undef GEMM_INT
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }
     NN_CHECK_LAUNCH();
@@ -355,6 +352,8 @@ nn_status scale_out(const nn_kargs *a, cudaStream_t s)
     case NN_BF16: scale3<__nv_bfloat16, false><<<blocks, 256, 0, s>>>((__nv_bfloat16 *)C.p, sc, C.rows, C.cols, total, beta); break;
     case NN_I64: scale3<int64_t, true><<<blocks, 256, 0, s>>>((int64_t *)C.p, sc, C.rows, C.cols, total, beta); break;
     case NN_I32: scale3<int32_t, true><<<blocks, 256, 0, s>>>((int32_t *)C.p, sc, C.rows, C.cols, total, beta); break;
+    case NN_I16: scale3<int16_t, true><<<blocks, 256, 0, s>>>((int16_t *)C.p, sc, C.rows, C.cols, total, beta); break;
+    case NN_I8: scale3<int8_t, true><<<blocks, 256, 0, s>>>((int8_t *)C.p, sc, C.rows, C.cols, total, beta); break;
     case NN_U8: scale3<uint8_t, true><<<blocks, 256, 0, s>>>((uint8_t *)C.p, sc, C.rows, C.cols, total, beta); break;
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }
@@ -495,6 +494,8 @@ extern "C" nn_status nn_cuda_bmm(const nn_kargs *a)
     case NN_BF16: return gemm_float(dev, x->dtype, dt, nb, m, n, k, mat_of(x), mat_of(y), mat_of(out), a->f[0], a->f[1], NULL, false, "bmm");
     case NN_I64:
     case NN_I32:
+    case NN_I16:
+    case NN_I8:
     case NN_U8: return bmm_int(a, nn_cuda_current(d));
     default: return nn_not_implemented(a, dt);
     }

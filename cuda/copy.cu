@@ -22,6 +22,8 @@ __device__ __forceinline__ double load_f(const char *p, int dt)
     case NN_BF16: return __bfloat162float(*(const __nv_bfloat16 *)p);
     case NN_I64: return (double)*(const int64_t *)p;
     case NN_I32: return *(const int32_t *)p;
+    case NN_I16: return *(const int16_t *)p;
+    case NN_I8: return *(const int8_t *)p;
     case NN_U8: return *(const uint8_t *)p;
     default: return *(const uint8_t *)p != 0;
     }
@@ -32,6 +34,8 @@ __device__ __forceinline__ int64_t load_i(const char *p, int dt)
     switch (dt) {
     case NN_I64: return *(const int64_t *)p;
     case NN_I32: return *(const int32_t *)p;
+    case NN_I16: return *(const int16_t *)p;
+    case NN_I8: return *(const int8_t *)p;
     case NN_U8: return *(const uint8_t *)p;
     case NN_BOOL: return *(const uint8_t *)p != 0;
     default: return (int64_t)load_f(p, dt);
@@ -47,6 +51,8 @@ __device__ __forceinline__ void store_f(char *p, int dt, double v)
     case NN_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn((float)v); break;
     case NN_I64: *(int64_t *)p = (int64_t)v; break;
     case NN_I32: *(int32_t *)p = (int32_t)(int64_t)v; break;
+    case NN_I16: *(int16_t *)p = (int16_t)(int64_t)v; break;
+    case NN_I8: *(int8_t *)p = (int8_t)(int64_t)v; break;
     case NN_U8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
     default: *(uint8_t *)p = v != 0; break;
     }
@@ -57,13 +63,15 @@ __device__ __forceinline__ void store_i(char *p, int dt, int64_t v)
     switch (dt) {
     case NN_I64: *(int64_t *)p = v; break;
     case NN_I32: *(int32_t *)p = (int32_t)v; break;
+    case NN_I16: *(int16_t *)p = (int16_t)v; break;
+    case NN_I8: *(int8_t *)p = (int8_t)v; break;
     case NN_U8: *(uint8_t *)p = (uint8_t)v; break;
     case NN_BOOL: *(uint8_t *)p = v != 0; break;
     default: store_f(p, dt, (double)v); break;
     }
 }
 
-__device__ __forceinline__ bool integral(int dt) { return dt == NN_I64 || dt == NN_I32 || dt == NN_U8 || dt == NN_BOOL; }
+__device__ __forceinline__ bool integral(int dt) { return !nnk::is_float_dt(dt); }
 
 template <typename W>
 __global__ void copy_same(W *dst, const W *src, int64_t n)
@@ -151,30 +159,36 @@ bool nn_cuda_cast_dense(void *dst, int dt_out, const void *src, int dt_in, int64
 
 namespace {
 
-/* one element of a strided copy (any dtypes) */
-struct CopyOne {
+constexpr int CHUNK = 4; /* elements a thread in the strided copies and fills */
+
+/* one element of a strided copy from dtype DI to any dtype. A kernel per input dtype: with both
+ * dtypes read at run time, nvcc specialised one kernel for every pair and took many minutes. */
+template <int DI> struct CopyOne {
     char *dst;
     const char *src;
-    int dt_out, dt_in, es;
+    int dt_out, es;
     __device__ __forceinline__ void operator()(int64_t, const int64_t *off) const
     {
         char *d = dst + off[0];
         const char *s = src + off[1];
-        if (dt_out == dt_in) {
+        if (dt_out == DI) {
             switch (es) {
             case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
             case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
             case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
             default: *(uint64_t *)d = *(const uint64_t *)s; break;
             }
-        } else if (integral(dt_out) && integral(dt_in)) store_i(d, dt_out, load_i(s, dt_in));
-        else store_f(d, dt_out, load_f(s, dt_in));
+        } else if (integral(dt_out) && integral(DI)) store_i(d, dt_out, load_i(s, DI));
+        else store_f(d, dt_out, load_f(s, DI));
     }
 };
 
-constexpr int CHUNK = 4; /* elements a thread in the strided copies and fills */
+template <int DI> __global__ void copy_strided(CopyOne<DI> f, int64_t n, nn_cuda_offsets o) { nn_cuda_for_chunks<2, CHUNK>(o, n, f); }
 
-__global__ void copy_strided(CopyOne f, int64_t n, nn_cuda_offsets o) { nn_cuda_for_chunks<2, CHUNK>(o, n, f); }
+template <int DI> void launch_copy(const nn_iter &it, int dt_out, int es, int64_t n, const nn_cuda_offsets &o, cudaStream_t s)
+{
+    nn_launch<copy_strided<DI>>(nn_cuda_blocks(nn_cuda_chunks(o, n, CHUNK)), 256, s, CopyOne<DI>{it.data[0], it.data[1], dt_out, es}, n, o);
+}
 
 int64_t iter_numel(const nn_iter &it)
 {
@@ -216,8 +230,12 @@ extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
         return NN_OK;
     }
     nn_cuda_offsets o = nn_cuda_offsets_of(it);
-    nn_launch<copy_strided>(nn_cuda_blocks(nn_cuda_chunks(o, n, CHUNK)), 256, s, CopyOne{it.data[0], it.data[1], ops[0]->dtype, ops[1]->dtype, es},
-                            n, o);
+    switch (ops[1]->dtype) {
+#define FROM(DT) case DT: launch_copy<DT>(it, ops[0]->dtype, es, n, o, s); break;
+    FROM(NN_F32) FROM(NN_F64) FROM(NN_F16) FROM(NN_BF16) FROM(NN_I64) FROM(NN_I32) FROM(NN_I16) FROM(NN_I8) FROM(NN_U8) FROM(NN_BOOL)
+#undef FROM
+    default: return nn_error(NN_ERR_DTYPE, "copy: bad dtype %d", (int)ops[1]->dtype);
+    }
     NN_CHECK_LAUNCH();
     return NN_OK;
 }

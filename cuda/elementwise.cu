@@ -58,7 +58,7 @@ __device__ __forceinline__ uint64_t get_bits(const char *p, int es)
 __global__ void where_generic(char *out, int dto, int es, Operand<uint64_t> c, Operand<uint64_t> a, Operand<uint64_t> b,
                               int64_t n, Geo<4> g)
 {
-    const bool ints = dto == NN_I64 || dto == NN_I32 || dto == NN_U8 || dto == NN_BOOL;
+    const bool ints = !is_float_dt(dto);
     const bool cv = c.mode == IN_VALUE, av = a.mode == IN_VALUE, bv = b.mode == IN_VALUE, cval = c.val != 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[4];

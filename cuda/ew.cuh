@@ -18,6 +18,8 @@ template <typename T> struct ctype { typedef T type; };
 template <> struct ctype<__half> { typedef float type; };
 template <> struct ctype<__nv_bfloat16> { typedef float type; };
 template <> struct ctype<int32_t> { typedef int64_t type; };
+template <> struct ctype<int16_t> { typedef int64_t type; };
+template <> struct ctype<int8_t> { typedef int64_t type; };
 template <> struct ctype<uint8_t> { typedef int64_t type; };
 
 template <typename T> __device__ __forceinline__ typename ctype<T>::type ld(T v) { return (typename ctype<T>::type)v; }
@@ -40,6 +42,8 @@ __device__ __forceinline__ double ld_f64(const char *p, int dt)
     case NN_BF16: return __bfloat162float(*(const __nv_bfloat16 *)p);
     case NN_I64: return (double)*(const int64_t *)p;
     case NN_I32: return *(const int32_t *)p;
+    case NN_I16: return *(const int16_t *)p;
+    case NN_I8: return *(const int8_t *)p;
     case NN_U8: return *(const uint8_t *)p;
     default: return *(const uint8_t *)p != 0;
     }
@@ -50,6 +54,8 @@ __device__ __forceinline__ int64_t ld_i64(const char *p, int dt)
     switch (dt) {
     case NN_I64: return *(const int64_t *)p;
     case NN_I32: return *(const int32_t *)p;
+    case NN_I16: return *(const int16_t *)p;
+    case NN_I8: return *(const int8_t *)p;
     case NN_U8: return *(const uint8_t *)p;
     case NN_BOOL: return *(const uint8_t *)p != 0;
     default: {
@@ -64,6 +70,8 @@ __host__ __device__ __forceinline__ int64_t narrow(int64_t v, int dt)
 {
     switch (dt) {
     case NN_I32: return (int32_t)v;
+    case NN_I16: return (int16_t)v;
+    case NN_I8: return (int8_t)v;
     case NN_U8: return (uint8_t)v;
     case NN_BOOL: return v != 0;
     default: return v;
@@ -94,6 +102,8 @@ __device__ __forceinline__ void st_int(char *p, int dt, int64_t v) /* dt an inte
     switch (dt) {
     case NN_I64: *(int64_t *)p = v; break;
     case NN_I32: *(int32_t *)p = (int32_t)v; break;
+    case NN_I16: *(int16_t *)p = (int16_t)v; break;
+    case NN_I8: *(int8_t *)p = (int8_t)v; break;
     case NN_U8: *(uint8_t *)p = (uint8_t)v; break;
     default: *(uint8_t *)p = v != 0; break;
     }

@@ -165,18 +165,28 @@ __device__ __forceinline__ void add_at(int32_t *p, int32_t s, const Alpha &a)
 {
     atomicAdd((unsigned *)p, (unsigned)((uint64_t)a.i * (uint64_t)(int64_t)s));
 }
-/* bytes: the aligned 32-bit word that holds them */
-__device__ __forceinline__ void add_at(uint8_t *p, uint8_t s, const Alpha &a)
+/* 8- and 16-bit integers: a CAS loop on the aligned 32-bit word that holds them (wrapping) */
+template <typename U> __device__ __forceinline__ void add_narrow(void *p, uint64_t add)
 {
+    const unsigned mask = (1u << (8 * sizeof(U))) - 1u, a = (unsigned)add & mask;
+    if (!a) return;
     unsigned *w = (unsigned *)((uintptr_t)p & ~(uintptr_t)3);
-    unsigned sh = ((unsigned)(uintptr_t)p & 3u) * 8u, add = (uint8_t)((uint64_t)a.i * s);
-    if (!add) return;
+    unsigned sh = ((unsigned)(uintptr_t)p & 3u) * 8u;
     unsigned old = *(volatile unsigned *)w, assumed;
     do {
         assumed = old;
-        unsigned byte = ((assumed >> sh) + add) & 0xffu;
-        old = atomicCAS(w, assumed, (assumed & ~(0xffu << sh)) | (byte << sh));
+        unsigned v = ((assumed >> sh) + a) & mask;
+        old = atomicCAS(w, assumed, (assumed & ~(mask << sh)) | (v << sh));
     } while (old != assumed);
+}
+__device__ __forceinline__ void add_at(uint8_t *p, uint8_t s, const Alpha &a) { add_narrow<uint8_t>(p, (uint64_t)a.i * s); }
+__device__ __forceinline__ void add_at(int8_t *p, int8_t s, const Alpha &a)
+{
+    add_narrow<uint8_t>(p, (uint64_t)a.i * (uint64_t)(int64_t)s);
+}
+__device__ __forceinline__ void add_at(int16_t *p, int16_t s, const Alpha &a)
+{
+    add_narrow<uint16_t>(p, (uint64_t)a.i * (uint64_t)(int64_t)s);
 }
 __device__ __forceinline__ void add_at(Bool8 *p, Bool8 s, const Alpha &a)
 {
@@ -414,6 +424,8 @@ nn_status index_add(const nn_kargs *a)
     case NN_BF16: launch_add<__nv_bfloat16>(self, src, dim, nidx, ix, al, err, s); break;
     case NN_I64: launch_add<int64_t>(self, src, dim, nidx, ix, al, err, s); break;
     case NN_I32: launch_add<int32_t>(self, src, dim, nidx, ix, al, err, s); break;
+    case NN_I16: launch_add<int16_t>(self, src, dim, nidx, ix, al, err, s); break;
+    case NN_I8: launch_add<int8_t>(self, src, dim, nidx, ix, al, err, s); break;
     case NN_U8: launch_add<uint8_t>(self, src, dim, nidx, ix, al, err, s); break;
     default: launch_add<Bool8>(self, src, dim, nidx, ix, al, err, s); break;
     }

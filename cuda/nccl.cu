@@ -70,10 +70,18 @@ ncclDataType_t nccl_type(nn_dtype dt)
     case NN_BF16: return ncclBfloat16;
     case NN_I64: return ncclInt64;
     case NN_I32: return ncclInt32;
+    case NN_I8: return ncclInt8;
     case NN_U8: return ncclUint8;
     case NN_BOOL: return ncclUint8;
-    default: return ncclNumTypes;
+    default: return ncclNumTypes; /* int16: NCCL has no 16-bit integer type */
     }
+}
+
+/* PyTorch's refusal of a dtype NCCL cannot carry */
+nn_status check_type(nn_dtype dt)
+{
+    if (nccl_type(dt) != ncclNumTypes) return NN_OK;
+    return nn_error(NN_ERR_DTYPE, "Input tensor data type is not supported for NCCL process group: %s", nn_dtype_scalar_name(dt));
 }
 
 ncclRedOp_t nccl_op(nn_reduce_op op, nn_dtype dt)
@@ -203,9 +211,10 @@ nn_gpu_stream *n_stream(nn_pg *pg, nn_device dev)
     return G(pg)->handle;
 }
 
-/* On the group's stream, after what the current stream has queued so far. */
+/* On the group's stream, after what the current stream has queued so far (dt: the call's dtype). */
 #define ENQUEUE(what, call)                                         \
     do {                                                            \
+        if (nn_status st_ = check_type(dt)) return st_;             \
         if (nn_status st_ = follow_current(pg, dev)) return st_;    \
         cudaStream_t s = G(pg)->stream;                             \
         ncclComm_t comm = G(pg)->comm;                              \

@@ -563,6 +563,8 @@ nn_status reduce_cast(const nn_kargs *a, nn_dtype dt)
     case NN_BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; }         \
     case NN_I64: { typedef int64_t T; __VA_ARGS__; }                \
     case NN_I32: { typedef int32_t T; __VA_ARGS__; }                \
+    case NN_I16: { typedef int16_t T; __VA_ARGS__; }                \
+    case NN_I8: { typedef int8_t T; __VA_ARGS__; }                  \
     default: { typedef uint8_t T; __VA_ARGS__; } /* uint8, bool */  \
     }
 

@@ -66,6 +66,8 @@ __device__ __forceinline__ float load<Dyn, float>(const char *base, int64_t i, i
     case NN_BF16: return __bfloat162float(((const __nv_bfloat16 *)base)[i]);
     case NN_I64: return (float)((const int64_t *)base)[i];
     case NN_I32: return (float)((const int32_t *)base)[i];
+    case NN_I16: return ((const int16_t *)base)[i];
+    case NN_I8: return ((const int8_t *)base)[i];
     case NN_U8: return ((const uint8_t *)base)[i];
     default: return ((const uint8_t *)base)[i] != 0;
     }
@@ -80,6 +82,8 @@ __device__ __forceinline__ double load<Dyn, double>(const char *base, int64_t i,
     case NN_BF16: return __bfloat162float(((const __nv_bfloat16 *)base)[i]);
     case NN_I64: return (double)((const int64_t *)base)[i];
     case NN_I32: return ((const int32_t *)base)[i];
+    case NN_I16: return ((const int16_t *)base)[i];
+    case NN_I8: return ((const int8_t *)base)[i];
     case NN_U8: return ((const uint8_t *)base)[i];
     default: return ((const uint8_t *)base)[i] != 0;
     }

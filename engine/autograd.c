@@ -107,13 +107,6 @@ void nn_node_save(nn_node *n, int slot, nn_tensor *t)
     n->saved_nr[slot] = t->output_nr;
 }
 
-/* PyTorch's legacy type names, as its version error prints them */
-static const char *type_descriptor(char *buf, const nn_tensor *t)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    snprintf(buf, 48, "torch.%s%sTensor", t->storage->device.type == NN_CPU ? "" : "cuda.", names[t->dtype]);
-    return buf;
-}
 
 /* ---- create_graph: the pass's state, and saved outputs given their history back ---- */
 static _Thread_local bool retaining, creating;
@@ -161,7 +154,7 @@ nn_tensor *nn_node_saved(nn_node *n, int slot)
         nn_error(NN_ERR_RUNTIME, "one of the variables needed for gradient computation has been modified by an inplace operation: "
                                  "[%s %s]%s is at version %u; expected version %u instead. Hint: enable anomaly detection to find "
                                  "the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).",
-                 type_descriptor(ty, t), nn_shape_str(b, t->ndim, t->shape), from, t->storage->version, n->saved_version[slot]);
+                 nn_type_str(ty, t), nn_shape_str(b, t->ndim, t->shape), from, t->storage->version, n->saved_version[slot]);
         return NULL;
     }
     if (creating && (n->saved_output >> slot & 1)) return live_output(n, slot, t);

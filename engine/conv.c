@@ -18,27 +18,6 @@
 nn_status nn_cpu_conv2d(const nn_kargs *a);
 static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_conv2d;
 
-/* The C++ type names of PyTorch's "Input type (float) and bias type (double)" message. */
-static const char *ctype_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "unsigned char", "bool",
-                                                  "c10::complex<float>", "c10::complex<double>"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
-/* "torch.FloatTensor", "torch.cuda.FloatTensor" (Tensor.type()) */
-static const char *type_string(const nn_tensor *t, char *buf, size_t n)
-{
-    snprintf(buf, n, "torch.%s%sTensor", t->storage->device.type == NN_CUDA ? "cuda." : "", torch_name(t->dtype));
-    return buf;
-}
-
 typedef struct {
     int64_t stride[2], pad[2], dil[2], groups;
 } conv_ctx;
@@ -95,7 +74,7 @@ static nn_status check_shape_forward(const nn_tensor *x, const nn_tensor *w, con
 static nn_status check_conv(const nn_tensor *x4, const nn_tensor *w, const nn_tensor *b, const int64_t *stride, const int64_t *pad,
                             const int64_t *dil, int64_t groups)
 {
-    char s1[160], d1[40], d2[40];
+    char s1[160], d1[48], d2[48];
     if (w->ndim < 3) return nn_error(NN_ERR_SHAPE, "conv2d: weight should have at least three dimensions");
     if (groups <= 0) return nn_error(NN_ERR_ARG, "conv2d: non-positive groups is not supported");
     nn_status st = check_shape_forward(x4, w, b, stride, pad, dil, groups);
@@ -104,12 +83,13 @@ static nn_status check_conv(const nn_tensor *x4, const nn_tensor *w, const nn_te
         return nn_error(NN_ERR_SHAPE, "conv2d: Only zero batch or zero channel inputs are supported, but got input shape: %s",
                         nn_shape_str(s1, x4->ndim, x4->shape));
     if (x4->dtype != w->dtype || !nn_device_eq(x4->storage->device, w->storage->device))
-        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and weight type (%s) should be the same", type_string(x4, d1, sizeof d1),
-                        type_string(w, d2, sizeof d2));
+        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and weight type (%s) should be the same", nn_type_str(d1, x4),
+                        nn_type_str(d2, w));
     if (b && !nn_device_eq(x4->storage->device, b->storage->device))
-        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and bias type (%s) should be the same", type_string(x4, d1, sizeof d1),
-                        type_string(b, d2, sizeof d2));
-    if (!nn_dtype_is_float(x4->dtype)) return nn_error(NN_ERR_DTYPE, "conv2d: \"conv2d\" not implemented for '%s'", torch_name(x4->dtype));
+        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and bias type (%s) should be the same", nn_type_str(d1, x4),
+                        nn_type_str(d2, b));
+    if (!nn_dtype_is_float(x4->dtype))
+        return nn_error(NN_ERR_DTYPE, "conv2d: \"conv2d\" not implemented for '%s'", nn_dtype_scalar_name(x4->dtype));
     return NN_OK;
 }
 
@@ -118,8 +98,8 @@ static nn_status check_input(const nn_tensor *input, const nn_tensor *bias)
 {
     char s1[160];
     if (bias && bias->dtype != input->dtype)
-        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and bias type (%s) should be the same", ctype_name(input->dtype),
-                        ctype_name(bias->dtype));
+        return nn_error(NN_ERR_DTYPE, "conv2d: Input type (%s) and bias type (%s) should be the same", nn_dtype_ctype_name(input->dtype),
+                        nn_dtype_ctype_name(bias->dtype));
     if (input->ndim != 3 && input->ndim != 4)
         return nn_error(NN_ERR_SHAPE, "conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
                         nn_shape_str(s1, input->ndim, input->shape));

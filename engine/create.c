@@ -9,15 +9,15 @@
 static nn_status check_value(const char *fn, double v, nn_dtype dt)
 {
     double lo, hi;
+    int64_t min, max;
     switch (dt) {
     case NN_F64: case NN_BOOL: case NN_C64: case NN_C128: return NN_OK;
     case NN_F32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
     case NN_F16: lo = -65504, hi = 65504; break;
     case NN_BF16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
-    case NN_I64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
-    case NN_I32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case NN_U8: lo = 0, hi = 255; break;
-    default: return nn_error(NN_ERR_DTYPE, "%s: unknown dtype", fn);
+    default:
+        if (!nn_dtype_int_range(dt, &min, &max)) return nn_error(NN_ERR_DTYPE, "%s: unknown dtype", fn);
+        lo = (double)min, hi = (double)max;
     }
     bool ok = nn_dtype_is_float(dt) ? isinf(v) || isnan(v) || (v >= lo && v <= hi)
                                     : !isnan(v) && trunc(v) >= lo && (dt == NN_I64 ? trunc(v) < hi : trunc(v) <= hi);

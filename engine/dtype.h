@@ -9,7 +9,7 @@
 
 /* Order matters only for the tables in dtype.c. */
 typedef enum {
-    NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL,
+    NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL, NN_I8, NN_I16,
     NN_C64, NN_C128, /* complex: two float32 / two float64 (real, imag) */
     NN_NDTYPES,
     NN_DTYPE_NONE = -1 /* "not given": pick the default */
@@ -18,21 +18,24 @@ typedef enum {
 size_t nn_dtype_size(nn_dtype dt);
 const char *nn_dtype_name(nn_dtype dt);       /* "float32", "int64", ... as PyTorch names them */
 bool nn_dtype_is_float(nn_dtype dt);          /* f32 f64 f16 bf16 */
-bool nn_dtype_is_integral(nn_dtype dt);       /* i64 i32 u8 bool */
+bool nn_dtype_is_integral(nn_dtype dt);       /* i64 i32 i16 i8 u8 bool */
+bool nn_dtype_is_signed(nn_dtype dt);         /* all but u8 and bool */
 bool nn_dtype_is_complex(nn_dtype dt);        /* c64 c128 */
 /* float or complex: the dtypes that can carry a gradient */
 static inline bool nn_dtype_is_differentiable(nn_dtype dt) { return !nn_dtype_is_integral(dt); }
 nn_dtype nn_dtype_to_real(nn_dtype dt);       /* c64 -> f32, c128 -> f64, others as they are */
 nn_dtype nn_dtype_to_complex(nn_dtype dt);    /* f64 -> c128, other reals -> c64, complex as it is */
-/* c10's ScalarType name: "Float", "ComplexFloat", ... */
-const char *nn_dtype_scalar_name(nn_dtype dt);
+/* The range of an integer dtype (bool: 0..1); false for floating and complex dtypes. */
+bool nn_dtype_int_range(nn_dtype dt, int64_t *min, int64_t *max);
+const char *nn_dtype_scalar_name(nn_dtype dt); /* c10's ScalarType name: "Float", "Long", "Char", "ComplexFloat", ... */
+const char *nn_dtype_ctype_name(nn_dtype dt);  /* the C++ type PyTorch's messages print: "float", "long int", ... */
 nn_dtype nn_dtype_from_name(const char *name); /* "float32", "float", "long", ...; NN_DTYPE_NONE if unknown */
 
 /* The default floating dtype (torch.get_default_dtype), float32 unless changed. */
 nn_dtype nn_default_dtype(void);
 void nn_set_default_dtype(nn_dtype dt);
 
-/* PyTorch's promote_types for two dtypes (bool < integers < floats; u8+i8 style rules). */
+/* PyTorch's promote_types for two dtypes (bool < u8/i8 < i16 < i32 < i64 < floats; u8 with i8 is i16). */
 nn_dtype nn_promote_types(nn_dtype a, nn_dtype b);
 
 float nn_half_to_float(uint16_t h);

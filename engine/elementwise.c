@@ -17,9 +17,6 @@
 
 /* ---- type promotion ---- */
 
-/* c10's ScalarType names, as PyTorch's messages use them */
-static const char *const scalar_names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-
 static const char *const inplace_names[] = {
 #define X(name, kind, autocast, backward) #name "_",
 #include "ops.def"
@@ -86,24 +83,19 @@ static nn_status check_cast(const char *fn, nn_dtype result, nn_dtype self)
     if ((nn_dtype_is_float(result) && nn_dtype_is_integral(self)) || (result != NN_BOOL && self == NN_BOOL) ||
         (nn_dtype_is_complex(result) && !nn_dtype_is_complex(self)))
         return nn_error(NN_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", fn,
-                        scalar_names[result], scalar_names[self]);
+                        nn_dtype_scalar_name(result), nn_dtype_scalar_name(self));
     return NN_OK;
 }
 
-/* A number converted to an integer dtype must fit (unsigned types also take negatives that
- * wrap, as PyTorch's checked conversion allows). */
+/* A number converted to an integer dtype must fit (uint8 also takes negatives that wrap,
+ * as PyTorch's checked conversion allows). */
 static nn_status check_fits(const char *fn, double v, nn_dtype dt)
 {
-    double lo, hi;
-    const char *name;
-    switch (dt) {
-    case NN_I64: lo = -0x1p63, hi = 0x1p63, name = "int64_t"; break;
-    case NN_I32: lo = -0x1p31, hi = 0x1p31, name = "int32_t"; break;
-    case NN_U8: lo = -255, hi = 256, name = "uint8_t"; break;
-    default: return NN_OK;
-    }
+    int64_t min, max;
+    if (dt == NN_BOOL || !nn_dtype_int_range(dt, &min, &max)) return NN_OK;
+    double lo = dt == NN_U8 ? -255 : (double)min, hi = (double)max + 1; /* int64: 2^63 */
     if (v >= lo && v < hi) return NN_OK;
-    return nn_error(NN_ERR_ARG, "%s: value cannot be converted to type %s without overflow", fn, name);
+    return nn_error(NN_ERR_ARG, "%s: value cannot be converted to type %s_t without overflow", fn, nn_dtype_name(dt));
 }
 
 /* ---- shapes, devices, aliasing ---- */
@@ -202,7 +194,7 @@ static nn_status bitwise_dtype(const char *fn, nn_op op, nn_dtype dt)
 {
     bool shift = op == NN_OP_bitwise_left_shift || op == NN_OP_bitwise_right_shift;
     if (nn_dtype_is_float(dt) || (shift && dt == NN_BOOL))
-        return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, nn_op_name(op), scalar_names[dt]);
+        return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, nn_op_name(op), nn_dtype_scalar_name(dt));
     return NN_OK;
 }
 
@@ -428,7 +420,7 @@ static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, con
         return NN_OK;
     case NN_OP_nextafter:
         return c == NN_F32 || c == NN_F64 ? NN_OK
-                                          : nn_error(NN_ERR_DTYPE, "%s: \"nextafter\" not implemented for '%s'", fn, scalar_names[c]);
+                                          : nn_error(NN_ERR_DTYPE, "%s: \"nextafter\" not implemented for '%s'", fn, nn_dtype_scalar_name(c));
     case NN_OP_eq: case NN_OP_ne: case NN_OP_lt: case NN_OP_le: case NN_OP_gt: case NN_OP_ge:
     case NN_OP_logical_and: case NN_OP_logical_or:
         *odt = NN_BOOL;
@@ -506,7 +498,7 @@ nn_tensor *nn_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b)
 {
     if (cond->dtype != NN_BOOL && cond->dtype != NN_U8) {
         nn_error(NN_ERR_DTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
-                 scalar_names[cond->dtype]);
+                 nn_dtype_scalar_name(cond->dtype));
         return NULL;
     }
     int n1, n2;

@@ -15,12 +15,6 @@
 nn_status nn_cpu_index_select(const nn_kargs *a);
 static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_index_select;
 
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 static bool is_index_dtype(nn_dtype dt) { return dt == NN_I64 || dt == NN_I32; }
 
 /* x's slices at index along dim (dim wrapped, index checked); no autograd. */
@@ -122,12 +116,12 @@ static nn_status check_index_add(nn_tensor *self, int dim, nn_tensor *index, nn_
     int64_t n = nn_numel(index);
     if (index->ndim > 1)
         return nn_error(NN_ERR_INDEX, "index_add_(): Index is supposed to be a vector, but got dim: %d with type: %s and size: %s", index->ndim,
-                        torch_name(index->dtype), nn_shape_str(b1, index->ndim, index->shape));
+                        nn_dtype_scalar_name(index->dtype), nn_shape_str(b1, index->ndim, index->shape));
     if (!is_index_dtype(index->dtype))
-        return nn_error(NN_ERR_DTYPE, "index_add_(): Expected dtype int32/int64 for index but got: %s", torch_name(index->dtype));
+        return nn_error(NN_ERR_DTYPE, "index_add_(): Expected dtype int32/int64 for index but got: %s", nn_dtype_scalar_name(index->dtype));
     if (self->dtype != source->dtype)
-        return nn_error(NN_ERR_DTYPE, "index_add_(): self (%s) and source (%s) must have the same scalar type", torch_name(self->dtype),
-                        torch_name(source->dtype));
+        return nn_error(NN_ERR_DTYPE, "index_add_(): self (%s) and source (%s) must have the same scalar type",
+                        nn_dtype_scalar_name(self->dtype), nn_dtype_scalar_name(source->dtype));
     if (!(dim == 0 || dim < source->ndim))
         return nn_error(NN_ERR_INDEX, "index_add_(): Indexing dim %d is out of bounds of the source tensor with dim %d", dim, source->ndim);
     int64_t want = source->ndim ? source->shape[dim] : 1;
@@ -184,13 +178,6 @@ nn_status nn_index_add_(nn_tensor *self, int dim, nn_tensor *index, nn_tensor *s
     return nn_rebase_view_history(self);
 }
 
-/* "torch.FloatTensor", "torch.cuda.LongTensor": PyTorch's legacy type names. */
-static const char *type_string(char *buf, const nn_tensor *t)
-{
-    snprintf(buf, 48, "torch.%s%sTensor", t->storage->device.type == NN_CUDA ? "cuda." : "", torch_name(t->dtype));
-    return buf;
-}
-
 /* saved: 0 flat indices; i[0] padding_idx */
 static nn_status embedding_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
@@ -223,7 +210,7 @@ nn_tensor *nn_embedding(nn_tensor *weight, nn_tensor *indices, int64_t padding_i
     }
     if (!is_index_dtype(indices->dtype)) {
         nn_error(NN_ERR_DTYPE, "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got %s "
-                               "instead (while checking arguments for embedding)", type_string(buf, indices));
+                               "instead (while checking arguments for embedding)", nn_type_str(buf, indices));
         return NULL;
     }
     if (padding_idx >= weight->shape[0]) {

@@ -11,26 +11,12 @@
 #include "grad.h"
 #include "profiler.h"
 
-/* The C++ type names PyTorch's dtype-mismatch messages print. */
-static const char *ctype_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "unsigned char", "bool",
-                                                  "c10::complex<float>", "c10::complex<double>"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 static nn_status check_operands(const char *fn, const nn_tensor *a, const nn_tensor *b)
 {
     char d1[16], d2[16];
     if (a->dtype != b->dtype)
-        return nn_error(NN_ERR_DTYPE, "%s: expected m1 and m2 to have the same dtype, but got: %s != %s", fn, ctype_name(a->dtype),
-                        ctype_name(b->dtype));
+        return nn_error(NN_ERR_DTYPE, "%s: expected m1 and m2 to have the same dtype, but got: %s != %s", fn, nn_dtype_ctype_name(a->dtype),
+                        nn_dtype_ctype_name(b->dtype));
     if (a->dtype == NN_BOOL) return nn_error(NN_ERR_DTYPE, "%s: not implemented for 'Bool'", fn);
     if (!nn_device_eq(a->storage->device, b->storage->device))
         return nn_error(NN_ERR_DEVICE, "%s: expected all tensors to be on the same device, but found at least two devices, %s and %s",
@@ -324,8 +310,8 @@ nn_tensor *nn_addmm(nn_tensor *bias, nn_tensor *a, nn_tensor *b, double beta, do
     }
     if (check_operands("addmm", a, b)) return NULL;
     if (bias->dtype != a->dtype) {
-        nn_error(NN_ERR_DTYPE, "addmm: expected self and m1 to have the same dtype, but got: %s != %s", ctype_name(bias->dtype),
-                 ctype_name(a->dtype));
+        nn_error(NN_ERR_DTYPE, "addmm: expected self and m1 to have the same dtype, but got: %s != %s", nn_dtype_ctype_name(bias->dtype),
+                 nn_dtype_ctype_name(a->dtype));
         return NULL;
     }
     if (nn_dtype_is_integral(a->dtype) && (alpha != trunc(alpha) || beta != trunc(beta))) {
@@ -469,7 +455,8 @@ nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b)
         return NULL;
     }
     if (a->dtype != b->dtype) {
-        nn_error(NN_ERR_DTYPE, "dot: expected both vectors to have same dtype, but found %s and %s", torch_name(a->dtype), torch_name(b->dtype));
+        nn_error(NN_ERR_DTYPE, "dot: expected both vectors to have same dtype, but found %s and %s", nn_dtype_scalar_name(a->dtype),
+                 nn_dtype_scalar_name(b->dtype));
         return NULL;
     }
     if (check_operands("dot", a, b)) return NULL;

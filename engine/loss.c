@@ -12,12 +12,6 @@
 nn_status nn_cpu_nll_loss(const nn_kargs *a);
 static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_nll_loss;
 
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 static bool same_shape(int na, const int64_t *a, int nb, const int64_t *b)
 {
     return na == nb && !memcmp(a, b, sizeof(int64_t) * (size_t)na);
@@ -48,9 +42,10 @@ static nn_status check_args(int xnd, const int64_t *xs, nn_dtype xdt, const nn_t
     if (w && (w->ndim != 1 || w->shape[0] != C))
         return nn_error(NN_ERR_SHAPE, "weight tensor should be defined either for all %lld classes or no classes but got weight tensor of shape: %s",
                         (long long)C, nn_shape_str(b1, w->ndim, w->shape));
-    if (!nn_dtype_is_float(xdt)) return nn_error(NN_ERR_DTYPE, "\"nll_loss_out_frame\" not implemented for '%s'", torch_name(xdt));
-    if (t->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "expected scalar type Long but found %s", torch_name(t->dtype));
-    if (w && w->dtype != xdt) return nn_error(NN_ERR_DTYPE, "expected scalar type %s but found %s", torch_name(xdt), torch_name(w->dtype));
+    if (!nn_dtype_is_float(xdt)) return nn_error(NN_ERR_DTYPE, "\"nll_loss_out_frame\" not implemented for '%s'", nn_dtype_scalar_name(xdt));
+    if (t->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "expected scalar type Long but found %s", nn_dtype_scalar_name(t->dtype));
+    if (w && w->dtype != xdt)
+        return nn_error(NN_ERR_DTYPE, "expected scalar type %s but found %s", nn_dtype_scalar_name(xdt), nn_dtype_scalar_name(w->dtype));
     return NN_OK;
 }
 

@@ -17,12 +17,6 @@
 nn_status nn_cpu_max_pool2d(const nn_kargs *a);
 static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_max_pool2d;
 
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 typedef struct {
     int64_t i[8]; /* the kernels' i[] */
     bool cl;      /* the input was channels-last on a GPU: so is grad_input */
@@ -80,7 +74,8 @@ static nn_status shape_check(const char *fn, const nn_tensor *x, const int64_t *
 static nn_status check_input(const char *fn, const nn_tensor *x)
 {
     if (x->ndim != 3 && x->ndim != 4) return nn_error(NN_ERR_SHAPE, "%s: non-empty 3D or 4D (batch mode) tensor expected for input", fn);
-    if (!nn_dtype_is_float(x->dtype)) return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, fn, torch_name(x->dtype));
+    if (!nn_dtype_is_float(x->dtype))
+        return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, fn, nn_dtype_scalar_name(x->dtype));
     return NN_OK;
 }
 
@@ -330,7 +325,8 @@ static nn_status check_adaptive(const char *fn, const nn_tensor *x, int64_t oh, 
         if (x->shape[d] <= 0)
             return nn_error(NN_ERR_SHAPE, "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s with dimension %d being empty",
                             fn, nn_shape_str(b, x->ndim, x->shape), d);
-    if (!nn_dtype_is_float(x->dtype)) return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, fn, torch_name(x->dtype));
+    if (!nn_dtype_is_float(x->dtype))
+        return nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, fn, nn_dtype_scalar_name(x->dtype));
     return NN_OK;
 }
 

@@ -187,12 +187,7 @@ nn_tensor *nn_randint(int64_t low, int64_t high, int ndim, const int64_t *shape,
     }
     if (dt == NN_DTYPE_NONE) dt = NN_I64;
     int64_t min = INT64_MIN, max = INT64_MAX; /* of the dtype: the values drawn are in [low, high - 1] */
-    switch (dt) {
-    case NN_I32: min = INT32_MIN, max = INT32_MAX; break;
-    case NN_U8: min = 0, max = UINT8_MAX; break;
-    case NN_BOOL: min = 0, max = 1; break;
-    default: break;
-    }
+    nn_dtype_int_range(dt, &min, &max);
     if (low < min || high - 1 > max) {
         nn_error(NN_ERR_ARG, "randint: the range [%lld, %lld) does not fit in dtype %s", (long long)low, (long long)high,
                  nn_dtype_name(dt));

@@ -7,13 +7,6 @@
 #include "backend.h"
 #include "grad.h"
 
-/* PyTorch's ScalarType names, as its error messages print them. */
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 /* Check the mask against x and turn 0 into "every dim". */
 static nn_status full_mask(const char *fn, const nn_tensor *x, uint32_t *mask)
 {
@@ -99,7 +92,7 @@ nn_tensor *nn_reduce(nn_op op, nn_tensor *x, uint32_t dims, bool keepdim)
         if (!nn_dtype_is_differentiable(x->dtype)) {
             nn_error(NN_ERR_DTYPE,
                      "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: %s",
-                     torch_name(x->dtype));
+                     nn_dtype_scalar_name(x->dtype));
             return NULL;
         }
         break;
@@ -294,7 +287,7 @@ nn_tensor *nn_norm(nn_tensor *x, double p, uint32_t dims, bool keepdim)
         return r;
     }
     if (!nn_dtype_is_float(x->dtype)) {
-        nn_error(NN_ERR_DTYPE, "norm(): expected a floating point or complex tensor as input. Got %s", torch_name(x->dtype));
+        nn_error(NN_ERR_DTYPE, "norm(): expected a floating point or complex tensor as input. Got %s", nn_dtype_scalar_name(x->dtype));
         return NULL;
     }
     if (isnan(p)) {

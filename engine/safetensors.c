@@ -20,6 +20,7 @@
 static const char *const DTYPE_NAMES[NN_NDTYPES] = {
     [NN_F32] = "F32", [NN_F64] = "F64", [NN_F16] = "F16", [NN_BF16] = "BF16",
     [NN_I64] = "I64", [NN_I32] = "I32", [NN_U8] = "U8",   [NN_BOOL] = "BOOL",
+    [NN_I8] = "I8",   [NN_I16] = "I16",
     [NN_C64] = "C64", /* complex128 has no safetensors name */
 };
 
@@ -338,7 +339,7 @@ static nn_status parse_entry(nn_safetensors *f, jp *j, st_entry *e)
                 if (e->dtype == NN_DTYPE_NONE) {
                     nn_status st = nn_error(NN_ERR_DTYPE,
                                             "'%s': tensor '%s' has dtype %.32s, which nnrepl does not support "
-                                            "(it reads F64, F32, F16, BF16, I64, I32, U8, BOOL)",
+                                            "(it reads F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)",
                                             f->name, nm, s);
                     free(s), free(k);
                     return st;

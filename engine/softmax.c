@@ -11,13 +11,6 @@
 nn_status nn_cpu_softmax(const nn_kargs *a);
 static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_softmax;
 
-/* PyTorch's ScalarType names, as its error messages print them. */
-static const char *torch_name(nn_dtype dt)
-{
-    static const char *const names[NN_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Byte", "Bool", "ComplexFloat", "ComplexDouble"};
-    return dt >= 0 && dt < NN_NDTYPES ? names[dt] : "?";
-}
-
 /* The backward made of differentiable ops, for a pass that records a graph (double backward):
  * softmax y * (g - sum(g * y)), log_softmax g - exp(y) * sum(g), sums over dim. */
 static nn_tensor *composed_backward(nn_op op, nn_tensor *grad_out, nn_tensor *y, int dim)
@@ -57,7 +50,7 @@ static nn_tensor *forward(nn_op op, nn_tensor *x, int dim, nn_dtype dt)
     nn_dtype odt = dt == NN_DTYPE_NONE ? x->dtype : dt;
     if (!nn_dtype_is_float(odt)) {
         bool last = x->ndim == 0 || dim == x->ndim - 1;
-        nn_error(NN_ERR_DTYPE, "\"%s_%skernel_impl\" not implemented for '%s'", fn, last ? "lastdim_" : "", torch_name(odt));
+        nn_error(NN_ERR_DTYPE, "\"%s_%skernel_impl\" not implemented for '%s'", fn, last ? "lastdim_" : "", nn_dtype_scalar_name(odt));
         return NULL;
     }
     nn_tensor *y = nn_empty(x->ndim, x->shape, odt, x->storage->device);

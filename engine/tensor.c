@@ -17,6 +17,12 @@ const char *nn_device_str(char *buf, nn_device d)
     return buf;
 }
 
+const char *nn_type_str(char *buf, const nn_tensor *t)
+{
+    snprintf(buf, 48, "torch.%s%sTensor", t->storage->device.type == NN_CPU ? "" : "cuda.", nn_dtype_scalar_name(t->dtype));
+    return buf;
+}
+
 static size_t live_bytes, live_host; /* owned storage bytes, all devices and the CPU's (atomic: loader threads allocate too) */
 
 size_t nn_live_storage_bytes(void) { return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED); }

@@ -66,6 +66,9 @@ typedef struct nn_tensor {
     nn_dtype lowp_dtype;
 } nn_tensor;
 
+/* PyTorch's legacy type name of t, "torch.FloatTensor", "torch.cuda.LongTensor"; buf >= 48 bytes */
+const char *nn_type_str(char *buf, const struct nn_tensor *t);
+
 /* Allocation and lifetime */
 nn_tensor *nn_empty(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);
 nn_tensor *nn_empty_like(const nn_tensor *t);

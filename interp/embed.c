@@ -29,8 +29,9 @@
 _Static_assert(LUA_EXTRASPACE >= sizeof(void *), "the state pointer lives in Lua's extra space");
 _Static_assert(NNREPL_FLOAT32 == (int)NN_F32 && NNREPL_FLOAT64 == (int)NN_F64 && NNREPL_FLOAT16 == (int)NN_F16 &&
                    NNREPL_BFLOAT16 == (int)NN_BF16 && NNREPL_INT64 == (int)NN_I64 && NNREPL_INT32 == (int)NN_I32 &&
-                   NNREPL_UINT8 == (int)NN_U8 && NNREPL_BOOL == (int)NN_BOOL && NNREPL_COMPLEX64 == (int)NN_C64 &&
-                   NNREPL_COMPLEX128 == (int)NN_C128 && NN_NDTYPES == 10,
+                   NNREPL_UINT8 == (int)NN_U8 && NNREPL_BOOL == (int)NN_BOOL && NNREPL_INT8 == (int)NN_I8 &&
+                   NNREPL_INT16 == (int)NN_I16 && NNREPL_COMPLEX64 == (int)NN_C64 && NNREPL_COMPLEX128 == (int)NN_C128 &&
+                   NN_NDTYPES == 12,
                "nnrepl_dtype mirrors nn_dtype");
 _Static_assert(NNREPL_MAX_DIMS == NN_MAX_DIMS, "NNREPL_MAX_DIMS mirrors NN_MAX_DIMS");
 _Static_assert(NNREPL_CPU == (int)NN_CPU && NNREPL_CUDA == (int)NN_CUDA, "device types mirror the engine's");

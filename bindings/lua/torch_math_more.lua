@@ -32,7 +32,7 @@ end
 local iinfo_of = {}
 for name, v in pairs({ uint8 = { 8, 0, 255 }, int8 = { 8, -128, 127 }, int16 = { 16, -32768, 32767 },
   int32 = { 32, -2147483648, 2147483647 }, int64 = { 64, math.mininteger, math.maxinteger } }) do
-  if torch[name] then iinfo_of[torch[name]] = v end -- the integer dtypes this build has
+  iinfo_of[torch[name]] = v
 end
 
 function torch.iinfo(dtype)

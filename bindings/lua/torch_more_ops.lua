@@ -205,11 +205,7 @@ function M.logsumexp(x, ...)
   return out
 end
 
-local dtype_names = {
-  float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16",
-  int64 = "Long", int32 = "Int", uint8 = "Byte", bool = "Bool",
-}
-local function dtype_name(t) local s = tostring(t.dtype):sub(7) return dtype_names[s] or s end
+local function dtype_name(t) return U.scalar_name(t.dtype) end
 local function py_dtype(t) return tostring(t.dtype):sub(7):gsub("float32", "float"):gsub("float64", "double") end
 
 -- input + weight * (end - input); from the end side where |weight| >= 0.5 (PyTorch's accuracy rule)

@@ -12,9 +12,7 @@ local fail, check_tensor, wrap_dim = U.errorf, U.check_tensor, U.wrap_dim
 local i64, f64 = torch.int64, torch.float64
 
 local floating = { [torch.float32] = true, [torch.float64] = true, [torch.float16] = true, [torch.bfloat16] = true }
-local pytype = { [torch.float32] = "Float", [torch.float64] = "Double", [torch.float16] = "Half",
-  [torch.bfloat16] = "BFloat16", [torch.int64] = "Long", [torch.int32] = "Int", [torch.uint8] = "Byte", [torch.bool] = "Bool" }
-local function type_name(dt) return pytype[dt] or tostring(dt) end
+local type_name = U.scalar_name
 local function on(x, dtype) return { dtype = dtype or x.dtype, device = x.device } end
 
 -- start and length of t's slice [a, b) along dim, Python-style bounds (negative from the end)

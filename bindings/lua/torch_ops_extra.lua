@@ -14,11 +14,7 @@ local check_tensor = U.check_tensor
 
 local wrap_dim = U.wrap_dim
 
-local function dtype_name(dt) return (tostring(dt):gsub("^torch%.", "")) end
-local function pytype_name(dt)
-  local n = dtype_name(dt)
-  return ({ int64 = "Long", int32 = "Int", uint8 = "Byte", bool = "Bool", int8 = "Char", int16 = "Short" })[n] or n
-end
+local pytype_name = U.scalar_name
 
 -- ---- products and shapes ----
 

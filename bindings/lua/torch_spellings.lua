@@ -42,7 +42,7 @@ end
 function Tensor:index_fill(dim, index, value) return self:clone():index_fill_(dim, index, value) end
 torch.index_fill = function(input, ...) return input:index_fill(...) end
 
-function Tensor:is_signed() return self.dtype ~= torch.uint8 and self.dtype ~= torch.bool end
+function Tensor:is_signed() return self.dtype.is_signed end
 
 -- apply_(fn) / map_(other, fn): fn called on each element (and other's, broadcast) as Lua
 -- numbers, the result written back; CPU tensors only, as in PyTorch

@@ -5,7 +5,7 @@ local Tensor = torch.Tensor
 
 local conversions = {
   float = torch.float32, double = torch.float64, half = torch.float16, bfloat16 = torch.bfloat16,
-  long = torch.int64, int = torch.int32, byte = torch.uint8, bool = torch.bool,
+  long = torch.int64, int = torch.int32, short = torch.int16, char = torch.int8, byte = torch.uint8, bool = torch.bool,
   cfloat = torch.complex64, cdouble = torch.complex128,
 }
 for name, dtype in pairs(conversions) do
@@ -26,7 +26,7 @@ function Tensor:type_as(other) return self:to(other.dtype) end
 
 local legacy = {
   float32 = "FloatTensor", float64 = "DoubleTensor", float16 = "HalfTensor", bfloat16 = "BFloat16Tensor",
-  int64 = "LongTensor", int32 = "IntTensor", uint8 = "ByteTensor", bool = "BoolTensor",
+  int64 = "LongTensor", int32 = "IntTensor", int16 = "ShortTensor", int8 = "CharTensor", uint8 = "ByteTensor", bool = "BoolTensor",
   complex64 = "ComplexFloatTensor", complex128 = "ComplexDoubleTensor",
 }
 local from_legacy = {}
@@ -64,14 +64,10 @@ setmetatable(Tensor, {
 -- allclose return a Lua boolean (one host sync, as in PyTorch); isclose a bool tensor.
 local U = require "nn_util"
 
-local dtype_names = {
-  float32 = "Float", float64 = "Double", float16 = "Half", bfloat16 = "BFloat16",
-  int64 = "Long", int32 = "Int", uint8 = "Byte", bool = "Bool",
-}
 -- An error at the caller's line, past the library's own frames.
 local fail = require("nn_util").errorf
 
-local function dtype_name(t) local s = tostring(t.dtype):sub(7) return dtype_names[s] or s end
+local function dtype_name(t) return U.scalar_name(t.dtype) end
 
 local function check_tensor(fname, name, pos, v)
   if not torch.is_tensor(v) then

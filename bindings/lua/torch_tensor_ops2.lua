@@ -3,9 +3,8 @@
 -- slice_scatter, diagonal_scatter, diag_embed, narrow_copy, index_reduce(_); in-place
 -- randoms from torch's generator (random_, exponential_, geometric_, cauchy_, log_normal_,
 -- bernoulli_); addmm_, lerp_, tril_, triu_, nan_to_num_, copysign_, inner, vdot,
--- matrix_power, matrix_exp, renorm(_), dist, unique_consecutive, is_nonzero, isreal,
--- char / short (raise: no int8 / int16), gcd, lcm. The special functions (lgamma, digamma,
--- polygamma, erfinv, i0) live in torch_special.lua.
+-- matrix_power, matrix_exp, renorm(_), dist, unique_consecutive, is_nonzero, isreal, gcd,
+-- lcm. The special functions (lgamma, digamma, polygamma, erfinv, i0) live in torch_special.lua.
 local torch = require "torch"
 local U = require "nn_util"
 local Tensor = torch.Tensor
@@ -15,11 +14,7 @@ local check_tensor = U.check_tensor
 local wrap_dim = U.wrap_dim
 local i64 = torch.int64
 
-local function pytype_name(dt)
-  local n = tostring(dt):gsub("^torch%.", "")
-  return ({ int64 = "Long", int32 = "Int", uint8 = "Byte", bool = "Bool", float32 = "Float", float64 = "Double",
-    float16 = "Half", bfloat16 = "BFloat16" })[n] or n
-end
+local pytype_name = U.scalar_name
 
 local function shape_list(x) return x:size():totable() end
 local function shape_str(t) return "[" .. table.concat(t, ", ") .. "]" end
@@ -306,7 +301,7 @@ local function need_float(self, fname)
 end
 
 -- exclusive upper bounds of random_(): 2^mantissa + 1 for floating dtypes, max + 1 for integers
-local top = { int64 = 2.0 ^ 63, int32 = 2.0 ^ 31, uint8 = 256, bool = 2, float64 = 2 ^ 53 + 1, float32 = 2 ^ 24 + 1,
+local top = { int64 = 2.0 ^ 63, int32 = 2.0 ^ 31, int16 = 2 ^ 15, int8 = 2 ^ 7, uint8 = 256, bool = 2, float64 = 2 ^ 53 + 1, float32 = 2 ^ 24 + 1,
   float16 = 2 ^ 11 + 1, bfloat16 = 2 ^ 8 + 1 }
 
 -- random_(from, to) in [from, to); random_(to) in [0, to); random_() in [0, 2^mantissa]
@@ -528,9 +523,6 @@ function torch.isreal(x)
   if x:is_complex() then return x.imag:eq(0) end
   return torch.ones(x:size(), { dtype = torch.bool, device = x.device })
 end
-
-function Tensor:char() fail("char(): torch.int8 is not supported by nnrepl (no int8 dtype); use x:to(torch.int32) or x:byte()") end
-function Tensor:short() fail("short(): torch.int16 is not supported by nnrepl (no int16 dtype); use x:to(torch.int32)") end
 
 local function int_pair(fname, a, b)
   check_tensor(fname, "input", 1, a)

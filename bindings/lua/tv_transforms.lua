@@ -170,7 +170,7 @@ function F.to_pil_image(pic, mode)
   return Image.fromarray(pic:permute(1, 2, 0), mode)
 end
 
-local max_value = {uint8 = 255, int32 = 2147483647, int64 = math.maxinteger, bool = 1}
+local max_value = {uint8 = 255, int8 = 127, int16 = 32767, int32 = 2147483647, int64 = math.maxinteger, bool = 1}
 
 function F.convert_image_dtype(image, dtype)
   dtype = dtype or torch.float32

@@ -47,6 +47,8 @@ static inline int64_t narrow(int64_t v, nn_dtype dt)
 {
     switch (dt) {
     case NN_I32: return (int32_t)v;
+    case NN_I16: return (int16_t)v;
+    case NN_I8: return (int8_t)v;
     case NN_U8: return (uint8_t)v;
     case NN_BOOL: return v != 0;
     default: return v;

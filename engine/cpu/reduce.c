@@ -114,6 +114,8 @@ static void load_i(int64_t *restrict buf, const char *p, int64_t s, int64_t n, n
     switch (dt) {
     case NN_I64: for (int64_t i = 0; i < n; i++) buf[i] = *(const int64_t *)(p + i * s); break;
     case NN_I32: for (int64_t i = 0; i < n; i++) buf[i] = *(const int32_t *)(p + i * s); break;
+    case NN_I16: for (int64_t i = 0; i < n; i++) buf[i] = *(const int16_t *)(p + i * s); break;
+    case NN_I8: for (int64_t i = 0; i < n; i++) buf[i] = *(const int8_t *)(p + i * s); break;
     case NN_U8: for (int64_t i = 0; i < n; i++) buf[i] = *(const uint8_t *)(p + i * s); break;
     case NN_BOOL: for (int64_t i = 0; i < n; i++) buf[i] = *(const uint8_t *)(p + i * s) != 0; break;
     default: for (int64_t i = 0; i < n; i++) buf[i] = nn_load_i64(p + i * s, dt); break;

@@ -7,8 +7,8 @@ static nn_dtype idx_dtype(uint8_t type, size_t *width)
 {
     switch (type) {
     case 0x08: *width = 1; return NN_U8;
-    case 0x09: *width = 1; return NN_I32;
-    case 0x0B: *width = 2; return NN_I32;
+    case 0x09: *width = 1; return NN_I8;
+    case 0x0B: *width = 2; return NN_I16;
     case 0x0C: *width = 4; return NN_I32;
     case 0x0D: *width = 4; return NN_F32;
     case 0x0E: *width = 8; return NN_F64;
@@ -61,8 +61,8 @@ static void decode(const uint8_t *src, uint8_t type, size_t count, void *dst)
 {
     switch (type) {
     case 0x08: memcpy(dst, src, count); break;
-    case 0x09: for (size_t i = 0; i < count; i++) ((int32_t *)dst)[i] = (int8_t)src[i]; break;
-    case 0x0B: for (size_t i = 0; i < count; i++) ((int32_t *)dst)[i] = (int16_t)be(src + 2 * i, 2); break;
+    case 0x09: memcpy(dst, src, count); break;
+    case 0x0B: for (size_t i = 0; i < count; i++) ((int16_t *)dst)[i] = (int16_t)be(src + 2 * i, 2); break;
     case 0x0C: for (size_t i = 0; i < count; i++) ((int32_t *)dst)[i] = (int32_t)(uint32_t)be(src + 4 * i, 4); break;
     case 0x0D:
         for (size_t i = 0; i < count; i++) {

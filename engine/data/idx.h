@@ -1,6 +1,6 @@
 /* IDX files, the MNIST format: bytes 0 0 <type> <ndim>, ndim big-endian uint32
- * sizes, then the elements big-endian in row-major order. Types: 0x08 uint8,
- * 0x09 int8, 0x0B int16, 0x0C int32 (-> int32), 0x0D float32, 0x0E float64.
+ * sizes, then the elements big-endian in row-major order. Types (torchvision's
+ * dtypes): 0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64.
  * The data must fill the file exactly; anything else is an error naming the file. */
 #ifndef NN_DATA_IDX_H
 #define NN_DATA_IDX_H

@@ -177,6 +177,8 @@ ReduceFn pick(int dtype, int op, size_t *elsize)
     case NN_BF16: *elsize = 2; return pick_op<BF16>(op);
     case NN_I64: *elsize = 8; return pick_op<Plain<int64_t>>(op);
     case NN_I32: *elsize = 4; return pick_op<Plain<int32_t>>(op);
+    case NN_I16: *elsize = 2; return pick_op<Plain<int16_t>>(op);
+    case NN_I8: *elsize = 1; return pick_op<Plain<int8_t>>(op);
     case NN_U8: *elsize = 1; return pick_op<Plain<uint8_t>>(op);
     case NN_BOOL: // as PyTorch's Gloo: SUM and MAX are or, PRODUCT and MIN are and
         *elsize = 1;

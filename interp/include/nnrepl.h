@@ -78,8 +78,10 @@ typedef enum {
     NNREPL_INT32 = 5,
     NNREPL_UINT8 = 6,
     NNREPL_BOOL = 7,     /* one byte, 0 or 1 */
-    NNREPL_COMPLEX64 = 8,  /* (real, imag) float pairs */
-    NNREPL_COMPLEX128 = 9, /* (real, imag) double pairs */
+    NNREPL_INT8 = 8,
+    NNREPL_INT16 = 9,
+    NNREPL_COMPLEX64 = 10,  /* (real, imag) float pairs */
+    NNREPL_COMPLEX128 = 11, /* (real, imag) double pairs */
 } nnrepl_dtype;
 
 typedef enum { NNREPL_CPU = 0, NNREPL_CUDA = 1 } nnrepl_device_type;

@@ -10,7 +10,7 @@
 #pragma GCC diagnostic ignored "-Wformat-zero-length" /* CHECK(cond) without a message */
 #include "ops.h"
 
-static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
 static const nn_dtype float_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16};
 #define NDT 8
 #define SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}

@@ -83,7 +83,7 @@ static void test_idx(void)
     h = idx_header(buf, 0x0B, 1, s1);
     buf[h] = 0xFE, buf[h + 1] = 0xD4, buf[h + 2] = 0x01, buf[h + 3] = 0x2C; /* -300, 300 */
     t = nn_idx_parse(buf, h + 4, "i16");
-    CHECK(t && t->dtype == NN_I32 && ((int32_t *)nn_data(t))[0] == -300 && ((int32_t *)nn_data(t))[1] == 300, "int16");
+    CHECK(t && t->dtype == NN_I16 && ((int16_t *)nn_data(t))[0] == -300 && ((int16_t *)nn_data(t))[1] == 300, "int16");
     nn_release(t);
     h = idx_header(buf, 0x0D, 1, s1);
     uint8_t f32[8] = {0x3F, 0xC0, 0, 0, 0xBE, 0x80, 0, 0}; /* 1.5, -0.25 */

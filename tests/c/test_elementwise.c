@@ -14,8 +14,8 @@
 #include "cpu/kernels.h"
 #include "ops.h"
 
-static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
-#define NALL 8
+static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
+#define NALL 10
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static double urand(void)
@@ -1008,7 +1008,7 @@ static void test_where(void)
 static void test_inplace_binary(void)
 {
     static const int64_t s[] = {3, 4}, sb[] = {4};
-    static const nn_dtype dts[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+    static const nn_dtype dts[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
     for (int di = 0; di < NALL; di++)
         for (int oi = 0; oi < NBINARY; oi++) {
             nn_dtype dt = dts[di];

@@ -13,7 +13,7 @@
 #include "image.h"
 #include "ops.h"
 
-static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
 #define NDT ((int)(sizeof all_dtypes / sizeof *all_dtypes))
 
 static uint64_t lcg = 777;

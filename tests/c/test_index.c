@@ -74,7 +74,7 @@ static const struct {
     int64_t shape[4];
 } shapes[] = {{1, {6}}, {2, {4, 3}}, {3, {3, 4, 5}}, {4, {2, 3, 1, 4}}, {2, {0, 3}}, {3, {2, 3, 2}}};
 
-static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
 
 static void test_index_select(void)
 {

@@ -101,7 +101,7 @@ static refval dot_ref(nn_dtype dt, const nn_tensor *a, int64_t *ai, int ak, cons
     return r;
 }
 
-static const nn_dtype gemm_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8};
+static const nn_dtype gemm_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8};
 #define NDT (int)(sizeof gemm_dtypes / sizeof *gemm_dtypes)
 
 /* out[..., i, j] (2-D or batched 3-D) against the triple loop of a and b. */

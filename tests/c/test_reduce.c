@@ -186,7 +186,7 @@ static double *reference(refop op, const nn_tensor *x, uint32_t mask, double p, 
     return acc;
 }
 
-static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
 static const nn_dtype float_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16};
 
 typedef struct { int nd; int64_t shape[4]; } shape_case;
@@ -527,7 +527,7 @@ static bool same_value(const nn_tensor *out, const int64_t *oidx, const nn_tenso
 static void test_cat(void)
 {
     char what[256];
-    static const nn_dtype dts[] = {NN_F32, NN_I64, NN_F16, NN_BOOL, NN_F64, NN_U8, NN_I32, NN_BF16};
+    static const nn_dtype dts[] = {NN_F32, NN_I64, NN_F16, NN_BOOL, NN_F64, NN_U8, NN_I32, NN_BF16, NN_I16, NN_I8};
     for (int nd = 1; nd <= 3; nd++)
         for (int dim = -nd; dim < nd; dim++)
             for (int trial = 0; trial < 6; trial++) {
@@ -535,11 +535,11 @@ static void test_cat(void)
                 int64_t base[3] = {3, 4, 2};
                 nn_tensor *ts[4];
                 int n = 1 + trial % 4;
-                nn_dtype want = dts[(trial + nd) % 8];
+                nn_dtype want = dts[(trial + nd) % 10];
                 for (int i = 0; i < n; i++) {
                     int64_t shape[3] = {base[0], base[1], base[2]};
                     shape[d] = (i + trial) % 3; /* sizes 0, 1, 2 along dim */
-                    nn_dtype dt = dts[(trial + nd + i * 3) % 8];
+                    nn_dtype dt = dts[(trial + nd + i * 3) % 10];
                     if (i) want = nn_promote_types(want, dt);
                     else want = dt;
                     ts[i] = make(nd, shape, dt, (i + trial) % NKINDS);

@@ -21,7 +21,7 @@
 #include "ops.h"
 #include "safetensors.h"
 
-static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
 #define NDT ((int)(sizeof all_dtypes / sizeof *all_dtypes))
 
 static uint64_t lcg = 2024;
@@ -279,7 +279,7 @@ static void test_bad_files(void)
     expect_bad("unterminated", "{\"a\": {\"dtype\": \"F32", zeros, 8, "unterminated string");
     expect_bad("missing brace", "{\"a\": {\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", zeros, 8, "expected ','");
     expect_bad("trailing", "{} x", zeros, 0, "unexpected text after");
-    expect_bad("bad dtype", "{\"a\":{\"dtype\":\"I8\",\"shape\":[2],\"data_offsets\":[0,2]}}", zeros, 2, "dtype I8");
+    expect_bad("bad dtype", "{\"a\":{\"dtype\":\"U16\",\"shape\":[1],\"data_offsets\":[0,2]}}", zeros, 2, "dtype U16");
     expect_bad("dtype type", "{\"a\":{\"dtype\":3,\"shape\":[2],\"data_offsets\":[0,2]}}", zeros, 2, "dtype must be a string");
     expect_bad("no shape", "{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", zeros, 8, "lacks shape");
     expect_bad("negative dim", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", zeros, 8, "non-negative integer");

@@ -10,7 +10,7 @@
 #pragma GCC diagnostic ignored "-Wformat-zero-length" /* CHECK(cond) without a message */
 #include "ops.h"
 
-static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
+static const nn_dtype all_dtypes[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
 #define NDT ((int)(sizeof all_dtypes / sizeof *all_dtypes))
 
 static uint64_t lcg = 12345;
@@ -52,6 +52,7 @@ static double value(int64_t k, nn_dtype dt)
 {
     if (dt == NN_BOOL) return k % 2;
     if (dt == NN_U8) return k % 251;
+    if (dt == NN_I8) return k % 251 - 125;
     if (dt == NN_BF16) return k % 201 - 100; /* exact in bfloat16 */
     return (double)(k % 997) - 300;
 }

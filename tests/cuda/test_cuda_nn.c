@@ -163,8 +163,8 @@ static void set_grad(pair p)
 
 /* ---- matrix products ---- */
 
-static const nn_dtype MMDT[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8};
-#define NMMDT 7
+static const nn_dtype MMDT[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8};
+#define NMMDT 9
 
 static void mm_case(nn_dtype dt, int64_t m, int64_t k, int64_t n, int va, int vb, bool grad)
 {

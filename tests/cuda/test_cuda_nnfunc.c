@@ -16,8 +16,8 @@
 
 /* ---- inputs ---- */
 
-static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
-#define NALL 8
+static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
+#define NALL 10
 #define NFLOAT 4 /* ALL[0..4) */
 
 static void put(char *p, nn_dtype dt)
@@ -231,7 +231,8 @@ static void test_softmax(void)
         softmax_special_case(log_, 7, 1500, true);   /* block rows, strided */
     }
     const nn_dtype casts[][2] = {{NN_F16, NN_F32}, {NN_BF16, NN_F32}, {NN_F32, NN_F64}, {NN_F64, NN_F32}, {NN_F32, NN_F16},
-                                 {NN_I64, NN_F32}, {NN_I32, NN_F64}, {NN_U8, NN_F32},  {NN_BOOL, NN_F32}, {NN_I64, NN_BF16}};
+                                 {NN_I64, NN_F32}, {NN_I32, NN_F64}, {NN_U8, NN_F32},  {NN_BOOL, NN_F32}, {NN_I64, NN_BF16},
+                                 {NN_I8, NN_F32},  {NN_I16, NN_F64}};
     for (int log_ = 0; log_ < 2; log_++)
         for (size_t k = 0; k < sizeof casts / sizeof *casts; k++)
             for (int l = 0; l < 2; l++) softmax_cast_case(log_, casts[k][0], casts[k][1], l ? L_TRANS : L_CONTIG);
@@ -547,7 +548,7 @@ static void test_index(void)
                 int layout = v == 1 ? L_TRANS : v == 2 ? L_NARROW : v == 4 ? L_EXPAND : L_CONTIG;
                 int slayout = v == 3 ? L_EXPAND : v == 1 ? L_TRANS : L_CONTIG;
                 double alpha = dt == NN_BOOL ? 1 : v == 2 ? 1 : nn_dtype_is_float(dt) ? 2.5 : 3;
-                if (add[k].nidx > 1000 && (v || dt == NN_F16 || dt == NN_BF16 || dt == NN_U8 || dt == NN_BOOL)) continue;
+                if (add[k].nidx > 1000 && (v || dt == NN_F16 || dt == NN_BF16 || nn_dtype_size(dt) < 4)) continue;
                 add_case(dt, add[k].sh, add[k].dim, layout, slayout, v == 2 ? NN_I32 : NN_I64, add[k].nidx, alpha);
             }
     for (int j = 0; j < NFLOAT; j++) {

@@ -18,8 +18,8 @@
 
 /* ---- inputs ---- */
 
-static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_U8, NN_BOOL};
-#define NALL 8
+static const nn_dtype ALL[] = {NN_F32, NN_F64, NN_F16, NN_BF16, NN_I64, NN_I32, NN_I16, NN_I8, NN_U8, NN_BOOL};
+#define NALL 10
 #define NFLOAT 4 /* ALL[0..4) */
 
 enum { D_ANY, D_POS, D_NONZERO, D_SET, D_NEAR1, D_NAN, D_EXP, D_UNIT };
@@ -308,7 +308,8 @@ static void test_binary(void)
         }
         /* type promotion */
         static const nn_dtype mix[][2] = {{NN_F16, NN_F32}, {NN_BF16, NN_F16}, {NN_I32, NN_F32}, {NN_I64, NN_F64}, {NN_U8, NN_I64},
-                                          {NN_BOOL, NN_F32}, {NN_I32, NN_I64}, {NN_U8, NN_BOOL}, {NN_F64, NN_F32}, {NN_BF16, NN_I64}};
+                                          {NN_BOOL, NN_F32}, {NN_I32, NN_I64}, {NN_U8, NN_BOOL}, {NN_F64, NN_F32}, {NN_BF16, NN_I64},
+                                          {NN_I8, NN_U8}, {NN_I16, NN_I8}, {NN_I16, NN_F16}};
         for (size_t m = 0; m < sizeof mix / sizeof *mix; m++) {
             binary_case("mixed", op, mix[m][0], SQ, L_TRANS, mix[m][1], SQ, L_CONTIG);
             binary_case("mixed large", op, mix[m][0], BIG, L_CONTIG, mix[m][1], BIG, L_CONTIG);
@@ -371,7 +372,7 @@ static void test_where(void)
 {
     static const nn_dtype pairs[][2] = {{NN_F32, NN_F32}, {NN_F16, NN_F16}, {NN_BF16, NN_BF16}, {NN_F64, NN_F64}, {NN_I64, NN_I64},
                                         {NN_I32, NN_I32}, {NN_U8, NN_U8}, {NN_BOOL, NN_BOOL}, {NN_F32, NN_I64}, {NN_F16, NN_F64},
-                                        {NN_I32, NN_U8}, {NN_BOOL, NN_F32}};
+                                        {NN_I32, NN_U8}, {NN_BOOL, NN_F32}, {NN_I8, NN_I8}, {NN_I16, NN_I16}, {NN_I8, NN_U8}};
     const shape C3 = {3, {4, 33, 1}}, A2 = {2, {33, 65}}, B1 = {1, {65}};
     for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++)
         for (int ct = 0; ct < 2; ct++)
@@ -760,8 +761,8 @@ static void test_random(void)
             end();
         }
     }
-    const nn_dtype idt[] = {NN_I64, NN_I32, NN_F32};
-    for (int j = 0; j < 3; j++)
+    const nn_dtype idt[] = {NN_I64, NN_I32, NN_I16, NN_F32};
+    for (int j = 0; j < 4; j++)
         if (begin("randint %s", nn_dtype_name(idt[j]))) {
             nn_manual_seed(5);
             nn_tensor *c = nn_randint(-3, 100, R.nd, R.s, idt[j], CPU);

@@ -28,7 +28,8 @@ local ops = {
 }
 
 -- all_reduce over dtypes and ops, contiguous and not
-for _, dt in ipairs({ torch.float32, torch.float64, torch.int64, torch.int32, torch.float16, torch.bfloat16, torch.uint8 }) do
+for _, dt in ipairs({ torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.float16, torch.bfloat16,
+  torch.uint8 }) do
   for _, name in ipairs({ "SUM", "PRODUCT", "MAX", "MIN" }) do -- a list: every rank must run the same collectives in the same order
     local f = ops[name]
     local skip = (dt == torch.uint8 and name == "PRODUCT") or ((dt == torch.float16 or dt == torch.bfloat16) and name == "PRODUCT")

@@ -24,7 +24,7 @@ end
 local function close(a, b, tol, what) return H.close(a:cpu(), b:cpu(), tol, "%s", what) end
 local ops = { SUM = function(a, b) return a + b end, PRODUCT = function(a, b) return a * b end,
   MAX = function(a, b) return torch.maximum(a, b) end, MIN = function(a, b) return torch.minimum(a, b) end }
-for _, dt in ipairs({ torch.float32, torch.float64, torch.int64, torch.float16, torch.bfloat16 }) do
+for _, dt in ipairs({ torch.float32, torch.float64, torch.int64, torch.int8, torch.float16, torch.bfloat16 }) do
   for _, name in ipairs({ "SUM", "PRODUCT", "MAX", "MIN" }) do
     local small = name == "PRODUCT"
     local t = per_rank(rank, dt, small):to(dev)
@@ -33,6 +33,8 @@ for _, dt in ipairs({ torch.float32, torch.float64, torch.int64, torch.float16, 
     close(t, fold(dt, ops[name], small), tol, "all_reduce " .. name .. " " .. tostring(dt))
   end
 end
+H.raises(function() dist.all_reduce(per_rank(rank, torch.int16):to(dev)) end,
+  "Input tensor data type is not supported for NCCL process group: Short", "all_reduce of int16 (NCCL has no 16-bit integer)")
 do
   local t = per_rank(rank, torch.float32):to(dev):t()
   dist.all_reduce(t, dist.ReduceOp.AVG)

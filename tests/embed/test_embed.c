@@ -221,9 +221,10 @@ static void test_round_trip(nnrepl_State *S)
 {
     lua_State *L = nnrepl_lua(S);
     static const char *names[] = {"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16",
-                                  "torch.int64",   "torch.int32",   "torch.uint8",   "torch.bool"};
+                                  "torch.int64",   "torch.int32",   "torch.uint8",   "torch.bool",
+                                  "torch.int8",    "torch.int16"};
     _Alignas(8) unsigned char buf[6 * 8];
-    for (int dt = NNREPL_FLOAT32; dt <= NNREPL_BOOL; dt++) {
+    for (int dt = NNREPL_FLOAT32; dt <= NNREPL_INT16; dt++) {
         /* a 2x3 transposed view of a 3x2 buffer holding 0..5 (bool: i % 2) */
         size_t es = nn_dtype_size((nn_dtype)dt);
         for (int i = 0; i < 6; i++) nn_store_f64(buf + i * es, (nn_dtype)dt, dt == NNREPL_BOOL ? i % 2 : i);

@@ -58,11 +58,13 @@ local PACK = {
   bfloat16 = function(v) return string.pack("<f", v):sub(3, 4) end,
   int64 = function(v) return string.pack("<i8", v) end,
   int32 = function(v) return string.pack("<i4", v) end,
+  int16 = function(v) return string.pack("<i2", v) end,
+  int8 = function(v) return string.pack("b", v) end,
   uint8 = function(v) return string.pack("B", v) end,
   bool = function(v) return string.pack("B", v and 1 or 0) end,
 }
 local ST_NAME = { float64 = "F64", float32 = "F32", float16 = "F16", bfloat16 = "BF16", int64 = "I64", int32 = "I32",
-  uint8 = "U8", bool = "BOOL" }
+  int16 = "I16", int8 = "I8", uint8 = "U8", bool = "BOOL" }
 
 -- 2 x 3 values per dtype, all exact in that dtype (specials included)
 local VALUES = {
@@ -72,6 +74,8 @@ local VALUES = {
   bfloat16 = { { 0.5, -0.0, -math.huge }, { 3.0, 2 ^ -133, 1.0 + 2 ^ -7 } },
   int64 = { { math.maxinteger, math.mininteger, 0 }, { -1, 1 << 40, 7 } },
   int32 = { { 2147483647, -2147483648, 0 }, { -1, 65536, 7 } },
+  int16 = { { 32767, -32768, 0 }, { -1, 256, 7 } },
+  int8 = { { 127, -128, 0 }, { -1, 64, 7 } },
   uint8 = { { 0, 255, 128 }, { 1, 2, 254 } },
   bool = { { true, false, true }, { false, false, true } },
 }
