@@ -679,16 +679,20 @@ static void optim_case(const config *c, const nn_dtype *dts, int ndts, int npara
         }
         for (int k = 0; k < nparams; k++) nn_release(gc[k]), nn_release(gg[k]);
     }
+    /* centered RMSprop divides by sqrt(v - avg^2): that difference cancels, so one rounding apart in a
+     * 16-bit state (the CPU and the GPU contract and round their float steps differently) grows to a few */
+    bool cancels = c->alg == RMSPROP && c->rms.centered;
     for (int k = 0; k < nparams && !err; k++) {
         char what[64];
+        double scale = cancels && nn_dtype_size(L.p[k].c->dtype) == 2 ? 4 : 2;
         snprintf(what, sizeof what, "param %d", k);
-        check_tol(what, L.p[k].c, L.p[k].g, L.p[k].c->dtype, 2);
+        check_tol(what, L.p[k].c, L.p[k].g, L.p[k].c->dtype, scale);
         for (int r = 0; r < 3; r++) {
             nn_tensor *a = L.st[0][r][k], *b = L.st[1][r][k];
             if (!a && !b) continue;
             snprintf(what, sizeof what, "param %d state %d", k, r);
             if (!a || !b) fail("%s: cpu %p cuda %p", what, (void *)a, (void *)b);
-            else check_tol(what, a, b, a->dtype, 2);
+            else check_tol(what, a, b, a->dtype, scale);
         }
         nn_tensor *a = L.st[0][3][k], *b = L.st[1][3][k] ? to_cpu(L.st[1][3][k]) : NULL;
         if (a && b && nn_load_f64(nn_data(a), a->dtype) != nn_load_f64(nn_data(b), b->dtype))
