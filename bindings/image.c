@@ -126,7 +126,7 @@ static int i_to_tensor(lua_State *L)
 }
 
 /* a number or a list of numbers at idx into v (at most max); returns the count */
-static int numbers(lua_State *L, int idx, double *v, int max, const char *what)
+int lt_image_numbers(lua_State *L, int idx, double *v, int max, const char *what)
 {
     if (lua_type(L, idx) == LUA_TNUMBER) {
         v[0] = lua_tonumber(L, idx);
@@ -159,8 +159,8 @@ static int i_normalize_(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
     double mean[64], std[64];
-    int nm = numbers(L, 2, mean, 64, "mean must be a number or a list of 1 to 64 numbers");
-    int ns = numbers(L, 3, std, 64, "std must be a number or a list of 1 to 64 numbers");
+    int nm = lt_image_numbers(L, 2, mean, 64, "mean must be a number or a list of 1 to 64 numbers");
+    int ns = lt_image_numbers(L, 3, std, 64, "std must be a number or a list of 1 to 64 numbers");
     if (nm != ns) { /* one of them may broadcast */
         if (nm == 1) for (int i = 1; i < ns; i++) mean[i] = mean[0];
         else if (ns == 1) for (int i = 1; i < nm; i++) std[i] = std[0];
@@ -245,5 +245,6 @@ void lt_open_image(lua_State *L)
         {NULL, NULL},
     };
     luaL_newlib(L, fns);
+    lt_open_image_augment(L);
     lua_setfield(L, -2, "_image");
 }

@@ -145,6 +145,9 @@ void lt_open_cuda_graph(lua_State *L); /* cuda_graph.c: torch.cuda.CUDAGraph */
 void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_loss, index ops, ... */
 void lt_open_data(lua_State *L);    /* data.c: torch.Generator, randperm, torch._data (datasets, loader) */
 void lt_open_image(lua_State *L);   /* image.c: torch._image (codecs, image transforms' loops) */
+/* image.c: a number, list of numbers or 1-d tensor at idx into v (1 to max values); returns the count */
+int lt_image_numbers(lua_State *L, int idx, double *v, int max, const char *what);
+void lt_open_image_augment(lua_State *L); /* image_augment.c: the augmentations' loops, into the table on top */
 void lt_open_optim(lua_State *L);   /* optim.c: torch._optim (optimizer steps) */
 void lt_open_dist(lua_State *L);    /* dist.c: torch._dist (torch.distributed, DDP's reducer) */
 void lt_open_io(lua_State *L);      /* io.c: torch._io (safetensors files, TensorBoard event files) */

@@ -115,4 +115,37 @@ typedef enum { NN_COLOR_BRIGHTNESS, NN_COLOR_CONTRAST, NN_COLOR_SATURATION, NN_C
  * number of output channels (1 or 3). */
 nn_tensor *nn_image_adjust(nn_tensor *img, nn_image_layout layout, nn_color_op op, double factor);
 
+/* ---- tensor level: augmentations (image_point.c, image_filter.c, image_warp.c) ---- */
+
+typedef enum { NN_POINT_INVERT, NN_POINT_POSTERIZE, NN_POINT_SOLARIZE, NN_POINT_AUTOCONTRAST, NN_POINT_EQUALIZE } nn_point_op;
+/* Per-pixel maps (arg: bits for POSTERIZE, the threshold for SOLARIZE). HWC: Pillow's ImageOps
+ * lookup tables, L and RGB images only (as Pillow). CHW: torchvision's tensor functional, channels
+ * 1 or 3 of (..., C, H, W); POSTERIZE and EQUALIZE take uint8 only; float images have bound 1. */
+nn_tensor *nn_image_point(nn_tensor *img, nn_image_layout layout, nn_point_op op, double arg);
+
+/* adjust_sharpness. HWC: ImageEnhance.Sharpness (blend with ImageFilter.SMOOTH, alpha kept). CHW:
+ * torchvision's blend with the 3x3 [1 1 1; 1 5 1; 1 1 1] / 13 smoothing of the interior (the border
+ * pixels kept); images of width or height <= 2 come back as they are (a new reference). */
+nn_tensor *nn_image_sharpness(nn_tensor *img, nn_image_layout layout, double factor);
+
+/* torchvision's _get_gaussian_kernel1d(k, sigma) in float32 (f64: float64) into out[k]. */
+void nn_image_gaussian_kernel1d(int k, double sigma, bool f64, double *out);
+/* Gaussian blur of a tensor image (..., H, W) (float or uint8), torchvision's: reflect padding by
+ * k / 2, the kernel computed in float32 (float64 images: float64), uint8 results rounded. kx and ky
+ * are the kernel's width and height, odd and positive. */
+nn_tensor *nn_image_gaussian_blur(nn_tensor *img, int kx, int ky, double sx, double sy);
+
+typedef enum { NN_WARP_AFFINE, NN_WARP_PERSPECTIVE } nn_warp_kind;
+/* Resample img into an oh x ow image through a map from output to input coordinates.
+ * HWC: Pillow's Image.transform(size, AFFINE (6 coefficients) | PERSPECTIVE (8), resample,
+ * fillcolor) (nearest and bilinear; LA/RGBA premultiplied for bilinear); fill: nfill = C values
+ * (0: black). CHW: torchvision's tensor affine/rotate (coefficients: the 2 x 3 inverse matrix about
+ * the image centre, normalised by the input's size) and perspective (8 coefficients) grids, sampled
+ * as grid_sample(align_corners=False, zeros) in float32 (float64 images: float64); fill: nfill 1
+ * (broadcast) or C values through a mask channel, nfill 0 for fill=None. */
+nn_tensor *nn_image_warp(nn_tensor *img, nn_image_layout layout, int64_t oh, int64_t ow, nn_warp_kind kind,
+                         const double *coeffs, nn_interp interp, const double *fill, int nfill);
+/* A tensor image sampled at grid [1, oh, ow, 2] (or [oh, ow, 2]) of normalised (x, y), as nn_image_warp's CHW path. */
+nn_tensor *nn_image_grid_sample(nn_tensor *img, nn_tensor *grid, nn_interp interp, const double *fill, int nfill);
+
 #endif

@@ -4,6 +4,7 @@
  * rounding each double result to float, which gives float's own result for
  * single +, -, *, /). */
 #include "image.h"
+#include "image_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,13 +12,7 @@
 
 #include "ops.h"
 
-static nn_tensor *cpu_contiguous(const char *fn, nn_tensor *t)
-{
-    if (t->storage->device.type != NN_CPU) return nn_error(NN_ERR_DEVICE, "%s: images must be on the CPU", fn), NULL;
-    return nn_contiguous(t);
-}
-
-static nn_status check_hwc_u8(const char *fn, const nn_tensor *t)
+nn_status nn_image_check_hwc_u8(const char *fn, const nn_tensor *t)
 {
     char s[160];
     if (t->dtype != NN_U8) return nn_error(NN_ERR_DTYPE, "%s: expected a uint8 image, got %s", fn, nn_dtype_name(t->dtype));
@@ -35,7 +30,7 @@ nn_tensor *nn_image_to_tensor(nn_tensor *img, nn_image_layout layout)
     if (layout == NN_IMAGE_HWC && img->ndim != 2 && img->ndim != 3)
         return nn_error(NN_ERR_SHAPE, "to_tensor: expected an H x W or H x W x C image, got shape %s",
                         nn_shape_str(s, img->ndim, img->shape)), NULL;
-    nn_tensor *src = cpu_contiguous("to_tensor", img);
+    nn_tensor *src = nn_image_cpu_contiguous("to_tensor", img);
     if (!src) return NULL;
     int64_t shape[NN_MAX_DIMS];
     int ndim = img->ndim;
@@ -116,9 +111,9 @@ nn_status nn_image_normalize_(nn_tensor *t, const double *mean, const double *st
 
 nn_tensor *nn_image_convert(nn_tensor *hwc, int channels)
 {
-    if (check_hwc_u8("convert", hwc)) return NULL;
+    if (nn_image_check_hwc_u8("convert", hwc)) return NULL;
     if (channels < 1 || channels > 4) return nn_error(NN_ERR_ARG, "convert: channels must be 1 to 4, got %d", channels), NULL;
-    nn_tensor *src = cpu_contiguous("convert", hwc);
+    nn_tensor *src = nn_image_cpu_contiguous("convert", hwc);
     if (!src) return NULL;
     int64_t shape[3] = {hwc->shape[0], hwc->shape[1], channels};
     nn_tensor *out = nn_empty(3, shape, NN_U8, NN_DEVICE_CPU);
@@ -128,13 +123,6 @@ nn_tensor *nn_image_convert(nn_tensor *hwc, int channels)
 }
 
 /* ---- Pillow's 8-bit adjustments ---- */
-
-/* ImagingBlend(degenerate, image, alpha): float arithmetic, clipped, truncated */
-static inline uint8_t pil_blend(int a, int b, float alpha)
-{
-    float v = (float)a + alpha * (float)(b - a);
-    return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v;
-}
 
 static inline uint8_t pil_l(const uint8_t *p) { return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16); }
 
@@ -179,7 +167,7 @@ static void pil_hsv2rgb(const uint8_t *in, uint8_t *out)
 
 static nn_tensor *adjust_pil(nn_tensor *img, nn_color_op op, double factor)
 {
-    if (check_hwc_u8("adjust", img)) return NULL;
+    if (nn_image_check_hwc_u8("adjust", img)) return NULL;
     int C = (int)img->shape[2], nc = C >= 3 ? 3 : 1; /* colour channels; alpha (LA, RGBA) is kept */
     int64_t npix = img->shape[0] * img->shape[1];
     if (op == NN_COLOR_GRAYSCALE) {
@@ -189,7 +177,7 @@ static nn_tensor *adjust_pil(nn_tensor *img, nn_color_op op, double factor)
         nn_release(l);
         return rgb;
     }
-    nn_tensor *src = cpu_contiguous("adjust", img);
+    nn_tensor *src = nn_image_cpu_contiguous("adjust", img);
     if (!src) return NULL;
     nn_tensor *out = nn_empty(3, img->shape, NN_U8, NN_DEVICE_CPU);
     if (!out) return nn_release(src), NULL;
@@ -205,11 +193,11 @@ static nn_tensor *adjust_pil(nn_tensor *img, nn_color_op op, double factor)
             degenerate = npix ? (int)(sum / (double)npix + 0.5) : 0;
         }
         for (int64_t i = 0; i < npix; i++)
-            for (int c = 0; c < nc; c++) d[i * C + c] = pil_blend(degenerate, s[i * C + c], alpha);
+            for (int c = 0; c < nc; c++) d[i * C + c] = nn_pil_blend(degenerate, s[i * C + c], alpha);
     } else if (op == NN_COLOR_SATURATION && nc == 3) {
         for (int64_t i = 0; i < npix; i++) {
             uint8_t l = pil_l(s + i * C);
-            for (int c = 0; c < 3; c++) d[i * C + c] = pil_blend(l, s[i * C + c], alpha);
+            for (int c = 0; c < 3; c++) d[i * C + c] = nn_pil_blend(l, s[i * C + c], alpha);
         }
     } else if (op == NN_COLOR_HUE && nc == 3) {
         uint8_t shift = (uint8_t)(int32_t)(factor * 255); /* np.int32(f * 255).astype(np.uint8): wraps */
@@ -241,7 +229,7 @@ static nn_tensor *adjust_tensor(nn_tensor *img, nn_color_op op, double factor)
     if (nd < 2 || (C != 1 && C != 3) || (nd == 2 && outc != 1))
         return nn_error(NN_ERR_SHAPE, "adjust: expected a tensor image (..., C, H, W) with 1 or 3 channels, got %s",
                         nn_shape_str(s, nd, img->shape)), NULL;
-    nn_tensor *src = cpu_contiguous("adjust", img);
+    nn_tensor *src = nn_image_cpu_contiguous("adjust", img);
     if (!src) return NULL;
     int64_t shape[NN_MAX_DIMS];
     memcpy(shape, img->shape, sizeof shape);
@@ -257,7 +245,7 @@ static nn_tensor *adjust_tensor(nn_tensor *img, nn_color_op op, double factor)
 #define LOAD(c, i) nn_load_f64(sp + (size_t)((n * C + (c)) * plane + (i)) * es, dt)
 #define STORE(c, i, v) nn_store_f64(dp + (size_t)((n * outc + (c)) * plane + (i)) * es, dt, (v))
     /* .to(dtype) of a clamped float: uint8 truncates */
-#define BLEND(a, b) fmin(fmax(R(R(ratio * (a)) + R(inv * (b))), 0.0), bound)
+#define BLEND(a, b) nn_tensor_blend((a), (b), ratio, inv, bound, f64)
     /* rgb_to_grayscale, kept in the image's dtype (the Python constants become float32 scalars) */
 #define GRAY(i) (C == 1 ? LOAD(0, i) : nn_as_dtype_value(R(R(R(R(0.2989) * LOAD(0, i)) + R(R(0.587) * LOAD(1, i))) + R(R(0.114) * LOAD(2, i))), dt))
     for (int64_t n = 0; n < nimg; n++) {

@@ -7,6 +7,7 @@
  * rounds to uint8 after each pass; the tensor path keeps doubles throughout
  * and rounds once at the end. */
 #include "image.h"
+#include "image_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 
 #include "ops.h"
 
-static nn_tensor *contiguous_cpu(const char *fn, nn_tensor *t)
+nn_tensor *nn_image_cpu_contiguous(const char *fn, nn_tensor *t)
 {
     if (t->storage->device.type != NN_CPU) return nn_error(NN_ERR_DEVICE, "%s: images must be on the CPU", fn), NULL;
     return nn_contiguous(t);
@@ -61,7 +62,7 @@ nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, 
     int64_t H = img->shape[hd], W = img->shape[wd];
     if (mode != NN_PAD_CONSTANT && (H == 0 || W == 0) && h && w)
         return nn_error(NN_ERR_ARG, "pad: cannot pad an empty image in non-constant mode"), NULL;
-    nn_tensor *src = contiguous_cpu("crop", img);
+    nn_tensor *src = nn_image_cpu_contiguous("crop", img);
     if (!src) return NULL;
     int64_t shape[NN_MAX_DIMS];
     memcpy(shape, img->shape, sizeof shape);
@@ -125,7 +126,7 @@ nn_tensor *nn_image_window(nn_tensor *img, nn_image_layout layout, int64_t top, 
 nn_tensor *nn_image_flip(nn_tensor *t, int dim)
 {
     if (nn_wrap_dim("flip", &dim, t->ndim)) return NULL;
-    nn_tensor *src = contiguous_cpu("flip", t);
+    nn_tensor *src = nn_image_cpu_contiguous("flip", t);
     if (!src) return NULL;
     nn_tensor *out = nn_empty(t->ndim, t->shape, t->dtype, NN_DEVICE_CPU);
     if (!out) return nn_release(src), NULL;
@@ -281,7 +282,7 @@ static void pil_vertical(const uint8_t *in, uint8_t *out, int64_t oh, int64_t le
 }
 
 /* Pillow premultiplies colour by alpha around a filtered resize of LA/RGBA. */
-static void premultiply(uint8_t *p, int64_t npix, int c, bool undo)
+void nn_image_premultiply(uint8_t *p, int64_t npix, int c, bool undo)
 {
     for (int64_t i = 0; i < npix; i++, p += c) {
         unsigned a = p[c - 1];
@@ -304,7 +305,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
     int64_t H = img->shape[0], W = img->shape[1], C = img->shape[2];
     if (C < 1 || C > 4) return nn_error(NN_ERR_SHAPE, "resize: a PIL-like image has 1 to 4 channels, got %lld", (long long)C), NULL;
     if (interp == NN_INTERP_NEAREST_EXACT) interp = NN_INTERP_NEAREST; /* Pillow has one nearest */
-    nn_tensor *src = contiguous_cpu("resize", img);
+    nn_tensor *src = nn_image_cpu_contiguous("resize", img);
     if (!src) return NULL;
     bool alpha = interp == NN_INTERP_BILINEAR && (C == 2 || C == 4);
     int64_t shape[3] = {oh, ow, C};
@@ -327,7 +328,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
         const uint8_t *s = nn_data(src);
         if (alpha) {
             memcpy(pre, s, (size_t)(H * W * C));
-            premultiply(pre, H * W, (int)C, false);
+            nn_image_premultiply(pre, H * W, (int)C, false);
             s = pre;
         }
         uint8_t *d = nn_data(out);
@@ -339,7 +340,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
         }
         if (oh != H) pil_vertical(mid, d, oh, ow * C, &ay, ky, acc);
         else memcpy(d, mid, (size_t)(H * ow * C));
-        if (alpha) premultiply(d, oh * ow, (int)C, true);
+        if (alpha) nn_image_premultiply(d, oh * ow, (int)C, true);
     }
     if (st) nn_release(out), out = NULL;
     nn_release(src);
@@ -361,7 +362,7 @@ static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_inter
     int nd = img->ndim;
     int64_t H = img->shape[nd - 2], W = img->shape[nd - 1], planes = 1;
     for (int d = 0; d < nd - 2; d++) planes *= img->shape[d];
-    nn_tensor *src = contiguous_cpu("resize", img);
+    nn_tensor *src = nn_image_cpu_contiguous("resize", img);
     if (!src) return NULL;
     int64_t shape[NN_MAX_DIMS];
     memcpy(shape, img->shape, sizeof shape);

@@ -24,6 +24,14 @@ end
 
 function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
 
+-- Python's UserWarning on standard error, once per message (its default filter)
+local warned = {}
+function U.warn(msg)
+  if warned[msg] then return end
+  warned[msg] = true
+  if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
+end
+
 -- U.F(name, ...) calls torch.nn.functional[name](...); its errors are raised again
 -- at the user's line (a layer's forward tail-calls this, so no library frame is
 -- left between here and the caller of the module).

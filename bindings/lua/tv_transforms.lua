@@ -2,6 +2,8 @@
 -- ConvertImageDtype, Normalize, Resize, CenterCrop, Pad, RandomCrop,
 -- RandomHorizontalFlip, RandomVerticalFlip, RandomResizedCrop, ColorJitter,
 -- Grayscale, RandomGrayscale, RandomApply, Lambda; and transforms.functional.
+-- The augmentations (tv_augment), AutoAugment and its kin (tv_autoaugment) and
+-- transforms.v2 (tv_transforms_v2) are added at the end.
 --
 -- Every transform takes PIL-like images (tv_io's Image) and tensor images
 -- (..., C, H, W). On PIL-like images the pixels follow Pillow (as torchvision
@@ -310,8 +312,8 @@ function Transform:extra_repr() return "" end
 function Transform:__repr() return self.__name .. "(" .. self:extra_repr() .. ")" end
 
 -- A transform class: cls(...) builds one from positional args and/or a keyword table
--- (params: names in positional order; defaults: their default values).
-local function class(name, params, defaults, init)
+-- (params: names in positional order; defaults: their default values); it goes into T, or into ns.
+local function class(name, params, defaults, init, ns)
   local cls = setmetatable({}, {__index = Transform})
   cls.__name = name
   cls.__index = cls
@@ -342,7 +344,8 @@ local function class(name, params, defaults, init)
       return obj
     end,
   })
-  T[name] = cls
+  local into = ns or T
+  into[name] = cls
   return cls
 end
 
@@ -585,5 +588,11 @@ local Lambda = class("Lambda", {"lambd"}, {}, function(self, a)
   self.lambd = a.lambd
 end)
 function Lambda:forward(img) return self.lambd(img) end
+
+-- the augmentations, AutoAugment and its kin, and the v2 namespace build on these
+local H = {class = class, is_pil = is_pil, hw = hw, channels = channels, pyround = pyround, apply = apply, wrap = wrap}
+require("tv_augment")(T, H)
+require("tv_autoaugment")(T, H)
+T.v2 = require("tv_transforms_v2")(T, H)
 
 return T

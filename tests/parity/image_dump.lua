@@ -43,7 +43,10 @@ local function case(fields)
   for k in pairs(fields) do keys[#keys + 1] = k end
   table.sort(keys)
   local parts = {}
-  for _, k in ipairs(keys) do parts[#parts + 1] = k .. "=" .. tostring(fields[k]) end
+  for _, k in ipairs(keys) do
+    local v = fields[k]
+    parts[#parts + 1] = k .. "=" .. (math.type(v) == "float" and string.format("%.17g", v) or tostring(v))
+  end
   manifest:write(table.concat(parts, "\t"), "\n")
 end
 
@@ -146,6 +149,107 @@ U.save_image(batch, out .. "/grid.png", {nrow = 3, padding = 1})
 case({op = "save_image", nrow = 3, padding = 1, input = save("grid_in", batch), file = "grid.png"})
 U.save_image(batch * 4 - 2, out .. "/grid_norm.png", {normalize = true})
 case({op = "save_image", nrow = 8, padding = 2, normalize = true, input = save("gridn_in", batch * 4 - 2), file = "grid_norm.png"})
+
+-- augmentations (tv_augment): the deterministic functional ops on PIL-like images and tensors
+local function csv(t)
+  local parts = {}
+  for k, v in ipairs(t) do parts[k] = type(v) == "table" and table.concat(v, ":") or string.format("%.17g", v) end
+  return table.concat(parts, ",")
+end
+local aug_rgb, aug_l = u8({23, 29, 3}), u8({17, 19, 1})
+local aug_rgbn, aug_ln = save("aug_rgb", aug_rgb), save("aug_l", aug_l)
+local aug_u = aug_rgb:permute(2, 0, 1):contiguous()
+local aug_f = torch.rand(3, 23, 29)
+local aug_un, aug_fn = save("aug_u", aug_u), save("aug_f", aug_f)
+local aug_count = 0
+local function aug(fields, out_t)
+  aug_count = aug_count + 1
+  fields.output = save("aug_out_" .. aug_count, out_t)
+  case(fields)
+end
+-- point ops and sharpness: PIL L and RGB, uint8 and float tensors
+local point_args = {invert = {false}, posterize = {0, 3, 7}, solarize = {0, 100, 200}, autocontrast = {false}, equalize = {false}}
+for _, op in ipairs({"invert", "posterize", "solarize", "autocontrast", "equalize"}) do
+  for _, arg in ipairs(point_args[op]) do
+    local a = arg ~= false and arg or nil
+    for _, src in ipairs({{"pil", aug_rgbn, aug_rgb}, {"pil", aug_ln, aug_l}, {"tensor", aug_un, aug_u}, {"tensor", aug_fn, aug_f}}) do
+      local float = src[3].dtype == torch.float32
+      if not (float and (op == "posterize" or op == "equalize")) then
+        local t = a
+        if float and op == "solarize" then t = a / 255 end
+        local img = src[1] == "pil" and Image.fromarray(src[3]) or src[3]
+        local out = F[op](img, t)
+        aug({op = "aug_point", fn = op, kind = src[1], arg = t or "none", input = src[2]}, src[1] == "pil" and out:tensor() or out)
+      end
+    end
+  end
+end
+for _, f in ipairs({0.0, 0.5, 2.0}) do
+  aug({op = "aug_sharpness", kind = "pil", factor = f, input = aug_rgbn}, F.adjust_sharpness(Image.fromarray(aug_rgb), f):tensor())
+  aug({op = "aug_sharpness", kind = "tensor", factor = f, input = aug_un}, F.adjust_sharpness(aug_u, f))
+  aug({op = "aug_sharpness", kind = "tensor", factor = f, input = aug_fn}, F.adjust_sharpness(aug_f, f))
+end
+-- gaussian blur
+for _, b in ipairs({{3, 3, 1.0, 1.0}, {5, 3, 1.5, 0.7}, {9, 9, 2.5, 2.5}}) do
+  aug({op = "aug_blur", kind = "pil", k = csv({b[1], b[2]}), sigma = csv({b[3], b[4]}), input = aug_rgbn},
+    F.gaussian_blur(Image.fromarray(aug_rgb), {b[1], b[2]}, {b[3], b[4]}):tensor())
+  aug({op = "aug_blur", kind = "tensor", k = csv({b[1], b[2]}), sigma = csv({b[3], b[4]}), input = aug_un},
+    F.gaussian_blur(aug_u, {b[1], b[2]}, {b[3], b[4]}))
+  aug({op = "aug_blur", kind = "tensor", k = csv({b[1], b[2]}), sigma = csv({b[3], b[4]}), input = aug_fn},
+    F.gaussian_blur(aug_f, {b[1], b[2]}, {b[3], b[4]}))
+end
+-- rotate and affine: nearest and bilinear, with and without fill
+local rotations = {{37, false, nil, nil}, {90, false, nil, nil}, {-23.5, true, nil, {10, 20, 30}}, {15, false, {4, 6}, {200, 0, 0}}}
+for _, r in ipairs(rotations) do
+  for _, interp in ipairs({"nearest", "bilinear"}) do
+    local o = {interpolation = interp, expand = r[2], center = r[3], fill = r[4]}
+    local fields = {op = "aug_rotate", angle = r[1], interp = interp, expand = r[2], center = r[3] and csv(r[3]) or "none",
+      fill = r[4] and csv(r[4]) or "none"}
+    for _, src in ipairs({{"pil", aug_rgbn, aug_rgb}, {"tensor", aug_un, aug_u}, {"tensor", aug_fn, aug_f}}) do
+      local img = src[1] == "pil" and Image.fromarray(src[3]) or src[3]
+      local fo = {interpolation = o.interpolation, expand = o.expand, center = o.center, fill = o.fill}
+      if src[3].dtype == torch.float32 and o.fill then fo.fill = {o.fill[1] / 255, o.fill[2] / 255, o.fill[3] / 255} end
+      local f2 = {}
+      for k, v in pairs(fields) do f2[k] = v end
+      f2.kind, f2.input, f2.fill = src[1], src[2], fo.fill and csv(fo.fill) or "none"
+      local out = F.rotate(img, r[1], fo)
+      aug(f2, src[1] == "pil" and out:tensor() or out)
+    end
+  end
+end
+local affines = {{12, {2, -3}, 1.1, {5, 0}}, {-40, {0, 0}, 0.8, {-7, 12}}, {0, {4, 1}, 1.0, {0, 0}}}
+for _, a in ipairs(affines) do
+  for _, interp in ipairs({"nearest", "bilinear"}) do
+    for _, src in ipairs({{"pil", aug_rgbn, aug_rgb}, {"tensor", aug_un, aug_u}, {"tensor", aug_fn, aug_f}}) do
+      for _, fill in ipairs({false, true}) do
+        local img = src[1] == "pil" and Image.fromarray(src[3]) or src[3]
+        local fv = fill and (src[3].dtype == torch.float32 and {0.5, 0.25, 1.0} or {128, 64, 255}) or nil
+        local out = F.affine(img, a[1], a[2], a[3], a[4], interp, fv)
+        aug({op = "aug_affine", kind = src[1], angle = a[1], translate = csv(a[2]), scale = a[3], shear = csv(a[4]), interp = interp,
+          fill = fv and csv(fv) or "none", input = src[2]}, src[1] == "pil" and out:tensor() or out)
+      end
+    end
+  end
+end
+-- perspective
+local starts, ends = {{0, 0}, {28, 0}, {28, 22}, {0, 22}}, {{3, 1}, {25, 4}, {27, 20}, {1, 21}}
+for _, interp in ipairs({"nearest", "bilinear"}) do
+  for _, src in ipairs({{"pil", aug_rgbn, aug_rgb}, {"tensor", aug_un, aug_u}, {"tensor", aug_fn, aug_f}}) do
+    local img = src[1] == "pil" and Image.fromarray(src[3]) or src[3]
+    local out = F.perspective(img, starts, ends, interp)
+    aug({op = "aug_perspective", kind = src[1], startpoints = csv(starts), endpoints = csv(ends), interp = interp, input = src[2]},
+      src[1] == "pil" and out:tensor() or out)
+  end
+end
+-- elastic with a fixed displacement, erase
+local disp = (torch.rand(1, 23, 29, 2) * 2 - 1) * 0.1
+local dispn = save("aug_disp", disp)
+for _, interp in ipairs({"nearest", "bilinear"}) do
+  aug({op = "aug_elastic", kind = "tensor", interp = interp, displacement = dispn, input = aug_fn}, F.elastic_transform(aug_f, disp, interp))
+  aug({op = "aug_elastic", kind = "tensor", interp = interp, displacement = dispn, input = aug_un}, F.elastic_transform(aug_u, disp, interp))
+end
+local ev = torch.randn(3, 5, 7)
+aug({op = "aug_erase", kind = "tensor", i = 4, j = 6, h = 5, w = 7, value = save("aug_erase_v", ev), input = aug_fn}, F.erase(aug_f, 4, 6, 5, 7, ev))
 
 manifest:close()
 print(string.format("wrote %d cases to %s", count, out))

@@ -50,6 +50,56 @@ def compare(ours, ref):
 summary = collections.defaultdict(lambda: [0, 0, 0.0])
 
 
+def floats(v):
+    return None if v == "none" else [float(x) for x in v.split(",")]
+
+
+def points(v):
+    return [[int(c) for c in p.split(":")] for p in v.split(",")]
+
+
+def aug_case(op, f):
+    """The augmentations (tv_augment): torchvision's functional on a PIL image or a tensor."""
+    a = load(f["input"])
+    pil_in = f["kind"] == "pil"
+    img = pil(a) if pil_in else torch.from_numpy(a.copy())
+    interp = F.InterpolationMode(f["interp"]) if "interp" in f else None
+    if op == "aug_point":
+        arg = f["arg"]
+        fn = getattr(F, f["fn"])
+        ref = fn(img) if arg == "none" else fn(img, int(arg) if f["fn"] == "posterize" else float(arg))
+        name = f"{f['fn']} {arg}"
+    elif op == "aug_sharpness":
+        ref, name = F.adjust_sharpness(img, float(f["factor"])), f["factor"]
+    elif op == "aug_blur":
+        k = [int(v) for v in f["k"].split(",")]
+        ref, name = F.gaussian_blur(img, k, floats(f["sigma"])), f"k={k} sigma={f['sigma']}"
+    elif op == "aug_rotate":
+        center = None if f["center"] == "none" else [int(v) for v in f["center"].split(",")]
+        ref = F.rotate(img, float(f["angle"]), interp, f["expand"] == "true", center, floats(f["fill"]))
+        name = f"{f['angle']} {f['interp']} expand={f['expand']} center={f['center']} fill={f['fill']}"
+    elif op == "aug_affine":
+        translate = [int(v) for v in f["translate"].split(",")]
+        ref = F.affine(img, float(f["angle"]), translate, float(f["scale"]), floats(f["shear"]), interp, floats(f["fill"]))
+        name = f"{f['angle']} {f['translate']} {f['scale']} {f['shear']} {f['interp']} fill={f['fill']}"
+    elif op == "aug_perspective":
+        ref = F.perspective(img, points(f["startpoints"]), points(f["endpoints"]), interp)
+        name = f["interp"]
+    elif op == "aug_elastic":
+        disp = torch.from_numpy(load(f["displacement"]).copy())
+        ref, name = F.elastic_transform(img, disp, interp), f["interp"]
+    elif op == "aug_erase":
+        v = torch.from_numpy(load(f["value"]).copy())
+        ref, name = F.erase(img, int(f["i"]), int(f["j"]), int(f["h"]), int(f["w"]), v), "region"
+    else:
+        print("unknown op", op)
+        return
+    ref = arr(ref) if pil_in else ref.numpy()
+    tag = "pil" if pil_in else str(a.dtype)
+    report(f"{op}_{tag}", f"{name} {a.shape}", load(f["output"]), ref)
+
+
+
 def report(op, name, ours, ref):
     text, exact, m = compare(ours, ref)
     s = summary[op]
@@ -121,6 +171,8 @@ for line in open(os.path.join(d, "manifest.txt")):
             torchvision.utils.save_image(x, p, nrow=int(f["nrow"]), padding=int(f["padding"]),
                                          normalize=f.get("normalize") == "true")
             report(op, f["file"], arr(Image.open(os.path.join(d, f["file"]))), arr(Image.open(p)))
+    elif op.startswith("aug_"):
+        aug_case(op, f)
     else:
         print("unknown op", op)
 
