@@ -30,12 +30,7 @@
 local torch = require "torch"
 local C = torch._amp
 
-local warned = {}
-local function warn(msg) -- a UserWarning, once per message
-  if warned[msg] then return end
-  warned[msg] = true
-  if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
-end
+local warn = require("nn_util").warn -- a UserWarning, once per message
 
 local function is_opts(v) return type(v) == "table" and getmetatable(v) == nil end
 

@@ -26,13 +26,7 @@ end
 
 local function fail(fname, msg) error(fname .. ": " .. msg, 0) end
 
-local warned = {}
--- PyTorch's UserWarning, shown once per message (Python's default warning filter).
-local function warn(msg)
-  if warned[msg] then return end
-  warned[msg] = true
-  if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
-end
+local warn = require("nn_util").warn -- a UserWarning, once per message
 
 -- Define F[name] = impl, run protected: an error comes back without its position inside
 -- the library, with 'bad argument #n to <inner function>' renamed to name, raised at the
