@@ -679,12 +679,13 @@ static void optim_case(const config *c, const nn_dtype *dts, int ndts, int npara
         }
         for (int k = 0; k < nparams; k++) nn_release(gc[k]), nn_release(gg[k]);
     }
-    /* centered RMSprop divides by sqrt(v - avg^2): that difference cancels, so one rounding apart in a
-     * 16-bit state (the CPU and the GPU contract and round their float steps differently) grows to a few */
+    /* centered RMSprop's step is g / sqrt(v - avg^2): for a tiny g both are roundings of tiny numbers
+     * (a float16 v is subnormal), so the CPU's and the GPU's float steps, contracted and rounded
+     * differently, can end a 16-bit state 1% apart (seen: -3.1328 and -3.0977 in float16) */
     bool cancels = c->alg == RMSPROP && c->rms.centered;
     for (int k = 0; k < nparams && !err; k++) {
         char what[64];
-        double scale = cancels && nn_dtype_size(L.p[k].c->dtype) == 2 ? 4 : 2;
+        double scale = cancels && nn_dtype_size(L.p[k].c->dtype) == 2 ? 8 : 2;
         snprintf(what, sizeof what, "param %d", k);
         check_tol(what, L.p[k].c, L.p[k].g, L.p[k].c->dtype, scale);
         for (int r = 0; r < 3; r++) {
