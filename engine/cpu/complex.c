@@ -2,11 +2,11 @@
  * the sum/mean/prod/all/any reductions. Every element is read as a double complex (real
  * dtypes with imag 0) and written back through nn_store_c, which keeps the real part for a
  * real output and tests nonzero for bool; complex64 results are rounded once from double. */
-#include <complex.h>
 #include <math.h>
 #include <string.h>
 
 #include "iter.h"
+#include "cmplx.h"
 #include "kernels.h"
 
 typedef double complex cplx;

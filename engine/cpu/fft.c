@@ -3,12 +3,12 @@
  * mixed-radix Cooley-Tukey of our own in double: n = p * m with p the smallest factor, p
  * decimated sub-transforms of length m, then for each k the p outputs k + r m from the p
  * twiddled values at k (in place); a prime length is one O(n^2) step. */
-#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include <kiss_fft.h>
 
+#include "cmplx.h"
 #include "kernels.h"
 
 typedef double complex cplx;

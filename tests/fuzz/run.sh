@@ -11,7 +11,8 @@ cc=${CC:-clang}
 command -v "$cc" >/dev/null || cc=clang-14
 mkdir -p "$out/obj" "$out/corpus"
 blas_inc=$(ls -d /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas 2>/dev/null | head -n 1)
-flags=(-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,fuzzer-no-link -fno-omit-frame-pointer -I"$root/engine" ${blas_inc:+-I"$blas_inc"})
+fft_cflags=$(pkg-config --cflags kissfft-float) fft_libs=$(pkg-config --libs kissfft-float)
+flags=(-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,fuzzer-no-link -fno-omit-frame-pointer -I"$root/engine" ${blas_inc:+-I"$blas_inc"} $fft_cflags)
 
 # the engine, as an archive so each target pulls in only what it needs (make: incremental, parallel)
 cat > "$out/Makefile" <<MK
@@ -26,7 +27,7 @@ obj/%.o: $root/%.c
 -include \$(OBJS:.o=.d)
 MK
 make -s -C "$out" -j "$(nproc)" libengine.a || { echo "FAIL: building the engine for fuzzing"; exit 1; }
-libs=(-lopenblas -lz -lm -lpthread)
+libs=(-lopenblas $fft_libs -lz -lm -lpthread)
 for l in png16 turbojpeg; do
   [ -e "/usr/lib/x86_64-linux-gnu/lib$l.so" ] || [ -e "/usr/lib/x86_64-linux-gnu/lib$l.a" ] && libs=(-l$l "${libs[@]}")
 done
