@@ -224,28 +224,26 @@ nn_status check(const nn_kargs *a, int n, nn_dtype dt)
     return nn_dtype_is_float(dt) ? NN_OK : nn_not_implemented(a, dt);
 }
 
-/* the register kernel with k vectors per lane (vec_k), or the looping one for k == 0 */
-template <typename T, typename... Args> void launch_fwd(int k, dim3 grid, cudaStream_t s, Args... args)
+/* K0 (the looping kernel) or, for k vectors per lane (vec_k), the register kernel Kk */
+template <auto K0, auto K1, auto K2, auto K4, auto K8, auto K16, typename... Args>
+void launch_by_k(int k, dim3 grid, cudaStream_t s, Args... args)
 {
     switch (k) {
-    case 1: nn_launch<fwd_vec<T, 1>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 2: nn_launch<fwd_vec<T, 2>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 4: nn_launch<fwd_vec<T, 4>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 8: nn_launch<fwd_vec<T, 8>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 16: nn_launch<fwd_vec<T, 16>>(grid, dim3(32 * ROWS), s, args...); break;
-    default: nn_launch<fwd<T>>(grid, dim3(32 * ROWS), s, args...); break;
+    case 1: nn_launch<K1>(grid, dim3(32 * ROWS), s, args...); break;
+    case 2: nn_launch<K2>(grid, dim3(32 * ROWS), s, args...); break;
+    case 4: nn_launch<K4>(grid, dim3(32 * ROWS), s, args...); break;
+    case 8: nn_launch<K8>(grid, dim3(32 * ROWS), s, args...); break;
+    case 16: nn_launch<K16>(grid, dim3(32 * ROWS), s, args...); break;
+    default: nn_launch<K0>(grid, dim3(32 * ROWS), s, args...); break;
     }
+}
+template <typename T, typename... Args> void launch_fwd(int k, dim3 grid, cudaStream_t s, Args... args)
+{
+    launch_by_k<fwd<T>, fwd_vec<T, 1>, fwd_vec<T, 2>, fwd_vec<T, 4>, fwd_vec<T, 8>, fwd_vec<T, 16>>(k, grid, s, args...);
 }
 template <typename T, typename... Args> void launch_bwd_dx(int k, dim3 grid, cudaStream_t s, Args... args)
 {
-    switch (k) {
-    case 1: nn_launch<bwd_dx_vec<T, 1>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 2: nn_launch<bwd_dx_vec<T, 2>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 4: nn_launch<bwd_dx_vec<T, 4>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 8: nn_launch<bwd_dx_vec<T, 8>>(grid, dim3(32 * ROWS), s, args...); break;
-    case 16: nn_launch<bwd_dx_vec<T, 16>>(grid, dim3(32 * ROWS), s, args...); break;
-    default: nn_launch<bwd_dx<T>>(grid, dim3(32 * ROWS), s, args...); break;
-    }
+    launch_by_k<bwd_dx<T>, bwd_dx_vec<T, 1>, bwd_dx_vec<T, 2>, bwd_dx_vec<T, 4>, bwd_dx_vec<T, 8>, bwd_dx_vec<T, 16>>(k, grid, s, args...);
 }
 
 } // namespace
