@@ -36,7 +36,7 @@ fi
 
 if want lua; then
 echo "== Lua tests that use the GPU"
-for f in test_cuda_graph test_data_device_loader test_types test_amp test_backends test_indexing test_nn_utils test_gather_sort test_more_ops test_functional test_bitwise_math test_profiler test_profiler_memory test_shape_more test_dropout_fused test_complex test_tensor_random; do
+for f in test_cuda_graph test_data_device_loader test_types test_amp test_backends test_indexing test_nn_utils test_gather_sort test_more_ops test_functional test_bitwise_math test_profiler test_profiler_memory test_shape_more test_dropout_fused test_complex test_fft test_tensor_random; do
   timeout 120 "$nn" tests/lua/run.lua $f > "$LOG/lua_$f.log" 2>&1; tail -n 1 "$LOG/lua_$f.log" | sed "s/^/$f: /"
   grep -m5 FAIL "$LOG/lua_$f.log"
 done

@@ -11,6 +11,7 @@
  *  - strided: same dtypes, any strides (broadcast inputs have stride 0);
  *  - generic: mixed dtypes, loads and stores by runtime dtype. */
 #include "binary_ops.cuh"
+#include "complex_hooks.cuh"
 
 using namespace nnk;
 
@@ -183,6 +184,7 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
     c.a = a;
     c.cdt = (int)a->i[0];
     if (c.cdt < 0 || c.cdt >= NN_NDTYPES) return nn_error(NN_ERR_ARG, "%s: bad compute dtype %d", nn_op_name(a->op), c.cdt);
+    if (nn_dtype_is_complex((nn_dtype)c.cdt) || nn_cuda_any_complex(a)) return nn_cuda_complex_binary(a);
     nn_tensor *ops[3] = {a->out[0], a->in[0], a->in[1]};
     nn_iter_init(&c.it, 3, ops);
     c.n = iter_numel(c.it);

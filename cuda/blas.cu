@@ -11,6 +11,7 @@
  *   float16, bfloat16  cuBLASLt, float accumulation and float alpha/beta; out may also be
  *                      float32 (the product rounded once, to float: autocast's weight gradients)
  *   float64            cublasDgemmStridedBatched
+ *   complex64/128      cublasCgemmStridedBatched / cublasZgemmStridedBatched (alpha, beta real)
  *   int64/int32/uint8  a plain kernel, wrapping int64 arithmetic as the CPU kernel does
  * cuBLASLt descriptors, layouts and the heuristic's algorithm are kept per problem (shape,
  * strides, transposes, pointer alignment, dtype, TF32, epilogue) in a plan cache, so the steady
@@ -123,6 +124,18 @@ __global__ void scale3(T *c, Strides3 sc, int64_t m, int64_t n, int64_t total, d
         if (beta == 0) *p = from_d<T>(0.0);
         else if (INT) *p = (T)(int64_t)((uint64_t)(int64_t)beta * (uint64_t)(int64_t)*p);
         else *p = from_d<T>(beta * to_d<T>(*p));
+    }
+}
+
+/* the same for complex elements (R float or double): both parts times beta, or zero */
+template <typename R>
+__global__ void cscale3(R *c, Strides3 sc, int64_t m, int64_t n, int64_t total, double beta)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = i % n, r = (i / n) % m, bi = i / (n * m);
+        R *p = c + 2 * (bi * sc.bs + r * sc.rs + j * sc.cs);
+        p[0] = beta == 0 ? (R)0 : (R)(beta * p[0]);
+        p[1] = beta == 0 ? (R)0 : (R)(beta * p[1]);
     }
 }
 
@@ -244,12 +257,25 @@ nn_status build_plan(const Problem &P, const LtKey &key, nn_cuda_device *d, LtPl
     return NN_OK;
 }
 
-/* The problem on the classic cuBLAS API (float64, and where cuBLASLt offers no algorithm). */
+/* The problem on the classic cuBLAS API (float64, complex, and where cuBLASLt offers no algorithm). */
 nn_status run_cublas(const Problem &P, nn_cuda_device *d, cudaStream_t stream)
 {
     NN_CHECK(cublasSetStream(d->cublas, stream));
     cublasOperation_t ta = P.s1.trans ? CUBLAS_OP_T : CUBLAS_OP_N, tb = P.s2.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     int m = (int)P.rc, n = (int)P.cc, k = (int)P.k, nb = (int)P.batch;
+    if (P.dt == NN_C64) {
+        cuComplex al = make_cuComplex((float)P.alpha, 0), be = make_cuComplex((float)P.beta, 0);
+        NN_CHECK(cublasCgemmStridedBatched(d->cublas, ta, tb, m, n, k, &al, (const cuComplex *)P.s1.p, (int)P.s1.ld, P.s1.bs,
+                                           (const cuComplex *)P.s2.p, (int)P.s2.ld, P.s2.bs, &be, (cuComplex *)P.c, (int)P.ldc, P.bsc, nb));
+        return NN_OK;
+    }
+    if (P.dt == NN_C128) {
+        cuDoubleComplex al = make_cuDoubleComplex(P.alpha, 0), be = make_cuDoubleComplex(P.beta, 0);
+        NN_CHECK(cublasZgemmStridedBatched(d->cublas, ta, tb, m, n, k, &al, (const cuDoubleComplex *)P.s1.p, (int)P.s1.ld, P.s1.bs,
+                                           (const cuDoubleComplex *)P.s2.p, (int)P.s2.ld, P.s2.bs, &be, (cuDoubleComplex *)P.c, (int)P.ldc,
+                                           P.bsc, nb));
+        return NN_OK;
+    }
     if (P.dt == NN_F64) {
         double al = P.alpha, be = P.beta;
         NN_CHECK(cublasDgemmStridedBatched(d->cublas, ta, tb, m, n, k, &al, (const double *)P.s1.p, (int)P.s1.ld, P.s1.bs,
@@ -283,7 +309,7 @@ nn_status run_unfused(const Problem &P, nn_cuda_device *d, cudaStream_t stream)
 /* Solve P. ws: workspace of at least kLtWorkspace bytes for cuBLASLt. */
 nn_status run_problem(const Problem &P, nn_cuda_device *d, cudaStream_t stream, void *ws)
 {
-    if (P.dt == NN_F64) return run_cublas(P, d, stream);
+    if (P.dt == NN_F64 || nn_dtype_is_complex(P.dt)) return run_cublas(P, d, stream);
     LtKey key;
     memset(&key, 0, sizeof key);
     key.dev = P.dev, key.dtype = P.dt, key.cdtype = P.cdt, key.tf32 = P.dt == NN_F32 && nn_cuda_allow_tf32;
@@ -355,6 +381,8 @@ nn_status scale_out(const nn_kargs *a, cudaStream_t s)
     case NN_I16: scale3<int16_t, true><<<blocks, 256, 0, s>>>((int16_t *)C.p, sc, C.rows, C.cols, total, beta); break;
     case NN_I8: scale3<int8_t, true><<<blocks, 256, 0, s>>>((int8_t *)C.p, sc, C.rows, C.cols, total, beta); break;
     case NN_U8: scale3<uint8_t, true><<<blocks, 256, 0, s>>>((uint8_t *)C.p, sc, C.rows, C.cols, total, beta); break;
+    case NN_C64: cscale3<float><<<blocks, 256, 0, s>>>((float *)C.p, sc, C.rows, C.cols, total, beta); break;
+    case NN_C128: cscale3<double><<<blocks, 256, 0, s>>>((double *)C.p, sc, C.rows, C.cols, total, beta); break;
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }
     NN_CHECK_LAUNCH();
@@ -410,7 +438,7 @@ nn_status gemm_float(int dev, nn_dtype dt, nn_dtype cdt, int64_t nb, int64_t m, 
     cudaStream_t stream = nn_cuda_current(d);
     size_t es = nn_dtype_size(dt), esc = nn_dtype_size(cdt);
     nn_staging::Carve cv;
-    size_t lt_off = dt == NN_F64 ? 0 : cv.take(kLtWorkspace);
+    size_t lt_off = dt == NN_F64 || nn_dtype_is_complex(dt) ? 0 : cv.take(kLtWorkspace);
     Operand oa, ob, oc;
     operand_init(&oa, A, nb, cv, es);
     operand_init(&ob, B, nb, cv, es);
@@ -491,7 +519,9 @@ extern "C" nn_status nn_cuda_bmm(const nn_kargs *a)
     case NN_F32:
     case NN_F64:
     case NN_F16:
-    case NN_BF16: return gemm_float(dev, x->dtype, dt, nb, m, n, k, mat_of(x), mat_of(y), mat_of(out), a->f[0], a->f[1], NULL, false, "bmm");
+    case NN_BF16:
+    case NN_C64:
+    case NN_C128: return gemm_float(dev, x->dtype, dt, nb, m, n, k, mat_of(x), mat_of(y), mat_of(out), a->f[0], a->f[1], NULL, false, "bmm");
     case NN_I64:
     case NN_I32:
     case NN_I16:

@@ -4,6 +4,7 @@
  * gives the same numbers on the GPU as on the CPU. */
 #include <math.h>
 
+#include "complex_hooks.cuh"
 #include "copy.cuh"
 #include "ew.cuh"
 #include "memory_format.h"
@@ -217,6 +218,7 @@ extern "C" nn_status nn_cuda_copy(const nn_kargs *a)
         NN_CHECK(cudaMemcpyAsync(it.data[0], it.data[1], (size_t)n * es, cudaMemcpyDeviceToDevice, s));
         return NN_OK;
     }
+    if (nn_cuda_any_complex(a)) return nn_cuda_complex_copy(a); /* its own kernel: see complex.cu */
     const nn_tensor *to = a->out[0], *from = a->in[0];
     nn_staging::Transpose t; /* an NCHW <-> channels-last copy */
     if (same && to->ndim == 4 && from->ndim == 4 && !memcmp(to->shape, from->shape, sizeof to->shape[0] * 4) && from->storage->device.index == dev &&
@@ -304,6 +306,7 @@ __global__ void fill_kernel(FillOne f, int64_t n, nn_cuda_offsets o) { nn_cuda_f
 extern "C" nn_status nn_cuda_fill(const nn_kargs *a)
 {
     nn_tensor *out = a->out[0];
+    if (a->op == NN_OP_fill && nn_dtype_is_complex(out->dtype)) return nn_cuda_complex_fill(a);
     nn_iter it;
     nn_iter_init_logical(&it, 1, &out); /* random values follow the logical index, as on the CPU */
     int64_t n = iter_numel(it);

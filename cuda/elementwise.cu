@@ -5,6 +5,7 @@
  * does. 0-dim CPU operands are converted to out's dtype on the host. */
 #include <string.h>
 
+#include "complex_hooks.cuh"
 #include "ew.cuh"
 
 using namespace nnk;
@@ -98,6 +99,7 @@ Operand<uint64_t> where_operand(const nn_tensor *t, char *p, nn_dtype dto, bool 
 extern "C" nn_status nn_cuda_ternary(const nn_kargs *a)
 {
     if (a->op != NN_OP_where) return nn_not_implemented(a, a->out[0]->dtype);
+    if (nn_cuda_any_complex(a)) return nn_cuda_complex_where(a);
     nn_tensor *ops[4] = {a->out[0], a->in[0], a->in[1], a->in[2]};
     nn_iter it;
     nn_iter_init(&it, 4, ops);

@@ -363,7 +363,8 @@ nn_status index_select(const nn_kargs *a)
     case 1: launch_select_any<uint8_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
     case 2: launch_select_any<uint16_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
     case 4: launch_select_any<uint32_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
-    default: launch_select_any<uint64_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
+    case 8: launch_select_any<uint64_t>(op, xp, g, ix, err, nn_cuda_current(d)); break;
+    default: launch_select_any<ulonglong2>(op, xp, g, ix, err, nn_cuda_current(d)); break; /* complex128 */
     }
     nn_release(x);
     NN_CHECK_LAUNCH();

@@ -1,4 +1,4 @@
-/* Copies between strided layouts of up to 4 dims, one element size (1, 2, 4 or 8
+/* Copies between strided layouts of up to 4 dims, one element size (1, 2, 4, 8 or 16
  * bytes), no dtype conversion: how cuda/blas.cu and cuda/cudnn.cu stage an
  * operand that the library cannot read in place into workspace memory, and
  * write a staged result back. */
@@ -171,7 +171,8 @@ inline nn_status copy(void *dst, const int64_t *dst_strides, const void *src, co
     case 1: copy4<<<blocks, 256, 0, s>>>((uint8_t *)dst, (const uint8_t *)src, g, n); break;
     case 2: copy4<<<blocks, 256, 0, s>>>((uint16_t *)dst, (const uint16_t *)src, g, n); break;
     case 4: copy4<<<blocks, 256, 0, s>>>((uint32_t *)dst, (const uint32_t *)src, g, n); break;
-    default: copy4<<<blocks, 256, 0, s>>>((uint64_t *)dst, (const uint64_t *)src, g, n); break;
+    case 8: copy4<<<blocks, 256, 0, s>>>((uint64_t *)dst, (const uint64_t *)src, g, n); break;
+    default: copy4<<<blocks, 256, 0, s>>>((ulonglong2 *)dst, (const ulonglong2 *)src, g, n); break; /* complex128 */
     }
     NN_CHECK_LAUNCH();
     return NN_OK;

@@ -7,6 +7,7 @@
  * the CPU kernels' formulas (engine/cpu/elementwise.c). logical_not reads any
  * dtype and writes 0/1. Paths as in binary.cu: dense with 16-byte vectors,
  * strided, generic by runtime dtype. */
+#include "complex_hooks.cuh"
 #include "ew.cuh"
 
 using namespace nnk;
@@ -217,6 +218,7 @@ template <int OP> nn_status run_op(const Call &c)
 
 extern "C" nn_status nn_cuda_unary(const nn_kargs *a)
 {
+    if (nn_cuda_any_complex(a)) return nn_cuda_complex_unary(a);
     Call c;
     c.a = a;
     nn_tensor *ops[2] = {a->out[0], a->in[0]};

@@ -15,7 +15,9 @@ static nn_status not_for(const char *fn, const char *what, nn_dtype dt)
 
 /* ---- which kernels take complex operands ---- */
 
-static bool cpu_takes_complex(nn_op op)
+/* The same ops on the CPU (cpu/complex.c, cpu/fft.c) and on CUDA (cuda/complex.cu, cuda/fft.cu,
+ * the complex products of cuda/blas.cu) */
+static bool takes_complex(nn_op op)
 {
     switch (nn_op_kind_of(op)) {
     case NN_KIND_UNARY: case NN_KIND_BINARY: case NN_KIND_TERNARY: case NN_KIND_BLAS: case NN_KIND_COPY:
@@ -39,8 +41,7 @@ nn_status nn_complex_guard(const nn_kargs *a)
     for (int k = 0; k < a->nin && dt == NN_DTYPE_NONE; k++)
         if (a->in[k] && nn_dtype_is_complex(a->in[k]->dtype)) dt = a->in[k]->dtype;
     if (dt == NN_DTYPE_NONE) return NN_OK;
-    bool cpu = a->out[0]->storage->device.type == NN_CPU;
-    if (cpu && cpu_takes_complex(a->op)) return NN_OK;
+    if (takes_complex(a->op)) return NN_OK; /* on either device */
     return not_for(nn_op_name(a->op), nn_op_name(a->op), dt);
 }
 
@@ -72,12 +73,35 @@ nn_status nn_complex_unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype
     }
 }
 
-nn_status nn_complex_binary_dtype(const char *fn, nn_op op, nn_dtype c)
+bool nn_complex_unary_op(nn_op op)
+{
+    switch (op) {
+    case NN_OP_neg: case NN_OP_exp: case NN_OP_log: case NN_OP_sqrt: case NN_OP_rsqrt: case NN_OP_abs: case NN_OP_angle:
+    case NN_OP_sigmoid: case NN_OP_tanh: case NN_OP_log1p: case NN_OP_sin: case NN_OP_cos: case NN_OP_tan: case NN_OP_asin:
+    case NN_OP_acos: case NN_OP_atan: case NN_OP_sinh: case NN_OP_cosh: case NN_OP_asinh: case NN_OP_acosh: case NN_OP_atanh:
+    case NN_OP_expm1: case NN_OP_exp2: case NN_OP_log2: case NN_OP_log10: case NN_OP_reciprocal: case NN_OP_conj_physical:
+    case NN_OP_sgn: case NN_OP_logical_not: case NN_OP_pow_scalar:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool nn_complex_binary_op(nn_op op)
 {
     switch (op) {
     case NN_OP_add: case NN_OP_sub: case NN_OP_mul: case NN_OP_div: case NN_OP_pow: case NN_OP_eq: case NN_OP_ne:
     case NN_OP_logical_and: case NN_OP_logical_or:
-        return NN_OK;
+        return true;
+    default:
+        return false;
+    }
+}
+
+nn_status nn_complex_binary_dtype(const char *fn, nn_op op, nn_dtype c)
+{
+    if (nn_complex_binary_op(op)) return NN_OK;
+    switch (op) {
     case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin:
         return nn_error(NN_ERR_DTYPE, "%s: %s not implemented for complex tensors.", fn, nn_op_name(op));
     default:

@@ -15,6 +15,9 @@ nn_status nn_complex_guard(const nn_kargs *a);
 nn_status nn_complex_unary_dtype(const char *fn, nn_op op, nn_dtype in, nn_dtype *out);
 /* Whether binary op computes in complex dtype c (comparisons other than eq/ne do not). */
 nn_status nn_complex_binary_dtype(const char *fn, nn_op op, nn_dtype c);
+/* The ops the complex elementwise kernels compute (cpu/complex.c, cuda/complex.cu) */
+bool nn_complex_unary_op(nn_op op);  /* pow_scalar included */
+bool nn_complex_binary_op(nn_op op);
 
 nn_tensor *nn_view_as_real(nn_tensor *t);    /* [..., 2] real view of a complex tensor */
 nn_tensor *nn_view_as_complex(nn_tensor *t); /* complex view of a real [..., 2] with unit last stride */

@@ -6,6 +6,11 @@
 #include "backend.h"
 #include "grad.h"
 
+/* The CPU kernel table refers to NN kernels weakly, and a weak reference does not pull a
+ * member out of the static engine library; this strong reference does (CPU is always built). */
+nn_status nn_cpu_fft_c2c(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_fft_c2c;
+
 static nn_status fft_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi)
 {
     gi[0] = nn_fft_c2c(go[0], (int)n->i[0], !n->i[1]);

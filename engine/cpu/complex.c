@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../complex_ops.h"
 #include "iter.h"
 #include "cmplx.h"
 #include "kernels.h"
@@ -100,15 +101,9 @@ static void unary_row(char **p, const int64_t *s, int64_t n, void *ctx)
     for (int64_t i = 0; i < n; i++) store(p[0] + i * s[0], c->dt[0], unary1(c, load(p[1] + i * s[1], c->dt[1])));
 }
 
-static bool known_unary(nn_op op)
-{
-    cctx c = {.op = op};
-    return op == NN_OP_neg || !isnan(creal(unary1(&c, 1)));
-}
-
 nn_status nn_cpu_complex_unary(const nn_kargs *a)
 {
-    if (!known_unary(a->op)) return nn_not_implemented(a, a->in[0]->dtype);
+    if (!nn_complex_unary_op(a->op)) return nn_not_implemented(a, a->in[0]->dtype);
     nn_tensor *ops[2] = {a->out[0], a->in[0]};
     cctx c = {.op = a->op, .f0 = a->f[0]};
     return iterate(ops, 2, unary_row, &c);
@@ -139,13 +134,7 @@ static void binary_row(char **p, const int64_t *s, int64_t n, void *ctx)
 
 nn_status nn_cpu_complex_binary(const nn_kargs *a)
 {
-    switch (a->op) {
-    case NN_OP_add: case NN_OP_sub: case NN_OP_mul: case NN_OP_div: case NN_OP_pow: case NN_OP_eq: case NN_OP_ne:
-    case NN_OP_logical_and: case NN_OP_logical_or:
-        break;
-    default:
-        return nn_not_implemented(a, (nn_dtype)a->i[0]);
-    }
+    if (!nn_complex_binary_op(a->op)) return nn_not_implemented(a, (nn_dtype)a->i[0]);
     nn_tensor *ops[3] = {a->out[0], a->in[0], a->in[1]};
     cctx c = {.op = a->op, .f0 = a->f[0]};
     return iterate(ops, 3, binary_row, &c);

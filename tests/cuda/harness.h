@@ -161,6 +161,8 @@ static inline void tol_of(nn_dtype dt, double *rtol, double *atol)
     case NN_F64: *rtol = 1e-12, *atol = 1e-12; break;
     case NN_F16: *rtol = 2e-3, *atol = 2e-3; break;
     case NN_BF16: *rtol = 1.6e-2, *atol = 1.6e-2; break;
+    case NN_C64: *rtol = 1e-5, *atol = 1e-5; break;
+    case NN_C128: *rtol = 1e-12, *atol = 1e-12; break;
     default: *rtol = 0, *atol = 0; break;
     }
 }
@@ -193,12 +195,19 @@ static inline void compare(const char *what, nn_tensor *c, nn_tensor *g, double 
         return;
     }
     int64_t n = nn_numel(c), bad = 0;
-    bool fl = nn_dtype_is_float(c->dtype);
+    bool fl = nn_dtype_is_float(c->dtype), cx = nn_dtype_is_complex(c->dtype);
     const char *pc = nn_data(c), *ph = nn_data(h);
     for (int64_t i = 0; i < n; i++) {
         const char *x = pc + elem_offset(c, i), *y = ph + elem_offset(h, i);
         bool ok;
-        if (fl) {
+        if (cx) { /* each part within tolerance of |a|; NaN parts where the CPU has them */
+            double ar, ai, br, bi;
+            nn_load_c(x, c->dtype, &ar, &ai);
+            nn_load_c(y, c->dtype, &br, &bi);
+            double tol = atol + rtol * hypot(ar, ai);
+            ok = (isnan(ar) ? isnan(br) : ar == br || fabs(ar - br) <= tol) && (isnan(ai) ? isnan(bi) : ai == bi || fabs(ai - bi) <= tol);
+            if (!ok && bad < 3) fail("%s: element %lld: cpu (%.9g, %.9g) cuda (%.9g, %.9g)", what, (long long)i, ar, ai, br, bi);
+        } else if (fl) {
             double a = nn_load_f64(x, c->dtype), b = nn_load_f64(y, c->dtype);
             ok = (isnan(a) || isnan(b)) ? isnan(a) && isnan(b) : a == b || fabs(a - b) <= atol + rtol * fabs(a);
             if (!ok && bad < 3) fail("%s: element %lld: cpu %.9g cuda %.9g", what, (long long)i, a, b);
@@ -238,6 +247,26 @@ static inline void check_tol(const char *what, nn_tensor *c, nn_tensor *g, nn_dt
 
 static inline void check_dt(const char *what, nn_tensor *c, nn_tensor *g) { check_tol(what, c, g, c ? c->dtype : NN_F32, 1); }
 
+/* graph(x, w), a scalar loss, on both sides with x and w requiring gradients; backward; the
+ * losses and both gradients compared within tol */
+static inline void check_graph(nn_tensor *(*graph)(nn_tensor *x, nn_tensor *w), pair x, pair w, double tol)
+{
+    x.c->requires_grad = x.g->requires_grad = w.c->requires_grad = w.g->requires_grad = true;
+    nn_tensor *lc = graph(x.c, w.c);
+    nn_tensor *lg = graph(x.g, w.g);
+    if (!lc || !lg) fail("forward: %s", nn_last_error());
+    else if (nn_backward(lc, NULL, false) || nn_backward(lg, NULL, false)) fail("backward: %s", nn_last_error());
+    else {
+        check("loss", lc, lg, tol, tol);
+        if (!x.c->grad || !x.g->grad || !w.c->grad || !w.g->grad) fail("missing .grad");
+        else {
+            check("x.grad", x.c->grad, x.g->grad, tol, tol);
+            check("w.grad", w.c->grad, w.g->grad, tol, tol);
+        }
+    }
+    nn_release(lc), nn_release(lg);
+}
+
 /* ---- running ---- */
 
 static inline double now(void)
@@ -247,7 +276,6 @@ static inline double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* main's start: the GPU, or the CPU standing in for it under NNREPL_TEST_DEVICE=cpu */
 static inline void harness_init(void)
 {
     const char *dev = getenv("NNREPL_TEST_DEVICE");
@@ -258,6 +286,27 @@ static inline void harness_init(void)
     } else {
         have_gpu = nn_gpu && nn_gpu->device_count() > 0;
     }
+}
+
+/* ---- sections: main's arguments name the sections to run (none: all) ---- */
+
+static int harness_nsel;
+static char **harness_sel;
+
+/* a section runs when no names were given or its name was */
+static inline bool want(const char *name)
+{
+    for (int i = 0; i < harness_nsel; i++)
+        if (!strcmp(harness_sel[i], name)) return true;
+    return harness_nsel == 0;
+}
+
+/* main's start: the GPU, or the CPU standing in for it under NNREPL_TEST_DEVICE=cpu; the sections
+ * named by main's arguments */
+static inline void harness_start(int argc, char **argv)
+{
+    harness_nsel = argc - 1, harness_sel = argv + 1;
+    harness_init();
 }
 
 /* main's end: the time taken since t0 (on stderr, with a GPU), the counts line, the exit status */

@@ -838,21 +838,7 @@ static void test_autograd(void)
         if (!begin("autograd %s", nn_dtype_name(dts[j]))) continue;
         int64_t xs[2] = {6, 7}, ws[1] = {7};
         pair x = make(dts[j], 2, xs, L_CONTIG, D_ANY), w = make(dts[j], 1, ws, L_CONTIG, D_ANY);
-        x.c->requires_grad = x.g->requires_grad = w.c->requires_grad = w.g->requires_grad = true;
-        nn_tensor *lc = graph(x.c, w.c);
-        nn_tensor *lg = graph(x.g, w.g);
-        if (!lc || !lg) fail("forward: %s", nn_last_error());
-        else if (nn_backward(lc, NULL, false) || nn_backward(lg, NULL, false)) fail("backward: %s", nn_last_error());
-        else {
-            double rtol = dts[j] == NN_F64 ? 1e-10 : 1e-4;
-            check("loss", lc, lg, rtol, rtol);
-            if (!x.c->grad || !x.g->grad || !w.c->grad || !w.g->grad) fail("missing .grad");
-            else {
-                check("x.grad", x.c->grad, x.g->grad, rtol, rtol);
-                check("w.grad", w.c->grad, w.g->grad, rtol, rtol);
-            }
-        }
-        nn_release(lc), nn_release(lg);
+        check_graph(graph, x, w, dts[j] == NN_F64 ? 1e-10 : 1e-4);
         pair_free(x), pair_free(w);
         end();
     }
@@ -897,23 +883,9 @@ static void test_devices(void)
     }
 }
 
-/* ---- sections ---- */
-
-static int nsel;
-static char **sel;
-
-/* a section runs when no names were given or its name was */
-static bool want(const char *name)
-{
-    for (int i = 0; i < nsel; i++)
-        if (!strcmp(sel[i], name)) return true;
-    return nsel == 0;
-}
-
 int main(int argc, char **argv)
 {
-    nsel = argc - 1, sel = argv + 1;
-    harness_init();
+    harness_start(argc, argv);
     double t0 = now();
     if (want("unary")) test_unary();
     if (want("binary")) test_binary();

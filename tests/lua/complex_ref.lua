@@ -129,4 +129,67 @@ function C.gradcheck(T)
   end
 end
 
+-- devcheck(name, f, inputs, tol): f on the CPU inputs and on copies of them on the GPU. The
+-- values, then the gradients of L = sum(Re(conj(w) * f(...))) (w random, the same on both) with
+-- respect to each float or complex input, must agree within tol relative to the CPU's largest
+-- modulus (at least 1); NaNs in the same places, infinities equal. The other device is CUDA
+-- (NNREPL_DEVCHECK_DEVICE=cpu checks the checks).
+function C.devcheck(T)
+  local device = os.getenv("NNREPL_DEVCHECK_DEVICE") or "cuda"
+  local function as_real(t)
+    t = t:detach():cpu()
+    if t:is_complex() then t = torch.view_as_real(t:contiguous()) end
+    return t:to(torch.float64)
+  end
+  local function close(a, b, tol, what)
+    if not T.check(b ~= nil, what .. ": missing on the GPU") then return end
+    if not T.eq({ tostring(b.dtype), b:size():totable() }, { tostring(a.dtype), a:size():totable() }, what .. ": dtype and shape") then return end
+    local ra, rb = as_real(a), as_real(b)
+    local na, nb = torch.isnan(ra), torch.isnan(rb)
+    if not T.check(torch.equal(na, nb), what .. ": NaNs in other places") then return end
+    local same = ra:eq(rb):logical_or(na)
+    local diff = torch.where(same, torch.zeros_like(ra), ra - rb):abs()
+    local fin = torch.where(torch.isfinite(ra), ra, torch.zeros_like(ra)):abs()
+    local scale = math.max(1, ra:numel() > 0 and fin:max():item() or 0)
+    local err = ra:numel() > 0 and diff:max():item() or 0
+    T.check(err <= tol * scale, string.format("%s: GPU against CPU: error %.3g, scale %.3g, tolerance %.3g", what, err, scale, tol))
+  end
+  return function(name, f, inputs, tol)
+    tol = tol or 1e-10
+    local function run(dev)
+      local leaves = {}
+      for i, x in ipairs(inputs) do
+        leaves[i] = x:detach():clone():to(dev)
+        if x:is_floating_point() or x:is_complex() then leaves[i]:requires_grad_() end
+      end
+      return f(table.unpack(leaves)), leaves
+    end
+    local oc, lc = run("cpu")
+    local ok, og, lg = pcall(run, device)
+    if not T.check(ok, name .. ": on the GPU: " .. tostring(og)) then return end
+    T.check(og.device.type == device, name .. ": the result is on the GPU")
+    close(oc, og, tol, name)
+    if not oc.requires_grad then return end
+    torch.manual_seed(4242)
+    local w = torch.randn(oc.shape, { dtype = oc.dtype })
+    local function loss(o, wt)
+      if o:is_complex() then return (o * wt:conj()).real:sum() end
+      return (o * wt):sum()
+    end
+    local okb, err = pcall(function()
+      loss(oc, w):backward()
+      loss(og, w:to(device)):backward()
+    end)
+    if not T.check(okb, name .. ": backward: " .. tostring(err)) then return end
+    for i = 1, #inputs do
+      if lc[i].grad ~= nil or lg[i].grad ~= nil then
+        if T.check(lc[i].grad ~= nil and lg[i].grad ~= nil, name .. ": a gradient on one device only") then
+          T.check(lg[i].grad.device.type == device, name .. ": the gradient is on the GPU")
+          close(lc[i].grad, lg[i].grad, tol, name .. ": gradient of input " .. i)
+        end
+      end
+    end
+  end
+end
+
 return C

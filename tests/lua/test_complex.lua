@@ -370,7 +370,8 @@ T.test("gradients", function()
   T.near(C.of(v.grad), C.map(C.of(torch.ones(3, c128)), function() return { 0, -1 } end), 1e-12, "backward(grad) of i*x")
 end)
 
--- ---- on a GPU: complex tensors move and print there; their ops are the CPU's for now ----
+-- ---- on a GPU: complex tensors move and print there, and every op above runs there with the
+-- CPU's results and gradients (C.devcheck) ----
 
 T.test("complex tensors on a GPU", function()
   if not torch.cuda.is_available() then return T.skip("no GPU") end
@@ -380,6 +381,83 @@ T.test("complex tensors on a GPU", function()
   T.check(torch.equal(g:cpu(), z), "back bit for bit")
   T.check(torch.equal(z:to(torch.complex128):cuda():cpu(), z:to(torch.complex128)), "complex128 too")
   T.check(tostring(g):find("1.5000+0.2500j", 1, true) ~= nil and tostring(g):find("device='cuda:0'", 1, true) ~= nil, "printed")
-  T.raises(function() return g + g end, "~not implemented for 'ComplexFloat'", "ops refused on CUDA")
-  T.raises(function() return torch.fft.fft(torch.randn(8):cuda()) end, "~not implemented", "fft refused on CUDA")
+  local s = g + g
+  T.eq({ s.device.type, C.of(s:cpu()) }, { "cuda", { { 3, 0.5 }, { -4, 6 } } }, "g + g on the GPU")
+  T.eq(C.of(torch.zeros(2, { dtype = torch.complex64, device = "cuda" }):cpu()), { { 0, 0 }, { 0, 0 } }, "zeros on the GPU")
+  T.eq(C.of(torch.full({ 2 }, cn(1, -2), { device = "cuda" }):cpu()), { { 1, -2 }, { 1, -2 } }, "full on the GPU")
+  torch.manual_seed(3)
+  local r = torch.randn(4000, { dtype = torch.complex128, device = "cuda" })
+  T.near({ r.real:var():item(), r.imag:var():item() }, { 0.5, 0.5 }, 0.08, "randn on the GPU")
+  -- the ops with no complex form are refused as on the CPU
+  T.raises(function() return g:lt(g) end, "~\"lt\" not implemented for 'ComplexFloat'")
+  T.raises(function() return g:floor() end, "~\"floor\" not implemented for 'ComplexFloat'")
+  T.raises(function() return g:amax() end, "~\"amax\" not implemented for 'ComplexFloat'")
+  T.raises(function() return g:clamp(0, 1) end, "~clamp is not supported for complex types")
+end)
+
+T.test("complex ops on a GPU against the CPU", function()
+  if not torch.cuda.is_available() then return T.skip("no GPU") end
+  local dc = C.devcheck(T)
+  local unary = { "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "reciprocal",
+    "conj", "conj_physical", "sgn", "abs", "angle", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "log1p",
+    "expm1", "exp2" }
+  for _, dt in ipairs({ c64, c128 }) do
+    local tol = dt == c64 and 1e-4 or 1e-10
+    local name = tostring(dt.dtype) .. " "
+    local x, y = case({ 3, 4 }, dt, 1) * 1.5, case({ 3, 4 }, dt, 2) -- transposed views
+    local b, v = case({ 4 }, dt, 3), case({ 3 }, dt, 4)            -- strided, broadcast
+    local real = torch.randn(4, { dtype = dt == c64 and torch.float32 or torch.float64 })
+    for _, op in ipairs(unary) do dc(name .. op, function(a) return a[op](a) end, { x }, tol) end
+    for _, e in ipairs({ 0, 1, 2, 3, 0.5, -1, -2.5 }) do dc(name .. "pow " .. e, function(a) return a ^ e end, { x }, tol) end
+    dc(name .. "pow complex exponent", function(a) return a:pow(cn(0.5, 1)) end, { x }, tol)
+    dc(name .. "add", function(p, q) return p + q end, { x, b }, tol)
+    dc(name .. "add alpha", function(p, q) return torch.add(p, q, { alpha = 2 }) end, { x, y }, tol)
+    dc(name .. "sub", function(p, q) return p - q end, { x, y }, tol)
+    dc(name .. "mul", function(p, q) return p * q end, { x, b }, tol)
+    dc(name .. "div", function(p, q) return p / q end, { y, x }, tol)
+    dc(name .. "pow", function(p, q) return p:pow(q) end, { x, b }, tol * 10)
+    dc(name .. "times a number", function(p) return p * 2.5 - 1 end, { x }, tol)
+    dc(name .. "times a complex number", function(p) return p * cn(1, -1) + cn(0, 2) end, { x }, tol)
+    dc(name .. "number over", function(p) return cn(1, 1) / p end, { x }, tol)
+    dc(name .. "with a real tensor", function(p, q) return p * q + q end, { x, real }, tol)
+    dc(name .. "with the other complex dtype", function(p, q) return p * q end, { x, y:to(dt == c64 and torch.complex128 or torch.complex64) }, tol)
+    dc(name .. "in place", function(p, q) local c = p:clone() c:mul_(q) c:add_(q) c:div_(2) return c end, { x, b }, tol)
+    dc(name .. "eq", function(p) return p:eq(p:clone()) end, { x }, 0)
+    dc(name .. "ne", function(p, q) return p:ne(q) end, { x, y }, 0)
+    dc(name .. "isnan, isinf, isfinite", function(p)
+      local q = p:clone()
+      q[0] = cn(0 / 0, 1)
+      q[1] = cn(1, 1 / 0)
+      return torch.stack({ torch.isnan(q), torch.isinf(q), torch.isfinite(q) })
+    end, { x }, 0)
+    dc(name .. "where", function(p, q) return torch.where(p.real:gt(0), p, q) end, { x, real }, tol)
+    dc(name .. "where of numbers", function(p) return torch.where(p.imag:gt(0), cn(1, 2), p) end, { x }, tol)
+    for _, to in ipairs({ torch.float32, torch.float64, torch.float16, torch.int64, torch.uint8, torch.bool, torch.complex64, torch.complex128 }) do
+      dc(name .. "to " .. tostring(to), function(p) return p:to(to) end, { x }, tol)
+      dc(name .. "from " .. tostring(to), function(p) return p:to(to):to(dt.dtype) end, { (x * 3):to(torch.complex128) }, tol)
+    end
+    dc(name .. "view_as_real", function(p) return torch.view_as_real(p:contiguous()) * 2 end, { x }, tol)
+    dc(name .. "real, imag", function(p) return p.real * p.imag end, { x }, tol)
+    dc(name .. "complex, polar", function(p, q) return torch.complex(p, q) * torch.polar(q:abs(), p) end, { real, real * 2 }, tol)
+    dc(name .. "cat, flip, index", function(p, q)
+      return torch.cat({ p:flip(0), q[torch.tensor({ 2, 0 }):to(p.device)], p:t():contiguous():view(3, 4) }, 0)
+    end, { x, y }, tol)
+    dc(name .. "roll, narrow, clone", function(p) return torch.roll(p, 1, 1):narrow(1, 1, 2):clone() end, { x }, tol)
+    dc(name .. "sum(0)", function(p) return p:sum(0) end, { x }, tol)
+    dc(name .. "sum(1, keepdim)", function(p) return p:sum(1, true) end, { x }, tol)
+    dc(name .. "sum()", function(p) return p:sum() end, { x }, tol)
+    dc(name .. "mean", function(p) return p:mean(0) end, { x }, tol)
+    dc(name .. "prod", function(p) return p:prod(1) end, { x }, tol)
+    dc(name .. "all, any", function(p) return torch.stack({ p:all(), p:any(), (p * 0):any(), p:all(1):all() }) end, { x }, 0)
+    dc(name .. "norm", function(p) return p:norm() end, { x }, tol)
+    dc(name .. "var", function(p) return p:var() end, { x }, tol)
+    dc(name .. "large sum", function(p) return p:sum() end, { torch.randn(300000, dt) }, tol * 10)
+    local A, B = torch.randn(4, 3, dt):t(), torch.randn(4, 5, dt)
+    dc(name .. "mm", function(p, q) return p:mm(q) end, { A, B }, tol)
+    dc(name .. "matmul broadcast", function(p, q) return torch.matmul(p, q:expand(2, 4, 5)) end, { A, B }, tol)
+    dc(name .. "bmm", function(p, q) return torch.bmm(p, q) end, { torch.randn(2, 3, 4, dt), torch.randn(2, 5, 4, dt):transpose(1, 2) }, tol)
+    dc(name .. "mv", function(p, q) return p:matmul(q) end, { A, b }, tol)
+    dc(name .. "addmm", function(c, p, q) return torch.addmm(c, p, q, { beta = 0.5, alpha = 2 }) end, { torch.randn(3, 5, dt), A, B }, tol)
+    dc(name .. "empty product", function(p, q) return p:mm(q) end, { torch.randn(3, 0, dt), torch.randn(0, 2, dt) }, tol)
+  end
 end)

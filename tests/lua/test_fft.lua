@@ -209,3 +209,57 @@ T.test("stft, istft", function()
   cg("istft", function(a) return torch.istft(a, 4, { hop_length = 1, window = torch.hann_window(4, { dtype = torch.float64 }), length = 6 }) end,
     { torch.stft(torch.randn(6, { dtype = torch.float64 }), 4, { hop_length = 1, window = torch.hann_window(4, { dtype = torch.float64 }), return_complex = true }) })
 end)
+
+-- ---- on a GPU (cuFFT): every transform against the CPU's, values and gradients (C.devcheck) ----
+
+T.test("transforms on a GPU against the CPU", function()
+  if not torch.cuda.is_available() then return T.skip("no GPU") end
+  local dc = C.devcheck(T)
+  local norms = { "backward", "ortho", "forward" }
+  for _, prec in ipairs({ { torch.float32, torch.complex64, 1e-4 }, { torch.float64, torch.complex128, 1e-10 } }) do
+    local rdt, cdt, tol = prec[1], prec[2], prec[3]
+    local p = tostring(cdt) .. " "
+    torch.manual_seed(20)
+    for _, len in ipairs({ 1, 2, 5, 8, 9, 12, 13, 64, 97, 1000 }) do
+      local z, r = torch.randn(3, len, { dtype = cdt }), torch.randn(3, len, { dtype = rdt })
+      local zt = torch.randn(len, 3, { dtype = cdt }):t() -- a strided transform dim
+      for _, norm in ipairs(norms) do
+        local s = string.format("len %d %s", len, norm)
+        dc(p .. "fft " .. s, function(a) return F.fft(a, nil, -1, norm) end, { z }, tol)
+        dc(p .. "ifft " .. s, function(a) return F.ifft(a, nil, -1, norm) end, { zt }, tol)
+        dc(p .. "fft n+3 " .. s, function(a) return F.fft(a, len + 3, -1, norm) end, { r }, tol)
+        dc(p .. "ifft n-1 dim 0 " .. s, function(a) return F.ifft(a, math.max(1, len - 1), 1, norm) end, { zt }, tol)
+        dc(p .. "rfft " .. s, function(a) return F.rfft(a, nil, -1, norm) end, { r }, tol)
+        dc(p .. "ihfft " .. s, function(a) return F.ihfft(a, nil, -1, norm) end, { r }, tol)
+        local half = F.rfft(r, nil, -1, norm)
+        dc(p .. "irfft " .. s, function(a) return F.irfft(a, len, -1, norm) end, { half }, tol)
+        dc(p .. "irfft odd/even n " .. s, function(a) return F.irfft(a, len + 1, -1, norm) end, { half }, tol)
+        dc(p .. "hfft " .. s, function(a) return F.hfft(a, len, -1, norm) end, { half }, tol)
+      end
+    end
+    local x3 = torch.randn(4, 6, 5, { dtype = cdt })
+    local r3 = torch.randn(4, 6, 5, { dtype = rdt })
+    for _, norm in ipairs(norms) do
+      dc(p .. "fft2 " .. norm, function(a) return F.fft2(a, nil, nil, norm) end, { x3 }, tol)
+      dc(p .. "ifft2 s " .. norm, function(a) return F.ifft2(a, { 3, 7 }, nil, norm) end, { x3 }, tol)
+      dc(p .. "fftn " .. norm, function(a) return F.fftn(a, nil, nil, norm) end, { x3 }, tol)
+      dc(p .. "ifftn dims 0, 2 " .. norm, function(a) return F.ifftn(a, nil, { 0, 2 }, norm) end, { x3:transpose(0, 2) }, tol)
+      dc(p .. "fftn 1 dim " .. norm, function(a) return F.fftn(a, nil, { 1 }, norm) end, { x3 }, tol)
+      dc(p .. "rfft2 " .. norm, function(a) return F.rfft2(a, nil, nil, norm) end, { r3 }, tol)
+      dc(p .. "rfftn " .. norm, function(a) return F.rfftn(a, nil, nil, norm) end, { r3 }, tol)
+      dc(p .. "irfft2 " .. norm, function(a) return F.irfft2(a, { 6, 5 }, nil, norm) end, { F.rfft2(r3) }, tol)
+      dc(p .. "irfftn " .. norm, function(a) return F.irfftn(a, { 4, 6, 8 }, nil, norm) end, { F.rfftn(r3) }, tol)
+      dc(p .. "irfftn odd " .. norm, function(a) return F.irfftn(a, { 4, 6, 9 }, nil, norm) end, { F.rfftn(r3) }, tol)
+    end
+    dc(p .. "fftshift, ifftshift", function(a) return F.ifftshift(F.fftshift(F.fft(a), { 0, 1 }), 1) end, { x3 }, tol)
+    dc(p .. "a long transform", function(a) return F.fft(a) end, { torch.randn(2, 30030, { dtype = cdt }) }, tol)
+    dc(p .. "a long prime transform", function(a) return F.ifft(a) end, { torch.randn(4099, { dtype = cdt }) }, tol)
+    local w = torch.hann_window(8, { dtype = rdt })
+    dc(p .. "stft", function(a, win) return torch.stft(a, 8, { hop_length = 3, window = win, return_complex = true }) end,
+      { torch.randn(2, 50, { dtype = rdt }), w }, tol)
+    local spec = torch.stft(torch.randn(50, { dtype = rdt }), 8, { hop_length = 2, window = w, return_complex = true })
+    dc(p .. "istft", function(a, win) return torch.istft(a, 8, { hop_length = 2, window = win, length = 50 }) end, { spec, w }, tol)
+  end
+  local g = F.fft(torch.randn(8):cuda())
+  T.eq({ g.device.type, tostring(g.dtype) }, { "cuda", "torch.complex64" }, "fft of a real CUDA tensor stays there")
+end)
