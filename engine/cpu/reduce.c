@@ -18,17 +18,13 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "reduce_plan.h"
 
 enum { CHUNK = 256, VEC_MIN = 16, TILE = 2048 };
 
 typedef enum { A_SUM, A_PROD, A_MAX, A_MIN, A_ALL, A_ANY, A_SQDEV, A_ABS, A_SQ, A_MAXABS, A_MINABS, A_NZ, A_POW } accop;
 
-typedef struct {
-    int nk, nr;
-    int64_t ks[NN_MAX_DIMS], kin[NN_MAX_DIMS], kout[NN_MAX_DIMS], kout2[NN_MAX_DIMS]; /* kept: size, byte strides */
-    int64_t rs[NN_MAX_DIMS], rin[NN_MAX_DIMS];                                       /* reduced */
-    int64_t nred;
-} plan;
+typedef nn_reduce_plan plan;
 
 typedef struct {
     nn_op op;
@@ -41,59 +37,6 @@ typedef struct {
 } rctx;
 
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
-/* Sort by |input stride| descending (innermost last), then merge neighbours
- * whose strides line up in every operand. */
-static int coalesce(int n, int64_t *sz, int64_t *s0, int64_t *s1, int64_t *s2)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && abs64(s0[j - 1]) < abs64(s0[j]); j--) {
-            int64_t t;
-            t = sz[j], sz[j] = sz[j - 1], sz[j - 1] = t;
-            t = s0[j], s0[j] = s0[j - 1], s0[j - 1] = t;
-            if (s1) t = s1[j], s1[j] = s1[j - 1], s1[j - 1] = t;
-            if (s2) t = s2[j], s2[j] = s2[j - 1], s2[j - 1] = t;
-        }
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (m > 0 && s0[m - 1] == s0[i] * sz[i] && (!s1 || s1[m - 1] == s1[i] * sz[i]) && (!s2 || s2[m - 1] == s2[i] * sz[i])) {
-            sz[m - 1] *= sz[i];
-            s0[m - 1] = s0[i];
-            if (s1) s1[m - 1] = s1[i];
-            if (s2) s2[m - 1] = s2[i];
-            continue;
-        }
-        sz[m] = sz[i], s0[m] = s0[i];
-        if (s1) s1[m] = s1[i];
-        if (s2) s2[m] = s2[i];
-        m++;
-    }
-    return m;
-}
-
-static void plan_init(plan *p, const nn_tensor *x, const nn_tensor *out, const nn_tensor *out2, uint32_t mask)
-{
-    memset(p, 0, sizeof *p);
-    p->nred = 1;
-    int64_t ein = (int64_t)nn_dtype_size(x->dtype), eo = (int64_t)nn_dtype_size(out->dtype);
-    int64_t eo2 = out2 ? (int64_t)nn_dtype_size(out2->dtype) : 0;
-    for (int d = 0; d < x->ndim; d++) {
-        bool red = mask == 0 || (mask >> d & 1);
-        if (red) p->nred *= x->shape[d];
-        if (x->shape[d] == 1) continue;
-        if (red) {
-            p->rs[p->nr] = x->shape[d];
-            p->rin[p->nr++] = x->strides[d] * ein;
-        } else {
-            p->ks[p->nk] = x->shape[d];
-            p->kin[p->nk] = x->strides[d] * ein;
-            p->kout[p->nk] = out->strides[d] * eo;
-            p->kout2[p->nk++] = out2 ? out2->strides[d] * eo2 : 0;
-        }
-    }
-    p->nk = coalesce(p->nk, p->ks, p->kin, p->kout, p->kout2);
-    p->nr = coalesce(p->nr, p->rs, p->rin, NULL, NULL);
-}
 
 /* Step a multi-index over shape[0..n), moving up to three pointers; false after the last. */
 static bool odo_next(int n, int64_t *idx, const int64_t *shape, char **ptr, const int64_t *const *strides, int np)
@@ -420,7 +363,7 @@ static nn_status reduce_run(const nn_kargs *a, rctx *c)
 {
     nn_tensor *x = a->in[0], *out = a->out[0];
     plan p;
-    plan_init(&p, x, out, NULL, a->dims);
+    nn_reduce_plan_init(&p, x, out, NULL, a->dims);
     if (nn_numel(out) == 0) return NN_OK;
     /* vec strategy when the innermost input dim is a kept one of useful length; its
      * accumulators go in tiles of TILE so they stay in L1 while the rows stream by */
@@ -472,7 +415,7 @@ static nn_status reduce_index(const nn_kargs *a)
     bool want_max = a->op == NN_OP_max_dim || a->op == NN_OP_argmax;
     bool values = a->op == NN_OP_max_dim || a->op == NN_OP_min_dim;
     plan p;
-    plan_init(&p, x, out, values ? idx_out : NULL, a->dims);
+    nn_reduce_plan_init(&p, x, out, values ? idx_out : NULL, a->dims);
     if (nn_numel(out) == 0) return NN_OK;
     int64_t n = p.nr ? p.rs[0] : p.nred, s = p.nr ? p.rin[0] : 0;
     if (n == 0) return nn_error(NN_ERR_INDEX, "%s: expected reduction dim to have non-zero size", nn_op_name(a->op));
