@@ -1,5 +1,6 @@
 -- More optimizers, with PyTorch's update rules, defaults and state names, written with tensor
--- ops (no fused kernel): Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD, LBFGS. The step count is kept as a number;
+-- ops (no fused kernel): Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD, Adafactor, Muon, LBFGS.
+-- SparseAdam is refused (nnrepl has no sparse gradients). The step count is kept as a number;
 -- a loaded state whose step is a tensor (PyTorch's) is read as one. GradScaler takes its
 -- unscale-then-check path for them (no device-side skip).
 local torch = require "torch"
@@ -18,11 +19,12 @@ local function betas_ok(b)
   end
 end
 
--- class name with spec (U.parse's) and checks; step_param(p, grad, state, group) updates one parameter
-local function define(name, spec, check, init_state, step_param)
+-- class name with spec (U.parse's) and checks; step_param(p, grad, state, group) updates one
+-- parameter; no_step: the state has no step count (Muon's)
+local function define(name, spec, check, init_state, step_param, no_step)
   local cls = Optimizer:extend(name)
   cls._step_supports_amp_scaling = false
-  cls._counts_steps = true
+  cls._counts_steps = not no_step
   function cls:__init(params, ...)
     local o = U.parse(name, spec, ...)
     check(o)
@@ -36,12 +38,14 @@ local function define(name, spec, check, init_state, step_param)
         if g.maximize then grad = -grad end
         local s = rawget(self.state, p)
         if s == nil then
-          s = init_state(p)
-          s.step = 0
+          s = init_state(p, grad)
+          if not no_step then s.step = 0 end
           self.state[p] = s
         end
-        if torch.is_tensor(s.step) then s.step = s.step:item() end
-        s.step = s.step + 1
+        if not no_step then
+          if torch.is_tensor(s.step) then s.step = s.step:item() end
+          s.step = s.step + 1
+        end
         step_param(p, grad, s, g)
       end
     end
@@ -183,6 +187,118 @@ define("ASGD", spec_of({ { "lr", 1e-2 }, { "lambd", 1e-4 }, { "alpha", 0.75 }, {
     s.eta = g.lr / (1 + g.lambd * g.lr * s.step) ^ g.alpha
     s.mu = 1 / math.max(1, s.step - g.t0)
   end)
+
+-- Adafactor (PyTorch's variant): lr caps the relative step size and scales the decoupled
+-- weight decay; a parameter of two or more dims keeps row and column means of g^2 over its last
+-- two dims instead of a full second moment; eps = {eps1 (nil: the dtype's machine epsilon), eps2}.
+local function real_param(name, p)
+  if p:is_complex() then U.errorf("%s does not support complex parameters", name) end
+end
+
+define("Adafactor", spec_of({ { "lr", 1e-2 }, { "beta2_decay", -0.8 }, { "eps", { nil, 1e-3 } }, { "d", 1.0 }, { "weight_decay", 0.0 } }),
+  function(o)
+    nonneg(o.lr, "learning rate")
+    if type(o.beta2_decay) ~= "number" or not (o.beta2_decay <= 0) then U.errorf("beta2_decay should be <= 0 but is: %s", tostring(o.beta2_decay)) end
+    local e = o.eps
+    if type(e) ~= "table" then U.error("eps must be a list {eps1 or nil, eps2}") end
+    if e[1] ~= nil and not (type(e[1]) == "number" and e[1] >= 0) then U.errorf("epsilon1 should be >= 0 but is: %s", tostring(e[1])) end
+    if not (type(e[2]) == "number" and e[2] >= 0) then U.errorf("epsilon2 should be >= 0 but is: %s", tostring(e[2])) end
+    if not (type(o.d) == "number" and o.d >= 1) then U.errorf("Clipping threshold d should be >= 1 but is: %s", tostring(o.d)) end
+    if not (type(o.weight_decay) == "number" and o.weight_decay >= 0) then U.errorf("weight_decay should be >= 0 but is: %s", tostring(o.weight_decay)) end
+  end,
+  function(p, grad)
+    real_param("Adafactor", p)
+    if grad:dim() < 2 then return { variance = zeros(grad) } end
+    local rows, cols = grad:size():totable(), grad:size():totable()
+    rows[#rows], cols[#cols - 1] = 1, 1
+    return { row_var = grad:new_zeros(rows), col_var = grad:new_zeros(cols) }
+  end,
+  function(p, grad, s, g)
+    local t = s.step
+    local eps1, eps2 = g.eps[1] or torch.finfo(p.dtype).eps, g.eps[2]
+    local fresh = t ^ g.beta2_decay -- 1 - beta2_t: the new squares' weight
+    local alpha = math.max(eps2, p:norm():item() / math.sqrt(p:numel())) * math.min(g.lr, 1 / math.sqrt(t))
+    if g.weight_decay ~= 0 then p:mul_(1 - g.lr * g.weight_decay) end
+    local var
+    if grad:dim() >= 2 then
+      local sq = grad * grad
+      s.row_var:lerp_(sq:mean(-1, true), fresh)
+      s.col_var:lerp_(sq:mean(-2, true), fresh)
+      var = s.row_var:matmul(s.col_var):div_(s.row_var:mean(-2, true):clamp_(eps1))
+    else
+      s.variance:lerp_(grad * grad, fresh)
+      var = s.variance:clone()
+    end
+    local u = var:clamp_(eps1 * eps1):rsqrt_():mul_(grad)
+    local denom = math.max(1.0, u:norm():item() / (math.sqrt(u:numel()) * g.d))
+    p:add_(u, { alpha = -alpha / denom })
+  end)
+
+-- Muon, for 2-D parameters: momentum (Nesterov by default), the update orthogonalised by a
+-- quintic Newton-Schulz iteration in bfloat16, decoupled weight decay, and the learning rate
+-- scaled for the matrix's shape (adjust_lr_fn "original": sqrt(max(1, rows / cols));
+-- "match_rms_adamw": 0.2 sqrt(max(rows, cols))).
+local function muon_orthogonalize(G, coeffs, steps, eps, use_addmm)
+  if steps >= 100 then U.error("Number of steps must be less than 100 for computational efficiency") end
+  if G:dim() ~= 2 then U.error("Input tensor gradient must be a 2D matrix") end
+  if type(coeffs) ~= "table" or #coeffs ~= 3 then U.error("Coefficients must be a tuple of exactly 3 values") end
+  local a, b, c = coeffs[1], coeffs[2], coeffs[3]
+  local tall = G:size(0) > G:size(1)
+  local X = G:bfloat16()
+  if tall then X = X:t() end
+  X = X / X:norm():clamp(eps)
+  for _ = 1, steps do
+    local A = X:mm(X:t())
+    if use_addmm then
+      X = torch.addmm(X, torch.addmm(A, A, A, { beta = b, alpha = c }), X, { beta = a })
+    else
+      X = X * a + (A * b + A:mm(A) * c):mm(X)
+    end
+  end
+  return tall and X:t() or X
+end
+
+local Muon = define("Muon", { { "lr", 1e-3 }, { "weight_decay", 0.1 }, { "momentum", 0.95 }, { "nesterov", true },
+  { "ns_coefficients", { 3.4445, -4.7750, 2.0315 } }, { "eps", 1e-7 }, { "ns_steps", 5 }, { "adjust_lr_fn" }, { "use_addmm", false } },
+  function(o)
+    if not (type(o.lr) == "number" and o.lr >= 0) then U.errorf("Learning rate should be >= 0 but is: %s", tostring(o.lr)) end
+    if not (type(o.momentum) == "number" and o.momentum >= 0) then U.errorf("momentum should be >= 0 but is: %s", tostring(o.momentum)) end
+    if not (type(o.weight_decay) == "number" and o.weight_decay >= 0) then U.errorf("weight decay should be >= 0 but is: %s", tostring(o.weight_decay)) end
+    local f = o.adjust_lr_fn
+    if f ~= nil and f ~= "original" and f ~= "match_rms_adamw" then U.errorf("Adjust learning rate function %s is not supported", tostring(f)) end
+  end,
+  function(p, grad)
+    real_param("Muon", p)
+    return { momentum_buffer = zeros(grad) }
+  end,
+  function(p, grad, s, g)
+    if grad:dim() ~= 2 then U.error("Param gradient must be a 2D matrix") end
+    local buf, m = s.momentum_buffer, g.momentum
+    buf:lerp_(grad, 1 - m)
+    local update = muon_orthogonalize(g.nesterov and grad:lerp(buf, m) or buf, g.ns_coefficients, g.ns_steps, g.eps, g.use_addmm)
+    local rows, cols = p:size(0), p:size(1)
+    local ratio = (g.adjust_lr_fn == nil or g.adjust_lr_fn == "original") and math.sqrt(math.max(1, rows / cols)) or 0.2 * math.sqrt(math.max(rows, cols))
+    p:mul_(1 - g.lr * g.weight_decay)
+    p:add_(update, { alpha = -(g.lr * ratio) }) -- in the param's dtype, as PyTorch's add_
+  end, true)
+Muon._orthogonalize = muon_orthogonalize
+
+local muon_init = Muon.__init
+function Muon:__init(params, ...)
+  muon_init(self, params, ...)
+  for _, g in ipairs(self.param_groups) do
+    for _, p in ipairs(g.params) do
+      if p:dim() ~= 2 then U.errorf("Muon only supports 2D parameters whereas we found a parameter with size: %s", tostring(p:size())) end
+    end
+  end
+end
+
+-- SparseAdam updates only the rows a sparse gradient touches; nnrepl's gradients are dense.
+local SparseAdam = Optimizer:extend("SparseAdam")
+function SparseAdam:__init()
+  U.error("SparseAdam needs sparse gradients, which nnrepl does not have (nn.Embedding(sparse=true) gives dense ones): use optim.Adam or optim.AdamW")
+end
+optim.SparseAdam = SparseAdam
 
 -- ---- LBFGS ----
 
