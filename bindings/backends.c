@@ -1,6 +1,6 @@
 /* torch._backends: get(name) and set(name, bool) for the switches of engine/cuda_flags.h;
  * bindings/lua/torch_backends.lua builds torch.backends and set_float32_matmul_precision
- * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark", and "deterministic" and
+ * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark", "cudnn.deterministic", and "deterministic" and
  * "deterministic.warn_only" for torch.use_deterministic_algorithms (bindings/lua/torch_shape_more.lua). */
 #include <string.h>
 
@@ -13,6 +13,7 @@ static bool *flag(lua_State *L)
     if (!strcmp(name, "matmul.allow_tf32")) return &nn_cuda_allow_tf32;
     if (!strcmp(name, "cudnn.allow_tf32")) return &nn_cudnn_allow_tf32;
     if (!strcmp(name, "cudnn.benchmark")) return &nn_cudnn_benchmark;
+    if (!strcmp(name, "cudnn.deterministic")) return &nn_cudnn_deterministic;
     if (!strcmp(name, "deterministic")) return &nn_deterministic_algorithms;
     if (!strcmp(name, "deterministic.warn_only")) return &nn_deterministic_warn_only;
     luaL_argerror(L, 1, lua_pushfstring(L, "no switch named '%s'", name));

@@ -9,6 +9,7 @@
 
 #include "autograd.h"
 #include "complex_ops.h"
+#include "memory_format.h"
 
 /* ---- the {dtype=, device=, requires_grad=} of every factory ---- */
 
@@ -20,6 +21,7 @@ typedef struct {
 
 static const char *const create_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", NULL};
 static const char *const random_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", "generator", NULL};
+static const char *const like_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", "memory_format", NULL};
 
 /* torch.set_default_device: where the factories put a tensor when no device= is given (the
  * *_like ones and torch.tensor(t) follow their input instead) */
@@ -79,14 +81,37 @@ static int t_factory(lua_State *L)
     return finish(L, t, &c, 1);
 }
 
-/* zeros_like(t, {dtype=, device=, requires_grad=}) and friends */
+/* An empty tensor shaped like t in memory format f. PyTorch's preserve_format: t's own strides
+ * where t is dense and non-overlapping, else the format t suggests (channels-last or contiguous). */
+static nn_tensor *empty_like(const nn_tensor *t, nn_memory_format f, nn_dtype dt, nn_device dev)
+{
+    if (f == NN_PRESERVE_FORMAT) {
+        if (nn_is_dense(t)) return nn_empty_strided(t->ndim, t->shape, t->strides, dt, dev);
+        f = nn_suggest_memory_format(t);
+    }
+    return nn_empty_format(t->ndim, t->shape, f, dt, dev);
+}
+
+/* zeros_like(t, {dtype=, device=, requires_grad=, memory_format=torch.preserve_format}) and friends */
 static int t_like(lua_State *L)
 {
     int kind = (int)lua_tointeger(L, lua_upvalueindex(1));
     nn_tensor *t = lt_check(L, 1);
+    int o = lt_last_positional(L) + 1, mf;
     create_opts c;
-    read_create(L, lt_last_positional(L) + 1, t->dtype, t->storage->device, &c);
-    return finish(L, make(kind, t->ndim, t->shape, c.dt, c.dev), &c, 1);
+    read_opts(L, o, like_keys, t->dtype, t->storage->device, &c);
+    mf = lt_opt_memory_format(L, o);
+    nn_tensor *r = empty_like(t, mf < 0 ? NN_PRESERVE_FORMAT : (nn_memory_format)mf, c.dt, c.dev);
+    if (r && kind != F_EMPTY) { /* the values drawn or filled in logical order, whatever the layout */
+        nn_tensor *v = kind == F_ZEROS || kind == F_ONES ? NULL : make(kind, t->ndim, t->shape, c.dt, c.dev);
+        nn_status st = kind == F_ZEROS ? nn_zero_(r) : kind == F_ONES ? nn_fill_(r, 1) : v ? nn_copy_(r, v) : nn_last_status();
+        nn_release(v);
+        if (st) {
+            nn_release(r);
+            r = NULL;
+        }
+    }
+    return finish(L, r, &c, 1);
 }
 
 /* The dtype PyTorch infers for a fill value: bool, int64 or the default float. */
@@ -131,8 +156,15 @@ static int t_full_like(lua_State *L)
     nn_tensor *t = lt_check(L, 1);
     value_dtype(L, 2);
     create_opts c;
-    read_create(L, 3, t->dtype, t->storage->device, &c);
-    return finish(L, full_value(L, 2, t->ndim, t->shape, c.dt, c.dev), &c, 2);
+    read_opts(L, 3, like_keys, t->dtype, t->storage->device, &c);
+    int mf = lt_opt_memory_format(L, 3);
+    nn_tensor *r = empty_like(t, mf < 0 ? NN_PRESERVE_FORMAT : (nn_memory_format)mf, c.dt, c.dev);
+    double re, im;
+    if (r && (lt_tocomplex(L, 2, &re, &im) ? nn_fill_complex_(r, re, im) : nn_fill_(r, value_of(L, 2)))) {
+        nn_release(r);
+        r = NULL;
+    }
+    return finish(L, r, &c, 2);
 }
 
 /* randint(low, high, size, opts) or randint(high, size, opts) */

@@ -42,7 +42,7 @@ constexpr size_t kFindWorkspace = 256u << 20; /* what cudnnFind may use while ti
 constexpr size_t kMaxWorkspace = 1024u << 20; /* the heuristic's choice must need no more */
 
 struct ConvKey {
-    int32_t dev, kind, dtype, layout, tf32, benchmark, careful;
+    int32_t dev, kind, dtype, layout, tf32, benchmark, careful, deterministic;
     int64_t N, C, H, W, O, Cg, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
 };
 
@@ -54,6 +54,7 @@ struct ConvPlan {
     cudnnBackendDescriptor_t desc[NDESC]; /* X, F, Y, convolution, operation, graph */
     cudnnBackendDescriptor_t plan;
     int64_t ws;
+    bool nondeterministic; /* the engine's results depend on the order of atomic additions */
     cudnnTensorDescriptor_t y, b; /* legacy descriptors for the bias add: Y, and the bias as (1, O, 1, 1) */
 };
 
@@ -187,21 +188,29 @@ nn_status describe(const Conv &c, Layout L, cudnnHandle_t h, ConvPlan *p)
     return NN_OK;
 }
 
-/* The execution plan of cfg, or NULL where cuDNN cannot build it (or TF32 is not allowed). */
-cudnnBackendDescriptor_t build_plan(cudnnBackendDescriptor_t cfg, cudnnHandle_t h, bool no_tensor_core)
+/* Whether the engine of cfg carries numerical note want (false where cuDNN cannot say). */
+bool engine_has_note(cudnnBackendDescriptor_t cfg, cudnnBackendNumericalNote_t want)
 {
-    cudnnBackendDescriptor_t engine = NULL, plan = NULL;
-    if (no_tensor_core && cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == CUDNN_STATUS_SUCCESS) {
-        int64_t n = 0;
-        cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-        bool tc = false;
-        if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) == CUDNN_STATUS_SUCCESS &&
-            cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) ==
-                CUDNN_STATUS_SUCCESS)
-            for (int64_t k = 0; k < n; k++) tc = tc || notes[k] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
-        cudnnBackendDestroyDescriptor(engine);
-        if (tc) return NULL;
-    }
+    cudnnBackendDescriptor_t engine = NULL;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS) return false;
+    int64_t n = 0;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    bool has = false;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) == CUDNN_STATUS_SUCCESS &&
+        cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) ==
+            CUDNN_STATUS_SUCCESS)
+        for (int64_t k = 0; k < n; k++) has = has || notes[k] == want;
+    cudnnBackendDestroyDescriptor(engine);
+    return has;
+}
+
+/* The execution plan of cfg, or NULL where cuDNN cannot build it, where it would use tensor cores
+ * that are not allowed (float32 without TF32), or where it is not deterministic and that is asked. */
+cudnnBackendDescriptor_t build_plan(cudnnBackendDescriptor_t cfg, cudnnHandle_t h, bool no_tensor_core, bool deterministic)
+{
+    cudnnBackendDescriptor_t plan = NULL;
+    if (no_tensor_core && engine_has_note(cfg, CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) return NULL;
+    if (deterministic && engine_has_note(cfg, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) return NULL;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) return NULL;
     if (set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h) != CUDNN_STATUS_SUCCESS ||
         set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg) != CUDNN_STATUS_SUCCESS ||
@@ -280,7 +289,8 @@ float time_plan(cudnnHandle_t h, cudnnBackendDescriptor_t plan, const Conv &c, v
 
 /* Choose the plan: the first that builds within limit bytes of workspace, or (ws != NULL: the
  * operands are staged and ws has limit bytes) the fastest of them. */
-nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, void *ws, size_t limit, cudaStream_t s, bool *found)
+nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, bool deterministic, void *ws, size_t limit, cudaStream_t s,
+                 bool *found)
 {
     enum { MAX_CFGS = 64 };
     cudnnBackendDescriptor_t cfgs[MAX_CFGS];
@@ -291,12 +301,13 @@ nn_status choose(const Conv &c, cudnnHandle_t h, ConvPlan *p, bool tf32, void *w
         int n = heuristic_configs(p->desc[5], m, cfgs, MAX_CFGS);
         for (int k = 0; k < n; k++) {
             bool done = *found && !ws;
-            cudnnBackendDescriptor_t plan = done ? NULL : build_plan(cfgs[k], h, no_tc);
+            cudnnBackendDescriptor_t plan = done ? NULL : build_plan(cfgs[k], h, no_tc, deterministic);
             int64_t need = plan ? plan_workspace(plan) : -1;
             float ms = need >= 0 && (size_t)need <= limit && ws ? time_plan(h, plan, c, need ? ws : NULL, s) : 0;
             if (need >= 0 && (size_t)need <= limit && ms >= 0 && (!*found || ms < best)) {
                 if (p->plan) cudnnBackendDestroyDescriptor(p->plan);
                 p->plan = plan, p->ws = need, best = ms, *found = true;
+                p->nondeterministic = engine_has_note(cfgs[k], CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
             } else if (plan) {
                 cudnnBackendDestroyDescriptor(plan);
             }
@@ -382,9 +393,9 @@ void log_plan(const Conv &c, Layout L, const ConvPlan &p)
     int64_t n = 0;
     cudnnBackendGetAttribute(p.plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, sizeof json - 1, &n, json);
     json[n < (int64_t)sizeof json ? n : (int64_t)sizeof json - 1] = 0;
-    fprintf(stderr, "cudnn plan: %s %s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%lld,%lld] ws %lld: %s\n", op_name(c.kind), nn_dtype_name(c.dt),
+    fprintf(stderr, "cudnn plan: %s %s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%lld,%lld] ws %lld%s: %s\n", op_name(c.kind), nn_dtype_name(c.dt),
             L == NHWC ? "NHWC" : "NCHW", (long long)c.N, (long long)c.C, (long long)c.H, (long long)c.W, (long long)c.O, (long long)c.Cg,
-            (long long)c.kh, (long long)c.kw, (long long)p.ws, json);
+            (long long)c.kh, (long long)c.kw, (long long)p.ws, p.nondeterministic ? " nondeterministic" : "", json);
 }
 
 const char *op_name(Kind k) { return nn_op_name(k == FWD ? NN_OP_conv2d : k == BWD_DATA ? NN_OP_conv2d_backward_input : NN_OP_conv2d_backward_weight); }
@@ -393,10 +404,12 @@ const char *op_name(Kind k) { return nn_op_name(k == FWD ? NN_OP_conv2d : k == B
 nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPlan **out)
 {
     bool tf32 = c.dt == NN_F32 && nn_cudnn_allow_tf32, bench = nn_cudnn_benchmark && !nn_cuda_captures(); /* timing syncs */
+    bool det = nn_cudnn_deterministic || nn_deterministic_algorithms;
     for (;;) {
         ConvKey key;
         memset(&key, 0, sizeof key);
         key.dev = c.dev, key.kind = c.kind, key.dtype = c.dt, key.layout = *L, key.tf32 = tf32, key.benchmark = bench, key.careful = c.careful;
+        key.deterministic = det;
         key.N = c.N, key.C = c.C, key.H = c.H, key.W = c.W, key.O = c.O, key.Cg = c.Cg, key.kh = c.kh, key.kw = c.kw, key.oh = c.oh, key.ow = c.ow;
         key.sh = c.sh, key.sw = c.sw, key.ph = c.ph, key.pw = c.pw, key.dh = c.dh, key.dw = c.dw, key.groups = c.groups;
         size_t staging = plan_staging(c, *L);
@@ -416,11 +429,11 @@ nn_status get_plan(Conv &c, Layout *L, nn_cuda_device *d, cudaStream_t s, ConvPl
                 st = nn_last_status();
             } else {
                 nn_clear_error();
-                if (!(st = stage_in(c, *L, tws, s))) st = choose(c, d->cudnn, &fresh, tf32, tws ? tws + staging : NULL, find_ws, s, &found);
+                if (!(st = stage_in(c, *L, tws, s))) st = choose(c, d->cudnn, &fresh, tf32, det, tws ? tws + staging : NULL, find_ws, s, &found);
             }
             if (tws) nn_cuda_free(c.dev, tws);
         } else if (!st) {
-            st = choose(c, d->cudnn, &fresh, tf32, NULL, kMaxWorkspace, s, &found);
+            st = choose(c, d->cudnn, &fresh, tf32, det, NULL, kMaxWorkspace, s, &found);
         }
         if (st || !found) {
             destroy_plan(fresh);

@@ -8,6 +8,7 @@ bool nn_cudnn_allow_tf32 = true;
 bool nn_cudnn_benchmark = false;
 bool nn_deterministic_algorithms = false;
 bool nn_deterministic_warn_only = false;
+bool nn_cudnn_deterministic = false;
 bool nn_cudnn_batch_norm = true;
 long nn_cudnn_batch_norm_declined = 0;
 

@@ -25,10 +25,13 @@ extern bool nn_cudnn_benchmark;
 /* torch.use_deterministic_algorithms(mode, warn_only=): while nn_deterministic_algorithms is set, the
  * kernels whose results depend on the order of atomic additions (index_add_ into a CUDA float tensor:
  * also the gradients of index_select, gather and embedding, scatter_add, index_put with accumulate)
- * fail through nn_check_deterministic, or with nn_deterministic_warn_only print a warning and run.
- * cuDNN's choice of convolution engines is not affected. */
+ * fail through nn_check_deterministic, or with nn_deterministic_warn_only print a warning and run;
+ * and cuDNN's convolutions take only deterministic engines, as with nn_cudnn_deterministic. */
 extern bool nn_deterministic_algorithms;
 extern bool nn_deterministic_warn_only;
+/* torch.backends.cudnn.deterministic: convolutions take only the cuDNN engines whose results do not
+ * depend on the order of atomic additions (default false) */
+extern bool nn_cudnn_deterministic;
 /* NN_OK, or (the mode on, warn_only off) the error naming op, as PyTorch words it */
 nn_status nn_check_deterministic(const char *op);
 

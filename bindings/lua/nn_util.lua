@@ -32,6 +32,24 @@ function U.warn(msg)
   if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
 end
 
+-- Python's `with` for a state already entered: a to-be-closed value whose closing calls
+-- restore(); or, given fn, fn(...) run in the state, restore() called also when fn raises.
+-- For the function forms of such states: the trailing function of the arguments (nil when the
+-- last is not one), the arguments packed, and how many come before that function.
+function U.pop_fn(...)
+  local args = table.pack(...)
+  if args.n > 0 and type(args[args.n]) == "function" then return args[args.n], args, args.n - 1 end
+  return nil, args, args.n
+end
+
+function U.scoped(restore, fn, ...)
+  if fn == nil then return setmetatable({}, { __close = function() restore() end }) end
+  local res = table.pack(pcall(fn, ...))
+  restore()
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+
 -- U.F(name, ...) calls torch.nn.functional[name](...); its errors are raised again
 -- at the user's line (a layer's forward tail-calls this, so no library frame is
 -- left between here and the caller of the module).

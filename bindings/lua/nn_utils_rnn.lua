@@ -1,5 +1,5 @@
--- nn.utils.rnn: pad_sequence, pack_padded_sequence, pad_packed_sequence, pack_sequence and
--- PackedSequence, as PyTorch's. A PackedSequence has PyTorch's fields (data, batch_sizes,
+-- nn.utils.rnn: pad_sequence, pack_padded_sequence, pad_packed_sequence, pack_sequence,
+-- unpad_sequence, unpack_sequence, invert_permutation and PackedSequence, as PyTorch's. A PackedSequence has PyTorch's fields (data, batch_sizes,
 -- sorted_indices, unsorted_indices) and also keeps the padded batch it came from, which the
 -- recurrent layers run on with each sequence stopping at its own length.
 local torch = require "torch"
@@ -129,6 +129,33 @@ function M.pack_sequence(sequences, ...)
   local lengths = {}
   for i, s in ipairs(sequences) do lengths[i] = s:size(0) end
   return M.pack_padded_sequence(M.pad_sequence(sequences), lengths, { enforce_sorted = o.enforce_sorted })
+end
+
+-- unpad_sequence(padded, lengths, {batch_first=false}): the list of sequences, each cut to its length
+function M.unpad_sequence(padded, lengths, ...)
+  local o = U.parse("unpad_sequence", { { "batch_first", false } }, ...)
+  if not torch.is_tensor(padded) then U.errorf("unpad_sequence: padded_sequences must be a Tensor, got %s", U.typename(padded)) end
+  if not o.batch_first then padded = padded:transpose(0, 1) end
+  local l = lengths_list(lengths)
+  if #l ~= padded:size(0) then U.errorf("unpad_sequence: %d lengths for a batch of %d", #l, padded:size(0)) end
+  local out = {}
+  for i, n in ipairs(l) do out[i] = padded[i - 1]:narrow(0, 0, n) end
+  return out
+end
+
+-- unpack_sequence(packed): the list of sequences a PackedSequence holds, in their original order
+function M.unpack_sequence(packed)
+  if not PackedSequence.is(packed) then U.errorf("unpack_sequence: expected a PackedSequence, got %s", U.typename(packed)) end
+  local padded, lengths = M.pad_packed_sequence(packed, { batch_first = true })
+  return M.unpad_sequence(padded, lengths, { batch_first = true })
+end
+
+-- invert_permutation(p): q with q[p[i]] = i (nil stays nil)
+function M.invert_permutation(p)
+  if p == nil then return nil end
+  local q = torch.empty_like(p)
+  q:scatter_(0, p, torch.arange(0, p:numel(), { device = p.device, dtype = p.dtype }))
+  return q
 end
 
 -- for the recurrent layers: a PackedSequence with new padded contents (same lengths)

@@ -5,6 +5,7 @@
 --   torch.backends.cudnn.allow_tf32 = false          -- float32 convolutions may use TF32 (default true)
 --   torch.backends.cudnn.benchmark = true            -- time conv algorithms once per shape (default false)
 --   torch.backends.cudnn.enabled = false             -- nn.RNN/LSTM/GRU on CUDA without cuDNN (default true)
+--   torch.backends.cudnn.deterministic = true        -- convolutions take deterministic engines only (default false)
 --   torch.set_float32_matmul_precision("high")       -- "highest" (TF32 off), "high" or "medium" (on)
 --   torch.get_float32_matmul_precision()
 -- A change takes effect at the next op. Other keys are kept as plain fields, as Python's
@@ -36,10 +37,39 @@ local backends = torch.backends or {}
 torch.backends = backends
 backends.cuda = backends.cuda or {}
 backends.cuda.matmul = switches("torch.backends.cuda.matmul", { allow_tf32 = "matmul.allow_tf32" })
-backends.cudnn = switches("torch.backends.cudnn", { allow_tf32 = "cudnn.allow_tf32", benchmark = "cudnn.benchmark" }, {
+backends.cudnn = switches("torch.backends.cudnn", { allow_tf32 = "cudnn.allow_tf32", benchmark = "cudnn.benchmark",
+  deterministic = "cudnn.deterministic" }, {
   is_available = function() return torch.cuda.is_available() end,
   enabled = true, -- false: recurrent layers on CUDA run composed of ops instead of cuDNN's RNN
 })
+
+-- What nnrepl does not have, answered as PyTorch answers on a machine without it.
+local function absent() return false end
+backends.cuda.is_built = function() return torch.cuda.is_available() end
+backends.mps = { is_available = absent, is_built = absent }
+backends.mkl = { is_available = absent }
+backends.mkldnn = { is_available = absent, enabled = false }
+backends.openmp = { is_available = absent }
+backends.opt_einsum = { is_available = absent, get_opt_einsum = function() return nil end, enabled = false, strategy = nil }
+backends.cpu = { get_cpu_capability = function() return "DEFAULT" end }
+
+-- Reduced-precision reductions in float16/bfloat16 products are allowed (PyTorch's defaults);
+-- nnrepl's products accumulate in float32 whatever these say.
+backends.cuda.matmul.allow_fp16_reduced_precision_reduction = true
+backends.cuda.matmul.allow_bf16_reduced_precision_reduction = true
+
+-- Which scaled_dot_product_attention kernels may run (nn.attention.sdpa_kernel sets them too).
+-- nnrepl has one, the math one (composed of matmul, softmax and dropout): the switches are kept
+-- and read back, and the math kernel runs whatever they say.
+local sdp = { flash = true, mem_efficient = true, math = true, cudnn = true }
+for name in pairs(sdp) do
+  backends.cuda["enable_" .. name .. "_sdp"] = function(on)
+    if type(on) ~= "boolean" then error(string.format("enable_%s_sdp: expected a boolean, got %s", name, type(on)), 2) end
+    sdp[name] = on
+  end
+  backends.cuda[name .. "_sdp_enabled"] = function() return sdp[name] end
+end
+backends.cuda._sdp = sdp
 
 local PRECISIONS = { highest = true, high = true, medium = true }
 local precision = "highest"

@@ -440,8 +440,9 @@ end
 -- use_deterministic_algorithms(mode, {warn_only=false}): while on, the kernels whose results
 -- depend on the order of atomic additions fail (warn_only: print a warning and run). Here that
 -- is index_add_ into a CUDA float tensor, which also serves the gradients of index_select,
--- gather and embedding, scatter_add and index_put with accumulate (engine/cuda_flags.h). Every
--- other kernel is deterministic already; cuDNN's convolution engine choice is not affected.
+-- gather and embedding, scatter_add and index_put with accumulate (engine/cuda_flags.h); and
+-- cuDNN's convolutions take only deterministic engines (as torch.backends.cudnn.deterministic).
+-- Every other kernel is deterministic already.
 local B = torch._backends
 
 function torch.use_deterministic_algorithms(mode, ...)

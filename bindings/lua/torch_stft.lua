@@ -1,5 +1,5 @@
 -- torch.stft and torch.istft (PyTorch's signal-processing forms) from torch.fft and tensor ops:
--- frames by index_select (Tensor:unfold), the window padded to n_fft at the centre, and the
+-- frames by Tensor:unfold (a view), the window padded to n_fft at the centre, and the
 -- inverse's overlap-add by index_add, divided by the summed squared window. Differentiable.
 local torch = require "torch"
 local U = require "nn_util"

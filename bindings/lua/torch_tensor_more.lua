@@ -109,22 +109,19 @@ function torch.take_along_dim(x, indices, dim)
   return x:expand(xs):gather(dim, indices:expand(is))
 end
 
--- x:unfold(dim, size, step): the windows of `size` along dim every `step`, as a new last dim
--- (a copy here, where PyTorch's is a view)
+-- x:unfold(dim, size, step): the windows of `size` along dim every `step`, as a new last dim; a
+-- view, as PyTorch's (windows may overlap: as_strided's gradient adds them up)
 function Tensor:unfold(dim, size, step)
   if dim < 0 then dim = dim + math.max(self:dim(), 1) end
   local len = self:dim() == 0 and 1 or self:size(dim)
   if size > len then U.errorf("maximum size for tensor at dimension %d is %d but size is %d", dim, len, size) end
   if step <= 0 then U.errorf("step is %d but must be > 0", step) end
-  local n = (len - size) // step + 1
-  local idx = {}
-  for w = 0, n - 1 do for k = 0, size - 1 do idx[#idx + 1] = w * step + k end end
-  local picked = self:index_select(dim, torch.tensor(idx, { dtype = torch.int64 }):to(self.device))
-  local shape = {}
-  for d = 0, self:dim() - 1 do
-    if d == dim then shape[#shape + 1] = n; shape[#shape + 1] = size else shape[#shape + 1] = self:size(d) end
-  end
-  return picked:reshape(shape):movedim(dim + 1, -1)
+  if self:dim() == 0 then return self:as_strided({ size }, { 1 }, self:storage_offset()) end
+  local shape, strides = self:size():totable(), self:stride()
+  local along = strides[dim + 1]
+  shape[dim + 1], strides[dim + 1] = (len - size) // step + 1, along * step
+  shape[#shape + 1], strides[#strides + 1] = size, along
+  return self:as_strided(shape, strides, self:storage_offset())
 end
 
 -- ---- elementwise ----

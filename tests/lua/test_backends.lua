@@ -7,6 +7,7 @@ local function defaults()
   B.cuda.matmul.allow_tf32 = false
   B.cudnn.allow_tf32 = true
   B.cudnn.benchmark = false
+  B.cudnn.deterministic = false
   torch.set_float32_matmul_precision("highest")
 end
 
@@ -14,6 +15,7 @@ T.test("PyTorch's defaults", function()
   T.eq(B.cuda.matmul.allow_tf32, false, "matmul.allow_tf32")
   T.eq(B.cudnn.allow_tf32, true, "cudnn.allow_tf32")
   T.eq(B.cudnn.benchmark, false, "cudnn.benchmark")
+  T.eq(B.cudnn.deterministic, false, "cudnn.deterministic")
   T.eq(torch.get_float32_matmul_precision(), "highest", "precision")
   T.eq(B.cudnn.is_available(), torch.cuda.is_available(), "cudnn.is_available")
 end)
@@ -26,9 +28,13 @@ T.test("switches read back what was set", function()
   T.eq(torch.get_float32_matmul_precision(), "high", "allow_tf32 = true reads as 'high'")
   B.cuda.matmul.allow_tf32 = false
   T.eq({ B.cuda.matmul.allow_tf32, B.cudnn.allow_tf32, B.cudnn.benchmark }, { false, false, true }, "one at a time")
-  B.cudnn.deterministic = true -- any other attribute is kept, as on a Python module
-  T.eq(B.cudnn.deterministic, true, "plain field")
-  B.cudnn.deterministic = nil
+  B.cudnn.deterministic = true
+  T.eq(B.cudnn.deterministic, true, "cudnn.deterministic")
+  T.eq(torch._backends.get("cudnn.deterministic"), true, "the engine's switch")
+  T.raises(function() B.cudnn.deterministic = "yes" end, "torch.backends.cudnn.deterministic must be a boolean, got string")
+  B.cudnn.my_setting = 3 -- any other attribute is kept, as on a Python module
+  T.eq(B.cudnn.my_setting, 3, "plain field")
+  B.cudnn.my_setting = nil
   defaults()
 end)
 
@@ -46,4 +52,24 @@ T.test("set_float32_matmul_precision", function()
   T.eq(B.cudnn.allow_tf32, true, "unchanged after a bad value")
   T.raises(function() torch._backends.get("cudnn.nope") end, "bad argument #1 to 'get' (no switch named 'cudnn.nope')")
   defaults()
+end)
+
+T.test("what nnrepl does not have answers as PyTorch's builds without it", function()
+  T.eq(B.mps.is_available(), false, "mps")
+  T.eq(B.mps.is_built(), false, "mps built")
+  T.eq({ B.mkl.is_available(), B.mkldnn.is_available(), B.openmp.is_available(), B.opt_einsum.is_available() },
+    { false, false, false, false }, "mkl, mkldnn, openmp, opt_einsum")
+  T.eq(B.cuda.is_built(), torch.cuda.is_available(), "cuda built")
+  T.eq(B.cpu.get_cpu_capability(), "DEFAULT", "cpu capability")
+  T.eq({ B.cuda.matmul.allow_fp16_reduced_precision_reduction, B.cuda.matmul.allow_bf16_reduced_precision_reduction },
+    { true, true }, "reduced-precision reductions allowed by default")
+end)
+
+T.test("scaled_dot_product_attention's kernel switches", function()
+  local names = { "flash", "mem_efficient", "math", "cudnn" }
+  for _, n in ipairs(names) do T.eq(B.cuda[n .. "_sdp_enabled"](), true, n .. " on by default") end
+  B.cuda.enable_flash_sdp(false)
+  T.eq(B.cuda.flash_sdp_enabled(), false, "flash off")
+  B.cuda.enable_flash_sdp(true)
+  T.raises(function() B.cuda.enable_math_sdp(1) end, "enable_math_sdp: expected a boolean, got number")
 end)
