@@ -50,21 +50,14 @@ local function ref_bilinear(img, H, W, y, x)
     ly * lx * img[yh + 1][xh + 1]
 end
 
--- roi_align / ps_roi_align: out[k][c][ph][pw]
-local function ref_roi_align(x, rois, PH, PW, scale, sr, aligned, ps)
+-- out[k][c][ph][pw] = value(img, H, W, roi, ph, pw) with img the [H][W] table of the bin's input
+-- channel (c, or (c*PH + ph)*PW + pw for the position-sensitive variants)
+local function per_bin(x, rois, PH, PW, ps, value)
   local X = list(x)
   local H, W = #X[1][1], #X[1][1][1]
   local C = ps and #X[1] // (PH * PW) or #X[1]
   local out = {}
   for k, r in ipairs(rois) do
-    local off = aligned and 0.5 or 0
-    local x1, y1 = r[2] * scale - off, r[3] * scale - off
-    local rw, rh = r[4] * scale - off - x1, r[5] * scale - off - y1
-    if not aligned then rw, rh = math.max(rw, 1), math.max(rh, 1) end
-    local bh, bw = rh / PH, rw / PW
-    local gh = sr > 0 and sr or math.ceil(rh / PH)
-    local gw = sr > 0 and sr or math.ceil(rw / PW)
-    local count = math.max(gh * gw, 1)
     out[k] = {}
     for c = 1, C do
       out[k][c] = {}
@@ -72,15 +65,7 @@ local function ref_roi_align(x, rois, PH, PW, scale, sr, aligned, ps)
         out[k][c][ph + 1] = {}
         for pw = 0, PW - 1 do
           local cin = ps and ((c - 1) * PH + ph) * PW + pw + 1 or c
-          local img = X[r[1] + 1][cin]
-          local s = 0
-          for iy = 0, gh - 1 do
-            local y = y1 + ph * bh + (iy + 0.5) * bh / gh
-            for ix = 0, gw - 1 do
-              s = s + ref_bilinear(img, H, W, y, x1 + pw * bw + (ix + 0.5) * bw / gw)
-            end
-          end
-          out[k][c][ph + 1][pw + 1] = s / count
+          out[k][c][ph + 1][pw + 1] = value(X[r[1] + 1][cin], H, W, r, ph, pw)
         end
       end
     end
@@ -88,47 +73,48 @@ local function ref_roi_align(x, rois, PH, PW, scale, sr, aligned, ps)
   return out
 end
 
-local function cround(v) return v >= 0 and math.floor(v + 0.5) or -math.floor(-v + 0.5) end
-
--- roi_pool (max) / ps_roi_pool (average)
-local function ref_roi_pool(x, rois, PH, PW, scale, ps)
-  local X = list(x)
-  local H, W = #X[1][1], #X[1][1][1]
-  local C = ps and #X[1] // (PH * PW) or #X[1]
-  local out = {}
-  for k, r in ipairs(rois) do
-    local sw, sh, ew, eh = cround(r[2] * scale), cround(r[3] * scale), cround(r[4] * scale), cround(r[5] * scale)
-    local extra = ps and 0 or 1
-    local rw, rh = math.max(ew - sw + extra, 1), math.max(eh - sh + extra, 1)
+-- roi_align / ps_roi_align: the mean of a grid of bilinear samples per bin
+local function ref_roi_align(x, rois, PH, PW, scale, sr, aligned, ps)
+  return per_bin(x, rois, PH, PW, ps, function(img, H, W, r, ph, pw)
+    local off = aligned and 0.5 or 0
+    local x1, y1 = r[2] * scale - off, r[3] * scale - off
+    local rw, rh = r[4] * scale - off - x1, r[5] * scale - off - y1
+    if not aligned then rw, rh = math.max(rw, 1), math.max(rh, 1) end
     local bh, bw = rh / PH, rw / PW
-    out[k] = {}
-    for c = 1, C do
-      out[k][c] = {}
-      for ph = 0, PH - 1 do
-        out[k][c][ph + 1] = {}
-        for pw = 0, PW - 1 do
-          local hs = math.min(math.max(math.floor(ph * bh) + sh, 0), H)
-          local he = math.min(math.max(math.ceil((ph + 1) * bh) + sh, 0), H)
-          local ws = math.min(math.max(math.floor(pw * bw) + sw, 0), W)
-          local we = math.min(math.max(math.ceil((pw + 1) * bw) + sw, 0), W)
-          local cin = ps and ((c - 1) * PH + ph) * PW + pw + 1 or c
-          local img = X[r[1] + 1][cin]
-          local v
-          if he <= hs or we <= ws then v = 0
-          elseif ps then
-            v = 0
-            for h = hs, he - 1 do for w = ws, we - 1 do v = v + img[h + 1][w + 1] end end
-            v = v / ((he - hs) * (we - ws))
-          else
-            v = -math.huge
-            for h = hs, he - 1 do for w = ws, we - 1 do v = math.max(v, img[h + 1][w + 1]) end end
-          end
-          out[k][c][ph + 1][pw + 1] = v
-        end
+    local gh = sr > 0 and sr or math.ceil(rh / PH)
+    local gw = sr > 0 and sr or math.ceil(rw / PW)
+    local s = 0
+    for iy = 0, gh - 1 do
+      local y = y1 + ph * bh + (iy + 0.5) * bh / gh
+      for ix = 0, gw - 1 do
+        s = s + ref_bilinear(img, H, W, y, x1 + pw * bw + (ix + 0.5) * bw / gw)
       end
     end
-  end
-  return out
+    return s / math.max(gh * gw, 1)
+  end)
+end
+
+local function cround(v) return v >= 0 and math.floor(v + 0.5) or -math.floor(-v + 0.5) end
+
+-- roi_pool (max) / ps_roi_pool (average) over integer bins
+local function ref_roi_pool(x, rois, PH, PW, scale, ps)
+  return per_bin(x, rois, PH, PW, ps, function(img, H, W, r, ph, pw)
+    local sw, sh, ew, eh = cround(r[2] * scale), cround(r[3] * scale), cround(r[4] * scale), cround(r[5] * scale)
+    local extra = ps and 0 or 1
+    local bh, bw = math.max(eh - sh + extra, 1) / PH, math.max(ew - sw + extra, 1) / PW
+    local hs = math.min(math.max(math.floor(ph * bh) + sh, 0), H)
+    local he = math.min(math.max(math.ceil((ph + 1) * bh) + sh, 0), H)
+    local ws = math.min(math.max(math.floor(pw * bw) + sw, 0), W)
+    local we = math.min(math.max(math.ceil((pw + 1) * bw) + sw, 0), W)
+    if he <= hs or we <= ws then return 0 end
+    local v = ps and 0 or -math.huge
+    for h = hs, he - 1 do
+      for w = ws, we - 1 do
+        if ps then v = v + img[h + 1][w + 1] else v = math.max(v, img[h + 1][w + 1]) end
+      end
+    end
+    return ps and v / ((he - hs) * (we - ws)) or v
+  end)
 end
 
 local function rois_table(t) return list(t) end
