@@ -164,6 +164,7 @@ local function run(dev)
     local m = torch.zeros(2, 5, 6, D)
     m[0][1][2] = 1; m[0][3][4] = 1; m[1][4][0] = 1
     T.near(list(ops.masks_to_boxes(m)), { { 2, 1, 4, 3 }, { 0, 4, 0, 4 } }, 0, "masks_to_boxes")
+    T.raises(function() return ops.masks_to_boxes(torch.zeros(1, 3, 3, D)) end, "masks_to_boxes: a mask has no nonzero pixel")
   end)
 
   T.test(tag .. "nms and batched_nms against a greedy loop", function()
@@ -302,7 +303,7 @@ local function run(dev)
 
   T.test(tag .. "MultiScaleRoIAlign", function()
     torch.manual_seed(9)
-    local od = require("nn_util").OrderedDict.new()
+    local od = nn.OrderedDict()
     od.feat1 = torch.randn(1, 2, 16, 16, D64) -- scale 1/4 of a 64x64 image
     od.feat2 = torch.randn(1, 2, 8, 8, D64)   -- 1/8
     od.skip = torch.randn(1, 2, 4, 4, D64)
@@ -459,7 +460,7 @@ T.test("FeaturePyramidNetwork", function()
     "inner_blocks.1.0.bias", "layer_blocks.0.0.weight", "layer_blocks.0.0.bias", "layer_blocks.1.0.weight",
     "layer_blocks.1.0.bias" }, "FPN keys")
   T.eq(fpn.inner_blocks[0][0].bias:abs():sum():item(), 0.0, "zero biases")
-  local od = require("nn_util").OrderedDict.new()
+  local od = nn.OrderedDict()
   od.c3 = torch.randn(1, 4, 8, 8)
   od.c4 = torch.randn(1, 8, 4, 4)
   local out = fpn(od)
