@@ -331,5 +331,6 @@ torchvision.transforms = optional("tv_transforms")
 torchvision.io = optional("tv_io")
 torchvision.utils = optional("tv_utils")
 torchvision.models = optional("tv_models")
+torchvision.ops = optional("tv_ops")
 
 return torchvision

@@ -31,78 +31,14 @@ local function make_divisible(v, divisor, min_value)
 end
 models._make_divisible = make_divisible
 
--- ---- torchvision.ops: Conv2dNormActivation, SqueezeExcitation, StochasticDepth, Permute, MLP ----
+-- ---- torchvision.ops layers (tv_ops_layers), also reachable as models.X ----
 
--- Conv2dNormActivation(in, out, {kernel_size=3, stride=1, padding=(k-1)//2*dilation, groups=1,
--- norm_layer=nn.BatchNorm2d, activation_layer=nn.ReLU, dilation=1, inplace=true, bias=nil});
--- norm_layer=false / activation_layer=false stand for Python's None.
-local Conv2dNormActivation = nn.Sequential:extend("Conv2dNormActivation")
-models.Conv2dNormActivation = Conv2dNormActivation
-function Conv2dNormActivation:__init(...)
-  local o = parse("Conv2dNormActivation", { { "in_channels", U.REQUIRED }, { "out_channels", U.REQUIRED },
-    { "kernel_size", 3 }, { "stride", 1 }, { "padding" }, { "groups", 1 }, { "norm_layer", nn.BatchNorm2d },
-    { "activation_layer", nn.ReLU }, { "dilation", 1 }, { "inplace", true }, { "bias" } }, ...)
-  local padding = o.padding or floordiv(o.kernel_size - 1, 2) * o.dilation
-  local bias = o.bias
-  if bias == nil then bias = not o.norm_layer end
-  local layers = { nn.Conv2d(o.in_channels, o.out_channels, { kernel_size = o.kernel_size, stride = o.stride,
-    padding = padding, dilation = o.dilation, groups = o.groups, bias = bias }) }
-  if o.norm_layer then layers[#layers + 1] = o.norm_layer(o.out_channels) end
-  if o.activation_layer then
-    if o.inplace == nil then layers[#layers + 1] = o.activation_layer()
-    else layers[#layers + 1] = o.activation_layer({ inplace = o.inplace }) end
-  end
-  nn.Sequential.__init(self, table.unpack(layers))
-  self.out_channels = o.out_channels
-end
-
--- SqueezeExcitation(input_channels, squeeze_channels, {activation=nn.ReLU, scale_activation=nn.Sigmoid})
-local SqueezeExcitation = nn.Module:extend("SqueezeExcitation")
-models.SqueezeExcitation = SqueezeExcitation
-function SqueezeExcitation:__init(...)
-  local o = parse("SqueezeExcitation", { { "input_channels", U.REQUIRED }, { "squeeze_channels", U.REQUIRED },
-    { "activation", nn.ReLU }, { "scale_activation", nn.Sigmoid } }, ...)
-  self.avgpool = nn.AdaptiveAvgPool2d(1)
-  self.fc1 = nn.Conv2d(o.input_channels, o.squeeze_channels, 1)
-  self.fc2 = nn.Conv2d(o.squeeze_channels, o.input_channels, 1)
-  self.activation = o.activation()
-  self.scale_activation = o.scale_activation()
-end
-function SqueezeExcitation:forward(x)
-  local scale = self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x)))))
-  return scale * x
-end
-
--- torchvision.ops.stochastic_depth: in training, zeroes whole rows (mode "row": per sample) or the
--- whole input (mode "batch") with probability p and scales the survivors by 1/(1-p).
-local function stochastic_depth(input, p, mode, training)
-  if p < 0 or p > 1 then failf("drop probability has to be between 0 and 1, but got %s", U.pystr(p)) end
-  if mode ~= "batch" and mode ~= "row" then failf("mode has to be either 'batch' or 'row', but got %s", tostring(mode)) end
-  if training == nil then training = true end
-  if not training or p == 0 then return input end
-  local survival = 1.0 - p
-  local size = {}
-  for i = 1, input:dim() do size[i] = 1 end
-  if mode == "row" then size[1] = input:size(0) end
-  local noise = torch.bernoulli(torch.full(size, survival, { dtype = input.dtype, device = input.device }))
-  if survival > 0 then noise = noise:div_(survival) end
-  return input * noise
-end
-models._stochastic_depth = stochastic_depth
-
-local StochasticDepth = nn.Module:extend("StochasticDepth")
-models.StochasticDepth = StochasticDepth
-function StochasticDepth:__init(...)
-  local o = parse("StochasticDepth", { { "p", U.REQUIRED }, { "mode", U.REQUIRED } }, ...)
-  self.p, self.mode = o.p, o.mode
-end
-function StochasticDepth:forward(x) return stochastic_depth(x, self.p, self.mode, self.training) end
-function StochasticDepth:__tostring() return string.format("StochasticDepth(p=%s, mode=%s)", U.pystr(self.p), self.mode) end
-
-local Permute = nn.Module:extend("Permute")
-models.Permute = Permute
-function Permute:__init(dims) self.dims = dims end
-function Permute:forward(x) return x:permute(table.unpack(self.dims)) end
+local ops_layers = require "tv_ops_layers"
+local Conv2dNormActivation, SqueezeExcitation = ops_layers.Conv2dNormActivation, ops_layers.SqueezeExcitation
+local StochasticDepth, Permute = ops_layers.StochasticDepth, ops_layers.Permute
+models.Conv2dNormActivation, models.SqueezeExcitation = Conv2dNormActivation, SqueezeExcitation
+models.StochasticDepth, models.Permute = StochasticDepth, Permute
+models._stochastic_depth = ops_layers.stochastic_depth
 
 -- ---- MobileNetV2 ----
 
@@ -666,12 +602,11 @@ end
 
 -- ---- VisionTransformer ----
 
--- MLPBlock (torchvision.ops.MLP(in_dim, {mlp_dim, in_dim}, GELU, dropout)): Linear, GELU, Dropout, Linear, Dropout
-local MLPBlock = nn.Sequential:extend("MLPBlock")
+-- MLPBlock: torchvision.ops.MLP(in_dim, {mlp_dim, in_dim}, GELU, dropout): Linear, GELU, Dropout, Linear, Dropout
+local MLPBlock = ops_layers.MLP:extend("MLPBlock")
 models.MLPBlock = MLPBlock
 function MLPBlock:__init(in_dim, mlp_dim, dropout)
-  nn.Sequential.__init(self, nn.Linear(in_dim, mlp_dim), nn.GELU(), nn.Dropout({ p = dropout }),
-    nn.Linear(mlp_dim, in_dim), nn.Dropout({ p = dropout }))
+  ops_layers.MLP.__init(self, in_dim, { mlp_dim, in_dim }, { activation_layer = nn.GELU, dropout = dropout })
   for _, m in ipairs(self:modules()) do
     if isinstance(m, nn.Linear) then
       init.xavier_uniform_(m.weight)
