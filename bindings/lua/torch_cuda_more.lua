@@ -75,11 +75,8 @@ function cuda.initial_seed()
   return torch.initial_seed()
 end
 
-local function random_seed()
-  return (os.time() * 1000003 + math.floor(os.clock() * 1e6) + math.random(0, 1 << 30)) & ((1 << 53) - 1)
-end
 -- seed(): a non-deterministic seed; nothing to do without a GPU, as in PyTorch (a lazy call)
-function cuda.seed() if available() then cuda.manual_seed(random_seed()) end end
+function cuda.seed() if available() then cuda.manual_seed(torch.Generator():seed()) end end
 cuda.seed_all = cuda.seed
 
 function cuda.get_rng_state_all()
