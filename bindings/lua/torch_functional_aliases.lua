@@ -26,8 +26,8 @@ function torch.layer_norm(...)
 end
 
 function torch.instance_norm(...)
-  local o = U.parse("instance_norm", { { "input", REQ }, { "weight", REQ }, { "bias", REQ }, { "running_mean", REQ },
-    { "running_var", REQ }, { "use_input_stats", REQ }, { "momentum", REQ }, { "eps", REQ }, { "cudnn_enabled", REQ } }, ...)
+  local o = U.parse("instance_norm", { { "input", REQ }, { "weight" }, { "bias" }, { "running_mean" },
+    { "running_var" }, { "use_input_stats", REQ }, { "momentum", REQ }, { "eps", REQ }, { "cudnn_enabled", REQ } }, ...)
   return U.call(F().instance_norm, o.input, o.running_mean, o.running_var, o.weight, o.bias, o.use_input_stats,
     o.momentum, o.eps)
 end
