@@ -68,7 +68,8 @@ function cuda.get_per_process_memory_fraction(device)
   return 1.0 -- no cap: the whole device
 end
 
--- ---- seeds and generator states (one generator per device, all seeded together here) ----
+-- ---- seeds and generator states: GPU draws come from the engine's one generator, the one
+-- torch.manual_seed seeds (so torch.cuda.manual_seed leaves it as it is) ----
 
 function cuda.initial_seed()
   need_gpu("torch.cuda.initial_seed")
@@ -76,7 +77,7 @@ function cuda.initial_seed()
 end
 
 -- seed(): a non-deterministic seed; nothing to do without a GPU, as in PyTorch (a lazy call)
-function cuda.seed() if available() then cuda.manual_seed(torch.Generator():seed()) end end
+function cuda.seed() if available() then torch.seed() end end
 cuda.seed_all = cuda.seed
 
 function cuda.get_rng_state_all()

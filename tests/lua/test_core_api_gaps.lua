@@ -472,8 +472,10 @@ T.test("cuda", function()
     T.eq(torch.cuda.current_device(), x:get_device())
   end
   T.eq(#torch.cuda.get_rng_state_all(), torch.cuda.device_count())
-  torch.cuda.manual_seed(7)
-  T.eq(torch.cuda.initial_seed(), torch.initial_seed())
+  torch.manual_seed(7) -- GPU draws come from the one generator torch.manual_seed seeds
+  T.eq(torch.cuda.initial_seed(), 7)
+  torch.cuda.seed()
+  T.check(torch.cuda.initial_seed() ~= 7, "seed() reseeds")
   -- legacy cuda types
   local c = torch.cuda.FloatTensor({ 1, 2 })
   T.eq(c:type(), "torch.cuda.FloatTensor")
