@@ -88,6 +88,23 @@ static int get_device_capability(lua_State *L)
     return 2;
 }
 
+/* torch.cuda.mem_get_info(device): free and total bytes on the device, as the driver counts them */
+static int mem_get_info(lua_State *L)
+{
+    nn_gpu_properties p;
+    props(L, &p);
+    lua_pushinteger(L, (lua_Integer)p.free_memory);
+    lua_pushinteger(L, (lua_Integer)p.total_memory);
+    return 2;
+}
+
+/* torch.cuda._is_built(): whether this build has the CUDA backend (a GPU may still be absent) */
+static int is_built(lua_State *L)
+{
+    lua_pushboolean(L, nn_gpu != NULL);
+    return 1;
+}
+
 static int props_tostring(lua_State *L)
 {
     lua_getfield(L, 1, "name");
@@ -268,6 +285,33 @@ static int current_stream(lua_State *L)
 {
     need_gpu(L, "current_stream");
     push_stream(L, nn_gpu->current_stream(lua_isnoneornil(L, 1) ? -1 : device_index(L, 1)));
+    return 1;
+}
+
+/* torch.cuda.set_stream(s): s current on its device from now on */
+static int set_stream(lua_State *L)
+{
+    need_gpu(L, "set_stream");
+    if (nn_gpu->set_stream(check_stream(L, 1))) return lt_fail(L, 1);
+    return 0;
+}
+
+/* torch.cuda.default_stream(device): the device's default stream (made current there for a
+ * moment to get its handle) */
+static int default_stream(lua_State *L)
+{
+    need_gpu(L, "default_stream");
+    int dev = device_index(L, 1), was = nn_gpu->current_device();
+    nn_gpu_stream *prev = nn_gpu->current_stream(dev), *d = NULL;
+    if (!prev) return lt_fail(L, 1);
+    nn_status st = nn_gpu->set_device(dev);
+    if (!st) st = nn_gpu->set_stream(NULL);
+    if (!st && !(d = nn_gpu->current_stream(dev))) st = nn_last_status();
+    nn_gpu->set_stream(prev);
+    nn_gpu->stream_free(prev);
+    nn_gpu->set_device(was);
+    if (st) return lt_fail(L, 1);
+    push_stream(L, d);
     return 1;
 }
 
@@ -477,7 +521,9 @@ void lt_open_cuda(lua_State *L)
         {"reset_peak_memory_stats", reset_peak_memory_stats}, {"empty_cache", empty_cache},
         {"memory_summary", memory_summary}, {"memory_stats", memory_stats}, {"device", device_ctx_new}, {"Stream", stream_new},
         {"current_stream", current_stream}, {"stream", stream_ctx_new}, {"Event", event_new},
-        {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {"_send_grad", send_grad}, {NULL, NULL},
+        {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {"_send_grad", send_grad},
+        {"mem_get_info", mem_get_info}, {"_is_built", is_built}, {"set_stream", set_stream},
+        {"default_stream", default_stream}, {NULL, NULL},
     };
     luaL_getsubtable(L, torch, "cuda");
     luaL_setfuncs(L, fns, 0);

@@ -203,6 +203,9 @@ static nn_status g_properties(int index, nn_gpu_properties *p)
     p->major = prop.major;
     p->minor = prop.minor;
     p->total_memory = prop.totalGlobalMem;
+    size_t free_b = 0, total_b = 0;
+    NN_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    p->free_memory = free_b;
     p->multi_processor_count = prop.multiProcessorCount;
     return NN_OK;
 }

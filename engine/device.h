@@ -11,6 +11,7 @@ typedef struct {
     char name[256];
     int major, minor;          /* compute capability */
     size_t total_memory;
+    size_t free_memory;        /* free on the device when the properties were read */
     int multi_processor_count;
 } nn_gpu_properties;
 

@@ -24,10 +24,11 @@ end
 
 function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
 
--- Python's UserWarning on standard error, once per message (its default filter)
+-- Python's UserWarning on standard error, once per message (its default filter; every time
+-- after torch.set_warn_always(true))
 local warned = {}
 function U.warn(msg)
-  if warned[msg] then return end
+  if warned[msg] and not U.warn_always then return end
   warned[msg] = true
   if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
 end

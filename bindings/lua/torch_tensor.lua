@@ -24,30 +24,7 @@ end
 
 function Tensor:type_as(other) return self:to(other.dtype) end
 
-local legacy = {
-  float32 = "FloatTensor", float64 = "DoubleTensor", float16 = "HalfTensor", bfloat16 = "BFloat16Tensor",
-  int64 = "LongTensor", int32 = "IntTensor", int16 = "ShortTensor", int8 = "CharTensor", uint8 = "ByteTensor", bool = "BoolTensor",
-  complex64 = "ComplexFloatTensor", complex128 = "ComplexDoubleTensor",
-}
-local from_legacy = {}
-for name, legacy_name in pairs(legacy) do from_legacy[legacy_name] = torch[name] end
-
--- x:type() is "torch.FloatTensor"; x:type(torch.float64) or x:type("torch.DoubleTensor") converts
-function Tensor:type(dtype)
-  if dtype == nil then
-    local name = legacy[tostring(self.dtype):sub(7)]
-    return self.is_cuda and "torch.cuda." .. name or "torch." .. name
-  end
-  if type(dtype) == "string" then
-    local name = dtype:match("^torch%.cuda%.(%w+)$")
-    local device = name and "cuda" or nil
-    name = name or dtype:match("^torch%.(%w+)$")
-    local dt = name and from_legacy[name]
-    if dt and device then return self:to(dt, device) end
-    if dt then return self:to(dt) end
-  end
-  return self:to(dtype)
-end
+-- x:type(), x:type(torch.FloatTensor) and the legacy type constructors: torch_legacy_types.lua
 
 -- torch.Tensor(2, 3): an uninitialised float tensor; torch.Tensor({1, 2}): one from data
 setmetatable(Tensor, {
