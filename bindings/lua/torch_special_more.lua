@@ -277,7 +277,7 @@ local function airy_ai64(x)
   local neg = yn:pow(-0.25) / math.sqrt(PI) * (th:sin() * P - th:cos() * Q)
   local out = torch.where(mid, sum, torch.where(x:gt(0), pos, neg))
   out = wherec(x:gt(103.892), 0, out)
-  return wherec(x:abs():eq(math.huge), 0 / 0, out)
+  return wherec(x:abs():eq(math.huge):logical_or(x:ne(x)), 0 / 0, out)
 end
 
 S.airy_ai = special("airy_ai", airy_ai64)
