@@ -244,6 +244,27 @@ local function decompose(fname, A, want_vectors)
           if want_vectors then for r = 1, n do vi[b][r][i] = 0 end end
         end
       end
+      -- and the others come in exact conjugate pairs (as LAPACK's real algorithm gives them)
+      local used = {}
+      for i = 1, n do
+        if wi[b][i] > 0 then
+          local best, bj = math.huge, nil
+          for j = 1, n do
+            if not used[j] and wi[b][j] < 0 then
+              local d = cabs(wr[b][j] - wr[b][i], wi[b][j] + wi[b][i])
+              if d < best then best, bj = d, j end
+            end
+          end
+          if bj then
+            used[bj] = true
+            local re, im = (wr[b][i] + wr[b][bj]) / 2, (wi[b][i] - wi[b][bj]) / 2
+            wr[b][i], wi[b][i], wr[b][bj], wi[b][bj] = re, im, re, -im
+            if want_vectors then
+              for r = 1, n do vr[b][r][bj], vi[b][r][bj] = vr[b][r][i], -vi[b][r][i] end
+            end
+          end
+        end
+      end
     end
   end
   local ct = complex_of(A)

@@ -256,7 +256,9 @@ function L.vander(x, ...)
   if x:dim() < 1 then U.error("linalg.vander: x must have at least one dimension.") end
   local N = o.N or x:size(-1)
   if N <= 1 then U.error("N must be greater than 1.") end
-  local powers = x:unsqueeze(-1):expand(table.pack(table.unpack(x:size():totable()), N - 1))
+  local shape = x:size():totable()
+  shape[#shape + 1] = N - 1
+  local powers = x:unsqueeze(-1):expand(shape)
   local ones = torch.ones_like(x):unsqueeze(-1)
   return torch.cat({ ones, powers:cumprod(-1) }, -1)
 end
