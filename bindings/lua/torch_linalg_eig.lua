@@ -10,6 +10,7 @@
 local torch = require "torch"
 local U = require "nn_util"
 local L = torch.linalg
+local C = require "linalg_util"
 
 -- ---- complex helpers on (re, im) pairs ----
 
@@ -195,14 +196,7 @@ local function vectors(Tr, Ti, Zr, Zi, n)
 end
 
 local function check(fname, A)
-  if not torch.is_tensor(A) then U.errorf("%s: A must be a Tensor, got %s", fname, U.typename(A)) end
-  if A:dim() < 2 then U.errorf("%s: The input tensor A must have at least 2 dimensions.", fname) end
-  if A:size(-1) ~= A:size(-2) then
-    U.errorf("%s: A must be batches of square matrices, but they are %d by %d matrices", fname, A:size(-2), A:size(-1))
-  end
-  if not (A:is_floating_point() or A:is_complex()) then
-    U.errorf("%s: Expected a floating point or complex tensor as input. Got %s", fname, U.scalar_name(A.dtype))
-  end
+  C.need_square(fname, A)
   if A.dtype == torch.float16 or A.dtype == torch.bfloat16 then
     U.errorf("%s: Low precision dtypes not supported. Got %s", fname, U.scalar_name(A.dtype))
   end
@@ -210,6 +204,34 @@ end
 
 local function complex_of(A)
   return (A.dtype == torch.float64 or A.dtype == torch.complex128) and torch.complex128 or torch.complex64
+end
+
+-- For a real A: eigenvalues within rounding of the real axis made real (their vectors too), and
+-- the others put in exact conjugate pairs, as LAPACK's real algorithm gives them. w (wr, wi) and
+-- the vectors' columns (vr, vi, nil without vectors) change in place; T (Tr, Ti) gives the scale.
+local function realify(wr, wi, vr, vi, n, Tr, Ti)
+  local tn = 0
+  for i = 1, n do for j = i, n do tn = math.max(tn, cabs(Tr[i][j], Ti[i][j])) end end
+  for i = 1, n do
+    if math.abs(wi[i]) <= 4 * n * 2 ^ -52 * tn then
+      wi[i] = 0
+      if vi then for r = 1, n do vi[r][i] = 0 end end
+    end
+  end
+  local used = {}
+  for i = 1, n do
+    local best, bj = math.huge, nil -- the nearest unused conjugate of w[i] (im > 0)
+    for j = 1, n do
+      local d = cabs(wr[j] - wr[i], wi[j] + wi[i])
+      if wi[i] > 0 and not used[j] and wi[j] < 0 and d < best then best, bj = d, j end
+    end
+    if bj then
+      used[bj] = true
+      local re, im = (wr[i] + wr[bj]) / 2, (wi[i] - wi[bj]) / 2
+      wr[i], wi[i], wr[bj], wi[bj] = re, im, re, -im
+      if vr then for r = 1, n do vr[r][bj], vi[r][bj] = vr[r][i], -vi[r][i] end end
+    end
+  end
 end
 
 -- the decomposition of A (no autograd): values (..., n), vectors (..., n, n) or nil
@@ -235,37 +257,7 @@ local function decompose(fname, A, want_vectors)
     wr[b], wi[b] = {}, {}
     for i = 1, n do wr[b][i], wi[b][i] = Hr[i][i], Hi[i][i] end
     if want_vectors then vr[b], vi[b] = vectors(Hr, Hi, Zr, Zi, n) end
-    if not host:is_complex() then -- a real A: its real eigenvalues and their vectors exactly real
-      local tn = 0
-      for i = 1, n do for j = i, n do tn = math.max(tn, cabs(Hr[i][j], Hi[i][j])) end end
-      for i = 1, n do
-        if math.abs(wi[b][i]) <= 4 * n * 2 ^ -52 * tn then
-          wi[b][i] = 0
-          if want_vectors then for r = 1, n do vi[b][r][i] = 0 end end
-        end
-      end
-      -- and the others come in exact conjugate pairs (as LAPACK's real algorithm gives them)
-      local used = {}
-      for i = 1, n do
-        if wi[b][i] > 0 then
-          local best, bj = math.huge, nil
-          for j = 1, n do
-            if not used[j] and wi[b][j] < 0 then
-              local d = cabs(wr[b][j] - wr[b][i], wi[b][j] + wi[b][i])
-              if d < best then best, bj = d, j end
-            end
-          end
-          if bj then
-            used[bj] = true
-            local re, im = (wr[b][i] + wr[b][bj]) / 2, (wi[b][i] - wi[b][bj]) / 2
-            wr[b][i], wi[b][i], wr[b][bj], wi[b][bj] = re, im, re, -im
-            if want_vectors then
-              for r = 1, n do vr[b][r][bj], vi[b][r][bj] = vr[b][r][i], -vi[b][r][i] end
-            end
-          end
-        end
-      end
-    end
+    if not host:is_complex() then realify(wr[b], wi[b], vr[b], vi[b], n, Hr, Hi) end
   end
   local ct = complex_of(A)
   local vshape = A:size():totable()

@@ -6,19 +6,13 @@
 local torch = require "torch"
 local U = require "nn_util"
 local L = torch.linalg
+local C = require "linalg_util"
 
 local ALPHA = (1 + math.sqrt(17)) / 8
 
 local function check(fname, A)
-  if not torch.is_tensor(A) then U.errorf("%s: A must be a Tensor, got %s", fname, U.typename(A)) end
-  if A:dim() < 2 then U.errorf("%s: The input tensor A must have at least 2 dimensions.", fname) end
-  if A:size(-1) ~= A:size(-2) then
-    U.errorf("%s: A must be batches of square matrices, but they are %d by %d matrices", fname, A:size(-2), A:size(-1))
-  end
+  C.need_square(fname, A)
   if A:is_complex() then U.errorf("%s: complex inputs are not supported here (real float32 / float64 only)", fname) end
-  if not A:is_floating_point() then
-    U.errorf("%s: Expected a floating point or complex tensor as input. Got %s", fname, U.scalar_name(A.dtype))
-  end
 end
 
 -- the matrices of a (..., n, n) tensor as plain Lua tables (1-based), in batch order
@@ -102,8 +96,7 @@ function L.ldl_factor_ex(A, ...)
   local n = A:size(-1)
   local mats, pivs, infos = host_mats(A), {}, {}
   for b, a in ipairs(mats) do pivs[b], infos[b] = sytf2(a, n) end
-  local bshape = {}
-  for d = 0, A:dim() - 3 do bshape[#bshape + 1] = A:size(d) end
+  local bshape = C.batch_of(A)
   local info = torch.tensor(infos, { dtype = torch.int32 }):reshape(bshape)
   if o.check_errors then
     for b, i in ipairs(infos) do
@@ -187,22 +180,12 @@ function L.ldl_solve(LD, pivots, B, ...)
   U.parse("linalg.ldl_solve", { { "hermitian", false } }, ...)
   local fname = "torch.linalg.ldl_solve"
   check(fname, LD)
-  if not torch.is_tensor(B) or B:dim() < 2 then U.errorf("%s: B must have at least 2 dimensions.", fname) end
-  if not torch.is_tensor(pivots) or pivots:dim() ~= LD:dim() - 1 or pivots:size(-1) ~= LD:size(-1) then
-    U.errorf("%s: Expected LD.shape[:-1] and pivots.shape to be the same", fname)
-  end
-  if B.dtype ~= LD.dtype then
-    U.errorf("%s: Expected LD and B to have the same dtype, but found LD of type %s and B of type %s instead", fname,
-      U.scalar_name(LD.dtype), U.scalar_name(B.dtype))
-  end
+  C.need_factor(fname, LD, "LD", pivots, B)
   local n, m = LD:size(-1), B:size(-1)
   if B:size(-2) ~= n then
     U.errorf("%s: Incompatible shapes of A and B for the equation AX = B (%dx%d and %dx%d)", fname, n, n, B:size(-2), m)
   end
-  local bl, bb = {}, {}
-  for d = 0, LD:dim() - 3 do bl[#bl + 1] = LD:size(d) end
-  for d = 0, B:dim() - 3 do bb[#bb + 1] = B:size(d) end
-  local bs = torch.broadcast_shapes(bl, bb):totable()
+  local bs = C.broadcast_batch(LD, B)
   local function ex(T, ...) local s = { table.unpack(bs) }; for _, v in ipairs({ ... }) do s[#s + 1] = v end; return T:expand(s) end
   local a = host_mats(ex(LD, n, n))
   local p = ex(pivots, n):to("cpu"):reshape(-1, n):tolist()

@@ -9,26 +9,8 @@ local L = torch.linalg
 local function mT(A) return A:transpose(-2, -1) end
 local function mH(A) return A:is_complex() and mT(A):conj() or mT(A) end
 
-local function need_matrix(fname, A, name)
-  if not torch.is_tensor(A) then U.errorf("%s: %s must be a Tensor, got %s", fname, name, U.typename(A)) end
-  if A:dim() < 2 then U.errorf("%s: The input tensor %s must have at least 2 dimensions.", fname, name) end
-  if not (A:is_floating_point() or A:is_complex()) then
-    U.errorf("%s: Expected a floating point or complex tensor as input. Got %s", fname, U.scalar_name(A.dtype))
-  end
-end
-
-local function need_square(fname, A, name)
-  need_matrix(fname, A, name)
-  if A:size(-1) ~= A:size(-2) then
-    U.errorf("%s: %s must be batches of square matrices, but they are %d by %d matrices", fname, name, A:size(-2), A:size(-1))
-  end
-end
-
-local function batch_of(A)
-  local s = {}
-  for d = 0, A:dim() - 3 do s[#s + 1] = A:size(d) end
-  return s
-end
+local C = require "linalg_util"
+local need_matrix, need_square, batch_of = C.need_matrix, C.need_square, C.batch_of
 
 -- 1-based index of the first true entry along the last dim (0 where none), int32
 local function first_true(bad)
@@ -79,15 +61,7 @@ end
 function L.lu_solve(LU, pivots, B, ...)
   local o = U.parse("linalg.lu_solve", { { "left", true }, { "adjoint", false } }, ...)
   local fname = "linalg.lu_solve"
-  need_square(fname, LU, "LU")
-  need_matrix(fname, B, "B")
-  if not torch.is_tensor(pivots) or pivots:dim() ~= LU:dim() - 1 or pivots:size(-1) ~= LU:size(-1) then
-    U.errorf("%s: Expected pivots to be a tensor of shape LU.shape[:-1]", fname)
-  end
-  if B.dtype ~= LU.dtype then
-    U.errorf("%s: Expected LU and B to have the same dtype, but found LU of type %s and B of type %s instead", fname,
-      U.scalar_name(LU.dtype), U.scalar_name(B.dtype))
-  end
+  C.need_factor(fname, LU, "LU", pivots, B)
   if not o.left then -- X A = B  <=>  Aᴴ Xᴴ = Bᴴ
     return mH(L.lu_solve(LU, pivots, mH(B), { adjoint = not o.adjoint }))
   end
@@ -96,9 +70,7 @@ function L.lu_solve(LU, pivots, B, ...)
       LU:size(-2), LU:size(-1), B:size(-2), B:size(-1))
   end
   local n = LU:size(-1)
-  -- broadcast the batch dims of LU, pivots and B
-  local bl, bb = batch_of(LU), batch_of(B)
-  local bs = torch.broadcast_shapes(bl, bb):totable()
+  local bs = C.broadcast_batch(LU, B) -- the batch dims of LU, pivots and B broadcast
   local function ex(T, a, b) local s = { table.unpack(bs) }; s[#s + 1], s[#s + 2] = a, b; return T:expand(s) end
   LU, B = ex(LU, n, n), ex(B, n, B:size(-1))
   local ps = { table.unpack(bs) }; ps[#ps + 1] = n

@@ -336,45 +336,31 @@ end
 
 local function odd(n) return n:remainder(2):ne(0) end
 
--- PyTorch's closed forms for |x| < 1 and n past a threshold (theta = acos x), and the values at
--- |x| = 1 exactly
-local function cheb_t_cases(cut)
-  return function(x, n)
-    local edge = x:abs():eq(1)
-    local th = x:clamp(-1, 1):acos()
-    return { { edge, torch.where(x:gt(0):logical_or(odd(n):logical_not()), full(x, 1), full(x, -1)) },
-      { n:gt(cut):logical_and(x:abs():lt(1)), (n * th):cos() } }
+-- the cases of a Chebyshev kind: its value at |x| = 1 edge(x, n), and trig(x, n, theta) for
+-- |x| < 1 and n > cut
+local function cheb_cases(edge, trig)
+  return function(cut)
+    return function(x, n)
+      local th = x:clamp(-1, 1):acos()
+      return { { x:abs():eq(1), edge(x, n) }, { n:gt(cut):logical_and(x:abs():lt(1)), trig(x, n, th) } }
+    end
   end
 end
-local function cheb_u_cases(cut)
-  return function(x, n)
-    local edge = x:abs():eq(1)
-    local th = x:clamp(-1, 1):acos()
+local function even_or_pos(x, n) return x:gt(0):logical_or(odd(n):logical_not()) end
+local function alt(n) return torch.where(odd(n), -(2 * n + 1), 2 * n + 1) end -- (-1)^n (2n + 1)
+
+local cheb_t_cases = cheb_cases(function(x, n) return torch.where(even_or_pos(x, n), full(x, 1), full(x, -1)) end,
+  function(_, n, th) return (n * th):cos() end)
+local cheb_u_cases = cheb_cases(function(x, n) return torch.where(even_or_pos(x, n), n + 1, -(n + 1)) end,
+  function(x, n, th)
     local s = th:sin()
-    local trig = torch.where(s:ne(0), ((n + 1) * th):sin() / s, (n + 1) * ((n + 1) * th):cos() / x)
-    return { { edge, torch.where(x:gt(0):logical_or(odd(n):logical_not()), n + 1, -(n + 1)) },
-      { n:gt(cut):logical_and(x:abs():lt(1)), trig } }
-  end
-end
-local function cheb_v_cases(cut)
-  return function(x, n)
-    local edge = x:abs():eq(1)
-    local th = x:clamp(-1, 1):acos()
-    local alt = torch.where(odd(n), -(2 * n + 1), 2 * n + 1)
-    local trig = torch.where((th / 2):sin():ne(1), ((n + 0.5) * th):cos() / (th / 2):cos(), alt)
-    return { { edge, torch.where(x:gt(0), full(x, 1), alt) }, { n:gt(cut):logical_and(x:abs():lt(1)), trig } }
-  end
-end
-local function cheb_w_cases(cut)
-  return function(x, n)
-    local edge = x:abs():eq(1)
-    local th = x:clamp(-1, 1):acos()
-    local sgn = torch.where(odd(n), full(x, -1), full(x, 1))
-    local ends = torch.where(x:gt(0), 2 * n + 1, sgn)
-    local trig = torch.where((th / 2):cos():ne(1), ((n + 0.5) * th):sin() / (th / 2):sin(), ends)
-    return { { edge, ends }, { n:gt(cut):logical_and(x:abs():lt(1)), trig } }
-  end
-end
+    return torch.where(s:ne(0), ((n + 1) * th):sin() / s, (n + 1) * ((n + 1) * th):cos() / x)
+  end)
+local cheb_v_cases = cheb_cases(function(x, n) return torch.where(x:gt(0), full(x, 1), alt(n)) end,
+  function(_, n, th) return torch.where((th / 2):sin():ne(1), ((n + 0.5) * th):cos() / (th / 2):cos(), alt(n)) end)
+local function w_ends(x, n) return torch.where(x:gt(0), 2 * n + 1, torch.where(odd(n), full(x, -1), full(x, 1))) end
+local cheb_w_cases = cheb_cases(w_ends,
+  function(x, n, th) return torch.where((th / 2):cos():ne(1), ((n + 0.5) * th):sin() / (th / 2):sin(), w_ends(x, n)) end)
 
 local function cheb_step(_, x, p, q) return (x + x) * q - p end
 local CHEB = {
@@ -422,7 +408,7 @@ S.legendre_polynomial_p = poly("legendre_polynomial_p", {
   first = function(x) return x end,
   step = function(k, x, p, q) return ((2 * k - 1) * x * q - (k - 1) * p) / k end,
   cases = function(x, n)
-    return { { x:abs():eq(1), torch.where(x:gt(0):logical_or(odd(n):logical_not()), full(x, 1), full(x, -1)) } }
+    return { { x:abs():eq(1), torch.where(even_or_pos(x, n), full(x, 1), full(x, -1)) } }
   end,
 })
 
