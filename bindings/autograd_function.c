@@ -138,7 +138,7 @@ static int function_node(lua_State *L)
         c->output_nr[j] = -1;
         lua_rawgeti(L, 4, j + 1);
         nn_tensor *t = lt_totensor(L, -1);
-        bool skip = !t || !nn_dtype_is_float(t->dtype);
+        bool skip = !t || !(nn_dtype_is_float(t->dtype) || nn_dtype_is_complex(t->dtype));
         if (t && !skip && lua_istable(L, nondiff)) {
             lua_pushvalue(L, -1);
             skip = lua_rawget(L, nondiff) != LUA_TNIL;
