@@ -114,7 +114,7 @@ function H.standard_gamma_rsample(alpha) return StandardGamma.apply(alpha) end
 
 -- ---- Exponential ----
 
-local Exponential = class("Exponential")
+local Exponential = class("Exponential", D.ExponentialFamily)
 Exponential.arg_constraints = { rate = C.positive }
 Exponential._params = { "rate" }
 Exponential._support = C.nonnegative
@@ -266,7 +266,7 @@ function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
 
 -- ---- Gamma, Chi2 ----
 
-local Gamma = class("Gamma")
+local Gamma = class("Gamma", D.ExponentialFamily)
 Gamma.arg_constraints = { concentration = C.positive, rate = C.positive }
 Gamma._params = { "concentration", "rate" }
 Gamma._support = C.nonnegative
@@ -349,7 +349,7 @@ end
 
 -- ---- Dirichlet, Beta ----
 
-local Dirichlet = class("Dirichlet")
+local Dirichlet = class("Dirichlet", D.ExponentialFamily)
 Dirichlet.arg_constraints = { concentration = C.independent(C.positive, 1) }
 Dirichlet._params = { "concentration" }
 Dirichlet._param_event_dims = { concentration = 1 }
@@ -390,7 +390,7 @@ function Dirichlet:entropy()
   return c:lgamma():sum(-1) - a0:lgamma() + (a0 - k) * a0:digamma() - ((c - 1) * c:digamma()):sum(-1)
 end
 
-local Beta = class("Beta")
+local Beta = class("Beta", D.ExponentialFamily)
 Beta.arg_constraints = { concentration1 = C.positive, concentration0 = C.positive }
 Beta._params = { "concentration1", "concentration0" }
 Beta._support = C.unit_interval
@@ -419,6 +419,29 @@ function Beta:entropy()
   local a, b = self.concentration1, self.concentration0
   local t = a + b
   return a:lgamma() + b:lgamma() - t:lgamma() + (t - 2) * t:digamma() - (a - 1) * a:digamma() - (b - 1) * b:digamma()
+end
+
+-- ---- their exponential-family forms ----
+
+local function carrier0() return 0 end
+Exponential._props._natural_params = function(self) return { -self.rate } end
+function Exponential:_log_normalizer(x) return -(-x):log() end
+Gamma._props._natural_params = function(self) return { self.concentration - 1, -self.rate } end
+function Gamma:_log_normalizer(x, y) return (x + 1):lgamma() + (x + 1) * (-y:reciprocal()):log() end
+Dirichlet._props._natural_params = function(self) return { self.concentration } end
+function Dirichlet:_log_normalizer(x) return x:lgamma():sum(-1) - x:sum(-1):lgamma() end
+Beta._props._natural_params = function(self) return { self.concentration1, self.concentration0 } end
+function Beta:_log_normalizer(x, y) return x:lgamma() + y:lgamma() - (x + y):lgamma() end
+Exponential._props._mean_carrier_measure, Gamma._props._mean_carrier_measure = carrier0, carrier0
+-- E[log h(x)], h = 1 / prod x_i (Dirichlet), 1 / (x (1 - x)) (Beta)
+function Dirichlet._props._mean_carrier_measure(self)
+  local c = self.concentration
+  return -(c:digamma() - c:sum(-1, true):digamma()):sum(-1)
+end
+function Beta._props._mean_carrier_measure(self)
+  local a, b = self.concentration1, self.concentration0
+  local s = (a + b):digamma()
+  return s * 2 - a:digamma() - b:digamma()
 end
 
 -- ---- kl_divergence pairs ----
