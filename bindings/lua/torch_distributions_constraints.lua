@@ -103,7 +103,7 @@ end, { event_dim = 2 })
 -- nonnegative integer vectors summing to at most upper_bound
 function C.multinomial(ub)
   return new("Multinomial(upper_bound=" .. num(ub) .. ")", function(v)
-    return all_rightmost(v:ge(0), 1):logical_and(v:sum(-1):le(ub))
+    return all_rightmost(v:ge(0):logical_and(is_integer(v)), 1):logical_and(v:sum(-1):le(ub))
   end, { is_discrete = true, event_dim = 1, fields = { upper_bound = ub } })
 end
 C.positive_definite = new("PositiveDefinite()", function(v)

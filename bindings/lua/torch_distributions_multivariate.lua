@@ -34,7 +34,7 @@ function Mult.new(...)
   local cat = D.Categorical({ probs = o.probs, logits = o.logits, validate_args = o.validate_args })
   local self = setmetatable({ total_count = n, _categorical = cat, probs = cat.probs, logits = cat.logits,
     _given = { "total_count", cat._given[1] } }, Mult)
-  return self:_init(cat.batch_shape, { cat.num_events }, false)
+  return self:_init(cat.batch_shape, { cat.num_events }, o.validate_args, {})
 end
 function Mult._props.support(self) return C.multinomial(self.total_count) end
 function Mult._props.mean(self) return self.probs * self.total_count end
@@ -184,10 +184,11 @@ function LKJ.new(...)
   local c = H.as_tensor(o.concentration)
   local self = setmetatable({ dim = dim, concentration = c, _given = { "dim", "concentration" } }, LKJ)
   self:_init(c:size(), { dim, dim }, o.validate_args)
-  -- the onion method: row i's squared norm off the diagonal ~ Beta(i / 2, eta + (dim - 2 - i) / 2)
+  -- the onion method: row i's squared norm off the diagonal ~ Beta(i / 2, eta + (dim - 1 - i) / 2)
+  -- (row 0 has none: its draw is unused)
   local offset = torch.cat({ torch.zeros(1, H.opts(c)), torch.arange(dim - 1, H.opts(c)) })
   local marginal = c + 0.5 * (dim - 2)
-  self._beta = D.Beta(offset + 0.5, marginal:unsqueeze(-1) - offset * 0.5, { validate_args = false })
+  self._beta = D.Beta(offset * 0.5 + 0.5, marginal:unsqueeze(-1) - offset * 0.5, { validate_args = false })
   return self
 end
 function LKJ:expand(batch_shape)
