@@ -327,7 +327,7 @@ LN._params = { "loc", "scale" }
 LN._param_event_dims = { loc = 1, scale = 1 }
 LN._support = C.simplex
 LN.has_rsample = true
-LN._repr = D.Distribution._repr
+function LN:_repr() return "loc: " .. tostring(self.loc:size()) .. ", scale: " .. tostring(self.scale:size()) end
 function LN.new(...)
   local o = U.parse("LogisticNormal", { { "loc", U.REQUIRED }, { "scale", U.REQUIRED }, { "validate_args" } }, ...)
   local base = D.Normal(o.loc, o.scale, { validate_args = o.validate_args })

@@ -653,17 +653,18 @@ end)
 local function on(dev)
   local o = { dtype = torch.float32, device = dev }
   local function c(v) return torch.tensor(v, o) end
+  -- batch shape (1,) each
   return {
-    { "ContinuousBernoulli", D.ContinuousBernoulli(c({ 0.3, 0.7 })) }, { "FisherSnedecor", D.FisherSnedecor(c({ 5.0 }), c({ 12.0 })) },
+    { "ContinuousBernoulli", D.ContinuousBernoulli(c({ 0.3 })) }, { "FisherSnedecor", D.FisherSnedecor(c({ 5.0 }), c({ 12.0 })) },
     { "GeneralizedPareto", D.GeneralizedPareto(c({ 0.0 }), c({ 1.0 }), c({ 0.2 })) }, { "HalfCauchy", D.HalfCauchy(c({ 2.0 })) },
     { "InverseGamma", D.InverseGamma(c({ 5.0 }), c({ 2.0 })) }, { "Kumaraswamy", D.Kumaraswamy(c({ 2.0 }), c({ 3.0 })) },
     { "Pareto", D.Pareto(c({ 1.5 }), c({ 5.0 })) }, { "VonMises", D.VonMises(c({ 0.5 }), c({ 2.0 })) },
     { "Weibull", D.Weibull(c({ 2.0 }), c({ 1.5 })) }, { "NegativeBinomial", D.NegativeBinomial(c({ 4.5 }), c({ 0.3 })) },
-    { "Multinomial", D.Multinomial(10, c({ 0.2, 0.3, 0.5 })) },
-    { "LowRankMultivariateNormal", D.LowRankMultivariateNormal(c({ 1.0, -1.0 }), c({ { 1.0 }, { 2.0 } }), c({ 0.5, 1.5 })) },
+    { "Multinomial", D.Multinomial(10, c({ { 0.2, 0.3, 0.5 } })) },
+    { "LowRankMultivariateNormal", D.LowRankMultivariateNormal(c({ { 1.0, -1.0 } }), c({ { 1.0 }, { 2.0 } }), c({ 0.5, 1.5 })) },
     { "LKJCholesky", D.LKJCholesky(3, c({ 2.0 })) }, { "Wishart", D.Wishart(c({ 5.0 }), { covariance_matrix = c({ { 2.0, 0.5 }, { 0.5, 1.0 } }) }) },
-    { "LogisticNormal", D.LogisticNormal(c({ 0.3, -0.2 }), c({ 1.0, 0.5 })) },
-    { "MixtureSameFamily", D.MixtureSameFamily(D.Categorical(c({ 0.3, 0.7 })), D.Normal(c({ -1.0, 2.0 }), c({ 1.0, 0.5 }))) },
+    { "LogisticNormal", D.LogisticNormal(c({ { 0.3, -0.2 } }), c({ { 1.0, 0.5 } })) },
+    { "MixtureSameFamily", D.MixtureSameFamily(D.Categorical(c({ { 0.3, 0.7 } })), D.Normal(c({ { -1.0, 2.0 } }), c({ { 1.0, 0.5 } }))) },
   }
 end
 
@@ -672,6 +673,12 @@ T.test("sample / log_prob on the CPU in float32", function()
     torch.manual_seed(3)
     local s = e[2]:sample({ 4 })
     T.check(s.dtype == torch.float32 and e[2]:log_prob(s):isfinite():all():item(), e[1] .. ": float32 sample / log_prob")
+    local x = e[2]:expand({ 3, 1 })
+    local ev = e[2].event_shape:totable()
+    local want = { 2, 3, 1 }
+    for _, v in ipairs(ev) do want[#want + 1] = v end
+    T.eq({ x.batch_shape:totable(), x.event_shape:totable(), x:sample({ 2 }):size():totable(), x:log_prob(x:sample({ 2 })):size():totable() },
+      { { 3, 1 }, ev, want, { 2, 3, 1 } }, e[1] .. ": expand({3, 1}) shapes")
   end
 end)
 
