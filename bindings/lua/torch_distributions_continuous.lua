@@ -252,17 +252,22 @@ function HalfNormal._props.mean(self) return self.scale * math.sqrt(2 / math.pi)
 function HalfNormal._props.mode(self) return torch.zeros_like(self.scale) end
 function HalfNormal._props.variance(self) return self.scale:pow(2) * (1 - 2 / math.pi) end
 function HalfNormal:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
-function HalfNormal:log_prob(value)
-  self:_validate_sample(value)
-  local lp = self.base_dist:log_prob(value) + math.log(2)
-  return torch.where(value:ge(0), lp, torch.full({}, -math.huge, H.opts(lp)))
+-- log_prob, cdf, icdf and entropy of |X|, X ~ cls's base_dist symmetric about 0 (HalfNormal, HalfCauchy)
+function H.folded(cls)
+  function cls:log_prob(value)
+    self:_validate_sample(value)
+    value = H.as_tensor(value, self.base_dist.scale)
+    local lp = self.base_dist:log_prob(value) + math.log(2)
+    return torch.where(value:ge(0), lp, torch.full({}, -math.huge, H.opts(lp)))
+  end
+  function cls:cdf(value)
+    self:_validate_sample(value)
+    return self.base_dist:cdf(value) * 2 - 1
+  end
+  function cls:icdf(value) return self.base_dist:icdf((value + 1) / 2) end
+  function cls:entropy() return self.base_dist:entropy() - math.log(2) end
 end
-function HalfNormal:cdf(value)
-  self:_validate_sample(value)
-  return self.base_dist:cdf(value) * 2 - 1
-end
-function HalfNormal:icdf(value) return self.base_dist:icdf((value + 1) / 2) end
-function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
+H.folded(HalfNormal)
 
 -- ---- Gamma, Chi2 ----
 

@@ -250,18 +250,7 @@ end
 function HC._props.mean(self) return H.full_like(self.scale, math.huge) end
 function HC._props.mode(self) return torch.zeros_like(self.scale) end
 HC._props.variance = HC._props.mean
-function HC:log_prob(value)
-  self:_validate_sample(value)
-  value = H.as_tensor(value, self.scale)
-  local lp = self.base_dist:log_prob(value) + LOG2
-  return torch.where(value:ge(0), lp, full(lp, -math.huge))
-end
-function HC:cdf(value)
-  self:_validate_sample(value)
-  return self.base_dist:cdf(value) * 2 - 1
-end
-function HC:icdf(p) return self.base_dist:icdf((p + 1) / 2) end
-function HC:entropy() return self.base_dist:entropy() - LOG2 end
+H.folded(HC)
 
 local IG = td_class("InverseGamma", { concentration = C.positive, rate = C.positive }, { "concentration", "rate" }, C.positive)
 function IG.new(...)
