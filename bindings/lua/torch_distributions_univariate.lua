@@ -441,5 +441,15 @@ D.register_kl(CB, CB, function(p, q)
   return p.mean * (p.logits - q.logits) + p:_cont_bern_log_norm() + (-p.probs):log1p()
     - q:_cont_bern_log_norm() - (-q.probs):log1p()
 end)
+D.register_kl(CB, D.Exponential, function(p, q) return -p:entropy() - q.rate:log() + q.rate * p.mean end)
+D.register_kl(CB, D.Normal, function(p, q)
+  local m = p.mean
+  return -p:entropy() + 0.5 * ((q.loc / q.scale) ^ 2 + math.log(2 * math.pi)) + q.scale:log()
+    + (p.variance + m * m - q.loc * m * 2) / (q.scale ^ 2 * 2)
+end)
+D.register_kl(CB, D.Uniform, function(p, q)
+  local kl = -p:entropy() + (q.high - q.low):log()
+  return H.inf_where(q.low:gt(0):logical_or(q.high:lt(1)), kl)
+end)
 
 return D

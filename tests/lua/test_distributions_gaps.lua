@@ -130,6 +130,18 @@ T.test("ContinuousBernoulli", function()
     T.near(num(d.mean), simpson(function(x) return x * math.exp(ref(x)) end, 0, 1), 1e-6, "ContinuousBernoulli mean")
     check_moments("ContinuousBernoulli(" .. lam .. ")", d)
   end
+  -- KL pairs against int p log(p / q) over (0, 1)
+  local lam = 0.3
+  local logC = math.log(2 * atanh(1 - 2 * lam) / (1 - 2 * lam))
+  local function lp(x) return logC + x * math.log(lam) + (1 - x) * math.log(1 - lam) end
+  local p = D.ContinuousBernoulli(t64(lam))
+  local function kl_ref(lq) return simpson(function(x) return math.exp(lp(x)) * (lp(x) - lq(x)) end, 0, 1) end
+  local q = D.ContinuousBernoulli(t64(0.85))
+  T.near(num(D.kl_divergence(p, q)), kl_ref(function(x) return q:log_prob(t64(x)):item() end), 1e-8, "KL(ContinuousBernoulli || ContinuousBernoulli)")
+  T.near(num(D.kl_divergence(p, D.Exponential(t64(2.0)))), kl_ref(function(x) return math.log(2) - 2 * x end), 1e-8, "KL(ContinuousBernoulli || Exponential)")
+  T.near(num(D.kl_divergence(p, D.Normal(t64(0.2), t64(0.7)))), kl_ref(function(x) return norm_logpdf(x, 0.2, 0.7) end), 1e-8, "KL(ContinuousBernoulli || Normal)")
+  T.near(num(D.kl_divergence(p, D.Uniform(t64(-1.0), t64(2.0)))), kl_ref(function() return -math.log(3) end), 1e-8, "KL(ContinuousBernoulli || Uniform)")
+  T.eq(D.kl_divergence(p, D.Uniform(t64(0.5), t64(2.0))):item(), math.huge, "KL(ContinuousBernoulli || Uniform) inf off the support")
   local d = D.ContinuousBernoulli({ logits = t64(logit(0.3)) })
   T.near(num(d.probs), 0.3, 1e-12, "ContinuousBernoulli logits -> probs")
   T.eq(d.has_rsample, true, "ContinuousBernoulli has_rsample")
@@ -707,5 +719,5 @@ if torch.cuda.is_available() then
     end
   end)
 else
-  T.skip("no CUDA device: the CUDA section of test_distributions_gaps", 16 * 3 + 5 * 3)
+  T.skip("no CUDA device: the CUDA section of test_distributions_gaps", 16 * 3 + 4 * 3 + 2)
 end
