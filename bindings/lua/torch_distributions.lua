@@ -190,9 +190,39 @@ function Distribution:expand(batch_shape)
   return cls.new(args)
 end
 
+-- ---- ExponentialFamily: p(x) = h(x) exp(<eta, t(x)> - A(eta)) ----
+
+-- Subclasses give _natural_params (a list of tensors eta), _log_normalizer(eta...) -> A and
+-- _mean_carrier_measure (E[log h(x)]); entropy and the KL between two of one class follow from
+-- the Bregman divergence of A, with the gradient of A by autograd.
+local EF = class("ExponentialFamily")
+D.ExponentialFamily = EF
+function EF._props._mean_carrier_measure(self) H.not_implemented("%s does not implement _mean_carrier_measure", self._name) end
+function EF._props._natural_params(self) H.not_implemented("%s does not implement _natural_params", self._name) end
+function EF:_log_normalizer() H.not_implemented("%s does not implement _log_normalizer", self._name) end
+-- A at eta held as fresh leaves, and dA/deta (a graph, so the result stays differentiable in eta)
+function H.log_normalizer_grad(d)
+  local eta = {}
+  for i, e in ipairs(d._natural_params) do eta[i] = e:detach():requires_grad_() end
+  return torch.enable_grad(function()
+    local A = d:_log_normalizer(table.unpack(eta))
+    return A, eta, torch.autograd.grad(A:sum(), eta, { create_graph = true })
+  end)
+end
+function EF:entropy()
+  local carrier = self._mean_carrier_measure
+  local A, eta, g = H.log_normalizer_grad(self)
+  local out = A - carrier
+  for i, e in ipairs(eta) do
+    local t = e * g[i]
+    out = out - t:reshape(H.shape_of(self.batch_shape, { -1 })):sum(-1)
+  end
+  return out
+end
+
 -- ---- Normal ----
 
-local Normal = class("Normal")
+local Normal = class("Normal", EF)
 Normal.arg_constraints = { loc = C.real, scale = C.positive }
 Normal._params = { "loc", "scale" }
 Normal._support = C.real
@@ -215,6 +245,9 @@ function Normal:log_prob(value)
   return -((value - self.loc) ^ 2) / (self.variance * 2) - self.scale:log() - LOG_SQRT_2PI
 end
 function Normal:entropy() return self.scale:log() + 0.5 + LOG_SQRT_2PI end
+function Normal._props._natural_params(self) return { self.loc / self.variance, -0.5 / self.variance } end
+function Normal:_log_normalizer(x, y) return -(x * x) / (y * 4) + (-math.pi / y):log() * 0.5 end
+function Normal._props._mean_carrier_measure() return 0 end
 function Normal:cdf(value)
   self:_validate_sample(value)
   return (((value - self.loc) / (self.scale * math.sqrt(2))):erf() + 1) * 0.5
@@ -267,7 +300,7 @@ function H.probs_or_logits(o)
   return as_tensor(o.logits), "logits"
 end
 
-local Bernoulli = class("Bernoulli")
+local Bernoulli = class("Bernoulli", EF)
 Bernoulli.arg_constraints = { probs = C.unit_interval, logits = C.real }
 Bernoulli._params = { "probs", "logits" }
 Bernoulli._repr_params = { "probs" }
@@ -312,6 +345,9 @@ function H.enumerate(self, n, expand)
   return v:expand(shape_of({ n }, self.batch_shape))
 end
 function Bernoulli:enumerate_support(expand) return H.enumerate(self, 2, expand) end
+function Bernoulli._props._natural_params(self) return { self.logits } end
+function Bernoulli:_log_normalizer(x) return x:exp():log1p() end
+function Bernoulli._props._mean_carrier_measure() return 0 end
 
 local Categorical = class("Categorical")
 Categorical.arg_constraints = { probs = C.simplex, logits = C.real_vector }

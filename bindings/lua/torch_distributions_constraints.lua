@@ -13,11 +13,17 @@ Constraint.__tostring = function(self) return self.repr end
 
 local function num(v) return torch.is_tensor(v) and tostring(v) or U.pystr(v) end
 
+-- opts: is_discrete, event_dim, is_dependent, and fields (lower_bound, base_constraint, ...)
 local function new(repr, check, opts)
   opts = opts or {}
-  return setmetatable({ repr = repr, _check = check, is_discrete = opts.is_discrete or false,
+  local c = setmetatable({ repr = repr, _check = check, is_discrete = opts.is_discrete or false,
     event_dim = opts.event_dim or 0, is_dependent = opts.is_dependent or false }, Constraint)
+  for k, v in pairs(opts.fields or {}) do c[k] = v end
+  return c
 end
+
+-- the constraint's kind, PyTorch's class name less the underscore: "GreaterThan", "Simplex"
+function Constraint:kind() return self.repr:match("^(%w+)") end
 
 function Constraint:check(value) return self._check(value) end
 
@@ -35,16 +41,22 @@ C.dependent = new("Dependent()", function() U.error("ValueError: Cannot determin
 C.real = new("Real()", function(v) return v:eq(v) end)
 C.boolean = new("Boolean()", function(v) return v:eq(0):logical_or(v:eq(1)) end, { is_discrete = true })
 
-function C.greater_than(lb) return new("GreaterThan(lower_bound=" .. num(lb) .. ")", function(v) return v:gt(lb) end) end
-function C.greater_than_eq(lb) return new("GreaterThanEq(lower_bound=" .. num(lb) .. ")", function(v) return v:ge(lb) end) end
-function C.less_than(ub) return new("LessThan(upper_bound=" .. num(ub) .. ")", function(v) return v:lt(ub) end) end
+function C.greater_than(lb)
+  return new("GreaterThan(lower_bound=" .. num(lb) .. ")", function(v) return v:gt(lb) end, { fields = { lower_bound = lb } })
+end
+function C.greater_than_eq(lb)
+  return new("GreaterThanEq(lower_bound=" .. num(lb) .. ")", function(v) return v:ge(lb) end, { fields = { lower_bound = lb } })
+end
+function C.less_than(ub)
+  return new("LessThan(upper_bound=" .. num(ub) .. ")", function(v) return v:lt(ub) end, { fields = { upper_bound = ub } })
+end
 function C.interval(lb, ub)
   return new("Interval(lower_bound=" .. num(lb) .. ", upper_bound=" .. num(ub) .. ")",
-    function(v) return v:ge(lb):logical_and(v:le(ub)) end)
+    function(v) return v:ge(lb):logical_and(v:le(ub)) end, { fields = { lower_bound = lb, upper_bound = ub } })
 end
 function C.half_open_interval(lb, ub)
   return new("HalfOpenInterval(lower_bound=" .. num(lb) .. ", upper_bound=" .. num(ub) .. ")",
-    function(v) return v:ge(lb):logical_and(v:lt(ub)) end)
+    function(v) return v:ge(lb):logical_and(v:lt(ub)) end, { fields = { lower_bound = lb, upper_bound = ub } })
 end
 function C.integer_interval(lb, ub)
   return new("IntegerInterval(lower_bound=" .. num(lb) .. ", upper_bound=" .. num(ub) .. ")",
@@ -59,7 +71,8 @@ end
 function C.independent(base, n)
   return new(string.format("IndependentConstraint(%s, %d)", tostring(base), n),
     function(v) return all_rightmost(base:check(v), n) end,
-    { is_discrete = base.is_discrete, event_dim = base.event_dim + n })
+    { is_discrete = base.is_discrete, event_dim = base.event_dim + n,
+      fields = { base_constraint = base, reinterpreted_batch_ndims = n } })
 end
 
 C.positive = C.greater_than(0.0)
@@ -77,6 +90,22 @@ end, { is_discrete = true, event_dim = 1 })
 C.lower_cholesky = new("LowerCholesky()", function(v)
   return all_rightmost(v:tril():eq(v), 2):logical_and(all_rightmost(v:diagonal(0, -2, -1):gt(0), 1))
 end, { event_dim = 2 })
+C.positive_semidefinite = new("PositiveSemidefinite()", function(v)
+  local sym = all_rightmost((v - v:transpose(-2, -1)):abs():le(1e-6 * (v:abs() + 1)), 2)
+  return sym:logical_and(all_rightmost(torch.linalg.eigvalsh(v):ge(0), 1))
+end, { event_dim = 2 })
+-- lower triangular, positive diagonal, rows of unit norm: the Cholesky factor of a correlation matrix
+C.corr_cholesky = new("CorrCholesky()", function(v)
+  local tol = torch.finfo(v.dtype).eps * v:size(-1) * 10
+  local unit = ((v * v):sum(-1):sqrt() - 1):abs():le(tol)
+  return C.lower_cholesky:check(v):logical_and(all_rightmost(unit, 1))
+end, { event_dim = 2 })
+-- nonnegative integer vectors summing to at most upper_bound
+function C.multinomial(ub)
+  return new("Multinomial(upper_bound=" .. num(ub) .. ")", function(v)
+    return all_rightmost(v:ge(0):logical_and(is_integer(v)), 1):logical_and(v:sum(-1):le(ub))
+  end, { is_discrete = true, event_dim = 1, fields = { upper_bound = ub } })
+end
 C.positive_definite = new("PositiveDefinite()", function(v)
   local sym = all_rightmost((v - v:transpose(-2, -1)):abs():le(1e-6 * (v:abs() + 1)), 2)
   return sym:logical_and(all_rightmost(torch.linalg.eigvalsh(v):gt(0), 1))

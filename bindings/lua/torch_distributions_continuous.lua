@@ -114,7 +114,7 @@ function H.standard_gamma_rsample(alpha) return StandardGamma.apply(alpha) end
 
 -- ---- Exponential ----
 
-local Exponential = class("Exponential")
+local Exponential = class("Exponential", D.ExponentialFamily)
 Exponential.arg_constraints = { rate = C.positive }
 Exponential._params = { "rate" }
 Exponential._support = C.nonnegative
@@ -252,21 +252,26 @@ function HalfNormal._props.mean(self) return self.scale * math.sqrt(2 / math.pi)
 function HalfNormal._props.mode(self) return torch.zeros_like(self.scale) end
 function HalfNormal._props.variance(self) return self.scale:pow(2) * (1 - 2 / math.pi) end
 function HalfNormal:rsample(sample_shape) return self.base_dist:rsample(sample_shape):abs() end
-function HalfNormal:log_prob(value)
-  self:_validate_sample(value)
-  local lp = self.base_dist:log_prob(value) + math.log(2)
-  return torch.where(value:ge(0), lp, torch.full({}, -math.huge, H.opts(lp)))
+-- log_prob, cdf, icdf and entropy of |X|, X ~ cls's base_dist symmetric about 0 (HalfNormal, HalfCauchy)
+function H.folded(cls)
+  function cls:log_prob(value)
+    self:_validate_sample(value)
+    value = H.as_tensor(value, self.base_dist.scale)
+    local lp = self.base_dist:log_prob(value) + math.log(2)
+    return torch.where(value:ge(0), lp, torch.full({}, -math.huge, H.opts(lp)))
+  end
+  function cls:cdf(value)
+    self:_validate_sample(value)
+    return self.base_dist:cdf(value) * 2 - 1
+  end
+  function cls:icdf(value) return self.base_dist:icdf((value + 1) / 2) end
+  function cls:entropy() return self.base_dist:entropy() - math.log(2) end
 end
-function HalfNormal:cdf(value)
-  self:_validate_sample(value)
-  return self.base_dist:cdf(value) * 2 - 1
-end
-function HalfNormal:icdf(value) return self.base_dist:icdf((value + 1) / 2) end
-function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
+H.folded(HalfNormal)
 
 -- ---- Gamma, Chi2 ----
 
-local Gamma = class("Gamma")
+local Gamma = class("Gamma", D.ExponentialFamily)
 Gamma.arg_constraints = { concentration = C.positive, rate = C.positive }
 Gamma._params = { "concentration", "rate" }
 Gamma._support = C.nonnegative
@@ -349,7 +354,7 @@ end
 
 -- ---- Dirichlet, Beta ----
 
-local Dirichlet = class("Dirichlet")
+local Dirichlet = class("Dirichlet", D.ExponentialFamily)
 Dirichlet.arg_constraints = { concentration = C.independent(C.positive, 1) }
 Dirichlet._params = { "concentration" }
 Dirichlet._param_event_dims = { concentration = 1 }
@@ -390,7 +395,7 @@ function Dirichlet:entropy()
   return c:lgamma():sum(-1) - a0:lgamma() + (a0 - k) * a0:digamma() - ((c - 1) * c:digamma()):sum(-1)
 end
 
-local Beta = class("Beta")
+local Beta = class("Beta", D.ExponentialFamily)
 Beta.arg_constraints = { concentration1 = C.positive, concentration0 = C.positive }
 Beta._params = { "concentration1", "concentration0" }
 Beta._support = C.unit_interval
@@ -419,6 +424,29 @@ function Beta:entropy()
   local a, b = self.concentration1, self.concentration0
   local t = a + b
   return a:lgamma() + b:lgamma() - t:lgamma() + (t - 2) * t:digamma() - (a - 1) * a:digamma() - (b - 1) * b:digamma()
+end
+
+-- ---- their exponential-family forms ----
+
+local function carrier0() return 0 end
+Exponential._props._natural_params = function(self) return { -self.rate } end
+function Exponential:_log_normalizer(x) return -(-x):log() end
+Gamma._props._natural_params = function(self) return { self.concentration - 1, -self.rate } end
+function Gamma:_log_normalizer(x, y) return (x + 1):lgamma() + (x + 1) * (-y:reciprocal()):log() end
+Dirichlet._props._natural_params = function(self) return { self.concentration } end
+function Dirichlet:_log_normalizer(x) return x:lgamma():sum(-1) - x:sum(-1):lgamma() end
+Beta._props._natural_params = function(self) return { self.concentration1, self.concentration0 } end
+function Beta:_log_normalizer(x, y) return x:lgamma() + y:lgamma() - (x + y):lgamma() end
+Exponential._props._mean_carrier_measure, Gamma._props._mean_carrier_measure = carrier0, carrier0
+-- E[log h(x)], h = 1 / prod x_i (Dirichlet), 1 / (x (1 - x)) (Beta)
+function Dirichlet._props._mean_carrier_measure(self)
+  local c = self.concentration
+  return -(c:digamma() - c:sum(-1, true):digamma()):sum(-1)
+end
+function Beta._props._mean_carrier_measure(self)
+  local a, b = self.concentration1, self.concentration0
+  local s = (a + b):digamma()
+  return s * 2 - a:digamma() - b:digamma()
 end
 
 -- ---- kl_divergence pairs ----

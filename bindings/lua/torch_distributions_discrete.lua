@@ -109,7 +109,7 @@ end
 
 -- ---- Poisson ----
 
-local Poisson = class("Poisson")
+local Poisson = class("Poisson", D.ExponentialFamily)
 Poisson.arg_constraints = { rate = C.nonnegative }
 Poisson._params = { "rate" }
 Poisson._support = C.nonnegative_integer
@@ -127,6 +127,9 @@ function Poisson:log_prob(value)
   self:_validate_sample(value)
   return torch.xlogy(value, self.rate) - self.rate - (value + 1):lgamma()
 end
+
+Poisson._props._natural_params = function(self) return { self.rate:log() } end
+function Poisson:_log_normalizer(x) return x:exp() end
 
 -- ---- Binomial ----
 

@@ -50,6 +50,7 @@ local function make(cls, fields)
   self.inv = Inverse.new(self)
   return self
 end
+T._tclass, T._make = tclass, make
 
 local Exp = tclass("ExpTransform")
 Exp.codomain = C.positive
@@ -153,8 +154,11 @@ local function td_init(self, base, transforms, validate_args)
   if extra > 0 then base = D.Independent(base, extra) end
   self.base_dist, self.transforms = base, transforms
   self.has_rsample = base.has_rsample
-  return self:_init(base.batch_shape, base.event_shape, validate_args, {})
+  local shape = H.shape_of(nil, base.batch_shape, base.event_shape) -- through forward_shape
+  for _, t in ipairs(transforms) do if t.forward_shape then shape = H.list(t:forward_shape(shape)) end end
+  return self:_init(H.head(shape, ed), H.tail(shape, ed), validate_args, {})
 end
+H.td_init = td_init
 
 function TD.new(...)
   local o = U.parse("TransformedDistribution", { { "base_distribution", U.REQUIRED }, { "transforms", U.REQUIRED }, { "validate_args" } }, ...)
