@@ -821,4 +821,8 @@ function CTCLoss:forward(log_probs, targets, input_lengths, target_lengths)
   return U.F("ctc_loss", log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity)
 end
 
+-- for nn_pool_more.lua and nn_lazy_more.lua (names with "_" are not registered as nn classes)
+M._unpool, M._lp_finish = unpool, lp_finish
+M._lazy = { materialize_with = materialize_with, forward = lazy_forward }
+
 return M

@@ -24,12 +24,13 @@ end
 
 function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
 
--- Python's UserWarning on standard error, once per message (its default filter)
+-- Python's UserWarning (or the category given, e.g. "FutureWarning") on standard error, once per
+-- message (its default filter)
 local warned = {}
-function U.warn(msg)
+function U.warn(msg, category)
   if warned[msg] then return end
   warned[msg] = true
-  if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
+  if io and io.stderr then io.stderr:write(category or "UserWarning", ": ", msg, "\n") end
 end
 
 -- U.F(name, ...) calls torch.nn.functional[name](...); its errors are raised again
