@@ -13,21 +13,25 @@ local function need_stats(bn)
   end
 end
 
+-- the layer's bias (zeros if none) and the BatchNorm's affine weight and bias (ones and zeros if none),
+-- with the dtype and requires_grad the fused bias takes
+local function defaults(w, b, rm, bn_w, bn_b)
+  local bdtype = b ~= nil and b.dtype or w.dtype
+  local b_grad = b ~= nil and b.requires_grad or false
+  if b == nil then b = torch.zeros_like(rm) end
+  return b, bn_w ~= nil and bn_w or torch.ones_like(rm), bn_b ~= nil and bn_b or torch.zeros_like(rm), bdtype, b_grad
+end
+
 -- fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=false) -> weight, bias Parameters
 function fusion.fuse_conv_bn_weights(...)
   local o = U.parse("fuse_conv_bn_weights", { { "conv_w", U.REQUIRED }, { "conv_b" }, { "bn_rm", U.REQUIRED }, { "bn_rv", U.REQUIRED },
     { "bn_eps", U.REQUIRED }, { "bn_w" }, { "bn_b" }, { "transpose", false } }, ...)
-  local w, b, rm = o.conv_w, o.conv_b, o.bn_rm
-  local wdtype = w.dtype
-  local bdtype = b ~= nil and b.dtype or wdtype
-  local b_grad = b ~= nil and b.requires_grad or false
-  if b == nil then b = torch.zeros_like(rm) end
-  local bn_w = o.bn_w ~= nil and o.bn_w or torch.ones_like(rm)
-  local bn_b = o.bn_b ~= nil and o.bn_b or torch.zeros_like(rm)
+  local w, rm = o.conv_w, o.bn_rm
+  local b, bn_w, bn_b, bdtype, b_grad = defaults(w, o.conv_b, rm, o.bn_w, o.bn_b)
   local rsqrt = torch.rsqrt(o.bn_rv + o.bn_eps)
   local shape = o.transpose and { 1, -1 } or { -1, 1 }
   for _ = 3, w:dim() do shape[#shape + 1] = 1 end
-  local fw = (w * (bn_w * rsqrt):reshape(shape)):to(wdtype)
+  local fw = (w * (bn_w * rsqrt):reshape(shape)):to(w.dtype)
   local fb = ((b - rm) * rsqrt * bn_w + bn_b):to(bdtype)
   return Parameter(fw, w.requires_grad), Parameter(fb, b_grad)
 end
@@ -48,15 +52,10 @@ end
 function fusion.fuse_linear_bn_weights(...)
   local o = U.parse("fuse_linear_bn_weights", { { "linear_w", U.REQUIRED }, { "linear_b" }, { "bn_rm", U.REQUIRED },
     { "bn_rv", U.REQUIRED }, { "bn_eps", U.REQUIRED }, { "bn_w" }, { "bn_b" } }, ...)
-  local w, b, rm = o.linear_w, o.linear_b, o.bn_rm
-  local wdtype = w.dtype
-  local bdtype = b ~= nil and b.dtype or wdtype
-  local b_grad = b ~= nil and b.requires_grad or false
-  if b == nil then b = torch.zeros_like(rm) end
-  local bn_w = o.bn_w ~= nil and o.bn_w or torch.ones_like(rm)
-  local bn_b = o.bn_b ~= nil and o.bn_b or torch.zeros_like(rm)
+  local w, rm = o.linear_w, o.bn_rm
+  local b, bn_w, bn_b, bdtype, b_grad = defaults(w, o.linear_b, rm, o.bn_w, o.bn_b)
   local scale = bn_w * torch.rsqrt(o.bn_rv + o.bn_eps)
-  local fw = w * scale:unsqueeze(-1):to(wdtype)
+  local fw = w * scale:unsqueeze(-1):to(w.dtype)
   local fb = ((b - rm) * scale + bn_b):to(bdtype)
   return Parameter(fw, w.requires_grad), Parameter(fb, b_grad)
 end
