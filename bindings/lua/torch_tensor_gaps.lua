@@ -28,10 +28,11 @@ function layout.is(v) return getmetatable(v) == layout_mt end
 
 -- ---- properties ----
 
-local function matrices(name, x, min)
-  if x:dim() < min or (min == 2 and name == "H" and x:dim() ~= 2) then
-    U.errorf("tensor.%s is only supported on matrices%s (2-D tensors). Got %d-D tensor.", name,
-      name == "H" and "" or " or batches of matrices", x:dim())
+local function matrices(name, x)
+  if name == "H" and x:dim() ~= 2 then
+    U.errorf("tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor.", x:dim())
+  elseif x:dim() < 2 then
+    U.errorf("tensor.%s is only supported on matrices or batches of matrices. Got %d-D tensor.", name, x:dim())
   end
 end
 
@@ -43,21 +44,23 @@ fields.T = function(x)
     U.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it will " ..
       "throw an error in a future release. Consider `x.mT` to transpose batches of matrices or " ..
       "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
+  elseif n == 0 then
+    U.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
   end
   return plain_T(x)
 end
 fields.mT = function(x)
-  matrices("mT", x, 2)
+  matrices("mT", x)
   return x:transpose(-2, -1)
 end
 local function conj_if_complex(x) return x:is_complex() and x:conj() or x end
 fields.mH = function(x)
-  matrices("mH", x, 2)
+  matrices("mH", x)
   return conj_if_complex(x:transpose(-2, -1))
 end
 fields.H = function(x)
   if x:dim() == 0 then return x end
-  matrices("H", x, 2)
+  matrices("H", x)
   return conj_if_complex(x:transpose(0, 1))
 end
 function Tensor:adjoint() return fields.mH(self) end

@@ -20,7 +20,7 @@ local function run(dev)
     T.eq(c.mH.imag:tolist(), { { -3.0 }, { 4.0 } }, "mH conjugates")
     T.eq(c.H.real:tolist(), { { 1.0 }, { 2.0 } }, "H transposes")
     T.raises(function() return torch.zeros(3, opt).mT end,
-      "tensor.mT is only supported on matrices or batches of matrices (2-D tensors). Got 1-D tensor.")
+      "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
     T.raises(function() return x.H end, "tensor.H is only supported on matrices (2-D tensors). Got 3-D tensor.")
     T.eq(torch.tensor(5., opt).H:item(), 5.0, "H of a 0-d tensor")
     T.eq(sizes(x.T), { 4, 3, 2 }, "T on 3 dims still reverses")
