@@ -294,11 +294,25 @@ static int f_version(lua_State *L)
     return 1;
 }
 
+/* x.retains_grad: retain_grad() was called on this non-leaf; x.output_nr: its index among its grad_fn's outputs */
+static int f_retains_grad(lua_State *L)
+{
+    lua_pushboolean(L, lt_check(L, 1)->retains_grad);
+    return 1;
+}
+
+static int f_output_nr(lua_State *L)
+{
+    lua_pushinteger(L, lt_check(L, 1)->output_nr);
+    return 1;
+}
+
 static const luaL_Reg fields[] = {
     {"shape", f_shape}, {"dtype", f_dtype}, {"device", f_device}, {"is_cuda", f_is_cuda},
     {"requires_grad", f_requires_grad}, {"grad", f_grad}, {"ndim", f_ndim}, {"T", f_T},
     {"data", f_data}, {"is_leaf", f_is_leaf}, {"grad_fn", lt_field_grad_fn},
-    {"_version", f_version}, {"real", lt_field_real}, {"imag", lt_field_imag}, {NULL, NULL},
+    {"_version", f_version}, {"real", lt_field_real}, {"imag", lt_field_imag},
+    {"retains_grad", f_retains_grad}, {"output_nr", f_output_nr}, {NULL, NULL},
 };
 
 /* __index(x, k): upvalue 1 the method table, upvalue 2 the field getters. */
@@ -529,6 +543,8 @@ void lt_open_tensor(lua_State *L)
 
     lua_pushvalue(L, methods);
     luaL_newlib(L, fields);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, mt, "__fields"); /* Lua files add field getters here (torch_tensor_gaps.lua) */
     lua_pushcclosure(L, t_index, 2);
     lua_setfield(L, mt, "__index");
     lua_settop(L, mt);

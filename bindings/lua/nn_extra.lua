@@ -582,11 +582,12 @@ end
 -- padding_mode="zeros"): in_channels from the input's channel dim ([C, *] or [N, C, *])
 local lazy_conv_spec = { { "out_channels", REQ }, { "kernel_size", REQ }, { "stride", 1 }, { "padding", 0 }, { "dilation", 1 },
   { "groups", 1 }, { "bias", true }, { "padding_mode", "zeros" }, { "device" }, { "dtype" } }
-local function lazy_conv(name, n, concrete)
+-- (also LazyConvTranspose, nn_lazy_more.lua: its spec, and the class put in `target`)
+local function lazy_conv(name, n, concrete, spec, target)
   local cls = Module:extend(name)
-  M[name] = cls
+  ;(target or M)[name] = cls
   function cls:__init(...)
-    local o = U.parse(name, lazy_conv_spec, ...)
+    local o = U.parse(name, spec or lazy_conv_spec, ...)
     self.in_channels = 0
     self.out_channels = U.check_int(name, "out_channels", o.out_channels, 0)
     self._lazy_args = o
@@ -603,6 +604,7 @@ local function lazy_conv(name, n, concrete)
     materialize_with(self, concrete(), "in_channels", x:size(x:dim() == n + 2 and 1 or 0), x)
   end
   cls.forward = lazy_forward
+  return cls
 end
 lazy_conv("LazyConv1d", 1, function() return require("nn_conv_more").Conv1d end)
 lazy_conv("LazyConv2d", 2, function() return layers.Conv2d end)
@@ -611,11 +613,17 @@ lazy_conv("LazyConv3d", 3, function() return require("nn_conv3d").Conv3d end)
 -- LazyBatchNormNd(eps=1e-5, momentum=0.1, affine=true, track_running_stats=true): num_features = input:size(1)
 local lazy_bn_spec = { { "eps", 1e-5 }, { "momentum", 0.1 }, { "affine", true }, { "track_running_stats", true }, { "device" },
   { "dtype" } }
-local function lazy_batchnorm(name, base)
+-- (also LazyInstanceNorm, nn_lazy_more.lua: its spec, concrete(x) -> class, num_features, and `target`)
+local function lazy_batchnorm(name, base, spec, concrete_of, target)
   local cls = Module:extend(name)
-  M[name] = cls
+  ;(target or M)[name] = cls
+  concrete_of = concrete_of or function(x)
+    local concrete = require("nn_norm")[base]
+    if not concrete._dims[x:dim()] then U.errorf(concrete._dims_msg, x:dim()) end
+    return concrete, x:size(1)
+  end
   function cls:__init(...)
-    local o = U.parse(name, lazy_bn_spec, ...)
+    local o = U.parse(name, spec or lazy_bn_spec, ...)
     self.num_features, self.eps, self.affine, self.track_running_stats = 0, o.eps, o.affine, o.track_running_stats
     self.momentum = o.momentum ~= false and o.momentum or nil
     self._lazy_args = o
@@ -632,13 +640,13 @@ local function lazy_batchnorm(name, base)
   function cls:has_uninitialized_params() return self.num_features == 0 end
   function cls:initialize_parameters(x)
     tensor_arg(name, "input", x)
-    local concrete = require("nn_norm")[base]
-    if not concrete._dims[x:dim()] then U.errorf(concrete._dims_msg, x:dim()) end
+    local concrete, features = concrete_of(x)
     local tracked = self.num_batches_tracked
-    materialize_with(self, concrete, "num_features", x:size(1), x)
+    materialize_with(self, concrete, "num_features", features, x)
     if tracked ~= nil then self.num_batches_tracked:copy_(tracked) end
   end
   cls.forward = lazy_forward
+  return cls
 end
 lazy_batchnorm("LazyBatchNorm1d", "BatchNorm1d")
 lazy_batchnorm("LazyBatchNorm2d", "BatchNorm2d")
@@ -820,5 +828,9 @@ end
 function CTCLoss:forward(log_probs, targets, input_lengths, target_lengths)
   return U.F("ctc_loss", log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity)
 end
+
+-- for nn_pool_more.lua and nn_lazy_more.lua (names with "_" are not registered as nn classes)
+M._unpool, M._lp_finish = unpool, lp_finish
+M._lazy = { conv = lazy_conv, norm = lazy_batchnorm }
 
 return M

@@ -22,6 +22,8 @@ local OD = U.OrderedDict
 local instances = setmetatable({}, { __mode = "k" })
 
 local function is_module(v) return instances[v] == true end
+-- nn.Buffer(t, persistent) tensors -> persistent (nn_module_gaps.lua): assigning one registers a buffer
+local buffer_marks = setmetatable({}, { __mode = "k" })
 local function values_of(self) return getmetatable(self).__index end
 
 -- ---- attribute assignment (Python's Module.__setattr__) ----
@@ -49,6 +51,10 @@ local function setattr(self, k, v)
     params:remove(k); buffers:remove(k)
     self._non_persistent_buffers_set[k] = nil
     modules:set(k, v); values[k] = v
+  elseif buffer_marks[v] ~= nil then
+    params:remove(k); modules:remove(k); buffers:remove(k)
+    values[k] = nil
+    self:register_buffer(k, v, buffer_marks[v])
   elseif modules:has(k) then
     if v ~= nil then
       U.errorf("cannot assign '%s' as child module '%s' (torch.nn.Module or None expected)", U.typename(v), k)
@@ -245,6 +251,7 @@ function Module.extend(parent, name)
 end
 
 function Module.is_module(v) return is_module(v) end
+Module._buffer_marks = buffer_marks
 
 -- Python's isinstance for modules and parameters; cls may be a list of classes.
 local function isinstance(v, cls)

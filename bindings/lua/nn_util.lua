@@ -24,24 +24,25 @@ end
 
 function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
 
--- Python's UserWarning on standard error, once per message (its default filter; every time
--- after torch.set_warn_always(true))
+-- Python's UserWarning (or the category given, e.g. "FutureWarning") on standard error, once per
+-- message (its default filter; every time after torch.set_warn_always(true))
 local warned = {}
-function U.warn(msg)
+function U.warn(msg, category)
   if warned[msg] and not U.warn_always then return end
   warned[msg] = true
-  if io and io.stderr then io.stderr:write("UserWarning: ", msg, "\n") end
+  if io and io.stderr then io.stderr:write(category or "UserWarning", ": ", msg, "\n") end
 end
 
--- Python's `with` for a state already entered: a to-be-closed value whose closing calls
--- restore(); or, given fn, fn(...) run in the state, restore() called also when fn raises.
--- For the function forms of such states: the trailing function of the arguments (nil when the
+-- For the function forms of with-states: the trailing function of the arguments (nil when the
 -- last is not one), the arguments packed, and how many come before that function.
 function U.pop_fn(...)
   local args = table.pack(...)
   if args.n > 0 and type(args[args.n]) == "function" then return args[args.n], args, args.n - 1 end
   return nil, args, args.n
 end
+
+-- Python's `with` for a state already entered: a to-be-closed value whose closing calls
+-- restore(); or, given fn, fn(...) run in the state, restore() called also when fn raises.
 
 function U.scoped(restore, fn, ...)
   if fn == nil then return setmetatable({}, { __close = function() restore() end }) end
