@@ -224,19 +224,23 @@ static nn_status file_add(nn_store *s, const char *key, int64_t delta, int64_t *
     return st;
 }
 
-static nn_status file_check(nn_store *s, const char *key, bool *exists)
+/* Whether key is there; with del, delete it if so. */
+static nn_status file_find(nn_store *s, const char *key, bool del, bool *found)
 {
     file_store *f = (file_store *)s;
     int fd;
     char *data;
     size_t len;
-    nn_status st = open_locked(f, LOCK_SH, &fd, &data, &len);
+    nn_status st = open_locked(f, del ? LOCK_EX : LOCK_SH, &fd, &data, &len);
     if (st) return st;
     uint64_t vl;
-    *exists = lookup(data, len, key, &vl) != NULL;
+    *found = lookup(data, len, key, &vl) != NULL;
+    if (*found && del) st = append(f, fd, key, NULL, 0);
     close_locked(fd, data);
-    return NN_OK;
+    return st;
 }
+
+static nn_status file_check(nn_store *s, const char *key, bool *exists) { return file_find(s, key, false, exists); }
 
 static nn_status file_compare_set(nn_store *s, const char *key, const void *expected, size_t en, const void *desired, size_t dn,
                                   void **cur, size_t *curn)
@@ -256,20 +260,7 @@ static nn_status file_compare_set(nn_store *s, const char *key, const void *expe
     return st;
 }
 
-static nn_status file_delete_key(nn_store *s, const char *key, bool *deleted)
-{
-    file_store *f = (file_store *)s;
-    int fd;
-    char *data;
-    size_t len;
-    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
-    if (st) return st;
-    uint64_t vl;
-    *deleted = lookup(data, len, key, &vl) != NULL;
-    if (*deleted) st = append(f, fd, key, NULL, 0);
-    close_locked(fd, data);
-    return st;
-}
+static nn_status file_delete_key(nn_store *s, const char *key, bool *deleted) { return file_find(s, key, true, deleted); }
 
 /* Step over the record at p: its key (kl bytes at *key), whether it is a deletion; the next
  * record's offset, or 0 at the end or at a partial record. */

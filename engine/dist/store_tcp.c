@@ -374,22 +374,25 @@ static nn_status tcp_add(nn_store *s, const char *key, int64_t delta, int64_t *r
     return st;
 }
 
-static nn_status tcp_check(nn_store *s, const char *key, bool *exists)
+/* A request whose answer is one byte (CHECK, DELETE): *yes gets it. */
+static nn_status byte_request(nn_store *s, unsigned char cmd, const char *key, const char *what, bool *yes)
 {
     tcp_store *t = (tcp_store *)s;
     pthread_mutex_lock(&t->mu);
     nn_status st = check_key(t, key);
     if (!st) {
         double dl = nn_net_now() + s->timeout;
-        unsigned char there = 0;
-        int rc = send_request(t, CMD_CHECK, key, NULL, 0, NULL, 0, dl);
-        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, &there, 1, dl);
-        if (rc) st = fail_io(t, rc, "checking", key, s->timeout);
-        *exists = there;
+        unsigned char answer = 0;
+        int rc = send_request(t, cmd, key, NULL, 0, NULL, 0, dl);
+        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, &answer, 1, dl);
+        if (rc) st = fail_io(t, rc, what, key, s->timeout);
+        *yes = answer;
     }
     pthread_mutex_unlock(&t->mu);
     return st;
 }
+
+static nn_status tcp_check(nn_store *s, const char *key, bool *exists) { return byte_request(s, CMD_CHECK, key, "checking", exists); }
 
 static nn_status tcp_compare_set(nn_store *s, const char *key, const void *expected, size_t en, const void *desired, size_t dn,
                                  void **cur, size_t *curn)
@@ -418,22 +421,7 @@ static nn_status tcp_compare_set(nn_store *s, const char *key, const void *expec
     return st;
 }
 
-static nn_status tcp_delete_key(nn_store *s, const char *key, bool *deleted)
-{
-    tcp_store *t = (tcp_store *)s;
-    pthread_mutex_lock(&t->mu);
-    nn_status st = check_key(t, key);
-    if (!st) {
-        double dl = nn_net_now() + s->timeout;
-        unsigned char there = 0;
-        int rc = send_request(t, CMD_DELETE, key, NULL, 0, NULL, 0, dl);
-        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, &there, 1, dl);
-        if (rc) st = fail_io(t, rc, "deleting", key, s->timeout);
-        *deleted = there;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return st;
-}
+static nn_status tcp_delete_key(nn_store *s, const char *key, bool *deleted) { return byte_request(s, CMD_DELETE, key, "deleting", deleted); }
 
 static nn_status tcp_num_keys(nn_store *s, int64_t *n)
 {
