@@ -85,6 +85,21 @@ if world >= 2 then
   end
 end
 
+-- ---- use_local_synchronization: only the members call new_group ----
+if rank < 2 then
+  local g = dist.new_group({ 0, 1 }, { use_local_synchronization = true })
+  local t = torch.tensor({ 10 * (rank + 1) })
+  dist.all_reduce(t, { group = g })
+  H.check(t:item() == 30 and g:size() == 2, "a group made with use_local_synchronization")
+else
+  H.raises(function() dist.new_group({ 0, 1 }, { use_local_synchronization = true }) end, "only the ranks of the group call new_group",
+    "use_local_synchronization on a non-member")
+end
+H.raises(function() dist.new_group({ 0, world }) end, "should be within the world_size", "new_group with a rank out of range")
+H.raises(function() dist.new_group({ 0, 0 }) end, "appears twice", "new_group with a repeated rank")
+H.raises(function() dist.new_group({ 0 }, { bogus = 1 }) end, "unknown keyword 'bogus'", "new_group with an unknown keyword")
+dist.barrier()
+
 -- ---- new_subgroups, new_subgroups_by_enumeration ----
 do
   local cur, all = dist.new_subgroups(1)
