@@ -2,13 +2,17 @@
  * takes PyTorch's arguments and calls these with plain ones).
  *
  *   init(backend, init_method, rank, world_size, timeout)   the default group
- *   destroy(), is_initialized(), rank(), size(), backend(), available(name), free_port()
+ *   init_store(backend, store, rank, world_size, timeout)   the same over a Store (dist_store.c)
+ *   destroy(), is_initialized(), rank(g), size(g), backend(g), available(name), free_port()
+ *   new_group(backend, prefix, rank, size, timeout) -> ProcessGroup (freed when collected)
+ *   group_store(g) -> Store
  *   all_reduce(t, op, async)  broadcast(t, src, async)  reduce(t, dst, op, async)
  *   all_gather(list, t, async)  all_gather_into_tensor(out, t, async)
  *   reduce_scatter(out, list, op, async)  reduce_scatter_tensor(out, in, op, async)
  *   send(t, dst, tag, async)  recv(t, src, tag, async)  barrier(async)
  *       op: 0-based index of SUM, AVG, PRODUCT, MIN, MAX; with async true they
- *       return a Work (wait(), is_completed(), <close>), else nothing
+ *       return a Work (wait(), is_completed(), <close>), else nothing. Each takes a
+ *       ProcessGroup after these arguments (nil: the default group); ranks are the group's.
  *   broadcast_coalesced(list, src)
  *   Reducer(params, bucket_cap_bytes, first_bucket_bytes, find_unused, gradient_as_bucket_view)
  *       DDP's reducer (engine/dist/reducer.h): prepare_forward(),
@@ -24,10 +28,11 @@
 #include "dist/net.h"
 #include "dist/pg.h"
 #include "dist/reducer.h"
-#include "lt.h"
+#include "dist_store.h"
 
 static const char WORK_MT[] = "torch.distributed.Work";
 static const char REDUCER_MT[] = "torch.distributed.Reducer";
+static const char GROUP_MT[] = "torch.distributed.ProcessGroup";
 
 static int generation; /* bumped by every init and destroy of the default group */
 
@@ -36,6 +41,50 @@ static nn_pg *default_pg(lua_State *L)
     nn_pg *pg = nn_dist_default();
     if (!pg) luaL_error(L, "Default process group has not been initialized, please make sure to call init_process_group.");
     return pg;
+}
+
+/* ---- subgroups ---- */
+typedef struct { nn_pg *pg; } group_ud;
+
+/* The group at idx: a ProcessGroup, or the default group for nil */
+static nn_pg *group_pg(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx)) return default_pg(L);
+    group_ud *u = luaL_checkudata(L, idx, GROUP_MT);
+    if (!u->pg) luaL_error(L, "the process group has been destroyed");
+    return u->pg;
+}
+
+/* new_group(backend, prefix, rank, size, timeout): this rank's member of a subgroup meeting
+ * under prefix in the default group's store */
+static int d_new_group(lua_State *L)
+{
+    const char *backend = luaL_checkstring(L, 1), *prefix = luaL_checkstring(L, 2);
+    int rank = (int)luaL_checkinteger(L, 3), size = (int)luaL_checkinteger(L, 4);
+    double timeout = luaL_checknumber(L, 5);
+    nn_store *store = nn_store_prefix(prefix, default_pg(L)->store);
+    if (!store) return lt_fail(L, 0);
+    group_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->pg = NULL;
+    luaL_setmetatable(L, GROUP_MT);
+    u->pg = nn_pg_new_group(backend, store, rank, size, timeout);
+    if (!u->pg) return lt_fail(L, 0);
+    return 1;
+}
+
+static int group_gc(lua_State *L)
+{
+    group_ud *u = luaL_checkudata(L, 1, GROUP_MT);
+    nn_pg_destroy(u->pg);
+    u->pg = NULL;
+    return 0;
+}
+
+/* group_store(group): the group's store (nil: the default group's) */
+static int d_group_store(lua_State *L)
+{
+    lt_dist_pushstore(L, nn_store_retain(group_pg(L, 1)->store));
+    return 1;
 }
 
 /* ---- work ---- */
@@ -95,6 +144,23 @@ static int d_init(lua_State *L)
     return 0;
 }
 
+/* init_store(backend, store, rank, world_size, timeout): the default group over a Store */
+static int d_init_store(lua_State *L)
+{
+    const char *backend = luaL_checkstring(L, 1);
+    nn_store *store = lt_dist_checkstore(L, 2);
+    int rank = (int)luaL_checkinteger(L, 3), world = (int)luaL_checkinteger(L, 4);
+    double timeout = luaL_checknumber(L, 5);
+    if (nn_dist_default()) return luaL_error(L, "trying to initialize the default process group twice!");
+    if (world < 1 || rank < 0 || rank >= world)
+        return luaL_error(L, "init_process_group: rank %d is out of range for world_size %d", rank, world);
+    nn_pg *pg = nn_pg_new(backend, nn_store_retain(store), rank, world, timeout);
+    if (!pg) return lt_fail(L, 0);
+    nn_dist_set_default(pg);
+    generation++;
+    return 0;
+}
+
 static int d_destroy(lua_State *L)
 {
     (void)L;
@@ -111,19 +177,19 @@ static int d_is_initialized(lua_State *L)
 
 static int d_rank(lua_State *L)
 {
-    lua_pushinteger(L, default_pg(L)->rank);
+    lua_pushinteger(L, group_pg(L, 1)->rank);
     return 1;
 }
 
 static int d_size(lua_State *L)
 {
-    lua_pushinteger(L, default_pg(L)->size);
+    lua_pushinteger(L, group_pg(L, 1)->size);
     return 1;
 }
 
 static int d_backend(lua_State *L)
 {
-    lua_pushstring(L, default_pg(L)->ops->name);
+    lua_pushstring(L, group_pg(L, 1)->ops->name);
     return 1;
 }
 
@@ -170,24 +236,24 @@ static void tensor_list(lua_State *L, int idx, int n, nn_tensor **out, const cha
 static int d_all_reduce(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
-    return push_work(L, nn_dist_all_reduce(default_pg(L), t, check_op(L, 2)), lua_toboolean(L, 3));
+    return push_work(L, nn_dist_all_reduce(group_pg(L, 4), t, check_op(L, 2)), lua_toboolean(L, 3));
 }
 
 static int d_broadcast(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
-    return push_work(L, nn_dist_broadcast(default_pg(L), t, (int)luaL_checkinteger(L, 2)), lua_toboolean(L, 3));
+    return push_work(L, nn_dist_broadcast(group_pg(L, 4), t, (int)luaL_checkinteger(L, 2)), lua_toboolean(L, 3));
 }
 
 static int d_reduce(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
-    return push_work(L, nn_dist_reduce(default_pg(L), t, (int)luaL_checkinteger(L, 2), check_op(L, 3)), lua_toboolean(L, 4));
+    return push_work(L, nn_dist_reduce(group_pg(L, 5), t, (int)luaL_checkinteger(L, 2), check_op(L, 3)), lua_toboolean(L, 4));
 }
 
 static int d_all_gather(lua_State *L)
 {
-    nn_pg *pg = default_pg(L);
+    nn_pg *pg = group_pg(L, 4);
     nn_tensor *t = lt_check(L, 2);
     nn_tensor **outs = lua_newuserdatauv(L, sizeof *outs * (size_t)pg->size, 0); /* scratch, collected */
     tensor_list(L, 1, pg->size, outs, "all_gather");
@@ -197,12 +263,12 @@ static int d_all_gather(lua_State *L)
 static int d_all_gather_into_tensor(lua_State *L)
 {
     nn_tensor *out = lt_check(L, 1), *t = lt_check(L, 2);
-    return push_work(L, nn_dist_all_gather_into_tensor(default_pg(L), out, t), lua_toboolean(L, 3));
+    return push_work(L, nn_dist_all_gather_into_tensor(group_pg(L, 4), out, t), lua_toboolean(L, 3));
 }
 
 static int d_reduce_scatter(lua_State *L)
 {
-    nn_pg *pg = default_pg(L);
+    nn_pg *pg = group_pg(L, 5);
     nn_tensor *out = lt_check(L, 1);
     nn_reduce_op op = check_op(L, 3);
     bool async = lua_toboolean(L, 4);
@@ -214,24 +280,24 @@ static int d_reduce_scatter(lua_State *L)
 static int d_reduce_scatter_tensor(lua_State *L)
 {
     nn_tensor *out = lt_check(L, 1), *in = lt_check(L, 2);
-    return push_work(L, nn_dist_reduce_scatter_tensor(default_pg(L), out, in, check_op(L, 3)), lua_toboolean(L, 4));
+    return push_work(L, nn_dist_reduce_scatter_tensor(group_pg(L, 5), out, in, check_op(L, 3)), lua_toboolean(L, 4));
 }
 
 static int d_send(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
-    return push_work(L, nn_dist_send(default_pg(L), t, (int)luaL_checkinteger(L, 2), (int)luaL_optinteger(L, 3, 0)), lua_toboolean(L, 4));
+    return push_work(L, nn_dist_send(group_pg(L, 5), t, (int)luaL_checkinteger(L, 2), (int)luaL_optinteger(L, 3, 0)), lua_toboolean(L, 4));
 }
 
 static int d_recv(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
-    return push_work(L, nn_dist_recv(default_pg(L), t, (int)luaL_checkinteger(L, 2), (int)luaL_optinteger(L, 3, 0)), lua_toboolean(L, 4));
+    return push_work(L, nn_dist_recv(group_pg(L, 5), t, (int)luaL_checkinteger(L, 2), (int)luaL_optinteger(L, 3, 0)), lua_toboolean(L, 4));
 }
 
 static int d_barrier(lua_State *L)
 {
-    return push_work(L, nn_dist_barrier(default_pg(L)), lua_toboolean(L, 1));
+    return push_work(L, nn_dist_barrier(group_pg(L, 2)), lua_toboolean(L, 1));
 }
 
 static int d_broadcast_coalesced(lua_State *L)
@@ -369,6 +435,8 @@ void lt_open_dist(lua_State *L)
     };
     new_metatable(L, WORK_MT, work_methods, work_gc);
     new_metatable(L, REDUCER_MT, reducer_methods, reducer_gc);
+    static const luaL_Reg no_methods[] = {{NULL, NULL}};
+    new_metatable(L, GROUP_MT, no_methods, group_gc);
     static const luaL_Reg fns[] = {
         {"init", d_init}, {"destroy", d_destroy}, {"is_initialized", d_is_initialized}, {"rank", d_rank},
         {"size", d_size}, {"backend", d_backend}, {"available", d_available}, {"free_port", d_free_port}, {"all_reduce", d_all_reduce},
@@ -376,9 +444,11 @@ void lt_open_dist(lua_State *L)
         {"all_gather_into_tensor", d_all_gather_into_tensor}, {"reduce_scatter", d_reduce_scatter},
         {"reduce_scatter_tensor", d_reduce_scatter_tensor}, {"send", d_send}, {"recv", d_recv},
         {"barrier", d_barrier}, {"broadcast_coalesced", d_broadcast_coalesced}, {"Reducer", d_reducer},
+        {"new_group", d_new_group}, {"group_destroy", group_gc}, {"group_store", d_group_store}, {"init_store", d_init_store},
         {NULL, NULL},
     };
     lua_newtable(L);
     luaL_setfuncs(L, fns, 0);
+    lt_dist_store_open(L);
     lua_setfield(L, -2, "_dist");
 }

@@ -7,9 +7,12 @@
 --   dist.all_reduce(t, dist.ReduceOp.AVG)   -- or {op=..., async_op=true} -> Work
 --   dist.all_gather(list, t); dist.broadcast(t, 0); dist.barrier()
 --
--- Keyword tables take PyTorch's keyword names; `group` may be nil or
--- dist.group.WORLD (there is only the default group). Timeouts are seconds (a
--- number, or a table like {seconds=30, minutes=1}); the default is 600 s.
+-- Keyword tables take PyTorch's keyword names; `group` is nil (WORLD) or a group
+-- from new_group (src/dst are global ranks, group_src/group_dst the group's). A rank
+-- outside the group gets nil back, as in PyTorch. Timeouts are seconds (a number, or
+-- a table like {seconds=30, minutes=1}); the default is 600 s. New collectives, object
+-- collectives and subgroup helpers: torch_distributed_more.lua; stores:
+-- torch_distributed_store.lua.
 local torch = require "torch"
 
 -- torch._dist's functions, raising their errors at the caller of the torch.distributed function
@@ -53,10 +56,29 @@ local function op_index(op, fn)
   errorf(3, "%s: unknown reduce op %s (use torch.distributed.ReduceOp.SUM, AVG, PRODUCT, MIN or MAX)", fn, tostring(op))
 end
 
-local WORLD = setmetatable({}, { __tostring = function() return "<ProcessGroup WORLD>" end })
+-- ---- process groups: WORLD (the default group) and new_group's ----
+-- A group: _ud (torch._dist's ProcessGroup, nil for WORLD), ranks (global ranks, in
+-- group rank order), _rank (this rank's in the group), group_name, _backend.
+local PG = { __name = "torch.distributed.ProcessGroup" }
+PG.__index = PG
+PG.__tostring = function(g) return "<ProcessGroup " .. (g._world and "WORLD" or g.group_name) .. ">" end
+local WORLD = setmetatable({ _world = true, group_name = "0" }, PG)
+local NON_MEMBER = setmetatable({}, { __tostring = function() return "<GroupMember.NON_GROUP_MEMBER>" end,
+  __name = "torch.distributed.GroupMember.NON_GROUP_MEMBER" })
+function PG:rank() return self._world and C.rank() or self._rank end
+function PG:size() return self._world and C.size() or #self.ranks end
+function PG:name() return self.group_name end
+dist.ProcessGroup = PG
 dist.group = { WORLD = WORLD }
-dist.GroupMember = { WORLD = WORLD }
-dist.Backend = { GLOO = "gloo", NCCL = "nccl" }
+dist.GroupMember = { WORLD = WORLD, NON_GROUP_MEMBER = NON_MEMBER }
+
+-- the subgroups this rank is in, in creation order (the default group's are destroyed with it)
+local groups = {}
+local group_count = 0 -- groups made since init (get_pg_count counts them and WORLD)
+
+-- what torch_distributed_more.lua and torch_distributed_store.lua share with this file
+local internal = { C = C, raise = raise, WORLD = WORLD, NON_MEMBER = NON_MEMBER, PG = PG }
+package.loaded.torch_distributed_internal = internal
 
 local function is_opts(v) return type(v) == "table" and getmetatable(v) == nil and v[1] == nil end
 
@@ -81,8 +103,11 @@ local function parse(fn, names, nfixed, ...)
     if args[i] ~= nil then o[name] = args[i] end
   end
   local group = o.group
-  if group ~= nil and group ~= WORLD then errorf(3, "%s: only the default group (dist.group.WORLD) is supported", fn) end
-  return args, o
+  if group == nil or group == WORLD then return args, o, WORLD end
+  if group == NON_MEMBER then return args, o, nil end
+  if getmetatable(group) ~= PG then errorf(3, "%s: group must be a process group from new_group, got %s", fn, tostring(group)) end
+  if group._destroyed then errorf(3, "%s: the process group %s has been destroyed", fn, group.group_name) end
+  return args, o, group
 end
 
 local function seconds(t, fn)
@@ -111,7 +136,6 @@ function dist.init_process_group(backend, a, b)
     if o.init_method then errorf(2, "init_process_group: got multiple values for argument 'init_method'") end
     o.init_method = a
   end
-  if o.store ~= nil then errorf(2, "init_process_group: store= is not supported; use init_method") end
   if backend == nil then backend = "gloo" end
   if type(backend) ~= "string" then errorf(2, "init_process_group: backend must be a string, got %s", type(backend)) end
   backend = backend:lower()
@@ -121,9 +145,18 @@ function dist.init_process_group(backend, a, b)
   if world ~= nil and math.type(world) ~= "integer" then errorf(2, "init_process_group: world_size must be an integer") end
   if rank == -1 then rank = nil end
   if world == -1 then world = nil end
-  local method = o.init_method or "env://"
-  if type(method) ~= "string" then errorf(2, "init_process_group: init_method must be a string") end
-  C.init(backend, method, rank, world, seconds(o.timeout, "init_process_group") or 600)
+  local timeout = seconds(o.timeout, "init_process_group") or 600
+  if o.store ~= nil then
+    if o.init_method ~= nil then errorf(2, "init_process_group: Cannot specify both init_method and store.") end
+    if world == nil or world <= 0 then errorf(2, "init_process_group: world_size must be positive if using store") end
+    if rank == nil or rank < 0 then errorf(2, "init_process_group: rank must be non-negative if using store") end
+    C.init_store(backend, o.store._s or o.store, rank, world, timeout)
+  else
+    local method = o.init_method or "env://"
+    if type(method) ~= "string" then errorf(2, "init_process_group: init_method must be a string") end
+    C.init(backend, method, rank, world, timeout)
+  end
+  groups, group_count, internal.timeout = {}, 0, timeout
 end
 
 function dist.is_available() return true end
@@ -132,22 +165,56 @@ function dist.is_gloo_available() return C.available("gloo") end
 function dist.is_nccl_available() return C.available("nccl") end
 function dist.is_torchelastic_launched() return os.getenv("TORCHELASTIC_RUN_ID") ~= nil end
 
+
+local function drop_group(g)
+  g._destroyed = true
+  C.group_destroy(g._ud)
+  for i, x in ipairs(groups) do if x == g then table.remove(groups, i) break end end
+end
+
 function dist.destroy_process_group(group)
-  if group ~= nil and group ~= WORLD then errorf(2, "destroy_process_group: only the default group is supported") end
-  C.destroy()
+  if group == nil or group == WORLD then
+    for i = #groups, 1, -1 do drop_group(groups[i]) end
+    group_count = 0
+    C.destroy()
+  elseif group ~= NON_MEMBER then
+    if getmetatable(group) ~= PG then errorf(2, "destroy_process_group: group must be a process group, got %s", tostring(group)) end
+    if group._destroyed then errorf(2, "destroy_process_group: the process group %s has been destroyed", group.group_name) end
+    drop_group(group)
+  end
 end
 
 function dist.get_rank(group)
-  if not C.is_initialized() then return -1 end
-  return C.rank()
+  if not C.is_initialized() or group == NON_MEMBER then return -1 end
+  if group == nil or group == WORLD then return C.rank() end
+  return group._rank
 end
 
 function dist.get_world_size(group)
-  if not C.is_initialized() then return -1 end
-  return C.size()
+  if not C.is_initialized() or group == NON_MEMBER then return -1 end
+  if group == nil or group == WORLD then return C.size() end
+  return #group.ranks
 end
 
-function dist.get_backend(group) return C.backend() end
+function dist.get_backend(group)
+  if group == NON_MEMBER then errorf(2, "Invalid process group specified") end
+  if group == nil or group == WORLD then return C.backend() end
+  return group._backend
+end
+
+-- a global rank's rank in g (an error if it is not a member)
+local function group_rank(g, r, fn)
+  if g._world then return r end
+  for i, x in ipairs(g.ranks) do if x == r then return i - 1 end end
+  errorf(3, "%s: Global rank %s is not part of group %s", fn, tostring(r), tostring(g))
+end
+-- a group rank's global rank
+local function global_rank(g, r, fn)
+  if g._world then return r end
+  local x = math.type(r) == "integer" and g.ranks[r + 1]
+  if not x then errorf(3, "%s: Group rank %s is not part of group %s", fn, tostring(r), tostring(g)) end
+  return x
+end
 
 -- LOCAL_RANK as launchers set it
 function dist.get_node_local_rank(fallback_rank)
@@ -162,148 +229,111 @@ local function int_arg(v, fn, what)
   return v
 end
 
+-- the group rank of src/dst (global) or group_src/group_dst (the group's), one of them given
+local function peer(g, o, name, fn)
+  local global, grouped = o[name], o["group_" .. name]
+  if global ~= nil and grouped ~= nil then errorf(3, "%s: Can not specify both %s and group_%s", fn, name, name) end
+  if grouped ~= nil then
+    int_arg(grouped, fn, "group_" .. name)
+    if grouped < 0 or grouped >= g:size() then errorf(3, "%s: Group rank %d is not part of group %s", fn, grouped, tostring(g)) end
+    return grouped
+  end
+  return group_rank(g, int_arg(global, fn, name), fn)
+end
+
+-- Each collective returns nil on a rank outside its group (PyTorch warns and returns None).
 function dist.all_reduce(tensor, ...)
-  local _, o = parse("all_reduce", { "op", "group", "async_op" }, 0, ...)
-  return C.all_reduce(tensor, op_index(o.op, "all_reduce"), o.async_op)
+  local _, o, g = parse("all_reduce", { "op", "group", "async_op" }, 0, ...)
+  if not g then return nil end
+  return C.all_reduce(tensor, op_index(o.op, "all_reduce"), o.async_op, g._ud)
 end
 
 function dist.broadcast(tensor, ...)
-  local _, o = parse("broadcast", { "src", "group", "async_op", "group_src" }, 0, ...)
-  local src = o.src or o.group_src
-  return C.broadcast(tensor, int_arg(src, "broadcast", "src"), o.async_op)
+  local _, o, g = parse("broadcast", { "src", "group", "async_op", "group_src" }, 0, ...)
+  if not g then return nil end
+  return C.broadcast(tensor, peer(g, o, "src", "broadcast"), o.async_op, g._ud)
 end
 
 function dist.reduce(tensor, ...)
-  local _, o = parse("reduce", { "dst", "op", "group", "async_op", "group_dst" }, 0, ...)
-  local dst = o.dst or o.group_dst
-  return C.reduce(tensor, int_arg(dst, "reduce", "dst"), op_index(o.op, "reduce"), o.async_op)
+  local _, o, g = parse("reduce", { "dst", "op", "group", "async_op", "group_dst" }, 0, ...)
+  if not g then return nil end
+  return C.reduce(tensor, peer(g, o, "dst", "reduce"), op_index(o.op, "reduce"), o.async_op, g._ud)
 end
 
 function dist.all_gather(tensor_list, tensor, ...)
-  local _, o = parse("all_gather", { "group", "async_op" }, 0, ...)
-  return C.all_gather(tensor_list, tensor, o.async_op)
+  local _, o, g = parse("all_gather", { "group", "async_op" }, 0, ...)
+  if not g then return nil end
+  return C.all_gather(tensor_list, tensor, o.async_op, g._ud)
 end
 
 function dist.all_gather_into_tensor(output_tensor, input_tensor, ...)
-  local _, o = parse("all_gather_into_tensor", { "group", "async_op" }, 0, ...)
-  return C.all_gather_into_tensor(output_tensor, input_tensor, o.async_op)
+  local _, o, g = parse("all_gather_into_tensor", { "group", "async_op" }, 0, ...)
+  if not g then return nil end
+  return C.all_gather_into_tensor(output_tensor, input_tensor, o.async_op, g._ud)
 end
 
 function dist.reduce_scatter(output, input_list, ...)
-  local _, o = parse("reduce_scatter", { "op", "group", "async_op" }, 0, ...)
-  return C.reduce_scatter(output, input_list, op_index(o.op, "reduce_scatter"), o.async_op)
+  local _, o, g = parse("reduce_scatter", { "op", "group", "async_op" }, 0, ...)
+  if not g then return nil end
+  return C.reduce_scatter(output, input_list, op_index(o.op, "reduce_scatter"), o.async_op, g._ud)
 end
 
 function dist.reduce_scatter_tensor(output, input, ...)
-  local _, o = parse("reduce_scatter_tensor", { "op", "group", "async_op" }, 0, ...)
-  return C.reduce_scatter_tensor(output, input, op_index(o.op, "reduce_scatter_tensor"), o.async_op)
+  local _, o, g = parse("reduce_scatter_tensor", { "op", "group", "async_op" }, 0, ...)
+  if not g then return nil end
+  return C.reduce_scatter_tensor(output, input, op_index(o.op, "reduce_scatter_tensor"), o.async_op, g._ud)
 end
 
 function dist.send(tensor, ...)
-  local _, o = parse("send", { "dst", "group", "tag", "group_dst" }, 0, ...)
-  C.send(tensor, int_arg(o.dst or o.group_dst, "send", "dst"), o.tag or 0, false)
+  local _, o, g = parse("send", { "dst", "group", "tag", "group_dst" }, 0, ...)
+  if not g then return nil end
+  C.send(tensor, peer(g, o, "dst", "send"), o.tag or 0, false, g._ud)
 end
 
--- returns the sender's rank
+-- returns the sender's rank (-1 outside the group): the group's with group_src, else global
 function dist.recv(tensor, ...)
-  local _, o = parse("recv", { "src", "group", "tag", "group_src" }, 0, ...)
-  local src = o.src or o.group_src
-  if src == nil then errorf(2, "recv: src is needed (receiving from any rank is not supported)") end
-  C.recv(tensor, int_arg(src, "recv", "src"), o.tag or 0, false)
-  return src
+  local _, o, g = parse("recv", { "src", "group", "tag", "group_src" }, 0, ...)
+  if not g then return -1 end
+  if o.src == nil and o.group_src == nil then errorf(2, "recv: src is needed (receiving from any rank is not supported)") end
+  local src = peer(g, o, "src", "recv")
+  C.recv(tensor, src, o.tag or 0, false, g._ud)
+  return o.group_src ~= nil and src or global_rank(g, src, "recv")
 end
 
 function dist.isend(tensor, ...)
-  local _, o = parse("isend", { "dst", "group", "tag", "group_dst" }, 0, ...)
-  return C.send(tensor, int_arg(o.dst or o.group_dst, "isend", "dst"), o.tag or 0, true)
+  local _, o, g = parse("isend", { "dst", "group", "tag", "group_dst" }, 0, ...)
+  if not g then return nil end
+  return C.send(tensor, peer(g, o, "dst", "isend"), o.tag or 0, true, g._ud)
 end
 
 function dist.irecv(tensor, ...)
-  local _, o = parse("irecv", { "src", "group", "tag", "group_src" }, 0, ...)
+  local _, o, g = parse("irecv", { "src", "group", "tag", "group_src" }, 0, ...)
+  if not g then return nil end
   if o.src == nil and o.group_src == nil then errorf(2, "irecv: src is needed (receiving from any rank is not supported)") end
-  return C.recv(tensor, int_arg(o.src or o.group_src, "irecv", "src"), o.tag or 0, true)
+  return C.recv(tensor, peer(g, o, "src", "irecv"), o.tag or 0, true, g._ud)
 end
 
 function dist.barrier(...)
-  local _, o = parse("barrier", { "group", "async_op", "device_ids" }, 0, ...)
-  return C.barrier(o.async_op)
+  local _, o, g = parse("barrier", { "group", "async_op", "device_ids" }, 0, ...)
+  if not g then return nil end
+  return C.barrier(o.async_op, g._ud)
 end
 
 -- Where a collective's own tensors go: the current GPU for nccl, else the CPU.
-function dist._device()
-  if C.is_initialized() and C.backend() == "nccl" then return "cuda:" .. torch.cuda.current_device() end
+function dist._device(group)
+  local b = C.is_initialized() and (group and group ~= NON_MEMBER and group._backend or C.backend())
+  if b == "nccl" then return "cuda:" .. torch.cuda.current_device() end
   return "cpu"
 end
 
--- Lua values through the collectives: strings and numbers, tables of them (nested), booleans.
-local function encode(v) return string.format("%q", v) end
-local function serialize(v, out)
-  local t = type(v)
-  if t == "table" then
-    out[#out + 1] = "{"
-    for k, x in pairs(v) do
-      out[#out + 1] = "["; serialize(k, out); out[#out + 1] = "]="; serialize(x, out); out[#out + 1] = ","
-    end
-    out[#out + 1] = "}"
-  elseif t == "string" or t == "number" or t == "boolean" or t == "nil" then
-    out[#out + 1] = t == "nil" and "nil" or encode(v)
-  else
-    errorf(4, "object collectives take strings, numbers, booleans and tables of them, got %s", t)
-  end
-end
-local function to_bytes(v)
-  local out = {}
-  serialize(v, out)
-  local s = table.concat(out)
-  local bytes = { s:byte(1, -1) }
-  if #bytes == 0 then bytes = { 0 } end
-  return torch.tensor(bytes, { dtype = torch.uint8 }):to(dist._device()), #s
-end
-local function from_bytes(t, n)
-  local bytes = t:cpu():tolist()
-  local chars = {}
-  for i = 1, n do chars[i] = string.char(math.tointeger(bytes[i])) end
-  return load("return " .. table.concat(chars), "=object", "t", {})()
-end
-
--- all_gather_object(object_list, obj): object_list[r] (1-based) = rank r-1's obj
-function dist.all_gather_object(object_list, obj)
-  local bytes, n = to_bytes(obj)
-  local world, dev = C.size(), dist._device()
-  local sizes = {}
-  for r = 1, world do sizes[r] = torch.zeros(1, { dtype = torch.int64, device = dev }) end
-  C.all_gather(sizes, torch.tensor({ n }, { dtype = torch.int64 }):to(dev), false)
-  local max = 0
-  for r = 1, world do max = math.max(max, sizes[r]:item()) end
-  local padded = torch.zeros(math.max(max, 1), { dtype = torch.uint8, device = dev })
-  if n > 0 then padded:narrow(0, 0, n):copy_(bytes:narrow(0, 0, n)) end
-  local outs = {}
-  for r = 1, world do outs[r] = torch.zeros(math.max(max, 1), { dtype = torch.uint8, device = dev }) end
-  C.all_gather(outs, padded, false)
-  for r = 1, world do object_list[r] = from_bytes(outs[r], math.tointeger(sizes[r]:item())) end
-end
-
--- broadcast_object_list(list, src): every rank's list gets src's entries
-function dist.broadcast_object_list(object_list, src)
-  src = src or 0
-  local dev = dist._device()
-  local n = torch.zeros(1, { dtype = torch.int64, device = dev })
-  local bytes
-  if C.rank() == src then
-    local k
-    bytes, k = to_bytes(object_list)
-    n[0] = k
-  end
-  C.broadcast(n, src, false)
-  local k = math.tointeger(n:item())
-  if C.rank() ~= src then bytes = torch.zeros(math.max(k, 1), { dtype = torch.uint8, device = dev }) end
-  if k > 0 then C.broadcast(bytes, src, false) end
-  if C.rank() ~= src then
-    local got = from_bytes(bytes, k)
-    for i = 1, #object_list do object_list[i] = nil end
-    for i, v in pairs(got) do object_list[i] = v end
-  end
-end
+-- ---- for torch_distributed_more.lua ----
+internal.parse, internal.errorf, internal.seconds, internal.op_index, internal.finish = parse, errorf, seconds, op_index, finish
+internal.peer, internal.group_rank, internal.global_rank, internal.int_arg = peer, group_rank, global_rank, int_arg
+-- register a group made by new_group; the count of groups made so far
+function internal.add_group(g) groups[#groups + 1] = g end
+function internal.next_group_count() group_count = group_count + 1; return group_count end
+function internal.group_count() return group_count end
+function internal.groups() return groups end
 
 -- ---- torch.nn.parallel ----
 local nn = torch.nn or {}

@@ -699,7 +699,7 @@ nn_status nn_dist_broadcast_coalesced(nn_pg *pg, nn_tensor *const *ts, int n, in
 
 static int next_group_id;
 
-nn_pg *nn_pg_new(const char *backend, nn_store *store, int rank, int world_size, double timeout)
+static nn_pg *pg_create(const char *fn, const char *backend, nn_store *store, int rank, int world_size, double timeout, int id)
 {
     nn_pg_create_fn create = find_backend(backend);
     if (!create) {
@@ -714,7 +714,7 @@ nn_pg *nn_pg_new(const char *backend, nn_store *store, int rank, int world_size,
     pg->size = world_size;
     pg->timeout = timeout;
     pg->store = store;
-    pg->id = next_group_id++;
+    pg->id = id;
 
     /* check in, then wait for every rank: a missing rank is named, not waited for forever */
     char key[64];
@@ -752,10 +752,20 @@ nn_pg *nn_pg_new(const char *backend, nn_store *store, int rank, int world_size,
         char msg[1536];
         snprintf(msg, sizeof msg, "%s", nn_last_error());
         nn_pg_destroy(pg);
-        nn_error(st, "init_process_group: %s [rank %d of %d]", msg, rank, world_size);
+        nn_error(st, "%s: %s [rank %d of %d]", fn, msg, rank, world_size);
         return NULL;
     }
     return pg;
+}
+
+nn_pg *nn_pg_new(const char *backend, nn_store *store, int rank, int world_size, double timeout)
+{
+    return pg_create("init_process_group", backend, store, rank, world_size, timeout, next_group_id++);
+}
+
+nn_pg *nn_pg_new_group(const char *backend, nn_store *store, int rank, int size, double timeout)
+{
+    return pg_create("new_group", backend, store, rank, size, timeout, 0);
 }
 
 void nn_pg_destroy(nn_pg *pg)

@@ -92,6 +92,9 @@ bool nn_pg_backend_available(const char *name);
 nn_pg *nn_pg_init(const char *backend, const char *init_method, int rank, int world_size, double timeout);
 /* The same over a store the caller made (the group takes it over). */
 nn_pg *nn_pg_new(const char *backend, nn_store *store, int rank, int world_size, double timeout);
+/* A subgroup: rank of size over a store of its own (a prefix store over the default
+ * group's, the same prefix on every member), which it takes over. */
+nn_pg *nn_pg_new_group(const char *backend, nn_store *store, int rank, int size, double timeout);
 void nn_pg_destroy(nn_pg *pg);
 
 /* ---- work ---- */

@@ -18,7 +18,43 @@ nn_status nn_store_set(nn_store *s, const char *key, const void *val, size_t n) 
 nn_status nn_store_get(nn_store *s, const char *key, void **val, size_t *n) { return s->ops->get(s, key, s->timeout, val, n); }
 nn_status nn_store_add(nn_store *s, const char *key, int64_t delta, int64_t *result) { return s->ops->add(s, key, delta, result); }
 nn_status nn_store_check(nn_store *s, const char *key, bool *exists) { return s->ops->check(s, key, exists); }
-void nn_store_free(nn_store *s) { if (s) s->ops->free(s); }
+nn_status nn_store_compare_set(nn_store *s, const char *key, const void *expected, size_t en, const void *desired, size_t dn,
+                               void **cur, size_t *curn)
+{
+    return s->ops->compare_set(s, key, expected, en, desired, dn, cur, curn);
+}
+nn_status nn_store_delete_key(nn_store *s, const char *key, bool *deleted) { return s->ops->delete_key(s, key, deleted); }
+nn_status nn_store_num_keys(nn_store *s, int64_t *n) { return s->ops->num_keys(s, n); }
+
+nn_store *nn_store_retain(nn_store *s)
+{
+    if (s) __atomic_add_fetch(&s->extra_refs, 1, __ATOMIC_ACQ_REL);
+    return s;
+}
+
+void nn_store_free(nn_store *s)
+{
+    if (!s) return;
+    if (__atomic_fetch_sub(&s->extra_refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    s->ops->free(s);
+}
+
+/* compare_set's rule over a looked-up value (NULL: absent); *set: store desired. */
+nn_status nn_store_cas_result(const void *v, size_t vn, const void *expected, size_t en, const void *desired, size_t dn,
+                              void **cur, size_t *curn, bool *set)
+{
+    const void *out;
+    size_t on;
+    *set = v ? vn == en && (!en || !memcmp(v, expected, en)) : en == 0;
+    if (*set) out = desired, on = dn;
+    else if (v) out = v, on = vn;
+    else out = expected, on = en;
+    *cur = malloc(on ? on : 1);
+    if (!*cur) return nn_error(NN_ERR_NOMEM, "store: out of memory");
+    if (on) memcpy(*cur, out, on);
+    *curn = on;
+    return NN_OK;
+}
 
 nn_status nn_store_wait(nn_store *s, const char *const *keys, int n, double timeout)
 {
@@ -67,7 +103,9 @@ static nn_status open_locked(file_store *f, int lk, int *fd, char **data, size_t
     return NN_OK;
 }
 
-/* The last value of key in the records, or NULL. */
+#define TOMBSTONE UINT64_MAX /* a record's value length: the key was deleted */
+
+/* The last value of key in the records, or NULL (absent or deleted). */
 static const char *lookup(const char *data, size_t n, const char *key, uint64_t *vlen)
 {
     size_t klen = strlen(key), p = 0;
@@ -78,17 +116,20 @@ static const char *lookup(const char *data, size_t n, const char *key, uint64_t 
         if (p + 4 + kl + 8 > n) break;
         uint64_t vl;
         memcpy(&vl, data + p + 4 + kl, 8);
-        if (p + 12 + kl + vl > n) break; /* a record being written */
-        if (kl == klen && !memcmp(data + p + 4, key, klen)) { found = data + p + 12 + kl; *vlen = vl; }
-        p += 12 + kl + vl;
+        uint64_t stored = vl == TOMBSTONE ? 0 : vl;
+        if (p + 12 + kl + stored > n) break; /* a record being written */
+        if (kl == klen && !memcmp(data + p + 4, key, klen)) { found = vl == TOMBSTONE ? NULL : data + p + 12 + kl; *vlen = stored; }
+        p += 12 + kl + stored;
     }
     return found;
 }
 
+/* A record of key = val (n bytes), or a deletion when val is NULL. */
 static nn_status append(file_store *f, int fd, const char *key, const void *val, size_t n)
 {
     uint32_t kl = (uint32_t)strlen(key);
-    uint64_t vl = n;
+    uint64_t vl = val ? n : TOMBSTONE;
+    if (!val) n = 0;
     size_t total = 12 + kl + n;
     char *rec = malloc(total);
     if (!rec) return nn_error(NN_ERR_NOMEM, "store %s: out of memory", f->base.desc);
@@ -183,7 +224,61 @@ static nn_status file_add(nn_store *s, const char *key, int64_t delta, int64_t *
     return st;
 }
 
-static nn_status file_check(nn_store *s, const char *key, bool *exists)
+/* Whether key is there; with del, delete it if so. */
+static nn_status file_find(nn_store *s, const char *key, bool del, bool *found)
+{
+    file_store *f = (file_store *)s;
+    int fd;
+    char *data;
+    size_t len;
+    nn_status st = open_locked(f, del ? LOCK_EX : LOCK_SH, &fd, &data, &len);
+    if (st) return st;
+    uint64_t vl;
+    *found = lookup(data, len, key, &vl) != NULL;
+    if (*found && del) st = append(f, fd, key, NULL, 0);
+    close_locked(fd, data);
+    return st;
+}
+
+static nn_status file_check(nn_store *s, const char *key, bool *exists) { return file_find(s, key, false, exists); }
+
+static nn_status file_compare_set(nn_store *s, const char *key, const void *expected, size_t en, const void *desired, size_t dn,
+                                  void **cur, size_t *curn)
+{
+    file_store *f = (file_store *)s;
+    int fd;
+    char *data;
+    size_t len;
+    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
+    if (st) return st;
+    uint64_t vl = 0;
+    const char *v = lookup(data, len, key, &vl);
+    bool set;
+    st = nn_store_cas_result(v, vl, expected, en, desired, dn, cur, curn, &set);
+    if (!st && set) st = append(f, fd, key, desired ? desired : "", dn);
+    close_locked(fd, data);
+    return st;
+}
+
+static nn_status file_delete_key(nn_store *s, const char *key, bool *deleted) { return file_find(s, key, true, deleted); }
+
+/* Step over the record at p: its key (kl bytes at *key), whether it is a deletion; the next
+ * record's offset, or 0 at the end or at a partial record. */
+static size_t record_at(const char *data, size_t len, size_t p, const char **key, uint32_t *kl, bool *dead)
+{
+    uint64_t vl;
+    if (p + 12 > len) return 0;
+    memcpy(kl, data + p, 4);
+    if (p + 12 + *kl > len) return 0;
+    memcpy(&vl, data + p + 4 + *kl, 8);
+    *dead = vl == TOMBSTONE;
+    size_t next = p + 12 + *kl + (*dead ? 0 : vl);
+    *key = data + p + 4;
+    return next <= len ? next : 0;
+}
+
+/* The keys whose last record is not a deletion. */
+static nn_status file_num_keys(nn_store *s, int64_t *count)
 {
     file_store *f = (file_store *)s;
     int fd;
@@ -191,15 +286,23 @@ static nn_status file_check(nn_store *s, const char *key, bool *exists)
     size_t len;
     nn_status st = open_locked(f, LOCK_SH, &fd, &data, &len);
     if (st) return st;
-    uint64_t vl;
-    *exists = lookup(data, len, key, &vl) != NULL;
+    *count = 0;
+    const char *key, *k2;
+    uint32_t kl, kl2;
+    bool dead, dead2;
+    for (size_t p = 0, next; (next = record_at(data, len, p, &key, &kl, &dead)); p = next) {
+        bool last = true;
+        for (size_t q = next, n2; last && (n2 = record_at(data, len, q, &k2, &kl2, &dead2)); q = n2)
+            if (kl2 == kl && !memcmp(k2, key, kl)) last = false;
+        if (last && !dead) (*count)++;
+    }
     close_locked(fd, data);
     return NN_OK;
 }
 
 static void file_free(nn_store *s) { free(s); }
 
-static const nn_store_ops file_ops = {file_set, file_get, file_add, file_check, file_free};
+static const nn_store_ops file_ops = {file_set, file_get, file_add, file_check, file_free, file_compare_set, file_delete_key, file_num_keys};
 
 nn_store *nn_store_file(const char *path, double timeout)
 {

@@ -1,7 +1,9 @@
 /* The TCP store. Rank 0 runs the server: one thread polling the listening socket,
  * a wake-up pipe and every client. Requests are
  *   u8 cmd, u32 key length, key, then for SET u64 length + value, for ADD i64 delta;
- * replies: SET u8, GET u64 length + value, ADD i64, CHECK u8. A GET for a key not
+ * for CAS u64 length + expected, u64 length + desired;
+ * replies: SET u8, GET u64 length + value, ADD i64, CHECK u8, CAS u64 length + value,
+ * DELETE u8, NUMKEYS i64. A GET for a key not
  * there yet is parked and answered when a SET brings the key, so a client waits
  * on its socket and gives up at its own deadline (then it reconnects for the next
  * request, dropping the late answer with the old connection). */
@@ -18,7 +20,7 @@
 #include "net.h"
 #include "store.h"
 
-enum { CMD_SET = 1, CMD_GET, CMD_ADD, CMD_CHECK };
+enum { CMD_SET = 1, CMD_GET, CMD_ADD, CMD_CHECK, CMD_CAS, CMD_DELETE, CMD_NUMKEYS };
 #define MAX_KEY 4096
 #define MAX_VALUE (1u << 30)
 
@@ -94,14 +96,22 @@ static long handle(server *s, conn *c)
     unsigned char cmd = c->buf[0];
     uint32_t klen;
     memcpy(&klen, c->buf + 1, 4);
-    if (klen > MAX_KEY || cmd < CMD_SET || cmd > CMD_CHECK) return -1;
-    size_t need = 5 + klen + (cmd == CMD_SET || cmd == CMD_ADD ? 8 : 0);
+    if (klen > MAX_KEY || cmd < CMD_SET || cmd > CMD_NUMKEYS) return -1;
+    size_t need = 5 + klen + (cmd == CMD_SET || cmd == CMD_ADD || cmd == CMD_CAS ? 8 : 0);
     if (c->len < need) return 0;
-    uint64_t vlen = 0;
-    if (cmd == CMD_SET) {
+    uint64_t vlen = 0, dlen = 0;
+    if (cmd == CMD_SET || cmd == CMD_CAS) {
         memcpy(&vlen, c->buf + 5 + klen, 8);
         if (vlen > MAX_VALUE) return -1;
         need += vlen;
+        if (c->len < need) return 0;
+    }
+    if (cmd == CMD_CAS) {
+        need += 8;
+        if (c->len < need) return 0;
+        memcpy(&dlen, c->buf + 5 + klen + 8 + vlen, 8);
+        if (dlen > MAX_VALUE) return -1;
+        need += dlen;
         if (c->len < need) return 0;
     }
     char key[MAX_KEY + 1];
@@ -146,6 +156,33 @@ static long handle(server *s, conn *c)
     case CMD_CHECK: {
         unsigned char there = find(s, key) != NULL;
         nn_net_send_all(c->fd, &there, 1, dl);
+        break;
+    }
+    case CMD_CAS: {
+        entry *e = find(s, key);
+        void *cur;
+        size_t curn;
+        bool set;
+        if (nn_store_cas_result(e ? e->val : NULL, e ? e->n : 0, arg + 8, vlen, arg + 16 + vlen, dlen, &cur, &curn, &set)) return -1;
+        if (set && set_key(s, key, arg + 16 + vlen, dlen)) { free(cur); return -1; }
+        reply_value(c->fd, &(entry){NULL, cur, curn});
+        free(cur);
+        break;
+    }
+    case CMD_DELETE: {
+        entry *e = find(s, key);
+        unsigned char there = e != NULL;
+        if (e) {
+            free(e->key);
+            free(e->val);
+            *e = s->kv[--s->nkv];
+        }
+        nn_net_send_all(c->fd, &there, 1, dl);
+        break;
+    }
+    case CMD_NUMKEYS: {
+        int64_t n = s->nkv;
+        nn_net_send_all(c->fd, &n, 8, dl);
         break;
     }
     }
@@ -337,18 +374,65 @@ static nn_status tcp_add(nn_store *s, const char *key, int64_t delta, int64_t *r
     return st;
 }
 
-static nn_status tcp_check(nn_store *s, const char *key, bool *exists)
+/* A request whose answer is one byte (CHECK, DELETE): *yes gets it. */
+static nn_status byte_request(nn_store *s, unsigned char cmd, const char *key, const char *what, bool *yes)
 {
     tcp_store *t = (tcp_store *)s;
     pthread_mutex_lock(&t->mu);
     nn_status st = check_key(t, key);
     if (!st) {
         double dl = nn_net_now() + s->timeout;
-        unsigned char there = 0;
-        int rc = send_request(t, CMD_CHECK, key, NULL, 0, NULL, 0, dl);
-        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, &there, 1, dl);
-        if (rc) st = fail_io(t, rc, "checking", key, s->timeout);
-        *exists = there;
+        unsigned char answer = 0;
+        int rc = send_request(t, cmd, key, NULL, 0, NULL, 0, dl);
+        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, &answer, 1, dl);
+        if (rc) st = fail_io(t, rc, what, key, s->timeout);
+        *yes = answer;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+static nn_status tcp_check(nn_store *s, const char *key, bool *exists) { return byte_request(s, CMD_CHECK, key, "checking", exists); }
+
+static nn_status tcp_compare_set(nn_store *s, const char *key, const void *expected, size_t en, const void *desired, size_t dn,
+                                 void **cur, size_t *curn)
+{
+    tcp_store *t = (tcp_store *)s;
+    *cur = NULL;
+    *curn = 0;
+    pthread_mutex_lock(&t->mu);
+    nn_status st = check_key(t, key);
+    if (!st) {
+        double dl = nn_net_now() + s->timeout;
+        uint64_t e64 = en, d64 = dn, len = 0;
+        int rc = send_request(t, CMD_CAS, key, &e64, 8, expected, en, dl);
+        if (rc == NN_NET_OK) rc = nn_net_send_all(t->fd, &d64, 8, dl);
+        if (rc == NN_NET_OK && dn) rc = nn_net_send_all(t->fd, desired, dn, dl);
+        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, &len, 8, dl);
+        if (rc == NN_NET_OK) {
+            *cur = malloc(len ? len : 1);
+            if (!*cur) st = nn_error(NN_ERR_NOMEM, "store %s: out of memory reading key '%s'", s->desc, key);
+            else rc = nn_net_recv_all(t->fd, *cur, len, dl);
+        }
+        if (rc) st = fail_io(t, rc, "comparing and setting", key, s->timeout);
+        if (st) { free(*cur); *cur = NULL; } else *curn = len;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+static nn_status tcp_delete_key(nn_store *s, const char *key, bool *deleted) { return byte_request(s, CMD_DELETE, key, "deleting", deleted); }
+
+static nn_status tcp_num_keys(nn_store *s, int64_t *n)
+{
+    tcp_store *t = (tcp_store *)s;
+    pthread_mutex_lock(&t->mu);
+    nn_status st = ensure_conn(t);
+    if (!st) {
+        double dl = nn_net_now() + s->timeout;
+        int rc = send_request(t, CMD_NUMKEYS, "", NULL, 0, NULL, 0, dl);
+        if (rc == NN_NET_OK) rc = nn_net_recv_all(t->fd, n, 8, dl);
+        if (rc) st = fail_io(t, rc, "counting", "", s->timeout);
     }
     pthread_mutex_unlock(&t->mu);
     return st;
@@ -363,7 +447,7 @@ static void tcp_free(nn_store *s)
     free(t);
 }
 
-static const nn_store_ops tcp_ops = {tcp_set, tcp_get, tcp_add, tcp_check, tcp_free};
+static const nn_store_ops tcp_ops = {tcp_set, tcp_get, tcp_add, tcp_check, tcp_free, tcp_compare_set, tcp_delete_key, tcp_num_keys};
 
 nn_store *nn_store_tcp(const char *host, int port, bool is_server, double timeout)
 {
@@ -400,5 +484,13 @@ nn_store *nn_store_tcp(const char *host, int port, bool is_server, double timeou
     return &t->base;
 }
 
-int nn_store_tcp_port(const nn_store *s) { return s && s->ops == &tcp_ops ? ((const tcp_store *)s)->port : 0; }
-const char *nn_store_local_addr(const nn_store *s) { return s && s->ops == &tcp_ops ? ((const tcp_store *)s)->local_addr : ""; }
+int nn_store_tcp_port(const nn_store *s)
+{
+    s = nn_store_inner(s);
+    return s && s->ops == &tcp_ops ? ((const tcp_store *)s)->port : 0;
+}
+const char *nn_store_local_addr(const nn_store *s)
+{
+    s = nn_store_inner(s);
+    return s && s->ops == &tcp_ops ? ((const tcp_store *)s)->local_addr : "";
+}

@@ -106,6 +106,66 @@ do
   H.check(d <= tol and big:narrow(0, 0, 3):abs():sum():item() == 0, "all_reduce of a view at an odd offset: off by %g", d)
 end
 
+-- Subgroups (own communicators), gather/scatter/all_to_all, object collectives and
+-- batch_isend_irecv on CUDA tensors
+do
+  for k = 1, world do
+    local g = dist.new_group((function() local l = {} for r = 0, k - 1 do l[#l + 1] = r end return l end)())
+    if rank < k then
+      local t = torch.full({ 4 }, rank + 1.0, { device = dev })
+      dist.all_reduce(t, { group = g })
+      close(t, torch.full({ 4 }, k * (k + 1) / 2), 0, "all_reduce in a subgroup of " .. k)
+      local b = torch.full({ 2 }, rank * 1.0, { device = dev })
+      dist.broadcast(b, k - 1, { group = g })
+      close(b, torch.full({ 2 }, k - 1.0), 0, "broadcast in a subgroup of " .. k)
+    else
+      H.check(g == dist.GroupMember.NON_GROUP_MEMBER, "NON_GROUP_MEMBER on nccl")
+    end
+  end
+  local _, subs = dist.new_subgroups(1)
+  H.check(#subs == world, "new_subgroups(1) on nccl")
+  local gg = dist.is_gloo_available() and dist.new_group(nil, { backend = "gloo" }) -- a gloo group beside the nccl one
+  if gg then
+    local c = torch.tensor({ rank + 1.0 })
+    dist.all_reduce(c, { group = gg })
+    H.check(c:item() == world * (world + 1) / 2, "a gloo subgroup under an nccl default group")
+  end
+  local list = nil
+  if rank == 0 then list = {} for r = 1, world do list[r] = torch.zeros(3, { device = dev }) end end
+  dist.gather(torch.full({ 3 }, rank * 2.0, { device = dev }), list, 0)
+  if rank == 0 then for r = 1, world do close(list[r], torch.full({ 3 }, (r - 1) * 2.0), 0, "gather " .. r) end end
+  local out = torch.zeros(2, { device = dev })
+  local sl = nil
+  if rank == 0 then sl = {} for r = 1, world do sl[r] = torch.full({ 2 }, r * 3.0, { device = dev }) end end
+  dist.scatter(out, sl, 0)
+  close(out, torch.full({ 2 }, (rank + 1) * 3.0), 0, "scatter")
+  local input = (torch.arange(world * 2):view(world, 2) + 100 * rank):to(dev)
+  local output = torch.zeros(world, 2, { dtype = torch.int64, device = dev })
+  dist.all_to_all_single(output, input)
+  local expect = torch.zeros(world, 2, { dtype = torch.int64 })
+  for s = 0, world - 1 do expect[s]:copy_(torch.arange(2) + 2 * rank + 100 * s) end
+  close(output, expect, 0, "all_to_all_single")
+  local ins, outs = {}, {}
+  for d = 0, world - 1 do ins[d + 1] = torch.full({ rank + d + 1 }, rank * 10.0 + d, { device = dev }) end
+  for s = 0, world - 1 do outs[s + 1] = torch.zeros(s + rank + 1, { device = dev }) end
+  dist.all_to_all(outs, ins)
+  for s = 0, world - 1 do close(outs[s + 1], torch.full({ s + rank + 1 }, s * 10.0 + rank), 0, "all_to_all from " .. s) end
+  local recv = torch.zeros(3, { device = dev })
+  local nxt, prv = (rank + 1) % world, (rank - 1 + world) % world
+  local works = dist.batch_isend_irecv({ dist.P2POp(dist.isend, torch.full({ 3 }, rank + 0.5, { device = dev }), nxt),
+    dist.P2POp(dist.irecv, recv, prv) })
+  for _, w in ipairs(works) do w:wait() end
+  close(recv, torch.full({ 3 }, prv + 0.5), 0, "batch_isend_irecv around a ring")
+  local objs = rank == 0 and { { a = { 1, 2 }, b = "x" } } or { false }
+  dist.broadcast_object_list(objs, 0)
+  H.check(objs[1].a[2] == 2 and objs[1].b == "x", "broadcast_object_list on nccl")
+  local so = { false }
+  dist.scatter_object_list(so, rank == 0 and (function() local l = {} for r = 1, world do l[r] = { id = r - 1 } end return l end)() or nil, 0)
+  H.check(so[1].id == rank, "scatter_object_list on nccl")
+  H.raises(function() dist.monitored_barrier() end, "only implemented for GLOO", "monitored_barrier on nccl")
+  if gg then dist.monitored_barrier({ group = gg, timeout = 30 }) end
+end
+
 -- DDP on GPUs against one CPU process on the whole batch: a small MLP in tiny buckets, and
 -- one whose middle layer (6 MB) is a bucket of its own
 local function ddp_against_one(name, widths, seed, ddp_opts, opt_opts, steps)

@@ -30,7 +30,9 @@ for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
   ranks_run "SyncBatchNorm, $n ranks" "$n" "$dir/syncbn.lua"
+  ranks_run "subgroups and more collectives, $n ranks" "$n" "$dir/groups.lua"
 done
+ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
 ranks_run "profiler, 2 ranks" 2 "$dir/profiler.lua"
 
 # DataParallel without GPUs (one process)
