@@ -43,7 +43,6 @@ end
 
 -- Python's `with` for a state already entered: a to-be-closed value whose closing calls
 -- restore(); or, given fn, fn(...) run in the state, restore() called also when fn raises.
-
 function U.scoped(restore, fn, ...)
   if fn == nil then return setmetatable({}, { __close = function() restore() end }) end
   local res = table.pack(pcall(fn, ...))

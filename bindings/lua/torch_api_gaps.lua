@@ -164,22 +164,7 @@ function torch.slice_copy(...)
   return x:index_select(dim, idx)
 end
 
--- split_with_sizes(input, sizes, dim=0): the sizes must add up to the dim's length
-function torch.split_with_sizes(input, sizes, dim)
-  U.check_tensor("split_with_sizes", "input", 1, input)
-  dim = U.wrap_dim(dim or 0, input:dim())
-  local total = 0
-  for _, s in ipairs(sizes) do total = total + s end
-  if total ~= input:size(dim) then
-    U.errorf("split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes=[%s]",
-      input:size(dim), dim, table.concat(sizes, ", "))
-  end
-  return U.call(torch.split, input, sizes, dim)
-end
--- the unsafe_ forms skip a check PyTorch's autograd makes on the views; here they are the safe ones
-torch.unsafe_chunk = function(...) return U.call(torch.chunk, ...) end
-torch.unsafe_split = function(...) return U.call(torch.split, ...) end
-torch.unsafe_split_with_sizes = torch.split_with_sizes
+-- split_with_sizes and the unsafe_ split forms: torch_tensor_gaps.lua
 
 -- ---- histogramdd(input [..., D], bins, {range=, weight=, density=}): counts and per-dim edges ----
 function torch.histogramdd(...)

@@ -180,11 +180,20 @@ function Tensor:sum_to_size(...)
   return out
 end
 
+-- split_with_sizes(sizes, dim=0): the sizes must add up to the dim's length
 function Tensor:split_with_sizes(sizes, dim)
   if type(sizes) ~= "table" and type(sizes) ~= "userdata" then
     U.errorf("split_with_sizes(): argument 'split_sizes' must be tuple of ints, but got %s", U.typename(sizes))
   end
-  return self:split(size_list(sizes), dim or 0)
+  sizes = size_list(sizes)
+  dim = U.wrap_dim(dim or 0, self:dim())
+  local total = 0
+  for _, s in ipairs(sizes) do total = total + s end
+  if total ~= self:size(dim) then
+    U.errorf("split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes=[%s]",
+      self:size(dim), dim, table.concat(sizes, ", "))
+  end
+  return self:split(sizes, dim)
 end
 -- the unsafe_ forms are the safe ones here (their outputs are views, checked as views)
 Tensor.unsafe_split = Tensor.split
