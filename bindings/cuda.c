@@ -98,6 +98,25 @@ static int mem_get_info(lua_State *L)
     return 2;
 }
 
+/* torch.cuda._versions(): {runtime=, driver=, cudnn=, nccl=} as the libraries number them, or
+ * nil in a build without the CUDA backend */
+static int versions(lua_State *L)
+{
+    if (!nn_gpu || !nn_gpu->versions) return 0;
+    nn_gpu_versions v;
+    nn_gpu->versions(&v);
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, v.runtime);
+    lua_setfield(L, -2, "runtime");
+    lua_pushinteger(L, v.driver);
+    lua_setfield(L, -2, "driver");
+    lua_pushinteger(L, v.cudnn);
+    lua_setfield(L, -2, "cudnn");
+    lua_pushinteger(L, v.nccl);
+    lua_setfield(L, -2, "nccl");
+    return 1;
+}
+
 /* torch.cuda._is_built(): whether this build has the CUDA backend (a GPU may still be absent) */
 static int is_built(lua_State *L)
 {
@@ -522,7 +541,7 @@ void lt_open_cuda(lua_State *L)
         {"memory_summary", memory_summary}, {"memory_stats", memory_stats}, {"device", device_ctx_new}, {"Stream", stream_new},
         {"current_stream", current_stream}, {"stream", stream_ctx_new}, {"Event", event_new},
         {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {"_send_grad", send_grad},
-        {"mem_get_info", mem_get_info}, {"_is_built", is_built}, {"set_stream", set_stream},
+        {"mem_get_info", mem_get_info}, {"_is_built", is_built}, {"_versions", versions}, {"set_stream", set_stream},
         {"default_stream", default_stream}, {NULL, NULL},
     };
     luaL_getsubtable(L, torch, "cuda");

@@ -125,6 +125,8 @@ void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s); /* p NUL
 int nn_cuda_captures(void); /* graphs capturing now */
 /* cuDNN's RNN (rnn.cu) into the GPU API */
 extern "C" void nn_cuda_rnn_register(nn_gpu_api *api);
+int nn_cudnn_version(void); /* cuda/cudnn.cu: the loaded library's */
+int nn_nccl_version(void);  /* cuda/nccl.cu: the loaded library's, 0 in a build without NCCL */
 
 /* ---- kernels: strided offsets ---- */
 /* Byte offsets of up to 4 operands for a linear element index, from an nn_iter. */

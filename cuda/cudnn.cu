@@ -586,3 +586,5 @@ nn_status conv_entry(const nn_kargs *a, Kind kind, bool careful)
 extern "C" nn_status nn_cuda_conv2d(const nn_kargs *a) { return conv_entry(a, FWD, false); }
 extern "C" nn_status nn_cuda_conv2d_backward_input(const nn_kargs *a) { return conv_entry(a, BWD_DATA, false); }
 extern "C" nn_status nn_cuda_conv2d_backward_weight(const nn_kargs *a) { return conv_entry(a, BWD_FILTER, false); }
+
+int nn_cudnn_version(void) { return (int)cudnnGetVersion(); }

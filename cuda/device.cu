@@ -210,6 +210,15 @@ static nn_status g_properties(int index, nn_gpu_properties *p)
     return NN_OK;
 }
 
+static void g_versions(nn_gpu_versions *v)
+{
+    *v = nn_gpu_versions{};
+    if (cudaRuntimeGetVersion(&v->runtime) != cudaSuccess) v->runtime = 0;
+    if (cudaDriverGetVersion(&v->driver) != cudaSuccess) v->driver = 0;
+    v->cudnn = nn_cudnn_version();
+    v->nccl = nn_nccl_version();
+}
+
 struct nn_gpu_stream { cudaStream_t s; int device; bool owned; };
 struct nn_gpu_event { cudaEvent_t e; };
 
@@ -360,6 +369,7 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.set_device = g_set_device;
     gpu_api.synchronize = g_synchronize;
     gpu_api.properties = g_properties;
+    gpu_api.versions = g_versions;
     gpu_api.memory_stats = nn_cuda_memory_stats;
     gpu_api.reset_peak_memory_stats = nn_cuda_reset_peak;
     gpu_api.empty_cache = nn_cuda_empty_cache;

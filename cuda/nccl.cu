@@ -379,3 +379,13 @@ nn_status nccl_create(nn_pg *pg)
 __attribute__((constructor)) static void register_nccl(void) { nn_pg_register_backend("nccl", nccl_create); }
 
 #endif
+
+int nn_nccl_version(void)
+{
+#ifndef NNREPL_NO_NCCL
+    int v = 0;
+    return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+#else
+    return 0;
+#endif
+}

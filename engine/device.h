@@ -15,6 +15,12 @@ typedef struct {
     int multi_processor_count;
 } nn_gpu_properties;
 
+/* The versions of the libraries the GPU backend was built with and runs on, as the libraries
+ * number them (0: absent): CUDA runtime 13000 = 13.0, cuDNN 91000 = 9.10.0, NCCL 22809 = 2.28.9 */
+typedef struct {
+    int runtime, driver, cudnn, nccl;
+} nn_gpu_versions;
+
 typedef struct {
     size_t allocated, max_allocated;   /* bytes in tensors */
     size_t reserved, max_reserved;     /* bytes held from the driver */
@@ -35,6 +41,7 @@ typedef struct {
     nn_status (*set_device)(int index);
     nn_status (*synchronize)(int index);      /* -1: current device */
     nn_status (*properties)(int index, nn_gpu_properties *p);
+    void (*versions)(nn_gpu_versions *v);
     nn_status (*memory_stats)(int index, nn_gpu_memory_stats *s);
     void (*reset_peak_memory_stats)(int index);
     nn_status (*empty_cache)(void);

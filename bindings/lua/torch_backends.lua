@@ -43,6 +43,28 @@ backends.cudnn = switches("torch.backends.cudnn", { allow_tf32 = "cudnn.allow_tf
   enabled = true, -- false: recurrent layers on CUDA run composed of ops instead of cuDNN's RNN
 })
 
+-- The libraries' versions: torch.version.cuda ("13.0", nil without CUDA), torch.backends.cudnn.version()
+-- (91000 for 9.10.0), torch.cuda.nccl.version() ({2, 28, 9}).
+local lib = torch.cuda._versions and torch.cuda._versions()
+torch.version = torch.version or {}
+torch.version.__version__ = torch.__version__
+torch.version.cuda = lib and lib.runtime > 0 and string.format("%d.%d", lib.runtime // 1000, lib.runtime % 1000 // 10) or nil
+torch.version.git_version, torch.version.debug, torch.version.hip = "unknown", false, nil
+backends.cudnn.version = function() return lib and lib.cudnn > 0 and lib.cudnn or nil end
+torch.cuda.nccl = torch.cuda.nccl or {}
+torch.cuda.nccl.version = function()
+  if not (lib and lib.nccl > 0) then error("torch.cuda.nccl.version: this build has no NCCL", 2) end
+  local v = lib.nccl -- NCCL numbers 2.19 and later as major * 10000 + minor * 100 + patch
+  return { v // 10000, v % 10000 // 100, v % 100 }
+end
+torch.cuda.nccl.is_available = function(tensors)
+  if not (lib and lib.nccl > 0) then return false end
+  for _, t in ipairs(tensors or {}) do
+    if not torch.is_tensor(t) or t.device.type ~= "cuda" or not t:is_contiguous() then return false end
+  end
+  return true
+end
+
 -- What nnrepl does not have, answered as PyTorch answers on a machine without it.
 local function absent() return false end
 backends.cuda.is_built = function() return torch.cuda.is_available() end

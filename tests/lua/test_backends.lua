@@ -73,3 +73,20 @@ T.test("scaled_dot_product_attention's kernel switches", function()
   B.cuda.enable_flash_sdp(true)
   T.raises(function() B.cuda.enable_math_sdp(1) end, "enable_math_sdp: expected a boolean, got number")
 end)
+
+T.test("library versions", function()
+  T.eq(torch.version.__version__, torch.__version__, "torch.version.__version__")
+  if torch.cuda.is_available() then
+    T.check(tostring(torch.version.cuda):match("^%d+%.%d+$") ~= nil, "torch.version.cuda: " .. tostring(torch.version.cuda))
+    T.check(math.type(B.cudnn.version()) == "integer" and B.cudnn.version() >= 90000, "cudnn version " .. tostring(B.cudnn.version()))
+    local v = torch.cuda.nccl.version()
+    T.check(v[1] == 2 and math.type(v[2]) == "integer" and math.type(v[3]) == "integer", "nccl version")
+    T.eq(torch.cuda.nccl.is_available({ torch.zeros(2, { device = "cuda" }) }), true, "nccl takes contiguous CUDA tensors")
+    T.eq(torch.cuda.nccl.is_available({ torch.zeros(2) }), false, "not CPU ones")
+  elseif torch.cuda._is_built() then
+    T.skip("CUDA build without a GPU", 5)
+  else
+    T.eq({ torch.version.cuda, B.cudnn.version(), torch.cuda.nccl.is_available({}) }, { nil, nil, false }, "no CUDA backend")
+    T.raises(function() torch.cuda.nccl.version() end, "~this build has no NCCL")
+  end
+end)
