@@ -324,9 +324,14 @@ static int m_unbind(lua_State *L)
 
 /* ---- copies and conversion ---- */
 
+/* x:clone([{memory_format=torch.preserve_format}]) */
 static int m_clone(lua_State *L)
 {
-    lt_push_or_fail(L, nn_clone(lt_check(L, 1)), 1);
+    static const char *const keys[] = {"memory_format", NULL};
+    nn_tensor *t = lt_check(L, 1);
+    if (lt_is_opts(L, 2)) lt_check_opts(L, 2, keys);
+    int f = lt_opt_memory_format(L, 2);
+    lt_push_or_fail(L, nn_clone_as(t, f < 0 ? NN_PRESERVE_FORMAT : (nn_memory_format)f), 1);
     return 1;
 }
 

@@ -78,6 +78,17 @@ nn_tensor *nn_contiguous_as(nn_tensor *t, nn_memory_format f)
     return nn_copy_as(t, strides, t->dtype, "CloneBackward0");
 }
 
+nn_tensor *nn_clone_as(nn_tensor *t, nn_memory_format f)
+{
+    if (f == NN_PRESERVE_FORMAT) {
+        if (nn_is_dense(t)) return nn_copy_as(t, t->strides, t->dtype, "CloneBackward0");
+        f = nn_suggest_memory_format(t);
+    }
+    int64_t strides[NN_MAX_DIMS];
+    if (nn_format_strides("clone", t->ndim, t->shape, f, strides)) return NULL;
+    return nn_copy_as(t, strides, t->dtype, "CloneBackward0");
+}
+
 nn_memory_format nn_suggest_memory_format(const nn_tensor *t)
 {
     if ((t->ndim == 4 || t->ndim == 5) && !nn_is_contiguous(t)) {

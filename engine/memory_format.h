@@ -30,6 +30,9 @@ bool nn_is_dense(const nn_tensor *t);
 bool nn_same_strides(const nn_tensor *a, const nn_tensor *b);
 /* A copy of t with the given strides and dtype, on the graph as grad_name when t requires grad. */
 nn_tensor *nn_copy_as(nn_tensor *t, const int64_t *strides, nn_dtype dt, const char *grad_name);
+/* x.clone(memory_format=f): a copy on the graph as CloneBackward0; preserve_format keeps t's strides
+ * where t is dense and non-overlapping, else takes the format t suggests (as PyTorch's). */
+nn_tensor *nn_clone_as(nn_tensor *t, nn_memory_format f);
 /* t as dt keeping a dense layout (PyTorch's preserve_format: channels-last stays channels-last),
  * else contiguous; t itself (retained) if already dt; on the graph as ToCopyBackward0. */
 nn_tensor *nn_to_dtype_preserve(nn_tensor *t, nn_dtype dt);
