@@ -357,11 +357,11 @@ end
 local resnet_keys = { { "num_classes", 1000 }, { "zero_init_residual", false }, { "groups", 1 },
   { "width_per_group", 64 }, { "replace_stride_with_dilation" }, { "norm_layer" } }
 
-local function resnet_builder(name, block, layers, width)
+local function resnet_builder(name, block, layers, width, groups)
   models[name] = function(...)
     local o = builder_opts(name, resnet_keys, ...)
     return ResNet(block, layers, { num_classes = o.num_classes, zero_init_residual = o.zero_init_residual,
-      groups = o.groups, width_per_group = width or o.width_per_group,
+      groups = groups or o.groups, width_per_group = width or o.width_per_group,
       replace_stride_with_dilation = o.replace_stride_with_dilation, norm_layer = o.norm_layer })
   end
 end
@@ -371,9 +371,16 @@ resnet_builder("resnet50", Bottleneck, { 3, 4, 6, 3 })
 resnet_builder("resnet101", Bottleneck, { 3, 4, 23, 3 })
 resnet_builder("resnet152", Bottleneck, { 3, 8, 36, 3 })
 resnet_builder("wide_resnet50_2", Bottleneck, { 3, 4, 6, 3 }, 128)
+resnet_builder("wide_resnet101_2", Bottleneck, { 3, 4, 23, 3 }, 128)
+resnet_builder("resnext50_32x4d", Bottleneck, { 3, 4, 6, 3 }, 4, 32)
+resnet_builder("resnext101_32x8d", Bottleneck, { 3, 4, 23, 3 }, 8, 32)
+resnet_builder("resnext101_64x4d", Bottleneck, { 3, 4, 23, 3 }, 4, 64)
 
 -- mobilenet, squeezenet, densenet, shufflenet, efficientnet, vit, convnext
-require("tv_models_more")(models, { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts })
+local helpers = { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts }
+require("tv_models_more")(models, helpers)
+require("tv_models_inception")(models, helpers) -- googlenet, inception_v3
+require("tv_models_cnn")(models, helpers) -- mnasnet, regnet, efficientnet_b4-b7 and v2
 
 -- models.list_models(): the builders' names, sorted (torchvision.models.list_models).
 function models.list_models()
