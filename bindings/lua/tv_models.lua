@@ -53,11 +53,17 @@ local function builder_opts(fname, spec, ...)
   end
   local o = parse(fname, full, ...)
   local w, what = o.weights, nil
-  if w ~= nil and w ~= false then what = "weights=" .. U.pyrepr(tostring(w))
+  if w ~= nil and w ~= false then
+    local enum = models._builder_weights and models._builder_weights[fname]
+    if enum then w = rethrow(pcall(enum.verify, enum, w)) end -- unknown names and other enums' members fail here
+    what = "weights=" .. tostring(w)
+    if type(w) == "table" and w.url then what = what .. " (" .. w.url .. ")" end
   elseif o.pretrained then what = "pretrained=True" end
   if what then
-    failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing; build the model without " ..
-      "weights and load a checkpoint (torchvision's state_dict keys) with load_state_dict", fname, what)
+    failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without " ..
+      "weights and load the checkpoint from a local file with model:load_state_dict(torch.load(path)) " ..
+      "(torchvision's state_dict keys; a PyTorch checkpoint converts to one in Python with " ..
+      "safetensors.torch.save_file(torch.load(f), 'model.safetensors'))", fname, what)
   end
   return o
 end
@@ -382,26 +388,6 @@ require("tv_models_more")(models, helpers)
 require("tv_models_inception")(models, helpers) -- googlenet, inception_v3
 require("tv_models_cnn")(models, helpers) -- mnasnet, regnet, efficientnet_b4-b7 and v2
 
--- models.list_models(): the builders' names, sorted (torchvision.models.list_models).
-function models.list_models()
-  local out = {}
-  for k, v in pairs(models) do
-    if type(v) == "function" and k:match("^[a-z]") and k ~= "list_models" and k ~= "get_model"
-      and k ~= "vgg_make_layers" then
-      out[#out + 1] = k
-    end
-  end
-  table.sort(out)
-  return out
-end
-
--- models.get_model("resnet18", {num_classes=10})
-function models.get_model(name, ...)
-  local f = type(name) == "string" and models[name]
-  if not f or name == "list_models" or name == "get_model" or name == "vgg_make_layers" then
-    failf("Unknown model %s", tostring(name))
-  end
-  return f(...)
-end
+require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
 
 return models
