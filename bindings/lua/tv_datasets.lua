@@ -194,7 +194,7 @@ return function(datasets, H)
         local idx = {}
         for v in (line or ""):gmatch("%d+") do idx[#idx + 1] = tonumber(v) end
         local t = torch.tensor(idx, {dtype = torch.int64})
-        data, lab = data:index(0, t), lab:index(0, t)
+        data, lab = data:index_select(0, t), lab:index_select(0, t)
       end
       if self.split == "train+unlabeled" then
         local un = stl_images(dir .. "/unlabeled_X.bin")

@@ -53,7 +53,7 @@ return function(T, H)
       local lut = torch.tensor(v, {dtype = torch.uint8})
       local data = img._data
       local c = img.mode == "L" and 1 or 3
-      local out = lut:index(0, data:narrow(2, 0, c):reshape(-1):to(torch.int64)):reshape(data:size(0), data:size(1), c)
+      local out = lut:index_select(0, data:narrow(2, 0, c):reshape(-1):to(torch.int64)):reshape(data:size(0), data:size(1), c)
       -- Pillow goes through RGB and back: the alpha band comes back opaque
       if img.mode == "RGBA" then out = torch.cat({out, torch.full({data:size(0), data:size(1), 1}, 255, {dtype = torch.uint8})}, 2) end
       return H.wrap(out:contiguous())
