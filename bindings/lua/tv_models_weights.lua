@@ -68,7 +68,7 @@ function WeightsEnum.verify(enum, obj)
     local name = obj:gsub("^" .. enum.__enum_name:gsub("%p", "%%%0") .. "%.", "")
     local w = rawget(enum, name)
     if getmetatable(w) ~= Weights then
-      U.errorf("Failed to find Weights %s in %s. Try one of %s", name, enum.__enum_name, table.concat(enum.__names, ", "))
+      U.errorf("Invalid value %s for enum %s.", name, enum.__enum_name)
     end
     return w
   end

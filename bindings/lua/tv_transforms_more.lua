@@ -12,7 +12,7 @@ return function(T, H)
   local function crop_size(fn, size)
     if type(size) == "number" then return size, size end
     if type(size) == "table" and #size == 1 then return size[1], size[1] end
-    if type(size) ~= "table" or #size ~= 2 then U.errorf("%s: Please provide only two dimensions (h, w) for size.", fn) end
+    if type(size) ~= "table" or #size ~= 2 then U.error("Please provide only two dimensions (h, w) for size.") end
     return size[1], size[2]
   end
 
@@ -21,7 +21,7 @@ return function(T, H)
     local ch, cw = crop_size("five_crop", size)
     local h, w = hw(img)
     if cw > w or ch > h then
-      U.errorf("Requested crop size %s is bigger than input size (%d, %d)", U.pystr(size), h, w)
+      U.errorf("Requested crop size (%d, %d) is bigger than input size (%d, %d)", ch, cw, h, w)
     end
     return {F.crop(img, 0, 0, ch, cw), F.crop(img, 0, w - cw, ch, cw), F.crop(img, h - ch, 0, ch, cw),
       F.crop(img, h - ch, w - cw, ch, cw), F.center_crop(img, {ch, cw})}
