@@ -157,7 +157,7 @@ end
 function DatasetFolder:__init(...)
   local args, n = {...}, select("#", ...)
   local o = {}
-  if n > 0 and type(args[n]) == "table" and getmetatable(args[n]) == nil then
+  if n > 0 and type(args[n]) == "table" and getmetatable(args[n]) == nil and args[n][1] == nil then -- keywords, not a list of extensions
     o = check_opts("DatasetFolder", args[n], folder_keys)
     n = n - 1
   end

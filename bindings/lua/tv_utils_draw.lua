@@ -261,10 +261,10 @@ end
 function M.flow_to_image(flow)
   if not torch.is_tensor(flow) then U.errorf("flow_to_image: expected a tensor, got %s", U.typename(flow)) end
   if flow.dtype ~= torch.float32 then U.errorf("Flow should be of dtype torch.float, got %s.", tostring(flow.dtype)) end
-  local orig = flow.shape:totable()
+  local orig = flow.shape
   if flow:dim() == 3 then flow = flow:unsqueeze(0) end
   if flow:dim() ~= 4 or flow:size(1) ~= 2 then
-    U.errorf("Input flow should have shape (2, H, W) or (N, 2, H, W), got %s.", U.pystr(orig))
+    U.errorf("Input flow should have shape (2, H, W) or (N, 2, H, W), got %s.", tostring(orig))
   end
   local max_norm = flow:pow(2):sum(1):sqrt():max()
   local nf = flow / (max_norm + torch.finfo(torch.float32).eps)
@@ -272,7 +272,13 @@ function M.flow_to_image(flow)
   local ncols = wheel:size(0)
   local norm = nf:pow(2):sum(1):sqrt()
   local u, v = nf:select(1, 0), nf:select(1, 1)
-  local a = torch.atan2(-v, -u) / math.pi
+  local ny, nx = -v, -u
+  local a = torch.atan2(ny, nx) / math.pi
+  -- atan2(+-0, x < 0) is +-pi: the zero's sign picks the end of the wheel (nnrepl's atan2 gives +pi for -0)
+  local on_cut = ny:eq(0):logical_and(nx:lt(0))
+  local side = torch.where(ny:reciprocal():lt(0), torch.full({}, -1.0, {device = flow.device}),
+    torch.full({}, 1.0, {device = flow.device}))
+  a = torch.where(on_cut, side, a)
   local fk = (a + 1) / 2 * (ncols - 1)
   local k0 = torch.floor(fk):to(torch.int64)
   local k1 = k0 + 1
@@ -288,7 +294,7 @@ function M.flow_to_image(flow)
     chans[c + 1] = torch.floor(col * 255):to(torch.uint8)
   end
   local img = torch.stack(chans, 1)
-  if #orig == 3 then img = img[0] end
+  if #orig:totable() == 3 then img = img[0] end
   return img
 end
 
