@@ -58,6 +58,37 @@ local function transform_input(self, x)
   return torch.cat(chs, 1)
 end
 
+-- the two nets' shared start: options, the unsupported custom blocks, aux_logits and transform_input
+local function net_options(self, cls, keys, blocks_key, ...)
+  local o = parse(cls, keys, ...)
+  local num_classes = check_int(cls, "num_classes", o.num_classes, 1)
+  if o[blocks_key] ~= nil then H.failf("%s: %s= is not supported (the default blocks only)", cls, blocks_key) end
+  self.aux_logits, self.transform_input = o.aux_logits, o.transform_input
+  return o, num_classes
+end
+
+-- their initialisation (unless init_weights=false): truncated normals on [-2, 2] for convolutions
+-- and linear layers, std given by std_of(m); batch norms 1 and 0
+local function init_net(self, o, std_of)
+  if o.init_weights == false then return end
+  for _, m in ipairs(self:modules()) do
+    if isinstance(m, {nn.Conv2d, nn.Linear}) then
+      init.trunc_normal_(m.weight, {mean = 0.0, std = std_of(m), a = -2, b = 2})
+    elseif isinstance(m, nn.BatchNorm2d) then
+      init.constant_(m.weight, 1)
+      init.constant_(m.bias, 0)
+    end
+  end
+end
+
+local function builder(name, keys, cls)
+  models[name] = function(...)
+    local o = H.builder_opts(name, keys, ...)
+    o.weights, o.progress, o.pretrained = nil, nil, nil
+    return cls(o)
+  end
+end
+
 -- ---- GoogLeNet ----
 
 local Inception = nn.Module:extend("Inception")
@@ -94,10 +125,7 @@ local googlenet_keys = {{"num_classes", 1000}, {"aux_logits", true}, {"transform
 local GoogLeNet = nn.Module:extend("GoogLeNet")
 models.GoogLeNet = GoogLeNet
 function GoogLeNet:__init(...)
-  local o = parse("GoogLeNet", googlenet_keys, ...)
-  local num_classes = check_int("GoogLeNet", "num_classes", o.num_classes, 1)
-  if o.blocks ~= nil then H.fail("GoogLeNet: blocks= is not supported (the default BasicConv2d, Inception, InceptionAux)") end
-  self.aux_logits, self.transform_input = o.aux_logits, o.transform_input
+  local o, num_classes = net_options(self, "GoogLeNet", googlenet_keys, "blocks", ...)
   local function pool(k) return nn.MaxPool2d({kernel_size = k, stride = 2, ceil_mode = true}) end
   self.conv1 = conv(3, 64, 7, {stride = 2, padding = 3})
   self.maxpool1 = pool(3)
@@ -122,16 +150,7 @@ function GoogLeNet:__init(...)
   self.avgpool = nn.AdaptiveAvgPool2d({1, 1})
   self.dropout = nn.Dropout({p = o.dropout})
   self.fc = nn.Linear(1024, num_classes)
-  if o.init_weights ~= false then
-    for _, m in ipairs(self:modules()) do
-      if isinstance(m, {nn.Conv2d, nn.Linear}) then
-        init.trunc_normal_(m.weight, {mean = 0.0, std = 0.01, a = -2, b = 2})
-      elseif isinstance(m, nn.BatchNorm2d) then
-        init.constant_(m.weight, 1)
-        init.constant_(m.bias, 0)
-      end
-    end
-  end
+  init_net(self, o, function() return 0.01 end)
 end
 function GoogLeNet:forward(x)
   x = transform_input(self, x)
@@ -151,11 +170,7 @@ function GoogLeNet:forward(x)
   return models.GoogLeNetOutputs(x, aux1, aux2)
 end
 
-function models.googlenet(...)
-  local o = H.builder_opts("googlenet", googlenet_keys, ...)
-  o.weights, o.progress, o.pretrained = nil, nil, nil
-  return GoogLeNet(o)
-end
+builder("googlenet", googlenet_keys, GoogLeNet)
 
 -- ---- Inception3 ----
 
@@ -276,10 +291,7 @@ local inception_keys = {{"num_classes", 1000}, {"aux_logits", true}, {"transform
 local Inception3 = nn.Module:extend("Inception3")
 models.Inception3 = Inception3
 function Inception3:__init(...)
-  local o = parse("Inception3", inception_keys, ...)
-  local num_classes = check_int("Inception3", "num_classes", o.num_classes, 1)
-  if o.inception_blocks ~= nil then H.fail("Inception3: inception_blocks= is not supported (the default blocks)") end
-  self.aux_logits, self.transform_input = o.aux_logits, o.transform_input
+  local o, num_classes = net_options(self, "Inception3", inception_keys, "inception_blocks", ...)
   self.Conv2d_1a_3x3 = conv(3, 32, 3, {stride = 2})
   self.Conv2d_2a_3x3 = conv(32, 32, 3)
   self.Conv2d_2b_3x3 = conv(32, 64, 3, {padding = 1})
@@ -302,16 +314,7 @@ function Inception3:__init(...)
   self.avgpool = nn.AdaptiveAvgPool2d({1, 1})
   self.dropout = nn.Dropout({p = o.dropout})
   self.fc = nn.Linear(2048, num_classes)
-  if o.init_weights ~= false then
-    for _, m in ipairs(self:modules()) do
-      if isinstance(m, {nn.Conv2d, nn.Linear}) then
-        init.trunc_normal_(m.weight, {mean = 0.0, std = rawget(m, "stddev") or m.stddev or 0.1, a = -2, b = 2})
-      elseif isinstance(m, nn.BatchNorm2d) then
-        init.constant_(m.weight, 1)
-        init.constant_(m.bias, 0)
-      end
-    end
-  end
+  init_net(self, o, function(m) return rawget(m, "stddev") or m.stddev or 0.1 end)
 end
 function Inception3:forward(x)
   x = transform_input(self, x)
@@ -327,10 +330,6 @@ function Inception3:forward(x)
   return models.InceptionOutputs(x, aux)
 end
 
-function models.inception_v3(...)
-  local o = H.builder_opts("inception_v3", inception_keys, ...)
-  o.weights, o.progress, o.pretrained = nil, nil, nil
-  return Inception3(o)
-end
+builder("inception_v3", inception_keys, Inception3)
 
 end
