@@ -156,9 +156,11 @@ MNIST.default_root = nil
 local mnist_names = {"train", "transform", "target_transform", "download"}
 
 -- Find the IDX pair for a split: each base name, .gz or not, in root/<Class>/raw, root/<Class>, root.
-local function find_idx(cls, root, train, download)
+-- want: other base names ({images, labels}, as EMNIST's and QMNIST's)
+local function find_idx(cls, root, train, download, want)
   local prefix = train and "train" or "t10k"
-  local want = {prefix .. "-images-idx3-ubyte", prefix .. "-labels-idx1-ubyte"}
+  local custom = want ~= nil
+  want = want or {prefix .. "-images-idx3-ubyte", prefix .. "-labels-idx1-ubyte"}
   local dirs = {root .. "/" .. cls .. "/raw", root .. "/" .. cls, root}
   for _, dir in ipairs(dirs) do
     local found = {}
@@ -174,6 +176,7 @@ local function find_idx(cls, root, train, download)
     end
   end
   local all = "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz"
+  if custom then all, prefix = want[1] .. ".gz and " .. want[2] .. ".gz", want[1]:match("^(.-)%-images") or want[1] end
   if download then
     error(string.format("%s: download=true, but nnrepl downloads nothing: put %s (gzipped or not) into %s (or %s)%s", cls,
       all, dirs[1], root, cls == "FashionMNIST" and "; on Debian, apt install dataset-fashion-mnist puts them in " ..
@@ -321,7 +324,10 @@ end
 
 for _, name in ipairs({"tv_image_datasets", "tv_datasets"}) do -- ImageFolder, the CSV image dataset, ...
   local extra = optional(name)
-  if type(extra) == "table" and getmetatable(extra) == nil then
+  if type(extra) == "function" then -- adds its classes, built on this file's helpers
+    extra(datasets, {read_args = read_args, find_idx = find_idx, set_classes = set_classes, check_labels = check_labels,
+      exists = exists})
+  elseif type(extra) == "table" and getmetatable(extra) == nil then
     for k, v in pairs(extra) do if datasets[k] == nil then datasets[k] = v end end
   elseif extra then
     datasets[name] = extra -- failed to load: using it raises the error

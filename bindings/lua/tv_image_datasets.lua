@@ -84,7 +84,105 @@ local function walk(fn, dir, out)
   return out
 end
 
-local ImageFolder = new_class("ImageFolder")
+local DatasetFolder = new_class("DatasetFolder")
+M.DatasetFolder = DatasetFolder
+
+-- the sorted class folders of dir and their indices (DatasetFolder.find_classes)
+function DatasetFolder.find_classes(self_or_dir, dir)
+  dir = dir or self_or_dir
+  local classes = {}
+  for name, kind in pairs(listdir("find_classes", dir)) do
+    if kind == "dir" then classes[#classes + 1] = name end
+  end
+  table.sort(classes)
+  if #classes == 0 then error("Couldn't find any class folder in " .. dir .. ".", 3) end
+  local class_to_idx = {}
+  for i, c in ipairs(classes) do class_to_idx[c] = i - 1 end
+  return classes, class_to_idx
+end
+
+-- DatasetFolder.make_dataset(directory, class_to_idx, extensions, is_valid_file, allow_empty): the
+-- {path, class_index} samples, class by class in sorted order, files in sorted walk order
+function DatasetFolder.make_dataset(directory, class_to_idx, extensions, is_valid_file, allow_empty)
+  if (extensions == nil) == (is_valid_file == nil) then
+    error("Both extensions and is_valid_file cannot be None or not None at the same time", 3)
+  end
+  if type(extensions) == "string" then extensions = {extensions} end
+  local valid = is_valid_file or function(p) return has_extension(p, extensions) end
+  local classes = {}
+  for c in pairs(class_to_idx) do classes[#classes + 1] = c end
+  table.sort(classes)
+  local samples, empty = {}, {}
+  for _, c in ipairs(classes) do
+    local before = #samples
+    local d = directory .. "/" .. c
+    if C.kind(d) == "dir" then
+      for _, path in ipairs(walk("make_dataset", d, {})) do
+        if valid(path) then samples[#samples + 1] = {path, class_to_idx[c]} end
+      end
+    end
+    if #samples == before then empty[#empty + 1] = c end
+  end
+  if #empty > 0 and not allow_empty then
+    local msg = "Found no valid file for the classes " .. table.concat(empty, ", ") .. ". "
+    if extensions then msg = msg .. "Supported extensions are: " .. table.concat(extensions, ", ") end
+    error(msg, 3)
+  end
+  return samples
+end
+
+local folder_keys = {"root", "loader", "extensions", "transform", "target_transform", "is_valid_file", "allow_empty"}
+
+-- the shared constructor: o has the keys above; cls names the class in messages
+local function folder_init(self, cls, o)
+  local root = o.root
+  if type(root) ~= "string" then error(cls .. ": root must be a path, got " .. type(root), 4) end
+  root = root:gsub("(.)/+$", "%1")
+  if o.loader == nil then error(cls .. ": loader is required", 4) end
+  self.root, self.loader = root, o.loader
+  self.transform, self.target_transform = o.transform, o.target_transform
+  local ok, classes, class_to_idx = pcall(self.find_classes, self, root)
+  if not ok then error(cls .. ": " .. tostring(classes):gsub("^[^\n]-:%d+: ", ""), 4) end
+  local exts = o.extensions
+  if type(exts) == "string" then exts = {exts} end
+  local ok2, samples = pcall(DatasetFolder.make_dataset, root, class_to_idx, exts, o.is_valid_file, o.allow_empty)
+  if not ok2 then error(cls .. ": " .. tostring(samples):gsub("^[^\n]-:%d+: ", ""), 4) end
+  self.classes, self.class_to_idx, self.extensions = classes, class_to_idx, exts
+  self.samples, self.targets = samples, {}
+  for i, s in ipairs(samples) do self.targets[i] = s[2] end
+end
+
+-- DatasetFolder(root, loader, extensions, {transform, target_transform, is_valid_file, allow_empty})
+-- or DatasetFolder{root=..., loader=..., ...}
+function DatasetFolder:__init(...)
+  local args, n = {...}, select("#", ...)
+  local o = {}
+  if n > 0 and type(args[n]) == "table" and getmetatable(args[n]) == nil and args[n][1] == nil then -- keywords, not a list of extensions
+    o = check_opts("DatasetFolder", args[n], folder_keys)
+    n = n - 1
+  end
+  for i = 1, n do
+    if o[folder_keys[i]] ~= nil then error("DatasetFolder: got multiple values for argument '" .. folder_keys[i] .. "'", 3) end
+    o[folder_keys[i]] = args[i]
+  end
+  folder_init(self, "DatasetFolder", o)
+end
+
+function DatasetFolder:__len() return #self.samples end
+
+function DatasetFolder:__getitem(index)
+  index = check_index(getmetatable(self).__name, index, #self.samples)
+  local s = self.samples[index + 1]
+  return finish(self, self.loader(s[1]), s[2])
+end
+
+function DatasetFolder:__tostring()
+  return string.format("Dataset %s\n    Number of datapoints: %d\n    Root location: %s", getmetatable(self).__name,
+    #self.samples, self.root)
+end
+
+-- ImageFolder: a DatasetFolder with the image loader and IMG_EXTENSIONS (extensions= may replace them)
+local ImageFolder = DatasetFolder:extend("ImageFolder")
 M.ImageFolder = ImageFolder
 
 -- ImageFolder(root, {transform, target_transform, loader, is_valid_file, extensions, allow_empty})
@@ -92,55 +190,14 @@ function ImageFolder:__init(root, opts)
   if type(root) == "table" and opts == nil then root, opts = root.root, root end
   opts = check_opts("ImageFolder", opts, {"root", "transform", "target_transform", "loader", "is_valid_file",
     "extensions", "allow_empty"})
-  if type(root) ~= "string" then error("ImageFolder: root must be a path, got " .. type(root), 3) end
-  root = root:gsub("(.)/+$", "%1")
-  self.root = root
-  self.transform, self.target_transform = opts.transform, opts.target_transform
-  self.loader = opts.loader or default_loader
-  local exts = opts.extensions or M.IMG_EXTENSIONS
-  if type(exts) == "string" then exts = {exts} end
   if opts.is_valid_file and opts.extensions then
     error("ImageFolder: both extensions and is_valid_file cannot be given at the same time", 3)
   end
-  local valid = opts.is_valid_file or function(p) return has_extension(p, exts) end
-  self.extensions = opts.is_valid_file and nil or exts
-
-  local classes = {}
-  for name, kind in pairs(listdir("ImageFolder", root)) do
-    if kind == "dir" then classes[#classes + 1] = name end
-  end
-  table.sort(classes)
-  if #classes == 0 then error("ImageFolder: couldn't find any class folder in '" .. root .. "'", 3) end
-  self.classes, self.class_to_idx = classes, {}
-  for i, c in ipairs(classes) do self.class_to_idx[c] = i - 1 end
-
-  local samples, empty = {}, {}
-  for i, c in ipairs(classes) do
-    local before = #samples
-    for _, path in ipairs(walk("ImageFolder", root .. "/" .. c, {})) do
-      if valid(path) then samples[#samples + 1] = {path, i - 1} end
-    end
-    if #samples == before then empty[#empty + 1] = c end
-  end
-  if #empty > 0 and not opts.allow_empty then
-    local msg = "ImageFolder: found no valid file for the classes " .. table.concat(empty, ", ") .. "."
-    if not opts.is_valid_file then msg = msg .. " Supported extensions are: " .. table.concat(exts, ", ") end
-    error(msg, 3)
-  end
-  self.samples, self.imgs, self.targets = samples, samples, {}
-  for i, s in ipairs(samples) do self.targets[i] = s[2] end
-end
-
-function ImageFolder:__len() return #self.samples end
-
-function ImageFolder:__getitem(index)
-  index = check_index("ImageFolder", index, #self.samples)
-  local s = self.samples[index + 1]
-  return finish(self, self.loader(s[1]), s[2])
-end
-
-function ImageFolder:__tostring()
-  return string.format("Dataset ImageFolder\n    Number of datapoints: %d\n    Root location: %s", #self.samples, self.root)
+  local o = {root = root, loader = opts.loader or default_loader, transform = opts.transform,
+    target_transform = opts.target_transform, is_valid_file = opts.is_valid_file, allow_empty = opts.allow_empty}
+  if not opts.is_valid_file then o.extensions = opts.extensions or M.IMG_EXTENSIONS end
+  folder_init(self, "ImageFolder", o)
+  self.imgs = self.samples
 end
 
 ---------------------------------------------------------------------------

@@ -95,6 +95,13 @@ local function typed_decoder(fn, magic, kind)
 end
 M.decode_png = typed_decoder("decode_png", "\137PNG", "PNG")
 M.decode_jpeg = typed_decoder("decode_jpeg", "\255\216\255", "JPEG")
+-- GIF, WebP, AVIF and HEIC: nnrepl links no decoder for them (libpng and libjpeg-turbo only)
+for fn, kind in pairs({decode_gif = "GIF", decode_webp = "WebP", decode_avif = "AVIF", decode_heic = "HEIC"}) do
+  M[fn] = function()
+    error(string.format("%s: %s images are not supported (nnrepl decodes PNG and JPEG only); convert the file to PNG " ..
+      "first, e.g. with ImageMagick: convert in.%s out.png", fn, kind, kind:lower()), 2)
+  end
+end
 
 local function level_arg(fn, a, key, default)
   if is_opts(a) then a = check_opts(fn, a, {key})[key] end

@@ -53,11 +53,17 @@ local function builder_opts(fname, spec, ...)
   end
   local o = parse(fname, full, ...)
   local w, what = o.weights, nil
-  if w ~= nil and w ~= false then what = "weights=" .. U.pyrepr(tostring(w))
+  if w ~= nil and w ~= false then
+    local enum = models._builder_weights and models._builder_weights[fname]
+    if enum then w = rethrow(pcall(enum.verify, enum, w)) end -- unknown names and other enums' members fail here
+    what = "weights=" .. tostring(w)
+    if type(w) == "table" and w.url then what = what .. " (" .. w.url .. ")" end
   elseif o.pretrained then what = "pretrained=True" end
   if what then
-    failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing; build the model without " ..
-      "weights and load a checkpoint (torchvision's state_dict keys) with load_state_dict", fname, what)
+    failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without " ..
+      "weights and load the checkpoint from a local file with model:load_state_dict(torch.load(path)) " ..
+      "(torchvision's state_dict keys; a PyTorch checkpoint converts to one in Python with " ..
+      "safetensors.torch.save_file(torch.load(f), 'model.safetensors'))", fname, what)
   end
   return o
 end
@@ -357,11 +363,11 @@ end
 local resnet_keys = { { "num_classes", 1000 }, { "zero_init_residual", false }, { "groups", 1 },
   { "width_per_group", 64 }, { "replace_stride_with_dilation" }, { "norm_layer" } }
 
-local function resnet_builder(name, block, layers, width)
+local function resnet_builder(name, block, layers, width, groups)
   models[name] = function(...)
     local o = builder_opts(name, resnet_keys, ...)
     return ResNet(block, layers, { num_classes = o.num_classes, zero_init_residual = o.zero_init_residual,
-      groups = o.groups, width_per_group = width or o.width_per_group,
+      groups = groups or o.groups, width_per_group = width or o.width_per_group,
       replace_stride_with_dilation = o.replace_stride_with_dilation, norm_layer = o.norm_layer })
   end
 end
@@ -371,30 +377,17 @@ resnet_builder("resnet50", Bottleneck, { 3, 4, 6, 3 })
 resnet_builder("resnet101", Bottleneck, { 3, 4, 23, 3 })
 resnet_builder("resnet152", Bottleneck, { 3, 8, 36, 3 })
 resnet_builder("wide_resnet50_2", Bottleneck, { 3, 4, 6, 3 }, 128)
+resnet_builder("wide_resnet101_2", Bottleneck, { 3, 4, 23, 3 }, 128)
+resnet_builder("resnext50_32x4d", Bottleneck, { 3, 4, 6, 3 }, 4, 32)
+resnet_builder("resnext101_32x8d", Bottleneck, { 3, 4, 23, 3 }, 8, 32)
+resnet_builder("resnext101_64x4d", Bottleneck, { 3, 4, 23, 3 }, 4, 64)
 
 -- mobilenet, squeezenet, densenet, shufflenet, efficientnet, vit, convnext
-require("tv_models_more")(models, { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts })
+local helpers = { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts }
+require("tv_models_more")(models, helpers)
+require("tv_models_inception")(models, helpers) -- googlenet, inception_v3
+require("tv_models_cnn")(models, helpers) -- mnasnet, regnet, efficientnet_b4-b7 and v2
 
--- models.list_models(): the builders' names, sorted (torchvision.models.list_models).
-function models.list_models()
-  local out = {}
-  for k, v in pairs(models) do
-    if type(v) == "function" and k:match("^[a-z]") and k ~= "list_models" and k ~= "get_model"
-      and k ~= "vgg_make_layers" then
-      out[#out + 1] = k
-    end
-  end
-  table.sort(out)
-  return out
-end
-
--- models.get_model("resnet18", {num_classes=10})
-function models.get_model(name, ...)
-  local f = type(name) == "string" and models[name]
-  if not f or name == "list_models" or name == "get_model" or name == "vgg_make_layers" then
-    failf("Unknown model %s", tostring(name))
-  end
-  return f(...)
-end
+require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
 
 return models

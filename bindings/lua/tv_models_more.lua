@@ -509,6 +509,8 @@ local function mbconv_config(e, k, s, i, o, n, wm, dm)
     out_channels = make_divisible(o * wm, 8), num_layers = math.ceil(n * dm) }
 end
 
+models._mbconv_config = mbconv_config
+
 local MBConv = nn.Module:extend("MBConv")
 models.MBConv = MBConv
 function MBConv:__init(cnf, stochastic_depth_prob, norm_layer)
@@ -560,7 +562,7 @@ function EfficientNet:__init(...)
       for k, v in pairs(cnf) do bc[k] = v end
       if j > 1 then bc.input_channels, bc.stride = bc.out_channels, 1 end
       -- the drop probability grows linearly with the block's index over the network
-      stage[#stage + 1] = MBConv(bc, o.stochastic_depth_prob * block_id / total, norm_layer)
+      stage[#stage + 1] = (cnf.block or MBConv)(bc, o.stochastic_depth_prob * block_id / total, norm_layer)
       block_id = block_id + 1
     end
     layers[#layers + 1] = nn.Sequential(table.unpack(stage))

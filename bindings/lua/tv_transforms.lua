@@ -593,6 +593,7 @@ function Lambda:forward(img) return self.lambd(img) end
 local H = {class = class, is_pil = is_pil, hw = hw, channels = channels, pyround = pyround, apply = apply, wrap = wrap}
 require("tv_augment")(T, H)
 require("tv_autoaugment")(T, H)
+require("tv_transforms_more")(T, H) -- FiveCrop, TenCrop, RandomChoice, RandomOrder, LinearTransformation
 T.v2 = require("tv_transforms_v2")(T, H)
 
 return T

@@ -95,4 +95,6 @@ function M.save_image(tensor, path, ...)
   Image.fromarray(nd:cpu()):save(path, o.format)
 end
 
+require("tv_utils_draw")(M) -- draw_bounding_boxes, draw_segmentation_masks, draw_keypoints, flow_to_image
+
 return M

@@ -301,9 +301,12 @@ collectgarbage()
 
 T.test("builders' arguments", function()
   T.raises(function() return models.alexnet({ weights = "IMAGENET1K_V1" }) end,
-    "alexnet: weights='IMAGENET1K_V1' asks for pretrained weights, but nnrepl downloads nothing; build the model " ..
-    "without weights and load a checkpoint (torchvision's state_dict keys) with load_state_dict")
-  T.raises(function() return models.resnet18({ weights = "DEFAULT" }) end, "~resnet18: weights='DEFAULT' asks for")
+    "alexnet: weights=AlexNet_Weights.IMAGENET1K_V1 (https://download.pytorch.org/models/alexnet-owt-7be5be79.pth) " ..
+    "asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without weights and load " ..
+    "the checkpoint from a local file with model:load_state_dict(torch.load(path)) (torchvision's state_dict keys; a " ..
+    "PyTorch checkpoint converts to one in Python with safetensors.torch.save_file(torch.load(f), 'model.safetensors'))")
+  T.raises(function() return models.resnet18({ weights = "DEFAULT" }) end,
+    "~resnet18: weights=ResNet18_Weights.IMAGENET1K_V1 (https://download.pytorch.org/models/resnet18-f37072fd.pth) asks for")
   T.raises(function() return models.vgg11({ pretrained = true }) end, "~vgg11: pretrained=True asks for")
   T.raises(function() return models.alexnet({ num_class = 10 }) end,
     "bad argument #1 to 'alexnet' (unknown keyword 'num_class')")
