@@ -436,7 +436,8 @@ void lt_open_math(lua_State *L)
         {"bitwise_and", NN_OP_bitwise_and, true}, {"bitwise_or", NN_OP_bitwise_or, true},
         {"bitwise_xor", NN_OP_bitwise_xor, true}, {"bitwise_left_shift", NN_OP_bitwise_left_shift, true},
         {"bitwise_right_shift", NN_OP_bitwise_right_shift, true}, {"fmax", NN_OP_fmax, false},
-        {"fmin", NN_OP_fmin, false}, {"nextafter", NN_OP_nextafter, true},
+        {"fmin", NN_OP_fmin, false}, {"nextafter", NN_OP_nextafter, true}, {"atan2", NN_OP_atan2, true},
+        {"arctan2", NN_OP_atan2, true},
     };
     for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
         reg(L, torch, methods, binary[i].name, m_binary, binary[i].op, true);

@@ -1,5 +1,5 @@
 /* CUDA binary elementwise ops: add sub mul div pow remainder maximum minimum fmax fmin
- * nextafter, the comparisons, logical and/or and the bitwise ops, with broadcasting and
+ * nextafter atan2, the comparisons, logical and/or and the bitwise ops, with broadcasting and
  * type promotion.
  *
  * i[0] is the compute dtype (engine/elementwise.c); inputs are cast to it and
@@ -201,7 +201,7 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
     BIN_CASE(maximum) BIN_CASE(minimum) BIN_CASE(eq) BIN_CASE(ne) BIN_CASE(lt) BIN_CASE(le) BIN_CASE(gt) BIN_CASE(ge)
     BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward) BIN_CASE(bitwise_and) BIN_CASE(bitwise_or)
     BIN_CASE(bitwise_xor) BIN_CASE(bitwise_left_shift) BIN_CASE(bitwise_right_shift) BIN_CASE(fmax) BIN_CASE(fmin)
-    BIN_CASE(nextafter)
+    BIN_CASE(nextafter) BIN_CASE(atan2)
 #undef BIN_CASE
     default: return nn_not_implemented(a, a->out[0]->dtype);
     }

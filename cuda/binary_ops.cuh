@@ -24,10 +24,10 @@ template <int OP> __host__ __device__ constexpr bool is_bitwise()
            OP == NN_OP_bitwise_right_shift;
 }
 
-/* true division and nextafter compute in a float dtype, the bitwise ops in int64 (the frontend checks) */
+/* true division, nextafter and atan2 compute in a float dtype, the bitwise ops in int64 (the frontend checks) */
 template <int OP, typename C> constexpr bool valid()
 {
-    return std::is_integral<C>::value ? OP != NN_OP_div && OP != NN_OP_nextafter : !is_bitwise<OP>();
+    return std::is_integral<C>::value ? OP != NN_OP_div && OP != NN_OP_nextafter && OP != NN_OP_atan2 : !is_bitwise<OP>();
 }
 
 template <int OP, typename C> using res_t = typename std::conditional<is_cmp<OP>(), bool, C>::type;
@@ -84,6 +84,10 @@ template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C
     } else if constexpr (OP == NN_OP_nextafter) {
         if constexpr (std::is_same<C, float>::value) return nextafterf(a, b);
         else if constexpr (!I) return nextafter(a, b);
+        else return a;
+    } else if constexpr (OP == NN_OP_atan2) {
+        if constexpr (std::is_same<C, float>::value) return atan2f(a, b);
+        else if constexpr (!I) return atan2(a, b);
         else return a;
     } else if constexpr (is_bitwise<OP>()) {
         if constexpr (!I) return a;

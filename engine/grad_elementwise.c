@@ -48,7 +48,7 @@ static void binary_saves(nn_op op, bool need_a, bool need_b, bool *sa, bool *sb,
     case NN_OP_div: *sa = need_b, *sb = need_a || need_b; break;
     case NN_OP_pow: *sa = *sb = true, *sout = need_b; break;
     case NN_OP_remainder: *sa = *sb = need_b; break;
-    case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin: *sa = *sb = true; break;
+    case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin: case NN_OP_atan2: *sa = *sb = true; break;
     default: break;
     }
 }
@@ -57,7 +57,7 @@ static bool differentiable_binary(nn_op op)
 {
     switch (op) {
     case NN_OP_add: case NN_OP_sub: case NN_OP_mul: case NN_OP_div: case NN_OP_pow: case NN_OP_remainder:
-    case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin:
+    case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin: case NN_OP_atan2:
         return true;
     default:
         return false;
@@ -287,6 +287,12 @@ static nn_status binary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
                                  gs_bin(&s, NN_OP_ne, b, b));
         if (na) ra = gs_where(&s, to_a, g, zero);
         if (nb) rb = gs_where(&s, to_a, zero, g);
+        break;
+    }
+    case NN_OP_atan2: { /* d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) */
+        nn_tensor *scaled = gs_bin(&s, NN_OP_div, g, gs_bin(&s, NN_OP_add, gs_bin(&s, NN_OP_mul, a, a), gs_bin(&s, NN_OP_mul, b, b)));
+        if (na) ra = gs_bin(&s, NN_OP_mul, scaled, b);
+        if (nb) rb = gs_bin(&s, NN_OP_mul, gs_un(&s, NN_OP_neg, scaled), a);
         break;
     }
     default: /* comparisons and logical ops in place on a float tensor */

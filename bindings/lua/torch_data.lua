@@ -1038,7 +1038,7 @@ local function device_epoch(self)
       if order then
         out[k] = tensors[k]:index_select(0, dev_order[k]:narrow(0, start, count))
       else
-        out[k] = tensors[k]:narrow(0, start, count):clone()
+        out[k] = tensors[k]:narrow(0, start, count):clone({ memory_format = torch.contiguous_format })
       end
     end
     start = start + count

@@ -1,5 +1,5 @@
 -- More of torch's math, made of the ops (so autograd and every device come with them):
--- square, atan2 (arctan2), hypot, logaddexp, fmod, logit, nan_to_num, addcmul, addcdiv,
+-- square, hypot, logaddexp, fmod, logit, nan_to_num, addcmul, addcdiv,
 -- count_nonzero, cross, cdist, meshgrid, unique, bincount, diff, and torch.finfo / iinfo.
 local torch = require "torch"
 local U = require "nn_util"
@@ -46,16 +46,6 @@ end
 function torch.square(x) return x * x end
 function Tensor:square_() return self:mul_(self) end
 
-function torch.atan2(y, x)
-  y, x = tensor("atan2", "input", y), tensor("atan2", "other", x)
-  local base = (y / x):atan()
-  local pi = math.pi
-  local zero = torch.zeros_like(base)
-  local half = torch.where(y:gt(0), zero + pi / 2, torch.where(y:lt(0), zero - pi / 2, zero))
-  local left = torch.where(y:ge(0), base + pi, base - pi)
-  return torch.where(x:gt(0), base, torch.where(x:lt(0), left, half))
-end
-torch.arctan2 = torch.atan2
 
 function torch.hypot(a, b) return (a * a + b * b):sqrt() end
 
@@ -266,7 +256,7 @@ function torch.bincount(x, ...)
   return counts:index_add_(0, x:to(torch.int64), w ~= nil and w:to(dtype) or torch.ones(x:numel(), { dtype = dtype, device = x.device }))
 end
 
-for _, name in ipairs({ "square", "atan2", "arctan2", "hypot", "logaddexp", "fmod", "logit", "nan_to_num", "addcmul", "addcdiv",
+for _, name in ipairs({ "square", "hypot", "logaddexp", "fmod", "logit", "nan_to_num", "addcmul", "addcdiv",
   "count_nonzero", "cross", "diff", "unique", "bincount" }) do
   Tensor[name] = torch[name]
 end

@@ -23,7 +23,7 @@ local function write_back(fname, self, result)
   return self:copy_(result)
 end
 
-for _, name in ipairs({ "hypot", "atan2", "ldexp", "sgn", "heaviside", "fmod", "floor_divide", "deg2rad", "rad2deg",
+for _, name in ipairs({ "hypot", "ldexp", "sgn", "heaviside", "fmod", "floor_divide", "deg2rad", "rad2deg",
   "cumsum", "cumprod", "addmv", "addr" }) do
   if Tensor[name .. "_"] == nil then -- torch[name] looked up when called: some load after this file
     Tensor[name .. "_"] = function(self, ...) return write_back(name .. "_", self, torch[name](self, ...)) end

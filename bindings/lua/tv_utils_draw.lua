@@ -273,12 +273,7 @@ function M.flow_to_image(flow)
   local norm = nf:pow(2):sum(1):sqrt()
   local u, v = nf:select(1, 0), nf:select(1, 1)
   local ny, nx = -v, -u
-  local a = torch.atan2(ny, nx) / math.pi
-  -- atan2(+-0, x < 0) is +-pi: the zero's sign picks the end of the wheel (nnrepl's atan2 gives +pi for -0)
-  local on_cut = ny:eq(0):logical_and(nx:lt(0))
-  local side = torch.where(ny:reciprocal():lt(0), torch.full({}, -1.0, {device = flow.device}),
-    torch.full({}, 1.0, {device = flow.device}))
-  a = torch.where(on_cut, side, a)
+  local a = torch.atan2(ny, nx) / math.pi -- atan2(+-0, x < 0) is +-pi: the zero's sign picks the wheel's end
   local fk = (a + 1) / 2 * (ncols - 1)
   local k0 = torch.floor(fk):to(torch.int64)
   local k1 = k0 + 1

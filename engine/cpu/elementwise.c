@@ -208,6 +208,7 @@ static inline int64_t ipow(int64_t b, int64_t e)
         case NN_OP_fmax: LOOP(o[i] = fmax##M(a[i], b[i])) break;                                \
         case NN_OP_fmin: LOOP(o[i] = fmin##M(a[i], b[i])) break;                                \
         case NN_OP_nextafter: LOOP(o[i] = nextafter##M(a[i], b[i])) break;                      \
+        case NN_OP_atan2: LOOP(o[i] = atan2##M(a[i], b[i])) break;                              \
         case NN_OP_maximum: /* NaN propagates */                                                \
             LOOP(o[i] = a[i] != a[i] ? a[i] : (a[i] < b[i] || b[i] != b[i]) ? b[i] : a[i]) break; \
         case NN_OP_minimum:                                                                     \

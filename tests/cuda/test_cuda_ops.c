@@ -209,7 +209,7 @@ static const nn_op BINARY[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP
                                NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le, NN_OP_gt, NN_OP_ge,
                                NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward, NN_OP_bitwise_and,
                                NN_OP_bitwise_or, NN_OP_bitwise_xor, NN_OP_bitwise_left_shift, NN_OP_bitwise_right_shift,
-                               NN_OP_fmax, NN_OP_fmin, NN_OP_nextafter};
+                               NN_OP_fmax, NN_OP_fmin, NN_OP_nextafter, NN_OP_atan2};
 #define NBINARY (int)(sizeof BINARY / sizeof *BINARY)
 
 static void binary_domains(nn_op op, nn_dtype da, nn_dtype db, int *doma, int *domb)
@@ -223,6 +223,7 @@ static void binary_domains(nn_op op, nn_dtype da, nn_dtype db, int *doma, int *d
         break;
     case NN_OP_eq: case NN_OP_ne: case NN_OP_lt: case NN_OP_le: case NN_OP_gt: case NN_OP_ge:
     case NN_OP_logical_and: case NN_OP_logical_or: case NN_OP_maximum: case NN_OP_minimum: case NN_OP_nextafter:
+    case NN_OP_atan2: /* zeros of both signs, on and off the cut */
         *doma = *domb = D_SET; /* equal values are common */
         break;
     case NN_OP_fmax: case NN_OP_fmin: *doma = *domb = D_NAN; break;

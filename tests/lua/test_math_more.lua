@@ -11,6 +11,17 @@ T.test("elementwise against Lua's math", function()
   local y, x = torch.tensor(ys, f64), torch.tensor(xs, f64)
   T.near(torch.atan2(y, x):tolist(), map2(ys, xs, math.atan), 1e-15, "atan2")
   T.near(y:atan2(x):tolist(), map2(ys, xs, math.atan), 1e-15, "atan2 method")
+  -- signed zeros, infinities and huge ratios, as C's atan2 (y / x would lose them)
+  local zs, ws = { -0.0, 0.0, -0.0, 0.0, 1e300, 1.0, math.huge, -math.huge }, { -1.0, -1.0, -0.0, -0.0, 1e-300, math.huge, math.huge, -1.0 }
+  local got = torch.atan2(torch.tensor(zs, f64), torch.tensor(ws, f64)):tolist()
+  for i, want in ipairs(map2(zs, ws, math.atan)) do
+    T.check(got[i] == want and 1 / got[i] == 1 / want, ("atan2(%g, %g) = %g, want %g"):format(zs[i], ws[i], got[i], want))
+  end
+  T.eq(torch.atan2(torch.tensor({ 1, 2 }), torch.tensor({ 3, 4 })).dtype, torch.float32, "integers give the default float dtype")
+  local a = torch.tensor({ 1.0, -1.0 })
+  a:atan2_(torch.tensor({ 1.0, 1.0 }))
+  T.near(a:tolist(), { math.pi / 4, -math.pi / 4 }, 1e-7, "atan2_")
+  T.raises(function() torch.atan2(torch.tensor({ 1 + torch.j }), torch.tensor({ 1.0 })) end, "~\"atan2\" not implemented for 'ComplexFloat'")
   T.near(torch.hypot(y, x):tolist(), map2(ys, xs, function(a, b) return math.sqrt(a * a + b * b) end), 1e-15, "hypot")
   T.near(torch.logaddexp(y, x):tolist(), map2(ys, xs, function(a, b) return math.log(math.exp(a) + math.exp(b)) end), 1e-15, "logaddexp")
   T.eq(torch.logaddexp(torch.tensor({ -math.huge }), torch.tensor({ -math.huge })):tolist(), { -math.huge }, "logaddexp(-inf, -inf)")
