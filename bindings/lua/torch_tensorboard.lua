@@ -10,6 +10,8 @@
 --   writer:add_image("input", img_chw, step)                      -- dataformats "CHW" (default), "HWC", "HW", "NCHW" ...
 --   writer:add_text("note", "hello", step)
 --   writer:close()
+-- The plugins' methods (add_hparams, add_pr_curve, add_embedding, add_audio, add_mesh, ...) are in
+-- torch_tensorboard_more.lua.
 --
 -- Every event reaches the file in one write() as it is logged, so a crash
 -- loses nothing already logged; flush() has nothing left to do, and

@@ -325,14 +325,7 @@ local function make_sprite(label_img, path)
   local square = torch.zeros(3, side, side, { dtype = torch.float64 })
   square:narrow(1, 0, grid:size(1)):copy_(grid)
   local hwc = (square * 255):clamp(0, 255):to(torch.uint8):permute({ 1, 2, 0 }):contiguous()
-  local png = image_C.encode_png(hwc, 6)
-  local f, err = io.open(path, "wb")
-  if not f then U.errorf("add_embedding: cannot write '%s': %s", path, err) end
-  local bytes = png:tolist()
-  local chunk = {}
-  for i = 1, #bytes do chunk[#chunk + 1] = string.char(bytes[i]) end
-  f:write(table.concat(chunk))
-  f:close()
+  image_C.write_file(path, image_C.encode_png(hwc, 6), "add_embedding")
 end
 
 local function encode_tag(tag)
