@@ -18,6 +18,7 @@
 --   writer:add_custom_scalars_multilinechart(tags, category="default", title="untitled")
 --   writer:add_custom_scalars_marginchart(tags, category="default", title="untitled")  tags: 3 of them
 --   writer:add_mesh(tag, vertices, colors, faces, config_dict, global_step, walltime)
+--   writer:add_tensor(tag, tensor, global_step, walltime)   the tensor plugin's TensorProto
 --
 -- Lua tables have no order: the keys of hparam_dict, metric_dict and layout are written sorted.
 -- Not supported, with an error that says what to do instead: labels in add_image_with_boxes
@@ -249,6 +250,47 @@ function SummaryWriter:add_pr_curve_raw(...)
   local n = o.num_thresholds or 127
   if math.type(n) ~= "integer" then U.errorf("add_pr_curve_raw: num_thresholds must be an integer, got %s", tostring(n)) end
   write(self, "add_pr_curve_raw", { pr_value(o.tag, rows, math.min(n, 127)) }, o.global_step, o.walltime)
+end
+
+-- ---- tensors ----
+
+-- dtype -> TensorProto's DataType and value field (float_val 5, double_val 6, int_val 7, scomplex_val 9,
+-- int64_val 10, bool_val 11, dcomplex_val 12, half_val 13, uint32_val 16), as PyTorch maps them
+local TENSOR_TYPES = {
+  float16 = { 19, 13, "half" }, bfloat16 = { 14, 13, "half" }, float32 = { 1, 5, "f" }, float64 = { 2, 6, "d" },
+  int8 = { 6, 7, "i" }, int16 = { 5, 7, "i" }, int32 = { 3, 7, "i" }, int64 = { 9, 10, "i" }, uint8 = { 4, 16, "i" },
+  bool = { 10, 11, "i" }, complex64 = { 8, 9, "f" }, complex128 = { 18, 12, "d" },
+}
+
+function SummaryWriter:add_tensor(...)
+  local o = args("add_tensor", { "tag", "tensor", "global_step", "walltime", min = 2 }, ...)
+  check_tag("add_tensor", o.tag)
+  if not torch.is_tensor(o.tensor) then U.errorf("add_tensor: tensor must be a tensor, got %s", type(o.tensor)) end
+  local t = o.tensor:detach():cpu()
+  local name = tostring(t.dtype):gsub("^torch%.", "")
+  local ty = TENSOR_TYPES[name]
+  if not ty then U.errorf("ValueError: %s has unsupported tensor dtype %s", o.tag, tostring(t.dtype)) end
+  local dims = {}
+  for i = 0, t:dim() - 1 do dims[#dims + 1] = t:size(i) end
+  local flat = t
+  if name:find("^complex") then flat = torch.view_as_real(t) end
+  local values
+  if ty[3] == "half" then
+    values = {}
+    -- PyTorch's half_to_int: the bits of the value as a float32, read as an int32
+    for i, x in ipairs(flat:to(torch.float64):reshape(-1):tolist()) do values[i] = string.unpack("<i4", string.pack("<f", x)) end
+  elseif name == "bool" then
+    values = flat:to(torch.int64):reshape(-1):tolist()
+  else
+    values = flat:reshape(-1):tolist()
+  end
+  local body
+  if ty[3] == "f" then body = P.packed_floats(ty[2], values)
+  elseif ty[3] == "d" then body = P.packed_doubles(ty[2], values)
+  else body = P.packed_ints(ty[2], values) end
+  local tensor = P.int(1, ty[1]) .. P.msg(2, P.shape(dims)) .. body
+  write(self, "add_tensor", { P.value(o.tag, { tensor = tensor, metadata = P.metadata("tensor") }) }, o.global_step,
+    o.walltime)
 end
 
 -- ---- raw histograms ----

@@ -246,6 +246,48 @@ T.test("add_pr_curve_raw: the six rows as given", function()
   T.raises(function() w:add_pr_curve_raw("x", { 1, 2 }, { 1 }, { 1 }, { 1 }, { 1 }, { 1 }) end, "~all input arrays must have the same shape")
 end)
 
+-- ---- tensors ----
+
+T.test("add_tensor: DataType, shape and value field per dtype, as PyTorch maps them", function()
+  local dir = root .. "/tensor"
+  local w = SummaryWriter(dir)
+  w:add_tensor("f32", torch.tensor({ { 0.1, -2 }, { 3, 4 } }, { dtype = torch.float32 }), 1)
+  w:add_tensor("f64", torch.tensor({ 0.1, 1e300 }, { dtype = torch.float64 }), { global_step = 2, walltime = 5.5 })
+  w:add_tensor("i64", torch.tensor({ -3, 2 ^ 40 }, { dtype = torch.int64 }))
+  w:add_tensor("i32", torch.tensor({ { -1 }, { 7 } }, { dtype = torch.int32 }))
+  w:add_tensor("u8", torch.tensor({ 0, 255 }, { dtype = torch.uint8 }))
+  w:add_tensor("b", torch.tensor({ true, false, true }))
+  w:add_tensor("h", torch.tensor({ 1.5, -2 }, { dtype = torch.float16 }))
+  w:add_tensor("c", torch.tensor({ 1, 2 }, { dtype = torch.complex64 }))
+  w:add_tensor("s", torch.tensor(2.5))
+  T.raises(function() w:add_tensor("x", { 1 }) end, "add_tensor: tensor must be a tensor, got table")
+  w:close()
+  local evs = only_file(dir)
+  T.eq(#evs, 10)
+  T.eq({ evs[3].step, evs[3].wall_time }, { 2, 5.5 })
+  local function check(ev, tag, dtype, dims, field, decode, want)
+    local v = ev.values[1]
+    T.eq(v.tag, tag)
+    T.eq(plugin_of(v), "tensor")
+    local dt, ds, t = tensor_of(v)
+    T.eq(dt, dtype, tag .. " dtype")
+    T.eq(ds, dims, tag .. " shape")
+    T.eq(decode(t[field][1]), want, tag .. " values")
+    for f in pairs(t) do T.check(f == 1 or f == 2 or f == field, tag .. ": no other field " .. f) end
+  end
+  local doubles = R.packed_doubles
+  check(evs[2], "f32", 1, { 2, 2 }, 5, packed_floats, { r32(0.1), -2.0, 3.0, 4.0 })
+  check(evs[3], "f64", 2, { 2 }, 6, doubles, { 0.1, 1e300 })
+  check(evs[4], "i64", 9, { 2 }, 10, packed_varints, { -3, 1 << 40 })
+  check(evs[5], "i32", 3, { 2, 1 }, 7, packed_varints, { -1, 7 })
+  check(evs[6], "u8", 4, { 2 }, 16, packed_varints, { 0, 255 })
+  check(evs[7], "b", 10, { 3 }, 11, packed_varints, { 1, 0, 1 })
+  -- half_val: the value's float32 bits as an int32 (PyTorch's half_to_int)
+  check(evs[8], "h", 19, { 2 }, 13, packed_varints, { 0x3FC00000, -0x40000000 })
+  check(evs[9], "c", 8, { 2 }, 9, packed_floats, { 1.0, 0.0, 2.0, 0.0 })
+  check(evs[10], "s", 1, {}, 5, packed_floats, { 2.5 })
+end)
+
 -- ---- raw histograms ----
 
 T.test("add_histogram_raw: the HistogramProto as given, and the length check", function()
@@ -573,6 +615,7 @@ if torch.cuda.is_available() then
       w:add_image_with_boxes("b", torch.rand(3, 8, 8, { generator = g }):to(dev), torch.tensor({ { 1, 1, 5, 6 } }):to(dev), 1)
       w:add_histogram_raw("h", 0, 1, 2, 1, 1, torch.tensor({ 0.5, 1 }):to(dev), torch.tensor({ 1, 1 }):to(dev), 1)
       w:add_embedding(torch.rand(4, 3, { generator = g }):to(dev), nil, torch.rand(4, 3, 2, 2, { generator = g }):to(dev), 1)
+      w:add_tensor("t", torch.rand(2, 3, { generator = g }):to(dev), 1)
       w:add_hparams({ lr = torch.tensor(0.5):to(dev) }, { acc = torch.tensor(0.25):to(dev) }, { run_name = "hp" })
       w:close()
     end
