@@ -186,6 +186,12 @@ static nn_status write_summary(nn_tb_writer *w, const pb *value, int64_t step, d
     return st;
 }
 
+nn_status nn_tb_summary(nn_tb_writer *w, const void *summary, size_t n, int64_t step, double wall_time)
+{
+    pb sum = {(unsigned char *)summary, n, n, false};
+    return write_event(w, wall_time, step, 5, &sum);
+}
+
 nn_tb_writer *nn_tb_open(const char *path, double wall_time)
 {
     nn_tb_writer *w = calloc(1, sizeof *w);

@@ -52,6 +52,10 @@ nn_status nn_tb_image(nn_tb_writer *w, const char *tag, int64_t h, int64_t wd, i
 /* A text summary: plugin "text", a DT_STRING tensor of shape [1]. */
 nn_status nn_tb_text(nn_tb_writer *w, const char *tag, const char *text, size_t len, int64_t step, double wall_time);
 
+/* An event holding an already serialized Summary of n bytes (the plugins'
+ * summaries that torch_tensorboard_more.lua encodes). */
+nn_status nn_tb_summary(nn_tb_writer *w, const void *summary, size_t n, int64_t step, double wall_time);
+
 /* A histogram the way torch.utils.tensorboard makes one (numpy.histogram, then
  * empty buckets trimmed to one on the left, right bucket limits):
  * edges != NULL: nedges sorted bin edges (values outside are not counted);

@@ -10,6 +10,8 @@
 --   writer:add_image("input", img_chw, step)                      -- dataformats "CHW" (default), "HWC", "HW", "NCHW" ...
 --   writer:add_text("note", "hello", step)
 --   writer:close()
+-- The plugins' methods (add_hparams, add_pr_curve, add_embedding, add_audio, add_mesh, ...) are in
+-- torch_tensorboard_more.lua.
 --
 -- Every event reaches the file in one write() as it is logged, so a crash
 -- loses nothing already logged; flush() has nothing left to do, and
@@ -177,12 +179,12 @@ function SummaryWriter:add_histogram(...)
     walltime_of("add_histogram", o.walltime))
 end
 
--- torch.utils.tensorboard's make_grid: N images in rows of 8 on a black canvas
-local function make_grid(nchw)
+-- torch.utils.tensorboard's make_grid: N images in rows of ncols (8) on a black canvas
+local function make_grid(nchw, ncols)
   if nchw:size(1) == 1 then nchw = nchw:expand(nchw:size(0), 3, nchw:size(2), nchw:size(3)) end
   if nchw:size(1) ~= 3 then fail("add_images: images must have 1 or 3 channels, got %d", nchw:size(1)) end
   local n, h, w = nchw:size(0), nchw:size(2), nchw:size(3)
-  local ncols = math.min(n, 8)
+  ncols = math.min(n, ncols or 8)
   local nrows = (n + ncols - 1) // ncols
   local canvas = torch.zeros(3, h * nrows, w * ncols, { dtype = nchw.dtype })
   for i = 0, n - 1 do
@@ -278,6 +280,10 @@ SummaryWriter.__close = SummaryWriter.close
 function SummaryWriter:__tostring()
   return string.format("<torch.utils.tensorboard.writer.SummaryWriter log_dir='%s'>", self.log_dir)
 end
+
+-- for the plugins' methods in torch_tensorboard_more.lua
+M._helpers = { args = args, number_of = number_of, step_of = step_of, walltime_of = walltime_of, to_hwc = to_hwc,
+  make_grid = make_grid, new_file = new_file }
 
 torch.utils = torch.utils or {}
 torch.utils.tensorboard = M
