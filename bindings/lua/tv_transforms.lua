@@ -122,8 +122,11 @@ local function randperm(n)
 end
 
 -- Run a C image function on either kind; PIL-like results keep the mode's channels.
+-- f, a C loop over CPU images, on either kind of image; a tensor on another device goes to the
+-- CPU and back (the same results, not the device's speed)
 local function apply(img, f, ...)
   if is_pil(img) then return wrap(f(img._data, "hwc", ...)) end
+  if img.device.type ~= "cpu" then return f(img:cpu(), "chw", ...):to(img.device) end
   return f(img, "chw", ...)
 end
 
@@ -149,7 +152,7 @@ function F.to_tensor(pic)
     local c0, c2 = pic:size(0), pic:size(2)
     hwc = not ((c0 <= 4 and c2 > 4) or ((c0 == 1 or c0 == 3) and c2 ~= 1 and c2 ~= 3 and c2 > 4))
   end
-  if pic.dtype == torch.uint8 then return C.to_tensor(pic, hwc and "hwc" or "chw") end
+  if pic.dtype == torch.uint8 then return C.to_tensor(pic:cpu(), hwc and "hwc" or "chw"):to(pic.device) end
   if n == 2 then return pic:unsqueeze(0):contiguous() end
   if hwc then return pic:permute(2, 0, 1):contiguous() end
   return pic
@@ -202,6 +205,7 @@ end
 function F.normalize(tensor, mean, std, inplace)
   if not torch.is_tensor(tensor) then error("normalize: img should be a Tensor image, got " .. type(tensor), 2) end
   if not inplace then tensor = tensor:clone() end
+  if tensor.device.type ~= "cpu" then return tensor:copy_(C.normalize_(tensor:cpu(), mean, std)) end -- the CPU loop, see apply
   return C.normalize_(tensor, mean, std)
 end
 
@@ -281,13 +285,13 @@ end
 function F.hflip(img)
   check_image("hflip", img)
   if is_pil(img) then return wrap(C.flip(img._data, 1)) end
-  return C.flip(img, -1)
+  return img.device.type == "cpu" and C.flip(img, -1) or img:flip(-1)
 end
 
 function F.vflip(img)
   check_image("vflip", img)
   if is_pil(img) then return wrap(C.flip(img._data, 0)) end
-  return C.flip(img, -2)
+  return img.device.type == "cpu" and C.flip(img, -2) or img:flip(-2)
 end
 
 function F.adjust_brightness(img, factor) check_image("adjust_brightness", img); return apply(img, C.adjust, "brightness", factor) end

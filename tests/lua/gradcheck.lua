@@ -29,7 +29,7 @@ return function(T)
     end
     local out = call(leaves)
     torch.manual_seed(4242)
-    local w = torch.randn(out.shape, f64)
+    local w = torch.randn(out.shape, f64):to(out.device) -- drawn on the CPU: the same weights on every device
     local ok, err = pcall(function() (out * w):sum():backward() end)
     if not T.check(ok, name .. ": backward: " .. tostring(err)) then return end
     local function loss(args)
@@ -47,10 +47,10 @@ return function(T)
         for k = 1, #base do
           local vals = { table.unpack(base) }
           vals[k] = base[k] + eps
-          args[i] = torch.tensor(vals, f64):reshape(shape)
+          args[i] = torch.tensor(vals, f64):reshape(shape):to(x.device)
           local up = loss(args)
           vals[k] = base[k] - eps
-          args[i] = torch.tensor(vals, f64):reshape(shape)
+          args[i] = torch.tensor(vals, f64):reshape(shape):to(x.device)
           local down = loss(args)
           local num = (up - down) / (2 * eps)
           local ana = G and G[k] or 0

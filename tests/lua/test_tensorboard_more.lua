@@ -608,7 +608,7 @@ if torch.cuda.is_available() then
       local w = SummaryWriter(dir)
       local g = torch.Generator():manual_seed(3)
       local preds = torch.rand(50, { generator = g }):to(dev)
-      local labels = (torch.rand(50, { generator = g }) > 0.5):to(dev)
+      local labels = torch.rand(50, { generator = g }):gt(0.5):to(dev)
       w:add_pr_curve("pr", labels, preds, 1, 21)
       w:add_audio("a", (torch.rand(20, { generator = g }) * 2 - 1):to(dev), 1)
       w:add_mesh("m", torch.rand(1, 5, 3, { generator = g }):to(dev), nil, nil, nil, 1)
