@@ -14,11 +14,7 @@ local init = nn.init
 return function(models, H)
 
 local fail, failf, parse = H.fail, H.failf, H.parse
-local function builder_opts(...)
-  local o = H.builder_opts(...)
-  o.weights, o.progress, o.pretrained = nil, nil, nil
-  return o
-end
+local builder_opts = H.model_opts
 
 local ops_layers = require "tv_ops_layers"
 models.maxvit = {} -- torchvision.models.maxvit's classes
@@ -83,9 +79,7 @@ function RelativePositionalMultiHeadAttention:__init(...)
   init.trunc_normal_(self.relative_position_bias_table, { std = 0.02 })
 end
 function RelativePositionalMultiHeadAttention:get_relative_positional_bias()
-  local n = self.max_seq_len
-  local bias = self.relative_position_bias_table:index_select(0, self.relative_position_index:view(-1))
-  return bias:view(n, n, -1):permute(2, 0, 1):contiguous():unsqueeze(0)
+  return models._gather_relative_bias(self.relative_position_bias_table, self.relative_position_index, self.max_seq_len)
 end
 -- x: (B, G, P, D) -> (B, G, P, D), attention among the P tokens of each of the G groups
 function RelativePositionalMultiHeadAttention:forward(x)

@@ -14,11 +14,7 @@ local init = nn.init
 return function(models, H)
 
 local fail, failf, parse = H.fail, H.failf, H.parse
-local function builder_opts(...)
-  local o = H.builder_opts(...)
-  o.weights, o.progress, o.pretrained = nil, nil, nil
-  return o
-end
+local builder_opts = H.model_opts
 
 local ops_layers = require "tv_ops_layers"
 local MLP, Permute, StochasticDepth = ops_layers.MLP, ops_layers.Permute, ops_layers.StochasticDepth
@@ -183,6 +179,7 @@ end
 local function gather_bias(tbl, index, n)
   return tbl:index_select(0, index:view(-1)):view(n, n, -1):permute(2, 0, 1):contiguous():unsqueeze(0)
 end
+models._gather_relative_bias = gather_bias
 function ShiftedWindowAttention:get_relative_position_bias()
   return gather_bias(self.relative_position_bias_table, self.relative_position_index,
     self.window_size[1] * self.window_size[2])
