@@ -384,9 +384,17 @@ resnet_builder("resnext101_64x4d", Bottleneck, { 3, 4, 23, 3 }, 4, 64)
 
 -- mobilenet, squeezenet, densenet, shufflenet, efficientnet, vit, convnext
 local helpers = { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts }
+-- builder_opts without the weights keys: the model's own options only
+function helpers.model_opts(...)
+  local o = builder_opts(...)
+  o.weights, o.progress, o.pretrained = nil, nil, nil
+  return o
+end
 require("tv_models_more")(models, helpers)
 require("tv_models_inception")(models, helpers) -- googlenet, inception_v3
 require("tv_models_cnn")(models, helpers) -- mnasnet, regnet, efficientnet_b4-b7 and v2
+require("tv_models_swin")(models, helpers) -- swin_t/s/b, swin_v2_t/s/b
+require("tv_models_maxvit")(models, helpers) -- maxvit_t
 
 require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
 

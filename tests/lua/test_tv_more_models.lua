@@ -229,13 +229,14 @@ T.test("registry and weights= errors", function()
   T.raises(function() models.get_weight("ResNet50") end, "Invalid weight name provided: 'ResNet50'.")
   T.raises(function() models.get_weight("Nope_Weights.X") end,
     "The weight enum 'Nope_Weights' for the specific method couldn't be retrieved.")
-  T.raises(function() models.get_model("swin_t") end, "Unknown model swin_t (not available in nnrepl)")
+  T.check(models.get_model_builder("swin_v2_b") == models.swin_v2_b and models.get_model_builder("maxvit_t") == models.maxvit_t,
+    "get_model_builder: swin, maxvit")
   T.raises(function() models.get_model("nope") end, "Unknown model nope")
   T.raises(function() models.get_model_weights("nope") end, "Unknown model nope")
   local all = models.list_models()
   T.check(has(all, "googlenet") and has(all, "regnet_y_128gf") and has(all, "efficientnet_v2_l") and has(all, "alexnet")
-    and not has(all, "get_model") and not has(all, "swin_t"), "list_models")
-  T.eq(#all, 73, "73 builders: torchvision's 80 classification models less swin_t/s/b, swin_v2_t/s/b and maxvit_t")
+    and not has(all, "get_model") and has(all, "swin_t") and has(all, "maxvit_t"), "list_models")
+  T.eq(#all, 80, "torchvision's 80 classification models")
   T.eq(models.list_models({include = "regnet_y_*"}), {"regnet_y_128gf", "regnet_y_16gf", "regnet_y_1_6gf",
     "regnet_y_32gf", "regnet_y_3_2gf", "regnet_y_400mf", "regnet_y_800mf", "regnet_y_8gf"}, "include")
   T.eq(models.list_models({include = {"mnasnet*", "googlenet"}, exclude = "*0_5"}),
