@@ -10,6 +10,7 @@
 local torch = require "torch"
 local U = require "nn_util"
 local C = require("tv_io")._C
+local K = require "tv_tensor_kernels"
 
 return function(T, H)
   local F = T.functional
@@ -89,7 +90,7 @@ return function(T, H)
     end
     check_image("gaussian_blur", img)
     if is_pil(img) then return chw_pil(U.call(C.gaussian_blur, pil_chw(img), ks[1], ks[2], s[1], s[2])) end
-    return U.call(C.gaussian_blur, img, ks[1], ks[2], s[1], s[2])
+    return U.call(K.for_device(C.gaussian_blur, img) or C.gaussian_blur, img, ks[1], ks[2], s[1], s[2])
   end
 
   -- F.erase(img, i, j, h, w, v, inplace=False): tensors only; img[..., i:i+h, j:j+w] = v

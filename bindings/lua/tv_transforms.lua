@@ -23,6 +23,7 @@ local torch = require "torch"
 local tvio = require "tv_io"
 local C = require("tv_io")._C
 local Image = tvio.Image
+local K = require "tv_tensor_kernels"
 local wrap = Image._wrap
 
 local T = {}
@@ -121,12 +122,16 @@ local function randperm(n)
   return p
 end
 
--- Run a C image function on either kind; PIL-like results keep the mode's channels.
--- f, a C loop over CPU images, on either kind of image; a tensor on another device goes to the
--- CPU and back (the same results, not the device's speed)
+-- f, a C loop over CPU images, on either kind of image. A tensor on another device goes through
+-- the loop's tensor-op kernel (tv_tensor_kernels) where there is one, else to the CPU and back.
 local function apply(img, f, ...)
   if is_pil(img) then return wrap(f(img._data, "hwc", ...)) end
-  if img.device.type ~= "cpu" then return f(img:cpu(), "chw", ...):to(img.device) end
+  if img.device.type ~= "cpu" then
+    local k = K.for_device(f, img)
+    local out = k and k(img, ...)
+    if out ~= nil then return out end
+    return f(img:cpu(), "chw", ...):to(img.device)
+  end
   return f(img, "chw", ...)
 end
 
@@ -205,8 +210,7 @@ end
 function F.normalize(tensor, mean, std, inplace)
   if not torch.is_tensor(tensor) then error("normalize: img should be a Tensor image, got " .. type(tensor), 2) end
   if not inplace then tensor = tensor:clone() end
-  if tensor.device.type ~= "cpu" then return tensor:copy_(C.normalize_(tensor:cpu(), mean, std)) end -- the CPU loop, see apply
-  return C.normalize_(tensor, mean, std)
+  return (K.for_device(C.normalize_, tensor) or C.normalize_)(tensor, mean, std)
 end
 
 -- torchvision's _compute_resized_output_size: h, w
