@@ -25,11 +25,12 @@ function Scope.__close(self)
   state.hooks, state.disabled = self.prev_hooks, self.prev_disabled
   apply()
 end
-Scope.__exit__ = Scope.__close
 
--- set hooks and disabled; with fn, run it and restore what was (also on error)
+-- set hooks and disabled; with fn, run it and restore what was (also on error). The scope shows
+-- its hooks as pack_hook and unpack_hook, as PyTorch's context objects do.
 local function enter(hooks, disabled, fn)
   local scope = setmetatable({ prev_hooks = state.hooks, prev_disabled = state.disabled }, Scope)
+  if hooks then scope.pack_hook, scope.unpack_hook = hooks[1], hooks[2] end
   state.hooks, state.disabled = hooks, disabled
   apply()
   if fn == nil then return scope end
@@ -50,6 +51,9 @@ local function parse(fname, spec, from, ...)
   end
   return U.parse(fname, spec, table.unpack(args, 1, args.n)), fn
 end
+
+-- the hooks in force, {pack, unpack}, or nil (torch.autograd.Function's save_for_backward packs through them)
+function graph._current_hooks() return state.hooks end
 
 local function refuse_if_disabled()
   if state.disabled then error(state.disabled, 3) end
