@@ -3,6 +3,7 @@
  * inference_mode, each a to-be-closed value (`local _ <close> = torch.no_grad()`) or a
  * function runner (`torch.no_grad(function() ... end)`). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd.h"
 #include "lt.h"
@@ -371,6 +372,51 @@ static int node_name(lua_State *L)
     return 1;
 }
 
+static void push_node(lua_State *L, nn_node *n)
+{
+    nn_node **u = lua_newuserdatauv(L, sizeof *u, 0);
+    *u = n;
+    n->refcount++;
+    luaL_setmetatable(L, NODE_MT);
+}
+
+/* node == other: the same graph node */
+static int node_eq(lua_State *L)
+{
+    nn_node **a = luaL_testudata(L, 1, NODE_MT), **b = luaL_testudata(L, 2, NODE_MT);
+    lua_pushboolean(L, a && b && *a == *b);
+    return 1;
+}
+
+/* node.next_functions: {node or nil, input_nr} for each input, as PyTorch's ((node, nr), ...);
+ * node.variable: an AccumulateGrad node's leaf; methods from the method table */
+static int node_index(lua_State *L)
+{
+    nn_node *n = *(nn_node **)luaL_checkudata(L, 1, NODE_MT);
+    const char *k = lua_tostring(L, 2);
+    if (k && !strcmp(k, "next_functions")) {
+        lua_createtable(L, n->nin, 0);
+        for (int i = 0; i < n->nin; i++) {
+            lua_createtable(L, 2, 0);
+            if (n->next[i].node) {
+                push_node(L, n->next[i].node);
+                lua_rawseti(L, -2, 1);
+            }
+            lua_pushinteger(L, n->next[i].input_nr);
+            lua_rawseti(L, -2, 2);
+            lua_rawseti(L, -2, i + 1);
+        }
+        return 1;
+    }
+    if (k && !strcmp(k, "variable") && n->leaf) {
+        lt_push(L, nn_retain(n->leaf));
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
 int lt_field_grad_fn(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
@@ -379,10 +425,7 @@ int lt_field_grad_fn(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    nn_node **n = lua_newuserdatauv(L, sizeof *n, 0);
-    *n = t->grad_fn;
-    (*n)->refcount++;
-    luaL_setmetatable(L, NODE_MT);
+    push_node(L, t->grad_fn);
     return 1;
 }
 
@@ -498,9 +541,12 @@ void lt_open_autograd(lua_State *L)
     lua_setfield(L, -2, "__gc");
     lua_pushcfunction(L, node_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, node_eq);
+    lua_setfield(L, -2, "__eq");
     lua_newtable(L);
     lua_pushcfunction(L, node_name);
     lua_setfield(L, -2, "name");
+    lua_pushcclosure(L, node_index, 1);
     lua_setfield(L, -2, "__index");
     lua_settop(L, torch);
 

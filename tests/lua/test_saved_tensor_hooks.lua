@@ -300,3 +300,18 @@ T.test("inference tensors in autograd and in-place outside inference mode", func
   T.eq(list(normal), { 1.0, 1.0, 1.0 }, "and on a normal tensor too")
   T.check(not torch.is_inference_mode_enabled(), "inference mode is off again")
 end)
+
+T.test("grad_fn.next_functions and AccumulateGrad's variable", function()
+  local x = torch.tensor({ 1.0, 2.0 }):requires_grad_()
+  local c = torch.tensor({ 3.0, 4.0 })
+  local z = (x * c):exp()
+  local nf = z.grad_fn.next_functions
+  T.eq(#nf, 1, "exp has one input")
+  T.eq({ nf[1][1]:name(), nf[1][2] }, { "MulBackward0", 0 }, "its node and output number")
+  local mul = nf[1][1].next_functions
+  T.eq(mul[1][1]:name(), "AccumulateGrad", "x is a leaf")
+  T.check(torch.equal(mul[1][1].variable, x), "AccumulateGrad.variable is the leaf")
+  T.eq({ mul[2][1], mul[2][2] }, { nil, 0 }, "the constant has no node")
+  T.check(z.grad_fn == z.grad_fn and z.grad_fn ~= nf[1][1], "nodes compare by identity")
+  T.eq(z.grad_fn.variable, nil, "only AccumulateGrad has a variable")
+end)
