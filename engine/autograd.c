@@ -126,10 +126,11 @@ static void drop_saved(nn_node *n, int slot)
     n->packed[slot] = NULL;
 }
 
-/* the pack hook's value for keep, or NULL (none set, or it failed: then deferred) */
+/* the pack hook's value for keep, or NULL (none set, or it failed: then deferred; once an error
+ * is deferred the op fails anyway, and the hook is not run) */
 static nn_packed *pack(nn_tensor *keep)
 {
-    if (!pack_hook) return NULL;
+    if (!pack_hook || deferred.st) return NULL;
     nn_pack_fn fn = pack_hook;
     bool was = nn_grad_enabled();
     nn_set_grad_enabled(false);
