@@ -3,6 +3,7 @@
  * inference_mode, each a to-be-closed value (`local _ <close> = torch.no_grad()`) or a
  * function runner (`torch.no_grad(function() ... end)`). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd.h"
 #include "lt.h"
@@ -68,6 +69,7 @@ static bool is_opts(lua_State *L, int idx)
 static nn_status run_backward(lua_State *L, int nroots, nn_tensor *const *roots, nn_tensor *const *grads, bool retain,
                               bool create, const nn_grad_targets *want)
 {
+    if (nn_take_deferred_error()) return nn_last_status();
     lua_State *outer = backward_L;
     backward_L = L;
     nn_status st = nn_backward_ex(nroots, roots, grads, retain, create, want);
@@ -370,6 +372,51 @@ static int node_name(lua_State *L)
     return 1;
 }
 
+static void push_node(lua_State *L, nn_node *n)
+{
+    nn_node **u = lua_newuserdatauv(L, sizeof *u, 0);
+    *u = n;
+    n->refcount++;
+    luaL_setmetatable(L, NODE_MT);
+}
+
+/* node == other: the same graph node */
+static int node_eq(lua_State *L)
+{
+    nn_node **a = luaL_testudata(L, 1, NODE_MT), **b = luaL_testudata(L, 2, NODE_MT);
+    lua_pushboolean(L, a && b && *a == *b);
+    return 1;
+}
+
+/* node.next_functions: {node or nil, input_nr} for each input, as PyTorch's ((node, nr), ...);
+ * node.variable: an AccumulateGrad node's leaf; methods from the method table */
+static int node_index(lua_State *L)
+{
+    nn_node *n = *(nn_node **)luaL_checkudata(L, 1, NODE_MT);
+    const char *k = lua_tostring(L, 2);
+    if (k && !strcmp(k, "next_functions")) {
+        lua_createtable(L, n->nin, 0);
+        for (int i = 0; i < n->nin; i++) {
+            lua_createtable(L, 2, 0);
+            if (n->next[i].node) {
+                push_node(L, n->next[i].node);
+                lua_rawseti(L, -2, 1);
+            }
+            lua_pushinteger(L, n->next[i].input_nr);
+            lua_rawseti(L, -2, 2);
+            lua_rawseti(L, -2, i + 1);
+        }
+        return 1;
+    }
+    if (k && !strcmp(k, "variable") && n->leaf) {
+        lt_push(L, nn_retain(n->leaf));
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
 int lt_field_grad_fn(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
@@ -378,26 +425,23 @@ int lt_field_grad_fn(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    nn_node **n = lua_newuserdatauv(L, sizeof *n, 0);
-    *n = t->grad_fn;
-    (*n)->refcount++;
-    luaL_setmetatable(L, NODE_MT);
+    push_node(L, t->grad_fn);
     return 1;
 }
 
 /* ---- grad mode ---- */
 typedef struct { bool prev, prev_inference; bool closed; } grad_mode;
 
-/* Whether an inference_mode(true) region is open (torch.is_inference_mode_enabled); no_grad and
+/* Whether an inference_mode(true) region is open (the engine's inference mode): no_grad and
  * enable_grad inside one leave it so, as in PyTorch. */
-static bool inference_on;
+#define inference_on nn_inference_mode_enabled()
 
 static int mode_close(lua_State *L)
 {
     grad_mode *m = luaL_checkudata(L, 1, GRAD_MODE_MT);
     if (!m->closed) {
         nn_set_grad_enabled(m->prev);
-        inference_on = m->prev_inference;
+        nn_set_inference_mode(m->prev_inference);
         m->closed = true;
     }
     return 0;
@@ -412,11 +456,11 @@ static int with_mode(lua_State *L, bool on, bool inference, int fn_idx)
     if (lua_isfunction(L, fn_idx)) {
         int base = lua_gettop(L);
         nn_set_grad_enabled(on);
-        inference_on = inference;
+        nn_set_inference_mode(inference);
         lua_pushvalue(L, fn_idx);
         int st = lua_pcall(L, 0, LUA_MULTRET, 0);
         nn_set_grad_enabled(prev);
-        inference_on = prev_inference;
+        nn_set_inference_mode(prev_inference);
         if (st) return lua_error(L);
         return lua_gettop(L) - base;
     }
@@ -426,14 +470,14 @@ static int with_mode(lua_State *L, bool on, bool inference, int fn_idx)
     m->closed = false;
     luaL_setmetatable(L, GRAD_MODE_MT);
     nn_set_grad_enabled(on);
-    inference_on = inference;
+    nn_set_inference_mode(inference);
     return 1;
 }
 
 static int no_grad(lua_State *L) { return with_mode(L, false, inference_on, 1); }
 static int enable_grad(lua_State *L) { return with_mode(L, true, inference_on, 1); }
 
-/* inference_mode([mode=true][, fn]): no_grad here (there are no inference tensors);
+/* inference_mode([mode=true][, fn]): no_grad, and what is made inside is an inference tensor;
  * inference_mode(false) keeps the current grad mode and leaves inference mode. */
 static int inference_mode(lua_State *L)
 {
@@ -447,6 +491,13 @@ static int inference_mode(lua_State *L)
 static int is_inference_mode_enabled(lua_State *L)
 {
     lua_pushboolean(L, inference_on);
+    return 1;
+}
+
+/* x:is_inference(), torch.is_inference(x) */
+static int is_inference(lua_State *L)
+{
+    lua_pushboolean(L, nn_is_inference(lt_check(L, 1)));
     return 1;
 }
 
@@ -490,25 +541,29 @@ void lt_open_autograd(lua_State *L)
     lua_setfield(L, -2, "__gc");
     lua_pushcfunction(L, node_tostring);
     lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, node_eq);
+    lua_setfield(L, -2, "__eq");
     lua_newtable(L);
     lua_pushcfunction(L, node_name);
     lua_setfield(L, -2, "name");
+    lua_pushcclosure(L, node_index, 1);
     lua_setfield(L, -2, "__index");
     lua_settop(L, torch);
 
     static const luaL_Reg fns[] = {
         {"no_grad", no_grad}, {"enable_grad", enable_grad}, {"set_grad_enabled", set_grad_enabled},
         {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode},
-        {"is_inference_mode_enabled", is_inference_mode_enabled},
+        {"is_inference_mode_enabled", is_inference_mode_enabled}, {"is_inference", is_inference},
         {"_set_anomaly", set_anomaly}, {"is_anomaly_enabled", is_anomaly_enabled},
         {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
+    lt_open_saved_hooks(L);
     static const luaL_Reg methods[] = {
         {"backward", t_backward}, {"detach", t_detach}, {"detach_", t_detach_},
         {"requires_grad_", t_requires_grad_}, {"retain_grad", t_retain_grad},
         {"register_post_accumulate_grad_hook", t_register_post_accumulate_grad_hook}, {"register_hook", t_register_hook},
-        {NULL, NULL},
+        {"is_inference", is_inference}, {NULL, NULL},
     };
     lua_getfield(L, torch, "Tensor");
     luaL_setfuncs(L, methods, 0);

@@ -104,9 +104,19 @@ static int closed_error(lua_State *L)
     return luaL_error(L, "attempt to use a closed tensor");
 }
 
+/* the op that made t could not save what its backward needs: its error instead of t */
+static inline void check_deferred(lua_State *L, nn_tensor *t)
+{
+    if (!nn_has_deferred_error()) return;
+    nn_release(t);
+    nn_take_deferred_error();
+    lt_fail(L, 0);
+}
+
 void lt_push(lua_State *L, nn_tensor *t)
 {
     if (!t) lt_fail(L, 0);
+    check_deferred(L, t);
     lt_tensor *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->t = t;
     lua_rawgetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
@@ -426,6 +436,7 @@ static inline nn_tensor *fast_tensor(lua_State *L, int idx)
 
 static inline int push_fast(lua_State *L, nn_tensor *r)
 {
+    check_deferred(L, r);
     lt_tensor *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->t = r;
     lua_pushvalue(L, lua_upvalueindex(1));

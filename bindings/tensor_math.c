@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd.h"
 #include "lt.h"
 
 static const char *const no_keys[] = {NULL};
@@ -67,7 +68,7 @@ static int m_binary_(lua_State *L)
     if (!b) return lt_fail(L, 0);
     nn_status s = alpha != 1 ? nn_add_alpha_(t, b, op == NN_OP_sub ? -alpha : alpha) : nn_binary_(op, t, b);
     nn_release(b);
-    if (s) return lt_fail(L, 2);
+    if (s || nn_take_deferred_error()) return lt_fail(L, 2); /* deferred: b an inference tensor autograd must keep */
     lua_settop(L, 1);
     return 1;
 }

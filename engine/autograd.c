@@ -95,18 +95,76 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
     return n;
 }
 
+/* ---- errors of saving, raised later by the bindings ---- */
+static _Thread_local struct { nn_status st; char msg[512]; } deferred;
+
+static void defer_error(void)
+{
+    if (deferred.st) return; /* the first one is the one to report */
+    deferred.st = nn_last_status() ? nn_last_status() : NN_ERR_RUNTIME;
+    snprintf(deferred.msg, sizeof deferred.msg, "%s", nn_last_error());
+}
+
+bool nn_has_deferred_error(void) { return deferred.st != NN_OK; }
+
+nn_status nn_take_deferred_error(void)
+{
+    nn_status st = deferred.st;
+    if (!st) return NN_OK;
+    deferred.st = NN_OK;
+    return nn_error(st, "%s", deferred.msg);
+}
+
+static _Thread_local nn_pack_fn pack_hook;
+void nn_set_saved_tensor_pack(nn_pack_fn fn) { pack_hook = fn; }
+
+static void drop_saved(nn_node *n, int slot)
+{
+    nn_release(n->saved[slot]);
+    n->saved[slot] = NULL;
+    if (n->packed[slot]) n->packed[slot]->free(n->packed[slot]);
+    n->packed[slot] = NULL;
+}
+
+/* the pack hook's value for keep, or NULL (none set, or it failed: then deferred; once an error
+ * is deferred the op fails anyway, and the hook is not run) */
+static nn_packed *pack(nn_tensor *keep)
+{
+    if (!pack_hook || deferred.st) return NULL;
+    nn_pack_fn fn = pack_hook;
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(false);
+    pack_hook = NULL; /* what the hook runs saves nothing (grad mode is off), and never re-enters */
+    nn_packed *p = fn(keep);
+    pack_hook = fn;
+    nn_set_grad_enabled(was);
+    if (!p) defer_error();
+    return p;
+}
+
 void nn_node_save(nn_node *n, int slot, nn_tensor *t)
 {
+    if (nn_is_inference(t) && !nn_inference_mode_enabled()) {
+        nn_error(NN_ERR_RUNTIME, "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal "
+                                 "tensor and use it in autograd.");
+        defer_error();
+    }
     bool output = t->grad_fn == n;
     nn_tensor *keep = output ? nn_detach(t) : nn_retain(t);
     n->saved_output = (uint8_t)((n->saved_output & ~(1u << slot)) | (output ? 1u << slot : 0));
-    nn_release(n->saved[slot]);
+    drop_saved(n, slot);
+    n->saved_nr[slot] = t->output_nr;
+    n->packed[slot] = keep ? pack(keep) : NULL;
+    if (n->packed[slot]) {
+        nn_release(keep);
+        return;
+    }
     n->saved[slot] = keep;
     n->saved_version[slot] = t->storage->version;
     n->saved_fn[slot] = t->grad_fn ? t->grad_fn->name : NULL;
-    n->saved_nr[slot] = t->output_nr;
 }
 
+bool nn_node_has_saved(const nn_node *n, int slot) { return n->saved[slot] || n->packed[slot]; }
 
 /* ---- create_graph: the pass's state, and saved outputs given their history back ---- */
 static _Thread_local bool retaining, creating;
@@ -122,25 +180,49 @@ nn_status nn_no_double_backward(const char *what)
                     running ? running->name : "this op", what);
 }
 
-/* A saved output with its history (grad_fn: the node that made it), kept until the node's backward ends. */
-static nn_tensor *live_output(nn_node *n, int slot, nn_tensor *saved)
+/* Keep t (taken) until the running node's backward ends; returns it borrowed, or NULL. */
+static nn_tensor *keep_live(nn_tensor *t)
 {
+    if (!t) return NULL;
     if (live.n == live.cap) {
         int cap = live.cap ? live.cap * 2 : 16;
         nn_tensor **v = realloc(live.v, sizeof *v * cap);
-        if (!v) { nn_error(NN_ERR_NOMEM, "out of memory in backward"); return NULL; }
+        if (!v) {
+            nn_release(t);
+            nn_error(NN_ERR_NOMEM, "out of memory in backward");
+            return NULL;
+        }
         live.v = v, live.cap = cap;
     }
+    live.v[live.n++] = t;
+    return t;
+}
+
+/* A saved output with its history (grad_fn: the node that made it), kept until the node's backward ends. */
+static nn_tensor *live_output(nn_node *n, int slot, nn_tensor *saved)
+{
     nn_tensor *a = nn_detach(saved);
-    if (!a) return NULL;
-    nn_node_set_output(n, a, n->saved_nr[slot]);
-    live.v[live.n++] = a;
-    return a;
+    if (a) nn_node_set_output(n, a, n->saved_nr[slot]);
+    return keep_live(a);
+}
+
+/* A packed saved value through its unpack function. */
+static nn_tensor *unpacked(nn_node *n, int slot)
+{
+    nn_tensor *t = n->packed[slot]->unpack(n->packed[slot]);
+    if (!t) return NULL;
+    if (creating && (n->saved_output >> slot & 1)) {
+        nn_tensor *a = live_output(n, slot, t);
+        nn_release(t);
+        return a;
+    }
+    return keep_live(t);
 }
 
 nn_tensor *nn_node_saved(nn_node *n, int slot)
 {
     nn_tensor *t = n->saved[slot];
+    if (!n->released && n->packed[slot]) return unpacked(n, slot);
     if (n->released || !t) {
         nn_error(NN_ERR_RUNTIME, "Trying to backward through the graph a second time (or directly access saved tensors after "
                                  "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -182,16 +264,13 @@ void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr)
 static bool has_saved(const nn_node *n)
 {
     for (int i = 0; i < NN_NODE_MAX_SAVED; i++)
-        if (n->saved[i]) return true;
+        if (nn_node_has_saved(n, i)) return true;
     return false;
 }
 
 static void release_saved(nn_node *n)
 {
-    for (int i = 0; i < NN_NODE_MAX_SAVED; i++) {
-        nn_release(n->saved[i]);
-        n->saved[i] = NULL;
-    }
+    for (int i = 0; i < NN_NODE_MAX_SAVED; i++) drop_saved(n, i);
 }
 
 /* Iterative, so a long chain of nodes (an RNN unrolled 10^5 times) cannot overflow the C stack. */
@@ -308,8 +387,17 @@ nn_status nn_retain_grad(nn_tensor *t)
     return NN_OK;
 }
 
+nn_status nn_check_inference_inplace(const nn_tensor *t)
+{
+    if (nn_is_inference(t) && !nn_inference_mode_enabled())
+        return nn_error(NN_ERR_RUNTIME, "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get "
+                                        "a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.");
+    return NN_OK;
+}
+
 nn_status nn_check_inplace(const char *fn, nn_tensor *t)
 {
+    if (nn_check_inference_inplace(t)) return nn_last_status();
     if (grad_off || !t->requires_grad) return NN_OK;
     if (nn_is_leaf(t))
         return nn_error(NN_ERR_RUNTIME, "%s: a leaf Variable that requires grad is being used in an in-place operation.", fn);

@@ -36,6 +36,7 @@ struct nn_node {
     const char *name;       /* "AddBackward0", printed as grad_fn=<...> */
     nn_backward_fn backward;
     nn_tensor *saved[NN_NODE_MAX_SAVED];
+    struct nn_packed *packed[NN_NODE_MAX_SAVED]; /* what a saved-tensor pack hook kept instead of saved[i] */
     uint32_t saved_version[NN_NODE_MAX_SAVED];
     const char *saved_fn[NN_NODE_MAX_SAVED]; /* for the version error: the saved value's grad_fn then */
     int saved_nr[NN_NODE_MAX_SAVED];
@@ -80,8 +81,31 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
 /* Keep t for backward (an output of the same op is kept as a detached alias: call
  * nn_node_set_output first, else the node and its output would own each other). */
 void nn_node_save(nn_node *n, int slot, nn_tensor *t);
-/* Check a saved value is still as it was; returns it (borrowed) or NULL with the error set. */
+/* Check a saved value is still as it was; returns it (borrowed) or NULL with the error set.
+ * A value a pack hook kept comes back through its unpack function (no version check then, as
+ * in PyTorch), held until the node's backward ends. */
 nn_tensor *nn_node_saved(nn_node *n, int slot);
+/* Whether slot holds a saved value (as a tensor or packed by a hook). */
+bool nn_node_has_saved(const nn_node *n, int slot);
+
+/* Saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks), provided by the bindings.
+ * While a pack function is set, nn_node_save calls it (grad mode off) with each tensor a node
+ * saves (an output as a detached alias) and keeps what it returns in place of the tensor. */
+typedef struct nn_packed nn_packed;
+struct nn_packed {
+    nn_tensor *(*unpack)(nn_packed *p); /* the tensor back: a new reference, or NULL with the error set */
+    void (*free)(nn_packed *p);
+};
+/* Returns the packed value, or NULL with the error set: the tensor is then saved as it is and
+ * the error becomes the deferred one (below). */
+typedef nn_packed *(*nn_pack_fn)(nn_tensor *t);
+void nn_set_saved_tensor_pack(nn_pack_fn fn); /* NULL: none */
+
+/* Saving can fail (an inference tensor, a failing pack hook) where the ops that save have no
+ * way to report it: the first such error is kept here, and the bindings raise it when the op's
+ * result comes back (or before the next backward). Returns it and clears it; NN_OK: none. */
+nn_status nn_take_deferred_error(void);
+bool nn_has_deferred_error(void);
 /* Make out the output_nr-th output of n: out->grad_fn = n, requires_grad = true. Consumes
  * nothing; the node gains a reference from out. */
 void nn_node_set_output(nn_node *n, nn_tensor *out, int output_nr);
@@ -136,8 +160,11 @@ nn_status nn_detach_(nn_tensor *t);
 nn_status nn_requires_grad_(nn_tensor *t, bool on); /* error for non-leaf when turning off / non-float */
 bool nn_is_leaf(const nn_tensor *t);
 nn_status nn_retain_grad(nn_tensor *t);
-/* Error if grad mode is on and t is a leaf requiring grad or a view of one (in-place ops call this). */
+/* Error if grad mode is on and t is a leaf requiring grad or a view of one, or t is an inference
+ * tensor and inference mode is off (in-place ops call this). */
 nn_status nn_check_inplace(const char *fn, nn_tensor *t);
+/* The inference-tensor part alone (also under no_grad, as in PyTorch). */
+nn_status nn_check_inference_inplace(const nn_tensor *t);
 
 /* After an in-place op made node the grad_fn of self: when self is a view, the op changed
  * its base too, so the base's history becomes a CopySlices node running the op's backward

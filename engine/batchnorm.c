@@ -111,12 +111,12 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     if (!grad_out[0]) return NN_OK; /* no gradient reached y: none for the inputs */
     if (nn_backward_creates_graph() && nn_grad_enabled()) {
         nn_tensor *x = nn_node_saved(n, 0), *w = NULL, *s2 = training ? NULL : nn_node_saved(n, 2), *s3 = training ? NULL : nn_node_saved(n, 3);
-        if (!x || (!training && (!s2 || !s3)) || (n->saved[1] && !(w = nn_node_saved(n, 1)))) return nn_last_status();
+        if (!x || (!training && (!s2 || !s3)) || (nn_node_has_saved(n, 1) && !(w = nn_node_saved(n, 1)))) return nn_last_status();
         return composed_backward(n, grad_out[0], x, w, s2, s3, grad_in);
     }
     nn_tensor *x = nn_node_saved(n, 0), *w = NULL, *s2 = nn_node_saved(n, 2), *s3 = training ? NULL : nn_node_saved(n, 3);
     if (!x || !s2 || (!training && !s3)) return nn_last_status();
-    if (n->saved[1] && !(w = nn_node_saved(n, 1))) return nn_last_status();
+    if (nn_node_has_saved(n, 1) && !(w = nn_node_saved(n, 1))) return nn_last_status();
     nn_tensor *mean = s2, *v = s3;
     if (training) { /* the rows of the forward's stats */
         mean = nn_select(s2, 0, 0);

@@ -431,6 +431,7 @@ nn_status nn_inplace_begin(const char *fn, nn_op op, nn_tensor *self, nn_tensor 
 {
     r->on = false;
     r->old = r->other = NULL;
+    if (nn_check_inference_inplace(self)) return nn_last_status();
     nn_tensor *ins[2] = {self, other};
     if (!nn_any_requires_grad(other ? 2 : 1, ins)) return NN_OK;
     nn_status st = nn_check_inplace(fn, self);

@@ -52,7 +52,7 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
 {
     nn_tensor *x = nn_node_saved(n, S_X), *w = NULL, *mean = x ? nn_node_saved(n, S_MEAN) : NULL,
               *rstd = mean ? nn_node_saved(n, S_RSTD) : NULL;
-    if (!rstd || (n->saved[S_W] && !(w = nn_node_saved(n, S_W)))) return nn_last_status();
+    if (!rstd || (nn_node_has_saved(n, S_W) && !(w = nn_node_saved(n, S_W)))) return nn_last_status();
     if (nn_backward_creates_graph() && nn_grad_enabled()) return composed_backward(n, grad_out[0], x, w, grad_in);
     int64_t E = n->i[0];
     nn_tensor *gc = nn_to_dtype(grad_out[0], x->dtype), *g = gc ? nn_contiguous(gc) : NULL;

@@ -80,7 +80,7 @@ static bool prologue(nn_op op, class_loss self, nn_tensor *x, nn_tensor *target,
 static nn_status nll_double_backward(nn_node *n, nn_tensor *const *gg, nn_tensor **gi)
 {
     nn_tensor *t = nn_node_saved(n, 0), *w = NULL;
-    if (!t || (n->saved[1] && !(w = nn_node_saved(n, 1)))) return nn_last_status();
+    if (!t || (nn_node_has_saved(n, 1) && !(w = nn_node_saved(n, 1)))) return nn_last_status();
     gi[0] = nn_nll_loss(gg[0], t, w, (int)n->i[0], n->i[1]);
     return gi[0] ? NN_OK : nn_last_status();
 }
@@ -90,7 +90,7 @@ static nn_status backward_node(nn_node *n, nn_tensor *const *grad_out, nn_tensor
 {
     nn_tensor *tw = nn_node_saved(n, 0), *t = nn_node_saved(n, 1), *w = NULL;
     if (!tw || !t) return nn_last_status();
-    if (n->saved[2] && !(w = nn_node_saved(n, 2))) return nn_last_status();
+    if (nn_node_has_saved(n, 2) && !(w = nn_node_saved(n, 2))) return nn_last_status();
     const nn_edge *e = &n->next[0];
     nn_tensor *g = grad_out[0];
     bool record = nn_backward_creates_graph() && nn_grad_enabled() && g->requires_grad;
@@ -162,7 +162,7 @@ static nn_status cross_entropy_node(nn_node *n, nn_tensor *const *grad_out, nn_t
 {
     nn_tensor *sv[5] = {NULL};
     for (int k = 0; k < 5; k++)
-        if ((k < 4 || n->saved[k]) && !(sv[k] = nn_node_saved(n, k))) return nn_last_status();
+        if ((k < 4 || nn_node_has_saved(n, k)) && !(sv[k] = nn_node_saved(n, k))) return nn_last_status();
     nn_tensor *x = sv[0], *go = grad_out[0];
     int red = (int)n->i[0];
     if (nn_backward_creates_graph() && nn_grad_enabled()) { /* double backward: through nll_loss(log_softmax(x)) */

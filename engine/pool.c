@@ -200,8 +200,8 @@ static nn_tensor *flat_indices(nn_tensor *ind, const pool_ctx *c, int64_t W)
 
 static nn_status pool_double_backward(nn_node *d, nn_tensor *const *gg, nn_tensor **gi)
 {
-    nn_tensor *saved = d->saved[0] ? nn_node_saved(d, 0) : NULL;
-    if (d->saved[0] && !saved) return nn_last_status();
+    nn_tensor *saved = nn_node_has_saved(d, 0) ? nn_node_saved(d, 0) : NULL;
+    if (nn_node_has_saved(d, 0) && !saved) return nn_last_status();
     nn_tensor *ind = saved ? flat_indices(saved, d->ctx, gg[0]->shape[gg[0]->ndim - 1]) : NULL; /* gg: the pool input's shape */
     if (saved && !ind) return nn_last_status();
     gi[0] = pooled_like(d, gg[0], ind);

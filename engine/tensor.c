@@ -74,6 +74,10 @@ static nn_status check_geometry(int ndim, const int64_t *shape)
     return NN_OK;
 }
 
+static _Thread_local bool inference_on;
+bool nn_inference_mode_enabled(void) { return inference_on; }
+void nn_set_inference_mode(bool on) { inference_on = on; }
+
 static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *strides, nn_dtype dt, nn_device dev, bool pinned)
 {
     if (check_geometry(ndim, shape)) return NULL;
@@ -109,6 +113,7 @@ static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *st
     s->nbytes = nbytes ? nbytes : 1;
     s->device = dev;
     s->pinned = pinned;
+    s->inference = inference_on;
     t->storage = s;
     count_live(s, 1);
     return t;
@@ -156,6 +161,7 @@ nn_tensor *nn_from_blob(void *data, int ndim, const int64_t *shape, const int64_
     s->device = dev;
     s->release = release ? release : keep_borrowed;
     s->release_ctx = ctx;
+    s->inference = inference_on;
     int64_t span = 1;
     for (int i = 0; i < ndim; i++) span += (shape[i] - 1) * t->strides[i];
     s->nbytes = (size_t)span * nn_dtype_size(dt);

@@ -25,6 +25,7 @@ typedef struct nn_storage {
     nn_device device;
     uint32_t version;       /* bumped by in-place ops; shared by all views (autograd checks it) */
     bool pinned;            /* page-locked host memory */
+    bool inference;         /* allocated under inference mode: its tensors are inference tensors */
     void (*release)(void *data, void *ctx); /* borrowed memory: called instead of the backend's free */
     void *release_ctx;
 } nn_storage;
@@ -68,6 +69,12 @@ typedef struct nn_tensor {
 
 /* PyTorch's legacy type name of t, "torch.FloatTensor", "torch.cuda.LongTensor"; buf >= 48 bytes */
 const char *nn_type_str(char *buf, const struct nn_tensor *t);
+
+/* Inference mode (thread-local; torch.inference_mode): storage allocated while it is on makes
+ * inference tensors, which autograd refuses to save and in-place ops outside it refuse to change. */
+bool nn_inference_mode_enabled(void);
+void nn_set_inference_mode(bool on);
+static inline bool nn_is_inference(const struct nn_tensor *t) { return t->storage->inference; }
 
 /* Allocation and lifetime */
 nn_tensor *nn_empty(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);

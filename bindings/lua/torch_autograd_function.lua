@@ -13,6 +13,8 @@
 local torch = require "torch"
 local C = torch
 
+local graph = require "torch_autograd_graph"
+
 local Ctx = {}
 Ctx.__index = Ctx
 Ctx.__name = "torch.autograd.function.FunctionCtx"
@@ -40,9 +42,15 @@ local function saved_tensors(ctx)
   local s = rawget(ctx, "_saved")
   if not s then return {} end
   local out = {}
+  local packed = rawget(ctx, "_packed")
   for i = 1, s.n do
     local t = s[i]
-    if t ~= nil and t._version ~= ctx._versions[i] then
+    if packed and packed[i] then -- through the saved-tensor hooks in force at apply (no version check)
+      t = packed[i].unpack(packed[i].value)
+      if not torch.is_tensor(t) then
+        error("Output of saved tensor unpack_hook expected to be a Tensor but got result of type " .. type(t), 0)
+      end
+    elseif t ~= nil and t._version ~= ctx._versions[i] then
       error(string.format("one of the variables needed for gradient computation has been modified by an inplace " ..
         "operation: saved tensor %d of %s is at version %d; expected version %d instead.", i - 1, ctx._name, t._version,
         ctx._versions[i]), 0)
@@ -88,11 +96,18 @@ local function apply(cls, ...)
     if torch.is_tensor(v) then rawset(ctx, k, unhooked(v)) end
   end
   local saved = rawget(ctx, "_saved")
+  local hooks = graph._current_hooks()
   ctx._versions = {}
+  if hooks and saved then ctx._packed = {} end
   for i = 1, saved and saved.n or 0 do
     if saved[i] ~= nil then
       saved[i] = unhooked(saved[i])
       ctx._versions[i] = saved[i]._version
+      if hooks then -- pack keeps what it returns instead of the tensor
+        local t = saved[i]
+        ctx._packed[i] = { value = torch.no_grad(function() return hooks[1](t) end), unpack = hooks[2] }
+        saved[i] = nil
+      end
     end
   end
   return table.unpack(outs, 1, outs.n)

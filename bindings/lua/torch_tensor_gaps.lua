@@ -74,8 +74,6 @@ for _, name in ipairs({ "is_meta", "is_sparse", "is_sparse_csr", "is_quantized",
   fields[name] = function() return false end
 end
 
--- nnrepl has no inference tensors: inference_mode is no_grad, and what it makes is an ordinary tensor
-function Tensor:is_inference() return false end
 function Tensor:is_distributed() return false end
 function Tensor:has_names() return false end
 function Tensor:sparse_dim() return 0 end
