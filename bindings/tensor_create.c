@@ -9,6 +9,7 @@
 
 #include "autograd.h"
 #include "complex_ops.h"
+#include "device.h"
 #include "memory_format.h"
 
 /* ---- the {dtype=, device=, requires_grad=} of every factory ---- */
@@ -16,7 +17,7 @@
 typedef struct {
     nn_dtype dt;
     nn_device dev;
-    bool requires_grad;
+    bool requires_grad, pin; /* pin: in page-locked host memory (pin_memory=true) */
 } create_opts;
 
 static const char *const create_keys[] = {"dtype", "device", "requires_grad", "pin_memory", "layout", NULL};
@@ -35,13 +36,19 @@ static void read_opts(lua_State *L, int o, const char *const *keys, nn_dtype dt,
     c->dt = lt_opt_dtype(L, o, dt);
     c->dev = lt_opt_device(L, o, dev);
     c->requires_grad = lt_opt_bool(L, o, "requires_grad", 0);
+    c->pin = lt_opt_bool(L, o, "pin_memory", 0);
 }
 
 static void read_create(lua_State *L, int o, nn_dtype dt, nn_device dev, create_opts *c) { read_opts(L, o, create_keys, dt, dev, c); }
 
-/* Push t (a new tensor from a factory) after applying requires_grad. */
+/* Push t (a new tensor from a factory) after applying pin_memory and requires_grad. */
 static int finish(lua_State *L, nn_tensor *t, const create_opts *c, int arg)
 {
+    if (t && c->pin) {
+        nn_tensor *p = nn_pin_memory(t);
+        nn_release(t);
+        t = p;
+    }
     if (!t) return lt_fail(L, arg);
     if (c->requires_grad && nn_requires_grad_(t, true)) {
         nn_release(t);

@@ -27,6 +27,19 @@ T.test("*_like keep a dense input's layout (preserve_format) or take the one ask
   T.raises(function() torch.zeros_like(x, { pin = true }) end, "~unknown keyword 'pin'")
 end)
 
+T.test("the factories' pin_memory=", function()
+  if torch.cuda.is_available() then
+    for _, t in ipairs({ torch.empty(3, { pin_memory = true }), torch.zeros(2, 2, { pin_memory = true }),
+      torch.randn(4, { pin_memory = true }), torch.zeros_like(torch.ones(3), { pin_memory = true }) }) do
+      T.eq({ t:is_pinned(), t.device.type }, { true, "cpu" }, "pinned")
+    end
+    T.eq(torch.zeros(2, 2, { pin_memory = true }):sum():item(), 0.0, "values kept")
+  else
+    T.raises(function() torch.empty(3, { pin_memory = true }) end, "~pin_memory")
+  end
+  T.eq(torch.empty(3, { pin_memory = false }):size():totable(), { 3 }, "pin_memory = false")
+end)
+
 T.test("clone keeps a dense input's layout (preserve_format) or takes the one asked for", function()
   local x = torch.randn(2, 3, 4, 5):contiguous(CL)
   T.eq(strides(x:clone()), strides(x), "channels-last stays channels-last")
