@@ -78,28 +78,34 @@ typedef struct {
 } file_store;
 
 /* Read the whole file under a lock of kind lk; the fd stays open and locked (caller unlocks). */
-static nn_status open_locked(file_store *f, int lk, int *fd, char **data, size_t *n)
+/* The store's file open, locked (LOCK_SH or LOCK_EX) and read whole, until close_locked. */
+typedef struct {
+    int fd;
+    char *data;
+    size_t len;
+} locked;
+
+static nn_status open_locked(file_store *f, int lk, locked *l)
 {
-    *fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (*fd < 0) return nn_error(NN_ERR_RUNTIME, "store %s: cannot open: %s", f->base.desc, strerror(errno));
-    while (flock(*fd, lk) < 0) {
+    l->fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (l->fd < 0) return nn_error(NN_ERR_RUNTIME, "store %s: cannot open: %s", f->base.desc, strerror(errno));
+    while (flock(l->fd, lk) < 0) {
         if (errno == EINTR) continue;
         nn_status st = nn_error(NN_ERR_RUNTIME, "store %s: cannot lock: %s", f->base.desc, strerror(errno));
-        close(*fd);
+        close(l->fd);
         return st;
     }
     struct stat sb;
-    fstat(*fd, &sb);
-    *n = (size_t)sb.st_size;
-    *data = malloc(*n + 1);
-    if (!*data) { close(*fd); return nn_error(NN_ERR_NOMEM, "store %s: out of memory", f->base.desc); }
-    size_t got = 0;
-    while (got < *n) {
-        ssize_t k = pread(*fd, *data + got, *n - got, (off_t)got);
+    fstat(l->fd, &sb);
+    size_t n = (size_t)sb.st_size, got = 0;
+    l->data = malloc(n + 1);
+    if (!l->data) { close(l->fd); return nn_error(NN_ERR_NOMEM, "store %s: out of memory", f->base.desc); }
+    while (got < n) {
+        ssize_t k = pread(l->fd, l->data + got, n - got, (off_t)got);
         if (k <= 0) break;
         got += (size_t)k;
     }
-    *n = got;
+    l->len = got;
     return NN_OK;
 }
 
@@ -150,23 +156,21 @@ static nn_status append(file_store *f, int fd, const char *key, const void *val,
     return NN_OK;
 }
 
-static void close_locked(int fd, char *data)
+static void close_locked(locked *l)
 {
-    flock(fd, LOCK_UN);
-    close(fd);
-    free(data);
+    flock(l->fd, LOCK_UN);
+    close(l->fd);
+    free(l->data);
 }
 
 static nn_status file_set(nn_store *s, const char *key, const void *val, size_t n)
 {
     file_store *f = (file_store *)s;
-    int fd = -1;
-    char *data = NULL;
-    size_t len;
-    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
+    locked l;
+    nn_status st = open_locked(f, LOCK_EX, &l);
     if (st) return st;
-    st = append(f, fd, key, val, n);
-    close_locked(fd, data);
+    st = append(f, l.fd, key, val, n);
+    close_locked(&l);
     return st;
 }
 
@@ -175,21 +179,19 @@ static nn_status file_get(nn_store *s, const char *key, double timeout, void **v
     file_store *f = (file_store *)s;
     double deadline = nn_net_now() + timeout, pause = 0.005;
     for (;;) {
-        int fd;
-        char *data;
-        size_t len;
-        nn_status st = open_locked(f, LOCK_SH, &fd, &data, &len);
+        locked l;
+        nn_status st = open_locked(f, LOCK_SH, &l);
         if (st) return st;
         uint64_t vl = 0;
-        const char *v = lookup(data, len, key, &vl);
+        const char *v = lookup(l.data, l.len, key, &vl);
         if (v) {
             *val = malloc(vl ? vl : 1);
             if (*val) memcpy(*val, v, vl);
             *n = vl;
-            close_locked(fd, data);
+            close_locked(&l);
             return *val ? NN_OK : nn_error(NN_ERR_NOMEM, "store %s: out of memory", s->desc);
         }
-        close_locked(fd, data);
+        close_locked(&l);
         if (nn_net_now() >= deadline)
             return nn_error(NN_ERR_RUNTIME, "store %s: timed out after %g s waiting for key '%s'", s->desc, timeout, key);
         struct timespec ts = {0, (long)(pause * 1e9)};
@@ -201,13 +203,11 @@ static nn_status file_get(nn_store *s, const char *key, double timeout, void **v
 static nn_status file_add(nn_store *s, const char *key, int64_t delta, int64_t *result)
 {
     file_store *f = (file_store *)s;
-    int fd;
-    char *data;
-    size_t len;
-    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
+    locked l;
+    nn_status st = open_locked(f, LOCK_EX, &l);
     if (st) return st;
     uint64_t vl = 0;
-    const char *v = lookup(data, len, key, &vl);
+    const char *v = lookup(l.data, l.len, key, &vl);
     char num[32];
     int64_t x = 0;
     if (v) {
@@ -218,8 +218,8 @@ static nn_status file_add(nn_store *s, const char *key, int64_t delta, int64_t *
     }
     x += delta;
     int k = snprintf(num, sizeof num, "%lld", (long long)x);
-    st = append(f, fd, key, num, (size_t)k);
-    close_locked(fd, data);
+    st = append(f, l.fd, key, num, (size_t)k);
+    close_locked(&l);
     *result = x;
     return st;
 }
@@ -228,15 +228,13 @@ static nn_status file_add(nn_store *s, const char *key, int64_t delta, int64_t *
 static nn_status file_find(nn_store *s, const char *key, bool del, bool *found)
 {
     file_store *f = (file_store *)s;
-    int fd;
-    char *data;
-    size_t len;
-    nn_status st = open_locked(f, del ? LOCK_EX : LOCK_SH, &fd, &data, &len);
+    locked l;
+    nn_status st = open_locked(f, del ? LOCK_EX : LOCK_SH, &l);
     if (st) return st;
     uint64_t vl;
-    *found = lookup(data, len, key, &vl) != NULL;
-    if (*found && del) st = append(f, fd, key, NULL, 0);
-    close_locked(fd, data);
+    *found = lookup(l.data, l.len, key, &vl) != NULL;
+    if (*found && del) st = append(f, l.fd, key, NULL, 0);
+    close_locked(&l);
     return st;
 }
 
@@ -246,17 +244,15 @@ static nn_status file_compare_set(nn_store *s, const char *key, const void *expe
                                   void **cur, size_t *curn)
 {
     file_store *f = (file_store *)s;
-    int fd;
-    char *data;
-    size_t len;
-    nn_status st = open_locked(f, LOCK_EX, &fd, &data, &len);
+    locked l;
+    nn_status st = open_locked(f, LOCK_EX, &l);
     if (st) return st;
     uint64_t vl = 0;
-    const char *v = lookup(data, len, key, &vl);
+    const char *v = lookup(l.data, l.len, key, &vl);
     bool set;
     st = nn_store_cas_result(v, vl, expected, en, desired, dn, cur, curn, &set);
-    if (!st && set) st = append(f, fd, key, desired ? desired : "", dn);
-    close_locked(fd, data);
+    if (!st && set) st = append(f, l.fd, key, desired ? desired : "", dn);
+    close_locked(&l);
     return st;
 }
 
@@ -281,22 +277,20 @@ static size_t record_at(const char *data, size_t len, size_t p, const char **key
 static nn_status file_num_keys(nn_store *s, int64_t *count)
 {
     file_store *f = (file_store *)s;
-    int fd;
-    char *data;
-    size_t len;
-    nn_status st = open_locked(f, LOCK_SH, &fd, &data, &len);
+    locked l;
+    nn_status st = open_locked(f, LOCK_SH, &l);
     if (st) return st;
     *count = 0;
     const char *key, *k2;
     uint32_t kl, kl2;
     bool dead, dead2;
-    for (size_t p = 0, next; (next = record_at(data, len, p, &key, &kl, &dead)); p = next) {
+    for (size_t p = 0, next; (next = record_at(l.data, l.len, p, &key, &kl, &dead)); p = next) {
         bool last = true;
-        for (size_t q = next, n2; last && (n2 = record_at(data, len, q, &k2, &kl2, &dead2)); q = n2)
+        for (size_t q = next, n2; last && (n2 = record_at(l.data, l.len, q, &k2, &kl2, &dead2)); q = n2)
             if (kl2 == kl && !memcmp(k2, key, kl)) last = false;
         if (last && !dead) (*count)++;
     }
-    close_locked(fd, data);
+    close_locked(&l);
     return NN_OK;
 }
 

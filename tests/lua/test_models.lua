@@ -4,38 +4,12 @@
 -- m.parameters()), list(m.state_dict()), print(m)).
 local T = ...
 local models = require("torchvision").models
+local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 
-local function count(m)
-  local n = 0
-  for _, p in ipairs(m:parameters()) do n = n + p:numel() end
-  return n
-end
 
-local function keys(m) return m:state_dict():keys() end
 
-local function find(list, v)
-  for _, x in ipairs(list) do if x == v then return true end end
-  return false
-end
 
--- build(...) with nn.init's random fills replaced: overrides[name] = function(t, ...) or,
--- by default, one that leaves t as it is. The layers' constructors call these, so a model
--- built this way has its structure but not its values (filling 100M+ random numbers takes
--- seconds, minutes under the sanitizers): for checks of counts, keys and printing.
-local function with_init(overrides, build, ...)
-  local init, saved = nn.init, {}
-  for _, name in ipairs({ "kaiming_uniform_", "uniform_", "kaiming_normal_", "normal_", "constant_" }) do
-    saved[name] = init[name]
-    local f = overrides[name]
-    if f == nil and name ~= "constant_" then f = function(t) return t end end
-    if f then init[name] = f end
-  end
-  local ok, m = pcall(build, ...)
-  for name, f in pairs(saved) do init[name] = f end
-  if not ok then error(m, 0) end
-  return m
-end
-local function structure_only(build, ...) return with_init({}, build, ...) end
+local count, keys, find, with_init, structure_only = MU.count, MU.keys, MU.contains, MU.with_init, MU.structure_only
 
 local ALEXNET = [[
 AlexNet(

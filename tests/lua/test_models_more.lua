@@ -6,26 +6,10 @@
 -- (e.g. ...torchvision.models.mobilenet_v2.html: MobileNet_V2_Weights.IMAGENET1K_V1 num_params 3504872).
 local T = ...
 local models = require("torchvision").models
+local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
+local count, structure_only = MU.count, MU.structure_only
 
-local function count(m)
-  local n = 0
-  for _, p in ipairs(m:parameters()) do n = n + p:numel() end
-  return n
-end
 
--- build with nn.init's random fills skipped (as test_models.lua): structure and counts only
-local function structure_only(build, ...)
-  local init, saved = nn.init, {}
-  for _, name in ipairs({ "kaiming_uniform_", "uniform_", "kaiming_normal_", "normal_", "trunc_normal_",
-    "xavier_uniform_" }) do
-    saved[name] = init[name]
-    init[name] = function(t) return t end
-  end
-  local ok, m = pcall(build, ...)
-  for name, f in pairs(saved) do init[name] = f end
-  if not ok then error(m, 0) end
-  return m
-end
 
 -- shapes = { key = {dims...} }: each key is in the state_dict with that shape
 local function check_shapes(m, shapes, what)

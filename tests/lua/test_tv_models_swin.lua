@@ -7,28 +7,10 @@ local torch = require "torch"
 local nn = torch.nn
 local models = require("torchvision").models
 local SW = models.swin_transformer
+local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
+local count, index_of, unfilled = MU.count, MU.index_of, MU.structure_only -- unfilled: the b variants' counts and keys
 
-local function count(m)
-  local n = 0
-  for _, p in ipairs(m:parameters()) do n = n + p:numel() end
-  return n
-end
-local function index_of(list, v)
-  for i, x in ipairs(list) do if x == v then return i end end
-end
 
--- the b variants built without filling their weights (counts and keys only)
-local function unfilled(build)
-  local saved = {}
-  for _, name in ipairs({ "trunc_normal_", "normal_", "xavier_uniform_" }) do
-    saved[name] = nn.init[name]
-    nn.init[name] = function(t) return t end
-  end
-  local ok, m = pcall(build)
-  for name, f in pairs(saved) do nn.init[name] = f end
-  if not ok then error(m, 0) end
-  return m
-end
 
 local COUNTS = { swin_t = 28288354, swin_s = 49606258, swin_b = 87768224, swin_v2_t = 28351570,
   swin_v2_s = 49737442, swin_v2_b = 87930848, maxvit_t = 30919624 }

@@ -4,30 +4,10 @@
 local T = ...
 local models = require("torchvision").models
 local TT = require("torchvision").transforms
+local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
+local count, keys, has, structure_only = MU.count, MU.keys, MU.contains, MU.structure_only
 
-local function count(m)
-  local n = 0
-  for _, p in ipairs(m:parameters()) do n = n + p:numel() end
-  return n
-end
-local function keys(m) return m:state_dict():keys() end
-local function has(list, v)
-  for _, x in ipairs(list) do if x == v then return true end end
-  return false
-end
 
--- build(...) without filling the weights (structure, counts and keys only: fast)
-local function structure_only(build, ...)
-  local init, saved = nn.init, {}
-  for _, name in ipairs({"kaiming_uniform_", "uniform_", "kaiming_normal_", "normal_", "trunc_normal_"}) do
-    saved[name] = init[name]
-    init[name] = function(t) return t end
-  end
-  local ok, m = pcall(build, ...)
-  for name, f in pairs(saved) do init[name] = f end
-  if not ok then error(m, 0) end
-  return m
-end
 
 -- torchvision's numbers (the weights' meta num_params, the docs' tables)
 local COUNTS = {
