@@ -6,9 +6,6 @@ local T = ...
 local models = require("torchvision").models
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 
-
-
-
 local count, keys, find, with_init, structure_only = MU.count, MU.keys, MU.contains, MU.with_init, MU.structure_only
 
 local ALEXNET = [[

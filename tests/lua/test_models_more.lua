@@ -9,8 +9,6 @@ local models = require("torchvision").models
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 local count, structure_only = MU.count, MU.structure_only
 
-
-
 -- shapes = { key = {dims...} }: each key is in the state_dict with that shape
 local function check_shapes(m, shapes, what)
   local sd = m:state_dict()

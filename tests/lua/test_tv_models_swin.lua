@@ -10,8 +10,6 @@ local SW = models.swin_transformer
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 local count, index_of, unfilled = MU.count, MU.index_of, MU.structure_only -- unfilled: the b variants' counts and keys
 
-
-
 local COUNTS = { swin_t = 28288354, swin_s = 49606258, swin_b = 87768224, swin_v2_t = 28351570,
   swin_v2_s = 49737442, swin_v2_b = 87930848, maxvit_t = 30919624 }
 local NKEYS = { swin_t = 185, swin_s = 353, swin_b = 353, swin_v2_t = 233, swin_v2_s = 449, swin_v2_b = 449,

@@ -7,8 +7,6 @@ local TT = require("torchvision").transforms
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 local count, keys, has, structure_only = MU.count, MU.keys, MU.contains, MU.structure_only
 
-
-
 -- torchvision's numbers (the weights' meta num_params, the docs' tables)
 local COUNTS = {
   googlenet = 6624904, inception_v3 = 27161264, mnasnet0_5 = 2218512, mnasnet0_75 = 3170208, mnasnet1_0 = 4383312,
