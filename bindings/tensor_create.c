@@ -109,7 +109,10 @@ static int t_like(lua_State *L)
     read_opts(L, o, like_keys, t->dtype, t->storage->device, &c);
     mf = lt_opt_memory_format(L, o);
     nn_tensor *r = empty_like(t, mf < 0 ? NN_PRESERVE_FORMAT : (nn_memory_format)mf, c.dt, c.dev);
-    if (r && kind != F_EMPTY) { /* the values drawn or filled in logical order, whatever the layout */
+    if (r && kind != F_EMPTY && nn_is_contiguous(r)) { /* the plain factory, in one pass */
+        nn_release(r);
+        r = make(kind, t->ndim, t->shape, c.dt, c.dev);
+    } else if (r && kind != F_EMPTY) { /* the values drawn or filled in logical order, into the layout */
         nn_tensor *v = kind == F_ZEROS || kind == F_ONES ? NULL : make(kind, t->ndim, t->shape, c.dt, c.dev);
         nn_status st = kind == F_ZEROS ? nn_zero_(r) : kind == F_ONES ? nn_fill_(r, 1) : v ? nn_copy_(r, v) : nn_last_status();
         nn_release(v);

@@ -41,15 +41,18 @@ function U.pop_fn(...)
   return nil, args, args.n
 end
 
--- Python's `with` for a state already entered: a to-be-closed value whose closing calls
--- restore(); or, given fn, fn(...) run in the state, restore() called also when fn raises.
-function U.scoped(restore, fn, ...)
-  if fn == nil then return setmetatable({}, { __close = function() restore() end }) end
+-- Python's `with` for ctx, a to-be-closed value whose state is already entered: ctx itself; or,
+-- given fn, fn(...) run in the state, ctx closed also when fn raises, and fn's results.
+function U.with(ctx, fn, ...)
+  if fn == nil then return ctx end
   local res = table.pack(pcall(fn, ...))
-  restore()
+  getmetatable(ctx).__close(ctx)
   if not res[1] then error(res[2], 0) end
   return table.unpack(res, 2, res.n)
 end
+
+-- U.with for a state that restore() leaves
+function U.scoped(restore, fn, ...) return U.with(setmetatable({}, { __close = function() restore() end }), fn, ...) end
 
 -- U.F(name, ...) calls torch.nn.functional[name](...); its errors are raised again
 -- at the user's line (a layer's forward tail-calls this, so no library frame is

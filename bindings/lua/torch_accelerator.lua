@@ -68,11 +68,7 @@ function A.device_index(device, fn)
     local i = index_of("device_index", device)
     if i < 0 then ctx = setmetatable({}, Noop) else need("device_index"); ctx = U.call(cuda.device, i) end
   end
-  if fn == nil then return ctx end
-  local r = table.pack(pcall(fn))
-  getmetatable(ctx).__close(ctx)
-  if not r[1] then error(r[2], 0) end
-  return table.unpack(r, 2, r.n)
+  return U.with(ctx, fn)
 end
 
 function A.synchronize(device)

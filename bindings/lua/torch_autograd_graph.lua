@@ -33,11 +33,7 @@ local function enter(hooks, disabled, fn)
   if hooks then scope.pack_hook, scope.unpack_hook = hooks[1], hooks[2] end
   state.hooks, state.disabled = hooks, disabled
   apply()
-  if fn == nil then return scope end
-  local r = table.pack(pcall(fn))
-  Scope.__close(scope)
-  if not r[1] then error(r[2], 0) end
-  return table.unpack(r, 2, r.n)
+  return U.with(scope, fn)
 end
 
 -- parse `...` as U.parse does, less a trailing function runner (at position `from` or later, or
