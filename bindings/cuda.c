@@ -117,6 +117,52 @@ static int versions(lua_State *L)
     return 1;
 }
 
+/* ---- marks for external profilers (torch.cuda.profiler, torch.cuda.nvtx in torch_cuda_marks.lua) ---- */
+
+/* NVTX needs no GPU, only a build with the backend, as PyTorch's CPU-only build has none */
+static const nn_gpu_api *marks(lua_State *L)
+{
+    if (!nn_gpu || !nn_gpu->nvtx_push) luaL_error(L, "NVTX functions not installed. Are you sure you have a CUDA build?");
+    return nn_gpu;
+}
+
+static int profiler_collect(lua_State *L)
+{
+    need_gpu(L, lua_toboolean(L, 1) ? "torch.cuda.profiler.start" : "torch.cuda.profiler.stop");
+    if (nn_gpu->profiler_collect(lua_toboolean(L, 1))) return lt_fail(L, 0);
+    return 0;
+}
+
+static int nvtx_push(lua_State *L)
+{
+    lua_pushinteger(L, marks(L)->nvtx_push(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+static int nvtx_pop(lua_State *L)
+{
+    lua_pushinteger(L, marks(L)->nvtx_pop());
+    return 1;
+}
+
+static int nvtx_mark(lua_State *L)
+{
+    marks(L)->nvtx_mark(luaL_checkstring(L, 1));
+    return 0;
+}
+
+static int nvtx_range_start(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)marks(L)->nvtx_range_start(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+static int nvtx_range_end(lua_State *L)
+{
+    marks(L)->nvtx_range_end((uint64_t)luaL_checkinteger(L, 1));
+    return 0;
+}
+
 /* torch.cuda._is_built(): whether this build has the CUDA backend (a GPU may still be absent) */
 static int is_built(lua_State *L)
 {
@@ -542,7 +588,9 @@ void lt_open_cuda(lua_State *L)
         {"current_stream", current_stream}, {"stream", stream_ctx_new}, {"Event", event_new},
         {"manual_seed", manual_seed}, {"manual_seed_all", manual_seed}, {"_send_grad", send_grad},
         {"mem_get_info", mem_get_info}, {"_is_built", is_built}, {"_versions", versions}, {"set_stream", set_stream},
-        {"default_stream", default_stream}, {NULL, NULL},
+        {"default_stream", default_stream}, {"_profiler_collect", profiler_collect}, {"_nvtx_push", nvtx_push},
+        {"_nvtx_pop", nvtx_pop}, {"_nvtx_mark", nvtx_mark}, {"_nvtx_range_start", nvtx_range_start},
+        {"_nvtx_range_end", nvtx_range_end}, {NULL, NULL},
     };
     luaL_getsubtable(L, torch, "cuda");
     luaL_setfuncs(L, fns, 0);

@@ -123,6 +123,7 @@ void nn_cuda_pool_retain(nn_cuda_pool *p);
 void nn_cuda_pool_release(nn_cuda_pool *p);
 void nn_cuda_pool_capture(int device, nn_cuda_pool *p, cudaStream_t s); /* p NULL: the capture ended */
 int nn_cuda_captures(void); /* graphs capturing now */
+void nn_cuda_profiler_marks(nn_gpu_api *api); /* fills the profiler and NVTX entries (profiler_marks.cu) */
 /* cuDNN's RNN (rnn.cu) into the GPU API */
 extern "C" void nn_cuda_rnn_register(nn_gpu_api *api);
 int nn_cudnn_version(void); /* cuda/cudnn.cu: the loaded library's */

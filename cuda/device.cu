@@ -398,6 +398,7 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.graph_replay = nn_cuda_graph_replay;
     gpu_api.graph_reset = nn_cuda_graph_reset;
     gpu_api.graph_captures = nn_cuda_captures;
+    nn_cuda_profiler_marks(&gpu_api);
     nn_cuda_rnn_register(&gpu_api);
     nn_gpu = &gpu_api;
 }

@@ -76,6 +76,15 @@ typedef struct {
     nn_status (*graph_replay)(nn_gpu_graph *g);
     nn_status (*graph_reset)(nn_gpu_graph *g);
     int (*graph_captures)(void); /* graphs capturing now */
+    /* Marks for external profilers (Nsight Compute / Systems): profiling on or off
+     * (cudaProfilerStart / Stop) and NVTX ranges and marks; nvtx_push / nvtx_pop return the
+     * nesting depth (push: before it; pop: after it, -1 when none was open), as NVTX does. */
+    nn_status (*profiler_collect)(bool on);
+    int (*nvtx_push)(const char *msg);
+    int (*nvtx_pop)(void);
+    void (*nvtx_mark)(const char *msg);
+    uint64_t (*nvtx_range_start)(const char *msg);
+    void (*nvtx_range_end)(uint64_t id);
     /* cuDNN's RNN (engine/rnn.h). forward fills y, hy, cy and returns the packed weights and,
      * with train, cuDNN's reserve (new references) for backward. backward takes dy (dhy, dcy
      * NULL: zero) and what forward returned, and writes dx, dhx and dcx where given and, when
