@@ -369,6 +369,16 @@ nn_status stage_out(const Conv &c, Layout L, cudaStream_t s)
     return NN_OK;
 }
 
+/* A forward's staged NHWC result copied out with its bias added on the way (one pass over it
+ * instead of cudnnAddTensor's and the copy's); false, nothing launched, where that does not apply. */
+bool stage_out_biased(const Conv &c, Layout L, cudaStream_t s)
+{
+    if (c.kind != FWD || !c.bias || c.Y.direct || L != NHWC) return false;
+    int64_t st[4];
+    packed_strides(c.Y.t->shape, L, st);
+    return nn_staging::transpose_add_channel(nn_data(c.Y.t), c.Y.t->strides, c.Y.p, st, c.Y.t->shape, c.dt, c.bias_p, s);
+}
+
 /* out = 0 or the bias broadcast over [N, O, oh, ow] (a product over no input channels). */
 nn_status fill_result(const Conv &c, const nn_tensor *out, const nn_tensor *bias, cudaStream_t s)
 {
@@ -478,11 +488,13 @@ nn_status run(Conv &c)
     if (need && !ws) return nn_last_status();
     st = stage_in(c, L, ws, s);
     if (!st) st = execute(d->cudnn, plan->plan, c, plan->ws ? ws + staging : NULL);
-    if (!st && c.kind == FWD && c.bias) {
+    bool out_done = !st && stage_out_biased(c, L, s);
+    if (out_done) st = nn_check(cudaGetLastError(), "transpose_add_channel", __FILE__, __LINE__);
+    if (!st && !out_done && c.kind == FWD && c.bias) {
         const void *one = nn_cudnn_one(c.dt);
         st = nn_check(cudnnAddTensor(d->cudnn, one, plan->b, c.bias_p, one, plan->y, c.Y.p), "cudnnAddTensor", __FILE__, __LINE__);
     }
-    if (!st) st = stage_out(c, L, s);
+    if (!st && !out_done) st = stage_out(c, L, s);
     if (ws) nn_cuda_free(c.dev, ws);
     return st;
 }

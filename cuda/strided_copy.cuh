@@ -36,10 +36,30 @@ struct Transpose {
     int64_t B, R, C, sb, sp, db, dp;
 };
 
+/* What a transpose does to each element on its way out, given the element's C index: Same
+ * nothing; AddChannel adds b[c] of element type S (W's bits) in float, rounded once, as
+ * cudnnAddTensor does (a convolution's bias, fused into the copy of its staged NHWC result). */
+struct Same {
+    template <typename W> __device__ W operator()(W v, int64_t) const { return v; }
+};
+template <typename S> struct AddChannel {
+    const S *b;
+    template <typename W> __device__ W operator()(W v, int64_t c) const
+    {
+        static_assert(sizeof(W) == sizeof(S), "AddChannel: element and bias types differ in size");
+        S x;
+        memcpy(&x, &v, sizeof x);
+        x = (S)((float)x + (float)b[c]);
+        memcpy(&v, &x, sizeof v);
+        return v;
+    }
+};
+
 /* A block moves a 32 T x 32 CW tile (launch_transpose takes T, CW of 1 or 2) through shared memory, so both sides are read
  * and written a warp-row at a time (the element-wise copy4 strides through one side: 3-4x slower).
  * 64 x 64 tiles were the fastest on an H200 for 16- and 32-bit elements alike (bench/NOTES.md). */
-template <typename W, int T, int CW> __global__ void transpose_tiles(W *__restrict__ dst, const W *__restrict__ src, Transpose t)
+template <typename W, int T, int CW, class E = Same>
+__global__ void transpose_tiles(W *__restrict__ dst, const W *__restrict__ src, Transpose t, E epi = E())
 {
     __shared__ W tile[32 * T][32 * CW + (sizeof(W) == 2 ? 2 : 1)]; /* a pitch of an odd number of words: no bank conflicts */
     const int64_t c0 = (int64_t)blockIdx.x * 32 * CW;
@@ -63,7 +83,7 @@ template <typename W, int T, int CW> __global__ void transpose_tiles(W *__restri
 #pragma unroll
                 for (int u = 0; u < T; u++) {
                     int64_t c = c0 + y + 8 * j, r = r0 + u * 32 + x;
-                    if (r < t.R && c < t.C) d[c * t.dp + r] = tile[u * 32 + x][y + 8 * j];
+                    if (r < t.R && c < t.C) d[c * t.dp + r] = epi(tile[u * 32 + x][y + 8 * j], c);
                 }
             __syncthreads();
         }
@@ -73,7 +93,7 @@ template <typename W, int T, int CW> __global__ void transpose_tiles(W *__restri
 /* Where R or C is 16 or less (a 32 x 32 tile would leave most of its threads idle): a thread moves
  * the short side's elements at one position of the long side, so one side's accesses are a warp's
  * 32 neighbours and the other's a run of 32 short rows. */
-template <typename W> __global__ void transpose_thin(W *__restrict__ dst, const W *__restrict__ src, Transpose t)
+template <typename W, class E = Same> __global__ void transpose_thin(W *__restrict__ dst, const W *__restrict__ src, Transpose t, E epi = E())
 {
     const bool thin_r = t.R <= 16;
     const int64_t M = thin_r ? t.C : t.R, S = thin_r ? t.R : t.C;
@@ -82,11 +102,11 @@ template <typename W> __global__ void transpose_thin(W *__restrict__ dst, const 
         if (thin_r) { /* m is c */
             const W *s = src + b * t.sb + m;
             W *d = dst + b * t.db + m * t.dp;
-            for (int64_t k = 0; k < S; k++) d[k] = s[k * t.sp];
+            for (int64_t k = 0; k < S; k++) d[k] = epi(s[k * t.sp], m);
         } else { /* m is r */
             const W *s = src + b * t.sb + m * t.sp;
             W *d = dst + b * t.db + m;
-            for (int64_t k = 0; k < S; k++) d[k * t.dp] = s[k];
+            for (int64_t k = 0; k < S; k++) d[k * t.dp] = epi(s[k], k);
         }
     }
 }
@@ -123,20 +143,20 @@ inline bool as_batched_transpose(const int64_t *shape, const int64_t *dst, const
     return false;
 }
 
-template <typename W> void launch_transpose(void *dst, const void *src, const Transpose &t, cudaStream_t s)
+template <typename W, class E = Same> void launch_transpose(void *dst, const void *src, const Transpose &t, cudaStream_t s, E epi = E())
 {
     if (t.R <= 16 || t.C <= 16) {
-        transpose_thin<<<nn_cuda_blocks(t.B * (t.R <= 16 ? t.C : t.R)), 256, 0, s>>>((W *)dst, (const W *)src, t);
+        transpose_thin<<<nn_cuda_blocks(t.B * (t.R <= 16 ? t.C : t.R)), 256, 0, s>>>((W *)dst, (const W *)src, t, epi);
         return;
     }
     const bool tall = t.R > 32, wide = t.C > 32;
     int64_t gy = (t.R + (tall ? 63 : 31)) / (tall ? 64 : 32);
     dim3 grid((unsigned)((t.C + (wide ? 63 : 31)) / (wide ? 64 : 32)), (unsigned)(gy < 65535 ? gy : 65535), (unsigned)(t.B < 65535 ? t.B : 65535));
     dim3 block(32, 8);
-    if (tall && wide) transpose_tiles<W, 2, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
-    else if (tall) transpose_tiles<W, 2, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
-    else if (wide) transpose_tiles<W, 1, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
-    else transpose_tiles<W, 1, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t);
+    if (tall && wide) transpose_tiles<W, 2, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t, epi);
+    else if (tall) transpose_tiles<W, 2, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t, epi);
+    else if (wide) transpose_tiles<W, 1, 2><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t, epi);
+    else transpose_tiles<W, 1, 1><<<grid, block, 0, s>>>((W *)dst, (const W *)src, t, epi);
 }
 
 /* launch_transpose for 2- or 4-byte elements; false (nothing launched) for others */
@@ -176,6 +196,23 @@ inline nn_status copy(void *dst, const int64_t *dst_strides, const void *src, co
     }
     NN_CHECK_LAUNCH();
     return NN_OK;
+}
+
+/* dst <- src + bias[c] over a 4-D [N, C, H, W] shape when src is NHWC and dst NCHW (a staged
+ * convolution result going out) and the elements are 16- or 32-bit floats; false, nothing
+ * launched, otherwise. */
+inline bool transpose_add_channel(void *dst, const int64_t *dst_strides, const void *src, const int64_t *src_strides, const int64_t *shape,
+                                  nn_dtype dt, const void *bias, cudaStream_t s)
+{
+    Transpose t;
+    int64_t unused_pitch, unused_batch;
+    if (!as_batched_transpose(shape, dst_strides, src_strides, &t) || !nhwc_side(shape, src_strides, &unused_pitch, &unused_batch)) return false;
+    switch (dt) {
+    case NN_F32: launch_transpose<uint32_t>(dst, src, t, s, AddChannel<float>{(const float *)bias}); return true;
+    case NN_F16: launch_transpose<uint16_t>(dst, src, t, s, AddChannel<__half>{(const __half *)bias}); return true;
+    case NN_BF16: launch_transpose<uint16_t>(dst, src, t, s, AddChannel<__nv_bfloat16>{(const __nv_bfloat16 *)bias}); return true;
+    default: return false;
+    }
 }
 
 /* Workspace carving: consecutive regions, each 256-byte aligned. */

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # torch.cuda.profiler and torch.cuda.nvtx seen from Nsight Compute (the GPU machine has ncu):
-#   1. ncu --profile-from-start off sees the kernels inside torch.cuda.profiler.profile() and
+#   1. ncu --profile-from-start off sees the two kernels inside torch.cuda.profiler.profile() and
 #      none of those queued before or after it;
-#   2. ncu --nvtx --nvtx-include "inside/" sees only the kernels inside that NVTX range.
+#   2. ncu --nvtx --nvtx-include "inside/" sees only the two kernels inside that NVTX range.
 # Usage: bash tests/gpu/profiler_marks.sh NNREPL_BINARY     (prints PASS/FAIL lines; exit 0: all passed)
 set -uo pipefail
 nn=${1:?usage: profiler_marks.sh NNREPL_BINARY}
 command -v ncu > /dev/null || { echo "profiler marks: SKIP (no ncu)"; exit 0; }
 work=$(mktemp -d /tmp/nnrepl-marks.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-# outside: cumsum (a scan kernel) and sort; inside: relu and a 2-d transpose copy
+# outside: randn, cumsum, sort, sum; inside: relu and a 2-d transpose copy
 cat > "$work/marks.lua" <<'LUA'
 local x = torch.randn(4096, { device = "cuda" })
 local before = x:cumsum(0)
@@ -23,14 +23,14 @@ torch.cuda.synchronize()
 print("ran", before:sum():item() ~= nil, after ~= nil)
 LUA
 status=0
-check() { # check NAME LOG: the relu kernel listed, no scan or sort kernel
+check() { # check NAME LOG: exactly the two kernels of inside() (ReLU is un_dense, the transpose a copy)
   local name=$1 log=$2
   local kernels
-  kernels=$(grep -c '^  [A-Za-z_]' "$log" || true)
-  if grep -qi 'relu' "$log" && ! grep -qiE 'scan|cumsum|sort' "$log" && [ "$kernels" -ge 1 ]; then
-    echo "profiler marks $name: PASS ($kernels kernel lines)"
+  kernels=$(grep -c 'Context [0-9]*, Stream' "$log" || true)
+  if [ "$kernels" = 2 ] && grep -q 'un_dense' "$log"; then
+    echo "profiler marks $name: PASS (2 kernels)"
   else
-    echo "profiler marks $name: FAIL"; sed -n 1,60p "$log"; status=1
+    echo "profiler marks $name: FAIL ($kernels kernels)"; grep 'Context [0-9]*, Stream' "$log" | cut -c1-150; status=1
   fi
 }
 ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum "$nn" "$work/marks.lua" range > "$work/range.log" 2>&1
