@@ -576,14 +576,15 @@ end
 torch.autograd.functional = torch.autograd.functional or {}
 local F = torch.autograd.functional
 
-local function prepare(fname, inputs)
+-- the inputs as requires-grad leaves; with create, those that require grad stay on their graph
+local function prepare(fname, inputs, create)
   local xs, single = as_list(inputs)
   local leaves = {}
   for i, x in ipairs(xs) do
     if not torch.is_tensor(x) then
       fail("The inputs given to %s must be either a Tensor or a tuple of Tensors but the value at index %d has type %s.", fname, i - 1, U.typename(x))
     end
-    leaves[i] = x:detach():clone():requires_grad_(x:is_floating_point())
+    leaves[i] = create and x.requires_grad and x:view_as(x) or x:detach():clone():requires_grad_(x:is_floating_point())
   end
   return leaves, single
 end
@@ -623,7 +624,7 @@ function F.jacobian(func, inputs, ...)
   local o = U.parse("jacobian", { { "create_graph", false }, { "strict", false }, { "vectorize", false },
     { "strategy", "reverse-mode" } }, ...)
   if o.strategy ~= "reverse-mode" then fail("torch.autograd.functional.jacobian: only strategy=\"reverse-mode\" is supported") end
-  local leaves, single_in = prepare("jacobian", inputs)
+  local leaves, single_in = prepare("jacobian", inputs, o.create_graph)
   local outs, single_out = outputs_with_grad(func, leaves)
   local res = {}
   for k, out in ipairs(outs) do
@@ -642,7 +643,7 @@ end
 -- vjp(func, inputs, v=nil, {create_graph=false, strict=false}) -> outputs, v^T J (per input)
 function F.vjp(func, inputs, v, ...)
   local o = U.parse("vjp", { { "create_graph", false }, { "strict", false } }, ...)
-  local leaves, single_in = prepare("vjp", inputs)
+  local leaves, single_in = prepare("vjp", inputs, o.create_graph)
   local outs, single_out = outputs_with_grad(func, leaves)
   local vs = v == nil and {} or (torch.is_tensor(v) and { v } or v)
   if v == nil then
@@ -717,7 +718,7 @@ end
 -- the double-backward trick: one backward with dummy cotangents, one through that backward
 function F.jvp(func, inputs, v, ...)
   local o = U.parse("jvp", { { "create_graph", false }, { "strict", false } }, ...)
-  local leaves, single_in = prepare("jvp", inputs)
+  local leaves, single_in = prepare("jvp", inputs, o.create_graph)
   local vs = v_list(v, leaves, single_in)
   local outs, single_out = outputs_with_grad(func, leaves)
   check_outputs_require_grad(outs, o.strict)
@@ -776,7 +777,7 @@ function F.hessian(func, inputs, ...)
   if o.outer_jacobian_strategy ~= "forward-mode" and o.outer_jacobian_strategy ~= "reverse-mode" then
     fail('Expected strategy to be either "forward-mode" or "reverse-mode".')
   end
-  local leaves, single_in = prepare("hessian", inputs)
+  local leaves, single_in = prepare("hessian", inputs, o.create_graph)
   local _, grads = scalar_and_gradient("hessian", func, leaves, o.strict)
   local H = {}
   for i, g in ipairs(grads) do H[i] = jacobian_of(g, leaves, o.create_graph) end
@@ -787,7 +788,7 @@ end
 -- same for the symmetric Hessian of a twice-differentiable function
 local function vhp(fname, func, inputs, v, ...)
   local o = U.parse(fname, { { "create_graph", false }, { "strict", false } }, ...)
-  local leaves, single_in = prepare(fname, inputs)
+  local leaves, single_in = prepare(fname, inputs, o.create_graph)
   local vs = v_list(v, leaves, single_in)
   local out, grads = scalar_and_gradient(fname, func, leaves, o.strict)
   local live, gv = {}, {}
