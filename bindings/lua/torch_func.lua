@@ -292,6 +292,17 @@ function func.grad_and_value(f, ...)
   return function(...) return grad_and_value_impl("grad_and_value(f)(*args)", f, o, ...) end
 end
 
+-- a plain table's keys in a fixed order: numbers first, then strings, each sorted
+local function sorted_keys(v)
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+  end)
+  return keys
+end
+
 -- the tensors of an output tree in a fixed order (sorted keys for plain tables)
 local function flatten(v, out)
   out = out or {}
@@ -299,13 +310,7 @@ local function flatten(v, out)
   if OD.is(v) then
     for _, e in pairs(v) do flatten(e, out) end
   elseif is_node(v) then
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b)
-      if type(a) == type(b) then return a < b end
-      return type(a) == "number"
-    end)
-    for _, k in ipairs(keys) do flatten(v[k], out) end
+    for _, k in ipairs(sorted_keys(v)) do flatten(v[k], out) end
   else
     fail("expected f to return a Tensor or a table of Tensors, got %s", U.typename(v))
   end
@@ -361,7 +366,9 @@ function func.vjp(f, ...)
   return detach_tree(out, create), vjp_fn
 end
 
-local function jac_impl(name, f, o, ...)
+-- func run on differentiable copies of the argnums inputs: args, the argnums (1-based), whether
+-- argnums is one int, the output tree, aux, the leaves, create (nested), the output tensors
+local function run_for_jacobian(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
   local out, aux, leaves, create
@@ -372,8 +379,38 @@ local function jac_impl(name, f, o, ...)
     local _g <close> = torch.enable_grad()
     out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
-  local outs = flatten(out)
+  return args, idx, single, out, aux, leaves, create, flatten(out)
+end
+
+-- the Jacobians of shape out.shape .. in.shape, nested like the output, then like argnums / the
+-- input trees [, aux]; mats[k][leaf] is output k's [out numel, leaf numel] matrix
+local function shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
   local jacs = {}
+  for k, y in ipairs(outs) do
+    local per_arg = {}
+    for a, i in ipairs(idx) do
+      per_arg[a] = map_tree(args[i], function(l)
+        local shape = y:size():totable()
+        for _, s in ipairs(l:size():totable()) do shape[#shape + 1] = s end
+        return mats[k][l]:reshape(shape)
+      end)
+    end
+    jacs[k] = single and per_arg[1] or per_arg
+  end
+  local res = unflatten(out, jacs)
+  if o.has_aux then return res, detach_tree(aux, create) end
+  return res
+end
+
+-- the matrix of the rows (or columns, dim 1) in list, or an empty [m, n] one
+local function stacked(list, dim, m, n, like)
+  if #list > 0 then return torch.stack(list, dim) end
+  return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
+end
+
+local function jac_impl(name, f, o, ...)
+  local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian(name, f, o, ...)
+  local mats = {}
   for oi, y in ipairs(outs) do
     local m = y:numel()
     local rows = {}
@@ -385,22 +422,10 @@ local function jac_impl(name, f, o, ...)
         rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(-1)) or torch.zeros(l:numel(), { dtype = y.dtype, device = y.device })
       end
     end
-    for _, l in ipairs(leaves) do
-      rows[l] = m > 0 and torch.stack(rows[l], 0) or torch.zeros(0, l:numel(), { dtype = y.dtype, device = y.device })
-    end
-    local per_arg = {}
-    for k, i in ipairs(idx) do
-      per_arg[k] = map_tree(args[i], function(l)
-        local shape = y:size():totable()
-        for _, s in ipairs(l:size():totable()) do shape[#shape + 1] = s end
-        return rows[l]:reshape(shape)
-      end)
-    end
-    jacs[oi] = single and per_arg[1] or per_arg
+    for _, l in ipairs(leaves) do rows[l] = stacked(rows[l], 0, 0, l:numel(), y) end
+    mats[oi] = rows
   end
-  local res = unflatten(out, jacs)
-  if o.has_aux then return res, detach_tree(aux, create) end
-  return res
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
 end
 
 -- jacrev(func, argnums=0, has_aux=false)(...) -> Jacobian(s) of shape out.shape .. in.shape,
@@ -414,15 +439,6 @@ end
 
 -- the leaves of tree v (tensors or not) in flatten's order, and its structure as a string
 -- (PyTorch's TreeSpec, simplified: * for a leaf, (...) for a list, {k: ...} for a dict)
-local function sorted_keys(v)
-  local keys = {}
-  for k in pairs(v) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b)
-    if type(a) == type(b) then return a < b end
-    return type(a) == "number"
-  end)
-  return keys
-end
 local function tree_leaves(v, out)
   out = out or {}
   if not is_node(v) then out[#out + 1] = v; return out end
@@ -577,50 +593,25 @@ end
 -- jacfwd(func, argnums=0, has_aux=false, {randomness=}): the Jacobian, shaped and nested as
 -- jacrev's, column by column: J e_j for every basis vector e_j of the inputs (forward mode)
 local function jacfwd_impl(f, o, ...)
-  local args = table.pack(...)
-  local idx, single = check_argnums("jacfwd", o.argnums, args.n)
-  local out, aux, leaves, create
-  do
-    local _ <close> = enter()
-    create = nested()
-    leaves = make_leaves("jacfwd", args, idx, create)
-    local _g <close> = torch.enable_grad()
-    out, aux = split_aux("jacfwd", o.has_aux, packed(f(table.unpack(args, 1, args.n))))
-  end
-  local outs = flatten(out)
+  local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian("jacfwd", f, o, ...)
   local apply = JVP.linear_map("jacfwd", outs, leaves)
-  local cols = {} -- cols[k][i]: list of output k's columns for leaf i
-  for k = 1, #outs do cols[k] = {} end
+  local mats = {}
+  for k = 1, #outs do mats[k] = {} end
   for i, l in ipairs(leaves) do
-    for k = 1, #outs do cols[k][i] = {} end
+    local cols = {}
+    for k = 1, #outs do cols[k] = {} end
     local n = l:numel()
     for j = 0, n - 1 do
       local e = torch.zeros(n, { dtype = l.dtype, device = l.device })
       e[j] = 1
-      local tangents = {}
-      tangents[i] = e:view(l:size())
-      local r = apply(tangents, create)
+      local r = apply({ [i] = e:view(l:size()) }, create)
       for k, y in ipairs(outs) do
-        cols[k][i][j + 1] = r[k] ~= nil and r[k]:reshape(-1) or torch.zeros(y:numel(), { dtype = y.dtype, device = y.device })
+        cols[k][j + 1] = r[k] ~= nil and r[k]:reshape(-1) or torch.zeros(y:numel(), { dtype = y.dtype, device = y.device })
       end
     end
+    for k, y in ipairs(outs) do mats[k][l] = stacked(cols[k], 1, y:numel(), 0, y) end
   end
-  local jacs = {}
-  for k, y in ipairs(outs) do
-    local by_leaf = {}
-    for i, l in ipairs(leaves) do
-      local shape = y:size():totable()
-      for _, s in ipairs(l:size():totable()) do shape[#shape + 1] = s end
-      local c = cols[k][i]
-      by_leaf[l] = (#c > 0 and torch.stack(c, 1) or torch.zeros(y:numel(), 0, { dtype = y.dtype, device = y.device })):reshape(shape)
-    end
-    local per_arg = {}
-    for a, i in ipairs(idx) do per_arg[a] = map_tree(args[i], function(l) return by_leaf[l] end) end
-    jacs[k] = single and per_arg[1] or per_arg
-  end
-  local res = unflatten(out, jacs)
-  if o.has_aux then return res, detach_tree(aux, create) end
-  return res
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
 end
 
 function func.jacfwd(f, ...)
