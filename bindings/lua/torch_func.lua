@@ -1,6 +1,5 @@
 -- torch.func (functional_call, grad, grad_and_value, vjp, jacrev, jvp, linearize, jacfwd, hessian,
--- vmap) and
--- torch.nn.utils.stateless.functional_call, with PyTorch 2.x's names and argument order.
+-- vmap) and torch.nn.utils.stateless.functional_call, with PyTorch 2.x's names and argument order.
 --
 -- Built on torch.autograd.grad, not on functorch's level-tagged tensors, so:
 --   * grad/vjp/jacrev/jacfwd differentiate detached requires-grad copies of the inputs; nested

@@ -115,6 +115,12 @@ T.test("hessian = jacfwd(jacrev(f)) against closed forms and autograd.functional
   for i = 1, 2 do
     for j = 1, 2 do T.near(flat(HH[i][j]), flat(ref[i][j]), 1e-12, string.format("H[%d][%d]", i, j)) end
   end
+  -- forward over forward: jvp of a jvp, jacfwd of jacfwd
+  local ones = torch.ones(4, f64)
+  local _, d2 = func.jvp(function(t) return select(2, func.jvp(torch.sin, { t }, { ones })) end, { x }, { ones })
+  T.near(flat(d2), flat(-x:sin()), 1e-12, "second derivative by jvp of jvp")
+  local Hff = func.jacfwd(func.jacfwd(function(t) return t:exp():sum() end))(x)
+  T.near(flat(Hff), flat(torch.diag(x:exp())), 1e-12, "jacfwd(jacfwd(f))")
   -- autograd.functional.hessian's forward-mode outer strategy gives the same
   local Hf = AF.hessian(function(t) return t:sin():sum() end, x, { outer_jacobian_strategy = "forward-mode" })
   T.near(flat(Hf), flat(H), 1e-14, "outer_jacobian_strategy=forward-mode")
