@@ -1,11 +1,13 @@
--- torch.func (functional_call, grad, grad_and_value, vjp, jacrev, jacfwd, vmap) and
--- torch.nn.utils.stateless.functional_call, with PyTorch 2.x's names and argument order.
+-- torch.func (functional_call, grad, grad_and_value, vjp, jacrev, jvp, linearize, jacfwd, hessian,
+-- vmap) and torch.nn.utils.stateless.functional_call, with PyTorch 2.x's names and argument order.
 --
 -- Built on torch.autograd.grad, not on functorch's level-tagged tensors, so:
 --   * grad/vjp/jacrev/jacfwd differentiate detached requires-grad copies of the inputs; nested
 --     inside another of them (grad(grad(f)), jacrev(grad(f)), ...), an input the outer transform
 --     differentiates stays on its graph and the inner gradients are taken with create_graph.
---   * jacfwd is computed like jacrev (reverse mode, one backward per output element).
+--   * jvp, linearize, jacfwd and hessian (jacfwd of jacrev) get forward-mode products J v by
+--     double backward (bindings/lua/jvp_util.lua): one extra backward per tangent (jacfwd: per
+--     input element), so every op on the path needs a differentiable backward.
 --   * vmap runs func once per slice along the mapped dims and stacks the results: it loops
 --     rather than batching kernels; random ops in func draw differently per sample whatever
 --     `randomness` says ("same" replays the generator state for each sample); chunk_size is
@@ -14,6 +16,7 @@
 -- several return values; an argument list is a Lua list; kwargs go to forward as a trailing table.
 local torch = require "torch"
 local U = require "nn_util"
+local JVP = require "jvp_util"
 local OD = U.OrderedDict
 
 local fail = U.errorf
@@ -288,6 +291,17 @@ function func.grad_and_value(f, ...)
   return function(...) return grad_and_value_impl("grad_and_value(f)(*args)", f, o, ...) end
 end
 
+-- a plain table's keys in a fixed order: numbers first, then strings, each sorted
+local function sorted_keys(v)
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+  end)
+  return keys
+end
+
 -- the tensors of an output tree in a fixed order (sorted keys for plain tables)
 local function flatten(v, out)
   out = out or {}
@@ -295,13 +309,7 @@ local function flatten(v, out)
   if OD.is(v) then
     for _, e in pairs(v) do flatten(e, out) end
   elseif is_node(v) then
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b)
-      if type(a) == type(b) then return a < b end
-      return type(a) == "number"
-    end)
-    for _, k in ipairs(keys) do flatten(v[k], out) end
+    for _, k in ipairs(sorted_keys(v)) do flatten(v[k], out) end
   else
     fail("expected f to return a Tensor or a table of Tensors, got %s", U.typename(v))
   end
@@ -357,7 +365,9 @@ function func.vjp(f, ...)
   return detach_tree(out, create), vjp_fn
 end
 
-local function jac_impl(name, f, o, ...)
+-- func run on differentiable copies of the argnums inputs: args, the argnums (1-based), whether
+-- argnums is one int, the output tree, aux, the leaves, create (nested), the output tensors
+local function run_for_jacobian(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
   local out, aux, leaves, create
@@ -368,8 +378,38 @@ local function jac_impl(name, f, o, ...)
     local _g <close> = torch.enable_grad()
     out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
-  local outs = flatten(out)
+  return args, idx, single, out, aux, leaves, create, flatten(out)
+end
+
+-- the Jacobians of shape out.shape .. in.shape, nested like the output, then like argnums / the
+-- input trees [, aux]; mats[k][leaf] is output k's [out numel, leaf numel] matrix
+local function shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
   local jacs = {}
+  for k, y in ipairs(outs) do
+    local per_arg = {}
+    for a, i in ipairs(idx) do
+      per_arg[a] = map_tree(args[i], function(l)
+        local shape = y:size():totable()
+        for _, s in ipairs(l:size():totable()) do shape[#shape + 1] = s end
+        return mats[k][l]:reshape(shape)
+      end)
+    end
+    jacs[k] = single and per_arg[1] or per_arg
+  end
+  local res = unflatten(out, jacs)
+  if o.has_aux then return res, detach_tree(aux, create) end
+  return res
+end
+
+-- the matrix of the rows (or columns, dim 1) in list, or an empty [m, n] one
+local function stacked(list, dim, m, n, like)
+  if #list > 0 then return torch.stack(list, dim) end
+  return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
+end
+
+local function jac_impl(name, f, o, ...)
+  local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian(name, f, o, ...)
+  local mats = {}
   for oi, y in ipairs(outs) do
     local m = y:numel()
     local rows = {}
@@ -381,22 +421,10 @@ local function jac_impl(name, f, o, ...)
         rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(-1)) or torch.zeros(l:numel(), { dtype = y.dtype, device = y.device })
       end
     end
-    for _, l in ipairs(leaves) do
-      rows[l] = m > 0 and torch.stack(rows[l], 0) or torch.zeros(0, l:numel(), { dtype = y.dtype, device = y.device })
-    end
-    local per_arg = {}
-    for k, i in ipairs(idx) do
-      per_arg[k] = map_tree(args[i], function(l)
-        local shape = y:size():totable()
-        for _, s in ipairs(l:size():totable()) do shape[#shape + 1] = s end
-        return rows[l]:reshape(shape)
-      end)
-    end
-    jacs[oi] = single and per_arg[1] or per_arg
+    for _, l in ipairs(leaves) do rows[l] = stacked(rows[l], 0, 0, l:numel(), y) end
+    mats[oi] = rows
   end
-  local res = unflatten(out, jacs)
-  if o.has_aux then return res, detach_tree(aux, create) end
-  return res
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
 end
 
 -- jacrev(func, argnums=0, has_aux=false)(...) -> Jacobian(s) of shape out.shape .. in.shape,
@@ -406,17 +434,194 @@ function func.jacrev(f, ...)
   return function(...) return jac_impl("jacrev", f, o, ...) end
 end
 
--- jacfwd(func, argnums=0, has_aux=false, {randomness=}): same result, computed in reverse mode
-function func.jacfwd(f, ...)
-  local o = U.parse("jacfwd", { { "argnums", 0 }, { "has_aux", false }, { "randomness", "error" } }, ...)
-  return function(...) return jac_impl("jacfwd", f, o, ...) end
+-- ---------------------------------------------------------------- forward mode
+
+-- the leaves of tree v (tensors or not) in flatten's order, and its structure as a string
+-- (PyTorch's TreeSpec, simplified: * for a leaf, (...) for a list, {k: ...} for a dict)
+local function tree_leaves(v, out)
+  out = out or {}
+  if not is_node(v) then out[#out + 1] = v; return out end
+  if OD.is(v) then
+    for _, e in pairs(v) do tree_leaves(e, out) end
+  else
+    for _, k in ipairs(sorted_keys(v)) do tree_leaves(v[k], out) end
+  end
+  return out
+end
+local function is_list(v) return is_node(v) and not OD.is(v) and #v == #sorted_keys(v) end
+local function tree_spec(v)
+  if not is_node(v) then return "*" end
+  local parts = {}
+  if OD.is(v) then
+    for k, e in pairs(v) do parts[#parts + 1] = tostring(k) .. ": " .. tree_spec(e) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  for _, k in ipairs(sorted_keys(v)) do
+    parts[#parts + 1] = (is_list(v) and "" or tostring(k) .. ": ") .. tree_spec(v[k])
+  end
+  if is_list(v) then return "(" .. table.concat(parts, ", ") .. (#parts == 1 and ",)" or ")") end
+  return "{" .. table.concat(parts, ", ") .. "}"
 end
 
-function func.hessian()
-  fail("torch.func.hessian is not supported: it needs double backward, which is not available")
+local jvp_str = "jvp(f, primals, tangents)"
+
+local function only_tensors(list, argname)
+  if #list == 0 then fail("%s: Expected %s to contain at least one Tensor.", jvp_str, argname) end
+  for _, t in ipairs(list) do
+    if not is_tensor(t) then fail("%s: Expected %s to only contain Tensors, got %s", jvp_str, argname, U.typename(t)) end
+  end
 end
-function func.jvp()
-  fail("torch.func.jvp is not supported here; use torch.autograd.functional.jvp (computed from the Jacobian)")
+
+-- a differentiable stand-in for primal x (kept on the outer graph when nested)
+local function leaf_of(x, keep)
+  return keep and x.requires_grad and x:view_as(x) or x:detach():requires_grad_()
+end
+
+-- func's output tensors (flattened), checked as jvp checks them
+local function output_tensors(out)
+  local list = tree_leaves(out)
+  if #list == 0 or (#list == 1 and list[1] == nil) then
+    fail("%s: Expected f to be a function that has non-empty output (got output = %s)", jvp_str, tree_spec(out))
+  end
+  for _, t in ipairs(list) do
+    if not is_tensor(t) then fail("%s: expected f(*args) to return only tensors, got unsupported type %s", jvp_str, U.typename(t)) end
+  end
+  return flatten(out)
+end
+
+-- jvp(func, primals, tangents, {strict=false, has_aux=false}) -> output, jvp_out [, aux]: the
+-- output of func(table.unpack(primals)) and J times tangents, computed by double backward
+function func.jvp(f, primals, tangents, ...)
+  local o = U.parse("jvp", { { "strict", false }, { "has_aux", false } }, ...)
+  if not is_list(primals) then
+    fail("%s: Expected primals to be a tuple. E.g. it should be valid to call f(*primals).", jvp_str)
+  end
+  if tree_spec(primals) ~= tree_spec(tangents) then
+    fail("%s: Expected primals and tangents to have the same python structure. For example, if primals is a tuple of 3 tensors, tangents also must be. Got primals with structure %s and tangents with structure %s",
+      jvp_str, tree_spec(primals), tree_spec(tangents))
+  end
+  local ps, ts = tree_leaves(primals), tree_leaves(tangents)
+  only_tensors(ps, "primals")
+  only_tensors(ts, "tangents")
+  for i, p in ipairs(ps) do JVP.check_dual(p, ts[i]) end
+  local _ <close> = enter()
+  local create = nested()
+  local leaves, tangent_of = {}, {}
+  local k = 0
+  local function dual(p)
+    k = k + 1
+    local l = leaf_of(p, create)
+    leaves[k], tangent_of[k] = l, ts[k]
+    return l
+  end
+  -- the same order as tree_leaves: rebuild the list with its leaves replaced
+  local function rebuild(v)
+    if is_tensor(v) then return dual(v) end
+    if OD.is(v) then
+      local out = OD.new()
+      for key, e in pairs(v) do out:set(key, rebuild(e)) end
+      return out
+    end
+    local out = {}
+    for _, key in ipairs(sorted_keys(v)) do out[key] = rebuild(v[key]) end
+    return out
+  end
+  local args = rebuild(primals)
+  local out, aux
+  do
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(jvp_str, o.has_aux, packed(f(table.unpack(args, 1, #args))))
+  end
+  local outs = output_tensors(out)
+  local res = JVP.linear_map(jvp_str, outs, leaves)(tangent_of, create)
+  for i, y in ipairs(outs) do
+    if res[i] == nil then
+      if o.strict then
+        fail("jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. This is not allowed with strict=True.")
+      end
+      res[i] = torch.zeros_like(y):detach()
+    end
+  end
+  if o.has_aux then return detach_tree(out, create), unflatten(out, res), detach_tree(aux, create) end
+  return detach_tree(out, create), unflatten(out, res)
+end
+
+-- linearize(func, ...primals) -> output, jvp_fn: func runs once; jvp_fn(...tangents) gives J
+-- times the tangents (one backward per call, through the graph kept from that run)
+function func.linearize(f, ...)
+  local primals = table.pack(...)
+  local ps = tree_leaves({ table.unpack(primals, 1, primals.n) })
+  local idx = {}
+  for i = 1, primals.n do idx[i] = i end
+  local args, leaves, out, create = { table.unpack(primals, 1, primals.n) }, nil, nil, nil
+  do
+    local _ <close> = enter()
+    create = nested()
+    leaves = make_leaves("linearize", args, idx, create)
+    local _g <close> = torch.enable_grad()
+    out = f(table.unpack(args, 1, primals.n))
+  end
+  -- make_leaves walks pairs(); tangents come in tree_leaves' order: pair them by position
+  local leaf_at = tree_leaves(args)
+  local outs = flatten(out)
+  local apply = JVP.linear_map("linearize", outs, leaf_at)
+  local spec = tree_spec({ table.unpack(primals, 1, primals.n) })
+  local function jvp_fn(...)
+    local tangents = { ... }
+    local tspec = tree_spec(tangents)
+    if tspec ~= spec then
+      fail("Expected the tangents %s to have the same argspec as the primals %s", tspec, spec)
+    end
+    local ts = tree_leaves(tangents)
+    for i, t in ipairs(ts) do
+      local p = ps[i]
+      for _, what in ipairs({ "shape", "device", "dtype" }) do
+        local a, b = tostring(what == "shape" and t:size() or t[what]), tostring(what == "shape" and p:size() or p[what])
+        if a ~= b then
+          fail("tangent:%d with %s %s in flattened pytree doesn't match the %s %s of the corresponding primal.", i - 1, what, a, what, b)
+        end
+      end
+    end
+    local res = apply(ts, create)
+    for i, y in ipairs(outs) do res[i] = res[i] or torch.zeros_like(y):detach() end
+    return unflatten(out, res)
+  end
+  return detach_tree(out, create), jvp_fn
+end
+
+-- jacfwd(func, argnums=0, has_aux=false, {randomness=}): the Jacobian, shaped and nested as
+-- jacrev's, column by column: J e_j for every basis vector e_j of the inputs (forward mode)
+local function jacfwd_impl(f, o, ...)
+  local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian("jacfwd", f, o, ...)
+  local apply = JVP.linear_map("jacfwd", outs, leaves)
+  local mats = {}
+  for k = 1, #outs do mats[k] = {} end
+  for i, l in ipairs(leaves) do
+    local cols = {}
+    for k = 1, #outs do cols[k] = {} end
+    local n = l:numel()
+    for j = 0, n - 1 do
+      local e = torch.zeros(n, { dtype = l.dtype, device = l.device })
+      e[j] = 1
+      local r = apply({ [i] = e:view(l:size()) }, create)
+      for k, y in ipairs(outs) do
+        cols[k][j + 1] = r[k] ~= nil and r[k]:reshape(-1) or torch.zeros(y:numel(), { dtype = y.dtype, device = y.device })
+      end
+    end
+    for k, y in ipairs(outs) do mats[k][l] = stacked(cols[k], 1, y:numel(), 0, y) end
+  end
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
+end
+
+function func.jacfwd(f, ...)
+  local o = U.parse("jacfwd", { { "argnums", 0 }, { "has_aux", false }, { "randomness", "error" } }, ...)
+  return function(...) return jacfwd_impl(f, o, ...) end
+end
+
+-- hessian(func, argnums=0): jacfwd(jacrev(func, argnums), argnums)
+function func.hessian(f, ...)
+  local o = U.parse("hessian", { { "argnums", 0 } }, ...)
+  return func.jacfwd(func.jacrev(f, o.argnums), o.argnums)
 end
 
 -- ---------------------------------------------------------------- vmap

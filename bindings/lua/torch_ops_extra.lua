@@ -576,14 +576,15 @@ end
 torch.autograd.functional = torch.autograd.functional or {}
 local F = torch.autograd.functional
 
-local function prepare(fname, inputs)
+-- the inputs as requires-grad leaves; with create, those that require grad stay on their graph
+local function prepare(fname, inputs, create)
   local xs, single = as_list(inputs)
   local leaves = {}
   for i, x in ipairs(xs) do
     if not torch.is_tensor(x) then
       fail("The inputs given to %s must be either a Tensor or a tuple of Tensors but the value at index %d has type %s.", fname, i - 1, U.typename(x))
     end
-    leaves[i] = x:detach():clone():requires_grad_(x:is_floating_point())
+    leaves[i] = create and x.requires_grad and x:view_as(x) or x:detach():clone():requires_grad_(x:is_floating_point())
   end
   return leaves, single
 end
@@ -623,7 +624,7 @@ function F.jacobian(func, inputs, ...)
   local o = U.parse("jacobian", { { "create_graph", false }, { "strict", false }, { "vectorize", false },
     { "strategy", "reverse-mode" } }, ...)
   if o.strategy ~= "reverse-mode" then fail("torch.autograd.functional.jacobian: only strategy=\"reverse-mode\" is supported") end
-  local leaves, single_in = prepare("jacobian", inputs)
+  local leaves, single_in = prepare("jacobian", inputs, o.create_graph)
   local outs, single_out = outputs_with_grad(func, leaves)
   local res = {}
   for k, out in ipairs(outs) do
@@ -642,7 +643,7 @@ end
 -- vjp(func, inputs, v=nil, {create_graph=false, strict=false}) -> outputs, v^T J (per input)
 function F.vjp(func, inputs, v, ...)
   local o = U.parse("vjp", { { "create_graph", false }, { "strict", false } }, ...)
-  local leaves, single_in = prepare("vjp", inputs)
+  local leaves, single_in = prepare("vjp", inputs, o.create_graph)
   local outs, single_out = outputs_with_grad(func, leaves)
   local vs = v == nil and {} or (torch.is_tensor(v) and { v } or v)
   if v == nil then
@@ -676,43 +677,79 @@ function F.vjp(func, inputs, v, ...)
   return detached(outs, single_out, o.create_graph), single_in and grads[1] or grads
 end
 
--- jvp(func, inputs, v=nil, {create_graph=false, strict=false}) -> outputs, J v (per output),
--- from the Jacobian
+-- v checked against the inputs as PyTorch's _validate_v does (vs: a list, or nil)
+local function check_v(vs, leaves, single_in)
+  if #vs ~= #leaves then
+    if single_in then fail("The given v should contain a single Tensor.") end
+    fail("v is a tuple of invalid length: should be %d but got %d.", #leaves, #vs)
+  end
+  for i, x in ipairs(leaves) do
+    if tostring(vs[i]:size()) ~= tostring(x:size()) then
+      fail("%sv has invalid size: should be %s but got %s.", #leaves > 1 and ("Entry " .. (i - 1) .. " in ") or "",
+        tostring(x:size()), tostring(vs[i]:size()))
+    end
+  end
+end
+
+-- v as a list, ones for a single one-element input when nil
+local function v_list(v, leaves, single_in)
+  if v == nil then
+    if #leaves ~= 1 or leaves[1]:numel() ~= 1 then
+      fail("The vector v can only be None if the input to the user-provided function is a single Tensor with a single element.")
+    end
+    return { torch.ones_like(leaves[1]):detach() }
+  end
+  local vs = torch.is_tensor(v) and { v } or v
+  check_v(vs, leaves, single_in)
+  return vs
+end
+
+-- strict mode: every output computed from the inputs
+local function check_outputs_require_grad(outs, strict)
+  if not strict then return end
+  for i, out in ipairs(outs) do
+    if not out.requires_grad then
+      fail("Output %d of the user-provided function does not require gradients. The outputs must be computed in a differentiable manner from the input when running in strict mode.", i - 1)
+    end
+  end
+end
+
+-- jvp(func, inputs, v=nil, {create_graph=false, strict=false}) -> outputs, J v (per output), by
+-- the double-backward trick: one backward with dummy cotangents, one through that backward
 function F.jvp(func, inputs, v, ...)
   local o = U.parse("jvp", { { "create_graph", false }, { "strict", false } }, ...)
-  local leaves, single_in = prepare("jvp", inputs)
-  local vs = v == nil and {} or (torch.is_tensor(v) and { v } or v)
-  if v == nil then
-    for i, x in ipairs(leaves) do
-      if x:numel() ~= 1 then
-        fail("The vector v can only be None if the input to the user-provided function is a single Tensor with a single element.")
-      end
-      vs[i] = torch.ones_like(x):detach()
-    end
-  end
-  if #vs ~= #leaves then fail("v is a tuple of invalid length: should be %d but got %d.", #leaves, #vs) end
-  for i, x in ipairs(leaves) do
-    if vs[i]:numel() ~= x:numel() or vs[i]:dim() ~= x:dim() then
-      fail("Mismatch in shape: input[%d] has a shape of %s and v[%d] has a shape of %s.", i - 1,
-        tostring(x:size()), i - 1, tostring(vs[i]:size()))
-    end
-  end
+  local leaves, single_in = prepare("jvp", inputs, o.create_graph)
+  local vs = v_list(v, leaves, single_in)
   local outs, single_out = outputs_with_grad(func, leaves)
-  local res = {}
-  for k, out in ipairs(outs) do
-    local js = jacobian_of(out, leaves, o.create_graph)
-    local acc = torch.zeros(out:numel(), { dtype = out.dtype, device = out.device })
-    for i, j in ipairs(js) do
-      acc = acc + j:reshape(out:numel(), -1):mv(vs[i]:reshape(-1):to(out.dtype))
+  check_outputs_require_grad(outs, o.strict)
+  local apply, gs = require("jvp_util").linear_map("torch.autograd.functional.jvp", outs, leaves)
+  if o.strict then
+    for i = 1, #leaves do
+      if gs[i] == nil then
+        fail("The output of the user-provided function is independent of input %d. This is not allowed in strict mode.", i - 1)
+      elseif not gs[i].requires_grad then
+        fail("The gradient with respect to input %d is independent of the inputs of the user-provided function. This is not allowed in strict mode.", i - 1)
+      end
     end
-    res[k] = acc:reshape(out:size())
+  end
+  local res = apply(vs, o.create_graph)
+  for i, out in ipairs(outs) do
+    if res[i] == nil then
+      if o.strict then
+        fail("The gradient with respect to the input is independent of entry %d in the grad_outputs when using the double backward trick to compute forward mode gradients. This is not allowed in strict mode.", i - 1)
+      end
+      res[i] = torch.zeros_like(out):detach()
+    elseif o.strict and o.create_graph and not res[i].requires_grad then
+      fail("The jacobian of the user-provided function is independent of input %d. This is not allowed in strict mode when create_graph=True.", i - 1)
+    end
   end
   return detached(outs, single_out, o.create_graph), single_out and res[1] or res
 end
 
 -- func's one scalar output and its gradient against every leaf, recorded for a second backward
-local function scalar_and_gradient(fname, func, leaves)
+local function scalar_and_gradient(fname, func, leaves, strict)
   local outs, single = outputs_with_grad(func, leaves)
+  check_outputs_require_grad(outs, strict)
   if not single then fail("The function given to %s should return a single Tensor", fname) end
   local out = outs[1]
   if out:numel() ~= 1 then
@@ -720,18 +757,28 @@ local function scalar_and_gradient(fname, func, leaves)
   end
   local g = out.requires_grad and torch.autograd.grad({ out }, leaves, nil, { create_graph = true, allow_unused = true }) or {}
   local grads = {}
-  for i, x in ipairs(leaves) do grads[i] = g[i] ~= nil and g[i] or torch.zeros_like(x) end
+  for i, x in ipairs(leaves) do
+    if strict and g[i] == nil then
+      fail("The output of the user-provided function is independent of input %d. This is not allowed in strict mode.", i - 1)
+    elseif strict and not g[i].requires_grad then
+      fail("While computing the hessian, found that the jacobian of the user-provided function with respect to input %d is independent of the input. This is not allowed in strict mode. You should ensure that your function is twice differentiable and that the jacobian depends on the inputs (this would be violated by a linear function for example).", i - 1)
+    end
+    grads[i] = g[i] ~= nil and g[i] or torch.zeros_like(x)
+  end
   return out, grads
 end
 
 -- hessian(func, inputs, {create_graph=false, strict=false, vectorize=false,
 -- outer_jacobian_strategy="reverse-mode"}): H[i][j] of shape inputs[i].shape .. inputs[j].shape
--- (one tensor for one input)
+-- (one tensor for one input); both strategies give the same rows, by reverse over reverse
 function F.hessian(func, inputs, ...)
   local o = U.parse("hessian", { { "create_graph", false }, { "strict", false }, { "vectorize", false },
     { "outer_jacobian_strategy", "reverse-mode" } }, ...)
-  local leaves, single_in = prepare("hessian", inputs)
-  local _, grads = scalar_and_gradient("hessian", func, leaves)
+  if o.outer_jacobian_strategy ~= "forward-mode" and o.outer_jacobian_strategy ~= "reverse-mode" then
+    fail('Expected strategy to be either "forward-mode" or "reverse-mode".')
+  end
+  local leaves, single_in = prepare("hessian", inputs, o.create_graph)
+  local _, grads = scalar_and_gradient("hessian", func, leaves, o.strict)
   local H = {}
   for i, g in ipairs(grads) do H[i] = jacobian_of(g, leaves, o.create_graph) end
   return single_in and H[1][1] or H
@@ -741,18 +788,9 @@ end
 -- same for the symmetric Hessian of a twice-differentiable function
 local function vhp(fname, func, inputs, v, ...)
   local o = U.parse(fname, { { "create_graph", false }, { "strict", false } }, ...)
-  local leaves, single_in = prepare(fname, inputs)
-  local vs = torch.is_tensor(v) and { v } or v
-  if vs == nil or #vs ~= #leaves then
-    fail("v is a tuple of invalid length: should be %d but got %d.", #leaves, vs == nil and 0 or #vs)
-  end
-  for i, x in ipairs(leaves) do
-    if vs[i]:numel() ~= x:numel() or vs[i]:dim() ~= x:dim() then
-      fail("Mismatch in shape: input[%d] has a shape of %s and v[%d] has a shape of %s.", i - 1, tostring(x:size()), i - 1,
-        tostring(vs[i]:size()))
-    end
-  end
-  local out, grads = scalar_and_gradient(fname, func, leaves)
+  local leaves, single_in = prepare(fname, inputs, o.create_graph)
+  local vs = v_list(v, leaves, single_in)
+  local out, grads = scalar_and_gradient(fname, func, leaves, o.strict)
   local live, gv = {}, {}
   for i, g in ipairs(grads) do
     if g.requires_grad then live[#live + 1] = i end
@@ -764,6 +802,14 @@ local function vhp(fname, func, inputs, v, ...)
     r = torch.autograd.grad(gs, leaves, ws, { allow_unused = true, create_graph = o.create_graph })
   end
   for i, x in ipairs(leaves) do
+    if o.strict and r[i] == nil then
+      if fname == "hvp" then
+        fail("The hessian of the user-provided function is independent of entry %d in the grad_jacobian. This is not allowed in strict mode as it prevents from using the double backward trick to replace forward mode AD.", i - 1)
+      end
+      fail("The jacobian of the user-provided function is independent of input %d. This is not allowed in strict mode.", i - 1)
+    elseif o.strict and o.create_graph and not r[i].requires_grad then
+      fail("The hessian of the user-provided function is independent of input %d. This is not allowed in strict mode when create_graph=True.", i - 1)
+    end
     gv[i] = r[i] ~= nil and (o.create_graph and r[i] or r[i]:detach()) or torch.zeros_like(x):detach()
   end
   return o.create_graph and out or out:detach(), single_in and gv[1] or gv

@@ -353,7 +353,7 @@ T.test("autograd.functional jacobian, vjp, jvp", function()
   local _, jv2 = F.jvp(function(a, b) return a * b end, { torch.tensor({ 1.0, 2.0 }), torch.tensor({ 3.0, 4.0 }) },
     { torch.tensor({ 1.0, 0.0 }), torch.tensor({ 0.0, 1.0 }) })
   T.eq(jv2:tolist(), { 3.0, 2.0 }, "jvp of two inputs")
-  T.raises(function() F.jvp(f, x, torch.ones(3)) end, "~Mismatch in shape: input[0]")
+  T.raises(function() F.jvp(f, x, torch.ones(3)) end, "~v has invalid size: should be torch.Size([4]) but got torch.Size([3]).")
 
   T.raises(function() F.hessian(function(t) return { t:sum(), t:sum() } end, x) end,
     "The function given to hessian should return a single Tensor")
