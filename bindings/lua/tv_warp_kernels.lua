@@ -14,9 +14,6 @@ local proxy, const = K._proxy, K._const
 
 local function f32(x) return (string.unpack("<f", string.pack("<f", x))) end
 
--- an output size for the proxy's checks: sizes >= 0 capped at 1, anything else as given (its error)
-local function small(n) return (math.type(n) == "integer" and n >= 0) and math.min(n, 1) or n end
-
 -- a number, a list of numbers (or numeric strings) or a CPU tensor, already checked by the C loop, as a list
 local function numbers(x)
   if torch.is_tensor(x) then return x:reshape(-1):tolist() end
@@ -103,7 +100,8 @@ end
 -- the 8 coefficients on pixel centres, normalised by the output's size
 function K.warp(img, oh, ow, kind, coeffs, interp, fill)
   if img:dim() < 2 then return C.warp(img:cpu(), "chw", oh, ow, kind, coeffs, interp, fill) end -- its error
-  C.warp(proxy(img), "chw", small(oh), small(ow), kind, coeffs, interp, fill)
+  local sizes_ok = math.type(oh) == "integer" and math.type(ow) == "integer" and oh >= 0 and ow >= 0
+  C.warp(proxy(img), "chw", sizes_ok and math.min(oh, 1) or oh, sizes_ok and math.min(ow, 1) or ow, kind, coeffs, interp, fill)
   local wd = img.dtype == torch.float64 and torch.float64 or torch.float32
   local rnd = wd == torch.float64 and function(v) return v end or f32
   local affine = kind == "affine"
@@ -133,7 +131,7 @@ function K.grid_sample(img, grid, interp, fill)
     return C.grid_sample(img:cpu(), torch.is_tensor(grid) and grid:cpu() or grid, interp, fill)
   end
   local oh, ow = grid:size(-3), grid:size(-2)
-  C.grid_sample(proxy(img), torch.zeros({small(oh), small(ow), 2}, {dtype = grid.dtype}), interp, fill)
+  C.grid_sample(proxy(img), torch.zeros({math.min(oh, 1), math.min(ow, 1), 2}, {dtype = grid.dtype}), interp, fill)
   local wd = img.dtype == torch.float64 and torch.float64 or torch.float32
   local g = grid:to(img.device):reshape(oh, ow, 2):to(wd)
   return sampled(img, g:select(-1, 0), g:select(-1, 1), oh, ow, interp, fill, wd)
