@@ -7,24 +7,10 @@ local K = require "tv_warp_kernels"
 local C = require("tv_io")._C
 local tv = require("torchvision").transforms
 local F = tv.functional
+local KU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "tv_kernel_util.lua")(T)
+local image, same = KU.image, KU.same
 
 torch.manual_seed(11)
-
-local function image(shape, dtype)
-  if dtype == torch.uint8 then return torch.randint(0, 256, shape, {dtype = torch.uint8}) end
-  return torch.rand(shape, {dtype = dtype})
-end
-
--- the kernel's result (run on device) equals the C loop's on the CPU
-local function same(got, want, what)
-  got = got:cpu()
-  if not T.eq(got.shape:totable(), want.shape:totable(), what .. ": shape") then return end
-  T.check(got.dtype == want.dtype, what .. ": dtype " .. tostring(got.dtype))
-  if want:numel() == 0 then return end
-  local diff = (got:to(torch.float64) - want:to(torch.float64)):abs():max():item()
-  local tol = want:is_floating_point() and 1e-5 or 0
-  T.check(diff <= tol, string.format("%s: max difference %g", what, diff))
-end
 
 local shapes = {{3, 9, 11}, {1, 6, 7}, {2, 3, 8, 10}, {5, 8}, {2, 1, 1, 7, 6}}
 
@@ -197,21 +183,10 @@ local function transforms_on(device)
     {"ElasticTransform nearest", function() return tv.ElasticTransform(20.0, 1.5, {interpolation = "nearest", fill = 7}) end, torch.uint8},
     {"RandomEqualize", function() return tv.RandomEqualize(1.0) end, torch.uint8},
   }
-  for _, c in ipairs(cases) do
-    local img = image({3, 14, 17}, c[3])
-    local t = c[2]()
-    for seed = 1, 3 do
-      torch.manual_seed(seed)
-      local want = t(img)
-      torch.manual_seed(seed)
-      local got = t(img:to(device))
-      T.check(got.device.type == device, c[1] .. ": stays on " .. device)
-      same(got, want, device .. " " .. c[1] .. " seed " .. seed)
-    end
-  end
+  KU.transforms_same(device, cases)
   local img = image({2, 3, 12, 12}, torch.uint8)
   local d = torch.rand(1, 12, 12, 2) * 0.2 - 0.1
-  for _, f in ipairs({
+  KU.functional_same(device, img, {
     {"rotate", function(x) return F.rotate(x, 33, {interpolation = "bilinear", fill = {1, 2, 3}}) end},
     {"rotate expand", function(x) return F.rotate(x, 120, {expand = true, center = {3, 4}}) end},
     {"affine", function(x) return F.affine(x, -15, {2, 1}, 0.9, {5, 3}) end},
@@ -219,9 +194,7 @@ local function transforms_on(device)
     {"elastic_transform", function(x) return F.elastic_transform(x, d:to(x.device)) end},
     {"elastic_transform CPU displacement", function(x) return F.elastic_transform(x, d, {fill = 5}) end},
     {"equalize", function(x) return F.equalize(x) end},
-  }) do
-    same(f[2](img:to(device)), f[2](img), device .. " F." .. f[1])
-  end
+  })
 end
 
 T.test("transforms on CPU tensors", function() transforms_on("cpu") end)
