@@ -12,7 +12,11 @@ local K = require "tv_tensor_kernels"
 
 local proxy, const = K._proxy, K._const
 
-local function f32(x) return (string.unpack("<f", string.pack("<f", x))) end
+-- v rounded to the working dtype wd, as the C loop's R()
+local function rnd(v, wd)
+  if wd == torch.float64 then return v end
+  return (string.unpack("<f", string.pack("<f", v)))
+end
 
 -- a number, a list of numbers (or numeric strings) or a CPU tensor, already checked by the C loop, as a list
 local function numbers(x)
@@ -27,10 +31,9 @@ end
 local function fill_tensor(fill, img, wd)
   if fill == nil then return nil end
   fill = numbers(fill)
-  local rnd = wd == torch.float64 and function(v) return v end or f32
-  if img:dim() < 3 then return const(rnd(fill[1]), wd, img) end
+  if img:dim() < 3 then return const(rnd(fill[1], wd), wd, img) end
   local v = {}
-  for c = 1, img:size(-3) do v[c] = rnd(fill[#fill == 1 and 1 or c]) end
+  for c = 1, img:size(-3) do v[c] = rnd(fill[#fill == 1 and 1 or c], wd) end
   return torch.tensor(v, {dtype = wd, device = img.device}):view(#v, 1)
 end
 
@@ -55,9 +58,8 @@ end
 -- sample's work: img (..., H, W) at the normalised points gx, gy ((npix) tensors of wd) -> (..., npix) in img's dtype
 local function sample(img, gx, gy, interp, fill, wd)
   local H, W = img:size(-2), img:size(-1)
-  local rnd = wd == torch.float64 and function(v) return v end or f32
-  local ix = (gx + 1) * const(rnd(W / 2), wd, img) - 0.5
-  local iy = (gy + 1) * const(rnd(H / 2), wd, img) - 0.5
+  local ix = (gx + 1) * const(rnd(W / 2, wd), wd, img) - 0.5
+  local iy = (gy + 1) * const(rnd(H / 2, wd), wd, img) - 0.5
   local flat = img:flatten(-2)
   local f = fill_tensor(fill, img, wd)
   local zero = const(0, wd, img)
@@ -103,18 +105,17 @@ function K.warp(img, oh, ow, kind, coeffs, interp, fill)
   local sizes_ok = math.type(oh) == "integer" and math.type(ow) == "integer" and oh >= 0 and ow >= 0
   C.warp(proxy(img), "chw", sizes_ok and math.min(oh, 1) or oh, sizes_ok and math.min(ow, 1) or ow, kind, coeffs, interp, fill)
   local wd = img.dtype == torch.float64 and torch.float64 or torch.float32
-  local rnd = wd == torch.float64 and function(v) return v end or f32
   local affine = kind == "affine"
   local t, cf = {}, numbers(coeffs)
-  for i = 1, 8 do t[i] = (i <= 6 or not affine) and rnd(cf[i]) or 0 end
-  local nx = rnd(0.5 * (affine and img:size(-1) or ow))
-  local ny = rnd(0.5 * (affine and img:size(-2) or oh))
+  for i = 1, 8 do t[i] = (i <= 6 or not affine) and rnd(cf[i], wd) or 0 end
+  local nx = rnd(0.5 * (affine and img:size(-1) or ow), wd)
+  local ny = rnd(0.5 * (affine and img:size(-2) or oh), wd)
   local function c(v) return const(v, wd, img) end
   local opts = {dtype = torch.float64, device = img.device}
   local xs = (torch.arange(ow, opts) + (affine and 0.5 - ow * 0.5 or 0.5)):to(wd):view(1, ow)
   local ys = (torch.arange(oh, opts) + (affine and 0.5 - oh * 0.5 or 0.5)):to(wd):view(oh, 1)
-  local gx = xs * c(rnd(t[1] / nx)) + ys * c(rnd(t[2] / nx)) + c(rnd(t[3] / nx))
-  local gy = xs * c(rnd(t[4] / ny)) + ys * c(rnd(t[5] / ny)) + c(rnd(t[6] / ny))
+  local gx = xs * c(rnd(t[1] / nx, wd)) + ys * c(rnd(t[2] / nx, wd)) + c(rnd(t[3] / nx, wd))
+  local gy = xs * c(rnd(t[4] / ny, wd)) + ys * c(rnd(t[5] / ny, wd)) + c(rnd(t[6] / ny, wd))
   if not affine then
     local den = xs * c(t[7]) + ys * c(t[8]) + 1
     gx, gy = gx / den - 1, gy / den - 1
