@@ -261,7 +261,11 @@ static void make_grid(double *g, int64_t oh, int64_t ow, int64_t h, int64_t w, n
     double t[8];
     for (int i = 0; i < 8; i++) t[i] = i < 6 || kind == NN_WARP_PERSPECTIVE ? R(c[i]) : 0;
     double nx = R(0.5 * (kind == NN_WARP_AFFINE ? w : ow)), ny = R(0.5 * (kind == NN_WARP_AFFINE ? h : oh));
-    double r00 = R(t[0] / nx), r10 = R(t[1] / nx), r20 = R(t[2] / nx), r01 = R(t[3] / ny), r11 = R(t[4] / ny), r21 = R(t[5] / ny);
+    /* rounded in a loop of its own: GCC 12's SLP vectoriser (-O2) drops R's float rounding from six R(a / b) in a row */
+    double r[6] = {t[0] / nx, t[1] / nx, t[2] / nx, t[3] / ny, t[4] / ny, t[5] / ny};
+    if (!f64)
+        for (int k = 0; k < 6; k++) r[k] = (float)r[k];
+    double r00 = r[0], r10 = r[1], r20 = r[2], r01 = r[3], r11 = r[4], r21 = r[5];
     for (int64_t i = 0; i < oh; i++)
         for (int64_t j = 0; j < ow; j++) {
             double x = kind == NN_WARP_AFFINE ? j - ow * 0.5 + 0.5 : j + 0.5, y = kind == NN_WARP_AFFINE ? i - oh * 0.5 + 0.5 : i + 0.5;

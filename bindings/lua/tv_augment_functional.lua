@@ -10,7 +10,7 @@
 local torch = require "torch"
 local U = require "nn_util"
 local C = require("tv_io")._C
-local K = require "tv_tensor_kernels"
+local K = require "tv_warp_kernels" -- tv_tensor_kernels with the warps
 
 return function(T, H)
   local F = T.functional
@@ -216,7 +216,7 @@ return function(T, H)
     local m = inverse_affine(center_f, -o.angle, {0.0, 0.0}, 1.0, {0.0, 0.0})
     local ow, oh = w, h
     if o.expand then ow, oh = affine_output_size(m, w, h) end
-    return U.call(C.warp, img, "chw", oh, ow, "affine", m, interp, o.fill)
+    return apply(img, C.warp, oh, ow, "affine", m, interp, o.fill)
   end
 
   local affine_spec = {{"angle", U.REQUIRED}, {"translate", U.REQUIRED}, {"scale", U.REQUIRED}, {"shear", U.REQUIRED},
@@ -246,7 +246,7 @@ return function(T, H)
     local center_f = {0.0, 0.0}
     if o.center then center_f = {o.center[1] - w * 0.5, o.center[2] - h * 0.5} end
     local m = inverse_affine(center_f, angle, {translate[1] + 0.0, translate[2] + 0.0}, scale, shear)
-    return U.call(C.warp, img, "chw", h, w, "affine", m, interp, o.fill)
+    return apply(img, C.warp, h, w, "affine", m, interp, o.fill)
   end
 
   -- the 8 coefficients mapping endpoints to startpoints (float32, as torchvision rounds its lstsq solution)
@@ -296,7 +296,7 @@ return function(T, H)
     if is_pil(img) then
       return H.wrap(U.call(C.warp, img._data, "hwc", h, w, "perspective", c, interp, pil_fill("perspective", o.fill, img)))
     end
-    return U.call(C.warp, img, "chw", h, w, "perspective", c, interp, o.fill)
+    return apply(img, C.warp, h, w, "perspective", c, interp, o.fill)
   end
 
   local elastic_spec = {{"displacement", U.REQUIRED}, {"interpolation", "bilinear"}, {"fill"}}
@@ -314,10 +314,11 @@ return function(T, H)
     if #shape ~= 4 or shape[1] ~= 1 or shape[2] ~= h or shape[3] ~= w or shape[4] ~= 2 then
       U.errorf("elastic_transform: Argument displacement shape should be (1, %d, %d, 2), but given %s", h, w, tostring(d.shape))
     end
-    local gx = torch.linspace((-w + 1) / w, (w - 1) / w, w):view(1, w):expand(h, w)
-    local gy = torch.linspace((-h + 1) / h, (h - 1) / h, h):view(h, 1):expand(h, w)
-    local grid = torch.stack({gx, gy}, -1):unsqueeze(0) + d
-    local out = U.call(C.grid_sample, t, grid, interp, o.fill)
+    local dev = {device = t.device}
+    local gx = torch.linspace((-w + 1) / w, (w - 1) / w, w, dev):view(1, w):expand(h, w)
+    local gy = torch.linspace((-h + 1) / h, (h - 1) / h, h, dev):view(h, 1):expand(h, w)
+    local grid = torch.stack({gx, gy}, -1):unsqueeze(0) + d:to(t.device)
+    local out = U.call(K.for_device(C.grid_sample, t) or C.grid_sample, t, grid, interp, o.fill)
     if is_pil(img) then return chw_pil(out) end
     return out
   end

@@ -260,12 +260,34 @@ function K.adjust(img, op, factor)
 end
 
 ---------------------------------------------------------------------------
--- point maps: invert, posterize, solarize, autocontrast (equalize stays on the CPU)
+-- point maps: invert, posterize, solarize, autocontrast, equalize
 ---------------------------------------------------------------------------
 
+-- Pillow's equalize per plane of a uint8 image: with step = (count - count of the top value) // 255,
+-- v -> min((step // 2 + count below v) // step, 255); a plane whose step is 0 is kept
+local function equalize(img)
+  local HW = img:size(-2) * img:size(-1)
+  if img:numel() == 0 then return img:clone() end
+  local flat = img:reshape(-1, HW):to(torch.int64)
+  local P = flat:size(0)
+  local base = torch.arange(P, {dtype = torch.int64, device = img.device}):mul_(256):view(P, 1)
+  local pos = (flat + base):reshape(-1)
+  local hist = torch.zeros(P * 256, {dtype = torch.int64, device = img.device})
+  hist = hist:index_add_(0, pos, torch.ones(pos:size(0), {dtype = torch.int64, device = img.device})):view(P, 256)
+  local values = torch.arange(256, {dtype = torch.int64, device = img.device})
+  local top = torch.where(hist:gt(0), values, -1):amax(1, true) -- the highest value present
+  local last = hist:gather(1, top:clamp(0, 255))
+  local step = (flat:size(1) - last) // 255
+  local below = hist:cumsum(1) - hist
+  local safe = torch.where(step:eq(0), 1, step)
+  local lut = ((safe // 2 + below) // safe):clamp(0, 255)
+  lut = torch.where(step:eq(0), values, lut)
+  return lut:gather(1, flat):to(torch.uint8):view(img.shape)
+end
+
 function K.point(img, op, arg)
-  if op == "equalize" then return nil end
   check(C.point, img, op, arg)
+  if op == "equalize" then return equalize(img) end
   local u8 = img.dtype == torch.uint8
   local wd = work_dtype(img)
   if op == "invert" then
@@ -366,5 +388,7 @@ function K.for_device(f, img)
   return nil
 end
 K.by_loop = by_loop
+-- for tv_warp_kernels
+K._proxy, K._const = proxy, const
 
 return K
