@@ -279,8 +279,7 @@ static int accumulate_grad(lua_State *L)
 
 static int remove_hook(lua_State *L)
 {
-    lua_getiuservalue(L, lua_upvalueindex(1), 1);
-    nn_tensor *t = lt_totensor(L, -1);
+    nn_tensor *t = lt_totensor(L, lua_upvalueindex(1));
     int64_t handle = (int64_t)lua_tointeger(L, lua_upvalueindex(2));
     if (t && handle) nn_remove_grad_hook(t, handle);
     lua_pushinteger(L, 0);
@@ -291,6 +290,22 @@ static int remove_hook(lua_State *L)
 static int64_t add_post_hook(nn_tensor *t, lua_fn *c) { return nn_add_post_accumulate_grad_hook(t, call_grad_hook, c, lua_fn_free); }
 static int64_t add_tensor_hook(nn_tensor *t, lua_fn *c) { return nn_add_tensor_hook(t, call_tensor_hook, c, lua_fn_free); }
 
+/* the handle of hook h (fn c) on the tensor or node at 1: {remove = remove(that, h)}; h 0: c is
+ * freed and the error raised */
+static int push_handle(lua_State *L, int64_t h, lua_fn *c, lua_CFunction remove)
+{
+    if (!h) {
+        lua_fn_free(c);
+        return lt_fail(L, 0);
+    }
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, (lua_Integer)h);
+    lua_pushcclosure(L, remove, 2);
+    lua_setfield(L, -2, "remove");
+    return 1;
+}
+
 /* t:<register>(fn) with add(t, fn); returns a handle whose remove() takes the hook off */
 static int register_with(lua_State *L, int64_t (*add)(nn_tensor *, lua_fn *))
 {
@@ -298,19 +313,7 @@ static int register_with(lua_State *L, int64_t (*add)(nn_tensor *, lua_fn *))
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_fn *c = lua_fn_new(L, 2);
     if (!c) return luaL_error(L, "out of memory");
-    int64_t h = add(t, c);
-    if (!h) {
-        lua_fn_free(c);
-        return lt_fail(L, 0);
-    }
-    lua_newtable(L); /* the handle: {remove = fn} */
-    lua_newuserdatauv(L, 0, 1); /* holds the tensor for remove() */
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    lua_pushinteger(L, (lua_Integer)h);
-    lua_pushcclosure(L, remove_hook, 2);
-    lua_setfield(L, -2, "remove");
-    return 1;
+    return push_handle(L, add(t, c), c, remove_hook);
 }
 
 /* p:register_post_accumulate_grad_hook(fn): fn(p) after each backward pass has accumulated
@@ -468,17 +471,7 @@ static int node_add_hook(lua_State *L, bool pre)
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_fn *c = lua_fn_new(L, 2);
     if (!c) return luaL_error(L, "out of memory");
-    int64_t h = nn_node_add_hook(n, pre, pre ? call_node_prehook : call_node_posthook, c, lua_fn_free);
-    if (!h) {
-        lua_fn_free(c);
-        return lt_fail(L, 0);
-    }
-    lua_newtable(L);
-    lua_pushvalue(L, 1);
-    lua_pushinteger(L, (lua_Integer)h);
-    lua_pushcclosure(L, remove_node_hook, 2);
-    lua_setfield(L, -2, "remove");
-    return 1;
+    return push_handle(L, nn_node_add_hook(n, pre, pre ? call_node_prehook : call_node_posthook, c, lua_fn_free), c, remove_node_hook);
 }
 
 static int node_register_hook(lua_State *L) { return node_add_hook(L, false); }
