@@ -706,7 +706,7 @@ static nn_status node_hooks_run(struct nn_hook_list *h, bool pre, nn_node *x, in
         bool replace = false;
         nn_status st = k.node(x, nin, gin, nout, gout, &replace, repl, k.ctx);
         for (int j = 0; j < nr && !st && replace; j++)
-            if (repl[j] && !g[j]) st = nn_error(NN_ERR_RUNTIME, "a hook returned a gradient where there was none (None), which is not supported");
+            if (repl[j] && !g[j]) st = nn_error(NN_ERR_RUNTIME, "can't replace a None gradient with a non-None value");
             else if (repl[j]) st = check_replacement(g[j], repl[j]);
         for (int j = 0; j < nr; j++) {
             if (!st && replace) {

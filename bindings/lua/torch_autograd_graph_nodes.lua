@@ -68,7 +68,9 @@ end
 -- the gradients of all the tensors that pass computes, fn(grads) with grads[i] the gradient of
 -- tensors[i] (nil where the pass computes none); mode "any": fn(grad) with the first of them
 -- computed in each pass. Returns a handle whose remove() takes it off. A pass run from inside fn
--- (a nested backward) starts the count afresh.
+-- (a nested backward) starts the count afresh. Unlike PyTorch, a tensor hook is not called for an
+-- output of a multi-output node that gets no gradient while the node runs; such a tensor in mode
+-- "all" keeps fn from being called in that pass.
 function graph.register_multi_grad_hook(tensors, fn, ...)
   local o = U.parse("register_multi_grad_hook", { { "mode", "all" } }, ...)
   if type(tensors) ~= "table" or torch.is_tensor(tensors) then

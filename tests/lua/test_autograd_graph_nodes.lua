@@ -128,6 +128,8 @@ local function checks(dev)
     T.check(go ~= nil and go[1] == nil, "grad_outputs[1] is nil")
     same(go[2], { 1, 1 }, "grad_outputs[2]")
     same(a.grad, { 3, 3 }, "a.grad")
+    p.grad_fn:register_prehook(function(g) return { torch.ones(2, { device = dev }), g[2] } end)
+    T.raises(function() q:sum():backward() end, "~can't replace a None gradient with a non-None value", "no gradient to replace")
   end)
 
   T.test(dev .. ": metadata persists with the node", function()
