@@ -279,8 +279,7 @@ static int accumulate_grad(lua_State *L)
 
 static int remove_hook(lua_State *L)
 {
-    lua_getiuservalue(L, lua_upvalueindex(1), 1);
-    nn_tensor *t = lt_totensor(L, -1);
+    nn_tensor *t = lt_totensor(L, lua_upvalueindex(1));
     int64_t handle = (int64_t)lua_tointeger(L, lua_upvalueindex(2));
     if (t && handle) nn_remove_grad_hook(t, handle);
     lua_pushinteger(L, 0);
@@ -291,6 +290,22 @@ static int remove_hook(lua_State *L)
 static int64_t add_post_hook(nn_tensor *t, lua_fn *c) { return nn_add_post_accumulate_grad_hook(t, call_grad_hook, c, lua_fn_free); }
 static int64_t add_tensor_hook(nn_tensor *t, lua_fn *c) { return nn_add_tensor_hook(t, call_tensor_hook, c, lua_fn_free); }
 
+/* the handle of hook h (fn c) on the tensor or node at 1: {remove = remove(that, h)}; h 0: c is
+ * freed and the error raised */
+static int push_handle(lua_State *L, int64_t h, lua_fn *c, lua_CFunction remove)
+{
+    if (!h) {
+        lua_fn_free(c);
+        return lt_fail(L, 0);
+    }
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, (lua_Integer)h);
+    lua_pushcclosure(L, remove, 2);
+    lua_setfield(L, -2, "remove");
+    return 1;
+}
+
 /* t:<register>(fn) with add(t, fn); returns a handle whose remove() takes the hook off */
 static int register_with(lua_State *L, int64_t (*add)(nn_tensor *, lua_fn *))
 {
@@ -298,19 +313,7 @@ static int register_with(lua_State *L, int64_t (*add)(nn_tensor *, lua_fn *))
     luaL_checktype(L, 2, LUA_TFUNCTION);
     lua_fn *c = lua_fn_new(L, 2);
     if (!c) return luaL_error(L, "out of memory");
-    int64_t h = add(t, c);
-    if (!h) {
-        lua_fn_free(c);
-        return lt_fail(L, 0);
-    }
-    lua_newtable(L); /* the handle: {remove = fn} */
-    lua_newuserdatauv(L, 0, 1); /* holds the tensor for remove() */
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    lua_pushinteger(L, (lua_Integer)h);
-    lua_pushcclosure(L, remove_hook, 2);
-    lua_setfield(L, -2, "remove");
-    return 1;
+    return push_handle(L, add(t, c), c, remove_hook);
 }
 
 /* p:register_post_accumulate_grad_hook(fn): fn(p) after each backward pass has accumulated
@@ -380,11 +383,111 @@ static void push_node(lua_State *L, nn_node *n)
     luaL_setmetatable(L, NODE_MT);
 }
 
-/* node == other: the same graph node */
+/* node == other: the same graph node (a leaf's AccumulateGrad nodes are one, as in PyTorch) */
 static int node_eq(lua_State *L)
 {
     nn_node **a = luaL_testudata(L, 1, NODE_MT), **b = luaL_testudata(L, 2, NODE_MT);
-    lua_pushboolean(L, a && b && *a == *b);
+    lua_pushboolean(L, a && b && (*a == *b || ((*a)->leaf && (*a)->leaf == (*b)->leaf)));
+    return 1;
+}
+
+/* pushes the n gradients g as a list (nil where none) */
+static void push_grads(lua_State *L, int n, nn_tensor *const *g)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++)
+        if (g[i]) {
+            lt_push(L, nn_retain(g[i]));
+            lua_rawseti(L, -2, i + 1);
+        }
+}
+
+/* a node hook: fn(grad_outputs) before the node (pre), fn(grad_inputs, grad_outputs) after it; a
+ * list it returns replaces the pre hook's grad_outputs or the post hook's grad_inputs */
+static nn_status call_node_hook(bool pre, int nin, nn_tensor *const *gin, int nout, nn_tensor *const *gout, bool *replace,
+                                nn_tensor **repl, lua_fn *c)
+{
+    const char *what = pre ? "register_prehook" : "register_hook";
+    lua_State *L = backward_L;
+    if (!L) return nn_error(NN_ERR_RUNTIME, "a Lua function run during backward needs backward started from Lua");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    if (!pre) push_grads(L, nin, gin);
+    push_grads(L, nout, gout);
+    if (lua_pcall(L, pre ? 1 : 2, 1, 0) != LUA_OK) {
+        nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a function run during backward");
+        lua_pop(L, 1);
+        return st;
+    }
+    int n = pre ? nout : nin;
+    nn_status st = NN_OK;
+    if (lua_istable(L, -1) && !lt_is_tensor(L, -1)) {
+        if ((int)lua_rawlen(L, -1) > n)
+            st = nn_error(NN_ERR_RUNTIME, "a hook registered with %s has returned an incorrect number of values (got %d, but expected %d)", what,
+                          (int)lua_rawlen(L, -1), n);
+        for (int i = 0; i < n && !st; i++) {
+            lua_rawgeti(L, -1, i + 1);
+            nn_tensor *t = lt_totensor(L, -1);
+            if (t) repl[i] = nn_retain(t);
+            else if (!lua_isnil(L, -1))
+                st = nn_error(NN_ERR_ARG, "a hook registered with %s must return a list of Tensors or nil, got a %s at %d", what, luaL_typename(L, -1), i + 1);
+            lua_pop(L, 1);
+        }
+        *replace = !st;
+    } else if (!lua_isnil(L, -1)) {
+        st = nn_error(NN_ERR_ARG, "a hook registered with %s must return nil or a list of gradients, not a %s", what, luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    return st;
+}
+
+static nn_status call_node_prehook(nn_node *n, int nin, nn_tensor *const *gin, int nout, nn_tensor *const *gout, bool *replace,
+                                   nn_tensor **repl, void *c)
+{
+    (void)n;
+    return call_node_hook(true, nin, gin, nout, gout, replace, repl, c);
+}
+
+static nn_status call_node_posthook(nn_node *n, int nin, nn_tensor *const *gin, int nout, nn_tensor *const *gout, bool *replace,
+                                    nn_tensor **repl, void *c)
+{
+    (void)n;
+    return call_node_hook(false, nin, gin, nout, gout, replace, repl, c);
+}
+
+static int remove_node_hook(lua_State *L)
+{
+    nn_node **n = luaL_checkudata(L, lua_upvalueindex(1), NODE_MT);
+    int64_t handle = (int64_t)lua_tointeger(L, lua_upvalueindex(2));
+    if (*n && handle) nn_node_remove_hook(*n, handle);
+    lua_pushinteger(L, 0);
+    lua_replace(L, lua_upvalueindex(2));
+    return 0;
+}
+
+/* node:register_hook(fn) / node:register_prehook(fn): a handle whose remove() takes fn off */
+static int node_add_hook(lua_State *L, bool pre)
+{
+    nn_node *n = *(nn_node **)luaL_checkudata(L, 1, NODE_MT);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_fn *c = lua_fn_new(L, 2);
+    if (!c) return luaL_error(L, "out of memory");
+    return push_handle(L, nn_node_add_hook(n, pre, pre ? call_node_prehook : call_node_posthook, c, lua_fn_free), c, remove_node_hook);
+}
+
+static int node_register_hook(lua_State *L) { return node_add_hook(L, false); }
+static int node_register_prehook(lua_State *L) { return node_add_hook(L, true); }
+
+/* node.metadata: a table kept with the node */
+static int push_node_metadata(lua_State *L, nn_node *n)
+{
+    void **slot = nn_node_meta(n, lua_fn_free);
+    if (!slot) return lt_fail(L, 0);
+    if (!*slot) {
+        lua_newtable(L);
+        if (!(*slot = lua_fn_new(L, -1))) return luaL_error(L, "out of memory");
+        lua_pop(L, 1);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ((lua_fn *)*slot)->ref);
     return 1;
 }
 
@@ -408,6 +511,7 @@ static int node_index(lua_State *L)
         }
         return 1;
     }
+    if (k && !strcmp(k, "metadata")) return push_node_metadata(L, n);
     if (k && !strcmp(k, "variable") && n->leaf) {
         lt_push(L, nn_retain(n->leaf));
         return 1;
@@ -427,6 +531,39 @@ int lt_field_grad_fn(lua_State *L)
     }
     push_node(L, t->grad_fn);
     return 1;
+}
+
+/* torch._gradient_edge(t) -> the node where t's gradient enters the graph, output_nr */
+static int gradient_edge(lua_State *L)
+{
+    int nr;
+    nn_node *n = nn_gradient_node(lt_check(L, 1), &nr);
+    if (!n) return lt_fail(L, 0);
+    push_node(L, n);
+    nn_node_release(n);
+    lua_pushinteger(L, nr);
+    return 2;
+}
+
+/* torch._backward_pass_id() -> the running backward pass's number (0: none);
+ * torch._backward_computes(t): whether it computes t's gradient */
+static int backward_pass_id(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)nn_backward_pass_id());
+    return 1;
+}
+
+static int backward_computes(lua_State *L)
+{
+    lua_pushboolean(L, nn_backward_computes(lt_check(L, 1)));
+    return 1;
+}
+
+/* torch._increment_version(t): t's version counter (shared with its views) goes up by one */
+static int increment_version(lua_State *L)
+{
+    nn_bump_version(lt_check(L, 1));
+    return 0;
 }
 
 /* ---- grad mode ---- */
@@ -546,6 +683,10 @@ void lt_open_autograd(lua_State *L)
     lua_newtable(L);
     lua_pushcfunction(L, node_name);
     lua_setfield(L, -2, "name");
+    lua_pushcfunction(L, node_register_hook);
+    lua_setfield(L, -2, "register_hook");
+    lua_pushcfunction(L, node_register_prehook);
+    lua_setfield(L, -2, "register_prehook");
     lua_pushcclosure(L, node_index, 1);
     lua_setfield(L, -2, "__index");
     lua_settop(L, torch);
@@ -555,7 +696,9 @@ void lt_open_autograd(lua_State *L)
         {"is_grad_enabled", is_grad_enabled}, {"inference_mode", inference_mode},
         {"is_inference_mode_enabled", is_inference_mode_enabled}, {"is_inference", is_inference},
         {"_set_anomaly", set_anomaly}, {"is_anomaly_enabled", is_anomaly_enabled},
-        {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {NULL, NULL},
+        {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {"_gradient_edge", gradient_edge},
+        {"_backward_pass_id", backward_pass_id}, {"_backward_computes", backward_computes},
+        {"_increment_version", increment_version}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
     lt_open_saved_hooks(L);

@@ -66,6 +66,16 @@ static nn_node *node_alloc(const char *name, nn_backward_fn fn, int nin)
 
 static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in);
 
+/* an AccumulateGrad node of leaf t */
+static nn_node *accumulator_new(nn_tensor *t)
+{
+    nn_node *acc = node_alloc("AccumulateGrad", accumulate_grad, 0);
+    if (!acc) { nn_error(NN_ERR_NOMEM, "out of memory"); return NULL; }
+    acc->seq = UINT64_MAX; /* runs as soon as it is ready */
+    acc->leaf = nn_retain(t);
+    return acc;
+}
+
 nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *const *inputs)
 {
     nn_node *n = node_alloc(name, fn, nin);
@@ -84,12 +94,9 @@ nn_node *nn_node_new(const char *name, nn_backward_fn fn, int nin, nn_tensor *co
             e->node = t->grad_fn;
             e->node->refcount++;
             e->input_nr = t->output_nr;
-        } else {
-            nn_node *acc = node_alloc("AccumulateGrad", accumulate_grad, 0);
-            if (acc) acc->seq = UINT64_MAX; /* runs as soon as it is ready */
-            if (!acc) { nn_node_release(n); nn_error(NN_ERR_NOMEM, "out of memory"); return NULL; }
-            acc->leaf = nn_retain(t);
-            e->node = acc;
+        } else if (!(e->node = accumulator_new(t))) {
+            nn_node_release(n);
+            return NULL;
         }
     }
     return n;
@@ -301,6 +308,7 @@ nn_status nn_node_at_pass_end(nn_node *n, nn_pass_end_fn fn, void *ctx, void (*f
 }
 
 static void hooks_free(struct nn_hook_list *h);
+static void extra_free(struct nn_node_extra *x);
 
 void nn_node_release(nn_node *n)
 {
@@ -332,6 +340,8 @@ void nn_node_release(nn_node *n)
         for (int k = 0; k < NN_NODE_MAX_OUT; k++) nn_release(x->grad_buf[k]);
         hooks_free(x->pre_hooks);
         free(x->pre_hooks);
+        extra_free(x->extra);
+        free(x->extra);
         nn_release(x->leaf);
         free_pass_end(x->pass_end);
         if (x->ctx_free) x->ctx_free(x->ctx);
@@ -487,8 +497,9 @@ static nn_status accumulate_grad(nn_node *n, nn_tensor *const *grad_out, nn_tens
 typedef struct {
     int64_t handle;
     int output_nr;          /* tensor hooks: which output of the node */
-    nn_grad_hook_fn post;   /* one of the two is set; neither: removed */
+    nn_grad_hook_fn post;   /* one of the three is set; none: removed */
     nn_tensor_hook_fn pre;
+    nn_node_hook_fn node;
     void *ctx;
     void (*free_ctx)(void *);
 } hook;
@@ -498,8 +509,17 @@ struct nn_hook_list {
     hook *v;
 };
 
+/* a node's hooks and metadata */
+struct nn_node_extra {
+    struct nn_hook_list pre, post;
+    void *meta;
+    void (*meta_free)(void *);
+};
+
 struct nn_grad_hooks {
     struct nn_hook_list post, pre;
+    struct nn_node_extra acc; /* those of the leaf's AccumulateGrad nodes */
+    bool computes;    /* this pass: its gradient is computed */
     int pending;      /* this pass: AccumulateGrad nodes of the leaf still to run */
     bool accumulated; /* this pass: some gradient reached the leaf */
     nn_tensor *sum;   /* this pass: the leaf's gradient so far, when it has tensor hooks */
@@ -521,10 +541,12 @@ static int64_t hooks_add(struct nn_hook_list *h, hook k)
     return k.handle;
 }
 
+static bool hook_on(const hook *k) { return k->post || k->pre || k->node; }
+
 static bool hooks_live(const struct nn_hook_list *h)
 {
     for (int i = 0; h && i < h->n; i++)
-        if (h->v[i].post || h->v[i].pre) return true;
+        if (hook_on(&h->v[i])) return true;
     return false;
 }
 
@@ -532,9 +554,10 @@ static bool hooks_live(const struct nn_hook_list *h)
 static void hooks_remove(struct nn_hook_list *h, int64_t handle)
 {
     for (int i = 0; h && i < h->n; i++)
-        if (h->v[i].handle == handle && (h->v[i].post || h->v[i].pre)) {
+        if (h->v[i].handle == handle && hook_on(&h->v[i])) {
             h->v[i].post = NULL;
             h->v[i].pre = NULL;
+            h->v[i].node = NULL;
             if (h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
         }
 }
@@ -542,8 +565,16 @@ static void hooks_remove(struct nn_hook_list *h, int64_t handle)
 static void hooks_free(struct nn_hook_list *h)
 {
     for (int i = 0; h && i < h->n; i++)
-        if ((h->v[i].post || h->v[i].pre) && h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
+        if (hook_on(&h->v[i]) && h->v[i].free_ctx) h->v[i].free_ctx(h->v[i].ctx);
     if (h) free(h->v);
+}
+
+static void extra_free(struct nn_node_extra *x)
+{
+    if (!x) return;
+    hooks_free(&x->pre);
+    hooks_free(&x->post);
+    if (x->meta_free) x->meta_free(x->meta);
 }
 
 static struct nn_grad_hooks *grad_hooks_of(nn_tensor *t)
@@ -597,8 +628,97 @@ void nn_grad_hooks_free(nn_tensor *t)
     if (!h) return;
     hooks_free(&h->post);
     hooks_free(&h->pre);
+    extra_free(&h->acc);
     nn_release(h->sum);
     free(h);
+}
+
+/* n's hooks and metadata (an AccumulateGrad node's: its leaf's), made when missing */
+static struct nn_node_extra *extra_of(nn_node *n)
+{
+    if (n->leaf) {
+        struct nn_grad_hooks *h = grad_hooks_of(n->leaf);
+        return h ? &h->acc : NULL;
+    }
+    if (!n->extra && !(n->extra = calloc(1, sizeof *n->extra))) nn_error(NN_ERR_NOMEM, "out of memory");
+    return n->extra;
+}
+
+int64_t nn_node_add_hook(nn_node *n, bool pre, nn_node_hook_fn fn, void *ctx, void (*free_ctx)(void *))
+{
+    struct nn_node_extra *x = extra_of(n);
+    return x ? hooks_add(pre ? &x->pre : &x->post, (hook){.node = fn, .ctx = ctx, .free_ctx = free_ctx}) : 0;
+}
+
+void nn_node_remove_hook(nn_node *n, int64_t handle)
+{
+    struct nn_node_extra *x = n->leaf ? (n->leaf->grad_hooks ? &n->leaf->grad_hooks->acc : NULL) : n->extra;
+    if (!x) return;
+    hooks_remove(&x->pre, handle);
+    hooks_remove(&x->post, handle);
+}
+
+void **nn_node_meta(nn_node *n, void (*free_fn)(void *))
+{
+    struct nn_node_extra *x = extra_of(n);
+    if (!x) return NULL;
+    x->meta_free = free_fn;
+    return &x->meta;
+}
+
+nn_node *nn_gradient_node(nn_tensor *t, int *output_nr)
+{
+    if (!t->requires_grad) {
+        nn_error(NN_ERR_RUNTIME, "It is not possible to get the gradient edge for a Tensor that does not require gradients");
+        return NULL;
+    }
+    if (nn_refresh_view_history(t)) return NULL;
+    *output_nr = t->grad_fn ? t->output_nr : 0;
+    if (!t->grad_fn) return accumulator_new(t);
+    t->grad_fn->refcount++;
+    return t->grad_fn;
+}
+
+/* whether out may replace the gradient g (same size, dtype and device) */
+static nn_status check_replacement(const nn_tensor *g, const nn_tensor *out)
+{
+    char a[160], b[160];
+    if (out->ndim != g->ndim || memcmp(out->shape, g->shape, sizeof(int64_t) * out->ndim))
+        return nn_error(NN_ERR_SHAPE, "a hook changed the size of the gradient (was torch.Size(%s) got torch.Size(%s))",
+                        nn_shape_str(a, g->ndim, g->shape), nn_shape_str(b, out->ndim, out->shape));
+    if (out->dtype != g->dtype)
+        return nn_error(NN_ERR_DTYPE, "a hook changed the type of the gradient (was %s got %s)", nn_dtype_name(g->dtype), nn_dtype_name(out->dtype));
+    if (out->storage->device.type != g->storage->device.type || out->storage->device.index != g->storage->device.index)
+        return nn_error(NN_ERR_DEVICE, "a hook changed the device of the gradient");
+    return NN_OK;
+}
+
+/* x's node hooks in h, in order: pre hooks may replace gout[0..nout), post hooks gin[0..nin) */
+static nn_status node_hooks_run(struct nn_hook_list *h, bool pre, nn_node *x, int nin, nn_tensor **gin, int nout, nn_tensor **gout)
+{
+    int nr = pre ? nout : nin;
+    nn_tensor **g = pre ? gout : gin;
+    for (int i = 0; h && i < h->n; i++) {
+        hook k = h->v[i];
+        if (!k.node) continue;
+        nn_tensor *small[8] = {0}, **repl = nr > 8 ? calloc(nr, sizeof *repl) : small;
+        if (!repl) return nn_error(NN_ERR_NOMEM, "out of memory");
+        bool replace = false;
+        nn_status st = k.node(x, nin, gin, nout, gout, &replace, repl, k.ctx);
+        for (int j = 0; j < nr && !st && replace; j++)
+            if (repl[j] && !g[j]) st = nn_error(NN_ERR_RUNTIME, "can't replace a None gradient with a non-None value");
+            else if (repl[j]) st = check_replacement(g[j], repl[j]);
+        for (int j = 0; j < nr; j++) {
+            if (!st && replace) {
+                nn_release(g[j]);
+                g[j] = repl[j];
+            } else nn_release(repl[j]);
+        }
+        if (repl != small) free(repl);
+        if (st) return st;
+        h = pre ? &extra_of(x)->pre : &extra_of(x)->post; /* a hook may have added hooks */
+    }
+    return NN_OK;
 }
 
 /* Output output_nr's gradient *g through the tensor hooks, in order (a hook may add hooks:
@@ -615,15 +735,7 @@ static nn_status tensor_hooks_run(struct nn_hook_list *h, int output_nr, nn_tens
             if (st) return st;
             continue;
         }
-        char a[160], b[160];
-        if (out->ndim != (*g)->ndim || memcmp(out->shape, (*g)->shape, sizeof(int64_t) * out->ndim))
-            st = nn_error(NN_ERR_SHAPE, "a hook changed the size of the gradient (was torch.Size(%s) got torch.Size(%s))",
-                          nn_shape_str(a, (*g)->ndim, (*g)->shape), nn_shape_str(b, out->ndim, out->shape));
-        else if (out->dtype != (*g)->dtype)
-            st = nn_error(NN_ERR_DTYPE, "a hook changed the type of the gradient (was %s got %s)", nn_dtype_name((*g)->dtype), nn_dtype_name(out->dtype));
-        else if (out->storage->device.type != (*g)->storage->device.type || out->storage->device.index != (*g)->storage->device.index)
-            st = nn_error(NN_ERR_DEVICE, "a hook changed the device of the gradient");
-        if (st) {
+        if ((st = check_replacement(*g, out))) {
             nn_release(out);
             return st;
         }
@@ -655,21 +767,60 @@ static nn_status leaf_done(nn_node *x, bool accumulated)
     h->accumulated |= accumulated;
     if (--h->pending > 0 || !h->accumulated) return NN_OK;
     h->accumulated = false;
-    if (h->sum) { /* the pass's whole gradient, through the tensor hooks, into .grad */
-        nn_tensor *g = h->sum;
-        h->sum = NULL;
-        nn_status st = tensor_hooks_run(&h->pre, 0, &g);
-        if (!st) st = nn_accumulate_grad(x->leaf, g);
-        nn_release(g);
-        if (st) return st;
-    }
-    return run_grad_hooks(x->leaf);
+    if (!h->sum) return run_grad_hooks(x->leaf);
+    /* the pass's whole gradient, through the tensor hooks and the node's pre hooks, into .grad;
+     * then the post-accumulate-grad hooks and the node's post hooks */
+    nn_tensor *g = h->sum;
+    h->sum = NULL;
+    nn_status st = tensor_hooks_run(&h->pre, 0, &g);
+    if (!st) st = node_hooks_run(&h->acc.pre, true, x, 0, NULL, 1, &g);
+    if (!st && g) st = nn_accumulate_grad(x->leaf, g);
+    if (!st) st = run_grad_hooks(x->leaf);
+    if (!st) st = node_hooks_run(&h->acc.post, false, x, 0, NULL, 1, &g);
+    nn_release(g);
+    return st;
 }
 
-/* A leaf with tensor hooks collects its gradient over the pass (they see it whole, once). */
+/* A leaf with tensor hooks or node hooks collects its gradient over the pass (they see it whole, once). */
 static bool leaf_collects(const nn_node *x)
 {
-    return x->leaf && x->leaf->grad_hooks && hooks_live(&x->leaf->grad_hooks->pre);
+    const struct nn_grad_hooks *h = x->leaf ? x->leaf->grad_hooks : NULL;
+    return h && (hooks_live(&h->pre) || hooks_live(&h->acc.pre) || hooks_live(&h->acc.post));
+}
+
+/* the node x's backward into gin, between its pre and post hooks */
+static nn_status run_node(nn_node *x, nn_tensor **gin)
+{
+    struct nn_node_extra *ex = x->extra;
+    nn_status st = ex ? node_hooks_run(&ex->pre, true, x, x->nin, gin, x->nout, x->grad_buf) : NN_OK;
+    bool any = false;
+    for (int k = 0; k < x->nout; k++) any |= x->grad_buf[k] != NULL;
+    if (st || !any) return st; /* a pre hook may have taken every gradient away */
+    running = x;
+    int64_t prof = nn_profiling ? nn_profiler_push(NN_PROF_NODE, x->name) : -1;
+    if (!(st = x->backward(x, x->grad_buf, gin)) && anomaly) st = check_nan(x, gin);
+    nn_profiler_pop(prof);
+    running = NULL;
+    if (st || !ex || !hooks_live(&ex->post)) return st;
+    for (int i = 0; i < x->nin; i++) { /* the hooks see the gradients as the inputs get them */
+        nn_tensor *g = gin[i];
+        gin[i] = g && x->next[i].node ? nn_grad_to_input(g, &x->next[i]) : NULL;
+        nn_release(g);
+        if (g && x->next[i].node && !gin[i]) return nn_last_status();
+    }
+    return node_hooks_run(&ex->post, false, x, x->nin, gin, x->nout, x->grad_buf);
+}
+
+static _Thread_local uint64_t pass_count, pass_id;
+static _Thread_local const nn_grad_targets *pass_want;
+
+uint64_t nn_backward_pass_id(void) { return pass_id; }
+
+bool nn_backward_computes(const nn_tensor *t)
+{
+    if (!pass_id) return false;
+    if (!t->grad_fn) return t->grad_hooks && t->grad_hooks->computes;
+    return t->grad_fn->visited && (!pass_want || t->grad_fn->need == 2);
 }
 
 typedef struct { nn_node **v; int n, cap; } node_list;
@@ -874,6 +1025,9 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     const nn_node *was_running = running;
     int was_live = live.n;
     retaining = retain_graph, creating = create_graph;
+    uint64_t was_pass = pass_id;
+    const nn_grad_targets *was_want = pass_want;
+    pass_id = ++pass_count, pass_want = want;
 
     /* seeds: a leaf root takes its gradient now, a node gets it in its buffer */
     for (int r = 0; r < nroots && !st; r++) {
@@ -918,6 +1072,8 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
             }
         }
     if (!st && want) st = mark_needed(&starts, want);
+    for (int k = 0; k < all.n && !st; k++)
+        if (all.v[k]->leaf && all.v[k]->leaf->grad_hooks) all.v[k]->leaf->grad_hooks->computes |= !want || all.v[k]->need == 2;
     for (int r = 0; r < starts.n && !st; r++)
         if (!ready_push(&ready, starts.v[r])) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
 
@@ -943,13 +1099,7 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
             }
             if (!st && any && run) {
                 if (leaf_collects(x)) st = accumulate(&x->leaf->grad_hooks->sum, x->grad_buf[0]);
-                else {
-                    running = x;
-                    int64_t prof = nn_profiling ? nn_profiler_push(NN_PROF_NODE, x->name) : -1;
-                    if (!(st = x->backward(x, x->grad_buf, gin)) && anomaly) st = check_nan(x, gin);
-                    nn_profiler_pop(prof);
-                    running = NULL;
-                }
+                else st = run_node(x, gin);
             }
             if (!st && x->leaf && run) st = leaf_done(x, any);
         }
@@ -987,6 +1137,7 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
         if (x->leaf && x->leaf->grad_hooks) {
             x->leaf->grad_hooks->pending = 0;
             x->leaf->grad_hooks->accumulated = false;
+            x->leaf->grad_hooks->computes = false;
             nn_release(x->leaf->grad_hooks->sum);
             x->leaf->grad_hooks->sum = NULL;
         }
@@ -1005,5 +1156,6 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     nn_set_grad_enabled(was);
     nn_autocast_resume(autocast);
     retaining = was_retaining, creating = was_creating, running = was_running;
+    pass_id = was_pass, pass_want = was_want;
     return st;
 }

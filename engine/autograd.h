@@ -52,6 +52,7 @@ struct nn_node {
     nn_node *inner;         /* CopySlices: the in-place op's node, whose backward it runs */
     struct nn_pass_end *pass_end; /* run after every backward pass through this node */
     struct nn_hook_list *pre_hooks; /* Tensor.register_hook on this node's outputs; NULL: none */
+    struct nn_node_extra *extra; /* Node.register_hook / register_prehook and Node.metadata; NULL: none */
     int nout;
     uint64_t seq;           /* creation order; backward runs the latest-made ready node first */
     /* set while a backward pass runs */
@@ -203,6 +204,31 @@ int64_t nn_add_tensor_hook(nn_tensor *t, nn_tensor_hook_fn fn, void *ctx, void (
 /* Takes off either kind of hook by its handle. */
 void nn_remove_grad_hook(nn_tensor *t, int64_t handle);
 void nn_grad_hooks_free(nn_tensor *t); /* by nn_release */
+
+/* Hooks on a node (PyTorch's Node.register_prehook and Node.register_hook). A pre hook runs
+ * before the node with the gradients of its nout outputs (gout; NULL: none flowed), a post hook
+ * after it with those and the gradients it computed for its nin inputs (gin, reduced to each
+ * input's shape and dtype; NULL where none). fn may set *replace and fill repl (nout entries for
+ * a pre hook, nin for a post hook: new references or NULL, all of them replacing what was), which
+ * must keep each gradient's size, dtype and device. The hooks and metadata of an AccumulateGrad
+ * node are its leaf's, shared by all of them, and run once per pass on its whole gradient (its
+ * post hooks see nin 0, after the post-accumulate-grad hooks). Returns a handle > 0, or 0 with
+ * the error set. */
+typedef nn_status (*nn_node_hook_fn)(nn_node *n, int nin, nn_tensor *const *gin, int nout, nn_tensor *const *gout,
+                                     bool *replace, nn_tensor **repl, void *ctx);
+int64_t nn_node_add_hook(nn_node *n, bool pre, nn_node_hook_fn fn, void *ctx, void (*free_ctx)(void *));
+void nn_node_remove_hook(nn_node *n, int64_t handle);
+/* n's metadata slot (owned by the bindings, freed with free_fn as the node, or an AccumulateGrad
+ * node's leaf, goes), or NULL with the error set */
+void **nn_node_meta(nn_node *n, void (*free_fn)(void *));
+/* Where t's gradient enters the graph (PyTorch's get_gradient_edge): its grad_fn, or for a leaf
+ * a new AccumulateGrad node (the same node as the leaf's others, as hooks and metadata go); a
+ * new reference, with *output_nr, or NULL with the error set (t must require grad). */
+nn_node *nn_gradient_node(nn_tensor *t, int *output_nr);
+/* The backward pass running on this thread: its number (0: none), and whether it computes
+ * t's gradient (reaches t's node, and t is wanted or leads to what is) */
+uint64_t nn_backward_pass_id(void);
+bool nn_backward_computes(const nn_tensor *t);
 
 /* Reduce a gradient to an input's shape (sum over broadcast dims) and cast to its dtype. */
 nn_tensor *nn_grad_to_input(nn_tensor *g, const nn_edge *e);
