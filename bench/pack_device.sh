@@ -22,6 +22,7 @@ for bin in "$stage/nnrepl" "$stage"/tests/* "$stage"/bench/*; do
 done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' | grep -vE 'libcu|libnccl|libnv' \
   | while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 rm -rf "$out" && mkdir -p "$out"
-tar -C "$stage" -cJf "$out/pack.tar.xz" .
+# -9: the largest window finds the fatbins' repeats (about half the size of xz's default level)
+XZ_OPT=${XZ_OPT:--9 -T2} tar -C "$stage" -cJf "$out/pack.tar.xz" .
 rm -rf "$stage"
 du -sh "$out/pack.tar.xz"

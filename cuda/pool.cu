@@ -304,6 +304,117 @@ __global__ void max_bwd_cols(const T *go, PlanesI<I> g, const IX *ind, PlanesI<I
     }
 }
 
+/* ---- max with a K x K window at stride S: the common pools, with compile-time offsets ----
+ * ncu found max_fwd and max_bwd_cols bound by their instructions (about 240 per output and 90 per
+ * input element on AlexNet's first pool), not by memory: runtime windows, strides and divisions.
+ * These take an undilated, non-adaptive window whose size and stride are template constants, an
+ * input whose rows are dense and contiguous outputs, with the same scan order, NaN rule, ties
+ * and sums as the general kernels. */
+/* the flat index a max records: the window position (uint8) or h * W + q in the plane */
+template <typename IX, int K> __device__ __forceinline__ IX fixed_index(int a, int b, int h0, int w0, int W)
+{
+    if constexpr (sizeof(IX) == 1) return (IX)(a * K + b);
+    else return (IX)((h0 + a) * W + (w0 + b));
+}
+
+template <typename T, typename IX, int K, int S>
+__global__ void max_fwd_fixed(const T *in, PlanesI<int> x, T *out, IX *ind, Flat<int> f, int ph, int pw, int total)
+{
+    typedef typename nn_acc<T>::type A;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int n, c, oy, ox;
+        unflat_as(false, i, f, &n, &c, &oy, &ox);
+        const int h0 = oy * S - ph, w0 = ox * S - pw;
+        const T *p = in + n * x.sN + c * x.sC + h0 * x.sH + w0;
+        A best = -INFINITY;
+        int ba = h0 < 0 ? -h0 : 0, bb = w0 < 0 ? -w0 : 0; /* the first position inside: the index of an all -inf window */
+        auto consider = [&](int a, int b, A u) {
+            if (u > best || u != u) best = u, ba = a, bb = b;
+        };
+        if (h0 >= 0 && w0 >= 0 && h0 + K <= x.H && w0 + K <= x.W) {
+            A v[K][K];
+#pragma unroll
+            for (int a = 0; a < K; a++)
+#pragma unroll
+                for (int b = 0; b < K; b++) v[a][b] = lda(p[a * x.sH + b]);
+#pragma unroll
+            for (int a = 0; a < K; a++)
+#pragma unroll
+                for (int b = 0; b < K; b++) consider(a, b, v[a][b]);
+        } else {
+#pragma unroll
+            for (int a = 0; a < K; a++)
+#pragma unroll
+                for (int b = 0; b < K; b++)
+                    if (h0 + a >= 0 && h0 + a < x.H && w0 + b >= 0 && w0 + b < x.W) consider(a, b, lda(p[a * x.sH + b]));
+        }
+        out[i] = sta<T>(best);
+        ind[i] = fixed_index<IX, K>(ba, bb, h0, w0, x.W);
+    }
+}
+
+/* grad_input for a contiguous grad_input, Q neighbouring columns of a row a thread (as
+ * max_bwd_cols): the outputs whose window can hold them are rows oy0..oy0+R-1 and columns
+ * ox0..ox0+C-1, R and C known at compile time; each one's index names at most one of them. */
+template <typename T, typename IX, int K, int S, int Q>
+__global__ void max_bwd_fixed(const T *go, PlanesI<int> g, const IX *ind, PlanesI<int> ix, T *gx, PlanesI<int> x, Flat<int> f, int ph, int pw,
+                              int total)
+{
+    typedef typename nn_acc<T>::type A;
+    constexpr int R = (K - 1) / S + 1, C = (Q - 1 + K - 1) / S + 1;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        int n, c, h, qg;
+        unflat_as(false, i, f, &n, &c, &h, &qg);
+        const int qa = qg * Q, nq = x.W - qa < Q ? x.W - qa : Q;
+        /* outputs oy with oy*S - ph <= h <= oy*S - ph + K - 1, columns alike over qa..qa+nq-1 */
+        const int ylo = h + ph - (K - 1), xlo = qa + pw - (K - 1);
+        const int oy0 = ylo <= 0 ? 0 : (ylo + S - 1) / S, ox0 = xlo <= 0 ? 0 : (xlo + S - 1) / S;
+        const int oy1 = min((h + ph) / S + 1, g.H), ox1 = min((qa + nq - 1 + pw) / S + 1, g.W);
+        const T *gp = go + n * g.sN + c * g.sC;
+        const IX *ip = ind + n * ix.sN + c * ix.sC;
+        IX k[R][C];
+#pragma unroll
+        for (int a = 0; a < R; a++)
+#pragma unroll
+            for (int b = 0; b < C; b++)
+                if (oy0 + a < oy1 && ox0 + b < ox1) k[a][b] = ip[(oy0 + a) * ix.sH + (ox0 + b) * ix.sW];
+        A acc[Q] = {};
+#pragma unroll
+        for (int a = 0; a < R; a++)
+#pragma unroll
+            for (int b = 0; b < C; b++) {
+                const int oy = oy0 + a, ox = ox0 + b;
+                if (oy >= oy1 || ox >= ox1) continue;
+                int j; /* the recorded position's column in the group, when its row is h */
+                if constexpr (sizeof(IX) == 1) {
+                    const int wy = k[a][b] / K, wx = k[a][b] - wy * K;
+                    j = oy * S - ph + wy == h ? ox * S - pw + wx - qa : -1;
+                } else {
+                    const int64_t at = (int64_t)k[a][b] - ((int64_t)h * x.W + qa);
+                    j = at >= 0 && at < nq ? (int)at : -1;
+                }
+                if (j < 0 || j >= nq) continue;
+                const A v = lda(gp[oy * g.sH + ox * g.sW]);
+#pragma unroll
+                for (int q = 0; q < Q; q++)
+                    if (j == q) acc[q] += v;
+            }
+        T *o = gx + n * x.sN + c * x.sC + h * x.sH + qa;
+#pragma unroll
+        for (int q = 0; q < Q; q++)
+            if (q < nq) o[q] = sta<T>(acc[q]);
+    }
+}
+
+/* The compile-time pool for a plain max pool's window (kh, kw, sh, sw, ph, pw, dh, dw in i): K, S
+ * as 10 K + S, or 0 when it is not one of the common ones. */
+inline int fixed_pool(const int64_t *i, bool adaptive)
+{
+    if (adaptive || i[0] != i[1] || i[2] != i[3] || i[6] > 1 || i[7] > 1) return 0;
+    const int ks = (int)(10 * i[0] + i[2]);
+    return ks == 32 || ks == 22 ? ks : 0;
+}
+
 /* ---- average (also adaptive) ---- */
 
 template <typename I> struct AvgArgs {
@@ -435,6 +546,16 @@ nn_status launch_max(const nn_kargs *a, const Planes &x, int64_t oh, int64_t ow,
     nn_tensor *y = a->out[0];
     IX *ind = (IX *)nn_data(a->out[1]);
     bool cl = out_cl(y);
+    const int ks = sizeof(I) == 4 && !cl && x.sW == 1 ? fixed_pool(a->i, adaptive) : 0;
+    if (ks) {
+#define FIXED_FWD(K, S)                                                                                                                   \
+    nn_launch<max_fwd_fixed<scalar_t, IX, K, S>>(nn_cuda_blocks(total), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<int>(x), \
+                                                 (scalar_t *)nn_data(y), ind, flat_of<int>(x.C, oh, ow), (int)a->i[4], (int)a->i[5], (int)total)
+        NN_DISPATCH_FLOATS(y->dtype, a, if (ks == 32) FIXED_FWD(3, 2); else FIXED_FWD(2, 2));
+#undef FIXED_FWD
+        NN_CHECK_LAUNCH();
+        return NN_OK;
+    }
     const nn_tensor *ts[3] = {a->in[0], y, a->out[1]};
     Planes ps[3] = {x, planes_of(y), planes_of(a->out[1])};
     int v = cl ? vec_width(ps, ts, 3, y->dtype) : 1;
@@ -479,6 +600,17 @@ nn_status launch_max_bwd(const nn_kargs *a, const Planes &g, const Planes &ix, c
     if (!out_cl(gx)) { /* contiguous: Q columns a thread */
         constexpr int Q = 8;
         int64_t groups = (x.W + Q - 1) / Q, n = x.N * x.C * x.H * groups;
+        const int ks = sizeof(I) == 4 ? fixed_pool(a->i, adaptive) : 0;
+        if (ks) {
+#define FIXED_BWD(K, S)                                                                                                                     \
+    nn_launch<max_bwd_fixed<scalar_t, IX, K, S, Q>>(nn_cuda_blocks(n), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<int>(g), ind, \
+                                                    narrow_planes<int>(ix), (scalar_t *)nn_data(gx), narrow_planes<int>(x),                      \
+                                                    flat_of<int>(x.C, x.H, groups), (int)a->i[4], (int)a->i[5], (int)n)
+            NN_DISPATCH_FLOATS(gx->dtype, a, if (ks == 32) FIXED_BWD(3, 2); else FIXED_BWD(2, 2));
+#undef FIXED_BWD
+            NN_CHECK_LAUNCH();
+            return NN_OK;
+        }
         NN_DISPATCH_FLOATS(gx->dtype, a,
                            nn_launch<max_bwd_cols<scalar_t, I, Q, IX>>(nn_cuda_blocks(n), 256, st, (const scalar_t *)nn_data(a->in[0]), narrow_planes<I>(g),
                                                                    ind, narrow_planes<I>(ix), (scalar_t *)nn_data(gx), narrow_planes<I>(x),

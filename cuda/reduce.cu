@@ -259,8 +259,42 @@ __device__ __forceinline__ void red_walk(const RGeo &g, const R &r, const char *
     }
 }
 
+/* Reduced positions [r0, r1) over rows of n contiguous elements rin[0] bytes apart whose starts
+ * are not 16-byte aligned (a conv bias's gradient over odd H*W): a warp of the G (a multiple of 32)
+ * takes a row at a time, one element a lane up to the row's first 16-byte boundary, then N-element
+ * vectors, U in flight a lane, then the rest. */
+template <class R, typename T, int N>
+__device__ __forceinline__ void red_ragged_rows(const RGeo &g, const R &r, const char *base, int64_t r0, int64_t r1, int lane, int G,
+                                                typename R::acc_t &acc)
+{
+    const int64_t n = g.rs[1], so = g.rin[0];
+    const int w = lane >> 5, l = lane & 31, warps = G >> 5;
+    for (int64_t row = r0 / n + w; row * n < r1; row += warps) {
+        const int64_t first = row * n, a0 = max(r0, first) - first, a1 = min(r1, first + n) - first;
+        const T *p = (const T *)(base + row * so);
+        const int mis = (int)(((uintptr_t)(p + a0) & 15) / sizeof(T));
+        const int64_t head = mis ? min(a1 - a0, (int64_t)(N - mis)) : 0, b0 = a0 + head, nv = (a1 - b0) / N;
+        if (l < head) r.step(acc, ld(p[a0 + l]), first + a0 + l);
+        const Vec<T, N> *pv = (const Vec<T, N> *)(p + b0);
+        constexpr int U = 4;
+        for (int64_t v = l; v < nv; v += U * 32) {
+            Vec<T, N> x[U];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (v + u * 32 < nv) x[u] = pv[v + u * 32];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (v + u * 32 < nv)
+#pragma unroll
+                    for (int j = 0; j < N; j++) r.step(acc, ld(x[u].v[j]), first + b0 + (v + u * 32) * N + j);
+        }
+        for (int64_t k = b0 + nv * N + l; k < a1; k += 32) r.step(acc, ld(p[k]), first + k);
+    }
+}
+
 /* G threads per output (blockDim.x = 256); N > 1: the reduced run is contiguous, or (two reduced
- * dims) made of contiguous rows of a multiple of N elements, 16-byte aligned; chunk a multiple of N */
+ * dims) made of contiguous rows: of a multiple of N elements, 16-byte aligned (chunk a multiple of
+ * N), or any (red_ragged_rows: G a multiple of 32) */
 template <class R, typename T, int N>
 __global__ void __launch_bounds__(256) red_rows(const char *in, char *out, char *out2, int odt, RGeo g, R r, int G,
                                                 int64_t chunk, typename R::acc_t *part)
@@ -275,7 +309,9 @@ __global__ void __launch_bounds__(256) red_rows(const char *in, char *out, char 
     if (o < g.nout) {
         kept_offsets(g, o, oi, oo, oo2);
         const char *base = in + oi;
-        if (N > 1 && g.nr == 2) { /* rows of n contiguous elements (n a multiple of N, r0 and r1 too), rin[0] bytes apart */
+        if (N > 1 && g.nr == 2 && (g.rs[1] % N || g.rin[0] % 16 || ((uintptr_t)base & 15))) {
+            red_ragged_rows<R, T, N>(g, r, base, r0, r1, lane, G, acc);
+        } else if (N > 1 && g.nr == 2) { /* rows of n contiguous elements (n a multiple of N, r0 and r1 too), rin[0] bytes apart */
             const int64_t n = g.rs[1] / N, so = g.rin[0];
             int64_t v = r0 / N + lane, outer = v, inner = divmod(outer, n, g.small), douter = G, dinner = divmod(douter, n, g.small);
             constexpr int U = 4;
@@ -396,6 +432,11 @@ template <class R, typename T> nn_status launch(const nn_kargs *a, const RGeo &g
               ((g.nr == 1 && g.rin[0] == (int64_t)sizeof(T)) || /* or two reduced dims, the inner in whole vectors (a conv bias's gradient) */
                (g.nr == 2 && g.rin[1] == (int64_t)sizeof(T) && g.rs[1] % NV == 0 && g.rin[0] % 16 == 0));
         for (int k = 0; k < g.nk && vec; k++) vec = g.kin[k] % 16 == 0;
+        /* 16-bit rows of other lengths or alignments (one element a lane leaves a warp's loads half a
+         * cache line), long enough for a vector a lane (then G >= 32): shorter rows or wider elements
+         * were slower this way on an H100 (bench/NOTES.md, session 19) */
+        if (!vec && sizeof(T) == 2 && g.nr == 2 && g.rin[1] == (int64_t)sizeof(T) && g.rs[1] >= 32 * NV && cdiv(nred, NV) > 32)
+            vec = true;
         int64_t work = vec ? cdiv(nred, NV) : nred; /* loads per output */
         G = work <= 2 ? 1 : work <= 8 ? 4 : work <= 32 ? 8 : (work <= 2048 || nout >= 8 * target) ? 32 : 256;
         int64_t bx = cdiv(nout, 256 / G);

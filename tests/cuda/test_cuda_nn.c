@@ -707,6 +707,7 @@ static void test_pool(void)
     static const maxcfg MAXS[] = {
         {{2, 2}, {2, 2}, {0, 0}, {1, 1}, false}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true},
         {{3, 2}, {1, 2}, {1, 0}, {2, 1}, false}, {{2, 2}, {1, 1}, {0, 0}, {1, 1}, false}, {{3, 3}, {3, 2}, {1, 1}, {2, 2}, true},
+        {{3, 3}, {2, 2}, {0, 0}, {1, 1}, false}, {{2, 2}, {2, 2}, {1, 1}, {1, 1}, true}, /* AlexNet's; a 2 x 2 window's edges */
     };
     static const avgcfg AVGS[] = {
         {{2, 2}, {2, 2}, {0, 0}, false, true, 0}, {{3, 3}, {2, 2}, {1, 1}, false, true, 0}, {{3, 3}, {2, 2}, {1, 1}, false, false, 0},

@@ -505,8 +505,9 @@ static void test_reduce(void)
             const struct { shape s; uint32_t mask; } big[] = {
                 {{1, {LARGE}}, 0}, {{2, {2048, 1000}}, 2}, {{2, {2048, 1000}}, 1}, {{2, {3, 1 << 19}}, 2},
                 {{2, {1 << 19, 3}}, 1}, {{2, {1 << 18, 5}}, 2}, {{2, {1 << 17, 40}}, 2}, {{3, {64, 4096, 4}}, 5},
-                /* a conv bias's gradient: N and H*W reduced, rows of whole 16-byte vectors, one pass and split */
-                {{4, {16, 6, 24, 32}}, 13}, {{4, {64, 3, 32, 64}}, 13}};
+                /* a conv bias's gradient: N and H*W reduced, rows of whole 16-byte vectors, one pass and split;
+                 * then odd rows (16-bit: a warp a row from each row's first 16-byte boundary), one pass and split */
+                {{4, {16, 6, 24, 32}}, 13}, {{4, {64, 3, 32, 64}}, 13}, {{4, {16, 6, 17, 19}}, 13}, {{4, {64, 3, 27, 27}}, 13}};
             for (size_t b = 0; b < sizeof big / sizeof *big; b++) {
                 rctx r = {.op = op, .mask = big[b].mask, .keepdim = false};
                 if (op == NN_OP_prod && big[b].s.s[0] * big[b].s.s[1] > 1000000 && big[b].mask == 0) dom = D_NEAR1;
@@ -553,7 +554,8 @@ static void test_reduce(void)
                 rctx r = {.op = NN_OP_norm, .mask = masks[m], .keepdim = false, .f = ps[p]};
                 reduce_case("norm", NN_OP_norm, dt, S3, m & 1 ? L_TRANS : L_CONTIG, m == 3 ? D_ANY : D_SET, masks[m], false, r_norm, &r);
             }
-        const struct { shape s; uint32_t mask; } big[] = {{{1, {LARGE}}, 0}, {{2, {2048, 1000}}, 2}, {{2, {2048, 1000}}, 1}, {{2, {1 << 19, 3}}, 1}, {{2, {1, 0}}, 2}};
+        const struct { shape s; uint32_t mask; } big[] = {{{1, {LARGE}}, 0}, {{2, {2048, 1000}}, 2}, {{2, {2048, 1000}}, 1}, {{2, {1 << 19, 3}}, 1}, {{2, {1, 0}}, 2},
+                                                          {{4, {16, 6, 17, 19}}, 13}, {{4, {64, 3, 27, 27}}, 13}};
         for (size_t b = 0; b < sizeof big / sizeof *big; b++) {
             rctx r = {.op = NN_OP_var, .mask = big[b].mask, .keepdim = false, .f = 1};
             reduce_case("var", NN_OP_var, dt, big[b].s, L_CONTIG, D_ANY, big[b].mask, false, r_var, &r);
