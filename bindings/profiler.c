@@ -37,6 +37,12 @@ static int p_start(lua_State *L)
     return 0;
 }
 
+static int p_start_nvtx(lua_State *L)
+{
+    if (nn_profiler_start_nvtx(lua_toboolean(L, 1))) return lt_fail(L, 0);
+    return 0;
+}
+
 static int p_stop(lua_State *L)
 {
     nn_profiler_set_stack(NULL);
@@ -116,8 +122,8 @@ static int p_events(lua_State *L)
 
 void lt_open_profiler(lua_State *L)
 {
-    static const luaL_Reg fns[] = {{"start", p_start}, {"stop", p_stop},     {"push", p_push},
-                                   {"pop", p_pop},     {"running", p_running}, {"events", p_events}, {NULL, NULL}};
+    static const luaL_Reg fns[] = {{"start", p_start}, {"stop", p_stop},       {"push", p_push},     {"pop", p_pop},
+                                   {"running", p_running}, {"events", p_events}, {"start_nvtx", p_start_nvtx}, {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "_profiler");
 }

@@ -28,6 +28,7 @@ static atomic_bool running; /* one recording at a time, by the thread whose nn_p
 
 static struct {
     bool cuda, shapes;
+    bool nvtx; /* emit_nvtx: ops, nodes and ranges become NVTX ranges, nothing is recorded */
     uint32_t run; /* counts starts: a collective's id names its run */
     int64_t epoch;
     nn_prof_event *ev;
@@ -54,6 +55,38 @@ static void drop_events(void)
         free(P.ev[i].stack);
     }
     P.n = 0;
+}
+
+nn_status nn_profiler_start_nvtx(bool shapes)
+{
+    if (!nn_gpu || !nn_gpu->nvtx_push) return nn_error(NN_ERR_RUNTIME, "emit_nvtx: NVTX functions not installed. Are you sure you have a CUDA build?");
+    if (nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: already running (stop it first)");
+    if (atomic_exchange(&running, true)) return nn_error(NN_ERR_RUNTIME, "profiler: already running on another thread");
+    drop_events();
+    P.nvtx = true;
+    P.shapes = shapes;
+    P.nopen = P.in_op = 0;
+    nn_profiling = true;
+    nn_profiling_memory = false;
+    return NN_OK;
+}
+
+static char *shapes_of(nn_tensor *const *ts, int n);
+
+/* an NVTX range named name (with its inputs' sizes after it, as PyTorch's emit_nvtx writes them) */
+static void nvtx_open(const char *name, nn_tensor *const *in, int nin)
+{
+    char *sizes = P.shapes && in ? shapes_of(in, nin) : NULL;
+    if (!sizes) {
+        nn_gpu->nvtx_push(name);
+        return;
+    }
+    size_t n = strlen(name) + strlen(sizes) + 16;
+    char *label = malloc(n);
+    if (label) snprintf(label, n, "%s, sizes = %s", name, sizes);
+    nn_gpu->nvtx_push(label ? label : name);
+    free(label);
+    free(sizes);
 }
 
 nn_status nn_profiler_start(bool cuda, bool shapes, bool memory)
@@ -94,6 +127,10 @@ static nn_prof_event *add(nn_prof_kind kind, const char *name, nn_device dev)
 int64_t nn_profiler_push(nn_prof_kind kind, const char *name)
 {
     if (!nn_profiling) return -1;
+    if (P.nvtx) {
+        nn_gpu->nvtx_push(name);
+        return 0;
+    }
     if (P.nopen == MAX_OPEN) return -1;
     char *own = NULL;
     if (kind == NN_PROF_RANGE && !(own = strdup(name))) return -1;
@@ -108,6 +145,10 @@ int64_t nn_profiler_push(nn_prof_kind kind, const char *name)
 
 void nn_profiler_pop(int64_t index)
 {
+    if (index >= 0 && nn_profiling && P.nvtx) {
+        nn_gpu->nvtx_pop();
+        return;
+    }
     if (index < 0 || !nn_profiling || index >= P.n) return;
     P.ev[index].end_ns = nn_profiler_now_ns() - P.epoch;
     while (P.nopen && P.open[P.nopen - 1] >= index) P.nopen--; /* closes any left open inside it */
@@ -241,6 +282,12 @@ static nn_status call_kernel(void *ctx)
 
 nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
 {
+    if (P.nvtx) {
+        nvtx_open(nn_op_name(a->op), a->in, a->nin);
+        nn_status st = k(a);
+        nn_gpu->nvtx_pop();
+        return st;
+    }
     if (P.in_op) return k(a);
     kernel_call c = {a, k};
     return run_recorded(nn_op_name(a->op), a->out[0]->storage->device, P.shapes ? shapes_of(a->in, a->nin) : NULL, a->out, 3,
@@ -250,12 +297,18 @@ nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
 nn_status nn_profiler_call(const char *name, nn_device dev, nn_tensor *const *outs, int nouts, nn_status (*fn)(void *), void *ctx)
 {
     if (!nn_profiling || P.in_op) return fn(ctx);
+    if (P.nvtx) {
+        nvtx_open(name, NULL, 0);
+        nn_status st = fn(ctx);
+        nn_gpu->nvtx_pop();
+        return st;
+    }
     return run_recorded(name, dev, NULL, outs, nouts, fn, ctx);
 }
 
 void nn_profiler_memory(const void *addr, int64_t bytes, nn_device dev)
 {
-    if (!nn_profiling) return;
+    if (!nn_profiling || P.nvtx) return;
     nn_prof_event *e = add(NN_PROF_MEMORY, "[memory]", dev);
     if (!e) return;
     e->end_ns = e->start_ns;
@@ -278,7 +331,7 @@ static int64_t comm_index(int64_t id)
 
 int64_t nn_profiler_comm_begin(const char *name, nn_tensor *const *inputs, int n, bool async)
 {
-    if (!nn_profiling) return -1;
+    if (!nn_profiling || P.nvtx) return -1;
     char *own = strdup(name);
     nn_prof_event *e = own ? add(NN_PROF_COMM, own, NN_DEVICE_CPU) : NULL;
     if (!e) {
@@ -316,6 +369,11 @@ nn_status nn_profiler_stop(void)
 {
     if (!nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: not running");
     nn_profiling = nn_profiling_memory = false;
+    if (P.nvtx) {
+        P.nvtx = false;
+        atomic_store(&running, false);
+        return NN_OK;
+    }
     int64_t end = nn_profiler_now_ns() - P.epoch;
     while (P.nopen) P.ev[P.open[--P.nopen]].end_ns = end; /* ranges left open end here */
     for (int d = 0; d < MAX_GPUS; d++)

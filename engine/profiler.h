@@ -36,6 +36,10 @@ extern _Thread_local bool nn_profiling, nn_profiling_memory;
  * on the device too; shapes: keep the inputs' shapes; memory: record storage allocations and
  * frees. Error if already running. */
 nn_status nn_profiler_start(bool cuda, bool shapes, bool memory);
+/* emit_nvtx: until nn_profiler_stop, each op, autograd node and range of this thread runs inside
+ * an NVTX range of its name (shapes: with its inputs' sizes), for Nsight Systems / Compute; nothing
+ * is recorded. Error without the CUDA backend's NVTX or when the profiler is running. */
+nn_status nn_profiler_start_nvtx(bool shapes);
 /* Stop, wait for the devices and read the GPU times. The events stay until the next start. */
 nn_status nn_profiler_stop(void);
 int64_t nn_profiler_count(void);
