@@ -505,37 +505,6 @@ static int unop(lua_State *L, nn_op op)
 static int t_unm(lua_State *L) { return unop(L, NN_OP_neg); }
 static int t_bnot(lua_State *L) { return unop(L, NN_OP_bitwise_not); }
 
-/* a // b, PyTorch's floor_divide, as (a - remainder(a, b)) / b in the result dtype
- * (ops.def has no floor_divide kernel yet). */
-static int t_idiv(lua_State *L)
-{
-    if (!lt_is_operand(L, 1)) return luaL_typeerror(L, 1, "tensor or number");
-    if (!lt_is_operand(L, 2)) return luaL_typeerror(L, 2, "tensor or number");
-    nn_tensor *a = lt_operand(L, 1);
-    if (!a) return lt_fail(L, 0);
-    nn_tensor *b = lt_operand(L, 2);
-    if (!b) { nn_release(a); return lt_fail(L, 0); }
-    nn_dtype dt = nn_result_type(a, b);
-    nn_tensor *rem = nn_binary(NN_OP_remainder, a, b), *num = NULL;
-    if (rem && nn_dtype_is_integral(dt)) { /* a - rem in int64 (it may overflow int8), divided in float64 */
-        nn_tensor *a64 = nn_to_dtype(a, NN_I64), *r64 = a64 ? nn_to_dtype(rem, NN_I64) : NULL;
-        nn_tensor *d = r64 ? nn_binary(NN_OP_sub, a64, r64) : NULL;
-        num = d ? nn_to_dtype(d, NN_F64) : NULL;
-        nn_release(a64);
-        nn_release(r64);
-        nn_release(d);
-    } else if (rem) num = nn_binary(NN_OP_sub, a, rem);
-    nn_tensor *q = num ? nn_binary(NN_OP_div, num, b) : NULL;
-    nn_tensor *r = q ? nn_to_dtype(q, dt) : NULL;
-    nn_release(rem);
-    nn_release(num);
-    nn_release(q);
-    nn_release(a);
-    nn_release(b);
-    if (!r) return lt_fail(L, 2);
-    return push_fast(L, r);
-}
-
 void lt_open_tensor(lua_State *L)
 {
     int torch = lua_gettop(L);
@@ -567,7 +536,7 @@ void lt_open_tensor(lua_State *L)
     luaL_setfuncs(L, plain, 0);
     static const luaL_Reg ops[] = {
         {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div}, {"__mod", t_mod},
-        {"__pow", t_pow}, {"__unm", t_unm}, {"__idiv", t_idiv}, {"__band", t_band}, {"__bor", t_bor},
+        {"__pow", t_pow}, {"__unm", t_unm}, {"__band", t_band}, {"__bor", t_bor},
         {"__bxor", t_bxor}, {"__shl", t_shl}, {"__shr", t_shr}, {"__bnot", t_bnot}, {NULL, NULL},
     };
     lua_pushvalue(L, mt);

@@ -427,7 +427,7 @@ void lt_open_math(lua_State *L)
     int methods = lua_gettop(L);
     static const struct { const char *name; nn_op op; bool inplace; } binary[] = {
         {"add", NN_OP_add, true}, {"sub", NN_OP_sub, true}, {"mul", NN_OP_mul, true}, {"div", NN_OP_div, true},
-        {"pow", NN_OP_pow, true}, {"remainder", NN_OP_remainder, true}, {"maximum", NN_OP_maximum, false},
+        {"pow", NN_OP_pow, true}, {"remainder", NN_OP_remainder, true}, {"fmod", NN_OP_fmod, true}, {"maximum", NN_OP_maximum, false},
         {"minimum", NN_OP_minimum, false}, {"eq", NN_OP_eq, true}, {"ne", NN_OP_ne, true}, {"lt", NN_OP_lt, true},
         {"le", NN_OP_le, true}, {"gt", NN_OP_gt, true}, {"ge", NN_OP_ge, true},
         {"logical_and", NN_OP_logical_and, true}, {"logical_or", NN_OP_logical_or, true},

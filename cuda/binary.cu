@@ -1,4 +1,4 @@
-/* CUDA binary elementwise ops: add sub mul div pow remainder maximum minimum fmax fmin
+/* CUDA binary elementwise ops: add sub mul div pow remainder fmod maximum minimum fmax fmin
  * nextafter atan2, the comparisons, logical and/or and the bitwise ops, with broadcasting and
  * type promotion.
  *
@@ -197,7 +197,7 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
     c.s = nn_cuda_stream(dev);
     switch (a->op) {
 #define BIN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
-    BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder)
+    BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder) BIN_CASE(fmod)
     BIN_CASE(maximum) BIN_CASE(minimum) BIN_CASE(eq) BIN_CASE(ne) BIN_CASE(lt) BIN_CASE(le) BIN_CASE(gt) BIN_CASE(ge)
     BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward) BIN_CASE(bitwise_and) BIN_CASE(bitwise_or)
     BIN_CASE(bitwise_xor) BIN_CASE(bitwise_left_shift) BIN_CASE(bitwise_right_shift) BIN_CASE(fmax) BIN_CASE(fmin)

@@ -59,6 +59,13 @@ template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C
             C r = m_fmod(a, b);
             return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
         }
+    } else if constexpr (OP == NN_OP_fmod) { /* C's fmod: the sign of the dividend */
+        if constexpr (I) {
+            if (b == 0) return 0; /* as remainder's */
+            return b == -1 ? 0 : a % b;
+        } else {
+            return m_fmod(a, b);
+        }
     } else if constexpr (OP == NN_OP_maximum) { /* NaN propagates */
         return a != a ? a : (a < b || b != b) ? b : a;
     } else if constexpr (OP == NN_OP_minimum) {

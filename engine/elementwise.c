@@ -413,6 +413,8 @@ static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, con
         return NN_OK;
     case NN_OP_remainder:
         return c == NN_BOOL ? not_for_bool(fn, "remainder") : NN_OK;
+    case NN_OP_fmod:
+        return c == NN_BOOL ? not_for_bool(fn, "fmod") : NN_OK;
     case NN_OP_bitwise_and: case NN_OP_bitwise_or: case NN_OP_bitwise_xor: case NN_OP_bitwise_left_shift:
     case NN_OP_bitwise_right_shift:
         return bitwise_dtype(fn, op, c);

@@ -47,7 +47,7 @@ static void binary_saves(nn_op op, bool need_a, bool need_b, bool *sa, bool *sb,
     case NN_OP_mul: *sa = need_b, *sb = need_a; break;
     case NN_OP_div: *sa = need_b, *sb = need_a || need_b; break;
     case NN_OP_pow: *sa = *sb = true, *sout = need_b; break;
-    case NN_OP_remainder: *sa = *sb = need_b; break;
+    case NN_OP_remainder: case NN_OP_fmod: *sa = *sb = need_b; break;
     case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin: case NN_OP_atan2: *sa = *sb = true; break;
     default: break;
     }
@@ -56,7 +56,7 @@ static void binary_saves(nn_op op, bool need_a, bool need_b, bool *sa, bool *sb,
 static bool differentiable_binary(nn_op op)
 {
     switch (op) {
-    case NN_OP_add: case NN_OP_sub: case NN_OP_mul: case NN_OP_div: case NN_OP_pow: case NN_OP_remainder:
+    case NN_OP_add: case NN_OP_sub: case NN_OP_mul: case NN_OP_div: case NN_OP_pow: case NN_OP_remainder: case NN_OP_fmod:
     case NN_OP_maximum: case NN_OP_minimum: case NN_OP_fmax: case NN_OP_fmin: case NN_OP_atan2:
         return true;
     default:
@@ -73,6 +73,7 @@ static const char *binary_name(nn_op op, const nn_tensor *a, const nn_tensor *b)
     case NN_OP_div: return a->wrapped_number ? "MulBackward0" : "DivBackward0";
     case NN_OP_pow: return a->wrapped_number ? "PowBackward2" : b->wrapped_number ? "PowBackward0" : "PowBackward1";
     case NN_OP_remainder: return b->wrapped_number ? "RemainderBackward0" : "RemainderBackward1";
+    case NN_OP_fmod: return b->wrapped_number ? "FmodBackward0" : "FmodBackward1";
     case NN_OP_eq: return "EqBackward1";
     case NN_OP_ne: return "NeBackward1";
     case NN_OP_lt: return "LtBackward1";
@@ -265,9 +266,10 @@ static nn_status binary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **g
         break;
     }
     case NN_OP_remainder: /* d/db (a - b*floor(a/b)) = -floor(a/b) = -(a - a%b)/b */
+    case NN_OP_fmod:      /* d/db (a - b*trunc(a/b)) = -trunc(a/b) = -(a - fmod(a, b))/b */
         ra = g;
         if (nb) {
-            nn_tensor *fl = gs_bin(&s, NN_OP_div, gs_bin(&s, NN_OP_sub, a, gs_bin(&s, NN_OP_remainder, a, b)), b);
+            nn_tensor *fl = gs_bin(&s, NN_OP_div, gs_bin(&s, NN_OP_sub, a, gs_bin(&s, op, a, b)), b);
             rb = gs_bin(&s, NN_OP_mul, gs_un(&s, NN_OP_neg, g), fl);
         }
         break;

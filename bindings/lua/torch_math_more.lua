@@ -1,5 +1,5 @@
 -- More of torch's math, made of the ops (so autograd and every device come with them):
--- square, hypot, logaddexp, fmod, logit, nan_to_num, addcmul, addcdiv,
+-- square, hypot, logaddexp, logit, nan_to_num, addcmul, addcdiv,
 -- count_nonzero, cross, cdist, meshgrid, unique, bincount, diff, and torch.finfo / iinfo.
 local torch = require "torch"
 local U = require "nn_util"
@@ -54,16 +54,6 @@ function torch.logaddexp(a, b)
   local m = torch.maximum(a, b)
   local same_inf = a:eq(b):logical_and(m:abs():eq(math.huge))
   return torch.where(same_inf, m, m + (-(a - b):abs()):exp():log1p())
-end
-
--- C's fmod: the remainder takes the dividend's sign (% / remainder takes the divisor's)
-function torch.fmod(a, b)
-  a = tensor("fmod", "input", a)
-  local r = a - (a / b):trunc() * b
-  if not a:is_floating_point() and not (torch.is_tensor(b) and b:is_floating_point()) and math.type(b) ~= "float" then
-    r = r:to(a.dtype)
-  end
-  return r
 end
 
 -- logit(x, eps=nil): log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given
@@ -256,7 +246,7 @@ function torch.bincount(x, ...)
   return counts:index_add_(0, x:to(torch.int64), w ~= nil and w:to(dtype) or torch.ones(x:numel(), { dtype = dtype, device = x.device }))
 end
 
-for _, name in ipairs({ "square", "hypot", "logaddexp", "fmod", "logit", "nan_to_num", "addcmul", "addcdiv",
+for _, name in ipairs({ "square", "hypot", "logaddexp", "logit", "nan_to_num", "addcmul", "addcdiv",
   "count_nonzero", "cross", "diff", "unique", "bincount" }) do
   Tensor[name] = torch[name]
 end

@@ -205,6 +205,7 @@ static inline int64_t ipow(int64_t b, int64_t e)
         case NN_OP_remainder: /* Python's %: the sign of the divisor */                        \
             LOOP(T r = fmod##M(a[i], b[i]); o[i] = r != 0 && ((r < 0) != (b[i] < 0)) ? r + b[i] : r) \
             break;                                                                              \
+        case NN_OP_fmod: LOOP(o[i] = fmod##M(a[i], b[i])) break;                                \
         case NN_OP_fmax: LOOP(o[i] = fmax##M(a[i], b[i])) break;                                \
         case NN_OP_fmin: LOOP(o[i] = fmin##M(a[i], b[i])) break;                                \
         case NN_OP_nextafter: LOOP(o[i] = nextafter##M(a[i], b[i])) break;                      \
@@ -248,6 +249,15 @@ static void binary_i64(ectx *c, void *out, const void *pa, const void *pb, int64
             }
             int64_t r = b[i] == -1 ? 0 : a[i] % b[i];
             o[i] = r != 0 && ((r < 0) != (b[i] < 0)) ? r + b[i] : r;
+        }
+        break;
+    case NN_OP_fmod: /* C's %: the sign of the dividend */
+        for (int64_t i = 0; i < n; i++) {
+            if (b[i] == 0) {
+                c->status = nn_error(NN_ERR_RUNTIME, "fmod: ZeroDivisionError");
+                return;
+            }
+            o[i] = b[i] == -1 ? 0 : a[i] % b[i];
         }
         break;
     case NN_OP_maximum: case NN_OP_fmax: LOOP(o[i] = a[i] < b[i] ? b[i] : a[i]) break;

@@ -420,6 +420,8 @@ static void test_names(void)
     NAME(nn_pow_scalar(x, 3), "PowBackward0");
     NAME(nn_binary(NN_OP_remainder, x, two), "RemainderBackward0");
     NAME(nn_binary(NN_OP_remainder, x, x), "RemainderBackward1");
+    NAME(nn_binary(NN_OP_fmod, x, two), "FmodBackward0");
+    NAME(nn_binary(NN_OP_fmod, x, x), "FmodBackward1");
     NAME(nn_unary(NN_OP_erf, x), "ErfBackward0");
     NAME(nn_unary(NN_OP_log1p, x), "Log1PBackward0");
     NAME(nn_unary(NN_OP_sigmoid, x), "SigmoidBackward0");

@@ -173,6 +173,7 @@ static double ref_f(nn_op op, double x, double y, double alpha)
         double r = fmod(x, y);
         return r != 0 && (r < 0) != (y < 0) ? r + y : r;
     }
+    case NN_OP_fmod: return fmod(x, y);
     case NN_OP_maximum: return isnan(x) || isnan(y) ? NAN : x > y ? x : y;
     case NN_OP_minimum: return isnan(x) || isnan(y) ? NAN : x < y ? x : y;
     case NN_OP_eq: return x == y;
@@ -206,6 +207,7 @@ static int64_t ref_i(nn_op op, int64_t x, int64_t y, int64_t alpha)
         if (x % y != 0 && (x < 0) != (y < 0)) q--;
         return x - q * y;
     }
+    case NN_OP_fmod: return x - (x / y) * y;
     case NN_OP_maximum: return x > y ? x : y;
     case NN_OP_minimum: return x < y ? x : y;
     case NN_OP_eq: return x == y;
@@ -252,14 +254,14 @@ static void check_binary_values(const char *what, nn_op op, const nn_tensor *out
 
 /* ---- binary ops in every dtype, on non-contiguous broadcast inputs ---- */
 
-static const nn_op BINARY_OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder,
+static const nn_op BINARY_OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_fmod,
                                    NN_OP_maximum, NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le,
                                    NN_OP_gt, NN_OP_ge, NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward};
 #define NBINARY (int)(sizeof BINARY_OPS / sizeof *BINARY_OPS)
 
 static bool binary_supported(nn_op op, nn_dtype dt)
 {
-    return !(dt == NN_BOOL && (op == NN_OP_sub || op == NN_OP_pow || op == NN_OP_remainder));
+    return !(dt == NN_BOOL && (op == NN_OP_sub || op == NN_OP_pow || op == NN_OP_remainder || op == NN_OP_fmod));
 }
 
 /* value ranges that keep each op meaningful in each dtype */
@@ -270,7 +272,7 @@ static void ranges(nn_op op, nn_dtype dt, double *alo, double *ahi, double *blo,
     *blo = *alo, *bhi = *ahi;
     if (op == NN_OP_pow && !fl) *alo = dt == NN_U8 ? 0 : -4, *ahi = 4, *blo = dt == NN_U8 ? 0 : -2, *bhi = 5;
     if (op == NN_OP_pow && fl) *alo = 0, *ahi = 2.5, *blo = -2, *bhi = 2.5;
-    if (op == NN_OP_remainder && !fl) *blo = 1, *bhi = dt == NN_U8 ? 30 : 9; /* nonzero divisors, sign flipped below */
+    if ((op == NN_OP_remainder || op == NN_OP_fmod) && !fl) *blo = 1, *bhi = dt == NN_U8 ? 30 : 9; /* nonzero divisors, sign flipped below */
     if (op == NN_OP_eq || op == NN_OP_ne || op == NN_OP_le || op == NN_OP_ge) /* a small range makes ties likely */
         *alo = *blo = dt == NN_U8 ? 0 : -2, *ahi = *bhi = 2;
 }
@@ -291,7 +293,7 @@ static void test_binary_all_dtypes(void)
                 nn_tensor *b = variant == 0 ? make(dt, 1, sb1, STRIDED, blo, bhi)
                              : variant == 1 ? make(dt, 2, sb2, TRANSPOSED, blo, bhi)
                                             : make(dt, 2, sa, CONTIG, blo, bhi);
-                if (op == NN_OP_remainder && dt != NN_U8 && !nn_dtype_is_float(dt))
+                if ((op == NN_OP_remainder || op == NN_OP_fmod) && dt != NN_U8 && !nn_dtype_is_float(dt))
                     for (int64_t i = 0; i < nn_numel(b); i++)
                         if (urand() < 0.5) set_flat(b, i, -(double)iat(b, i));
                 nn_tensor *out = nn_binary(op, a, b);
@@ -511,6 +513,25 @@ static void test_binary_semantics(void)
     nn_tensor *fa = vec(NN_F64, 2, xa), *fb = vec(NN_F64, 2, ya);
     r = nn_binary(NN_OP_remainder, fa, fb);
     CHECK(r && fat(r, 0) == 0.5 && fat(r, 1) == -0.5, "float remainder signs");
+    nn_release(r);
+    /* fmod: C's sign rule (the dividend's), exact (1 fmod 0.1 is not 0), integer by zero an error */
+    static const double f4[] = {-1, 1, -1, 1};
+    r = nn_binary(NN_OP_fmod, x, y);
+    ok = r != NULL;
+    for (int i = 0; ok && i < 4; i++) ok = iat(r, i) == (int64_t)f4[i];
+    CHECK(ok, "int fmod signs");
+    nn_release(r);
+    r = nn_binary(NN_OP_fmod, x, z);
+    CHECK(!r && has("ZeroDivisionError"), "int fmod 0: %s", nn_last_error());
+    static const double one1[] = {1}, tenth[] = {0.1};
+    nn_tensor *f1 = vec(NN_F64, 1, one1), *f01 = vec(NN_F64, 1, tenth);
+    r = nn_binary(NN_OP_fmod, f1, f01);
+    CHECK(r && fat(r, 0) == fmod(1.0, 0.1) && fat(r, 0) != 0, "fmod(1, 0.1) exactly C's");
+    nn_release(r);
+    nn_release(f1);
+    nn_release(f01);
+    r = nn_binary(NN_OP_fmod, fa, fb);
+    CHECK(r && fat(r, 0) == -1.5 && fat(r, 1) == 1.5, "float fmod signs");
     nn_release(r);
     nn_tensor *imin = zerodim(NN_I64, 0), *neg1 = vec(NN_I64, 1, (double[]){-1});
     *(int64_t *)nn_data(imin) = INT64_MIN;

@@ -177,8 +177,8 @@ static void binary_case(nn_op op, double alpha, int na, const int64_t *sa, int n
     run(name, f_binary, x, 2, &c);
 }
 
-/* a % b with a/b at least 0.1 from an integer, for every broadcast pair */
-static void remainder_case(void)
+/* a % b (remainder or fmod) with a/b at least 0.1 from an integer, for every broadcast pair */
+static void remainder_case(nn_op op)
 {
     int64_t sa[2] = {3, 4}, sb[1] = {4};
     for (int tries = 0; tries < 1000; tries++) {
@@ -194,11 +194,11 @@ static void remainder_case(void)
             release_all(x, 2);
             continue;
         }
-        ew_ctx c = {.op = NN_OP_remainder, .alpha = 1};
-        run("remainder broadcast", f_binary, x, 2, &c);
+        ew_ctx c = {.op = op, .alpha = 1};
+        run(op == NN_OP_fmod ? "fmod broadcast" : "remainder broadcast", f_binary, x, 2, &c);
         return;
     }
-    CHECK(false, "remainder: no inputs found");
+    CHECK(false, "%s: no inputs found", nn_op_name(op));
 }
 
 static void test_binary(void)
@@ -217,7 +217,8 @@ static void test_binary(void)
     }
     binary_case(NN_OP_add, 2.5, 2, s34, 1, s4, TRANSPOSED, NARROWED, g_any, g_any, false);
     binary_case(NN_OP_sub, -1.5, 2, s31, 2, s34, NARROWED, TRANSPOSED, g_any, g_any, false);
-    remainder_case();
+    remainder_case(NN_OP_remainder);
+    remainder_case(NN_OP_fmod);
 
     /* wrapped numbers on either side: x*2, 2-x (rsub), 2/x, 2^x, x^2.5 */
     static const struct { nn_op op; double v; int which; double (*gen)(void); } sc[] = {

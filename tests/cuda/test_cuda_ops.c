@@ -205,7 +205,7 @@ static void test_unary(void)
 
 /* ---- binary ---- */
 
-static const nn_op BINARY[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_maximum,
+static const nn_op BINARY[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_fmod, NN_OP_maximum,
                                NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le, NN_OP_gt, NN_OP_ge,
                                NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward, NN_OP_bitwise_and,
                                NN_OP_bitwise_or, NN_OP_bitwise_xor, NN_OP_bitwise_left_shift, NN_OP_bitwise_right_shift,
@@ -216,7 +216,7 @@ static void binary_domains(nn_op op, nn_dtype da, nn_dtype db, int *doma, int *d
 {
     *doma = *domb = D_ANY;
     switch (op) {
-    case NN_OP_div: case NN_OP_remainder: *domb = D_NONZERO; break;
+    case NN_OP_div: case NN_OP_remainder: case NN_OP_fmod: *domb = D_NONZERO; break;
     case NN_OP_pow:
         *doma = nn_dtype_is_float(da) ? D_POS : D_SET;
         *domb = D_EXP;
@@ -347,7 +347,7 @@ static void test_binary(void)
         }
     }
     /* in place, into a transposed view, other broadcast */
-    const nn_op inplace[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_maximum, NN_OP_remainder};
+    const nn_op inplace[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_maximum, NN_OP_remainder, NN_OP_fmod};
     for (size_t k = 0; k < sizeof inplace / sizeof *inplace; k++)
         for (int j = 0; j < NALL; j++) {
             nn_dtype dt = ALL[j];
