@@ -81,7 +81,7 @@ return function(datasets)
         landmarks:index_select(0, keep), attr:index_select(0, keep)
     end
     self.identity, self.bbox, self.landmarks_align = identity, bbox, landmarks
-    self.attr = torch.div(attr + 1, 2, {rounding_mode = "floor"}) -- {-1, 1} -> {0, 1}
+    self.attr = torch.floor_divide(attr + 1, 2) -- {-1, 1} -> {0, 1}
     self.attr_names = attr_names
   end
   function CelebA:__len() return self.attr:size(0) end
