@@ -114,6 +114,14 @@ T.test("tv_matfile", function()
     T.eq({m.s.x:tolist(), m.s.name}, {{{1.5, -2.0}}, "ok"}, e .. ": struct fields")
     T.eq({#m.c, m.c[1]:item(), m.c[2]}, {2, 9.0, "z"}, e .. ": cell")
   end
+  -- a real deflate stream (zlib level 9) of double zz = reshape(1:40, 4, 10)
+  local hex = "78da2dcacd0a82601085e16364580b71d1c2458b888888102dfbb13fbfd48b12575d7297d0c4f70e1c9e39ccc492fa409a9891bcff09e9" ..
+    "63cbcc622f1a5986c1dfa71617f0ac6fcde23c112638c71417b8c415ae71835bdce11e33ccb1c0031eb1c4139ef18257acf086777ce0135f58a3f3" ..
+    "7e506f3aaaa1a35a3aaa733fcdb61647"
+  local z = hex:gsub("..", function(h) return string.char(tonumber(h, 16)) end)
+  write(dir .. "/deflate.mat", LE.file({string.pack("<I4I4", 15, #z) .. z}))
+  local zz = mat.loadmat(dir .. "/deflate.mat").zz
+  T.eq({zz.shape:totable(), zz[3][9]:item(), zz[1][0]:item()}, {{4, 10}, 40.0, 2.0}, "a deflated element (Huffman-coded)")
   write(dir .. "/bad.mat", "MATLAB 7.3 MAT-file" .. string.rep(" ", 200))
   T.raises(function() mat.loadmat(dir .. "/bad.mat") end, "~a MAT v7.3 file (HDF5), which is not supported")
   write(dir .. "/short.mat", LE.file({LE.double("a", {2, 3}, {1, 2, 3, 4, 5, 6})}):sub(1, 180))
