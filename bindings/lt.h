@@ -158,6 +158,7 @@ int lt_opt_memory_format(lua_State *L, int idx);
 void lt_open_amp(lua_State *L);     /* amp.c: torch._amp (autocast, GradScaler kernels), memory formats; after lt_open_views */
 void lt_open_backends(lua_State *L); /* backends.c: torch._backends (the TF32 and cudnn.benchmark switches) */
 void lt_open_sort(lua_State *L); /* sort.c: torch._argsort (engine/sort.h) */
+void lt_open_matfile(lua_State *L); /* matfile.c: torch._matfile (MATLAB .mat inflate, decode) */
 void lt_open_profiler(lua_State *L); /* profiler.c: torch._profiler (engine/profiler.h) */
 int luaopen_time(lua_State *L);     /* time.c */
 

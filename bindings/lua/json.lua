@@ -20,7 +20,7 @@ function M.float(x)
   return s
 end
 
--- The value text holds (objects also return their keys in order, arrays have n and the
+-- The value text holds (objects also return their keys in order, the top level's too, arrays have n and the
 -- metatable {array = true}); on bad text it calls on_error(message, byte position), which raises.
 function M.decode(text, on_error)
   local pos = 1
@@ -109,10 +109,10 @@ function M.decode(text, on_error)
       return math.tointeger(v) or v
     end
   end
-  local v = value()
+  local v, keys = value()
   ws()
   if pos <= #text then fail("trailing text") end
-  return v
+  return v, keys
 end
 
 return M

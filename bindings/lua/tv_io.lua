@@ -157,10 +157,12 @@ function Image.isImageType(x) return getmetatable(x) == ImageObj end
 
 function Image.open(path)
   if type(path) ~= "string" then error("Image.open: expected a path, got " .. type(path), 2) end
-  local data = C.read(path, 0, "Image.open")
   local f = io.open(path, "rb")
   local magic = f and f:read(2) or ""
   if f then f:close() end
+  local ppm = require "tv_ppm" -- PPM / PGM (GTSRB)
+  if ppm.is_netpbm(magic) then return wrap(ppm.decode(path), {filename = path, format = "PPM"}) end
+  local data = C.read(path, 0, "Image.open")
   return wrap(data, {filename = path, format = magic == "\255\216" and "JPEG" or "PNG"})
 end
 
