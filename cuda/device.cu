@@ -7,6 +7,10 @@
 
 #include "kernels.cuh"
 
+#ifndef NNREPL_CUDA_ARCHS /* set by CMakeLists.txt from CMAKE_CUDA_ARCHITECTURES */
+#define NNREPL_CUDA_ARCHS ""
+#endif
+
 nn_status nn_cuda_fail(const char *lib, const char *what, const char *expr, const char *file, int line)
 {
     int dev = -1;
@@ -217,6 +221,17 @@ static void g_versions(nn_gpu_versions *v)
     if (cudaDriverGetVersion(&v->driver) != cudaSuccess) v->driver = 0;
     v->cudnn = nn_cudnn_version();
     v->nccl = nn_nccl_version();
+    v->archs = NNREPL_CUDA_ARCHS;
+}
+
+static bool g_can_access_peer(int device, int peer)
+{
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return can != 0;
 }
 
 struct nn_gpu_stream { cudaStream_t s; int device; bool owned; };
@@ -374,6 +389,7 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.reset_peak_memory_stats = nn_cuda_reset_peak;
     gpu_api.empty_cache = nn_cuda_empty_cache;
     gpu_api.manual_seed = nn_cuda_manual_seed;
+    gpu_api.can_access_peer = g_can_access_peer;
     gpu_api.stream_new = g_stream_new;
     gpu_api.stream_free = g_stream_free;
     gpu_api.current_stream = g_current_stream;

@@ -19,6 +19,7 @@ typedef struct {
  * number them (0: absent): CUDA runtime 13000 = 13.0, cuDNN 91000 = 9.10.0, NCCL 22809 = 2.28.9 */
 typedef struct {
     int runtime, driver, cudnn, nccl;
+    const char *archs; /* the CUDA architectures the kernels were built for, CMake's list comma-separated: "80,90-real" */
 } nn_gpu_versions;
 
 typedef struct {
@@ -46,6 +47,7 @@ typedef struct {
     void (*reset_peak_memory_stats)(int index);
     nn_status (*empty_cache)(void);
     void (*manual_seed)(uint64_t seed);       /* the device generators */
+    bool (*can_access_peer)(int device, int peer); /* device can map peer's memory (cudaDeviceCanAccessPeer) */
     /* streams and events */
     nn_gpu_stream *(*stream_new)(int device, int priority);
     void (*stream_free)(nn_gpu_stream *s);
