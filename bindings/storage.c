@@ -34,6 +34,7 @@ static int storage_resize(lua_State *L)
     nn_storage *s = t->storage;
     if (n < 0) return luaL_error(L, "resize_: the new size must be non-negative, got %d", (int)n);
     if (s->release) return luaL_error(L, "Trying to resize storage that is not resizable");
+    if ((size_t)n < s->nbytes && s->refcount > 1) lua_gc(L, LUA_GCCOLLECT); /* views no longer reachable let go */
     if ((size_t)n < s->nbytes && s->refcount > 1)
         return luaL_error(L, "resize_: cannot shrink a storage that tensors still use (nnrepl would let them read past "
                              "its end); drop those tensors first, or copy what you keep into a new storage");

@@ -219,6 +219,11 @@ function Tensor:storage()
   deprecated()
   return self:_typed_storage()
 end
+-- the legacy storage class of the tensor's dtype and device: torch.FloatStorage, torch.cuda.FloatStorage, ...
+function Tensor:storage_type()
+  local name = legacy_name(self.dtype, self.is_cuda)
+  return self.is_cuda and torch.cuda[name:match("[^.]*$")] or torch[name:match("[^.]*$")]
+end
 
 -- set_(storage [, storage_offset, size, stride]): self over that memory (1-D over all of it
 -- without a size); a typed storage must have self's dtype
