@@ -98,8 +98,12 @@ static int mem_get_info(lua_State *L)
     return 2;
 }
 
-/* torch.cuda._versions(): {runtime=, driver=, cudnn=, nccl=} as the libraries number them, or
- * nil in a build without the CUDA backend */
+#ifndef NNREPL_CUDA_ARCHS /* CMakeLists.txt sets it from CMAKE_CUDA_ARCHITECTURES, comma-separated: "80,90-real" */
+#define NNREPL_CUDA_ARCHS ""
+#endif
+
+/* torch.cuda._versions(): {runtime=, driver=, cudnn=, nccl=, archs=} as the libraries number them
+ * (archs: the CUDA architectures the kernels were built for), or nil in a build without the CUDA backend */
 static int versions(lua_State *L)
 {
     if (!nn_gpu || !nn_gpu->versions) return 0;
@@ -114,7 +118,7 @@ static int versions(lua_State *L)
     lua_setfield(L, -2, "cudnn");
     lua_pushinteger(L, v.nccl);
     lua_setfield(L, -2, "nccl");
-    lua_pushstring(L, v.archs ? v.archs : "");
+    lua_pushstring(L, NNREPL_CUDA_ARCHS);
     lua_setfield(L, -2, "archs");
     return 1;
 }
@@ -133,7 +137,7 @@ static int can_device_access_peer(lua_State *L)
     int dev = device_index(L, 1), peer = device_index(L, 2), n = nn_gpu->device_count();
     if (dev < 0 || dev >= n) return luaL_error(L, "Invalid device id");
     if (peer < 0 || peer >= n) return luaL_error(L, "Invalid peer device id");
-    lua_pushboolean(L, dev != peer && nn_gpu->can_access_peer(dev, peer));
+    lua_pushboolean(L, dev != peer && nn_gpu->can_access_peer && nn_gpu->can_access_peer(dev, peer));
     return 1;
 }
 

@@ -7,10 +7,6 @@
 
 #include "kernels.cuh"
 
-#ifndef NNREPL_CUDA_ARCHS /* set by CMakeLists.txt from CMAKE_CUDA_ARCHITECTURES */
-#define NNREPL_CUDA_ARCHS ""
-#endif
-
 nn_status nn_cuda_fail(const char *lib, const char *what, const char *expr, const char *file, int line)
 {
     int dev = -1;
@@ -221,7 +217,6 @@ static void g_versions(nn_gpu_versions *v)
     if (cudaDriverGetVersion(&v->driver) != cudaSuccess) v->driver = 0;
     v->cudnn = nn_cudnn_version();
     v->nccl = nn_nccl_version();
-    v->archs = NNREPL_CUDA_ARCHS;
 }
 
 static bool g_can_access_peer(int device, int peer)

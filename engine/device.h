@@ -19,7 +19,6 @@ typedef struct {
  * number them (0: absent): CUDA runtime 13000 = 13.0, cuDNN 91000 = 9.10.0, NCCL 22809 = 2.28.9 */
 typedef struct {
     int runtime, driver, cudnn, nccl;
-    const char *archs; /* the CUDA architectures the kernels were built for, CMake's list comma-separated: "80,90-real" */
 } nn_gpu_versions;
 
 typedef struct {

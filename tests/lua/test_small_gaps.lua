@@ -37,6 +37,18 @@ local function scale(norm, n, inverse)
   return 1
 end
 
+-- sum over the multi-indices p of value(p) e^{sign 2 pi i q.p/s}, a complex {re, im}
+local function dft_at(q, points, s, sign, value)
+  local acc = { 0, 0 }
+  for _, p in ipairs(points) do
+    local ph = 0
+    for i = 1, #s do ph = ph + q[i] * p[i] / s[i] end
+    local a = sign * 2 * math.pi * ph
+    acc = C.add(acc, C.mul(value(p), { math.cos(a), math.sin(a) }))
+  end
+  return acc
+end
+
 -- hfftn over all dims of x (complex, shape xs), output shape s: Re sum_k X(k) e^{-2 pi i j.k/s}
 -- with X the Hermitian extension (last dim) of x cut or zero-padded to s[1..d-1] x (s[d]//2 + 1)
 local function ref_hfftn(x, s, norm)
@@ -54,16 +66,7 @@ local function ref_hfftn(x, s, norm)
     return C.conj(xp(m))
   end
   local ks, out, sc = indices(s), {}, scale(norm, prod(s), false)
-  for _, j in ipairs(ks) do
-    local acc = 0
-    for _, k in ipairs(ks) do
-      local ph = 0
-      for i = 1, d do ph = ph + j[i] * k[i] / s[i] end
-      local a = -2 * math.pi * ph
-      acc = acc + C.mul(X(k), { math.cos(a), math.sin(a) })[1]
-    end
-    out[#out + 1] = acc * sc
-  end
+  for _, j in ipairs(ks) do out[#out + 1] = dft_at(j, ks, s, -1, X)[1] * sc end
   return out
 end
 
@@ -74,15 +77,9 @@ local function ref_ihfftn(x, s, norm)
   local js, out, sc = indices(s), {}, scale(norm, prod(s), true)
   local kshape = table.move(s, 1, d, 1, {})
   kshape[d] = s[d] // 2 + 1
+  local function v(j) return { flat_at(vals, xs, j) or 0, 0 } end
   for _, k in ipairs(indices(kshape)) do
-    local acc = { 0, 0 }
-    for _, j in ipairs(js) do
-      local v = flat_at(vals, xs, j) or 0
-      local ph = 0
-      for i = 1, d do ph = ph + j[i] * k[i] / s[i] end
-      local a = 2 * math.pi * ph
-      acc = C.add(acc, { v * math.cos(a), v * math.sin(a) })
-    end
+    local acc = dft_at(k, js, s, 1, v)
     out[#out + 1] = { acc[1] * sc, acc[2] * sc }
   end
   return out
@@ -403,7 +400,7 @@ T.test("torch.cuda: arch list, capture, pool handle, peer access", function()
 end)
 
 T.test("on a GPU", function()
-  if not torch.cuda.is_available() then return T.skip("no GPU", 22) end
+  if not torch.cuda.is_available() then return T.skip("no GPU", 23) end
   local dev = "cuda"
   -- hfftn / ihfftn on the GPU against the CPU
   torch.manual_seed(5)
