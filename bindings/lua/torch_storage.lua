@@ -225,14 +225,19 @@ function Tensor:storage_type()
   return self.is_cuda and torch.cuda[name:match("[^.]*$")] or torch[name:match("[^.]*$")]
 end
 
+-- PyTorch's set_ names the tensor's dtype by its C++ type (c10's TypeMeta), as GCC spells it
+local cxx_names = { float32 = "float", float64 = "double", float16 = "c10::Half", bfloat16 = "c10::BFloat16",
+  int64 = "long int", int32 = "int", int16 = "short int", int8 = "signed char", uint8 = "unsigned char", bool = "bool",
+  complex64 = "c10::complex<float>", complex128 = "c10::complex<double>" }
+
 -- set_(storage [, storage_offset, size, stride]): self over that memory (1-D over all of it
 -- without a size); a typed storage must have self's dtype
 local set_ = Tensor.set_
 function Tensor:set_(source, offset, size, stride)
   if not is_storage(source) then return set_(self, source, offset, size, stride) end
   if is_typed(source) and source._dtype ~= self.dtype then
-    U.errorf("set_(): expected a storage of type %s or an UntypedStorage, but got a storage of type %s",
-      U.scalar_name(self.dtype), U.scalar_name(source._dtype))
+    U.errorf("Expected a Storage of type %s or an UntypedStorage, but got type %s for argument 1 'storage'",
+      cxx_names[tostring(self.dtype):sub(7)], U.scalar_name(source._dtype))
   end
   local all = view_of(untyped(source)._t, self.dtype)
   if offset == nil and size == nil then return set_(self, all) end
@@ -243,10 +248,16 @@ end
 local legacy_mt = getmetatable(torch.FloatTensor)
 local legacy_call = legacy_mt.__call
 legacy_mt.__call = function(T, first, ...)
-  if not is_storage(first) then return legacy_call(T, first, ...) end
+  if not is_storage(first) or (T.is_cuda and not torch.cuda.is_available()) then
+    return legacy_call(T, first, ...) -- (a CUDA type without a GPU: its "not available" error)
+  end
   local s = is_typed(first) and first or new_typed(first, T.dtype)
-  if s._dtype ~= T.dtype or bytes(s).is_cuda ~= T.is_cuda then
-    U.errorf("%s(): expected a %s, got %s", T.__name, legacy_name(T.dtype, T.is_cuda), s:type())
+  if s._dtype ~= T.dtype then
+    U.errorf("Expected a Storage of type %s or an UntypedStorage, but got type %s for argument 1 'storage'",
+      U.scalar_name(T.dtype), U.scalar_name(s._dtype))
+  end
+  if bytes(s).is_cuda ~= T.is_cuda then
+    U.errorf("%s(): expected a storage on %s, got one on %s", T.__name, T.is_cuda and "cuda" or "cpu", bytes(s).device.type)
   end
   return elements(s)
 end

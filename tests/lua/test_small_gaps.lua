@@ -343,13 +343,19 @@ T.test("set_ and legacy constructors from a storage", function()
   T.eq(z:tolist(), { 1.0, 4.0 }, "untyped storage, stride")
   T.eq(torch.empty(0):set_(s):tolist(), x:tolist(), "all of it, 1-D")
   T.raises(function() torch.empty(0, f64):set_(s) end,
-    "set_(): expected a storage of type Double or an UntypedStorage, but got a storage of type Float")
+    "Expected a Storage of type double or an UntypedStorage, but got type Float for argument 1 'storage'")
+  T.raises(function() torch.empty(0, { dtype = torch.int64 }):set_(s) end, "~of type long int or an UntypedStorage")
   T.raises(function() torch.empty(0):set_(s, 6, { 3 }) end, "~outside the storage")
   local t = torch.FloatTensor(s)
   T.eq(t:tolist(), x:tolist())
   t[7] = -1
   T.eq(x[7]:item(), -1.0, "torch.FloatTensor(storage) shares")
-  T.raises(function() torch.DoubleTensor(s) end, "torch.DoubleTensor(): expected a torch.DoubleStorage, got torch.FloatStorage")
+  T.raises(function() torch.DoubleTensor(s) end,
+    "Expected a Storage of type Double or an UntypedStorage, but got type Float for argument 1 'storage'")
+  T.eq(torch.IntTensor(x:untyped_storage()):size(0), 8, "an untyped storage: as many elements as fit")
+  if not torch.cuda.is_available() then
+    T.raises(function() torch.cuda.FloatTensor(s) end, "~not available")
+  end
 end)
 
 T.test("storage resize_", function()
