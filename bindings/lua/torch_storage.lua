@@ -18,11 +18,10 @@ local function is_storage(v) return is_untyped(v) or is_typed(v) end
 torch.is_storage = is_storage
 
 local function new_untyped(t) return setmetatable({ _t = t }, Untyped) end
--- legacy: the class name of a torch.FloatStorage(...), ... (nil for a torch.TypedStorage)
-local function new_typed(u, dtype, legacy) return setmetatable({ _u = u, _dtype = dtype, _legacy = legacy }, Typed) end
+local function new_typed(u, dtype) return setmetatable({ _u = u, _dtype = dtype }, Typed) end
 local function untyped(s) return is_untyped(s) and s or s._u end
--- a storage of s's kind (and dtype, and legacy class) over the untyped u
-local function like(s, u) return is_untyped(s) and u or new_typed(u, s._dtype, s._legacy) end
+-- a storage of s's kind (and dtype) over the untyped u
+local function like(s, u) return is_untyped(s) and u or new_typed(u, s._dtype) end
 
 -- 1-D tensors over all of the storage: its elements, its bytes
 local function elements(s)
@@ -144,8 +143,8 @@ local function tostr(s)
   local lines = {}
   for i, v in ipairs(s:tolist()) do lines[i] = U.pystr(v) end
   local info = is_untyped(s) and string.format("[torch.storage.UntypedStorage(device=%s) of size %d]", tostring(s.device), s:size())
-    or string.format("[%s(dtype=%s, device=%s) of size %d]", s._legacy or "torch.storage.TypedStorage", tostring(s._dtype),
-      tostring(s.device), s:size())
+    or string.format("[torch.storage.TypedStorage(dtype=%s, device=%s) of size %d]", tostring(s._dtype), tostring(s.device),
+      s:size())
   return " " .. table.concat(lines, "\n ") .. "\n" .. info
 end
 
@@ -195,7 +194,7 @@ torch.TypedStorage = class("torch.storage.TypedStorage", function(_, ...)
   return new_typed(new_untyped(view_of(source_tensor("TypedStorage", o.size, dtype, o.device))), dtype)
 end)
 
--- torch.FloatStorage(n or list), torch.cuda.FloatStorage(...), ...
+-- torch.FloatStorage(n or list), torch.cuda.FloatStorage(...), ...: TypedStorages of that dtype and device
 for _, key in ipairs({ "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
   "complex64", "complex128" }) do
   local dtype = torch[key]
@@ -204,7 +203,7 @@ for _, key in ipairs({ "float64", "float32", "float16", "bfloat16", "int64", "in
     local cls = class(name, function(_, first)
       deprecated()
       local device = cuda and "cuda" or "cpu"
-      return new_typed(new_untyped(view_of(source_tensor(name, first, dtype, device))), dtype, name)
+      return new_typed(new_untyped(view_of(source_tensor(name, first, dtype, device))), dtype)
     end)
     cls.dtype, cls.is_cuda = dtype, cuda
     if cuda then torch.cuda[name:match("[^.]*$")] = cls else torch[name:match("[^.]*$")] = cls end
@@ -264,7 +263,7 @@ end
 
 local typename = torch.typename
 function torch.typename(v)
-  if is_storage(v) then return rawget(v, "_legacy") or getmetatable(v).__name end
+  if is_storage(v) then return getmetatable(v).__name end
   return typename(v)
 end
 

@@ -302,11 +302,12 @@ T.test("TypedStorage: x:storage() and the legacy classes", function()
 
   local L
   T.eq(warnings(function() L = torch.FloatStorage({ 1, 2, 3 }) end), typed_warning, "the legacy classes warn too")
-  T.eq({ L:type(), torch.typename(L), tostring(L.dtype) }, { "torch.FloatStorage", "torch.FloatStorage", "torch.float32" })
-  T.eq(tostring(L), " 1.0\n 2.0\n 3.0\n[torch.FloatStorage(dtype=torch.float32, device=cpu) of size 3]")
+  -- the legacy classes make TypedStorages
+  T.eq({ L:type(), torch.typename(L), tostring(L.dtype) }, { "torch.FloatStorage", "torch.storage.TypedStorage", "torch.float32" })
+  T.eq(tostring(L), " 1.0\n 2.0\n 3.0\n[torch.storage.TypedStorage(dtype=torch.float32, device=cpu) of size 3]")
   T.eq(torch.LongStorage(4):size(), 4)
   T.eq(tostring(torch.ByteStorage({ 1, 2 }).dtype), "torch.uint8")
-  T.eq(tostring(torch.BoolStorage({ true, false })), " True\n False\n[torch.BoolStorage(dtype=torch.bool, device=cpu) of size 2]")
+  T.eq(tostring(torch.BoolStorage({ true, false })), " True\n False\n[torch.storage.TypedStorage(dtype=torch.bool, device=cpu) of size 2]")
   T.eq(tostring(torch.FloatStorage), "<class 'torch.FloatStorage'>")
   T.check(x:storage_type() == torch.FloatStorage and torch.zeros(1, { dtype = torch.int64 }):storage_type() == torch.LongStorage,
     "storage_type")
