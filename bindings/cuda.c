@@ -98,8 +98,12 @@ static int mem_get_info(lua_State *L)
     return 2;
 }
 
-/* torch.cuda._versions(): {runtime=, driver=, cudnn=, nccl=} as the libraries number them, or
- * nil in a build without the CUDA backend */
+#ifndef NNREPL_CUDA_ARCHS /* CMakeLists.txt sets it from CMAKE_CUDA_ARCHITECTURES, comma-separated: "80,90-real" */
+#define NNREPL_CUDA_ARCHS ""
+#endif
+
+/* torch.cuda._versions(): {runtime=, driver=, cudnn=, nccl=, archs=} as the libraries number them
+ * (archs: the CUDA architectures the kernels were built for), or nil in a build without the CUDA backend */
 static int versions(lua_State *L)
 {
     if (!nn_gpu || !nn_gpu->versions) return 0;
@@ -114,6 +118,26 @@ static int versions(lua_State *L)
     lua_setfield(L, -2, "cudnn");
     lua_pushinteger(L, v.nccl);
     lua_setfield(L, -2, "nccl");
+    lua_pushstring(L, NNREPL_CUDA_ARCHS);
+    lua_setfield(L, -2, "archs");
+    return 1;
+}
+
+/* torch.cuda.is_current_stream_capturing(): a CUDA graph captures now (one at a time, on the
+ * stream that is current meanwhile); false without a GPU, as PyTorch never starts a context for it */
+static int is_current_stream_capturing(lua_State *L)
+{
+    lua_pushboolean(L, nn_gpu_capturing());
+    return 1;
+}
+
+/* torch.cuda.can_device_access_peer(device, peer_device) */
+static int can_device_access_peer(lua_State *L)
+{
+    int dev = device_index(L, 1), peer = device_index(L, 2), n = nn_gpu->device_count();
+    if (dev < 0 || dev >= n) return luaL_error(L, "Invalid device id");
+    if (peer < 0 || peer >= n) return luaL_error(L, "Invalid peer device id");
+    lua_pushboolean(L, dev != peer && nn_gpu->can_access_peer && nn_gpu->can_access_peer(dev, peer));
     return 1;
 }
 
@@ -590,7 +614,8 @@ void lt_open_cuda(lua_State *L)
         {"mem_get_info", mem_get_info}, {"_is_built", is_built}, {"_versions", versions}, {"set_stream", set_stream},
         {"default_stream", default_stream}, {"_profiler_collect", profiler_collect}, {"_nvtx_push", nvtx_push},
         {"_nvtx_pop", nvtx_pop}, {"_nvtx_mark", nvtx_mark}, {"_nvtx_range_start", nvtx_range_start},
-        {"_nvtx_range_end", nvtx_range_end}, {NULL, NULL},
+        {"_nvtx_range_end", nvtx_range_end}, {"is_current_stream_capturing", is_current_stream_capturing},
+        {"can_device_access_peer", can_device_access_peer}, {NULL, NULL},
     };
     luaL_getsubtable(L, torch, "cuda");
     luaL_setfuncs(L, fns, 0);

@@ -219,6 +219,16 @@ static void g_versions(nn_gpu_versions *v)
     v->nccl = nn_nccl_version();
 }
 
+static bool g_can_access_peer(int device, int peer)
+{
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return can != 0;
+}
+
 struct nn_gpu_stream { cudaStream_t s; int device; bool owned; };
 struct nn_gpu_event { cudaEvent_t e; };
 
@@ -374,6 +384,7 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.reset_peak_memory_stats = nn_cuda_reset_peak;
     gpu_api.empty_cache = nn_cuda_empty_cache;
     gpu_api.manual_seed = nn_cuda_manual_seed;
+    gpu_api.can_access_peer = g_can_access_peer;
     gpu_api.stream_new = g_stream_new;
     gpu_api.stream_free = g_stream_free;
     gpu_api.current_stream = g_current_stream;

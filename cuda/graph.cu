@@ -48,12 +48,14 @@ nn_status nn_cuda_graph_capture_begin(nn_gpu_graph *g, nn_gpu_graph *share)
     if (g->capturing || g->exec)
         return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: this graph already %s; call reset() first",
                         g->capturing ? "is capturing" : "holds a capture");
+    if (g->pool) /* only a pool handle has a pool and no capture */
+        return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: this graph is a memory pool handle (graph_pool_handle()); "
+                                    "pass it as pool= to another graph's capture");
     int device = nn_gpu->current_device();
     nn_cuda_device *d = nn_cuda_dev(device);
     if (!d) return nn_last_status();
-    if (share && (!share->pool || share->device != device))
-        return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: the pool to share belongs to a graph that %s",
-                        share->pool ? "is on another device" : "has not captured anything");
+    if (share && share->pool && share->device != device)
+        return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: the pool to share belongs to a graph on another device");
     if (nn_cuda_captures()) /* one capture at a time keeps the allocator's rules simple */
         return nn_error(NN_ERR_ARG, "CUDAGraph.capture_begin: another graph is capturing");
     if (g->device != device && g->stream) {
@@ -68,6 +70,10 @@ nn_status nn_cuda_graph_capture_begin(nn_gpu_graph *g, nn_gpu_graph *share)
     cudaEventRecord(e, nn_cuda_current(d));
     cudaStreamWaitEvent(g->stream, e, 0);
     cudaEventDestroy(e);
+    if (share && !share->pool) { /* a graph that has captured nothing (torch.cuda.graph_pool_handle()): its pool starts now */
+        share->pool = nn_cuda_pool_new(device);
+        share->device = device;
+    }
     if (share) nn_cuda_pool_retain(share->pool);
     g->pool = share ? share->pool : nn_cuda_pool_new(device);
     nn_cuda_pool_capture(device, g->pool, g->stream);

@@ -46,6 +46,7 @@ typedef struct {
     void (*reset_peak_memory_stats)(int index);
     nn_status (*empty_cache)(void);
     void (*manual_seed)(uint64_t seed);       /* the device generators */
+    bool (*can_access_peer)(int device, int peer); /* device can map peer's memory (cudaDeviceCanAccessPeer) */
     /* streams and events */
     nn_gpu_stream *(*stream_new)(int device, int priority);
     void (*stream_free)(nn_gpu_stream *s);

@@ -43,7 +43,7 @@ static void storage_release(nn_storage *s)
     if (s->release) s->release(s->data, s->release_ctx);
     else if (s->data) {
         const nn_backend *b = nn_backend_for(s->device);
-        if (b) b->free(s->device.index, s->data, s->nbytes, s->pinned);
+        if (b) b->free(s->device.index, s->data, s->nbytes ? s->nbytes : 1, s->pinned); /* as allocated */
         count_live(s, -1);
     }
     free(s);
@@ -110,7 +110,7 @@ static nn_tensor *alloc_tensor(int ndim, const int64_t *shape, const int64_t *st
     }
     s->refcount = 1;
     s->data = data;
-    s->nbytes = nbytes ? nbytes : 1;
+    s->nbytes = nbytes; /* 0 for no elements (1 byte allocated) */
     s->device = dev;
     s->pinned = pinned;
     s->inference = inference_on;

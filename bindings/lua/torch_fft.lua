@@ -141,6 +141,11 @@ local function argsn(fname, x, args, default_dim)
   if s and #s ~= #dim then U.errorf("When given, dim and shape arguments must have the same length") end
   local ds = {}
   for i, d in ipairs(dim) do ds[i] = wrap(d, nd) end
+  if s then -- a size of -1: that dim's own size
+    local given = s
+    s = {}
+    for i, n in ipairs(given) do s[i] = n == -1 and x:size(ds[i]) or n end
+  end
   return s, ds, norm
 end
 
@@ -178,6 +183,24 @@ function fft.rfftn(x, ...) return rn("rfftn", x, table.pack(...)) end
 function fft.irfftn(x, ...) return irn("irfftn", x, table.pack(...)) end
 function fft.rfft2(x, ...) return rn("rfft2", x, table.pack(...), two) end
 function fft.irfft2(x, ...) return irn("irfft2", x, table.pack(...), two) end
+
+-- hfftn(x) = irfftn(conj(x)) under the dual norm: the real n-D transform of the Hermitian signal
+-- whose last dim's first half is x; ihfftn(x) = conj(rfftn(x)) under the dual norm
+local function hn(fname, x, args, default_dim)
+  x = to_complex(x, fname):conj()
+  local o = U.parse(fname, specn, table.unpack(args, 1, args.n))
+  return irn(fname, x, table.pack(o.s, o.dim, dual_norm(o.norm)), default_dim)
+end
+
+local function ihn(fname, x, args, default_dim)
+  local o = U.parse(fname, specn, table.unpack(args, 1, args.n))
+  return rn(fname, x, table.pack(o.s, o.dim, dual_norm(o.norm)), default_dim):conj()
+end
+
+function fft.hfftn(x, ...) return hn("hfftn", x, table.pack(...)) end
+function fft.ihfftn(x, ...) return ihn("ihfftn", x, table.pack(...)) end
+function fft.hfft2(x, ...) return hn("hfft2", x, table.pack(...), two) end
+function fft.ihfft2(x, ...) return ihn("ihfft2", x, table.pack(...), two) end
 
 -- ---- frequencies and shifts ----
 

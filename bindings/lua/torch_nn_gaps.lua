@@ -18,7 +18,7 @@ nn.parameter.Parameter, nn.parameter.Buffer = nn.Parameter, nn.Buffer
 
 -- nn.init.uniform(...) and the rest: the trailing-underscore functions, with PyTorch's FutureWarning
 for _, name in ipairs({ "uniform", "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
-  "orthogonal", "sparse" }) do
+  "orthogonal", "sparse", "eye", "dirac" }) do
   nn.init[name] = function(...)
     U.warn(string.format("`nn.init.%s` is now deprecated in favor of `nn.init.%s_`.", name, name), "FutureWarning")
     return nn.init[name .. "_"](...)

@@ -6,8 +6,7 @@
 -- deprecated resize / resize_as, in-place aliases (greater_, logical_xor_, baddbmm_ ...),
 -- hardshrink, prelu, share_memory_ / is_shared, dim_order, module_load, to_dense.
 --
--- Not here: x:storage() / untyped_storage() / storage_type() (nnrepl has no storage objects;
--- x:data_ptr(), x:storage_offset() and x:stride() tell what they would).
+-- Not here: x:storage() / untyped_storage() / storage_type() and set_ from a storage (torch_storage.lua).
 local torch = require "torch"
 local U = require "nn_util"
 require "torch_tensor_more"
@@ -225,7 +224,7 @@ function Tensor:set_(source, offset, size, stride)
     return self
   end
   if not torch.is_tensor(source) then
-    U.errorf("set_(): argument 'source' must be Tensor, not %s (nnrepl has no storage objects: pass the tensor)", U.typename(source))
+    U.errorf("set_(): argument 'source' must be Tensor or a storage, not %s", U.typename(source))
   end
   if source.dtype ~= self.dtype then
     U.errorf("Could not set tensor of type %s to a tensor of type %s", U.scalar_name(source.dtype), U.scalar_name(self.dtype))
