@@ -9,7 +9,8 @@
 -- The reducer (engine/dist/reducer.c) calls hook(state, bucket) as soon as a bucket's
 -- gradients are all in (during backward), so the all-reduce the hook starts overlaps the rest
 -- of backward; at the end of backward it waits for each bucket's Future and copies its value
--- into the gradients. The builtin hooks run inside the reducer, with no Lua call per bucket.
+-- into the gradients. The builtin hooks, and default_hooks' functions registered as they are
+-- (with the default group), run inside the reducer, with no Lua call per bucket.
 local torch = require "torch"
 local U = require "nn_util"
 local futures = require "torch_futures"
@@ -80,8 +81,21 @@ end
 -- state may refer to the model without keeping it alive)
 local registered = setmetatable({}, { __mode = "k" })
 
+-- default_hooks' functions registered as they are run inside the reducer (set below)
+local in_reducer = {}
+
+local function check_once(ddp, first, second)
+  if registered[ddp] then U.errorf("%s or %s can only be called once.", first, second) end
+end
+
 function DDP:register_comm_hook(state, hook)
   if not callable(hook) then U.error("Communication hook must be callable.") end
+  check_once(self, "register_comm_hook", "register_builtin_comm_hook")
+  if in_reducer[hook] and (state == nil or state == dist.group.WORLD) then
+    self._reducer:set_comm_hook(in_reducer[hook])
+    registered[self] = { hook = hook, state = state }
+    return
+  end
   local holder = setmetatable({ ddp = self }, { __mode = "v" }) -- the reducer's callbacks hold the model weakly
   local pending = {}
   local function run(k, buffer, last)
@@ -108,7 +122,9 @@ function DDP:_register_builtin_comm_hook(comm_hook_type)
     U.errorf("_register_builtin_comm_hook: comm_hook_type must be torch.distributed.BuiltinCommHookType.ALLREDUCE or FP16_COMPRESS, got %s",
       tostring(comm_hook_type))
   end
+  check_once(self, "register_builtin_comm_hook", "register_comm_hook")
   self._reducer:set_comm_hook(comm_hook_type._kind)
+  registered[self] = { hook = comm_hook_type }
 end
 
 -- ---- torch.distributed.algorithms.ddp_comm_hooks.default_hooks ----
@@ -143,5 +159,10 @@ end
 -- the bucket sent as float16 / bfloat16 (half the bytes), averaged, written back in the buffer's dtype
 default_hooks.fp16_compress_hook = compress_hook(torch.float16)
 default_hooks.bf16_compress_hook = compress_hook(torch.bfloat16)
+
+-- the same computations done by the reducer in C, with no Lua call per bucket
+in_reducer[default_hooks.allreduce_hook] = "allreduce"
+in_reducer[default_hooks.fp16_compress_hook] = "fp16"
+in_reducer[default_hooks.bf16_compress_hook] = "bf16"
 
 return default_hooks

@@ -164,7 +164,9 @@ do
 end
 
 -- allreduce_hook, and the builtin ALLREDUCE, give the default's averages
-for _, case in ipairs({ { "allreduce_hook", hooks.allreduce_hook }, { "builtin ALLREDUCE", dist.BuiltinCommHookType.ALLREDUCE } }) do
+local function in_lua(hook) return function(s, bucket) return hook(s, bucket) end end -- not recognised: run from Lua
+for _, case in ipairs({ { "allreduce_hook (in the reducer)", hooks.allreduce_hook }, { "allreduce_hook (from Lua)", in_lua(hooks.allreduce_hook) },
+  { "builtin ALLREDUCE", dist.BuiltinCommHookType.ALLREDUCE } }) do
   local net, model = wrap()
   if type(case[2]) == "function" then model:register_comm_hook(nil, case[2]) else model:_register_builtin_comm_hook(case[2]) end
   -- dividing first: exact for two ranks (a power of two), within rounding for three
@@ -184,9 +186,11 @@ local function emulate(dtype, dyadic) -- sum over the ranks of (x_r in 16 bits) 
   for k, v in pairs(s) do s[k] = v:float() end
   return s
 end
-local fp16_result
-for _, case in ipairs({ { "fp16_compress_hook", hooks.fp16_compress_hook, torch.float16, 2 ^ -11 },
-  { "bf16_compress_hook", hooks.bf16_compress_hook, torch.bfloat16, 2 ^ -8 },
+local fp16_result, bf16_result
+for _, case in ipairs({ { "fp16_compress_hook (in the reducer)", hooks.fp16_compress_hook, torch.float16, 2 ^ -11 },
+  { "fp16_compress_hook (from Lua)", in_lua(hooks.fp16_compress_hook), torch.float16, 2 ^ -11 },
+  { "bf16_compress_hook (in the reducer)", hooks.bf16_compress_hook, torch.bfloat16, 2 ^ -8 },
+  { "bf16_compress_hook (from Lua)", in_lua(hooks.bf16_compress_hook), torch.bfloat16, 2 ^ -8 },
   { "builtin FP16_COMPRESS", dist.BuiltinCommHookType.FP16_COMPRESS, torch.float16, 2 ^ -11 } }) do
   local name, hook, dtype, eps = case[1], case[2], case[3], case[4]
   local net, model = wrap()
@@ -202,6 +206,8 @@ for _, case in ipairs({ { "fp16_compress_hook", hooks.fp16_compress_hook, torch.
   H.check(all16, "%s: the gradients hold 16-bit values", name)
   if dtype == torch.float16 then
     if fp16_result then same(g, fp16_result, 0, name .. " equals fp16_compress_hook") else fp16_result = g end
+  else
+    if bf16_result then same(g, bf16_result, 0, name .. " equals bf16_compress_hook in the reducer") else bf16_result = g end
   end
 end
 
@@ -268,14 +274,17 @@ end
 
 -- find_unused_parameters and gradient_as_bucket_view with a hook
 do
-  local net, model = wrap({ find_unused_parameters = true }, true)
-  model:register_comm_hook(nil, hooks.fp16_compress_hook)
-  local g = step(model, net, xd)
   -- multiples of 1/4 up to 4: exact in 16 bits for two ranks; a third rounds within 2^-11 * 4 per step
   local tol16 = world == 2 and 0 or 3 * 2 ^ -11 * 4
-  same(g, emulate(torch.float16, true), tol16, "find_unused_parameters with fp16_compress_hook")
-  H.check(net.d.grad == nil, "the unused parameter's grad stays nil")
-  net, model = wrap({ gradient_as_bucket_view = true })
+  for _, hook in ipairs({ hooks.fp16_compress_hook, in_lua(hooks.fp16_compress_hook) }) do
+    local net, model = wrap({ find_unused_parameters = true }, true)
+    model:register_comm_hook(nil, hook)
+    for it = 1, 2 do
+      same(step(model, net, xd), emulate(torch.float16, true), tol16, "find_unused_parameters with fp16_compress_hook, step " .. it)
+    end
+    H.check(net.d.grad == nil, "the unused parameter's grad stays nil")
+  end
+  local net, model = wrap({ gradient_as_bucket_view = true })
   model:register_comm_hook(nil, hooks.allreduce_hook)
   for it = 1, 2 do same(step(model, net, xd), default, world == 2 and 0 or 1e-6, "gradient_as_bucket_view, step " .. it) end
   net, model = wrap({ gradient_as_bucket_view = true })
@@ -293,6 +302,14 @@ do
   H.raises(function() model:_register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE) end,
     "register_builtin_comm_hook or register_comm_hook can only be called once.", "a builtin hook after a hook")
   H.raises(function() model:_register_builtin_comm_hook("FP16") end, "must be torch.distributed.BuiltinCommHookType", "a builtin hook by name")
+  local _, m2 = wrap()
+  m2:register_comm_hook(nil, in_lua(hooks.allreduce_hook))
+  H.raises(function() m2:register_comm_hook(nil, hooks.fp16_compress_hook) end,
+    "register_comm_hook or register_builtin_comm_hook can only be called once.", "a hook after a Lua hook")
+  local _, m3 = wrap()
+  m3:_register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
+  H.raises(function() m3:register_comm_hook(nil, in_lua(hooks.allreduce_hook)) end,
+    "register_comm_hook or register_builtin_comm_hook can only be called once.", "a hook after a builtin hook")
 
   -- bad values fail in backward, before any collective (so every rank fails alike)
   local cases = {
