@@ -127,7 +127,9 @@ function futures._from_work(w, value)
 end
 
 local function future_list(list, fn)
-  if type(list) ~= "table" then U.errorf("%s: a list of torch.futures.Future expected, got %s", fn, U.typename(list)) end
+  if type(list) ~= "table" or getmetatable(list) ~= nil then
+    U.errorf("%s: a list of torch.futures.Future expected, got %s", fn, U.typename(list))
+  end
   for i, f in ipairs(list) do
     if getmetatable(f) ~= Future then U.errorf("%s: entry %d is not a torch.futures.Future (%s)", fn, i, U.typename(f)) end
   end

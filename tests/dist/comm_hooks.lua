@@ -10,57 +10,7 @@ dist.init_process_group("gloo", { timeout = 60 })
 local rank, world = dist.get_rank(), dist.get_world_size()
 local hooks = dist.algorithms.ddp_comm_hooks.default_hooks
 
--- ---- futures on their own ----
-do
-  local f = Future()
-  H.check(not f:done(), "a new Future is not done")
-  H.raises(function() f:value() end, "not completed yet", "value() before completion")
-  H.raises(function() f:wait() end, "nothing will give it one", "wait() on a Future nothing completes")
-  local plus = f:then_(function(x) return x:value() + 1 end)
-  local times = plus["then"](plus, function(x) return x:value() * 10 end)
-  local order = {}
-  f:add_done_callback(function() order[#order + 1] = "cb" end)
-  f:set_result(1)
-  H.check(f:done() and f:value() == 1 and f:wait() == 1, "set_result completes it")
-  H.check(times:done() and times:wait() == 20, "then() chains run in order: (1 + 1) * 10 = %s", tostring(times:wait()))
-  H.check(#order == 1, "add_done_callback ran once")
-  H.raises(function() f:set_result(2) end, "Future can only be marked completed once.", "set_result twice")
-  local late = f:then_(function(x) return x:value() - 1 end)
-  H.check(late:done() and late:value() == 0, "then() on a completed Future runs at once")
-  local ran = false
-  f:add_done_callback(function(x) ran = x == f end)
-  H.check(ran, "add_done_callback on a completed Future runs at once, with the Future")
-
-  local g = Future()
-  local bad = g:then_(function() error("boom in the callback", 0) end)
-  local after = bad:then_(function(x) return x:value() + 1 end)
-  local caught = bad:then_(function(x)
-    local ok, err = pcall(x.value, x)
-    return ok and "no error" or err
-  end)
-  g:set_result(0)
-  H.raises(function() bad:wait() end, "boom in the callback", "an error in a then() callback is the new Future's")
-  H.raises(function() after:value() end, "boom in the callback", "the error travels down the chain")
-  H.check(caught:wait() == "boom in the callback", "a callback sees its parent's error from value()")
-  local e = Future()
-  e:set_exception("failed on purpose")
-  H.raises(function() e:wait() end, "failed on purpose", "set_exception: wait() raises")
-  H.check(e:done(), "a Future with an error is done")
-
-  local a, b = Future(), Future()
-  local all = torch.futures.collect_all({ a, b })
-  a:set_result("x")
-  H.check(not all:done(), "collect_all waits for every Future")
-  b:set_result("y")
-  local got = all:wait()
-  H.check(all:done() and got[1] == a and got[2] == b, "collect_all's value is the list of Futures")
-  local v = torch.futures.wait_all({ a, b })
-  H.check(v[1] == "x" and v[2] == "y", "wait_all returns the values")
-  H.raises(function() torch.futures.wait_all({ a, e }) end, "failed on purpose", "wait_all raises a Future's error")
-  H.check(torch.futures.collect_all({}):done(), "collect_all of nothing is done")
-  H.raises(function() torch.futures.collect_all({ a, 3 }) end, "entry 2 is not a torch.futures.Future", "collect_all checks its list")
-  H.raises(function() f:then_(5) end, "callback must be callable", "then() checks its callback")
-end
+-- (torch.futures on their own: tests/lua/test_futures.lua)
 
 -- ---- Work:get_future() ----
 do
@@ -325,6 +275,33 @@ do
     H.raises(function() m(xd):backward() end, case[2], "bad hook %d", i)
     net:zero_grad()
   end
+end
+
+-- the same hooks on CUDA tensors (gloo stages them through the host; the GPU machine runs this)
+if torch.cuda.is_available() then
+  local function on_cuda(t) return t:to("cuda") end
+  local xc = { a = on_cuda(xd.a), b = on_cuda(xd.b), c = on_cuda(xd.c) }
+  local xf = { a = on_cuda(x.a), b = on_cuda(x.b), c = on_cuda(x.c) }
+  local function cuda_model(hook)
+    local net = Dots():to("cuda")
+    local model = DDP(net, { bucket_cap_mb = CAP })
+    if getmetatable(hook) then model:_register_builtin_comm_hook(hook) else model:register_comm_hook(nil, hook) end
+    return net, model
+  end
+  local function cpu(g) return { a = g.a:cpu(), b = g.b:cpu(), c = g.c:cpu() } end
+  local net, model = cuda_model(function(_, bucket)
+    local fut = dist.all_reduce(bucket:buffer(), { op = dist.ReduceOp.AVG, async_op = true }):get_future()
+    return fut:then_(function(f) return f:value()[1] * 2 end)
+  end)
+  same(cpu(step(model, net, xc)), { a = default.a * 2, b = default.b * 2, c = default.c * 2 }, 0, "cuda: doubling hook")
+  for _, hook in ipairs({ hooks.fp16_compress_hook, in_lua(hooks.fp16_compress_hook), dist.BuiltinCommHookType.FP16_COMPRESS }) do
+    net, model = cuda_model(hook)
+    same(cpu(step(model, net, xf)), fp16_result, 0, "cuda: fp16 compression as on the CPU")
+  end
+  net, model = cuda_model(hooks.allreduce_hook)
+  same(cpu(step(model, net, xc)), default, world == 2 and 0 or 1e-6, "cuda: allreduce_hook")
+else
+  print("comm_hooks.lua: no GPU, the CUDA section (15 checks) is skipped")
 end
 
 dist.destroy_process_group()
