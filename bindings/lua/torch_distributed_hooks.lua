@@ -72,10 +72,7 @@ dist.BuiltinCommHookType = {
 
 -- ---- DistributedDataParallel ----
 
-local function callable(f)
-  local mt = getmetatable(f)
-  return type(f) == "function" or (type(mt) == "table" and mt.__call ~= nil)
-end
+local callable = futures._callable
 
 -- the hook and state of each model, held as long as the model lives (an ephemeron table: the
 -- state may refer to the model without keeping it alive)

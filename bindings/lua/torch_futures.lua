@@ -38,6 +38,7 @@ local function callable(f)
   local mt = getmetatable(f)
   return type(f) == "function" or (type(mt) == "table" and mt.__call ~= nil)
 end
+futures._callable = callable
 
 local function check(f, name)
   if getmetatable(f) ~= Future then U.errorf("Future.%s: a torch.futures.Future expected, got %s", name, U.typename(f)) end
