@@ -323,7 +323,7 @@ static int d_broadcast_coalesced(lua_State *L)
 typedef struct {
     nn_reducer *r;
     int generation;
-    lua_State *L;            /* the main thread: comm hooks run outside backward (find_unused_parameters) */
+    lua_State *L;            /* the thread in prepare_backward, where find_unused_parameters may run comm hooks */
     int run_ref, result_ref; /* a custom comm hook's functions, in the registry (LUA_NOREF: none) */
 } reducer_ud;
 
@@ -351,9 +351,7 @@ static int d_reducer(lua_State *L)
     u->r = NULL;
     u->generation = generation;
     u->run_ref = u->result_ref = LUA_NOREF;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-    u->L = lua_tothread(L, -1);
-    lua_pop(L, 1);
+    u->L = NULL;
     luaL_setmetatable(L, REDUCER_MT);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* the parameter list stays alive with the reducer */
@@ -387,7 +385,10 @@ static int reducer_prepare_backward(lua_State *L)
         outs[i] = lt_totensor(L, -1);
         lua_pop(L, 1);
     }
-    if (nn_reducer_prepare_backward(u->r, outs, n)) return lt_fail(L, 0);
+    u->L = L;
+    nn_status st = nn_reducer_prepare_backward(u->r, outs, n);
+    u->L = NULL;
+    if (st) return lt_fail(L, 0);
     return 0;
 }
 
@@ -428,14 +429,14 @@ static nn_status hook_call(lua_State *L, int nargs, int nret)
 
 static lua_State *hook_state(reducer_ud *u)
 {
-    lua_State *L = lt_backward_state(); /* during backward: the thread running it */
-    return L ? L : u->L;
+    return u->L ? u->L : lt_backward_state(); /* else during backward: the thread running it */
 }
 
 static nn_status hook_run(void *ctx, int k, nn_tensor *buf, bool last)
 {
     reducer_ud *u = ctx;
     lua_State *L = hook_state(u);
+    if (!L) return nn_error(NN_ERR_RUNTIME, "DDP communication hook: a Lua hook needs backward started from Lua");
     lua_rawgeti(L, LUA_REGISTRYINDEX, u->run_ref);
     lua_pushinteger(L, k);
     lt_push(L, nn_retain(buf));
@@ -447,6 +448,7 @@ static nn_status hook_result(void *ctx, int k, nn_tensor **out)
 {
     reducer_ud *u = ctx;
     lua_State *L = hook_state(u);
+    if (!L) return nn_error(NN_ERR_RUNTIME, "DDP communication hook: a Lua hook needs backward started from Lua");
     lua_rawgeti(L, LUA_REGISTRYINDEX, u->result_ref);
     lua_pushinteger(L, k);
     nn_status st = hook_call(L, 1, 1);
