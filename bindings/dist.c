@@ -16,7 +16,10 @@
  *   broadcast_coalesced(list, src)
  *   Reducer(params, bucket_cap_bytes, first_bucket_bytes, find_unused, gradient_as_bucket_view)
  *       DDP's reducer (engine/dist/reducer.h): prepare_forward(),
- *       prepare_backward(outputs), buckets() -> lists of 0-based parameter indices
+ *       prepare_backward(outputs), buckets() -> lists of 0-based parameter indices,
+ *       set_comm_hook(kind, run, result): kind "allreduce", "fp16", "bf16" (run in C) or
+ *       "custom": run(k, buffer, is_last) when bucket k (0-based) is complete, result(k) -> its
+ *       reduced flat tensor when all have run (both called during backward)
  *
  * A Reducer remembers the group it was made for; once that group is destroyed it
  * refuses to work rather than touch a freed group. */
@@ -317,7 +320,12 @@ static int d_broadcast_coalesced(lua_State *L)
 }
 
 /* ---- the reducer ---- */
-typedef struct { nn_reducer *r; int generation; } reducer_ud;
+typedef struct {
+    nn_reducer *r;
+    int generation;
+    lua_State *L;            /* the thread in prepare_backward, where find_unused_parameters may run comm hooks */
+    int run_ref, result_ref; /* a custom comm hook's functions, in the registry (LUA_NOREF: none) */
+} reducer_ud;
 
 static reducer_ud *check_reducer(lua_State *L)
 {
@@ -342,6 +350,8 @@ static int d_reducer(lua_State *L)
     reducer_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->r = NULL;
     u->generation = generation;
+    u->run_ref = u->result_ref = LUA_NOREF;
+    u->L = NULL;
     luaL_setmetatable(L, REDUCER_MT);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1); /* the parameter list stays alive with the reducer */
@@ -375,7 +385,10 @@ static int reducer_prepare_backward(lua_State *L)
         outs[i] = lt_totensor(L, -1);
         lua_pop(L, 1);
     }
-    if (nn_reducer_prepare_backward(u->r, outs, n)) return lt_fail(L, 0);
+    u->L = L;
+    nn_status st = nn_reducer_prepare_backward(u->r, outs, n);
+    u->L = NULL;
+    if (st) return lt_fail(L, 0);
     return 0;
 }
 
@@ -405,11 +418,78 @@ static int reducer_buckets(lua_State *L)
     return 1;
 }
 
+/* a custom comm hook's function ref called with nargs pushed by the caller, nret results kept */
+static nn_status hook_call(lua_State *L, int nargs, int nret)
+{
+    if (lua_pcall(L, nargs, nret, 0) == LUA_OK) return NN_OK;
+    nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a DDP communication hook");
+    lua_pop(L, 1);
+    return st;
+}
+
+static lua_State *hook_state(reducer_ud *u)
+{
+    return u->L ? u->L : lt_backward_state(); /* else during backward: the thread running it */
+}
+
+static nn_status hook_run(void *ctx, int k, nn_tensor *buf, bool last)
+{
+    reducer_ud *u = ctx;
+    lua_State *L = hook_state(u);
+    if (!L) return nn_error(NN_ERR_RUNTIME, "DDP communication hook: a Lua hook needs backward started from Lua");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, u->run_ref);
+    lua_pushinteger(L, k);
+    lt_push(L, nn_retain(buf));
+    lua_pushboolean(L, last);
+    return hook_call(L, 3, 0);
+}
+
+static nn_status hook_result(void *ctx, int k, nn_tensor **out)
+{
+    reducer_ud *u = ctx;
+    lua_State *L = hook_state(u);
+    if (!L) return nn_error(NN_ERR_RUNTIME, "DDP communication hook: a Lua hook needs backward started from Lua");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, u->result_ref);
+    lua_pushinteger(L, k);
+    nn_status st = hook_call(L, 1, 1);
+    if (st) return st;
+    nn_tensor *t = lt_totensor(L, -1);
+    if (t) *out = nn_retain(t);
+    else st = nn_error(NN_ERR_RUNTIME, "DDP communication hook: the future of bucket %d must hold a Tensor (the reduced "
+                                       "bucket.buffer()), got a %s", k, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return st;
+}
+
+static int reducer_set_comm_hook(lua_State *L)
+{
+    reducer_ud *u = check_reducer(L);
+    static const char *const kinds[] = {"none", "allreduce", "fp16", "bf16", "custom", NULL};
+    int kind = luaL_checkoption(L, 2, NULL, kinds);
+    if (kind == NN_COMM_HOOK_NONE) return luaL_argerror(L, 2, "a hook kind expected");
+    nn_comm_hook h = {hook_run, hook_result, u};
+    if (kind == NN_COMM_HOOK_CUSTOM) {
+        luaL_checktype(L, 3, LUA_TFUNCTION);
+        luaL_checktype(L, 4, LUA_TFUNCTION);
+    }
+    if (nn_reducer_set_comm_hook(u->r, (nn_comm_hook_kind)kind, &h)) return lt_fail(L, 0);
+    if (kind == NN_COMM_HOOK_CUSTOM) {
+        lua_pushvalue(L, 3);
+        u->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        lua_pushvalue(L, 4);
+        u->result_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    return 0;
+}
+
 static int reducer_gc(lua_State *L)
 {
     reducer_ud *u = luaL_checkudata(L, 1, REDUCER_MT);
     nn_reducer_free(u->r);
     u->r = NULL;
+    luaL_unref(L, LUA_REGISTRYINDEX, u->run_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, u->result_ref);
+    u->run_ref = u->result_ref = LUA_NOREF;
     return 0;
 }
 
@@ -431,7 +511,7 @@ void lt_open_dist(lua_State *L)
     static const luaL_Reg work_methods[] = {{"wait", work_wait}, {"is_completed", work_is_completed}, {NULL, NULL}};
     static const luaL_Reg reducer_methods[] = {
         {"prepare_forward", reducer_prepare_forward}, {"prepare_backward", reducer_prepare_backward},
-        {"buckets", reducer_buckets}, {NULL, NULL},
+        {"buckets", reducer_buckets}, {"set_comm_hook", reducer_set_comm_hook}, {NULL, NULL},
     };
     new_metatable(L, WORK_MT, work_methods, work_gc);
     new_metatable(L, REDUCER_MT, reducer_methods, reducer_gc);

@@ -241,47 +241,58 @@ local function peer(g, o, name, fn)
   return group_rank(g, int_arg(global, fn, name), fn)
 end
 
+-- With async_op, a Work: wait(), is_completed(), get_future() (a torch.futures.Future whose
+-- value is PyTorch's: the list of the collective's output tensors), result() (that list).
+local work_values = setmetatable({}, { __mode = "k" })
+local function async(w, value)
+  if w ~= nil then work_values[w] = value end
+  return w
+end
+local work_methods = debug.getregistry()["torch.distributed.Work"].__index
+function work_methods.result(w) return work_values[w] or {} end
+function work_methods.get_future(w) return require("torch_futures")._from_work(w, work_values[w] or {}) end
+
 -- Each collective returns nil on a rank outside its group (PyTorch warns and returns None).
 function dist.all_reduce(tensor, ...)
   local _, o, g = parse("all_reduce", { "op", "group", "async_op" }, 0, ...)
   if not g then return nil end
-  return C.all_reduce(tensor, op_index(o.op, "all_reduce"), o.async_op, g._ud)
+  return async(C.all_reduce(tensor, op_index(o.op, "all_reduce"), o.async_op, g._ud), { tensor })
 end
 
 function dist.broadcast(tensor, ...)
   local _, o, g = parse("broadcast", { "src", "group", "async_op", "group_src" }, 0, ...)
   if not g then return nil end
-  return C.broadcast(tensor, peer(g, o, "src", "broadcast"), o.async_op, g._ud)
+  return async(C.broadcast(tensor, peer(g, o, "src", "broadcast"), o.async_op, g._ud), { tensor })
 end
 
 function dist.reduce(tensor, ...)
   local _, o, g = parse("reduce", { "dst", "op", "group", "async_op", "group_dst" }, 0, ...)
   if not g then return nil end
-  return C.reduce(tensor, peer(g, o, "dst", "reduce"), op_index(o.op, "reduce"), o.async_op, g._ud)
+  return async(C.reduce(tensor, peer(g, o, "dst", "reduce"), op_index(o.op, "reduce"), o.async_op, g._ud), { tensor })
 end
 
 function dist.all_gather(tensor_list, tensor, ...)
   local _, o, g = parse("all_gather", { "group", "async_op" }, 0, ...)
   if not g then return nil end
-  return C.all_gather(tensor_list, tensor, o.async_op, g._ud)
+  return async(C.all_gather(tensor_list, tensor, o.async_op, g._ud), { tensor_list })
 end
 
 function dist.all_gather_into_tensor(output_tensor, input_tensor, ...)
   local _, o, g = parse("all_gather_into_tensor", { "group", "async_op" }, 0, ...)
   if not g then return nil end
-  return C.all_gather_into_tensor(output_tensor, input_tensor, o.async_op, g._ud)
+  return async(C.all_gather_into_tensor(output_tensor, input_tensor, o.async_op, g._ud), { output_tensor })
 end
 
 function dist.reduce_scatter(output, input_list, ...)
   local _, o, g = parse("reduce_scatter", { "op", "group", "async_op" }, 0, ...)
   if not g then return nil end
-  return C.reduce_scatter(output, input_list, op_index(o.op, "reduce_scatter"), o.async_op, g._ud)
+  return async(C.reduce_scatter(output, input_list, op_index(o.op, "reduce_scatter"), o.async_op, g._ud), { output })
 end
 
 function dist.reduce_scatter_tensor(output, input, ...)
   local _, o, g = parse("reduce_scatter_tensor", { "op", "group", "async_op" }, 0, ...)
   if not g then return nil end
-  return C.reduce_scatter_tensor(output, input, op_index(o.op, "reduce_scatter_tensor"), o.async_op, g._ud)
+  return async(C.reduce_scatter_tensor(output, input, op_index(o.op, "reduce_scatter_tensor"), o.async_op, g._ud), { output })
 end
 
 function dist.send(tensor, ...)
@@ -303,14 +314,14 @@ end
 function dist.isend(tensor, ...)
   local _, o, g = parse("isend", { "dst", "group", "tag", "group_dst" }, 0, ...)
   if not g then return nil end
-  return C.send(tensor, peer(g, o, "dst", "isend"), o.tag or 0, true, g._ud)
+  return async(C.send(tensor, peer(g, o, "dst", "isend"), o.tag or 0, true, g._ud), { tensor })
 end
 
 function dist.irecv(tensor, ...)
   local _, o, g = parse("irecv", { "src", "group", "tag", "group_src" }, 0, ...)
   if not g then return nil end
   if o.src == nil and o.group_src == nil then errorf(2, "irecv: src is needed (receiving from any rank is not supported)") end
-  return C.recv(tensor, peer(g, o, "src", "irecv"), o.tag or 0, true, g._ud)
+  return async(C.recv(tensor, peer(g, o, "src", "irecv"), o.tag or 0, true, g._ud), { tensor })
 end
 
 function dist.barrier(...)

@@ -19,6 +19,7 @@ typedef struct {
     bool grouped;      /* this pass: the gradients were all-reduced in place, in one grouped call */
     int pending;
     nn_work *work;
+    nn_tensor *comp;   /* this pass: what a builtin hook all-reduces (the buffer or its 16-bit copy) */
 } bucket;
 
 typedef struct { nn_reducer *r; int index; } param_ctx;
@@ -46,9 +47,12 @@ struct nn_reducer {
     bool *ready;
     int32_t *used;
     nn_tensor **got;         /* this pass: the gradients of grouped buckets, for their all-reduce */
+    nn_comm_hook_kind hook_kind, pass_hook; /* the registered hook; the one this pass runs */
+    nn_comm_hook hook;
 };
 
 static nn_status hook(nn_tensor *leaf, void *ctx);
+static nn_status hook_result(nn_reducer *r, int k);
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -70,6 +74,7 @@ static void free_layout(nn_reducer *r)
         if (r->b[k].work) { nn_work_wait(r->b[k].work); nn_work_release(r->b[k].work); }
         nn_release(r->b[k].buf);
         nn_release(r->b[k].direct);
+        nn_release(r->b[k].comp);
     }
     free(r->b);
     r->b = NULL;
@@ -201,6 +206,16 @@ int nn_reducer_buckets(nn_reducer *r, int *sizes, int *idx)
     return r->nb;
 }
 
+nn_status nn_reducer_set_comm_hook(nn_reducer *r, nn_comm_hook_kind kind, const nn_comm_hook *custom)
+{
+    if (r->hook_kind)
+        return nn_error(NN_ERR_RUNTIME, kind == NN_COMM_HOOK_CUSTOM ? "register_comm_hook or register_builtin_comm_hook can only be called once."
+                                                                    : "register_builtin_comm_hook or register_comm_hook can only be called once.");
+    if (kind == NN_COMM_HOOK_CUSTOM) r->hook = *custom;
+    r->hook_kind = kind;
+    return NN_OK;
+}
+
 /* Parameter i's slice of its bucket, shaped like the parameter. */
 static nn_tensor *slice(nn_reducer *r, int i)
 {
@@ -230,6 +245,7 @@ static nn_status finalize(nn_reducer *r)
         if (s && !st) st = s;
     }
     r->expect = false;
+    for (int k = 0; k < r->nb && !st; k++) st = hook_result(r, k);
     if (st) return st;
     nn_tensor *used = NULL;
     if (r->o.find_unused_parameters) { /* which parameters got a gradient on some rank */
@@ -272,7 +288,7 @@ static nn_status finalize(nn_reducer *r)
  * the gradients are reduced where they are, with no copy into the bucket or back. */
 static bool groupable(const nn_reducer *r, const bucket *b)
 {
-    return b->count > 1 && !r->o.gradient_as_bucket_view && r->pg->ops->all_reduce_many;
+    return b->count > 1 && !r->o.gradient_as_bucket_view && r->pg->ops->all_reduce_many && !r->pass_hook;
 }
 
 /* a dense gradient of the bucket's dtype that no other tensor shares: it can be averaged where it is */
@@ -305,11 +321,52 @@ static nn_work *reduce_grouped(nn_reducer *r, bucket *b)
     return nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
 }
 
+/* A builtin hook's start: the buffer (or its float16 / bfloat16 copy) divided by the world
+ * size first (no overflow in 16 bits), then summed over the ranks. */
+static nn_work *run_builtin(nn_reducer *r, bucket *b)
+{
+    nn_dtype dt = r->pass_hook == NN_COMM_HOOK_FP16 ? NN_F16 : r->pass_hook == NN_COMM_HOOK_BF16 ? NN_BF16 : b->dt;
+    nn_release(b->comp);
+    b->comp = nn_to_dtype(b->buf, dt);
+    nn_tensor *n = nn_scalar_f64((double)r->pg->size);
+    nn_status st = b->comp && n ? nn_binary_(NN_OP_div, b->comp, n) : nn_last_status();
+    nn_release(n);
+    return st ? NULL : nn_dist_all_reduce(r->pg, b->comp, NN_REDUCE_SUM);
+}
+
+/* Bucket k's hook result into its buffer, once its work is done. */
+static nn_status hook_result(nn_reducer *r, int k)
+{
+    bucket *b = &r->b[k];
+    nn_tensor *out = b->comp;
+    b->comp = NULL;
+    nn_status st = NN_OK;
+    if (r->pass_hook == NN_COMM_HOOK_CUSTOM && !(st = r->hook.result(r->hook.ctx, k, &out)) && nn_numel(out) != b->numel)
+        st = nn_error(NN_ERR_RUNTIME, "DDP communication hook: the future of bucket %d holds a tensor of %lld elements, "
+                                      "expected the bucket's %lld (the reduced bucket.buffer())",
+                      k, (long long)nn_numel(out), (long long)b->numel);
+    if (!st && out && out != b->buf) {
+        nn_tensor *flat = nn_reshape(out, 1, &b->numel);
+        st = flat ? nn_copy_(b->buf, flat) : nn_last_status();
+        nn_release(flat);
+    }
+    nn_release(out);
+    return st;
+}
+
 static nn_status launch_ready(nn_reducer *r)
 {
     while (r->next_launch < r->nb && r->b[r->next_launch].pending == 0) {
-        bucket *b = &r->b[r->next_launch++];
-        b->work = groupable(r, b) ? reduce_grouped(r, b) : nn_dist_all_reduce(r->pg, b->direct ? b->direct : b->buf, NN_REDUCE_AVG);
+        int k = r->next_launch++;
+        bucket *b = &r->b[k];
+        if (r->pass_hook == NN_COMM_HOOK_CUSTOM) {
+            nn_status st = r->hook.run(r->hook.ctx, k, b->buf, k == r->nb - 1);
+            if (st) return st;
+            continue;
+        }
+        b->work = r->pass_hook    ? run_builtin(r, b)
+                  : groupable(r, b) ? reduce_grouped(r, b)
+                                    : nn_dist_all_reduce(r->pg, b->direct ? b->direct : b->buf, NN_REDUCE_AVG);
         if (!b->work) return nn_last_status();
     }
     return r->next_launch == r->nb ? finalize(r) : NN_OK;
@@ -328,7 +385,7 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
     nn_tensor *p = r->params[i], *g = unused ? NULL : p->grad;
     r->used[i] = g != NULL;
     bucket *b = &r->b[r->bucket_of[i]];
-    if (g && b->count == 1 && !in_bucket(r, i, g) && own_dense(b, g)) {
+    if (g && b->count == 1 && !r->pass_hook && !in_bucket(r, i, g) && own_dense(b, g)) {
         b->direct = nn_retain(g); /* its own bucket: averaged where it is */
     } else if (groupable(r, b)) { /* copied, if at all, when the bucket is complete */
         if (g && own_dense(b, g) && (nn_devtype)g->storage->device.type == r->pg->ops->device) r->got[i] = nn_retain(g);
@@ -445,6 +502,7 @@ nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, 
         b->grouped = false;
     }
     drop_got(r);
+    r->pass_hook = r->hook_kind;
     memset(r->ready, 0, sizeof *r->ready * (size_t)r->n);
     memset(r->used, 0, sizeof *r->used * (size_t)r->n);
     r->next_launch = 0;

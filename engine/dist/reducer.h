@@ -18,7 +18,14 @@
  * a view needs no copy in either.
  *
  * The layout is rebuilt if the parameters change dtype, device or size (model:cuda()
- * after wrapping). */
+ * after wrapping).
+ *
+ * A communication hook (DDP's register_comm_hook) replaces the averaging all-reduce: every
+ * bucket then goes through its flat buffer (the gradients copied in, not divided), the hook
+ * starts the bucket's reduction as soon as the bucket is complete, and at the end of backward
+ * each bucket's result is copied back into the buffer and the gradients. The builtin hooks
+ * (ALLREDUCE, FP16 and BF16 compression) run here with no callback: the buffer (or a float16 /
+ * bfloat16 copy of it) divided by the world size, then summed over the ranks. */
 #ifndef NN_DIST_REDUCER_H
 #define NN_DIST_REDUCER_H
 
@@ -33,6 +40,18 @@ typedef struct {
     bool gradient_as_bucket_view; /* .grad becomes a view of its bucket: no copy back */
 } nn_reducer_opts;
 
+typedef enum { NN_COMM_HOOK_NONE, NN_COMM_HOOK_ALLREDUCE, NN_COMM_HOOK_FP16, NN_COMM_HOOK_BF16, NN_COMM_HOOK_CUSTOM } nn_comm_hook_kind;
+
+/* A hook of the caller's (NN_COMM_HOOK_CUSTOM). */
+typedef struct {
+    /* bucket k (0-based, in reduction order) is complete; buf is its flat buffer: start reducing it */
+    nn_status (*run)(void *ctx, int bucket, nn_tensor *buf, bool last);
+    /* when every bucket has run, in bucket order: *out (a new reference) is the bucket's reduced
+     * flat tensor, of the buffer's number of elements */
+    nn_status (*result)(void *ctx, int bucket, nn_tensor **out);
+    void *ctx;
+} nn_comm_hook;
+
 /* Parameters that do not require grad are left out. */
 nn_reducer *nn_reducer_new(nn_pg *pg, nn_tensor *const *params, int n, const nn_reducer_opts *o);
 void nn_reducer_free(nn_reducer *r);
@@ -45,5 +64,8 @@ nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, 
 /* Buckets for tests: their count; sizes[k] = parameters in bucket k, and idx gets
  * the parameter indices bucket by bucket (idx has room for every parameter). */
 int nn_reducer_buckets(nn_reducer *r, int *sizes, int *idx);
+/* Once per reducer (an error the second time); custom is copied, for NN_COMM_HOOK_CUSTOM.
+ * Applies from the next forward on. */
+nn_status nn_reducer_set_comm_hook(nn_reducer *r, nn_comm_hook_kind kind, const nn_comm_hook *custom);
 
 #endif

@@ -29,6 +29,7 @@ gloo_tests() {
 for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
+  ranks_run "DDP communication hooks and futures, $n ranks" "$n" "$dir/comm_hooks.lua"
   ranks_run "SyncBatchNorm, $n ranks" "$n" "$dir/syncbn.lua"
   ranks_run "subgroups and more collectives, $n ranks" "$n" "$dir/groups.lua"
 done
