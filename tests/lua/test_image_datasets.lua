@@ -8,17 +8,11 @@ local D = require "tv_image_datasets"
 local Image = require("PIL").Image
 local data = torch.utils.data
 
-local dir = (os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_test_image_ds_" .. tostring(os.time()) .. "_" .. tostring(math.random(1 << 30))
-local function mkdir(p) os.execute("mkdir -p '" .. p .. "'") end
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local FX = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "fixture_dir.lua")("image_ds")
+local dir, mkdir, write = FX.dir, FX.mkdir, FX.write
 local function u8(shape) return torch.randint(0, 256, shape, {dtype = torch.uint8}) end
 
 torch.manual_seed(5)
-mkdir(dir)
 
 T.test("ImageFolder", function()
   local root = dir .. "/folder"

@@ -8,15 +8,8 @@ local D = tv.datasets
 local Image = require("tv_io").Image
 local mat = require "tv_matfile"
 
-local dir = (os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_test_tv_datasets_more_" .. tostring(os.time()) .. "_" ..
-  tostring(math.random(1 << 30))
-local function mkdir(p) os.execute("mkdir -p '" .. p .. "'") end
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-mkdir(dir)
+local FX = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "fixture_dir.lua")("tv_datasets_more")
+local dir, mkdir, write = FX.dir, FX.mkdir, FX.write
 
 -- ---- a MAT v5 writer: e is "<" or ">" ----
 local function writer(e)

@@ -6,15 +6,8 @@ local tv = require "torchvision"
 local D, U = tv.datasets, tv.utils
 local Image = require("tv_io").Image
 
-local dir = (os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_test_tv_more_" .. tostring(os.time()) .. "_" ..
-  tostring(math.random(1 << 30))
-local function mkdir(p) os.execute("mkdir -p '" .. p .. "'") end
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-mkdir(dir)
+local FX = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "fixture_dir.lua")("tv_more")
+local dir, mkdir, write = FX.dir, FX.mkdir, FX.write
 
 T.test("FakeData", function()
   local ds = D.FakeData({size = 4, image_size = {3, 5, 7}, num_classes = 3, random_offset = 10})
