@@ -5,6 +5,7 @@
 --   ddp:    one rank per GPU through the launcher, DistributedDataParallel, B per GPU
 --             nnrepl --nproc-per-node 2 bench/multi_gpu_alexnet.lua ddp fp32
 --   ddp_view: ddp with gradient_as_bucket_view=true
+--   ddp_fp16: ddp with default_hooks.fp16_compress_hook (half the bytes on NCCL)
 --   dp:     nn.DataParallel over every GPU, batch B x device_count
 -- precision: fp32, or amp (autocast float16 + GradScaler).
 -- time: per step, mean over `steps` steps between two synchronisations, median of `reps`
@@ -16,7 +17,7 @@ local make_step = dofile((arg[0]:match("^(.*)/") or ".") .. "/train_step.lua")
 local setup, precision = arg[1] or "single", arg[2] or "fp32"
 local steps, reps, warmup = tonumber(arg[3]) or 20, tonumber(arg[4]) or 5, tonumber(arg[5]) or 5
 local B = tonumber(arg[6]) or 64
-assert(({ single = 1, ddp = 1, ddp_view = 1, dp = 1 })[setup], "setup: single, ddp, ddp_view or dp")
+assert(({ single = 1, ddp = 1, ddp_view = 1, ddp_fp16 = 1, dp = 1 })[setup], "setup: single, ddp, ddp_view, ddp_fp16 or dp")
 local ddp = setup:sub(1, 3) == "ddp"
 assert(precision == "fp32" or precision == "amp", "precision: fp32 or amp")
 
@@ -39,6 +40,7 @@ torch.manual_seed(0)
 local model = alexnet():to(dev)
 if ddp then
   model = nn.parallel.DistributedDataParallel(model, { device_ids = { local_rank }, gradient_as_bucket_view = setup == "ddp_view" })
+  if setup == "ddp_fp16" then model:register_comm_hook(nil, dist.algorithms.ddp_comm_hooks.default_hooks.fp16_compress_hook) end
 end
 if setup == "dp" then model = nn.DataParallel(model) end
 local opt = torch.optim.AdamW(model:parameters(), { lr = 1e-4 })

@@ -36,6 +36,9 @@ torch.manual_seed(0)
 model = alexnet().to(dev)
 if ddp:
     model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank], gradient_as_bucket_view=setup == "ddp_view")
+    if setup == "ddp_fp16":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
 if setup == "dp":
     model = nn.DataParallel(model)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -24,7 +24,7 @@ run() { # side gpus setup precision
 }
 for prec in fp32 amp; do
   run nnrepl 1 single $prec; run pytorch 1 single $prec
-  for n in $counts; do run nnrepl "$n" ddp $prec; run pytorch "$n" ddp $prec; done
+  for n in $counts; do run nnrepl "$n" ddp $prec; run pytorch "$n" ddp $prec; run nnrepl "$n" ddp_fp16 $prec; run pytorch "$n" ddp_fp16 $prec; done
 done
 for n in $counts; do
   run nnrepl "$n" ddp_view fp32; run pytorch "$n" ddp_view fp32
