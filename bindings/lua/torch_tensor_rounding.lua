@@ -32,14 +32,15 @@ local function rounded(fname, a, b, mode)
     return q:to(dt)
   end
   local x, y = a:to(dt), b:to(dt)
-  if mode == "trunc" then return (x / y):trunc() end
+  local exact = x / y
+  if mode == "trunc" then return exact:trunc() end
   local r = torch.fmod(x, y)
   local q = (x - r) / y
   q = q - r:ne(0):logical_and(y:lt(0):ne(r:lt(0))):to(dt)
   local f = q:floor()
   f = f + (q - f):gt(0.5):to(dt)
-  f = torch.where(q:eq(0), torch.copysign(torch.zeros_like(q), x / y), f)
-  return torch.where(y:eq(0), x / y, f)
+  f = torch.where(q:eq(0), torch.copysign(torch.zeros_like(q), exact), f)
+  return torch.where(y:eq(0), exact, f)
 end
 
 -- the trailing options of a division: its rounding_mode, and the table without it (nil if empty)
