@@ -1,12 +1,19 @@
 -- torch.futures, Work:get_future() and DDP communication hooks (gloo), against gradients
 -- worked out by hand: the model's loss is sum(a * xa) + sum(b * xb) + sum(c * xc), so each
--- rank's gradients are its inputs, known on every rank. Run by test_dist.sh with 2 and 3 ranks.
+-- rank's gradients are its inputs, known on every rank. Run by test_dist.sh with 2 and 3 ranks
+-- (gloo, CPU) and with `nccl` as argument on every GPU (each rank on cuda:LOCAL_RANK).
 local H = dofile(arg[0]:match("^(.*)/") .. "/harness.lua")
 local dist = torch.distributed
 local DDP = nn.parallel.DistributedDataParallel
 local Future = torch.futures.Future
 
-dist.init_process_group("gloo", { timeout = 60 })
+local backend = arg[1] or "gloo"
+local dev = "cpu"
+if backend == "nccl" then
+  dev = "cuda:" .. os.getenv("LOCAL_RANK")
+  torch.cuda.set_device(tonumber(os.getenv("LOCAL_RANK")))
+end
+dist.init_process_group(backend, { timeout = 60 })
 local rank, world = dist.get_rank(), dist.get_world_size()
 local hooks = dist.algorithms.ddp_comm_hooks.default_hooks
 
@@ -14,21 +21,21 @@ local hooks = dist.algorithms.ddp_comm_hooks.default_hooks
 
 -- ---- Work:get_future() ----
 do
-  local t = torch.full({ 3 }, rank + 1.0)
+  local t = torch.full({ 3 }, rank + 1.0, { device = dev })
   local w = dist.all_reduce(t, { async_op = true })
   local fut = w:get_future()
   local doubled = fut:then_(function(f) return f:value()[1] * 2 end)
   local total = world * (world + 1) / 2
   H.close(doubled:wait(), torch.full({ 3 }, 2.0 * total), 0, "all_reduce's future: value()[1] is the reduced tensor")
   H.check(fut:done() and fut:value()[1] == t and w:result()[1] == t, "the future's value is {tensor}, as Work.result()")
-  local u = torch.full({ 2 }, rank + 1.0)
+  local u = torch.full({ 2 }, rank + 1.0, { device = dev })
   local fu = dist.all_reduce(u, { op = dist.ReduceOp.MAX, async_op = true }):get_future()
   H.close(torch.futures.wait_all({ fu })[1][1], torch.full({ 2 }, world * 1.0), 0, "wait_all on a work's future")
-  local b = torch.full({ 2 }, rank * 1.0)
+  local b = torch.full({ 2 }, rank * 1.0, { device = dev })
   local fb = dist.broadcast(b, { src = world - 1, async_op = true }):get_future()
   fb:wait()
   H.close(b, torch.full({ 2 }, world - 1.0), 0, "broadcast's future")
-  H.check(dist.all_reduce(torch.ones(1)) == nil, "all_reduce without async_op returns nothing")
+  H.check(dist.all_reduce(torch.ones(1, { device = dev })) == nil, "all_reduce without async_op returns nothing")
 end
 
 -- ---- the model: gradients are each rank's inputs ----
@@ -50,12 +57,12 @@ local function inputs(r, dyadic)
     if dyadic then return torch.randint(-16, 17, { ... }):float() / 4 end
     return torch.randn(...) * 3
   end
-  return { a = one(5), b = one(3, 2), c = one(7) }
+  return { a = one(5):to(dev), b = one(3, 2):to(dev), c = one(7):to(dev) }
 end
 
 -- the average of every rank's inputs, worked out here
 local function mean_inputs(dyadic)
-  local m = { a = torch.zeros(5), b = torch.zeros(3, 2), c = torch.zeros(7) }
+  local m = { a = torch.zeros(5, { device = dev }), b = torch.zeros(3, 2, { device = dev }), c = torch.zeros(7, { device = dev }) }
   for r = 0, world - 1 do
     local x = inputs(r, dyadic)
     for k, v in pairs(x) do m[k] = m[k] + v end
@@ -68,7 +75,7 @@ end
 local CAP = 50 / (1024 * 1024)
 
 local function wrap(opts, unused)
-  local net = Dots(unused)
+  local net = Dots(unused):to(dev)
   local o = { bucket_cap_mb = CAP }
   for k, v in pairs(opts or {}) do o[k] = v end
   return net, DDP(net, o)
@@ -279,7 +286,9 @@ do
 end
 
 -- the same hooks on CUDA tensors (gloo stages them through the host; the GPU machine runs this)
-if torch.cuda.is_available() then
+if backend == "nccl" then
+  print("comm_hooks.lua: every check above ran on the GPUs over nccl")
+elseif torch.cuda.is_available() then
   local function on_cuda(t) return t:to("cuda") end
   local xc = { a = on_cuda(xd.a), b = on_cuda(xd.b), c = on_cuda(xd.c) }
   local xf = { a = on_cuda(x.a), b = on_cuda(x.b), c = on_cuda(x.c) }

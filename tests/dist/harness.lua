@@ -17,7 +17,7 @@ function H.maxdiff(a, b)
   if a:dim() ~= b:dim() then return nil end
   for d = 0, a:dim() - 1 do if a:size(d) ~= b:size(d) then return nil end end
   if a:numel() == 0 then return 0 end
-  return (a:to(torch.float64) - b:to(torch.float64)):abs():max():item()
+  return (a:to("cpu", torch.float64) - b:to("cpu", torch.float64)):abs():max():item()
 end
 
 function H.close(a, b, tol, fmt, ...)

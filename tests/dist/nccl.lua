@@ -98,6 +98,19 @@ do
       H.check(d <= tol, "all_reduce %s of %d float32 (repeat %d): off by %g", op, n, rep, d)
     end
   end
+  -- 16-bit and float64 sums and averages (two ranks: the exact sum, rounded once)
+  for k, dt in ipairs({ torch.float16, torch.bfloat16, torch.float64 }) do
+    for _, op in ipairs({ "SUM", "AVG" }) do
+      local n = 3000001
+      local t = data(rank, n, 20 + k):to(dt)
+      dist.all_reduce(t, dist.ReduceOp[op])
+      local want = torch.zeros(n, { device = dev, dtype = torch.float64 })
+      for r = 0, world - 1 do want = want + data(r, n, 20 + k):to(dt):double() end
+      if op == "AVG" then want = want / world end
+      local d = (t:double() - want:to(dt):double()):abs():max():item()
+      H.check(world > 2 or d == 0, "all_reduce %s of %d %s: off by %g", op, n, tostring(dt), d)
+    end
+  end
   local big = torch.zeros(4194310, { device = dev })
   local v = big:narrow(0, 3, 4194305)
   v:copy_(data(rank, 4194305, 7))
@@ -200,6 +213,7 @@ local function ddp_against_one(name, widths, seed, ddp_opts, opt_opts, steps)
 end
 ddp_against_one("DDP on GPUs", { 6, 32, 3 }, 7, { bucket_cap_mb = 0.001 }, { lr = 0.05, momentum = 0.9 }, 20)
 ddp_against_one("DDP with a 6 MB bucket", { 16, 1536, 1024, 3 }, 11, {}, { lr = 0.01 }, 10)
+ddp_against_one("DDP with 3 MB buckets of several gradients", { 16, 512, 512, 512, 3 }, 13, { bucket_cap_mb = 3 }, { lr = 0.01 }, 10)
 
 -- all_reduce bus bandwidth (as nccl-tests count it: 2 (n - 1) / n of the bytes per second)
 do
