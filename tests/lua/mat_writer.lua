@@ -25,7 +25,8 @@ return function(e)
   end
   -- a struct with the given fields (a list of {name, element without its name})
   function W.struct(name, dims, fields, values)
-    local flen = 8
+    local flen = 8 -- the field name length: the longest name and its NUL, in 8-byte steps
+    for _, f in ipairs(fields) do flen = math.max(flen, (#f + 8) // 8 * 8) end
     local names = {}
     for _, f in ipairs(fields) do names[#names + 1] = f .. string.rep("\0", flen - #f) end
     return W.el(14, W.el(6, string.pack(e .. "I4I4", 2, 0)) .. W.el(5, string.pack(e .. string.rep("i4", #dims),
