@@ -1,7 +1,8 @@
 -- torchvision.datasets ImageNet, Imagenette, Country211, OxfordIIITPet, DTD, FGVCAircraft,
--- StanfordCars, SUN397, VOCSegmentation, VOCDetection (and the XML reader tv_xml), LFWPeople and
--- LFWPairs over fixture folders in each dataset's extracted layout. Images are told apart by
--- their sizes (the fixtures save them with distinct widths and heights).
+-- StanfordCars, SUN397, VOCSegmentation, VOCDetection (and the XML reader tv_xml), LFWPeople,
+-- LFWPairs, RenderedSST2, Omniglot, Places365, Flickr30k and SEMEION over fixture folders in each
+-- dataset's extracted layout. Images are told apart by their sizes (the fixtures save them with
+-- distinct widths and heights).
 local T = ...
 local tv = require "torchvision"
 local D = tv.datasets
@@ -354,6 +355,95 @@ T.test("LFWPeople and LFWPairs", function()
   T.raises(function() D.LFWPeople(dir .. "/nolfw", {download = true}) end, "~download=true, but nnrepl downloads nothing")
   write(base .. "/peopleDevTest.txt", "1\nNobody\t1\n")
   T.raises(function() D.LFWPeople(root, "test") end, "~Nobody is not in lfw-names.txt")
+end)
+
+T.test("RenderedSST2", function()
+  local root = dir .. "/sst"
+  mkdir(root .. "/rendered-sst2/valid/negative")
+  mkdir(root .. "/rendered-sst2/valid/positive")
+  save_image(root .. "/rendered-sst2/valid/positive/1.png", 3, 2)
+  save_image(root .. "/rendered-sst2/valid/negative/7.png", 4, 2)
+  local ds = D.RenderedSST2(root, "val", {transform = size})
+  T.eq({#ds, ds.classes, ds.class_to_idx}, {2, {"negative", "positive"}, {negative = 0, positive = 1}}, "classes")
+  T.eq({{ds:get(0)}, {ds:get(1)}}, {{{4, 2}, 0}, {{3, 2}, 1}}, "val is the valid folder")
+  T.raises(function() D.RenderedSST2(root) end, "~rendered-sst2/train not found: put rendered-sst2.tgz extracted")
+  T.raises(function() D.RenderedSST2(root, "valid") end, "Unknown value 'valid' for argument split. Valid values are {'train', 'val', 'test'}.")
+end)
+
+T.test("Omniglot", function()
+  local root = dir .. "/omni"
+  local f = root .. "/omniglot-py/images_evaluation"
+  mkdir(f .. "/Angelic/character01")
+  mkdir(f .. "/Angelic/character02")
+  mkdir(f .. "/Bengali/character01")
+  save_image(f .. "/Angelic/character01/0965_01.png", 3, 3, {255, 255, 255})
+  save_image(f .. "/Angelic/character02/0966_01.png", 4, 3)
+  save_image(f .. "/Angelic/character02/0966_02.png", 5, 3)
+  save_image(f .. "/Bengali/character01/0100_01.png", 6, 3)
+  local ds = D.Omniglot(root, false)
+  T.eq({#ds, ds._alphabets, ds._characters}, {4, {"Angelic", "Bengali"}, {"Angelic/character01", "Angelic/character02",
+    "Bengali/character01"}}, "alphabets and characters")
+  local img, y = ds:get(2)
+  T.eq({size(img), img.mode, y}, {{5, 3}, "L", 1}, "an L image; the character index")
+  T.eq({ds:get(0):getpixel({0, 0}), select(2, ds:get(3))}, {255, 2}, "pixels; the second alphabet's character")
+  T.raises(function() D.Omniglot(root) end, "~images_background not found: put images_background.zip extracted")
+end)
+
+T.test("Places365", function()
+  local root = dir .. "/places"
+  mkdir(root .. "/val_256")
+  mkdir(root .. "/data_large_standard/a/airfield")
+  save_image(root .. "/val_256/Places365_val_00000001.jpg", 3, 4)
+  save_image(root .. "/val_256/Places365_val_00000002.jpg", 5, 4)
+  save_image(root .. "/data_large_standard/a/airfield/00000001.jpg", 6, 4)
+  write(root .. "/categories_places365.txt", "/b/bar 1\n/a/airfield 0\n")
+  write(root .. "/places365_val.txt", "Places365_val_00000001.jpg 1\nPlaces365_val_00000002.jpg 0\n")
+  write(root .. "/places365_train_standard.txt", "/a/airfield/00000001.jpg 0\n")
+  local v = D.Places365(root, "val", true)
+  T.eq({#v, v.classes, v.class_to_idx, v.targets, v.images_dir}, {2, {"/a/airfield", "/b/bar"}, {["/a/airfield"] = 0,
+    ["/b/bar"] = 1}, {1, 0}, root .. "/val_256"}, "val, small")
+  local img, y = v:get(1)
+  T.eq({size(img), y}, {{5, 4}, 0}, "sample")
+  local t = D.Places365(root, {transform = size})
+  T.eq({#t, t.variant, t:get(0)}, {1, "standard", {6, 4}, 0}, "train-standard, large: data_large_standard")
+  T.raises(function() D.Places365(root, "val") end, "~val_large not found: put the extracted image archive")
+  T.raises(function() D.Places365(root, "train-challenge") end, "~places365_train_challenge.txt does not exist")
+  T.raises(function() D.Places365(root, "train") end, "~Unknown value 'train' for argument split")
+end)
+
+T.test("Flickr30k", function()
+  local root = dir .. "/flickr"
+  mkdir(root)
+  save_image(root .. "/1000.jpg", 3, 2)
+  save_image(root .. "/20.jpg", 4, 2)
+  write(root .. "/results.token", "20.jpg#0\tA dog .\n1000.jpg#0\tTwo men .\n20.jpg#1\tA brown dog runs .\n")
+  local ds = D.Flickr30k(root, root .. "/results.token", {transform = size})
+  T.eq({#ds, ds.ids}, {2, {"1000.jpg", "20.jpg"}}, "sorted image ids")
+  T.eq({ds:get(1)}, {{4, 2}, {"A dog .", "A brown dog runs ."}}, "captions in the file's order")
+  T.raises(function() D.Flickr30k(root, root .. "/none.token") end, "~annotation file " .. root .. "/none.token not found")
+  write(root .. "/bad.token", "20.jpg A dog\n")
+  T.raises(function() D.Flickr30k(root, root .. "/bad.token") end, "~bad.token line 1: expected")
+end)
+
+T.test("SEMEION", function()
+  local root = dir .. "/semeion"
+  mkdir(root)
+  local function row(on, label)
+    local v = {}
+    for i = 1, 256 do v[i] = (i == on) and "1.0000" or "0.0000" end
+    for i = 0, 9 do v[#v + 1] = i == label and "1" or "0" end
+    return table.concat(v, " ") .. " \r\n"
+  end
+  write(root .. "/semeion.data", row(1, 7) .. row(18, 0))
+  local ds = D.SEMEION(root)
+  T.eq({#ds, ds.data.shape:totable(), ds.labels:tolist()}, {2, {2, 16, 16}, {7, 0}}, "data and labels")
+  local img, y = ds:get(1)
+  T.eq({img.mode, size(img), img:getpixel({1, 1}), img:getpixel({0, 0}), y}, {"L", {16, 16}, 255, 0, 0},
+    "pixel 18 is row 1, column 1; x 255")
+  T.eq(select(2, D.SEMEION(root, {target_transform = function(v) return v + 1 end}):get(0)), 8, "target_transform")
+  write(root .. "/semeion.data", "1 0 1\n")
+  T.raises(function() D.SEMEION(root) end, "~line 1: 3 values, expected 266")
+  T.raises(function() D.SEMEION(dir .. "/nosem") end, "~semeion.data not found: put semeion.data")
 end)
 
 if torch.cuda.is_available() then
