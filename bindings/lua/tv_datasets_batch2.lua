@@ -4,26 +4,11 @@
 -- downloaded: download=true, or the files absent, raises an error saying what to put where.
 local U = require "nn_util"
 local D = require "tv_dataset_util"
-local mat = require "tv_matfile"
 
 return function(datasets)
   local VisionDataset, ImageFolder, DatasetFolder = datasets.VisionDataset, datasets.ImageFolder, datasets.DatasetFolder
 
-  local function list_len(self) return #self._image_files end
-  local function list_item(self, index)
-    index = D.check_index(self, index, #self._image_files)
-    return D.finish(self, self.loader(self._image_files[index + 1]), self._labels[index + 1])
-  end
-  local function index_of(classes)
-    local t = {}
-    for i, c in ipairs(classes) do t[c] = i - 1 end
-    return t
-  end
-  local function loadmat(cls, path)
-    local ok, m = pcall(mat.loadmat, path)
-    if not ok then U.errorf("%s: %s", cls, tostring(m)) end
-    return m
-  end
+  local list_len, list_item, index_of = D.list_len, D.list_item, D.index_of
   local function num(v) return type(v) == "number" and v or v:item() end
 
   -- ---- ImageNet ----
@@ -41,7 +26,7 @@ return function(datasets)
   -- the leaf synsets of meta.mat: {wnid -> {names}} and {ILSVRC2012_ID -> wnid}
   local function imagenet_meta(root)
     local path = D.need("ImageNet", root .. "/" .. devkit .. "/data/meta.mat", "file", false, devkit_what, root)
-    local synsets = loadmat("ImageNet", path).synsets
+    local synsets = D.loadmat("ImageNet", path).synsets
     if type(synsets) ~= "table" then U.errorf("ImageNet: %s has no synsets struct array", path) end
     if synsets.WNID then synsets = {synsets} end
     local wnid_to_classes, id_to_wnid = {}, {}
@@ -157,12 +142,7 @@ return function(datasets)
     end
     self._samples = DatasetFolder.make_dataset(self._image_root, self.wnid_to_idx, {".jpeg"})
   end
-  function Imagenette:__len() return #self._samples end
-  function Imagenette:__getitem(index)
-    index = D.check_index(self, index, #self._samples)
-    local s = self._samples[index + 1]
-    return D.finish(self, self.loader(s[1]), s[2])
-  end
+  Imagenette.__len, Imagenette.__getitem = D.samples_len, D.samples_item
 
   -- ---- Country211: an ImageFolder over root/country211/{train,valid,test} ----
   local Country211 = ImageFolder:extend("Country211")
@@ -358,7 +338,7 @@ return function(datasets)
     D.need("StanfordCars", kit, "dir", false, what, base)
     D.need("StanfordCars", self._annotations_mat_path, "file", false, what, base)
     D.need("StanfordCars", self._images_base_path, "dir", false, what, base)
-    local annos = loadmat("StanfordCars", self._annotations_mat_path).annotations
+    local annos = D.loadmat("StanfordCars", self._annotations_mat_path).annotations
     if type(annos) ~= "table" then U.errorf("StanfordCars: %s has no annotations struct array", self._annotations_mat_path) end
     if annos.fname then annos = {annos} end
     self._samples = {}
@@ -368,18 +348,14 @@ return function(datasets)
       end
       self._samples[k] = {self._images_base_path .. "/" .. a.fname, math.tointeger(num(a.class)) - 1}
     end
-    local names = loadmat("StanfordCars", D.need("StanfordCars", kit .. "/cars_meta.mat", "file", false, what, base)).class_names
+    local meta = D.need("StanfordCars", kit .. "/cars_meta.mat", "file", false, what, base)
+    local names = D.loadmat("StanfordCars", meta).class_names
     if type(names) == "string" then names = {names} end
     if type(names) ~= "table" then U.errorf("StanfordCars: %s/cars_meta.mat has no class_names cell array", kit) end
     self.classes = names
     self.class_to_idx = index_of(names)
   end
-  function StanfordCars:__len() return #self._samples end
-  function StanfordCars:__getitem(index)
-    index = D.check_index(self, index, #self._samples)
-    local s = self._samples[index + 1]
-    return D.finish(self, self.loader(s[1]), s[2])
-  end
+  StanfordCars.__len, StanfordCars.__getitem = D.samples_len, D.samples_item
 
   -- ---- SUN397 ----
   -- SUN397(root, {transform, target_transform, download, loader}): root/SUN397/{ClassName.txt of

@@ -8,13 +8,6 @@ local Image = require("tv_io").Image
 return function(datasets)
   local VisionDataset, DatasetFolder = datasets.VisionDataset, datasets.DatasetFolder
 
-  local function samples_len(self) return #self._samples end
-  local function samples_item(self, index)
-    index = D.check_index(self, index, #self._samples)
-    local s = self._samples[index + 1]
-    return D.finish(self, self.loader(s[1]), s[2])
-  end
-
   -- ---- RenderedSST2 ----
   -- RenderedSST2(root, {split="train", transform, target_transform, download, loader}):
   -- root/rendered-sst2/{train,valid,test}/{negative,positive}/*.png
@@ -36,7 +29,7 @@ return function(datasets)
     local _, class_to_idx = DatasetFolder.find_classes(folder)
     self._samples = DatasetFolder.make_dataset(folder, class_to_idx, {".png"})
   end
-  RenderedSST2.__len, RenderedSST2.__getitem = samples_len, samples_item
+  RenderedSST2.__len, RenderedSST2.__getitem = D.samples_len, D.samples_item
 
   -- ---- Omniglot ----
   -- Omniglot(root, {background=true, transform, target_transform, download, loader}):
@@ -123,17 +116,13 @@ return function(datasets)
       self.imgs[k] = {self.images_dir .. "/" .. img:gsub("^/+", ""), target}
       self.targets[k] = target
     end
+    self._samples = self.imgs
     if D.kind(self.images_dir) ~= "dir" then
       D.missing("Places365", self.images_dir, o.download, "the extracted image archive (" ..
         self.images_dir:match("[^/]+$") .. "/; http://data.csail.mit.edu/places/places365/)", self.root)
     end
   end
-  function Places365:__len() return #self.imgs end
-  function Places365:__getitem(index)
-    index = D.check_index(self, index, #self.imgs)
-    local s = self.imgs[index + 1]
-    return D.finish(self, self.loader(s[1]), s[2])
-  end
+  Places365.__len, Places365.__getitem = D.samples_len, D.samples_item
 
   -- ---- Flickr30k ----
   -- Flickr30k(root, ann_file, {transform, target_transform, loader}): ann_file lines
