@@ -1,4 +1,4 @@
--- torchvision.datasets RenderedSST2, Omniglot, Places365, Flickr30k and SEMEION over their
+-- torchvision.datasets RenderedSST2, Omniglot, Places365, Flickr30k, SEMEION and USPS over their
 -- extracted files. Images are PIL-like, as torchvision's. Nothing is downloaded.
 local torch = require "torch"
 local U = require "nn_util"
@@ -192,4 +192,48 @@ return function(datasets)
     return D.finish(self, Image.fromarray(self.data[index], "L"), self.labels[index]:item())
   end
   SEMEION._c_source = function() return nil end
+
+  -- ---- USPS ----
+  -- USPS(root, {train=true, transform, target_transform, download}): torchvision reads
+  -- root/usps.bz2 (usps.t.bz2 for test), libsvm lines "<label> 1:<v> ... 256:<v>" with v in [-1, 1].
+  -- nnrepl has no bzip2 decoder: it reads the decompressed root/usps (usps.t) that `bunzip2 -k`
+  -- leaves. data uint8 [N, 16, 16] ((v + 1) / 2 * 255 in float32, truncated), targets label - 1.
+  local USPS = VisionDataset:extend("USPS")
+  datasets.USPS = USPS
+  function USPS:__init(...)
+    local o = U.parse("USPS", {{"root", U.REQUIRED}, {"train", true}, {"transform"}, {"target_transform"},
+      {"download", false}}, ...)
+    self.root = D.root("USPS", o.root)
+    self.train = o.train
+    self.transform, self.target_transform = o.transform, o.target_transform
+    local name = self.train and "usps" or "usps.t"
+    local path = self.root .. "/" .. name
+    if D.kind(path) ~= "file" then
+      local bz = D.kind(path .. ".bz2") == "file"
+      U.errorf("USPS: %s not found%s: nnrepl cannot read bzip2, so put the decompressed file there (`bunzip2 -k %s.bz2`; " ..
+        "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/multiclass/%s.bz2)%s", path,
+        bz and " (only " .. name .. ".bz2 is there)" or "", path, name, o.download and "; nothing is downloaded" or "")
+    end
+    local values, targets = {}, {}
+    for k, line in ipairs(D.lines("USPS", path)) do
+      local f = {}
+      for x in line:gmatch("%S+") do f[#f + 1] = x end
+      if #f > 0 then
+        if #f ~= 257 then U.errorf("USPS: %s line %d: %d pixels, expected 256", path, k, #f - 1) end
+        targets[#targets + 1] = D.int("USPS", f[1], path .. " line " .. k) - 1
+        for i = 2, 257 do
+          values[#values + 1] = tonumber(f[i]:match("[^:]*$")) or U.errorf("USPS: %s line %d: bad value '%s'", path, k, f[i])
+        end
+      end
+    end
+    local v = torch.tensor(values, {dtype = torch.float32})
+    self.data = ((v + 1) / 2 * 255):to(torch.uint8):reshape(-1, 16, 16)
+    self.targets = targets
+  end
+  function USPS:__len() return self.data:size(0) end
+  function USPS:__getitem(index)
+    index = D.check_index(self, index, self.data:size(0))
+    return D.finish(self, Image.fromarray(self.data[index], "L"), self.targets[index + 1])
+  end
+  USPS._c_source = function() return nil end
 end

@@ -1,6 +1,6 @@
 -- torchvision.datasets ImageNet, Imagenette, Country211, OxfordIIITPet, DTD, FGVCAircraft,
 -- StanfordCars, SUN397, VOCSegmentation, VOCDetection (and the XML reader tv_xml), LFWPeople,
--- LFWPairs, RenderedSST2, Omniglot, Places365, Flickr30k and SEMEION over fixture folders in each
+-- LFWPairs, RenderedSST2, Omniglot, Places365, Flickr30k, SEMEION and USPS over fixture folders in each
 -- dataset's extracted layout. Images are told apart by their sizes (the fixtures save them with
 -- distinct widths and heights).
 local T = ...
@@ -444,6 +444,28 @@ T.test("SEMEION", function()
   write(root .. "/semeion.data", "1 0 1\n")
   T.raises(function() D.SEMEION(root) end, "~line 1: 3 values, expected 266")
   T.raises(function() D.SEMEION(dir .. "/nosem") end, "~semeion.data not found: put semeion.data")
+end)
+
+T.test("USPS", function()
+  local root = dir .. "/usps"
+  mkdir(root)
+  local function row(label, first)
+    local v = {tostring(label)}
+    for i = 1, 256 do v[#v + 1] = i .. ":" .. (i == 1 and first or "-1") end
+    return table.concat(v, " ") .. "\n"
+  end
+  write(root .. "/usps", row(10, "1") .. row(1, "0.5"))
+  write(root .. "/usps.t.bz2", "BZh9")
+  local ds = D.USPS(root)
+  T.eq({#ds, ds.data.shape:totable(), ds.targets}, {2, {2, 16, 16}, {9, 0}}, "data, targets label - 1")
+  local img, y = ds:get(1)
+  T.eq({img.mode, size(img), img:getpixel({0, 0}), img:getpixel({1, 0}), y}, {"L", {16, 16}, 191, 0, 0},
+    "(0.5 + 1) / 2 * 255 = 191.25 -> 191; -1 -> 0")
+  T.eq(ds:get(0):getpixel({0, 0}), 255, "1 -> 255")
+  T.raises(function() D.USPS(root, false) end, "~(only usps.t.bz2 is there): nnrepl cannot read bzip2")
+  T.raises(function() D.USPS(dir .. "/nousps", {download = true}) end, "~nothing is downloaded")
+  write(root .. "/usps", "1 1:0 2:0\n")
+  T.raises(function() D.USPS(root) end, "~line 1: 2 pixels, expected 256")
 end)
 
 if torch.cuda.is_available() then
