@@ -20,6 +20,34 @@ function M.finish(self, img, target)
   return img, target
 end
 
+-- __len and __getitem of datasets that keep file lists: self._image_files[i] and self._labels[i]
+-- (list_*), or self._samples[i] = {path, target} (samples_*); images through self.loader
+function M.list_len(self) return #self._image_files end
+function M.list_item(self, index)
+  index = M.check_index(self, index, #self._image_files)
+  return M.finish(self, self.loader(self._image_files[index + 1]), self._labels[index + 1])
+end
+function M.samples_len(self) return #self._samples end
+function M.samples_item(self, index)
+  index = M.check_index(self, index, #self._samples)
+  local s = self._samples[index + 1]
+  return M.finish(self, self.loader(s[1]), s[2])
+end
+
+-- tv_matfile.loadmat(path), its errors prefixed with the dataset's name
+function M.loadmat(cls, path)
+  local ok, m = pcall(require("tv_matfile").loadmat, path)
+  if not ok then U.errorf("%s: %s", cls, tostring(m)) end
+  return m
+end
+
+-- {name -> 0-based index} of a list of names
+function M.index_of(names)
+  local t = {}
+  for i, c in ipairs(names) do t[c] = i - 1 end
+  return t
+end
+
 -- torchvision's verify_str_arg
 function M.verify(value, arg, valid)
   for _, v in ipairs(valid) do if v == value then return value end end

@@ -6,23 +6,11 @@
 local torch = require "torch"
 local U = require "nn_util"
 local D = require "tv_dataset_util"
-local mat = require "tv_matfile"
 
 return function(datasets)
   local VisionDataset = datasets.VisionDataset
 
-  -- the samples of file-list datasets: self._image_files[i], self._labels[i]
-  local function list_len(self) return #self._image_files end
-  local function list_item(self, index)
-    index = D.check_index(self, index, #self._image_files)
-    return D.finish(self, self.loader(self._image_files[index + 1]), self._labels[index + 1])
-  end
-
-  local function loadmat(cls, path)
-    local ok, m = pcall(mat.loadmat, path)
-    if not ok then U.errorf("%s: %s", cls, tostring(m)) end
-    return m
-  end
+  local list_len, list_item, loadmat = D.list_len, D.list_item, D.loadmat
 
   -- ---- SVHN ----
   -- SVHN(root, {split="train", transform, target_transform, download}): root/train_32x32.mat,
