@@ -37,9 +37,23 @@ function Tensor:as_strided_(size, stride, ...)
   return self:_set_view_(U.call(self._as_strided, self, size, stride, off))
 end
 
--- as_strided_scatter(input, src, size, stride, storage_offset): a copy of input whose elements
--- at the as_strided view's places (in a contiguous copy's storage) are src's. Differentiable:
--- composed of scatter and gather over the storage's positions.
+-- the strides of input:clone(): input's own when its elements fill a block of memory without
+-- overlap (in some order of dims), else contiguous ones
+local function clone_strides(x)
+  local size, st, dims = x:size():totable(), x:stride(), {}
+  for d = 1, #size do if size[d] > 1 then dims[#dims + 1] = d end end
+  table.sort(dims, function(a, b) return st[a] < st[b] end)
+  local expect = 1
+  for _, d in ipairs(dims) do
+    if st[d] ~= expect then return x:contiguous():stride() end
+    expect = expect * size[d]
+  end
+  return st
+end
+
+-- as_strided_scatter(input, src, size, stride, storage_offset): a copy of input (with the
+-- strides input:clone() has) whose elements at the as_strided view's places in the copy's
+-- storage are src's. Differentiable: composed of scatter and gather over storage positions.
 function torch.as_strided_scatter(...)
   local o = U.parse("as_strided_scatter", { { "input", REQ }, { "src", REQ }, { "size", REQ }, { "stride", REQ },
     { "storage_offset" } }, ...)
@@ -53,9 +67,10 @@ function torch.as_strided_scatter(...)
     U.errorf("as_strided_scatter: expected src to have a size equal to the slice of self. src size = %s, slice size = %s",
       tostring(src:size()), tostring(places:size()))
   end
-  local flat = input:reshape(-1)
-  local out = flat:scatter(0, places:reshape(-1), src:to(input.dtype):reshape(-1))
-  return out:view(input:size())
+  local where = positions:_as_strided(input:size(), clone_strides(input), 0):reshape(-1) -- input's elements in the copy
+  local storage = torch.zeros(n, { dtype = input.dtype, device = input.device }):scatter(0, where, input:reshape(-1))
+  storage = storage:scatter(0, places:reshape(-1), src:to(input.dtype):reshape(-1))
+  return storage:gather(0, where):view(input:size())
 end
 
 -- ---- frombuffer ----

@@ -29,8 +29,9 @@ function torch.native_layer_norm(...)
   local axis = x:dim() - #ns
   for i, n in ipairs(ns) do
     if axis < 0 or x:size(axis + i - 1) ~= n then
-      U.errorf("Given normalized_shape=%s, expected input with shape [*, %s], but got input of size%s", U.pystr(ns),
-        table.concat(ns, ", "), tostring(x:size()):match("%(.*%)"))
+      local list = table.concat(ns, ", ")
+      U.errorf("Given normalized_shape=[%s], expected input with shape [*, %s], but got input of size%s", list, list,
+        tostring(x:size()):match("%[.*%]"))
     end
   end
   local dims = dims_from(axis, x:dim())
