@@ -241,6 +241,10 @@ local function sequence(name, mode)
     local o = U.parse(name, { { "input", REQ }, { "hx", REQ }, { "params", REQ }, { "has_biases", REQ },
       { "num_layers", REQ }, { "dropout", REQ }, { "train", REQ }, { "bidirectional", REQ }, { "batch_first", REQ } }, ...)
     local x = U.check_tensor(name, "input", 1, o.input)
+    if torch.is_tensor(o.params) then
+      U.errorf("%s: the packed form %s(data, batch_sizes, hx, params, ...) is not supported; run nn.%s on a " ..
+        "PackedSequence instead", name, name, mode == "LSTM" and "LSTM" or mode == "GRU" and "GRU" or "RNN")
+    end
     if x:dim() ~= 3 then U.errorf("%s: expected input to be 3-D, got %d-D", name, x:dim()) end
     local h0, c0 = o.hx, nil
     if mode == "LSTM" then

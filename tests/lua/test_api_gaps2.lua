@@ -243,6 +243,8 @@ local function run(dev)
     T.near(rout[4]:tolist(), r:tolist(), 1e-12, "rnn_relu without biases")
     T.raises(function() return torch.rnn_tanh(x, torch.zeros(1, 2, 4, d64), { wi }, true, 1, 0.0, false, false, false) end,
       "rnn_tanh: expected 4 tensors in params (1 layers, 1 directions, 4 each), got 1")
+    T.raises(function() return torch.gru(x, torch.tensor({ 2, 2, 1 }), g0, { wi, wh, bi, bh }, true, 1, 0.0, false, false) end,
+      "~gru: the packed form gru(data, batch_sizes, hx, params, ...) is not supported")
   end)
 
   T.test("svd_lowrank and pca_lowrank" .. tag, function()
