@@ -140,6 +140,7 @@ void lt_open_autograd(lua_State *L); /* autograd.c: backward, detach, no_grad, .
 void lt_open_saved_hooks(lua_State *L); /* saved_hooks.c: torch._set_saved_tensors_hooks (torch at -1) */
 int lt_field_grad_fn(lua_State *L);  /* autograd.c: the x.grad_fn field */
 void lt_open_storage(lua_State *L); /* storage.c: torch._storage_view, _storage_resize_ */
+void lt_open_denormal(lua_State *L); /* denormal.c: torch.set_flush_denormal */
 void lt_open_rnn(lua_State *L);     /* rnn.c: torch._cudnn_rnn */
 void lt_open_autograd_function(lua_State *L); /* autograd_function.c: torch._function_node */
 void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */

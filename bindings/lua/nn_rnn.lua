@@ -366,4 +366,7 @@ end)
 cell("LSTMCell", function() return "LSTM" end)
 cell("GRUCell", function() return "GRU" end)
 
+-- for torch.lstm / gru / rnn_tanh / rnn_relu and their cells (torch_ops_native.lua)
+M._step, M._composed_forward = step, composed_forward
+
 return M
