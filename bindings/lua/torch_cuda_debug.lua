@@ -102,10 +102,14 @@ function memory._dump_snapshot()
 end
 
 -- raw memory from the caching allocator: an address (integer) on device, used on stream
-function cuda.caching_allocator_alloc(size, device, stream)
-  local o = U.parse("torch.cuda.caching_allocator_alloc", { { "size", U.REQUIRED }, { "device" }, { "stream" } }, size, device, stream)
+function cuda.caching_allocator_alloc(...)
+  local o = U.parse("torch.cuda.caching_allocator_alloc", { { "size", U.REQUIRED }, { "device" }, { "stream" } }, ...)
   if math.type(o.size) ~= "integer" then U.errorf("caching_allocator_alloc: size must be an integer, got %s", U.typename(o.size)) end
-  if math.type(o.stream) == "integer" then o.stream = cuda.ExternalStream(o.stream, o.device) end
+  if math.type(o.stream) == "integer" then o.stream = cuda.ExternalStream(o.stream, o.device)
+  elseif o.stream ~= nil and getmetatable(o.stream) ~= debug.getregistry()["torch.cuda.Stream"] then
+    U.error("caching_allocator_alloc: invalid type for stream argument, must be `torch.cuda.Stream` or `int` " ..
+      "representing a pointer to a existing stream")
+  end
   return U.call(cuda._raw_alloc, o.size, device_index("caching_allocator_alloc", o.device), o.stream)
 end
 
