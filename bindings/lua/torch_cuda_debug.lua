@@ -162,11 +162,22 @@ function cuda.get_stream_from_external(data_ptr, device)
   return cuda.ExternalStream(data_ptr, device)
 end
 
+-- user memory pools: the allocator keeps separate pools only for CUDA graphs
+local function no_pool(name)
+  return function()
+    U.errorf("torch.cuda.%s is not supported: nnrepl's caching allocator keeps separate memory pools only for CUDA " ..
+      "graphs (torch.cuda.graph_pool_handle(), capture_begin{pool=})", name)
+  end
+end
+cuda.MemPool = no_pool("MemPool")
+cuda.use_mem_pool = no_pool("use_mem_pool")
+
 -- torch.cuda.memory holds the memory functions too
 for _, name in ipairs({ "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
   "memory_stats", "memory_summary", "memory_snapshot", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
   "empty_cache", "mem_get_info", "caching_allocator_alloc", "caching_allocator_delete", "host_memory_stats",
-  "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats", "list_gpu_processes", "device_memory_used" }) do
+  "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats", "list_gpu_processes", "device_memory_used",
+  "MemPool", "use_mem_pool" }) do
   memory[name] = memory[name] or cuda[name]
 end
 

@@ -28,6 +28,8 @@ T.test("values that need no GPU", function()
   T.raises(function() cuda.ExternalStream("0") end, "~stream_ptr must be an integer")
   T.raises(function() cuda.caching_allocator_alloc(10, nil, "s") end, "~invalid type for stream argument")
   T.check(cuda.memory.memory_allocated == cuda.memory_allocated, "torch.cuda.memory holds the memory functions")
+  T.raises(function() cuda.MemPool() end, "~torch.cuda.MemPool is not supported")
+  T.raises(function() cuda.memory.use_mem_pool() end, "~torch.cuda.use_mem_pool is not supported")
 end)
 
 T.test("host memory statistics: PyTorch's keys", function()
@@ -101,7 +103,7 @@ T.test("make_graphed_callables: argument checks", function()
 end)
 
 if not available then
-  T.skip("no GPU: make_graphed_callables, sync debug mode, snapshot, raw memory, host stats, NVML, streams", 13)
+  T.skip("no GPU: make_graphed_callables, sync debug mode, snapshot, raw memory, host stats, NVML, streams", 10)
   return
 end
 
