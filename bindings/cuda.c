@@ -340,6 +340,15 @@ static int stream_new(lua_State *L)
     return 1;
 }
 
+/* _external_stream(handle, device): a cudaStream_t made elsewhere (an integer), not destroyed here */
+static int external_stream(lua_State *L)
+{
+    need_gpu(L, "ExternalStream");
+    lua_Integer h = luaL_checkinteger(L, 1);
+    push_stream(L, nn_gpu->stream_external((uintptr_t)h, device_index(L, 2)));
+    return 1;
+}
+
 static int stream_gc(lua_State *L)
 {
     stream_ud *u = luaL_checkudata(L, 1, STREAM_MT);
@@ -615,7 +624,7 @@ void lt_open_cuda(lua_State *L)
         {"default_stream", default_stream}, {"_profiler_collect", profiler_collect}, {"_nvtx_push", nvtx_push},
         {"_nvtx_pop", nvtx_pop}, {"_nvtx_mark", nvtx_mark}, {"_nvtx_range_start", nvtx_range_start},
         {"_nvtx_range_end", nvtx_range_end}, {"is_current_stream_capturing", is_current_stream_capturing},
-        {"can_device_access_peer", can_device_access_peer}, {NULL, NULL},
+        {"can_device_access_peer", can_device_access_peer}, {"_external_stream", external_stream}, {NULL, NULL},
     };
     luaL_getsubtable(L, torch, "cuda");
     luaL_setfuncs(L, fns, 0);

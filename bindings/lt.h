@@ -145,6 +145,7 @@ void lt_open_rnn(lua_State *L);     /* rnn.c: torch._cudnn_rnn */
 void lt_open_autograd_function(lua_State *L); /* autograd_function.c: torch._function_node */
 void lt_open_cuda(lua_State *L);    /* cuda.c: torch.cuda, pin_memory */
 void lt_open_cuda_graph(lua_State *L); /* cuda_graph.c: torch.cuda.CUDAGraph */
+void lt_open_cuda_debug(lua_State *L); /* cuda_debug.c: sync debug mode, allocator views, NVML */
 void lt_open_nnfunc(lua_State *L);  /* nnfunc.c: conv2d, pools, softmax, nll_loss, index ops, ... */
 void lt_open_data(lua_State *L);    /* data.c: torch.Generator, randperm, torch._data (datasets, loader) */
 void lt_open_image(lua_State *L);   /* image.c: torch._image (codecs, image transforms' loops) */

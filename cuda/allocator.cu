@@ -19,6 +19,7 @@
  * pool as their stream key, so nothing else reuses memory a replay writes. A
  * pool's free segments stay reserved while a graph uses it and are given back
  * to the driver when the last one goes. */
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -383,4 +384,61 @@ extern "C" nn_status nn_cuda_empty_cache(void)
     }
     cudaSetDevice(nn_gpu->current_device());
     return NN_OK;
+}
+
+/* ---- introspection (torch.cuda.memory_snapshot, caching_allocator_alloc / _delete) ---- */
+
+/* every block, segment by segment (segments by address, blocks in address order): a segment's
+ * head has no prev; the heads are found from the free pools, the live blocks and the blocks
+ * awaiting other streams' events */
+nn_gpu_block *nn_cuda_memory_blocks(int *n)
+{
+    std::lock_guard<std::mutex> g(lock);
+    std::vector<nn_gpu_block> out;
+    for (int d = 0; d < NN_GPU_MAX; d++) {
+        DeviceCache &c = caches[d];
+        std::set<Block *, bool (*)(const Block *, const Block *)> heads(
+            [](const Block *a, const Block *b) { return (uintptr_t)a->ptr < (uintptr_t)b->ptr; });
+        auto add = [&](Block *b) {
+            while (b->prev) b = b->prev;
+            heads.insert(b);
+        };
+        for (Block *b : c.small) add(b);
+        for (Block *b : c.large) add(b);
+        for (auto &kv : c.live) add(kv.second);
+        for (auto &se : c.events)
+            for (auto &eb : se.second.q) add(eb.second);
+        for (Block *h : heads)
+            for (Block *b = h; b; b = b->next)
+                out.push_back(nn_gpu_block{d, (uintptr_t)h->ptr, (uintptr_t)b->ptr, b->pool ? 0 : (uintptr_t)b->stream, b->size,
+                                           b->allocated ? 1 : b->pending ? 2 : 0, b->small, b->pool != nullptr});
+    }
+    *n = (int)out.size();
+    nn_gpu_block *r = (nn_gpu_block *)malloc(sizeof *r * (out.empty() ? 1 : out.size()));
+    if (!r) {
+        *n = 0;
+        nn_error(NN_ERR_NOMEM, "memory_snapshot: out of host memory");
+        return nullptr;
+    }
+    std::copy(out.begin(), out.end(), r);
+    return r;
+}
+
+/* the device whose cache holds live block p, or -1 */
+int nn_cuda_owner(void *p)
+{
+    std::lock_guard<std::mutex> g(lock);
+    for (int d = 0; d < NN_GPU_MAX; d++)
+        if (caches[d].live.count(p)) return d;
+    return -1;
+}
+
+void nn_cuda_reset_accumulated(int device)
+{
+    std::lock_guard<std::mutex> g(lock);
+    for (int d = 0; d < NN_GPU_MAX; d++) {
+        if (device >= 0 && d != device) continue;
+        auto &st = caches[d].stats;
+        st.num_alloc_retries = st.num_ooms = st.num_device_alloc = st.num_device_free = 0;
+    }
 }

@@ -115,6 +115,15 @@ void *nn_cuda_host_alloc(size_t n);
 void nn_cuda_host_free(void *p);
 nn_status nn_cuda_host_record(const void *p, cudaStream_t s);
 void nn_cuda_host_empty_cache(void);
+/* introspection (allocator.cu, host_alloc.cu) for introspect.cu */
+nn_gpu_block *nn_cuda_memory_blocks(int *n);
+int nn_cuda_owner(void *p); /* the device whose allocator handed out p, or -1 */
+void nn_cuda_reset_accumulated(int device);
+void nn_cuda_host_stats(nn_gpu_host_stats *s);
+void nn_cuda_host_reset(bool peak);
+/* the sync debug mode's check where the host waits for the device (introspect.cu): an error in mode 2 */
+nn_status nn_cuda_sync_check(void);
+void nn_cuda_introspect(nn_gpu_api *api); /* fills the debugging and introspection entries */
 /* CUDA graphs' private memory pools: while captures[device] names pool p and stream s,
  * requests on s are served from p. A pool lives while graphs use it (retain/release). */
 struct nn_cuda_pool;

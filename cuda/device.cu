@@ -154,6 +154,7 @@ static nn_status b_copy(void *dst, nn_device dd, const void *src, nn_device sd, 
         return nn_error(NN_ERR_DEVICE, "cannot copy between a CUDA tensor and the CPU while a CUDA graph is capturing (item(), tolist(), "
                                        "printing and cpu() read values back: do that after the capture or a replay; copy_ new data "
                                        "into the graph's input tensors before replay())");
+    if (dd.type == NN_CPU && nn_cuda_sync_check()) return nn_last_status(); /* the host will wait for it */
     if (dd.type == NN_CUDA && sd.type == NN_CUDA && dd.index != sd.index) {
         return peer_copy(dst, dd.index, src, sd.index, n);
     } else {
@@ -275,6 +276,7 @@ static nn_status g_set_stream(nn_gpu_stream *s)
 
 static nn_status g_stream_synchronize(nn_gpu_stream *s)
 {
+    if (nn_cuda_sync_check()) return nn_last_status();
     nn_small_flush_all();
     NN_CHECK(cudaStreamSynchronize(s ? s->s : nn_cuda_stream(current_index)));
     return NN_OK;
@@ -330,6 +332,40 @@ static nn_status g_event_elapsed(nn_gpu_event *a, nn_gpu_event *b, float *ms)
 {
     NN_CHECK(cudaEventElapsedTime(ms, a->e, b->e));
     return NN_OK;
+}
+
+/* torch.cuda.caching_allocator_alloc: the allocator serves the device's current stream, so s is made current meanwhile */
+static void *g_raw_alloc(int device, size_t n, nn_gpu_stream *s)
+{
+    if (device < 0) device = current_index;
+    nn_cuda_device *d = nn_cuda_dev(device);
+    if (!d) return NULL;
+    if (s && s->device != device) {
+        nn_error(NN_ERR_ARG, "caching_allocator_alloc: the stream is on cuda:%d, not on cuda:%d", s->device, device);
+        return NULL;
+    }
+    cudaStream_t was = d->current;
+    if (s) d->current = s->s;
+    void *p = nn_cuda_alloc(device, n ? n : 1);
+    d->current = was;
+    return p;
+}
+
+static nn_status g_raw_free(void *p)
+{
+    int device = nn_cuda_owner(p);
+    if (device < 0)
+        return nn_error(NN_ERR_ARG, "caching_allocator_delete: 0x%llx was not allocated by the caching allocator, or was freed already",
+                        (unsigned long long)(uintptr_t)p);
+    nn_cuda_free(device, p);
+    return NN_OK;
+}
+
+static nn_gpu_stream *g_stream_external(uintptr_t handle, int device)
+{
+    if (device < 0) device = current_index;
+    if (!nn_cuda_dev(device)) return NULL;
+    return nn_cuda_stream_handle((cudaStream_t)handle, device);
 }
 
 static nn_status g_record_stream(nn_tensor *t, nn_gpu_stream *s)
@@ -411,5 +447,9 @@ __attribute__((constructor)) static void register_cuda(void)
     gpu_api.graph_captures = nn_cuda_captures;
     nn_cuda_profiler_marks(&gpu_api);
     nn_cuda_rnn_register(&gpu_api);
+    nn_cuda_introspect(&gpu_api);
+    gpu_api.raw_alloc = g_raw_alloc;
+    gpu_api.raw_free = g_raw_free;
+    gpu_api.stream_external = g_stream_external;
     nn_gpu = &gpu_api;
 }

@@ -6,6 +6,7 @@
  * a GPU records an event on the copy's stream; a freed block is reused only once
  * those events have completed, so an asynchronous copy still reading it is never
  * overwritten. Thread-safe: DataLoader workers pin batches on their own threads. */
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -23,6 +24,39 @@ struct HostBlock {
 std::mutex lock;
 std::map<char *, HostBlock> blocks;            /* every block, by address */
 std::multimap<size_t, char *> free_blocks;     /* free ones, by size */
+nn_gpu_host_stats stats{};                     /* torch.cuda.host_memory_stats */
+
+void up(nn_gpu_stat &s, int64_t by)
+{
+    s.current += by;
+    s.allocated += by;
+    if (s.current > s.peak) s.peak = s.current;
+}
+
+void down(nn_gpu_stat &s, int64_t by)
+{
+    s.current -= by;
+    s.freed += by;
+}
+
+double since_us(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/* one timed CUDA call into total, max and min (min 0: none yet) */
+void timed(double us, double &total, double &max, double &min)
+{
+    total += us;
+    if (us > max) max = us;
+    if (min == 0 || us < min) min = us;
+}
+
+void handed_out(size_t size)
+{
+    up(stats.active_requests, 1);
+    up(stats.active_bytes, (int64_t)size);
+}
 
 size_t bucket(size_t n)
 {
@@ -62,16 +96,24 @@ void *nn_cuda_host_alloc(size_t n)
             char *p = it->second;
             free_blocks.erase(it);
             b.allocated = true;
+            handed_out(size);
             return p;
         }
     }
     void *p = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
     if (cudaHostAlloc(&p, size, cudaHostAllocDefault) != cudaSuccess) {
         cudaGetLastError();
         return nullptr;
     }
+    double us = since_us(t0);
     std::lock_guard<std::mutex> g(lock);
     blocks[(char *)p] = HostBlock{size, true, {}};
+    stats.num_host_alloc++;
+    timed(us, stats.alloc_us_total, stats.alloc_us_max, stats.alloc_us_min);
+    up(stats.allocations, 1);
+    up(stats.allocated_bytes, (int64_t)size);
+    handed_out(size);
     return p;
 }
 
@@ -83,6 +125,8 @@ void nn_cuda_host_free(void *p)
     if (it == blocks.end() || !it->second.allocated) return;
     it->second.allocated = false;
     free_blocks.insert({it->second.size, (char *)p});
+    down(stats.active_requests, 1);
+    down(stats.active_bytes, (int64_t)it->second.size);
 }
 
 /* A copy on stream s reads or writes host memory at p: if p lies in a pinned block,
@@ -110,8 +154,34 @@ void nn_cuda_host_empty_cache(void)
     for (auto it = free_blocks.begin(); it != free_blocks.end();) {
         auto b = blocks.find(it->second);
         if (!idle(b->second)) { ++it; continue; }
+        auto t0 = std::chrono::steady_clock::now();
         cudaFreeHost(it->second);
+        stats.num_host_free++;
+        timed(since_us(t0), stats.free_us_total, stats.free_us_max, stats.free_us_min);
+        down(stats.allocations, 1);
+        down(stats.allocated_bytes, (int64_t)b->second.size);
         blocks.erase(b);
         it = free_blocks.erase(it);
     }
+}
+
+void nn_cuda_host_stats(nn_gpu_host_stats *s)
+{
+    std::lock_guard<std::mutex> g(lock);
+    *s = stats;
+}
+
+/* peak: each peak down to its current value; else the accumulated counts (allocated, freed,
+ * the CUDA calls and their times) to 0 */
+void nn_cuda_host_reset(bool peak)
+{
+    std::lock_guard<std::mutex> g(lock);
+    for (nn_gpu_stat *st : {&stats.allocations, &stats.allocated_bytes, &stats.active_requests, &stats.active_bytes}) {
+        if (peak) st->peak = st->current;
+        else st->allocated = st->freed = 0;
+    }
+    if (peak) return;
+    stats.num_host_alloc = stats.num_host_free = 0;
+    stats.alloc_us_total = stats.alloc_us_max = stats.alloc_us_min = 0;
+    stats.free_us_total = stats.free_us_max = stats.free_us_min = 0;
 }

@@ -30,6 +30,25 @@ typedef struct {
 
 #define NN_GPU_MAX 16
 
+/* One block of the caching allocator (torch.cuda.memory_snapshot): segment is the address of the
+ * cudaMalloc'd segment holding it; state 0 free, 1 allocated, 2 freed but awaiting other streams. */
+typedef struct {
+    int device;
+    uintptr_t segment, address, stream; /* stream: the cudaStream_t it serves (0 for a graph's pool) */
+    size_t size;
+    int state;
+    bool small, graph_pool;
+} nn_gpu_block;
+
+/* a statistic as PyTorch keeps it: now, highest since the last peak reset, total increase and decrease */
+typedef struct { int64_t current, peak, allocated, freed; } nn_gpu_stat;
+/* the pinned host allocator's (torch.cuda.host_memory_stats); times in microseconds */
+typedef struct {
+    nn_gpu_stat allocations, allocated_bytes, active_requests, active_bytes;
+    int64_t num_host_alloc, num_host_free;
+    double alloc_us_total, alloc_us_max, alloc_us_min, free_us_total, free_us_max, free_us_min;
+} nn_gpu_host_stats;
+
 typedef struct nn_gpu_stream nn_gpu_stream; /* opaque */
 typedef struct nn_gpu_event nn_gpu_event;   /* opaque */
 typedef struct nn_gpu_graph nn_gpu_graph;   /* opaque */
@@ -94,7 +113,29 @@ typedef struct {
                              nn_tensor **weights, nn_tensor **reserve);
     nn_status (*rnn_backward)(const struct nn_rnn_problem *p, nn_tensor *y, nn_tensor *dy, nn_tensor *dhy, nn_tensor *dcy,
                               nn_tensor *weights, nn_tensor *reserve, nn_tensor *dx, nn_tensor *dhx, nn_tensor *dcx);
+    /* Debugging and introspection (cuda/introspect.cu). sync_debug sets torch.cuda's sync debug mode
+     * (0 off, 1 warn, 2 error when the host waits for the device: a copy to the CPU, a stream's
+     * synchronize) and returns the mode before (-1: only read it). memory_blocks: the caching
+     * allocator's blocks, segment by segment (a malloc'd array of *n). raw_alloc / raw_free: memory of
+     * the caching allocator by address, used on stream s (NULL: current). reset_accumulated: the
+     * allocator's event counters to 0 (-1: every device). host_stats / host_reset: the pinned host
+     * allocator's statistics, reset (peak: the peaks, else the accumulated ones). blas_handle: the
+     * current device's cuBLAS handle. stream_external: a stream made elsewhere, wrapped (not owned).
+     * nvml: a reading of NVML's (NN_NVML_*) for a device, or an error when NVML is missing. */
+    int (*sync_debug)(int mode);
+    nn_gpu_block *(*memory_blocks)(int *n);
+    void *(*raw_alloc)(int device, size_t n, nn_gpu_stream *s);
+    nn_status (*raw_free)(void *p);
+    void (*reset_accumulated)(int device);
+    void (*host_stats)(nn_gpu_host_stats *s);
+    void (*host_reset)(bool peak);
+    void *(*blas_handle)(void);
+    nn_gpu_stream *(*stream_external)(uintptr_t handle, int device);
+    nn_status (*nvml)(int device, int what, int64_t *out);
 } nn_gpu_api;
+
+enum { NN_NVML_UTILIZATION, NN_NVML_MEMORY_UTILIZATION, NN_NVML_TEMPERATURE, NN_NVML_POWER, NN_NVML_CLOCK,
+       NN_NVML_MEMORY_USED, NN_NVML_PROCESSES };
 
 extern const nn_gpu_api *nn_gpu;
 

@@ -27,3 +27,5 @@ torch.cuda.OutOfMemoryError = oom
 local accel = class("torch.AcceleratorError", { "CUDA error on cuda:%d+: ", "CUDA error: " })
 torch.AcceleratorError = accel
 torch.cuda.AcceleratorError = accel
+-- PyTorch's torch.cuda.CudaError (an error code from the runtime): the same errors here
+torch.cuda.CudaError = class("torch.cuda.CudaError", accel._patterns)
