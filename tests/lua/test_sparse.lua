@@ -208,7 +208,8 @@ local function checks(dev)
     T.raises(function() return torch.matmul(b:t(), s) end,
       "~matmul(): argument 'other' (position 2) must be a dense Tensor, got a sparse COO tensor")
     T.raises(function() return torch.sparse.mm(b, b) end,
-      "sparse.mm(): argument 'mat1' (position 1) must be a sparse COO tensor, got torch.FloatTensor")
+      "sparse.mm(): argument 'mat1' (position 1) must be a sparse COO tensor, got " ..
+      (dev == "cuda" and "torch.cuda.FloatTensor" or "torch.FloatTensor"))
     T.raises(function() return b:t():mm(s) end, "~tensor expected, got sparse COO tensor (call :to_dense() first)")
     T.raises(function() return torch.ones(3, 4, opts) + s end, "~got sparse COO tensor (call :to_dense() first)")
     -- the dense paths keep their own errors
@@ -261,8 +262,9 @@ local function checks(dev)
     T.eq(tostring(torch.sparse_coo_tensor({ { 1 } }, { 2.5 }, { 3 }, { dtype = f64, device = dev, requires_grad = true })),
       "tensor(indices=tensor([[1]]),\n" ..
       "       values=tensor([2.5000]),\n" ..
-      "       " .. dev_suffix .. "size=(3,), nnz=1, dtype=torch.float64, layout=torch.sparse_coo,\n" ..
-      "       requires_grad=True)", "print with dtype and requires_grad")
+      -- suffixes wrap past 80 columns, as PyTorch's _add_suffixes does
+      (dev == "cuda" and "       device='cuda:0', size=(3,), nnz=1, dtype=torch.float64,\n       layout=torch.sparse_coo, requires_grad=True)"
+        or "       size=(3,), nnz=1, dtype=torch.float64, layout=torch.sparse_coo,\n       requires_grad=True)"), "print with dtype and requires_grad")
     T.eq(tostring(torch.zeros(2, 2, opts):to_sparse()), "tensor(indices=tensor([], size=(2, 0)),\n" ..
       "       values=tensor([], size=(0,)),\n" ..
       "       " .. dev_suffix .. "size=(2, 2), nnz=0, layout=torch.sparse_coo)", "print empty")
@@ -276,8 +278,8 @@ if torch.cuda.is_available() then
     local s = torch.sparse_coo_tensor({ { 0, 2 } }, { 1.0, 2.0 })
     local g = s:cuda()
     T.check(g.is_cuda and g:_indices().is_cuda and g:_values().is_cuda, "on the GPU")
-    T.eq(g:cpu():to_dense():tolist(), { 1, 0, 2 }, "back on the CPU")
-    T.eq(s:to("cuda"):to_dense():cpu():tolist(), { 1, 0, 2 }, "to('cuda')")
+    T.eq(g:cpu():to_dense():tolist(), { 1.0, 0.0, 2.0 }, "back on the CPU")
+    T.eq(s:to("cuda"):to_dense():cpu():tolist(), { 1.0, 0.0, 2.0 }, "to('cuda')")
   end)
 else
   T.skip("no GPU: the CUDA run of the sparse checks", 1)
