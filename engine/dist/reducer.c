@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "device.h"
 #include "ops.h"
 
 typedef struct {
@@ -16,7 +17,8 @@ typedef struct {
     nn_tensor *buf;    /* flat, allocated by slice() on first use (never for a bucket reduced in place) */
     nn_tensor *direct; /* this pass: a one-parameter bucket's gradient, reduced where it is */
     int bad;           /* this pass: gradients that cannot be reduced in place (grouped) */
-    bool grouped;      /* this pass: the gradients were all-reduced in place, in one grouped call */
+    bool grouped;      /* this pass: the gradients were all-reduced in place, in one grouped call, or
+                          (a builtin hook) through comp, which hook_result casts back into them */
     int pending;
     nn_work *work;
     nn_tensor *comp;   /* this pass: what a builtin hook all-reduces (the buffer or its 16-bit copy) */
@@ -216,16 +218,22 @@ nn_status nn_reducer_set_comm_hook(nn_reducer *r, nn_comm_hook_kind kind, const 
     return NN_OK;
 }
 
-/* Parameter i's slice of its bucket, shaped like the parameter. */
-static nn_tensor *slice(nn_reducer *r, int i)
+/* Parameter i's slice of flat (its bucket's buffer or a copy of it), shaped like the parameter. */
+static nn_tensor *slice_of(nn_reducer *r, nn_tensor *flat, int i)
 {
-    bucket *b = &r->b[r->bucket_of[i]];
-    if (!b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return NULL;
-    nn_tensor *s = nn_narrow(b->buf, 0, r->offset[i], r->numel[i]);
+    nn_tensor *s = nn_narrow(flat, 0, r->offset[i], r->numel[i]);
     if (!s) return NULL;
     nn_tensor *v = nn_view(s, r->params[i]->ndim, r->params[i]->shape);
     nn_release(s);
     return v;
+}
+
+/* Parameter i's slice of its bucket's buffer (made now on first use). */
+static nn_tensor *slice(nn_reducer *r, int i)
+{
+    bucket *b = &r->b[r->bucket_of[i]];
+    if (!b->buf && !(b->buf = nn_empty(1, &b->numel, b->dt, b->dev))) return NULL;
+    return slice_of(r, b->buf, i);
 }
 
 /* g is parameter i's slice of its bucket (a gradient_as_bucket_view .grad). */
@@ -291,10 +299,30 @@ static bool groupable(const nn_reducer *r, const bucket *b)
     return b->count > 1 && !r->o.gradient_as_bucket_view && r->pg->ops->all_reduce_many && !r->pass_hook;
 }
 
+/* A builtin hook's bucket: its gradients are gathered at launch straight into the hook's buffer. */
+static bool gathers(const nn_reducer *r)
+{
+    return r->pass_hook && r->pass_hook != NN_COMM_HOOK_CUSTOM && !r->o.gradient_as_bucket_view;
+}
+
 /* a dense gradient of the bucket's dtype that no other tensor shares: it can be averaged where it is */
 static bool own_dense(const bucket *b, const nn_tensor *g)
 {
     return g->dtype == b->dt && nn_is_contiguous(g) && nn_sole_owner(g);
+}
+
+/* The gradients (zeros for the unused) copied into the bucket's buffer. */
+static nn_status fill_buffer(nn_reducer *r, bucket *b)
+{
+    int *idx = r->order + b->first;
+    for (int j = 0; j < b->count; j++) {
+        int i = idx[j];
+        nn_tensor *v = slice(r, i), *g = r->used[i] ? r->params[i]->grad : NULL;
+        nn_status st = !v ? nn_last_status() : g ? nn_copy_(v, g) : nn_zero_(v);
+        nn_release(v);
+        if (st) return st;
+    }
+    return NN_OK;
 }
 
 /* A grouped bucket's all-reduce: in place, or (a gradient missing or not reducible in
@@ -311,27 +339,52 @@ static nn_work *reduce_grouped(nn_reducer *r, bucket *b)
         b->grouped = w != NULL;
         return w;
     }
-    for (int j = 0; j < b->count; j++) {
-        int i = idx[j];
-        nn_tensor *v = slice(r, i), *g = r->used[i] ? r->params[i]->grad : NULL;
-        nn_status st = !v ? nn_last_status() : g ? nn_copy_(v, g) : nn_zero_(v);
-        nn_release(v);
-        if (st) return NULL;
-    }
-    return nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
+    return fill_buffer(r, b) ? NULL : nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
 }
 
-/* A builtin hook's start: the buffer (or its float16 / bfloat16 copy) divided by the world
- * size first (no overflow in 16 bits), then summed over the ranks. */
+/* comp: the gradients cast into the hook's dtype (from the buffer, or gathered from the
+ * gradients themselves), divided by the world size first (no overflow in 16 bits). */
+static nn_status compress(nn_reducer *r, bucket *b, nn_dtype dt)
+{
+    nn_release(b->comp);
+    if (b->bad || !gathers(r)) {
+        b->comp = fill_buffer(r, b) ? NULL : nn_to_dtype(b->buf, dt);
+        if (!b->comp) return nn_last_status();
+    } else {
+        if (!(b->comp = nn_empty(1, &b->numel, dt, b->dev))) return nn_last_status();
+        int *idx = r->order + b->first;
+        for (int j = 0; j < b->count; j++) {
+            nn_tensor *v = slice_of(r, b->comp, idx[j]);
+            nn_status st = v ? nn_copy_(v, r->got[idx[j]]) : nn_last_status();
+            nn_release(v);
+            if (st) return st;
+        }
+        b->grouped = true;
+    }
+    nn_tensor *n = nn_scalar_f64((double)r->pg->size);
+    nn_status st = n ? nn_binary_(NN_OP_div, b->comp, n) : nn_last_status();
+    nn_release(n);
+    return st;
+}
+
+/* A builtin hook's start: the compression, on the group's stream where it has one (off the
+ * backward's stream, as the all-reduce), then the sum over the ranks. */
 static nn_work *run_builtin(nn_reducer *r, bucket *b)
 {
     nn_dtype dt = r->pass_hook == NN_COMM_HOOK_FP16 ? NN_F16 : r->pass_hook == NN_COMM_HOOK_BF16 ? NN_BF16 : b->dt;
-    nn_release(b->comp);
-    b->comp = nn_to_dtype(b->buf, dt);
-    nn_tensor *n = nn_scalar_f64((double)r->pg->size);
-    nn_status st = b->comp && n ? nn_binary_(NN_OP_div, b->comp, n) : nn_last_status();
-    nn_release(n);
-    return st ? NULL : nn_dist_all_reduce(r->pg, b->comp, NN_REDUCE_SUM);
+    nn_gpu_stream *was = NULL, *cs = NULL;
+    if (b->dev.type == NN_CUDA && nn_gpu && r->pg->ops->stream) {
+        was = nn_gpu->current_stream(b->dev.index);
+        cs = r->pg->ops->stream(r->pg, b->dev); /* it waits for what the current stream queued: the gradients */
+        if (cs && nn_gpu->set_stream(cs)) return NULL;
+    }
+    nn_status st = compress(r, b, dt);
+    nn_work *w = st ? NULL : nn_dist_all_reduce(r->pg, b->comp, NN_REDUCE_SUM);
+    if (cs) {
+        nn_status back = nn_gpu->set_stream(was);
+        if (back && w) { nn_work_wait(w); nn_work_release(w); w = NULL; }
+    }
+    return w;
 }
 
 /* Bucket k's hook result into its buffer, once its work is done. */
@@ -345,7 +398,16 @@ static nn_status hook_result(nn_reducer *r, int k)
         st = nn_error(NN_ERR_RUNTIME, "DDP communication hook: the future of bucket %d holds a tensor of %lld elements, "
                                       "expected the bucket's %lld (the reduced bucket.buffer())",
                       k, (long long)nn_numel(out), (long long)b->numel);
-    if (!st && out && out != b->buf) {
+    if (!st && out && b->grouped) { /* a builtin hook's sums, gathered from the gradients: back into them */
+        int *idx = r->order + b->first;
+        for (int j = 0; j < b->count && !st; j++) {
+            nn_tensor *v = slice_of(r, out, idx[j]);
+            st = v ? nn_copy_(r->got[idx[j]], v) : nn_last_status();
+            nn_release(v);
+        }
+        /* out was made on the group's stream: no reuse there before these copies ran */
+        if (!st && out->storage->device.type == NN_CUDA && nn_gpu) st = nn_gpu->record_stream(out, nn_gpu->current_stream(out->storage->device.index));
+    } else if (!st && out && out != b->buf) {
         nn_tensor *flat = nn_reshape(out, 1, &b->numel);
         st = flat ? nn_copy_(b->buf, flat) : nn_last_status();
         nn_release(flat);
@@ -389,6 +451,9 @@ static nn_status mark_ready(nn_reducer *r, int i, bool unused)
         b->direct = nn_retain(g); /* its own bucket: averaged where it is */
     } else if (groupable(r, b)) { /* copied, if at all, when the bucket is complete */
         if (g && own_dense(b, g) && (nn_devtype)g->storage->device.type == r->pg->ops->device) r->got[i] = nn_retain(g);
+        else b->bad++;
+    } else if (gathers(r)) { /* cast into the hook's buffer when the bucket is complete */
+        if (g && g->dtype == b->dt && nn_device_eq(g->storage->device, b->dev)) r->got[i] = nn_retain(g);
         else b->bad++;
     } else if (!g || !in_bucket(r, i, g)) {
         nn_tensor *v = slice(r, i);
