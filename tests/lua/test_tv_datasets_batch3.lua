@@ -365,6 +365,25 @@ T.test("INaturalist", function()
   T.raises(function() D.INaturalist(root, "2019", {download = true}) end, "~download=true, but nnrepl downloads nothing")
 end)
 
+-- a MAT sparse array: row indices ir, column starts jc, values pr (uint8 when logical, else double)
+local function sparse(name, dims, ir, jc, pr, logical)
+  local function ints(v) local o = {} for i, x in ipairs(v) do o[i] = string.pack("<i4", x) end return table.concat(o) end
+  local vals = {}
+  for i, x in ipairs(pr) do vals[i] = string.pack(logical and "B" or "<d", x) end
+  return W.el(14, W.el(6, string.pack("<I4I4", 5 | (logical and 0x200 or 0), math.max(#ir, 1))) ..
+    W.el(5, ints(dims)) .. W.name(name) .. W.el(5, ints(ir)) .. W.el(5, ints(jc)) .. W.el(logical and 2 or 9, table.concat(vals)))
+end
+
+T.test("tv_matfile: sparse arrays read dense", function()
+  local mat = require "tv_matfile"
+  -- [[0, 2.5, 0], [7, 0, -1]] (column-major: col 0 has row 1, col 1 row 0, col 2 row 1)
+  local m = mat.loadmat_bytes(W.file({sparse("s", {2, 3}, {1, 0, 1}, {0, 1, 2, 3}, {7, 2.5, -1}),
+    W.compressed(sparse("e", {3, 2}, {}, {0, 0, 0}, {})), sparse("b", {1, 2}, {0}, {0, 0, 1}, {1}, true)}))
+  T.eq({m.s.dtype, m.s:tolist()}, {torch.float64, {{0.0, 2.5, 0.0}, {7.0, 0.0, -1.0}}}, "double sparse")
+  T.eq(m.e:tolist(), {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}}, "all-zero sparse")
+  T.eq({m.b.dtype, m.b:tolist()}, {torch.bool, {{false, true}}}, "logical sparse")
+end)
+
 T.test("SBDataset", function()
   local root = dir .. "/sbd"
   mkdir(root .. "/img")
@@ -376,8 +395,13 @@ T.test("SBDataset", function()
   -- GTcls: Segmentation a 2 x 3 uint8 array (column-major values), Boundaries a 20 x 1 cell of 2 x 3 logical arrays
   local function gt(id)
     local seg = W.array("", 9, {2, 3}, 2, "B", {id, 1, 2, 3, 4, 5})
-    local cells = {}
-    for k = 1, 20 do cells[k] = W.array("", 9, {2, 3}, 2, "B", {k % 2, 0, 0, 0, 0, k == 20 and 1 or 0}, 0x200) end
+    local cells = {} -- map k: (0, 0) set when k is odd, (1, 2) when k is 20
+    for k = 1, 20 do
+      local ir, jc, pr = {}, {0, 0, 0, 0}, {}
+      if k % 2 == 1 then ir[#ir + 1], pr[#pr + 1] = 0, 1; jc = {0, 1, 1, 1} end
+      if k == 20 then ir[#ir + 1], pr[#pr + 1] = 1, 1; jc = {0, 0, 0, 1} end
+      cells[k] = sparse("", {2, 3}, ir, jc, pr, true)
+    end
     return W.file({W.compressed(W.struct("GTcls", {1, 1}, {"Segmentation", "Boundaries"},
       {seg, W.cell("", {20, 1}, cells)}))})
   end
