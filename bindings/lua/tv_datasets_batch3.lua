@@ -188,8 +188,8 @@ return function(datasets)
   end
 
   -- ---- Flickr8k ----
-  -- Flickr8k(root, ann_file, {transform, target_transform, loader}): ann_file is the HTML page
-  -- (Flickr8k.lemma.token / the "Captions" page) whose table rows hold a link to the photo's
+  -- Flickr8k(root, ann_file, {transform, target_transform, loader}): ann_file is the captions HTML
+  -- page (8k-pictures.html) whose table rows hold a link to the photo's
   -- Flickr page (ending in /<id>/) and a list of its captions; the image is the first of
   -- root/<id>_*.jpg. A row whose text reads "Image Not Found" is skipped.
   local Flickr8k = VisionDataset:extend("Flickr8k")
@@ -243,9 +243,9 @@ return function(datasets)
         local close, name = tagtext:match("^(/?)%s*([%w:-]+)")
         if name then
           name = name:lower()
-          if close == "/" then
+          if close == "/" or tagtext:sub(-1) == "/" then -- an end tag, or a self-closing one
             tag = nil
-            if name == "table" then in_table = false end
+            if name == "table" and close == "/" then in_table = false end
           else
             tag = name
             if name == "table" then in_table = true end

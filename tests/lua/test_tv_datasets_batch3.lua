@@ -214,7 +214,7 @@ T.test("Flickr8k", function()
 <tr><td><a href="http://www.flickr.com/photos/u/1001773457/">http://www.flickr.com/photos/u/1001773457/</a></td>
 <td><ul>
 <li>A black dog and a spotted dog are fighting</li>
-<li>Two dogs &amp; a ball .</li>
+<li>Two dogs &amp; a ball .</li><br/>
 </ul></td></tr>
 <tr><td>Image Not Found</td><td><ul><li>lost caption</li></ul></td></tr>
 <tr><td><a href="http://www.flickr.com/photos/v/1000268201/">http://www.flickr.com/photos/v/1000268201/</a></td>
