@@ -109,6 +109,13 @@ function M.read_text(cls, path)
   return (s:gsub("^\239\187\191", "")) -- a UTF-8 byte order mark
 end
 
+-- the decoded JSON of a file (json.lua's tables), errors naming the file
+function M.read_json(cls, path)
+  return require("json").decode(M.read_text(cls, path), function(msg, p)
+    U.errorf("%s: %s: bad JSON (%s at byte %d)", cls, path, msg, p)
+  end)
+end
+
 -- the lines of a text file, without line ends
 function M.lines(cls, path)
   local out = {}

@@ -5,7 +5,6 @@
 local torch = require "torch"
 local U = require "nn_util"
 local D = require "tv_dataset_util"
-local json = require "json"
 
 return function(datasets)
   local VisionDataset = datasets.VisionDataset
@@ -302,9 +301,7 @@ return function(datasets)
     self._labels = {}
     if self._split ~= "test" then
       local path = self._data_folder .. "/scenes/CLEVR_" .. self._split .. "_scenes.json"
-      local content = json.decode(D.read_text("CLEVRClassification", path), function(msg, p)
-        U.errorf("CLEVRClassification: %s: bad JSON (%s at byte %d)", path, msg, p)
-      end)
+      local content = D.read_json("CLEVRClassification", path)
       if type(content) ~= "table" or type(content.scenes) ~= "table" then U.errorf("CLEVRClassification: %s has no scenes", path) end
       local count = {}
       for _, s in ipairs(content.scenes) do

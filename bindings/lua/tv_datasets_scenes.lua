@@ -4,7 +4,6 @@
 local torch = require "torch"
 local U = require "nn_util"
 local D = require "tv_dataset_util"
-local json = require "json"
 local Image = require("tv_io").Image
 
 return function(datasets)
@@ -106,9 +105,7 @@ return function(datasets)
     end
   end
   function Cityscapes:_load_json(path)
-    return json.decode(D.read_text("Cityscapes", path), function(msg, p)
-      U.errorf("Cityscapes: %s: bad JSON (%s at byte %d)", path, msg, p)
-    end)
+    return D.read_json("Cityscapes", path)
   end
   function Cityscapes:__len() return #self.images end
   function Cityscapes:__getitem(index)
