@@ -20,6 +20,19 @@ function M.finish(self, img, target)
   return img, target
 end
 
+-- the datasets that take transforms (a joint one) or transform / target_transform: set them on self,
+-- and apply them to a sample
+function M.joint_transforms(self, o)
+  if o.transforms ~= nil and (o.transform ~= nil or o.target_transform ~= nil) then
+    U.errorf("Only transforms or transform/target_transform can be passed as argument")
+  end
+  self.transform, self.target_transform, self.transforms = o.transform, o.target_transform, o.transforms
+end
+function M.apply_joint(self, img, target)
+  if self.transforms ~= nil then return self.transforms(img, target) end
+  return M.finish(self, img, target)
+end
+
 -- __len and __getitem of datasets that keep file lists: self._image_files[i] and self._labels[i]
 -- (list_*), or self._samples[i] = {path, target} (samples_*); images through self.loader
 function M.list_len(self) return #self._image_files end
@@ -94,6 +107,13 @@ function M.read_text(cls, path)
   local s = f:read("a")
   f:close()
   return (s:gsub("^\239\187\191", "")) -- a UTF-8 byte order mark
+end
+
+-- the decoded JSON of a file (json.lua's tables), errors naming the file
+function M.read_json(cls, path)
+  return require("json").decode(M.read_text(cls, path), function(msg, p)
+    U.errorf("%s: %s: bad JSON (%s at byte %d)", cls, path, msg, p)
+  end)
 end
 
 -- the lines of a text file, without line ends

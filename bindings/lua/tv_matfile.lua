@@ -4,9 +4,10 @@
 -- so the tensor is a permuted view), dtype from the array's class (double -> float64, uint8 ->
 -- uint8; uint16 -> int32 and uint32 / uint64 -> int64 for want of unsigned dtypes). Char arrays
 -- become a string (one row) or a list of strings; a 1x1 struct a table of its fields, a struct
--- array a list of such tables; a cell array the list of its cells (column-major). Elements may
--- be miCOMPRESSED or plain, little- or big-endian. Sparse, complex, object and function arrays
--- raise an error; v7.3 files (HDF5) and v4 files too.
+-- array a list of such tables; a cell array the list of its cells (column-major); a sparse array
+-- a dense float64 (logical: bool) tensor, as scipy's sparse matrix's toarray(). Elements may be
+-- miCOMPRESSED or plain, little- or big-endian. Complex, object and function arrays raise an
+-- error; v7.3 files (HDF5) and v4 files too.
 local torch = require "torch"
 local C = torch._matfile
 
@@ -72,6 +73,27 @@ end
 
 local matrix
 
+-- a sparse array (row indices ir, column starts jc, values pr from pos) as a dense tensor
+local function sparse(r, pos, dims, logical)
+  local ityp, inn, iat, jtyp, jn, jat, ptyp, pn, pat
+  ityp, inn, iat, pos = element(r, pos)
+  jtyp, jn, jat, pos = element(r, pos)
+  ptyp, pn, pat = element(r, pos)
+  local rows, cols = dims[1], dims[2]
+  local jc = numbers(r, jtyp, jn, jat, "int64"):tolist()
+  local nnz = jc[cols + 1] or 0
+  local out = torch.zeros(rows * cols, {dtype = torch.float64})
+  if nnz > 0 then
+    local ir = numbers(r, ityp, inn, iat, "int64"):narrow(0, 0, nnz)
+    local col = {}
+    for c = 1, cols do for k = jc[c] + 1, jc[c + 1] do col[k] = c - 1 end end
+    local where = ir * cols + torch.tensor(col, {dtype = torch.int64})
+    out:scatter_(0, where, numbers(r, ptyp, pn, pat, "float64"):narrow(0, 0, nnz))
+  end
+  out = out:view(rows, cols)
+  return logical and out:ne(0) or out
+end
+
 -- the value of the miMATRIX element whose data spans [at, at + n)
 function matrix(r, at, n)
   if n == 0 then return torch.empty(0, 0, {dtype = torch.float64}), "" end
@@ -95,6 +117,9 @@ function matrix(r, at, n)
       error(string.format("%s: corrupt MAT file (variable '%s' holds %d bytes for %d elements)", r.name, name, bn, count), 0)
     end
     return shaped(numbers(r, typ, bn, bat, logical and "bool" or class_dtype[class]), dims), name
+  elseif class == 5 then
+    if complex then error(string.format("%s: variable '%s' is complex, which is not supported", r.name, name), 0) end
+    return sparse(r, pos, dims, logical), name
   elseif class == 4 then
     local typ, bn, bat = element(r, pos)
     return chars(r, typ, bn, bat, dims), name
