@@ -119,6 +119,23 @@ function models.alexnet(...)
   return AlexNet({ num_classes = o.num_classes, dropout = o.dropout })
 end
 
+-- VGG's (and VideoResNet's) initialisation: convolutions kaiming normal (fan_out), batch norms 1 and 0,
+-- linear layers N(0, 0.01) and 0
+local function init_weights(model, conv, bn)
+  for _, m in ipairs(model:modules()) do
+    if isinstance(m, conv) then
+      init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
+      if m.bias ~= nil then init.constant_(m.bias, 0) end
+    elseif isinstance(m, bn) then
+      init.constant_(m.weight, 1)
+      init.constant_(m.bias, 0)
+    elseif isinstance(m, nn.Linear) then
+      init.normal_(m.weight, 0, 0.01)
+      init.constant_(m.bias, 0)
+    end
+  end
+end
+
 -- ---- VGG ----
 
 local VGG = nn.Module:extend("VGG")
@@ -138,20 +155,7 @@ function VGG:__init(...)
     nn.ReLU(true),
     nn.Dropout({ p = o.dropout }),
     nn.Linear(4096, num_classes))
-  if o.init_weights then
-    for _, m in ipairs(self:modules()) do
-      if isinstance(m, nn.Conv2d) then
-        init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
-        if m.bias ~= nil then init.constant_(m.bias, 0) end
-      elseif isinstance(m, nn.BatchNorm2d) then
-        init.constant_(m.weight, 1)
-        init.constant_(m.bias, 0)
-      elseif isinstance(m, nn.Linear) then
-        init.normal_(m.weight, 0, 0.01)
-        init.constant_(m.bias, 0)
-      end
-    end
-  end
+  if o.init_weights then init_weights(self, nn.Conv2d, nn.BatchNorm2d) end
 end
 
 function VGG:forward(x)
@@ -387,7 +391,7 @@ resnet_builder("resnext101_64x4d", Bottleneck, { 3, 4, 23, 3 }, 4, 64)
 
 -- mobilenet, squeezenet, densenet, shufflenet, efficientnet, vit, convnext
 local helpers = { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts,
-  no_download = no_download }
+  no_download = no_download, init_weights = init_weights }
 -- builder_opts without the weights keys: the model's own options only
 function helpers.model_opts(...)
   local o = builder_opts(...)

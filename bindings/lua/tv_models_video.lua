@@ -73,12 +73,12 @@ function BasicBlock:__init(inplanes, planes, conv_builder, stride, downsample)
   self.downsample = downsample
   self.stride = stride
 end
-function BasicBlock:forward(x)
-  local out = self.conv2(self.conv1(x))
-  local residual = x
-  if self.downsample ~= nil then residual = self.downsample(x) end
-  return self.relu(out:add_(residual))
+-- relu(out + x, or + downsample(x))
+local function add_residual(self, out, x)
+  if self.downsample ~= nil then x = self.downsample(x) end
+  return self.relu(out:add_(x))
 end
+function BasicBlock:forward(x) return add_residual(self, self.conv2(self.conv1(x)), x) end
 
 local Bottleneck = nn.Module:extend("Bottleneck")
 export("Bottleneck", Bottleneck)
@@ -94,12 +94,7 @@ function Bottleneck:__init(inplanes, planes, conv_builder, stride, downsample)
   self.downsample = downsample
   self.stride = stride
 end
-function Bottleneck:forward(x)
-  local out = self.conv3(self.conv2(self.conv1(x)))
-  local residual = x
-  if self.downsample ~= nil then residual = self.downsample(x) end
-  return self.relu(out:add_(residual))
-end
+function Bottleneck:forward(x) return add_residual(self, self.conv3(self.conv2(self.conv1(x))), x) end
 
 -- conv 3x7x7 (stride 1, 2, 2) to 64, BN, ReLU
 local BasicStem = nn.Sequential:extend("BasicStem")
@@ -141,18 +136,7 @@ function VideoResNet:__init(...)
   self.layer4 = self:_make_layer(block, makers[4], 512, layers[4], 2)
   self.avgpool = nn.AdaptiveAvgPool3d({ 1, 1, 1 })
   self.fc = nn.Linear(512 * block.expansion, o.num_classes)
-  for _, m in ipairs(self:modules()) do
-    if isinstance(m, nn.Conv3d) then
-      init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
-      if m.bias ~= nil then init.constant_(m.bias, 0) end
-    elseif isinstance(m, nn.BatchNorm3d) then
-      init.constant_(m.weight, 1)
-      init.constant_(m.bias, 0)
-    elseif isinstance(m, nn.Linear) then
-      init.normal_(m.weight, 0, 0.01)
-      init.constant_(m.bias, 0)
-    end
-  end
+  H.init_weights(self, nn.Conv3d, nn.BatchNorm3d)
   if o.zero_init_residual then -- the last BN of each Bottleneck (torchvision names it bn3, which its Bottleneck lacks)
     for _, m in ipairs(self:modules()) do
       if isinstance(m, Bottleneck) then init.constant_(m.conv3[1].weight, 0) end

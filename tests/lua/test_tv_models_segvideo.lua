@@ -312,6 +312,17 @@ T.test("forward: shapes, names, upsampling", function()
     T.eq(l2.shape:totable(), name == "mc3_18" and { 1, 128, 4, 6, 6 } or { 1, 128, 2, 6, 6 },
       name .. " layer2: temporal stride " .. (name == "mc3_18" and "1" or "2"))
   end
+  local R = video.resnet
+  local bott = R.VideoResNet(R.Bottleneck, { R.Conv3DSimple, R.Conv3DNoTemporal, R.Conv2Plus1D, R.Conv3DSimple },
+    { 1, 1, 1, 1 }, R.BasicStem, { num_classes = 3, zero_init_residual = true }):eval()
+  T.eq(bott(torch.randn(1, 3, 4, 16, 16)).shape:totable(), { 1, 3 }, "VideoResNet with Bottleneck blocks")
+  T.eq(bott.fc.in_features, 2048, "Bottleneck expansion 4")
+  T.eq({ bott.layer1[0].downsample[0].stride, bott.layer2[0].downsample[0].stride, bott.layer3[0].downsample[0].stride },
+    { { 1, 1, 1 }, { 1, 2, 2 }, { 2, 2, 2 } }, "downsample strides follow the stage's convolution")
+  T.eq(bott.layer3[0].conv2[0][0].weight.shape:totable(), { (512 * 256 * 27) // (512 * 9 + 3 * 256), 256, 1, 3, 3 },
+    "Conv2Plus1D midplanes from the block's inplanes (512) and planes (256)")
+  T.eq(bott.layer2[0].conv3[1].weight:abs():sum():item(), 0.0, "zero_init_residual zeroes the last BatchNorm")
+  T.eq(bott.layer2[0].conv2[1].weight:sum():item(), 128.0, "other BatchNorms start at 1")
   local s3 = video.s3d({ num_classes = 5 }):eval()
   T.eq(s3(torch.randn(1, 3, 16, 224, 224)).shape:totable(), { 1, 5 }, "s3d on 16 x 224 x 224")
 end)
