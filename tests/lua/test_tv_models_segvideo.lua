@@ -299,6 +299,10 @@ T.test("forward: shapes, names, upsampling", function()
   local f3 = l.backbone(x2)
   T.eq({ f3.low.shape:totable(), f3.high.shape:totable() }, { { 2, 40, 5, 5 }, { 2, 960, 3, 3 } }, "low / high features")
 
+  local l2 = seg.lraspp_mobilenet_v3_large({ num_classes = 2 })
+  l2:load_state_dict(l:state_dict())
+  T.near(l2:eval()(x2).out:flatten():tolist(), o3.out:flatten():tolist(), 1e-6, "state_dict round trip")
+
   local dr = seg.deeplabv3_resnet50({ num_classes = 2, aux_loss = true }):eval()
   local o4 = dr(torch.randn(1, 3, 17, 17))
   T.eq({ o4.out.shape:totable(), o4.aux.shape:totable() }, { { 1, 2, 17, 17 }, { 1, 2, 17, 17 } }, "deeplabv3_resnet50")
