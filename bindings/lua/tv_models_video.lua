@@ -246,15 +246,16 @@ end
 
 -- ---- weights (Kinetics-400) ----
 
-local k400 = { min_temporal_size = 1 }
+local presets = require "tv_models_presets"
+local function k400_transforms() return presets.VideoClassification({ crop_size = { 112, 112 }, resize_size = { 128, 171 } }) end
 local E = models._weights_enum
-video.resnet.R3D_18_Weights = E("R3D_18_Weights", "r3d_18", video,
-  { { "KINETICS400_V1", "r3d_18-b3b3357e.pth", 33371472, { 1, 1 }, k400 } })
-video.resnet.MC3_18_Weights = E("MC3_18_Weights", "mc3_18", video,
-  { { "KINETICS400_V1", "mc3_18-a90a0ba3.pth", 11695440, { 1, 1 }, k400 } })
-video.resnet.R2Plus1D_18_Weights = E("R2Plus1D_18_Weights", "r2plus1d_18", video,
-  { { "KINETICS400_V1", "r2plus1d_18-91a641e6.pth", 31505325, { 1, 1 }, k400 } })
-E("S3D_Weights", "s3d", video,
-  { { "KINETICS400_V1", "s3d-d76dad2f.pth", 8320048, { 224, 224 }, { min_temporal_size = 14 } } })
+for _, w in ipairs({ { "R3D_18_Weights", "r3d_18", "r3d_18-b3b3357e.pth", 33371472 },
+  { "MC3_18_Weights", "mc3_18", "mc3_18-a90a0ba3.pth", 11695440 },
+  { "R2Plus1D_18_Weights", "r2plus1d_18", "r2plus1d_18-91a641e6.pth", 31505325 } }) do
+  video.resnet[w[1]] = E(w[1], w[2], video, { { "KINETICS400_V1", w[3], w[4], { 1, 1 }, { min_temporal_size = 1 },
+    k400_transforms } })
+end
+E("S3D_Weights", "s3d", video, { { "KINETICS400_V1", "s3d-d76dad2f.pth", 8320048, { 224, 224 }, { min_temporal_size = 14 },
+  function() return presets.VideoClassification({ crop_size = { 224, 224 }, resize_size = { 256, 256 } }) end } })
 
 end

@@ -452,6 +452,36 @@ T.test("registry and submodules", function()
   T.eq(type(models.alexnet), "function", "models.alexnet stays the builder")
 end)
 
+T.test("weights transforms", function()
+  local t = seg.FCN_ResNet50_Weights.DEFAULT.transforms()
+  T.eq(tostring(t), "SemanticSegmentation(\n    resize_size=[520]\n    mean=[0.485, 0.456, 0.406]\n" ..
+    "    std=[0.229, 0.224, 0.225]\n    interpolation=InterpolationMode.BILINEAR\n)", "SemanticSegmentation repr")
+  local img = torch.stack({ torch.full({ 40, 60 }, 255), torch.full({ 40, 60 }, 0), torch.full({ 40, 60 }, 51) }):to(torch.uint8)
+  local y = t(img)
+  T.eq({ y.shape:totable(), y.dtype }, { { 3, 520, 780 }, torch.float32 }, "shorter side to 520, float")
+  T.near({ y[0]:mean():item(), y[1]:mean():item(), y[2]:mean():item() },
+    { (1 - 0.485) / 0.229, (0 - 0.456) / 0.224, (0.2 - 0.406) / 0.225 }, 1e-5, "rescaled and normalized")
+  local v = video.MC3_18_Weights.DEFAULT.transforms()
+  T.eq({ v.crop_size, v.resize_size }, { { 112, 112 }, { 128, 171 } }, "VideoClassification sizes")
+  local frames = {}
+  for t_ = 0, 3 do frames[t_ + 1] = torch.full({ 3, 130, 150 }, 10 * t_) end
+  local vid = torch.stack(frames):to(torch.uint8) -- [T, C, H, W]
+  local out = v(vid)
+  T.eq(out.shape:totable(), { 3, 4, 112, 112 }, "[T, C, H, W] -> [C, T, 112, 112]")
+  local mean, std = { 0.43216, 0.394666, 0.37645 }, { 0.22803, 0.22145, 0.216989 }
+  local got, want = {}, {}
+  for c = 0, 2 do
+    for t_ = 0, 3 do
+      got[#got + 1] = out[c][t_]:mean():item()
+      want[#want + 1] = (10 * t_ / 255 - mean[c + 1]) / std[c + 1]
+    end
+  end
+  T.near(got, want, 1e-5, "channels and frames transposed, normalized")
+  T.eq(v(vid:unsqueeze(0)).shape:totable(), { 1, 3, 4, 112, 112 }, "batched clips")
+  T.eq(video.S3D_Weights.DEFAULT.transforms().crop_size, { 224, 224 }, "S3D crop")
+  T.check(require("torchvision").transforms._presets.VideoClassification ~= nil, "transforms._presets")
+end)
+
 if torch.cuda.is_available() then
   T.test("cuda", function()
     torch.manual_seed(2)
