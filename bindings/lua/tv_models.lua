@@ -43,6 +43,14 @@ local function check_int(fname, name, v, min) return rethrow(pcall(U.check_int, 
 
 -- ---- builders' shared argument handling ----
 
+-- The error for a builder asked for pretrained weights (what: "weights=...").
+local function no_download(fname, what)
+  failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without " ..
+    "weights and load the checkpoint from a local file with model:load_state_dict(torch.load(path)) " ..
+    "(torchvision's state_dict keys; a PyTorch checkpoint converts to one in Python with " ..
+    "safetensors.torch.save_file(torch.load(f), 'model.safetensors'))", fname, what)
+end
+
 -- Parse a builder's keyword table: weights/progress/pretrained plus the model's own keys.
 local function builder_opts(fname, spec, ...)
   local full = { { "weights" }, { "progress", true }, { "pretrained" } }
@@ -59,12 +67,7 @@ local function builder_opts(fname, spec, ...)
     what = "weights=" .. tostring(w)
     if type(w) == "table" and w.url then what = what .. " (" .. w.url .. ")" end
   elseif o.pretrained then what = "pretrained=True" end
-  if what then
-    failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without " ..
-      "weights and load the checkpoint from a local file with model:load_state_dict(torch.load(path)) " ..
-      "(torchvision's state_dict keys; a PyTorch checkpoint converts to one in Python with " ..
-      "safetensors.torch.save_file(torch.load(f), 'model.safetensors'))", fname, what)
-  end
+  if what then no_download(fname, what) end
   return o
 end
 
@@ -116,6 +119,23 @@ function models.alexnet(...)
   return AlexNet({ num_classes = o.num_classes, dropout = o.dropout })
 end
 
+-- VGG's (and VideoResNet's) initialisation: convolutions kaiming normal (fan_out), batch norms 1 and 0,
+-- linear layers N(0, 0.01) and 0
+local function init_weights(model, conv, bn)
+  for _, m in ipairs(model:modules()) do
+    if isinstance(m, conv) then
+      init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
+      if m.bias ~= nil then init.constant_(m.bias, 0) end
+    elseif isinstance(m, bn) then
+      init.constant_(m.weight, 1)
+      init.constant_(m.bias, 0)
+    elseif isinstance(m, nn.Linear) then
+      init.normal_(m.weight, 0, 0.01)
+      init.constant_(m.bias, 0)
+    end
+  end
+end
+
 -- ---- VGG ----
 
 local VGG = nn.Module:extend("VGG")
@@ -135,20 +155,7 @@ function VGG:__init(...)
     nn.ReLU(true),
     nn.Dropout({ p = o.dropout }),
     nn.Linear(4096, num_classes))
-  if o.init_weights then
-    for _, m in ipairs(self:modules()) do
-      if isinstance(m, nn.Conv2d) then
-        init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
-        if m.bias ~= nil then init.constant_(m.bias, 0) end
-      elseif isinstance(m, nn.BatchNorm2d) then
-        init.constant_(m.weight, 1)
-        init.constant_(m.bias, 0)
-      elseif isinstance(m, nn.Linear) then
-        init.normal_(m.weight, 0, 0.01)
-        init.constant_(m.bias, 0)
-      end
-    end
-  end
+  if o.init_weights then init_weights(self, nn.Conv2d, nn.BatchNorm2d) end
 end
 
 function VGG:forward(x)
@@ -383,7 +390,8 @@ resnet_builder("resnext101_32x8d", Bottleneck, { 3, 4, 23, 3 }, 8, 32)
 resnet_builder("resnext101_64x4d", Bottleneck, { 3, 4, 23, 3 }, 4, 64)
 
 -- mobilenet, squeezenet, densenet, shufflenet, efficientnet, vit, convnext
-local helpers = { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts }
+local helpers = { fail = fail, failf = failf, parse = parse, check_int = check_int, builder_opts = builder_opts,
+  no_download = no_download, init_weights = init_weights }
 -- builder_opts without the weights keys: the model's own options only
 function helpers.model_opts(...)
   local o = builder_opts(...)
@@ -397,5 +405,8 @@ require("tv_models_swin")(models, helpers) -- swin_t/s/b, swin_v2_t/s/b
 require("tv_models_maxvit")(models, helpers) -- maxvit_t
 
 require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
+require("tv_models_segmentation")(models, helpers) -- models.segmentation: fcn, deeplabv3, lraspp
+require("tv_models_video")(models, helpers) -- models.video: r3d_18, mc3_18, r2plus1d_18, s3d
+require("tv_models_submodules")(models) -- models.resnet, models.vgg, ...: each family's builders and classes
 
 return models

@@ -204,6 +204,11 @@ end
 
 local builder_weights = {}
 models._builder_weights = builder_weights
+-- builders and enums of the submodules (models.segmentation, models.video): builder name -> its
+-- submodule table, enum name -> enum
+local builder_family, family_enums = {}, {}
+models._builder_family, models._family_enums = builder_family, family_enums
+local function builder_of(name) return rawget(builder_family[name] or models, name) end
 
 for _, e in ipairs(WEIGHTS) do
   local enum = setmetatable({__enum_name = e[1], __names = {}}, WeightsEnum)
@@ -228,7 +233,7 @@ end
 local function builder_names()
   local out = {}
   for name in pairs(builder_weights) do
-    if type(rawget(models, name)) == "function" then out[#out + 1] = name end
+    if type(builder_of(name)) == "function" then out[#out + 1] = name end
   end
   table.sort(out)
   return out
@@ -238,12 +243,13 @@ end
 local function glob(p) return "^" .. p:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".") .. "$" end
 
 -- list_models({module, include, exclude}): the builders' names, sorted; include / exclude: fnmatch
--- patterns (a string or a list). module is accepted for torchvision.models only.
+-- patterns (a string or a list); module: torchvision.models (the classification models),
+-- models.segmentation or models.video.
 function models.list_models(...)
   local o = U.parse("list_models", {{"module"}, {"include"}, {"exclude"}}, ...)
-  if o.module ~= nil and o.module ~= models then
-    U.error("list_models: only torchvision.models' classification models are available (no detection, segmentation, " ..
-      "video, optical_flow or quantization models)")
+  if o.module ~= nil and o.module ~= models and o.module ~= models.segmentation and o.module ~= models.video then
+    U.error("list_models: module must be torchvision.models, models.segmentation or models.video (no detection, " ..
+      "optical_flow or quantization models)")
   end
   local function pats(p) return type(p) == "string" and {p} or p end
   local names = builder_names()
@@ -251,6 +257,7 @@ function models.list_models(...)
   for _, n in ipairs(names) do
     local keep = o.include == nil
     for _, p in ipairs(pats(o.include) or {}) do keep = keep or n:match(glob(p)) ~= nil end
+    if o.module ~= nil and (builder_family[n] or models) ~= o.module then keep = false end
     for _, p in ipairs(pats(o.exclude) or {}) do if n:match(glob(p)) then keep = false end end
     if keep then out[#out + 1] = n end
   end
@@ -260,7 +267,7 @@ end
 function models.get_model_builder(name)
   if type(name) ~= "string" then U.errorf("get_model_builder: expected a model name, got %s", U.typename(name)) end
   local n = name:lower()
-  local f = rawget(models, n)
+  local f = builder_of(n)
   if not builder_weights[n] or type(f) ~= "function" then
     if builder_weights[n] then U.errorf("Unknown model %s (not available in nnrepl)", name) end
     U.errorf("Unknown model %s", name)
@@ -274,7 +281,7 @@ function models.get_model(name, ...) return models.get_model_builder(name)(...) 
 -- get_model_weights(name or builder): the builder's weights enum
 function models.get_model_weights(name)
   if type(name) == "function" then
-    for n, e in pairs(builder_weights) do if rawget(models, n) == name then return e end end
+    for n, e in pairs(builder_weights) do if builder_of(n) == name then return e end end
     U.error("get_model_weights: the function is not a torchvision model builder")
   end
   if type(name) ~= "string" then U.errorf("get_model_weights: expected a model name, got %s", U.typename(name)) end
@@ -287,7 +294,7 @@ end
 function models.get_weight(name)
   local enum_name, value = tostring(name):match("^([^%.]+)%.([^%.]+)$")
   if not enum_name then U.errorf("Invalid weight name provided: '%s'.", tostring(name)) end
-  local enum = rawget(models, enum_name)
+  local enum = rawget(models, enum_name) or family_enums[enum_name]
   if getmetatable(enum) ~= WeightsEnum then
     U.errorf("The weight enum '%s' for the specific method couldn't be retrieved.", enum_name)
   end
