@@ -7,13 +7,7 @@ local dist = torch.distributed
 local DDP = nn.parallel.DistributedDataParallel
 local Future = torch.futures.Future
 
-local backend = arg[1] or "gloo"
-local dev = "cpu"
-if backend == "nccl" then
-  dev = "cuda:" .. os.getenv("LOCAL_RANK")
-  torch.cuda.set_device(tonumber(os.getenv("LOCAL_RANK")))
-end
-dist.init_process_group(backend, { timeout = 60 })
+local backend, dev = H.init(arg[1])
 local rank, world = dist.get_rank(), dist.get_world_size()
 local hooks = dist.algorithms.ddp_comm_hooks.default_hooks
 

@@ -37,6 +37,19 @@ function H.raises(fn, pattern, fmt, ...)
   return H.check(tostring(err):find(pattern, 1, true) ~= nil, "%s: error %q does not mention %q", msg, tostring(err), pattern)
 end
 
+-- The process group of a test run with `gloo` (the default, CPU tensors) or `nccl` (each rank
+-- on cuda:LOCAL_RANK) as its argument: returns the backend and the device for its tensors.
+function H.init(backend)
+  backend = backend or "gloo"
+  local dev = "cpu"
+  if backend == "nccl" then
+    dev = "cuda:" .. os.getenv("LOCAL_RANK")
+    torch.cuda.set_device(tonumber(os.getenv("LOCAL_RANK")))
+  end
+  torch.distributed.init_process_group(backend, { timeout = 60 })
+  return backend, dev
+end
+
 function H.report()
   print(string.format("%d passed, %d failed", H.passed, H.failed))
   io.stdout:flush()

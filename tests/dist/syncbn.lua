@@ -4,13 +4,7 @@
 -- and with `nccl` as argument on every GPU (each rank on cuda:LOCAL_RANK).
 local H = dofile(arg[0]:match("^(.*)/") .. "/harness.lua")
 local dist = torch.distributed
-local backend = arg[1] or "gloo"
-local dev = "cpu"
-if backend == "nccl" then
-  dev = "cuda:" .. os.getenv("LOCAL_RANK")
-  torch.cuda.set_device(tonumber(os.getenv("LOCAL_RANK")))
-end
-dist.init_process_group(backend, { timeout = 60 })
+local _, dev = H.init(arg[1])
 local rank, world = dist.get_rank(), dist.get_world_size()
 local B = 3 -- per rank; the whole batch is B * world
 local function slice(t) return t:narrow(0, rank * B, B) end
