@@ -78,7 +78,9 @@ local Options = {}
 local function options_class(name, fields)
   local cls = { __name = "torch.distributed." .. name, _fields = {} }
   for _, f in ipairs(fields) do cls._fields[f[1]] = true end
-  cls.__index = function(_, k) if not cls._fields[k] then errorf(2, "'%s' object has no attribute '%s'", name, tostring(k)) end end
+  cls.__index = function(_, k) -- a missing field is an error, as Python's AttributeError
+    if not cls._fields[k] and not (type(k) == "string" and k:find("^__")) then errorf(2, "'%s' object has no attribute '%s'", name, tostring(k)) end
+  end
   cls.__newindex = function(o, k, v)
     if not cls._fields[k] then errorf(2, "'%s' object has no attribute '%s'", name, tostring(k)) end
     rawset(o, k, v)

@@ -32,7 +32,11 @@ for n in 2 3; do
   ranks_run "DDP communication hooks and futures, $n ranks" "$n" "$dir/comm_hooks.lua"
   ranks_run "SyncBatchNorm, $n ranks" "$n" "$dir/syncbn.lua"
   ranks_run "subgroups and more collectives, $n ranks" "$n" "$dir/groups.lua"
+  ranks_run "error classes and store queues, $n ranks" "$n" "$dir/errors.lua"
+  ranks_run "options classes, ProcessGroup methods, split_group, $n ranks" "$n" "$dir/pg_api.lua"
+  ranks_run "device mesh, $n ranks" "$n" "$dir/device_mesh.lua"
 done
+ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
 ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
 ranks_run "profiler, 2 ranks" 2 "$dir/profiler.lua"
 
