@@ -224,15 +224,22 @@ function PG:_reduce_scatter_base(output, input, opts)
   return issue(self, o, dist.reduce_scatter_tensor(output, input, { op = o.reduceOp, group = self, async_op = true }), "_reduce_scatter_base")
 end
 
+-- the root's list of gather or scatter: given flat (the one-tensor form) or as {{t0, t1...}};
+-- nil on other ranks, where it may be {} or {{}}
+local function root_list(pg, o, flat, given, fn, what)
+  local list
+  if flat then list = given
+  elseif type(given) == "table" and #given > 0 then list = list_of_one(given, fn, what) end
+  if pg:rank() ~= o.rootRank and type(list) == "table" and #list == 0 then list = nil end
+  return list
+end
+
 -- gather(output_tensors, input_tensors, opts): {{t0, t1...}} on the root, {} elsewhere; or
 -- gather({t0, t1...}, t, root)
 function PG:gather(outputs, inputs, opts)
   check_pg(self, "gather")
   local o = is_options(opts) and options(opts, GatherOptions, "gather") or GatherOptions({ rootRank = opts or 0 })
-  local list
-  if torch.is_tensor(inputs) then list = outputs
-  elseif type(outputs) == "table" and #outputs > 0 then list = list_of_one(outputs, "gather", "output_tensors") end
-  if self:rank() ~= o.rootRank and type(list) == "table" and #list == 0 then list = nil end
+  local list = root_list(self, o, torch.is_tensor(inputs), outputs, "gather", "output_tensors")
   local w = dist.gather(one(inputs, "gather", "input_tensors"), { gather_list = list, group_dst = o.rootRank, group = self, async_op = true })
   return issue(self, o, w, "gather", list)
 end
@@ -242,10 +249,7 @@ end
 function PG:scatter(outputs, inputs, opts)
   check_pg(self, "scatter")
   local o = is_options(opts) and options(opts, ScatterOptions, "scatter") or ScatterOptions({ rootRank = opts or 0 })
-  local list
-  if torch.is_tensor(outputs) then list = inputs
-  elseif type(inputs) == "table" and #inputs > 0 then list = list_of_one(inputs, "scatter", "input_tensors") end
-  if self:rank() ~= o.rootRank and type(list) == "table" and #list == 0 then list = nil end
+  local list = root_list(self, o, torch.is_tensor(outputs), inputs, "scatter", "input_tensors")
   local out = one(outputs, "scatter", "output_tensors")
   local w = dist.scatter(out, { scatter_list = list, group_src = o.rootRank, group = self, async_op = true })
   return issue(self, o, w, "scatter", { out })

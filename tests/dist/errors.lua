@@ -36,6 +36,14 @@ expect(function() dist.PrefixStore("p", hs):get("k") end, "DistError,DistStoreEr
 local port = torch._dist.free_port()
 expect(function() dist.TCPStore("127.0.0.1", port, nil, false, { timeout = 0.3 }) end, "DistError,DistNetworkError", "TCPStore with no server")
 expect(function() dist.TCPStore("127.0.0.1", 0, 2, true, { timeout = 0.2 }) end, "DistError,DistStoreError", "TCPStore master waiting for a client that never comes")
+-- init_process_group's rendezvous that a rank never joins (in a child process of rank 0)
+if rank == 0 then
+  local pid = math.tointeger(io.open("/proc/self/stat"):read("n"))
+  local exe = io.popen("readlink /proc/" .. pid .. "/exe"):read("l")
+  local code = string.format([[local ok, e = pcall(torch.distributed.init_process_group, "gloo", {init_method = "tcp://127.0.0.1:%d", rank = 0, world_size = 2, timeout = 0.3}) print(torch.distributed.DistStoreError:matches(e), torch.distributed.DistNetworkError:matches(e))]], torch._dist.free_port())
+  local out = io.popen(string.format("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT %q -e %q 2>&1", exe, code)):read("a")
+  H.check(out == "true\tfalse\n", "a rank that never joins init_process_group: DistStoreError (got %q)", out)
+end
 -- the error is raised at the caller, with its location
 local ok, err = pcall(function() hs:get("missing") end)
 H.check(not ok and err:find("errors%.lua:%d+: store ") ~= nil, "a store error names the caller's line: %s", tostring(err))
