@@ -147,6 +147,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
   ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
   ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
+  ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
