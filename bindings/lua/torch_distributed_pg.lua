@@ -14,7 +14,7 @@ local I = require "torch_distributed_internal"
 local C, errorf, PG, WORLD = I.C, I.errorf, I.PG, I.WORLD
 
 -- ---- Work: the methods of every async handle (the engine's and those finished in Lua) ----
-local Work = { __name = "torch.distributed.Work" }
+local Work = setmetatable({ __name = "torch.distributed.Work" }, { __tostring = function() return "<class 'torch.distributed.Work'>" end })
 dist.Work = Work
 local engine_work = debug.getregistry()["torch.distributed.Work"].__index
 local lua_work = I.LuaWork
@@ -37,7 +37,8 @@ function Work.wait(w, timeout)
   if timeout == nil or timeout <= 0 then timeout = timeouts[w] end
   if timeout then
     local deadline = time.monotonic() + timeout
-    while not w:is_completed() do
+    local running = m == lua_work and w._work or w -- a Lua work finishes its part in wait()
+    while running and not running:is_completed() do
       if time.monotonic() > deadline then
         local g = groups_of[w] or WORLD
         errorf(2, "wait failed on rank %d of %d (%s): timed out after %g s waiting for the operation",

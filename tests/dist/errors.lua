@@ -114,5 +114,10 @@ H.check(w:wait() == true, "a Work with an options timeout that finishes in time"
 dist.barrier()
 if rank == world - 1 then H.report() end
 local t = torch.ones(4)
-expect(function() dist.all_reduce(t) end, "DistError,DistBackendError", "all_reduce after a rank left")
+local gone = dist.all_reduce(t, { async_op = true })
+expect(function() gone:wait() end, "DistError,DistBackendError", "all_reduce after a rank left")
+H.check(gone:is_completed() and not gone:is_success(), "the failed Work is completed, not a success")
+local e = gone:exception()
+H.check(e ~= nil and dist.DistBackendError:matches(e), "Work:exception() gives the failure: %s", tostring(e))
+expect(function() dist.all_reduce(t) end, "DistError,DistBackendError", "a second all_reduce after a rank left")
 H.report()

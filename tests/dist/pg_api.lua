@@ -157,6 +157,12 @@ elseif rank == 1 then pg:recv({ p }, 0, 3):wait(); H.close(p, torch.tensor({ 4.0
 
 -- Work methods are dist.Work's, for the engine's and for those finished in Lua alike
 H.check(dist.Work.is_success ~= nil and w.is_success == dist.Work.is_success, "dist.Work holds the methods")
+H.check(tostring(dist.Work) == "<class 'torch.distributed.Work'>", "dist.Work prints as a class")
+-- an options timeout on work finished in Lua (scatter): wait() returns once the work is done
+local sco = dist.ScatterOptions()
+sco.timeout = 5
+local scout = torch.zeros(1)
+H.check(pg:scatter({ scout }, rank == 0 and { sl } or {}, sco):wait() == true and scout:item() == 101 + rank, "scatter with an options timeout")
 H.raises(function() dist.Work.wait({}) end, "a torch.distributed.Work expected", "Work.wait on something else")
 
 -- ---- a subgroup's methods take group ranks ----
