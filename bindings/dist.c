@@ -4,7 +4,7 @@
  *   init(backend, init_method, rank, world_size, timeout)   the default group
  *   init_store(backend, store, rank, world_size, timeout)   the same over a Store (dist_store.c)
  *   destroy(), is_initialized(), rank(g), size(g), backend(g), available(name), free_port()
- *   new_group(backend, prefix, rank, size, timeout) -> ProcessGroup (freed when collected)
+ *   new_group(backend, prefix, rank, size, timeout[, store]) -> ProcessGroup (freed when collected)
  *   group_store(g) -> Store
  *   all_reduce(t, op, async)  broadcast(t, src, async)  reduce(t, dst, op, async)
  *   all_gather(list, t, async)  all_gather_into_tensor(out, t, async)
@@ -58,14 +58,14 @@ static nn_pg *group_pg(lua_State *L, int idx)
     return u->pg;
 }
 
-/* new_group(backend, prefix, rank, size, timeout): this rank's member of a subgroup meeting
- * under prefix in the default group's store */
+/* new_group(backend, prefix, rank, size, timeout[, store]): this rank's member of a subgroup
+ * meeting under prefix in store (default: the default group's store) */
 static int d_new_group(lua_State *L)
 {
     const char *backend = luaL_checkstring(L, 1), *prefix = luaL_checkstring(L, 2);
     int rank = (int)luaL_checkinteger(L, 3), size = (int)luaL_checkinteger(L, 4);
     double timeout = luaL_checknumber(L, 5);
-    nn_store *store = nn_store_prefix(prefix, default_pg(L)->store);
+    nn_store *store = nn_store_prefix(prefix, lua_isnoneornil(L, 6) ? default_pg(L)->store : lt_dist_checkstore(L, 6));
     if (!store) return lt_fail(L, 0);
     group_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->pg = NULL;

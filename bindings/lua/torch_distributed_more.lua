@@ -160,6 +160,7 @@ function LuaWork:wait()
 end
 function LuaWork:is_completed() return self._after == nil and (not self._work or self._work:is_completed()) end
 LuaWork.__close = function(self) self:wait() end
+I.LuaWork = LuaWork
 
 -- run a collective that returns a Work when asked; after() completes it
 local function finish(async, work, after)

@@ -79,6 +79,46 @@ function Store:append(k, v)
   call(self, 'set', k, cur .. value(v, "append"))
 end
 
+-- ---- queues: queue_push, queue_pop, queue_len ----
+-- A queue is keys under "<key>/queue/": tail (slots pushed), head (slots popped), slot i's value
+-- and its claim counter (the popper whose add() returns 1 owns slot i and then moves head on).
+local function qkey(k, what) return k .. "/queue/" .. what end
+
+function Store:queue_push(k, v)
+  local i = call(self, 'add', qkey(key(k, "queue_push"), "tail"), 1)
+  call(self, 'set', qkey(k, i), value(v, "queue_push"))
+end
+
+function Store:queue_len(k)
+  key(k, "queue_len")
+  return call(self, 'add', qkey(k, "tail"), 0) - call(self, 'add', qkey(k, "head"), 0)
+end
+
+-- queue_pop(key, block=true): the oldest value; without block, an empty queue raises
+-- QueueEmptyError; blocking, the store's timeout raises DistStoreError
+function Store:queue_pop(k, block)
+  key(k, "queue_pop")
+  local deadline = time.monotonic() + call(self, 'timeout')
+  while true do
+    local h = call(self, 'add', qkey(k, "head"), 0)
+    if h < call(self, 'add', qkey(k, "tail"), 0) then
+      -- a claim is stale if slot h+1 was popped (its claim key deleted) since head was read
+      if call(self, 'add', qkey(k, "claim/" .. (h + 1)), 1) == 1 and call(self, 'add', qkey(k, "head"), 0) == h then
+        call(self, 'add', qkey(k, "head"), 1)
+        local v = call(self, 'get', qkey(k, h + 1))
+        call(self, 'delete_key', qkey(k, h + 1))
+        call(self, 'delete_key', qkey(k, "claim/" .. (h + 1)))
+        return v
+      end
+    elseif block == false then
+      errorf(2, "queue_pop: the queue '%s' is empty", k)
+    elseif time.monotonic() > deadline then
+      errorf(2, "store %s: timed out after %g s waiting for key '%s'", self._s:desc(), call(self, 'timeout'), qkey(k, h + 1))
+    end
+    time.sleep(0.001)
+  end
+end
+
 -- timeout: a field read as in PyTorch (store.timeout), in seconds
 Store.__index = function(s, k)
   if k == "timeout" then return s._s:timeout() end

@@ -17,7 +17,16 @@ function ErrorClass:matches(err)
   return false
 end
 
-local function class(name, patterns) return setmetatable({ __name = name, _patterns = patterns }, ErrorClass) end
+-- parent: a class whose matches() also takes this class's errors (Python's subclassing)
+local function class(name, patterns, parent)
+  local E = setmetatable({ __name = name, _patterns = patterns, _parent = parent }, ErrorClass)
+  local p = parent
+  while p do
+    table.move(patterns, 1, #patterns, #p._patterns + 1, p._patterns)
+    p = p._parent
+  end
+  return E
+end
 
 -- the caching allocator's message, and a CUDA call that ran out of memory
 local oom = class("torch.OutOfMemoryError", { "CUDA out of memory%.", "CUDA error on cuda:%d+: out of memory" })
@@ -29,3 +38,5 @@ torch.AcceleratorError = accel
 torch.cuda.AcceleratorError = accel
 -- PyTorch's torch.cuda.CudaError (an error code from the runtime): the same errors here
 torch.cuda.CudaError = class("torch.cuda.CudaError", accel._patterns)
+
+return { class = class }
