@@ -87,7 +87,9 @@ function M._resnet_fpn_extractor(...)
   local returned = o.returned_layers or { 1, 2, 3, 4 }
   local lo, hi = math.huge, -math.huge
   for _, r in ipairs(returned) do lo, hi = math.min(lo, r), math.max(hi, r) end
-  if lo <= 0 or hi >= 5 then U.errorf("Each returned layer should be in the range [1,4]. Got %s", U.pystr(returned)) end
+  if lo <= 0 or hi >= 5 then
+    U.errorf("Each returned layer should be in the range [1,4]. Got [%s]", table.concat(returned, ", "))
+  end
   local return_layers, in_channels = {}, {}
   local stage2 = backbone.inplanes // 8
   for i, r in ipairs(returned) do

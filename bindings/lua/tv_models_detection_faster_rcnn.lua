@@ -122,8 +122,8 @@ end
 function FastRCNNPredictor:forward(x)
   if x:dim() == 4 then
     if x:size(2) ~= 1 or x:size(3) ~= 1 then
-      U.errorf("x has the wrong shape, expecting the last two dimensions to be [1,1] instead of %s",
-        U.pystr({ x:size(2), x:size(3) }))
+      U.errorf("x has the wrong shape, expecting the last two dimensions to be [1,1] instead of [%d, %d]",
+        x:size(2), x:size(3))
     end
   end
   x = x:flatten(1)

@@ -152,6 +152,7 @@ local float_types = { [torch.float32] = true, [torch.float64] = true, [torch.flo
 -- forward(features, proposals, image_shapes, targets) -> detections (eval), losses (training)
 function RoIHeads:forward(features, proposals, image_shapes, targets)
   if targets ~= nil then
+    self:check_targets(targets)
     for _, t in ipairs(targets) do
       if not float_types[t.boxes.dtype] then
         U.errorf("target boxes must of float type, instead got %s", tostring(t.boxes.dtype))

@@ -29,8 +29,7 @@ local function f32(v, like) return torch.tensor(v, { dtype = torch.float32, devi
 function M.resize_boxes(boxes, original_size, new_size)
   local rh = f32(new_size[1], boxes) / f32(original_size[1], boxes)
   local rw = f32(new_size[2], boxes) / f32(original_size[2], boxes)
-  local scale = torch.stack({ rw, rh, rw, rh }):to(boxes.dtype)
-  return boxes * scale
+  return boxes * torch.stack({ rw, rh, rw, rh }) -- integer boxes come out float32, as in torchvision
 end
 
 local function hw(t) return { t:size(-2), t:size(-1) } end

@@ -82,7 +82,7 @@ Matcher.BETWEEN_THRESHOLDS = -2
 local function new_matcher(...)
   local o = U.parse("Matcher", { { "high_threshold", U.REQUIRED }, { "low_threshold", U.REQUIRED },
     { "allow_low_quality_matches", false } }, ...)
-  if o.low_threshold > o.high_threshold then U.error("Matcher: low_threshold should be <= high_threshold") end
+  if o.low_threshold > o.high_threshold then U.error("low_threshold should be <= high_threshold") end
   return setmetatable(o, Matcher)
 end
 setmetatable(Matcher, { __call = function(_, ...) return new_matcher(...) end })
