@@ -210,6 +210,18 @@ function M.batched_nms(boxes, scores, idxs, iou_threshold)
   tensor("batched_nms", "boxes", boxes); tensor("batched_nms", "scores", scores); tensor("batched_nms", "idxs", idxs)
   if boxes:numel() == 0 then return torch.zeros(0, { dtype = torch.int64, device = boxes.device }) end
   local b = boxes:detach()
+  if b:numel() > (b.device.type == "cpu" and 4000 or 20000) then
+    -- many boxes (as torchvision): one nms per category, cheaper than one over all of them
+    local keep = torch.zeros(b:size(0), { dtype = torch.bool, device = b.device })
+    for _, c in ipairs(torch.unique(idxs):tolist()) do
+      local sel = torch.nonzero(idxs:eq(c)):reshape(-1)
+      keep:index_fill_(0, sel:index_select(0, M.nms(b:index_select(0, sel), scores:index_select(0, sel), iou_threshold)),
+        true)
+    end
+    local kept = torch.nonzero(keep):reshape(-1)
+    local _, order = scores:index_select(0, kept):sort({ descending = true, stable = true })
+    return kept:index_select(0, order)
+  end
   local offsets = idxs:to(b.dtype) * (b:max() + 1)
   return M.nms(b + offsets:unsqueeze(1), scores, iou_threshold)
 end

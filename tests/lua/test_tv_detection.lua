@@ -187,6 +187,18 @@ T.test("BalancedPositiveNegativeSampler", function()
   T.eq(pos[1]:sum():item(), 0)
 end)
 
+T.test("batched_nms over many boxes (one nms per category)", function()
+  torch.manual_seed(4)
+  for _, n in ipairs({ 300, 1500 }) do -- 1500 boxes take the per-category path
+    local p = torch.rand(n, 2) * 200
+    local b = torch.cat({ p, p + torch.rand(n, 2) * 60 + 1 }, 1)
+    local s, idx = torch.rand(n), torch.randint(0, 6, { n })
+    -- reference: categories moved apart so that they never overlap, then one nms
+    local apart = b + (idx:to(torch.float32) * 1000):unsqueeze(1)
+    T.check(torch.equal(tv.ops.batched_nms(b, s, idx, 0.5), tv.ops.nms(apart, s, 0.5)), "n = " .. n)
+  end
+end)
+
 -- ---- the model ----
 
 local small = { min_size = 64, max_size = 96, rpn_pre_nms_top_n_train = 100, rpn_post_nms_top_n_train = 30,
