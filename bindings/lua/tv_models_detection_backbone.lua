@@ -114,6 +114,46 @@ function M.resnet_fpn_backbone(...)
   return M._resnet_fpn_extractor(backbone, o.trainable_layers, o.returned_layers, o.extra_blocks)
 end
 
+-- ---- MobileNet + FPN ----
+
+-- backbone.features frozen before its last trainable_layers stages (a stage starts at each
+-- strided block), with an FPN on stages returned_layers (default: the last two)
+function M._mobilenet_extractor(...)
+  local o = U.parse("_mobilenet_extractor", { { "backbone", U.REQUIRED }, { "fpn", U.REQUIRED },
+    { "trainable_layers", U.REQUIRED }, { "returned_layers" }, { "extra_blocks" }, { "norm_layer" } }, ...)
+  local features = o.backbone.features
+  local n = #features
+  local stages = { 0 }
+  for i = 0, n - 1 do
+    if features[i]._is_cn then stages[#stages + 1] = i end
+  end
+  stages[#stages + 1] = n - 1
+  local num_stages, k = #stages, o.trainable_layers
+  if k < 0 or k > num_stages then
+    U.errorf("Trainable layers should be in the range [0,%d], got %d ", num_stages, k)
+  end
+  local freeze_before = k == 0 and n or stages[num_stages - k + 1]
+  for i = 0, freeze_before - 1 do
+    for _, p in ipairs(features[i]:parameters()) do p:requires_grad_(false) end
+  end
+  if not o.fpn then
+    U.error("_mobilenet_extractor: fpn=false (the plain MobileNet backbone) is not supported; use fpn=true")
+  end
+  local returned = o.returned_layers or { num_stages - 2, num_stages - 1 }
+  for _, r in ipairs(returned) do
+    if r < 0 or r >= num_stages then
+      U.errorf("Each returned layer should be in the range [0,%d], got [%s] ", num_stages - 1, table.concat(returned, ", "))
+    end
+  end
+  local return_layers, in_channels = {}, {}
+  for i, r in ipairs(returned) do
+    return_layers[tostring(stages[r + 1])] = tostring(i - 1)
+    in_channels[i] = features[stages[r + 1]].out_channels
+  end
+  return BackboneWithFPN(features, return_layers, in_channels, 256,
+    { extra_blocks = o.extra_blocks, norm_layer = o.norm_layer })
+end
+
 -- the number of trainable backbone layers: all (max_value) for an untrained backbone (with
 -- torchvision's warning if another number was asked), else the given or default value
 function M._validate_trainable_layers(is_trained, trainable_backbone_layers, max_value, default_value)

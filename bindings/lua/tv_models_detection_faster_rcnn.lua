@@ -199,6 +199,17 @@ end
 
 -- ---- builders ----
 
+-- how to build the layout torchvision gives a model with pretrained weights
+local hints = {
+  fasterrcnn_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
+    "layers) build FasterRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
+    "3), {num_classes=91})",
+  fasterrcnn_mobilenet_v3_large_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable " ..
+    "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
+    "torchvision.ops.misc.FrozenBatchNorm2d}, true, 3), {num_classes=91, rpn_anchor_generator=..., " ..
+    "rpn_score_thresh=0.05}) as fasterrcnn_mobilenet_v3_large_fpn does",
+}
+
 -- weights / weights_backbone: nnrepl downloads nothing
 local function no_weights(fname, o)
   for _, k in ipairs({ "weights", "weights_backbone" }) do
@@ -206,30 +217,53 @@ local function no_weights(fname, o)
     if w ~= nil and w ~= false then
       U.errorf("%s: %s=%s asks for pretrained weights, but nnrepl downloads nothing at run time; build the " ..
         "model without weights and load a local checkpoint with model:load_state_dict(torch.load(path)) " ..
-        "(torchvision's state_dict keys). For the layout torchvision builds for pretrained weights " ..
-        "(FrozenBatchNorm2d, 3 trainable backbone layers) use FasterRCNN(_resnet_fpn_extractor(" ..
-        "resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, 3), {num_classes=91})", fname, k, tostring(w))
+        "(torchvision's state_dict keys)%s", fname, k, tostring(w), hints[fname] or "")
     end
   end
+end
+
+-- a builder's keywords: the weights ones, num_classes, trainable_backbone_layers and FasterRCNN's
+-- (their defaults left nil, so that a builder can tell the keys given)
+local function builder_opts(fname, ...)
+  local spec = { { "weights" }, { "progress", true }, { "num_classes" }, { "weights_backbone" },
+    { "trainable_backbone_layers" } }
+  for _, k in ipairs(faster_keys) do spec[#spec + 1] = { k[1] } end
+  if select("#", ...) > 1 or (select("#", ...) == 1 and not U.is_opts((...)) and (...) ~= nil) then
+    U.errorf("%s() takes keyword arguments only, as %s({num_classes=2})", fname, fname)
+  end
+  local o = U.parse(fname, spec, ...)
+  no_weights(fname, o)
+  return o
+end
+
+local function faster_kw(o)
+  local kw = { num_classes = o.num_classes or 91 }
+  for _, k in ipairs(faster_keys) do kw[k[1]] = o[k[1]] end
+  return kw
 end
 
 -- fasterrcnn_resnet50_fpn{weights=nil, progress=true, num_classes=91, weights_backbone=nil,
 -- trainable_backbone_layers=nil, ... FasterRCNN's keywords}
 function M.fasterrcnn_resnet50_fpn(...)
-  local spec = { { "weights" }, { "progress", true }, { "num_classes" }, { "weights_backbone" },
-    { "trainable_backbone_layers" } }
-  for _, k in ipairs(faster_keys) do spec[#spec + 1] = k end
-  if select("#", ...) > 1 or (select("#", ...) == 1 and not U.is_opts((...)) and (...) ~= nil) then
-    U.error("fasterrcnn_resnet50_fpn() takes keyword arguments only, as fasterrcnn_resnet50_fpn({num_classes=2})")
-  end
-  local o = U.parse("fasterrcnn_resnet50_fpn", spec, ...)
-  no_weights("fasterrcnn_resnet50_fpn", o)
-  local num_classes = o.num_classes or 91
+  local o = builder_opts("fasterrcnn_resnet50_fpn", ...)
   local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
   local backbone = models.resnet50({ norm_layer = nn.BatchNorm2d })
   backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable)
-  local kw = { num_classes = num_classes }
-  for _, k in ipairs(faster_keys) do kw[k[1]] = o[k[1]] end
+  return FasterRCNN(backbone, faster_kw(o))
+end
+
+-- fasterrcnn_mobilenet_v3_large_fpn{weights=nil, num_classes=91, weights_backbone=nil,
+-- trainable_backbone_layers=nil, ... FasterRCNN's keywords (rpn_score_thresh defaults to 0.05)}
+function M.fasterrcnn_mobilenet_v3_large_fpn(...)
+  local o = builder_opts("fasterrcnn_mobilenet_v3_large_fpn", ...)
+  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 6, 3)
+  local backbone = models.mobilenet_v3_large({ norm_layer = nn.BatchNorm2d })
+  backbone = backbone_utils._mobilenet_extractor(backbone, true, trainable)
+  local sizes, ratios = {}, {}
+  for i = 1, 3 do sizes[i], ratios[i] = { 32, 64, 128, 256, 512 }, { 0.5, 1.0, 2.0 } end
+  local kw = faster_kw(o)
+  kw.rpn_anchor_generator = rpn.AnchorGenerator(sizes, ratios)
+  if o.rpn_score_thresh == nil then kw.rpn_score_thresh = 0.05 end
   return FasterRCNN(backbone, kw)
 end
 

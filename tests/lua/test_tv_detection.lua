@@ -382,6 +382,40 @@ T.test("fasterrcnn_resnet50_fpn: state_dict and parameter count", function()
   for k, v in pairs(losses) do T.check(v:item() == v:item() and math.abs(v:item()) < math.huge, k) end
 end)
 
+T.test("fasterrcnn_mobilenet_v3_large_fpn", function()
+  torch.manual_seed(0)
+  local m = D.fasterrcnn_mobilenet_v3_large_fpn({ num_classes = 3, min_size = 96, max_size = 128 })
+  T.eq(m.rpn.score_thresh, 0.05, "rpn_score_thresh defaults to 0.05")
+  T.eq(m.rpn.anchor_generator:num_anchors_per_location(), { 15, 15, 15 })
+  -- strided blocks of mobilenet_v3_large.features: 2, 4, 7, 13 -> stages {0, 2, 4, 7, 13, 16}; FPN on 13 and 16
+  T.eq(m.backbone.body.return_layers, { ["13"] = "0", ["16"] = "1" })
+  local sd = m:state_dict()
+  T.eq(sd["backbone.body.16.0.weight"].shape:totable(), { 960, 160, 1, 1 })
+  T.eq(sd["backbone.fpn.inner_blocks.0.0.weight"].shape:totable(), { 256, 160, 1, 1 })
+  T.eq(sd["rpn.head.cls_logits.weight"].shape:totable(), { 15, 256, 1, 1 })
+  T.check(sd["backbone.body.17.0.weight"] == nil, "the classifier part is left out")
+  -- weights=nil: everything trainable; the pretrained layout has torchvision's 19,386,354 parameters
+  for _, p in ipairs(m:parameters()) do T.check(p.requires_grad) end
+  local bb = D.backbone_utils._mobilenet_extractor(tv.models.mobilenet_v3_large({ norm_layer = tv.ops.misc.FrozenBatchNorm2d }),
+    true, 3)
+  local sizes, ratios = {}, {}
+  for i = 1, 3 do sizes[i], ratios[i] = { 32, 64, 128, 256, 512 }, { 0.5, 1.0, 2.0 } end
+  local f = D.FasterRCNN(bb, { num_classes = 91, rpn_anchor_generator = D.AnchorGenerator(sizes, ratios) })
+  local n = 0
+  for _, p in ipairs(f:parameters()) do n = n + p:numel() end
+  T.eq(n, 19386354)
+  T.check(not f.backbone.body["6"].block[0][0].weight.requires_grad,
+    "blocks before the last 3 stages are frozen")
+  T.check(f.backbone.body["7"].block[0][0].weight.requires_grad)
+  m:train()
+  local losses = m({ torch.rand(3, 80, 100) }, { { boxes = torch.tensor({ { 10.0, 10.0, 50.0, 60.0 } }),
+    labels = torch.tensor({ 2 }) } })
+  T.eq(#losses, 4)
+  for k, v in pairs(losses) do T.check(math.abs(v:item()) < math.huge, k) end
+  T.raises(function() D.backbone_utils._mobilenet_extractor(tv.models.mobilenet_v3_large(), true, 7) end,
+    "Trainable layers should be in the range [0,6], got 7 ")
+end)
+
 T.test("fasterrcnn_resnet50_fpn and FasterRCNN argument errors", function()
   T.raises(function() D.fasterrcnn_resnet50_fpn({ weights = "DEFAULT" }) end,
     "~weights=DEFAULT asks for pretrained weights, but nnrepl downloads nothing")
