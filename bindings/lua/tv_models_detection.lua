@@ -1,7 +1,8 @@
--- torchvision.models.detection: Faster R-CNN (fasterrcnn_resnet50_fpn, FasterRCNN and its parts),
+-- torchvision.models.detection: Faster R-CNN (fasterrcnn_resnet50_fpn, fasterrcnn_mobilenet_v3_large_fpn,
+-- FasterRCNN and its parts) and RetinaNet (retinanet_resnet50_fpn),
 -- with torchvision's submodules (detection.faster_rcnn.FastRCNNPredictor, detection.rpn,
 -- detection.roi_heads, detection.transform, detection.anchor_utils, detection._utils,
--- detection.backbone_utils, detection.generalized_rcnn, detection.image_list).
+-- detection.backbone_utils, detection.generalized_rcnn, detection.image_list, detection.retinanet).
 return function(models)
   local utils = require "tv_models_detection_utils"
   local transform = require "tv_models_detection_transform"
@@ -9,6 +10,7 @@ return function(models)
   local roi_heads = require "tv_models_detection_roi_heads"
   local backbone_utils = require("tv_models_detection_backbone")(models)
   local faster_rcnn = require("tv_models_detection_faster_rcnn")(models, backbone_utils)
+  local retinanet = require("tv_models_detection_retinanet")(models, backbone_utils, faster_rcnn)
 
   local D = {
     _utils = utils,
@@ -20,6 +22,7 @@ return function(models)
     backbone_utils = backbone_utils,
     generalized_rcnn = { GeneralizedRCNN = faster_rcnn.GeneralizedRCNN },
     faster_rcnn = faster_rcnn,
+    retinanet = retinanet,
   }
   models._utils = models._utils or {}
   models._utils.IntermediateLayerGetter = backbone_utils.IntermediateLayerGetter
@@ -35,5 +38,6 @@ return function(models)
   D.AnchorGenerator, D.GeneralizedRCNNTransform = rpn.AnchorGenerator, transform.GeneralizedRCNNTransform
   D.RPNHead, D.RegionProposalNetwork, D.RoIHeads = rpn.RPNHead, rpn.RegionProposalNetwork, roi_heads.RoIHeads
   D.BackboneWithFPN, D.resnet_fpn_backbone = backbone_utils.BackboneWithFPN, backbone_utils.resnet_fpn_backbone
+  D.RetinaNet, D.retinanet_resnet50_fpn = retinanet.RetinaNet, retinanet.retinanet_resnet50_fpn
   return D
 end

@@ -30,7 +30,7 @@ function GeneralizedRCNN:__init(backbone, rpn_, roi_heads_, transform_)
   self.roi_heads = roi_heads_
 end
 
-local function check_targets(targets)
+function M._check_targets(targets)
   for _, t in ipairs(targets) do
     local b = t.boxes
     if not torch.is_tensor(b) then
@@ -43,7 +43,7 @@ local function check_targets(targets)
 end
 
 -- the first box (after resizing) whose x2 <= x1 or y2 <= y1
-local function check_degenerate(targets)
+function M._check_degenerate(targets)
   for i, t in ipairs(targets) do
     local b = t.boxes
     local bad = b[":, 2:"]:le(b[":, :2"]):any(1)
@@ -57,24 +57,30 @@ local function check_degenerate(targets)
   end
 end
 
-function GeneralizedRCNN:forward(images, targets)
-  if self.training then
-    if targets == nil then U.error("targets should not be none when in training mode") end
-    check_targets(targets)
-  end
+-- {H, W} of each image
+function M._original_sizes(images)
   if torch.is_tensor(images) then
     U.error("images is expected to be a list of 3d tensors of shape [C, H, W] (a Lua list), got a Tensor")
   end
-  local original_sizes = {}
+  local sizes = {}
   for i, img in ipairs(images) do
     if img:dim() < 2 then
       U.errorf("expecting the last two dimensions of the Tensor to be H and W instead got %s", tostring(img.shape))
     end
-    original_sizes[i] = { img:size(-2), img:size(-1) }
+    sizes[i] = { img:size(-2), img:size(-1) }
   end
+  return sizes
+end
+
+function GeneralizedRCNN:forward(images, targets)
+  if self.training then
+    if targets == nil then U.error("targets should not be none when in training mode") end
+    M._check_targets(targets)
+  end
+  local original_sizes = M._original_sizes(images)
   local image_list
   image_list, targets = self.transform(images, targets)
-  if targets ~= nil then check_degenerate(targets) end
+  if targets ~= nil then M._check_degenerate(targets) end
   local features = self.backbone(image_list.tensors)
   if torch.is_tensor(features) then
     local od = U.OrderedDict.new()
@@ -208,6 +214,9 @@ local hints = {
     "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
     "torchvision.ops.misc.FrozenBatchNorm2d}, true, 3), {num_classes=91, rpn_anchor_generator=..., " ..
     "rpn_score_thresh=0.05}) as fasterrcnn_mobilenet_v3_large_fpn does",
+  retinanet_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
+    "layers) build RetinaNet(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
+    "3, {2, 3, 4}, LastLevelP6P7(256, 256)), {num_classes=91})",
 }
 
 -- weights / weights_backbone: nnrepl downloads nothing
@@ -224,10 +233,10 @@ end
 
 -- a builder's keywords: the weights ones, num_classes, trainable_backbone_layers and FasterRCNN's
 -- (their defaults left nil, so that a builder can tell the keys given)
-local function builder_opts(fname, ...)
+local function builder_opts(fname, keys, ...)
   local spec = { { "weights" }, { "progress", true }, { "num_classes" }, { "weights_backbone" },
     { "trainable_backbone_layers" } }
-  for _, k in ipairs(faster_keys) do spec[#spec + 1] = { k[1] } end
+  for _, k in ipairs(keys) do spec[#spec + 1] = { k[1] } end
   if select("#", ...) > 1 or (select("#", ...) == 1 and not U.is_opts((...)) and (...) ~= nil) then
     U.errorf("%s() takes keyword arguments only, as %s({num_classes=2})", fname, fname)
   end
@@ -236,32 +245,36 @@ local function builder_opts(fname, ...)
   return o
 end
 
-local function faster_kw(o)
+M._builder_opts = builder_opts
+
+-- the model's keywords of a builder's options
+local function model_kw(o, keys)
   local kw = { num_classes = o.num_classes or 91 }
-  for _, k in ipairs(faster_keys) do kw[k[1]] = o[k[1]] end
+  for _, k in ipairs(keys) do kw[k[1]] = o[k[1]] end
   return kw
 end
+M._model_kw = model_kw
 
 -- fasterrcnn_resnet50_fpn{weights=nil, progress=true, num_classes=91, weights_backbone=nil,
 -- trainable_backbone_layers=nil, ... FasterRCNN's keywords}
 function M.fasterrcnn_resnet50_fpn(...)
-  local o = builder_opts("fasterrcnn_resnet50_fpn", ...)
+  local o = builder_opts("fasterrcnn_resnet50_fpn", faster_keys, ...)
   local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
   local backbone = models.resnet50({ norm_layer = nn.BatchNorm2d })
   backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable)
-  return FasterRCNN(backbone, faster_kw(o))
+  return FasterRCNN(backbone, model_kw(o, faster_keys))
 end
 
 -- fasterrcnn_mobilenet_v3_large_fpn{weights=nil, num_classes=91, weights_backbone=nil,
 -- trainable_backbone_layers=nil, ... FasterRCNN's keywords (rpn_score_thresh defaults to 0.05)}
 function M.fasterrcnn_mobilenet_v3_large_fpn(...)
-  local o = builder_opts("fasterrcnn_mobilenet_v3_large_fpn", ...)
+  local o = builder_opts("fasterrcnn_mobilenet_v3_large_fpn", faster_keys, ...)
   local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 6, 3)
   local backbone = models.mobilenet_v3_large({ norm_layer = nn.BatchNorm2d })
   backbone = backbone_utils._mobilenet_extractor(backbone, true, trainable)
   local sizes, ratios = {}, {}
   for i = 1, 3 do sizes[i], ratios[i] = { 32, 64, 128, 256, 512 }, { 0.5, 1.0, 2.0 } end
-  local kw = faster_kw(o)
+  local kw = model_kw(o, faster_keys)
   kw.rpn_anchor_generator = rpn.AnchorGenerator(sizes, ratios)
   if o.rpn_score_thresh == nil then kw.rpn_score_thresh = 0.05 end
   return FasterRCNN(backbone, kw)

@@ -416,6 +416,92 @@ T.test("fasterrcnn_mobilenet_v3_large_fpn", function()
     "Trainable layers should be in the range [0,6], got 7 ")
 end)
 
+-- ---- RetinaNet ----
+
+local function run_retinanet(device)
+  torch.manual_seed(0)
+  local m = D.retinanet_resnet50_fpn({ num_classes = 3, min_size = 64, max_size = 96 }):to(device)
+  local imgs = { torch.rand(3, 64, 80, { device = device }), torch.rand(3, 50, 60, { device = device }) }
+  local empty = { boxes = torch.zeros(0, 4, { device = device }),
+    labels = torch.zeros(0, { dtype = torch.int64, device = device }) }
+  m:train()
+  local losses = m(imgs, { { boxes = torch.tensor({ { 10.0, 10.0, 50.0, 60.0 } }, { device = device }),
+    labels = torch.tensor({ 2 }, { device = device }) }, empty })
+  T.eq(losses:keys(), { "classification", "bbox_regression" })
+  for k, v in pairs(losses) do T.check(v:dim() == 0 and v:item() > 0 and v:item() < math.huge, k) end
+  total_loss(losses):backward()
+  T.check(m.head.classification_head.cls_logits.weight.grad:abs():sum():item() > 0, "grad reaches the class head")
+  T.check(m.head.regression_head.bbox_reg.weight.grad:abs():sum():item() > 0, "grad reaches the box head")
+  T.check(m.backbone.fpn.extra_blocks.p6.weight.grad:abs():sum():item() > 0, "grad reaches P6")
+  -- an image without objects: every anchor is background, so the classification loss is the focal
+  -- loss summed over all anchors and classes (no foreground to divide by) and the box loss is 0
+  local img = { imgs[1] }
+  local l0 = m(img, { empty })
+  local feats = m.backbone(m.transform(img).tensors):values()
+  local logits = m.head(feats).cls_logits
+  local want = tv.ops.sigmoid_focal_loss(logits, torch.zeros_like(logits), { reduction = "sum" })
+  T.near(l0.classification:item(), want:item(), 1e-3 * want:item())
+  T.eq(l0.bbox_regression:item(), 0.0)
+  -- a few SGD steps reduce the loss
+  local tgt = { { boxes = torch.tensor({ { 16.0, 8.0, 56.0, 40.0 } }, { device = device }),
+    labels = torch.tensor({ 1 }, { device = device }) } }
+  local opt = torch.optim.SGD(m:parameters(), { lr = 0.01, momentum = 0.9 })
+  local first, last
+  for step = 1, 5 do
+    local l = total_loss(m(img, tgt))
+    if step == 1 then first = l:item() end
+    last = l:item()
+    opt:zero_grad(); l:backward(); opt:step()
+  end
+  T.check(last < first, string.format("training reduces the loss (%g -> %g)", first, last))
+  -- eval: the initial class bias gives probabilities 0.01, under score_thresh 0.05
+  m:eval()
+  local none = D.retinanet_resnet50_fpn({ num_classes = 3, min_size = 64, max_size = 96 }):to(device)
+  none:eval()
+  T.eq(none(imgs)[1].boxes:size(0), 0, "nothing above score_thresh at initialisation")
+  m.score_thresh, m.detections_per_img = 0.0, 50
+  local det = m(imgs)
+  T.eq(det[1].boxes:size(0), 50)
+  for i, d in ipairs(det) do
+    local size = ({ { 64, 80 }, { 50, 60 } })[i]
+    local b, s, l = d.boxes:cpu(), d.scores:cpu(), d.labels:cpu()
+    T.check(b:min():item() >= 0 and b[":, 2"]:max():item() <= size[2] + 1e-3 and b[":, 3"]:max():item() <= size[1] + 1e-3,
+      "boxes within the image")
+    T.check(torch.equal(s, s:sort({ descending = true })), "scores sorted")
+    T.check(l:min():item() >= 0 and l:max():item() <= 2, "labels 0 .. num_classes - 1")
+  end
+end
+
+T.test("RetinaNet train and eval (cpu)", function() run_retinanet("cpu") end)
+
+T.test("retinanet_resnet50_fpn layout", function()
+  local m = D.retinanet_resnet50_fpn()
+  local ag = m.anchor_generator
+  T.eq(ag.sizes, { { 32, 40, 50 }, { 64, 80, 101 }, { 128, 161, 203 }, { 256, 322, 406 }, { 512, 645, 812 } })
+  T.eq(ag:num_anchors_per_location(), { 9, 9, 9, 9, 9 })
+  T.eq(m.backbone.body.return_layers, { layer2 = "0", layer3 = "1", layer4 = "2" })
+  local sd = m:state_dict()
+  local shapes = {
+    ["backbone.fpn.inner_blocks.0.0.weight"] = { 256, 512, 1, 1 },
+    ["backbone.fpn.extra_blocks.p6.weight"] = { 256, 256, 3, 3 },
+    ["backbone.fpn.extra_blocks.p7.bias"] = { 256 },
+    ["head.classification_head.conv.3.0.weight"] = { 256, 256, 3, 3 },
+    ["head.classification_head.cls_logits.weight"] = { 819, 256, 3, 3 },
+    ["head.regression_head.bbox_reg.weight"] = { 36, 256, 3, 3 },
+  }
+  for k, v in pairs(shapes) do T.eq(sd[k] and sd[k].shape:totable(), v, k) end
+  T.near(sd["head.classification_head.cls_logits.bias"][0]:item(), -math.log(99), 1e-5, "prior probability 0.01")
+  T.check(sd["backbone.fpn.inner_blocks.3.0.weight"] == nil)
+  local frozen = D.RetinaNet(D.backbone_utils._resnet_fpn_extractor(
+    tv.models.resnet50({ norm_layer = tv.ops.misc.FrozenBatchNorm2d }), 3, { 2, 3, 4 },
+    tv.ops.feature_pyramid_network.LastLevelP6P7(256, 256)), { num_classes = 91 })
+  local n = 0
+  for _, p in ipairs(frozen:parameters()) do n = n + p:numel() end
+  T.eq(n, 34014999, "torchvision's RetinaNet_ResNet50_FPN_Weights.COCO_V1 num_params")
+  T.raises(function() D.retinanet_resnet50_fpn({ weights = "DEFAULT" }) end, "~retinanet_resnet50_fpn: weights=DEFAULT")
+  T.raises(function() D.RetinaNet(frozen.backbone) end, "~missing required argument 'num_classes'")
+end)
+
 T.test("fasterrcnn_resnet50_fpn and FasterRCNN argument errors", function()
   T.raises(function() D.fasterrcnn_resnet50_fpn({ weights = "DEFAULT" }) end,
     "~weights=DEFAULT asks for pretrained weights, but nnrepl downloads nothing")
@@ -467,6 +553,7 @@ end)
 
 if torch.cuda.is_available() then
   T.test("FasterRCNN train and eval (cuda)", function() run_model("cuda") end)
+  T.test("RetinaNet train and eval (cuda)", function() run_retinanet("cuda") end)
 else
-  T.skip("CUDA not available: FasterRCNN train and eval on cuda")
+  T.skip("CUDA not available: FasterRCNN and RetinaNet train and eval on cuda", 2)
 end
