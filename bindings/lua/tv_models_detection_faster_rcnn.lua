@@ -72,7 +72,10 @@ function M._original_sizes(images)
   return sizes
 end
 
-function GeneralizedRCNN:forward(images, targets)
+-- the steps a detector's forward begins with (GeneralizedRCNN, RetinaNet): check the targets,
+-- transform, check the boxes, run the backbone -> image_list, targets, original sizes, features
+-- (an OrderedDict)
+function M._prepare(self, images, targets)
   if self.training then
     if targets == nil then U.error("targets should not be none when in training mode") end
     M._check_targets(targets)
@@ -87,6 +90,12 @@ function GeneralizedRCNN:forward(images, targets)
     od["0"] = features
     features = od
   end
+  return image_list, targets, original_sizes, features
+end
+
+function GeneralizedRCNN:forward(images, targets)
+  local image_list, original_sizes, features
+  image_list, targets, original_sizes, features = M._prepare(self, images, targets)
   local proposals, proposal_losses = self.rpn(image_list, features, targets)
   local detections, detector_losses = self.roi_heads(features, proposals, image_list.image_sizes, targets)
   detections = self.transform:postprocess(detections, image_list.image_sizes, original_sizes)

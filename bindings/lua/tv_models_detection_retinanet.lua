@@ -249,18 +249,9 @@ function RetinaNet:postprocess_detections(head_outputs, anchors, image_shapes)
 end
 
 function RetinaNet:forward(images, targets)
-  if self.training then
-    if targets == nil then U.error("targets should not be none when in training mode") end
-    faster_rcnn._check_targets(targets)
-  end
-  local original_sizes = faster_rcnn._original_sizes(images)
-  local image_list
-  image_list, targets = self.transform(images, targets)
-  if targets ~= nil then faster_rcnn._check_degenerate(targets) end
-  local features = self.backbone(image_list.tensors)
-  local feats = {}
-  if torch.is_tensor(features) then feats = { features }
-  else for _, kv in ipairs(features:items()) do feats[#feats + 1] = kv[2] end end
+  local image_list, original_sizes, features
+  image_list, targets, original_sizes, features = faster_rcnn._prepare(self, images, targets)
+  local feats = features:values()
   local head_outputs = self.head(feats)
   local anchors = self.anchor_generator(image_list, feats)
   if self.training then return self:compute_loss(targets, head_outputs, anchors) end

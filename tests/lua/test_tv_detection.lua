@@ -219,7 +219,25 @@ local function total_loss(losses)
   return t
 end
 
-local function check_detections(det, sizes, num_classes, max_det)
+-- lowest_label: 1 for Faster R-CNN (class 0 is the background), 0 for RetinaNet
+-- steps SGD steps on img with one box (the same sampling seed each step) reduce the total loss
+local function train_steps(model, img, device, steps)
+  local tgt = { { boxes = torch.tensor({ { 16.0, 8.0, 56.0, 40.0 } }, { device = device }),
+    labels = torch.tensor({ 1 }, { device = device }) } }
+  local opt = torch.optim.SGD(model:parameters(), { lr = 0.01, momentum = 0.9 })
+  local first, last
+  for step = 1, steps do
+    torch.manual_seed(5)
+    local l = total_loss(model(img, tgt))
+    if step == 1 then first = l:item() end
+    last = l:item()
+    opt:zero_grad(); l:backward(); opt:step()
+  end
+  T.check(last < first, string.format("training reduces the loss (%g -> %g)", first, last))
+end
+
+local function check_detections(det, sizes, num_classes, max_det, lowest_label, score_thresh)
+  lowest_label, score_thresh = lowest_label or 1, score_thresh or 0.05
   for i, d in ipairs(det) do
     local n = d.boxes:size(0)
     T.eq(d.boxes.shape:totable(), { n, 4 })
@@ -232,9 +250,9 @@ local function check_detections(det, sizes, num_classes, max_det)
         and b[":, 3"]:max():item() <= sizes[i][1] + 1e-3, "boxes within the original image")
       T.check(b[":, 2"]:ge(b[":, 0"]):all():item() and b[":, 3"]:ge(b[":, 1"]):all():item(), "x2 >= x1, y2 >= y1")
       local l = d.labels:cpu()
-      T.check(l:min():item() >= 1 and l:max():item() < num_classes, "labels are foreground classes")
+      T.check(l:min():item() >= lowest_label and l:max():item() < num_classes, "labels are foreground classes")
       local s = d.scores:cpu()
-      T.check(s:min():item() > 0.05, "scores above box_score_thresh")
+      T.check(s:min():item() > score_thresh, "scores above the score threshold")
       T.check(torch.equal(s, s:sort({ descending = true })), "scores sorted")
     end
   end
@@ -265,18 +283,7 @@ local function run_model(device)
   T.check(grad_of(model.backbone.body.layer1[0].conv1.weight), "grad reaches the ResNet")
   -- a few SGD steps on one image with one box reduce the loss (same sampling seed each time)
   local img = { torch.rand(3, 64, 80, { device = device }) }
-  local tgt = { { boxes = torch.tensor({ { 16.0, 8.0, 56.0, 40.0 } }, { device = device }),
-    labels = torch.tensor({ 1 }, { device = device }) } }
-  local opt = torch.optim.SGD(model:parameters(), { lr = 0.01, momentum = 0.9 })
-  local first, last
-  for step = 1, 6 do
-    torch.manual_seed(5)
-    local l = total_loss(model(img, tgt))
-    if step == 1 then first = l:item() end
-    last = l:item()
-    opt:zero_grad(); l:backward(); opt:step()
-  end
-  T.check(last < first, string.format("training reduces the loss (%g -> %g)", first, last))
+  train_steps(model, img, device, 6)
   -- an image without objects trains too
   local empty = model(img, { { boxes = torch.zeros(0, 4, { device = device }),
     labels = torch.zeros(0, { dtype = torch.int64, device = device }) } })
@@ -296,7 +303,7 @@ local function run_model(device)
   few:eval()
   local d2 = few(imgs)
   T.eq(d2[1].boxes:size(0), 5, "box_detections_per_img")
-  check_detections(d2, { { 64, 80 }, { 50, 60 } }, 3, 5)
+  check_detections(d2, { { 64, 80 }, { 50, 60 } }, 3, 5, 1, 0.0)
 end
 
 T.test("FasterRCNN train and eval (cpu)", function() run_model("cpu") end)
@@ -443,17 +450,7 @@ local function run_retinanet(device)
   T.near(l0.classification:item(), want:item(), 1e-3 * want:item())
   T.eq(l0.bbox_regression:item(), 0.0)
   -- a few SGD steps reduce the loss
-  local tgt = { { boxes = torch.tensor({ { 16.0, 8.0, 56.0, 40.0 } }, { device = device }),
-    labels = torch.tensor({ 1 }, { device = device }) } }
-  local opt = torch.optim.SGD(m:parameters(), { lr = 0.01, momentum = 0.9 })
-  local first, last
-  for step = 1, 5 do
-    local l = total_loss(m(img, tgt))
-    if step == 1 then first = l:item() end
-    last = l:item()
-    opt:zero_grad(); l:backward(); opt:step()
-  end
-  T.check(last < first, string.format("training reduces the loss (%g -> %g)", first, last))
+  train_steps(m, img, device, 5)
   -- eval: the initial class bias gives probabilities 0.01, under score_thresh 0.05
   m:eval()
   local none = D.retinanet_resnet50_fpn({ num_classes = 3, min_size = 64, max_size = 96 }):to(device)
@@ -462,14 +459,7 @@ local function run_retinanet(device)
   m.score_thresh, m.detections_per_img = 0.0, 50
   local det = m(imgs)
   T.eq(det[1].boxes:size(0), 50)
-  for i, d in ipairs(det) do
-    local size = ({ { 64, 80 }, { 50, 60 } })[i]
-    local b, s, l = d.boxes:cpu(), d.scores:cpu(), d.labels:cpu()
-    T.check(b:min():item() >= 0 and b[":, 2"]:max():item() <= size[2] + 1e-3 and b[":, 3"]:max():item() <= size[1] + 1e-3,
-      "boxes within the image")
-    T.check(torch.equal(s, s:sort({ descending = true })), "scores sorted")
-    T.check(l:min():item() >= 0 and l:max():item() <= 2, "labels 0 .. num_classes - 1")
-  end
+  check_detections(det, { { 64, 80 }, { 50, 60 } }, 3, 50, 0, 0.0)
 end
 
 T.test("RetinaNet train and eval (cpu)", function() run_retinanet("cpu") end)
