@@ -65,9 +65,9 @@ function AnchorGenerator:grid_anchors(grid_sizes, strides, dtype, device)
   local out = {}
   for i, g in ipairs(grid_sizes) do
     local base = self.cell_anchors[i]:to({ dtype = dtype, device = device })
-    local opts = { dtype = torch.int32, device = device }
-    local sy = torch.arange(g[1], opts):to(torch.int64) * strides[i][1]
-    local sx = torch.arange(g[2], opts):to(torch.int64) * strides[i][2]
+    local opts = { dtype = torch.int64, device = device }
+    local sy = torch.arange(g[1], opts) * strides[i][1]
+    local sx = torch.arange(g[2], opts) * strides[i][2]
     local yy, xx = torch.meshgrid(sy, sx, { indexing = "ij" })
     xx, yy = xx:reshape(-1), yy:reshape(-1)
     local shifts = torch.stack({ xx, yy, xx, yy }, 1)
