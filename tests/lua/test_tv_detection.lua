@@ -5,6 +5,7 @@ local T = ...
 local tv = require "torchvision"
 local D = tv.models.detection
 local nn = torch.nn
+local gradcheck = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "gradcheck.lua")(T)
 
 local MEAN, STD = { 0.485, 0.456, 0.406 }, { 0.229, 0.224, 0.225 }
 
@@ -197,6 +198,78 @@ T.test("batched_nms over many boxes (one nms per category)", function()
     local apart = b + (idx:to(torch.float32) * 1000):unsqueeze(1)
     T.check(torch.equal(tv.ops.batched_nms(b, s, idx, 0.5), tv.ops.nms(apart, s, 0.5)), "n = " .. n)
   end
+end)
+
+-- ---- losses and postprocessing on hand-made inputs ----
+
+local function softplus(x) return math.log(1 + math.exp(x)) end
+local function smooth_l1(d, beta) d = math.abs(d); return d < beta and 0.5 * d * d / beta or d - 0.5 * beta end
+
+T.test("fastrcnn_loss by hand and by finite differences", function()
+  local f64 = { dtype = torch.float64 }
+  -- 3 proposals, 3 classes; labels 2, 0, 1
+  local logits = torch.tensor({ { 0.5, 1.0, -1.0 }, { 2.0, 0.0, 0.0 }, { 0.0, 0.3, 0.1 } }, f64)
+  local reg = torch.linspace(-0.5, 0.6, 36, f64):view(3, 12)
+  local labels = { torch.tensor({ 2, 0 }), torch.tensor({ 1 }) }
+  local targets = { torch.tensor({ { 0.1, -0.2, 0.0, 0.3 }, { 0, 0, 0, 0 } }, f64), torch.tensor({ { 0.05, 0.0, -0.1, 0.2 } }, f64) }
+  local cls, box = D.roi_heads.fastrcnn_loss(logits, reg, labels, targets)
+  local l, want_cls = logits:tolist(), 0
+  for i, y in ipairs({ 2, 0, 1 }) do
+    local lse = math.log(math.exp(l[i][1]) + math.exp(l[i][2]) + math.exp(l[i][3]))
+    want_cls = want_cls + (lse - l[i][y + 1]) / 3
+  end
+  T.near(cls:item(), want_cls, 1e-12, "cross entropy")
+  -- box loss: the deltas of the true class of the positives (proposal 1 class 2, proposal 3 class 1) / 3
+  local r, want_box = reg:tolist(), 0
+  local t1, t3 = { 0.1, -0.2, 0.0, 0.3 }, { 0.05, 0.0, -0.1, 0.2 }
+  for j = 1, 4 do
+    want_box = want_box + smooth_l1(r[1][8 + j] - t1[j], 1 / 9) + smooth_l1(r[3][4 + j] - t3[j], 1 / 9)
+  end
+  T.near(box:item(), want_box / 3, 1e-12, "smooth L1 of the true class's deltas")
+  gradcheck("fastrcnn_loss", function(a, b)
+    local c, bl = D.roi_heads.fastrcnn_loss(a, b, labels, targets)
+    return torch.stack({ c, bl })
+  end, { logits, reg })
+end)
+
+T.test("RPN compute_loss by hand", function()
+  local head = D.RPNHead(4, 1)
+  local rpn = D.RegionProposalNetwork(D.AnchorGenerator({ { 16 } }, { { 1.0 } }), head, 0.7, 0.3, 256, 0.5,
+    { training = 10, testing = 10 }, { training = 10, testing = 10 }, 0.7)
+  -- anchors labelled 1, 0, -1, 0 (image 1) and 0, 1 (image 2): everything but the ignored one is sampled
+  local obj = torch.tensor({ 0.3, -1.0, 5.0, 0.2, 0.7, -0.4 })
+  local deltas = torch.tensor({ { 0.1, 0.2, 0.0, -0.1 }, { 9, 9, 9, 9 }, { 9, 9, 9, 9 }, { 9, 9, 9, 9 }, { 9, 9, 9, 9 },
+    { 0.5, 0.0, 0.05, 0.0 } })
+  local labels = { torch.tensor({ 1.0, 0.0, -1.0, 0.0 }), torch.tensor({ 0.0, 1.0 }) }
+  local targets = { torch.tensor({ { 0.0, 0.0, 0.0, 0.0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } }),
+    torch.tensor({ { 0, 0, 0, 0 }, { 0.1, 0.1, 0.1, 0.1 } }) }
+  local lo, lb = rpn:compute_loss(obj, deltas, labels, targets)
+  -- binary cross entropy over the 5 sampled anchors: softplus(-x) for positives, softplus(x) for negatives
+  local want = (softplus(-0.3) + softplus(-1.0) + softplus(0.2) + softplus(0.7) + softplus(0.4)) / 5
+  T.near(lo:item(), want, 1e-6, "objectness loss")
+  local wb = 0
+  for _, d in ipairs({ 0.1, 0.2, 0.0, -0.1 }) do wb = wb + smooth_l1(d, 1 / 9) end
+  for _, d in ipairs({ 0.4, -0.1, -0.05, -0.1 }) do wb = wb + smooth_l1(d, 1 / 9) end
+  T.near(lb:item(), wb / 5, 1e-6, "box loss over the positives / the sampled count")
+end)
+
+T.test("RoIHeads.postprocess_detections by hand", function()
+  local heads = D.RoIHeads(tv.ops.MultiScaleRoIAlign({ "0" }, 7, 2), nn.Identity(), nn.Identity(), 0.5, 0.5, 512, 0.25,
+    nil, 0.05, 0.5, 100)
+  -- one proposal, 3 classes, zero deltas: each foreground class gets the proposal's box (clipped)
+  local logits = torch.tensor({ { 0.0, math.log(2), 0.0 } }) -- softmax 0.25, 0.5, 0.25
+  local boxes, scores, labels = heads:postprocess_detections(logits, torch.zeros(1, 12),
+    { torch.tensor({ { 10.0, -5.0, 30.0, 20.0 } }) }, { { 16, 24 } })
+  near_list(boxes[1]:tolist(), { { 10, 0, 24, 16 }, { 10, 0, 24, 16 } }, 1e-5, "clipped boxes")
+  near_list(scores[1]:tolist(), { 0.5, 0.25 }, 1e-6, "scores")
+  T.eq(labels[1]:tolist(), { 1, 2 })
+  -- score_thresh drops class 2; two overlapping proposals of class 1 are reduced by NMS
+  heads.score_thresh = 0.3
+  local b2, s2, l2 = heads:postprocess_detections(torch.tensor({ { 0.0, math.log(2), 0.0 }, { 0.0, math.log(6), 0.0 } }),
+    torch.zeros(2, 12), { torch.tensor({ { 0.0, 0.0, 10.0, 10.0 }, { 1.0, 0.0, 11.0, 10.0 } }) }, { { 50, 50 } })
+  near_list(b2[1]:tolist(), { { 1, 0, 11, 10 } }, 1e-5)
+  near_list(s2[1]:tolist(), { 0.75 }, 1e-6)
+  T.eq(l2[1]:tolist(), { 1 })
 end)
 
 -- ---- the model ----
