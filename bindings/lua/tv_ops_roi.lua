@@ -306,8 +306,10 @@ function MultiScaleRoIAlign:forward(x, boxes, image_shapes)
   return torch.cat(outs, 0):index_select(0, inverse)
 end
 function MultiScaleRoIAlign:__tostring()
-  return string.format("MultiScaleRoIAlign(featmap_names=%s, output_size=%s, sampling_ratio=%s)",
-    U.pystr(self.featmap_names), U.pystr(self.output_size), U.pystr(self.sampling_ratio))
+  local names = {}
+  for i, n in ipairs(self.featmap_names) do names[i] = U.pyrepr(n) end
+  return string.format("MultiScaleRoIAlign(featmap_names=[%s], output_size=%s, sampling_ratio=%s)",
+    table.concat(names, ", "), U.pystr(self.output_size), U.pystr(self.sampling_ratio))
 end
 
 return M

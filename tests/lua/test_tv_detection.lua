@@ -419,6 +419,8 @@ T.test("fasterrcnn_resnet50_fpn: state_dict and parameter count", function()
   }
   for k, s in pairs(shapes) do T.eq(sd[k] and sd[k].shape:totable(), s, k) end
   local keys = sd:keys()
+  T.check(tostring(model):find("(box_roi_pool): MultiScaleRoIAlign(featmap_names=['0', '1', '2', '3'], " ..
+    "output_size=(7, 7), sampling_ratio=2)", 1, true) ~= nil, "printed as torchvision prints it")
   T.eq(keys[1], "backbone.body.conv1.weight")
   T.eq(keys[#keys], "roi_heads.box_predictor.bbox_pred.bias")
   for _, k in ipairs(keys) do
