@@ -29,7 +29,10 @@ local function f32(v, like) return torch.tensor(v, { dtype = torch.float32, devi
 function M.resize_boxes(boxes, original_size, new_size)
   local rh = f32(new_size[1], boxes) / f32(original_size[1], boxes)
   local rw = f32(new_size[2], boxes) / f32(original_size[2], boxes)
-  return boxes * torch.stack({ rw, rh, rw, rh }) -- integer boxes come out float32, as in torchvision
+  local scale = torch.stack({ rw, rh, rw, rh })
+  -- float boxes keep their dtype, integer ones come out float32 (torchvision's 0-dim ratios)
+  if boxes:is_floating_point() then scale = scale:to(boxes.dtype) end
+  return boxes * scale
 end
 
 local function hw(t) return { t:size(-2), t:size(-1) } end

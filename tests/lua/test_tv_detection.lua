@@ -57,6 +57,7 @@ T.test("transform: resize, normalize, batch, boxes", function()
   -- integer boxes come out float32
   local _, t3 = tr({ torch.rand(3, 64, 80) }, { { boxes = torch.tensor({ { 2, 4, 6, 8 } }) } })
   T.eq(t3[1].boxes.dtype, torch.float32)
+  T.eq(D.transform.resize_boxes(torch.ones(1, 4, { dtype = torch.float64 }), { 2, 2 }, { 3, 3 }).dtype, torch.float64)
   near_list(t3[1].boxes:tolist(), { { 1, 2, 3, 4 } }, 1e-6)
   -- training picks one of min_size's values
   local trt = D.GeneralizedRCNNTransform({ 16, 24 }, 1000, MEAN, STD, { size_divisible = 8 })
