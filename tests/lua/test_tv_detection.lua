@@ -455,6 +455,9 @@ T.test("fasterrcnn_resnet50_fpn: state_dict and parameter count", function()
   T.check(torch.equal(other.rpn.head.conv[0][0].weight, frozen.rpn.head.conv[0][0].weight))
   T.check(torch.equal(other:state_dict()["backbone.body.layer3.1.bn2.running_var"],
     fsd["backbone.body.layer3.1.bn2.running_var"]))
+  -- also into the weights=nil build (its BatchNorm2d keeps num_batches_tracked at 0)
+  T.eq(tostring(model:load_state_dict(fsd)), "<All keys matched successfully>")
+  T.check(torch.equal(model.backbone.body.bn1.running_var, fsd["backbone.body.bn1.running_var"]))
   -- and the 4 losses come out of the full-size builder
   torch.manual_seed(0)
   local m2 = D.fasterrcnn_resnet50_fpn({ num_classes = 2, min_size = 64, max_size = 64, rpn_pre_nms_top_n_train = 50,
