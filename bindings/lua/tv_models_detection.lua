@@ -1,8 +1,9 @@
 -- torchvision.models.detection: Faster R-CNN (fasterrcnn_resnet50_fpn, fasterrcnn_mobilenet_v3_large_fpn,
--- FasterRCNN and its parts) and RetinaNet (retinanet_resnet50_fpn),
+-- FasterRCNN and its parts), Mask R-CNN (maskrcnn_resnet50_fpn) and RetinaNet (retinanet_resnet50_fpn),
 -- with torchvision's submodules (detection.faster_rcnn.FastRCNNPredictor, detection.rpn,
 -- detection.roi_heads, detection.transform, detection.anchor_utils, detection._utils,
--- detection.backbone_utils, detection.generalized_rcnn, detection.image_list, detection.retinanet).
+-- detection.backbone_utils, detection.generalized_rcnn, detection.image_list, detection.retinanet,
+-- detection.mask_rcnn).
 return function(models)
   local utils = require "tv_models_detection_utils"
   local transform = require "tv_models_detection_transform"
@@ -11,6 +12,7 @@ return function(models)
   local backbone_utils = require("tv_models_detection_backbone")(models)
   local faster_rcnn = require("tv_models_detection_faster_rcnn")(models, backbone_utils)
   local retinanet = require("tv_models_detection_retinanet")(models, backbone_utils, faster_rcnn)
+  local mask_rcnn = require("tv_models_detection_mask_rcnn")(models, backbone_utils, faster_rcnn)
 
   local D = {
     _utils = utils,
@@ -23,6 +25,7 @@ return function(models)
     generalized_rcnn = { GeneralizedRCNN = faster_rcnn.GeneralizedRCNN },
     faster_rcnn = faster_rcnn,
     retinanet = retinanet,
+    mask_rcnn = mask_rcnn,
   }
   models._utils = models._utils or {}
   models._utils.IntermediateLayerGetter = backbone_utils.IntermediateLayerGetter
@@ -39,5 +42,6 @@ return function(models)
   D.RPNHead, D.RegionProposalNetwork, D.RoIHeads = rpn.RPNHead, rpn.RegionProposalNetwork, roi_heads.RoIHeads
   D.BackboneWithFPN, D.resnet_fpn_backbone = backbone_utils.BackboneWithFPN, backbone_utils.resnet_fpn_backbone
   D.RetinaNet, D.retinanet_resnet50_fpn = retinanet.RetinaNet, retinanet.retinanet_resnet50_fpn
+  D.MaskRCNN, D.maskrcnn_resnet50_fpn = mask_rcnn.MaskRCNN, mask_rcnn.maskrcnn_resnet50_fpn
   return D
 end

@@ -223,6 +223,9 @@ local hints = {
     "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
     "torchvision.ops.misc.FrozenBatchNorm2d}, true, 3), {num_classes=91, rpn_anchor_generator=..., " ..
     "rpn_score_thresh=0.05}) as fasterrcnn_mobilenet_v3_large_fpn does",
+  maskrcnn_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
+    "layers) build MaskRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
+    "3), {num_classes=91})",
   retinanet_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
     "layers) build RetinaNet(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
     "3, {2, 3, 4}, LastLevelP6P7(256, 256)), {num_classes=91})",

@@ -6,6 +6,7 @@ local torch = require "torch"
 local U = require "nn_util"
 local nn = torch.nn
 local F = nn.functional
+local roi_heads = require "tv_models_detection_roi_heads"
 
 local M = {}
 
@@ -93,6 +94,10 @@ function Transform:resize(image, target)
   local t = {}
   for k, v in pairs(target) do t[k] = v end
   t.boxes = M.resize_boxes(target.boxes, { h, w }, hw(image))
+  if target.masks ~= nil then -- nearest, as uint8
+    opts.mode, opts.align_corners = "nearest", nil
+    t.masks = F.interpolate(target.masks:unsqueeze(1):float(), opts):select(1, 0):to(torch.uint8)
+  end
   return image, t
 end
 
@@ -134,6 +139,7 @@ function Transform:postprocess(result, image_shapes, original_image_sizes)
   if self.training then return result end
   for i, r in ipairs(result) do
     r.boxes = M.resize_boxes(r.boxes, image_shapes[i], original_image_sizes[i])
+    if r.masks ~= nil then r.masks = roi_heads.paste_masks_in_image(r.masks, r.boxes, original_image_sizes[i]) end
   end
   return result
 end

@@ -571,6 +571,125 @@ T.test("retinanet_resnet50_fpn layout", function()
   T.raises(function() D.RetinaNet(frozen.backbone) end, "~missing required argument 'num_classes'")
 end)
 
+-- ---- Mask R-CNN ----
+
+T.test("maskrcnn_loss and paste_masks_in_image by hand", function()
+  local R = D.roi_heads
+  -- two positives of classes 2 and 1 over an all-ones and an all-zeros mask: the targets are 1 and 0,
+  -- so the loss is the mean of softplus(-x) over the first's class-2 logits and softplus(x) over the second's class-1 logits
+  local logits = torch.linspace(-2, 2, 2 * 3 * 4 * 4):view(2, 3, 4, 4)
+  local masks = torch.cat({ torch.ones(1, 8, 8), torch.zeros(1, 8, 8) }, 0):to(torch.uint8)
+  local boxes = torch.tensor({ { 0.0, 0.0, 8.0, 8.0 }, { 2.0, 1.0, 6.0, 7.0 } })
+  local loss = R.maskrcnn_loss(logits, { boxes }, { masks }, { torch.tensor({ 2, 1 }) }, { torch.tensor({ 0, 1 }) })
+  local l, want = logits:tolist(), 0
+  for y = 1, 4 do
+    for x = 1, 4 do want = want + softplus(-l[1][3][y][x]) + softplus(l[2][2][y][x]) end
+  end
+  T.near(loss:item(), want / 32, 1e-5, "mask loss")
+  local none = R.maskrcnn_loss(logits:narrow(0, 0, 0), { torch.zeros(0, 4) }, { masks }, { torch.tensor({ 2, 1 }) },
+    { torch.zeros(0, { dtype = torch.int64 }) })
+  T.eq(none:item(), 0.0, "no positives: zero loss")
+  -- maskrcnn_inference: the sigmoid of each detection's class channel
+  local probs = R.maskrcnn_inference(logits, { torch.tensor({ 1 }), torch.tensor({ 0 }) })
+  T.eq(#probs, 2); T.eq(probs[1].shape:totable(), { 1, 1, 4, 4 })
+  T.near(probs[2][0][0][1][2]:item(), 1 / (1 + math.exp(-l[2][1][2][3])), 1e-6)
+  -- a 2x2 mask of ones in box (2, 2, 5, 5): padded to 4x4 (0 1 1 0), the box grown by 4/2 around its
+  -- centre to (0.5, 0.5, 6.5, 6.5), truncated to (0, 0, 6, 6), so resized to 7x7: bilinear profile
+  -- 0, 5/14, 13/14, 1, 13/14, 5/14, 0 along each axis
+  local pasted = R.paste_masks_in_image(torch.ones(1, 1, 2, 2), torch.tensor({ { 2.0, 2.0, 5.0, 5.0 } }), { 10, 12 })
+  T.eq(pasted.shape:totable(), { 1, 1, 10, 12 })
+  local prof = { 0, 5 / 14, 13 / 14, 1, 13 / 14, 5 / 14, 0 }
+  local got, ok = pasted[0][0]:tolist(), true
+  for y = 1, 10 do
+    for x = 1, 12 do
+      local want_v = (y <= 7 and x <= 7) and prof[y] * prof[x] or 0
+      ok = ok and math.abs(got[y][x] - want_v) < 1e-5
+    end
+  end
+  T.check(ok, "pasted mask by hand")
+  -- a box over the image's edge (grown to (6, 4, 12, 10)) is cut at it: pixel (9, 11) is (5, 5) of the mask
+  local edge = R.paste_masks_in_image(torch.ones(1, 1, 2, 2), torch.tensor({ { 8.0, 6.0, 11.0, 9.0 } }), { 10, 12 })
+  T.near(edge[0][0][9][11]:item(), prof[6] * prof[6], 1e-5)
+  T.near(edge[0][0][7][9]:item(), prof[4] * prof[4], 1e-5)
+  T.eq(edge[0][0][":, :6"]:abs():sum():item(), 0.0)
+  T.eq(R.paste_masks_in_image(torch.zeros(0, 1, 2, 2), torch.zeros(0, 4), { 5, 6 }).shape:totable(), { 0, 1, 5, 6 })
+end)
+
+T.test("transform resizes masks (nearest, uint8)", function()
+  local tr = D.GeneralizedRCNNTransform(32, 64, MEAN, STD)
+  local m = torch.zeros(1, 64, 80, { dtype = torch.uint8 })
+  m[":, 8:16, 20:40"] = 1
+  local _, t = tr({ torch.rand(3, 64, 80) }, { { boxes = torch.tensor({ { 20.0, 8.0, 40.0, 16.0 } }), masks = m } })
+  T.eq(t[1].masks.dtype, torch.uint8)
+  T.eq(t[1].masks.shape:totable(), { 1, 32, 40 })
+  local want = torch.zeros(1, 32, 40, { dtype = torch.uint8 })
+  want[":, 4:8, 10:20"] = 1
+  T.check(torch.equal(t[1].masks, want), "every other pixel")
+end)
+
+local function run_maskrcnn(device)
+  torch.manual_seed(0)
+  local model = D.maskrcnn_resnet50_fpn({ num_classes = 3, min_size = 64, max_size = 96, rpn_pre_nms_top_n_train = 100,
+    rpn_post_nms_top_n_train = 30, rpn_pre_nms_top_n_test = 100, rpn_post_nms_top_n_test = 30,
+    box_batch_size_per_image = 16 }):to(device)
+  -- the tutorial's head replacement
+  local in_features = model.roi_heads.box_predictor.cls_score.in_features
+  model.roi_heads.box_predictor = D.faster_rcnn.FastRCNNPredictor(in_features, 2)
+  local in_mask = model.roi_heads.mask_predictor.conv5_mask.in_channels
+  model.roi_heads.mask_predictor = D.mask_rcnn.MaskRCNNPredictor(in_mask, 64, 2):to(device)
+  model.roi_heads.box_predictor:to(device)
+  local imgs = { torch.rand(3, 64, 80, { device = device }), torch.rand(3, 50, 60, { device = device }) }
+  local m1 = torch.zeros(1, 64, 80, { dtype = torch.uint8, device = device })
+  m1[":, 10:50, 10:40"] = 1
+  local m2 = torch.zeros(2, 50, 60, { dtype = torch.uint8, device = device })
+  m2["0, 5:20, 5:30"] = 1
+  m2["1, 20:45, 20:50"] = 1
+  local targets = { { boxes = torch.tensor({ { 10.0, 10.0, 40.0, 50.0 } }, { device = device }),
+    labels = torch.tensor({ 1 }, { device = device }), masks = m1 },
+    { boxes = torch.tensor({ { 5.0, 5.0, 30.0, 20.0 }, { 20.0, 20.0, 50.0, 45.0 } }, { device = device }),
+      labels = torch.tensor({ 1, 1 }, { device = device }), masks = m2 } }
+  model:train()
+  local losses = model(imgs, targets)
+  T.eq(losses:keys(), { "loss_classifier", "loss_box_reg", "loss_mask", "loss_objectness", "loss_rpn_box_reg" })
+  T.check(losses.loss_mask:item() > 0 and losses.loss_mask:item() < math.huge)
+  total_loss(losses):backward()
+  T.check(model.roi_heads.mask_predictor.mask_fcn_logits.weight.grad:abs():sum():item() > 0, "grad reaches the mask predictor")
+  T.check(model.roi_heads.mask_head[0][0].weight.grad:abs():sum():item() > 0, "grad reaches the mask head")
+  T.raises(function() model(imgs, { { boxes = targets[1].boxes, labels = targets[1].labels }, targets[2] }) end,
+    "Every element of targets should have a masks key")
+  model:eval()
+  model.roi_heads.score_thresh = 0.0
+  local det
+  do
+    local _ <close> = torch.no_grad()
+    det = model(imgs)
+  end
+  for i, size in ipairs({ { 64, 80 }, { 50, 60 } }) do
+    local k = det[i].boxes:size(0)
+    T.check(k > 0)
+    T.eq(det[i].masks.shape:totable(), { k, 1, size[1], size[2] })
+    T.check(det[i].masks:min():item() >= 0 and det[i].masks:max():item() <= 1, "mask probabilities")
+  end
+end
+
+T.test("MaskRCNN train and eval (cpu)", function() run_maskrcnn("cpu") end)
+
+T.test("maskrcnn_resnet50_fpn layout", function()
+  local frozen = D.MaskRCNN(D.backbone_utils._resnet_fpn_extractor(
+    tv.models.resnet50({ norm_layer = tv.ops.misc.FrozenBatchNorm2d }), 3), { num_classes = 91 })
+  local n = 0
+  for _, p in ipairs(frozen:parameters()) do n = n + p:numel() end
+  T.eq(n, 44401393, "torchvision's MaskRCNN_ResNet50_FPN_Weights.COCO_V1 num_params")
+  local sd = frozen:state_dict()
+  local keys = sd:keys()
+  T.eq(keys[#keys], "roi_heads.mask_predictor.mask_fcn_logits.bias")
+  T.eq(sd["roi_heads.mask_head.3.0.weight"].shape:totable(), { 256, 256, 3, 3 })
+  T.eq(sd["roi_heads.mask_predictor.conv5_mask.weight"].shape:totable(), { 256, 256, 2, 2 })
+  T.eq(sd["roi_heads.mask_predictor.mask_fcn_logits.weight"].shape:totable(), { 91, 256, 1, 1 })
+  T.check(tostring(frozen.roi_heads.mask_roi_pool):find("output_size=(14, 14)", 1, true) ~= nil)
+  T.raises(function() D.maskrcnn_resnet50_fpn({ weights = "DEFAULT" }) end, "~maskrcnn_resnet50_fpn: weights=DEFAULT")
+end)
+
 T.test("fasterrcnn_resnet50_fpn and FasterRCNN argument errors", function()
   T.raises(function() D.fasterrcnn_resnet50_fpn({ weights = "DEFAULT" }) end,
     "~weights=DEFAULT asks for pretrained weights, but nnrepl downloads nothing")
@@ -623,6 +742,7 @@ end)
 if torch.cuda.is_available() then
   T.test("FasterRCNN train and eval (cuda)", function() run_model("cuda") end)
   T.test("RetinaNet train and eval (cuda)", function() run_retinanet("cuda") end)
+  T.test("MaskRCNN train and eval (cuda)", function() run_maskrcnn("cuda") end)
 else
-  T.skip("CUDA not available: FasterRCNN and RetinaNet train and eval on cuda", 2)
+  T.skip("CUDA not available: FasterRCNN, RetinaNet and MaskRCNN train and eval on cuda", 3)
 end
