@@ -34,12 +34,7 @@ local function conv_tower(in_channels, norm_layer)
     convs[i] = layers.Conv2dNormActivation(in_channels, in_channels, { norm_layer = norm_layer or false })
   end
   local tower = nn.Sequential(table.unpack(convs))
-  for _, m in ipairs(tower:modules()) do
-    if nn.isinstance(m, nn.Conv2d) then
-      nn.init.normal_(m.weight, { std = 0.01 })
-      if m.bias ~= nil then nn.init.constant_(m.bias, 0) end
-    end
-  end
+  rpn._normal_init_convs(tower)
   return tower
 end
 

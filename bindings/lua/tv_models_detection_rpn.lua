@@ -95,6 +95,16 @@ function AnchorGenerator:__tostring() return "AnchorGenerator()" end
 
 -- ---- RPNHead ----
 
+-- N(0, 0.01) weights and zero biases for every Conv2d of module (the detection heads' init)
+function M._normal_init_convs(module)
+  for _, m in ipairs(module:modules()) do
+    if nn.isinstance(m, nn.Conv2d) then
+      nn.init.normal_(m.weight, { std = 0.01 })
+      if m.bias ~= nil then nn.init.constant_(m.bias, 0) end
+    end
+  end
+end
+
 local RPNHead = nn.Module:extend("RPNHead")
 M.RPNHead = RPNHead
 
@@ -110,12 +120,7 @@ function RPNHead:__init(...)
   self.conv = nn.Sequential(table.unpack(convs))
   self.cls_logits = nn.Conv2d(o.in_channels, o.num_anchors, { kernel_size = 1, stride = 1 })
   self.bbox_pred = nn.Conv2d(o.in_channels, o.num_anchors * 4, { kernel_size = 1, stride = 1 })
-  for _, m in ipairs(self:modules()) do
-    if nn.isinstance(m, nn.Conv2d) then
-      nn.init.normal_(m.weight, { std = 0.01 })
-      if m.bias ~= nil then nn.init.constant_(m.bias, 0) end
-    end
-  end
+  M._normal_init_convs(self)
 end
 
 -- list of feature maps -> list of logits [N, A, H, W], list of deltas [N, 4A, H, W]
