@@ -191,13 +191,21 @@ function M.nms(boxes, scores, iou_threshold)
   if n == 0 then return torch.zeros(0, { dtype = torch.int64, device = boxes.device }) end
   local _, order = scores:sort({ descending = true, stable = true })
   local b = boxes:detach():index_select(0, order)
-  local over = M.box_iou(b, b):gt(iou_threshold):cpu():tolist()
+  -- only the pairs (i < j, in score order) that overlap too much come to Lua
+  local over = torch.triu(M.box_iou(b, b):gt(iou_threshold), 1)
+  local pairs_ = torch.nonzero(over):cpu():tolist()
+  local suppresses = {}
+  for _, p in ipairs(pairs_) do
+    local i = p[1] + 1
+    local t = suppresses[i]
+    if t == nil then t = {}; suppresses[i] = t end
+    t[#t + 1] = p[2] + 1
+  end
   local removed, keep = {}, {}
   for i = 1, n do
     if not removed[i] then
       keep[#keep + 1] = i - 1
-      local row = over[i]
-      for j = i + 1, n do if row[j] then removed[j] = true end end
+      for _, j in ipairs(suppresses[i] or {}) do removed[j] = true end
     end
   end
   local pos = torch.tensor(keep, { dtype = torch.int64, device = boxes.device })
