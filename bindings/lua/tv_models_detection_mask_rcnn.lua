@@ -61,8 +61,14 @@ end
 local MaskRCNN = faster_rcnn.FasterRCNN:extend("MaskRCNN")
 M.MaskRCNN = MaskRCNN
 
-local mask_keys = { { "mask_roi_pool" }, { "mask_head" }, { "mask_predictor" } }
-for _, k in ipairs(faster_rcnn._faster_keys) do mask_keys[#mask_keys + 1] = k end
+-- FasterRCNN's keywords with the mask ones after bbox_reg_weights (torchvision's positional order)
+local mask_keys = {}
+for _, k in ipairs(faster_rcnn._faster_keys) do
+  mask_keys[#mask_keys + 1] = k
+  if k[1] == "bbox_reg_weights" then
+    for _, m in ipairs({ "mask_roi_pool", "mask_head", "mask_predictor" }) do mask_keys[#mask_keys + 1] = { m } end
+  end
+end
 
 -- MaskRCNN(backbone, num_classes, {mask_roi_pool=, mask_head=, mask_predictor=, ... FasterRCNN's keywords})
 function MaskRCNN:__init(backbone, ...)

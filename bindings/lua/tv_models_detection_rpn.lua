@@ -27,7 +27,11 @@ function AnchorGenerator:__init(...)
     for i, v in ipairs(sizes) do s[i] = { v } end
     sizes = s
   end
-  if type(ratios[1]) ~= "table" then ratios = { ratios } end
+  if type(ratios[1]) ~= "table" then -- one list of ratios for every level
+    local r = {}
+    for i = 1, #sizes do r[i] = ratios end
+    ratios = r
+  end
   if #sizes ~= #ratios then
     U.errorf("AnchorGenerator: sizes and aspect_ratios should have the same number of elements, got %d and %d",
       #sizes, #ratios)

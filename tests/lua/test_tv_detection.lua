@@ -117,6 +117,10 @@ T.test("AnchorGenerator", function()
   T.eq(anchors[1].shape:totable(), { 18, 4 })
   near_list(anchors[1]:tolist(), ref_anchors({ 16 }, { 0.5, 1.0, 2.0 }, 2, 3, 16, 16), 0)
   T.check(torch.equal(anchors[1], anchors[2]))
+  -- sizes as a flat list: one size per level, the same ratios for every level
+  local ag1 = D.AnchorGenerator({ 16, 32 }, { 0.5, 1.0 })
+  T.eq(ag1.sizes, { { 16 }, { 32 } }); T.eq(ag1.aspect_ratios, { { 0.5, 1.0 }, { 0.5, 1.0 } })
+  T.eq(ag1:num_anchors_per_location(), { 2, 2 })
   -- two levels, two sizes per level, different strides
   local ag2 = D.AnchorGenerator({ { 8, 16 }, { 32, 64 } }, { { 1.0, 2.0 }, { 0.5, 1.0 } })
   T.eq(ag2:num_anchors_per_location(), { 4, 4 })
