@@ -30,7 +30,7 @@ return function(models)
   models._utils = models._utils or {}
   models._utils.IntermediateLayerGetter = backbone_utils.IntermediateLayerGetter
   for _, k in ipairs({ "FasterRCNN", "GeneralizedRCNN", "fasterrcnn_resnet50_fpn", "FastRCNNPredictor",
-    "fasterrcnn_mobilenet_v3_large_fpn",
+    "fasterrcnn_mobilenet_v3_large_fpn", "fasterrcnn_resnet50_fpn_v2", "FastRCNNConvFCHead",
     "TwoMLPHead" }) do
     D[k] = faster_rcnn[k]
   end

@@ -10,6 +10,7 @@ local U = require "nn_util"
 local nn = torch.nn
 local F = nn.functional
 local ops_roi = require "tv_ops_roi"
+local layers = require "tv_ops_layers"
 local transform = require "tv_models_detection_transform"
 local rpn = require "tv_models_detection_rpn"
 local roi_heads = require "tv_models_detection_roi_heads"
@@ -145,6 +146,35 @@ function FastRCNNPredictor:forward(x)
   return self.cls_score(x), self.bbox_pred(x)
 end
 
+-- FastRCNNConvFCHead(input_size {C, H, W}, conv_layers, fc_layers, {norm_layer=nil}): 3x3 convs
+-- (+ norm) + ReLU, flatten, Linear + ReLU layers (fasterrcnn_resnet50_fpn_v2's box head)
+local FastRCNNConvFCHead = nn.Sequential:extend("FastRCNNConvFCHead")
+M.FastRCNNConvFCHead = FastRCNNConvFCHead
+function FastRCNNConvFCHead:__init(...)
+  local o = U.parse("FastRCNNConvFCHead", { { "input_size", U.REQUIRED }, { "conv_layers", U.REQUIRED },
+    { "fc_layers", U.REQUIRED }, { "norm_layer" } }, ...)
+  local c, h, w = table.unpack(o.input_size)
+  local blocks = {}
+  for _, n in ipairs(o.conv_layers) do
+    blocks[#blocks + 1] = layers.Conv2dNormActivation(c, n, { norm_layer = o.norm_layer or false })
+    c = n
+  end
+  blocks[#blocks + 1] = nn.Flatten()
+  c = c * h * w
+  for _, n in ipairs(o.fc_layers) do
+    blocks[#blocks + 1] = nn.Linear(c, n)
+    blocks[#blocks + 1] = nn.ReLU(true)
+    c = n
+  end
+  nn.Sequential.__init(self, table.unpack(blocks))
+  for _, m in ipairs(self:modules()) do
+    if nn.isinstance(m, nn.Conv2d) then
+      nn.init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
+      if m.bias ~= nil then nn.init.zeros_(m.bias) end
+    end
+  end
+end
+
 -- ---- FasterRCNN ----
 
 local FasterRCNN = GeneralizedRCNN:extend("FasterRCNN")
@@ -219,6 +249,7 @@ local hints = {
   fasterrcnn_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
     "layers) build FasterRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
     "3), {num_classes=91})",
+  fasterrcnn_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
   fasterrcnn_mobilenet_v3_large_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable " ..
     "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
     "torchvision.ops.misc.FrozenBatchNorm2d}, true, 3), {num_classes=91, rpn_anchor_generator=..., " ..
@@ -275,6 +306,21 @@ function M.fasterrcnn_resnet50_fpn(...)
   local backbone = models.resnet50({ norm_layer = nn.BatchNorm2d })
   backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable)
   return FasterRCNN(backbone, model_kw(o, faster_keys))
+end
+
+-- fasterrcnn_resnet50_fpn_v2{weights=nil, num_classes=91, weights_backbone=nil, trainable_backbone_layers=nil,
+-- ... FasterRCNN's keywords}: BatchNorm2d in the FPN, a 2-conv RPN head, a 4-conv + 1-fc box head
+function M.fasterrcnn_resnet50_fpn_v2(...)
+  local o = builder_opts("fasterrcnn_resnet50_fpn_v2", faster_keys, ...)
+  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50(), trainable, { norm_layer = nn.BatchNorm2d })
+  local kw = model_kw(o, faster_keys)
+  kw.rpn_anchor_generator = default_anchorgen()
+  kw.rpn_head = rpn.RPNHead(backbone.out_channels, kw.rpn_anchor_generator:num_anchors_per_location()[1],
+    { conv_depth = 2 })
+  kw.box_head = FastRCNNConvFCHead({ backbone.out_channels, 7, 7 }, { 256, 256, 256, 256 }, { 1024 },
+    { norm_layer = nn.BatchNorm2d })
+  return FasterRCNN(backbone, kw)
 end
 
 -- fasterrcnn_mobilenet_v3_large_fpn{weights=nil, num_classes=91, weights_backbone=nil,

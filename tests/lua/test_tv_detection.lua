@@ -472,6 +472,29 @@ T.test("fasterrcnn_resnet50_fpn: state_dict and parameter count", function()
   for k, v in pairs(losses) do T.check(v:item() == v:item() and math.abs(v:item()) < math.huge, k) end
 end)
 
+T.test("fasterrcnn_resnet50_fpn_v2", function()
+  torch.manual_seed(0)
+  local m = D.fasterrcnn_resnet50_fpn_v2({ num_classes = 2, min_size = 64, max_size = 80, rpn_pre_nms_top_n_train = 50,
+    rpn_post_nms_top_n_train = 20, box_batch_size_per_image = 8 })
+  local n = 0
+  for _, p in ipairs(D.fasterrcnn_resnet50_fpn_v2():parameters()) do n = n + p:numel() end
+  T.eq(n, 43712278, "torchvision's FasterRCNN_ResNet50_FPN_V2_Weights.COCO_V1 num_params")
+  local sd = m:state_dict()
+  local shapes = {
+    ["backbone.fpn.inner_blocks.0.1.running_var"] = { 256 },
+    ["rpn.head.conv.1.0.weight"] = { 256, 256, 3, 3 },
+    ["roi_heads.box_head.3.1.weight"] = { 256 },
+    ["roi_heads.box_head.5.weight"] = { 1024, 12544 },
+    ["roi_heads.box_predictor.cls_score.weight"] = { 2, 1024 },
+  }
+  for k, v in pairs(shapes) do T.eq(sd[k] and sd[k].shape:totable(), v, k) end
+  T.check(sd["backbone.fpn.inner_blocks.0.0.bias"] == nil, "no conv bias before a norm layer")
+  local losses = m({ torch.rand(3, 64, 64) }, { { boxes = torch.tensor({ { 4.0, 4.0, 30.0, 40.0 } }),
+    labels = torch.tensor({ 1 }) } })
+  T.eq(#losses, 4)
+  for k, v in pairs(losses) do T.check(math.abs(v:item()) < math.huge, k) end
+end)
+
 T.test("fasterrcnn_mobilenet_v3_large_fpn", function()
   torch.manual_seed(0)
   local m = D.fasterrcnn_mobilenet_v3_large_fpn({ num_classes = 3, min_size = 96, max_size = 128 })
