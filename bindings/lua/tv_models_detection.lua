@@ -42,6 +42,7 @@ return function(models)
   D.RPNHead, D.RegionProposalNetwork, D.RoIHeads = rpn.RPNHead, rpn.RegionProposalNetwork, roi_heads.RoIHeads
   D.BackboneWithFPN, D.resnet_fpn_backbone = backbone_utils.BackboneWithFPN, backbone_utils.resnet_fpn_backbone
   D.RetinaNet, D.retinanet_resnet50_fpn = retinanet.RetinaNet, retinanet.retinanet_resnet50_fpn
+  D.retinanet_resnet50_fpn_v2 = retinanet.retinanet_resnet50_fpn_v2
   D.MaskRCNN, D.maskrcnn_resnet50_fpn = mask_rcnn.MaskRCNN, mask_rcnn.maskrcnn_resnet50_fpn
   return D
 end

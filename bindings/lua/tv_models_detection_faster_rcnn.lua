@@ -250,6 +250,7 @@ local hints = {
     "layers) build FasterRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
     "3), {num_classes=91})",
   fasterrcnn_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
+  retinanet_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
   fasterrcnn_mobilenet_v3_large_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable " ..
     "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
     "torchvision.ops.misc.FrozenBatchNorm2d}, true, 3), {num_classes=91, rpn_anchor_generator=..., " ..

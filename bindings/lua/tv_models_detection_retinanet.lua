@@ -274,5 +274,19 @@ function M.retinanet_resnet50_fpn(...)
   return RetinaNet(backbone, faster_rcnn._model_kw(o, retina_keys))
 end
 
+-- retinanet_resnet50_fpn_v2{...}: P6 from C5, GroupNorm(32) in the heads, the GIoU box loss
+function M.retinanet_resnet50_fpn_v2(...)
+  local o = faster_rcnn._builder_opts("retinanet_resnet50_fpn_v2", retina_keys, ...)
+  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50(), trainable, { 2, 3, 4 },
+    fpn.LastLevelP6P7(2048, 256))
+  local kw = faster_rcnn._model_kw(o, retina_keys)
+  kw.anchor_generator = default_anchorgen()
+  kw.head = Head(backbone.out_channels, kw.anchor_generator:num_anchors_per_location()[1], kw.num_classes,
+    { norm_layer = function(c) return nn.GroupNorm(32, c) end })
+  kw.head.regression_head._loss_type = "giou"
+  return RetinaNet(backbone, kw)
+end
+
 return M
 end

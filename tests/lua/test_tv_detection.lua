@@ -570,6 +570,29 @@ end
 
 T.test("RetinaNet train and eval (cpu)", function() run_retinanet("cpu") end)
 
+T.test("RetinaNet box losses by hand; retinanet_resnet50_fpn_v2", function()
+  local coder = D._utils.BoxCoder({ 1.0, 1.0, 1.0, 1.0 })
+  local anchors, gt, zero = torch.tensor({ { 0.0, 0.0, 2.0, 2.0 } }), torch.tensor({ { 1.0, 1.0, 3.0, 3.0 } }), torch.zeros(1, 4)
+  -- zero deltas: the anchor's box; targets dx = dy = 0.5, dw = dh = 0
+  T.near(D.retinanet._box_loss("l1", coder, anchors, gt, zero):item(), 1.0, 1e-6)
+  T.near(D.retinanet._box_loss("smooth_l1", coder, anchors, gt, zero):item(), 0.25, 1e-6)
+  -- IoU 1/7, enclosing box 3x3: GIoU = 1/7 - 2/9
+  T.near(D.retinanet._box_loss("giou", coder, anchors, gt, zero):item(), 1 - (1 / 7 - 2 / 9), 1e-6)
+  T.near(D.retinanet._box_loss("giou", coder, gt, gt, zero):item(), 0.0, 1e-6)
+  torch.manual_seed(0)
+  local m = D.retinanet_resnet50_fpn_v2({ num_classes = 3, min_size = 64, max_size = 96 })
+  T.eq(m.head.regression_head._loss_type, "giou")
+  local sd = m:state_dict()
+  T.eq(sd["backbone.fpn.extra_blocks.p6.weight"].shape:totable(), { 256, 2048, 3, 3 }, "P6 from C5")
+  T.eq(sd["head.classification_head.conv.0.1.weight"].shape:totable(), { 256 }, "GroupNorm in the heads")
+  T.check(nn.isinstance(m.head.regression_head.conv[3][1], nn.GroupNorm))
+  local losses = m({ torch.rand(3, 64, 80) }, { { boxes = torch.tensor({ { 10.0, 10.0, 50.0, 60.0 } }), labels = torch.tensor({ 2 }) } })
+  for k, v in pairs(losses) do T.check(v:item() > 0 and v:item() < math.huge, k) end
+  local n = 0
+  for _, p in ipairs(D.retinanet_resnet50_fpn_v2():parameters()) do n = n + p:numel() end
+  T.eq(n, 38198935, "torchvision's RetinaNet_ResNet50_FPN_V2_Weights.COCO_V1 num_params")
+end)
+
 T.test("retinanet_resnet50_fpn layout", function()
   local m = D.retinanet_resnet50_fpn()
   local ag = m.anchor_generator
