@@ -44,5 +44,6 @@ return function(models)
   D.RetinaNet, D.retinanet_resnet50_fpn = retinanet.RetinaNet, retinanet.retinanet_resnet50_fpn
   D.retinanet_resnet50_fpn_v2 = retinanet.retinanet_resnet50_fpn_v2
   D.MaskRCNN, D.maskrcnn_resnet50_fpn = mask_rcnn.MaskRCNN, mask_rcnn.maskrcnn_resnet50_fpn
+  D.maskrcnn_resnet50_fpn_v2 = mask_rcnn.maskrcnn_resnet50_fpn_v2
   return D
 end

@@ -250,6 +250,7 @@ local hints = {
     "layers) build FasterRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
     "3), {num_classes=91})",
   fasterrcnn_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
+  maskrcnn_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
   retinanet_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
   fasterrcnn_mobilenet_v3_large_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable " ..
     "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
@@ -313,15 +314,21 @@ end
 -- ... FasterRCNN's keywords}: BatchNorm2d in the FPN, a 2-conv RPN head, a 4-conv + 1-fc box head
 function M.fasterrcnn_resnet50_fpn_v2(...)
   local o = builder_opts("fasterrcnn_resnet50_fpn_v2", faster_keys, ...)
+  local kw = model_kw(o, faster_keys)
+  return FasterRCNN(M._v2_parts(o, kw), kw)
+end
+
+-- the v2 builders' shared parts: a ResNet-50 + FPN with BatchNorm2d, and in kw a 2-conv RPN head
+-- and a 4-conv + 1-fc box head (added to kw); returns the backbone
+function M._v2_parts(o, kw)
   local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
   local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50(), trainable, { norm_layer = nn.BatchNorm2d })
-  local kw = model_kw(o, faster_keys)
   kw.rpn_anchor_generator = default_anchorgen()
   kw.rpn_head = rpn.RPNHead(backbone.out_channels, kw.rpn_anchor_generator:num_anchors_per_location()[1],
     { conv_depth = 2 })
   kw.box_head = FastRCNNConvFCHead({ backbone.out_channels, 7, 7 }, { 256, 256, 256, 256 }, { 1024 },
     { norm_layer = nn.BatchNorm2d })
-  return FasterRCNN(backbone, kw)
+  return backbone
 end
 
 -- fasterrcnn_mobilenet_v3_large_fpn{weights=nil, num_classes=91, weights_backbone=nil,

@@ -102,5 +102,14 @@ function M.maskrcnn_resnet50_fpn(...)
   return MaskRCNN(backbone, faster_rcnn._model_kw(o, mask_keys))
 end
 
+-- maskrcnn_resnet50_fpn_v2{...}: fasterrcnn_resnet50_fpn_v2's parts and a mask head with BatchNorm2d
+function M.maskrcnn_resnet50_fpn_v2(...)
+  local o = faster_rcnn._builder_opts("maskrcnn_resnet50_fpn_v2", mask_keys, ...)
+  local kw = faster_rcnn._model_kw(o, mask_keys)
+  local backbone = faster_rcnn._v2_parts(o, kw)
+  kw.mask_head = MaskRCNNHeads(backbone.out_channels, { 256, 256, 256, 256 }, 1, { norm_layer = nn.BatchNorm2d })
+  return MaskRCNN(backbone, kw)
+end
+
 return M
 end

@@ -738,6 +738,12 @@ T.test("maskrcnn_resnet50_fpn layout", function()
   T.eq(sd["roi_heads.mask_predictor.mask_fcn_logits.weight"].shape:totable(), { 91, 256, 1, 1 })
   T.check(tostring(frozen.roi_heads.mask_roi_pool):find("output_size=(14, 14)", 1, true) ~= nil)
   T.raises(function() D.maskrcnn_resnet50_fpn({ weights = "DEFAULT" }) end, "~maskrcnn_resnet50_fpn: weights=DEFAULT")
+  local v2 = D.maskrcnn_resnet50_fpn_v2()
+  n = 0
+  for _, p in ipairs(v2:parameters()) do n = n + p:numel() end
+  T.eq(n, 46359409, "torchvision's MaskRCNN_ResNet50_FPN_V2_Weights.COCO_V1 num_params")
+  T.check(nn.isinstance(v2.roi_heads.mask_head[0][1], nn.BatchNorm2d))
+  T.eq(#v2.rpn.head.conv, 2)
 end)
 
 T.test("fasterrcnn_resnet50_fpn and FasterRCNN argument errors", function()
