@@ -167,12 +167,7 @@ function FastRCNNConvFCHead:__init(...)
     c = n
   end
   nn.Sequential.__init(self, table.unpack(blocks))
-  for _, m in ipairs(self:modules()) do
-    if nn.isinstance(m, nn.Conv2d) then
-      nn.init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
-      if m.bias ~= nil then nn.init.zeros_(m.bias) end
-    end
-  end
+  rpn._kaiming_init_convs(self)
 end
 
 -- ---- FasterRCNN ----

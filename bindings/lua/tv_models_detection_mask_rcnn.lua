@@ -7,6 +7,7 @@ local U = require "nn_util"
 local nn = torch.nn
 local layers = require "tv_ops_layers"
 local ops_roi = require "tv_ops_roi"
+local rpn = require "tv_models_detection_rpn"
 
 return function(models, backbone_utils, faster_rcnn)
 
@@ -28,12 +29,7 @@ function MaskRCNNHeads:__init(...)
     c = f
   end
   nn.Sequential.__init(self, table.unpack(blocks))
-  for _, m in ipairs(self:modules()) do
-    if nn.isinstance(m, nn.Conv2d) then
-      nn.init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
-      if m.bias ~= nil then nn.init.zeros_(m.bias) end
-    end
-  end
+  rpn._kaiming_init_convs(self)
 end
 
 -- ---- MaskRCNNPredictor ----

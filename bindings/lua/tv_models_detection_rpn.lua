@@ -99,6 +99,16 @@ function AnchorGenerator:__tostring() return "AnchorGenerator()" end
 
 -- ---- RPNHead ----
 
+-- kaiming_normal_ (fan_out, relu) weights and zero biases for every Conv2d of module
+function M._kaiming_init_convs(module)
+  for _, m in ipairs(module:modules()) do
+    if nn.isinstance(m, nn.Conv2d) then
+      nn.init.kaiming_normal_(m.weight, { mode = "fan_out", nonlinearity = "relu" })
+      if m.bias ~= nil then nn.init.zeros_(m.bias) end
+    end
+  end
+end
+
 -- N(0, 0.01) weights and zero biases for every Conv2d of module (the detection heads' init)
 function M._normal_init_convs(module)
   for _, m in ipairs(module:modules()) do
