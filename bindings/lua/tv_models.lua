@@ -403,6 +403,7 @@ require("tv_models_inception")(models, helpers) -- googlenet, inception_v3
 require("tv_models_cnn")(models, helpers) -- mnasnet, regnet, efficientnet_b4-b7 and v2
 require("tv_models_swin")(models, helpers) -- swin_t/s/b, swin_v2_t/s/b
 require("tv_models_maxvit")(models, helpers) -- maxvit_t
+models.detection = require("tv_models_detection")(models) -- Faster R-CNN
 
 require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
 require("tv_models_segmentation")(models, helpers) -- models.segmentation: fcn, deeplabv3, lraspp

@@ -191,13 +191,21 @@ function M.nms(boxes, scores, iou_threshold)
   if n == 0 then return torch.zeros(0, { dtype = torch.int64, device = boxes.device }) end
   local _, order = scores:sort({ descending = true, stable = true })
   local b = boxes:detach():index_select(0, order)
-  local over = M.box_iou(b, b):gt(iou_threshold):cpu():tolist()
+  -- only the pairs (i < j, in score order) that overlap too much come to Lua
+  local over = torch.triu(M.box_iou(b, b):gt(iou_threshold), 1)
+  local pairs_ = torch.nonzero(over):cpu():tolist()
+  local suppresses = {}
+  for _, p in ipairs(pairs_) do
+    local i = p[1] + 1
+    local t = suppresses[i]
+    if t == nil then t = {}; suppresses[i] = t end
+    t[#t + 1] = p[2] + 1
+  end
   local removed, keep = {}, {}
   for i = 1, n do
     if not removed[i] then
       keep[#keep + 1] = i - 1
-      local row = over[i]
-      for j = i + 1, n do if row[j] then removed[j] = true end end
+      for _, j in ipairs(suppresses[i] or {}) do removed[j] = true end
     end
   end
   local pos = torch.tensor(keep, { dtype = torch.int64, device = boxes.device })
@@ -210,6 +218,18 @@ function M.batched_nms(boxes, scores, idxs, iou_threshold)
   tensor("batched_nms", "boxes", boxes); tensor("batched_nms", "scores", scores); tensor("batched_nms", "idxs", idxs)
   if boxes:numel() == 0 then return torch.zeros(0, { dtype = torch.int64, device = boxes.device }) end
   local b = boxes:detach()
+  if b:numel() > (b.device.type == "cpu" and 4000 or 20000) then
+    -- many boxes (as torchvision): one nms per category, cheaper than one over all of them
+    local keep = torch.zeros(b:size(0), { dtype = torch.bool, device = b.device })
+    for _, c in ipairs(torch.unique(idxs):tolist()) do
+      local sel = torch.nonzero(idxs:eq(c)):reshape(-1)
+      keep:index_fill_(0, sel:index_select(0, M.nms(b:index_select(0, sel), scores:index_select(0, sel), iou_threshold)),
+        true)
+    end
+    local kept = torch.nonzero(keep):reshape(-1)
+    local _, order = scores:index_select(0, kept):sort({ descending = true, stable = true })
+    return kept:index_select(0, order)
+  end
   local offsets = idxs:to(b.dtype) * (b:max() + 1)
   return M.nms(b + offsets:unsqueeze(1), scores, iou_threshold)
 end

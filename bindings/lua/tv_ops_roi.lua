@@ -118,7 +118,22 @@ local function align(fname, input, rois, ph, pw, scale, sampling_ratio, aligned,
   local ylo, yhi, wyl, wyh = axis_weights(ys, H, ymask)
   local xlo, xhi, wxl, wxh = axis_weights(xs, W, xmask)
   local batch = rois:select(1, 0):long()
+  local count = (gh * gw):clamp({ min = 1 }):reshape(K, 1, 1, 1)
   local out
+  if not ps then
+    -- channels last: one gathered row of C values per sample point
+    local rows = input:permute(0, 2, 3, 1):reshape(-1, C)
+    local b = batch:reshape(K, 1, 1, 1, 1)
+    for _, ry in ipairs({ { ylo, wyl }, { yhi, wyh } }) do
+      for _, rx in ipairs({ { xlo, wxl }, { xhi, wxh } }) do
+        local idx = (b * H + ry[1]:reshape(K, ph, GH, 1, 1)) * W + rx[1]:reshape(K, 1, 1, pw, GW)
+        local w = ry[2]:reshape(K, ph, GH, 1, 1) * rx[2]:reshape(K, 1, 1, pw, GW)
+        local v = (rows:index_select(0, idx:reshape(-1)):reshape(K, ph, GH, pw, GW, C) * w:unsqueeze(-1)):sum({ 2, 4 })
+        out = out and out + v or v
+      end
+    end
+    return out:permute(0, 3, 1, 2) / count
+  end
   for _, ry in ipairs({ { ylo, wyl }, { yhi, wyh } }) do
     for _, rx in ipairs({ { xlo, wxl }, { xhi, wxh } }) do
       local r = ry[1]:reshape(K, 1, ph, GH, 1, 1)
@@ -128,7 +143,6 @@ local function align(fname, input, rois, ph, pw, scale, sampling_ratio, aligned,
       out = out and out + v or v
     end
   end
-  local count = (gh * gw):clamp({ min = 1 }):reshape(K, 1, 1, 1)
   return out:sum({ 3, 5 }) / count
 end
 
@@ -306,8 +320,10 @@ function MultiScaleRoIAlign:forward(x, boxes, image_shapes)
   return torch.cat(outs, 0):index_select(0, inverse)
 end
 function MultiScaleRoIAlign:__tostring()
-  return string.format("MultiScaleRoIAlign(featmap_names=%s, output_size=%s, sampling_ratio=%s)",
-    U.pystr(self.featmap_names), U.pystr(self.output_size), U.pystr(self.sampling_ratio))
+  local names = {}
+  for i, n in ipairs(self.featmap_names) do names[i] = U.pyrepr(n) end
+  return string.format("MultiScaleRoIAlign(featmap_names=[%s], output_size=%s, sampling_ratio=%s)",
+    table.concat(names, ", "), U.pystr(self.output_size), U.pystr(self.sampling_ratio))
 end
 
 return M
