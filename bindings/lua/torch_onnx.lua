@@ -188,12 +188,10 @@ function G:view_of(name, b, r)
   local v, cur = name, b.shape
   local sorted_shape, perm, pos = {}, {}, {}
   for i, d in ipairs(sorted) do sorted_shape[i] = r.shape[d]; pos[d] = i - 1 end
-  v = self:reshape(v, cur, sorted_shape)
-  cur = sorted_shape
   local identity = true
   for i, d in ipairs(dims) do perm[i] = pos[d]; if perm[i] ~= i - 1 then identity = false end end
   if not identity then
-    v = self:node("Transpose", { v }, { { "perm", "ints", perm } })
+    v = self:node("Transpose", { self:reshape(v, cur, sorted_shape) }, { { "perm", "ints", perm } })
     cur = {}
     for i, d in ipairs(dims) do cur[i] = r.shape[d] end
   end
@@ -214,41 +212,46 @@ end
 
 local function covers(w, r) return w.numel == w.hi - w.offset + 1 and w.offset <= r.offset and r.hi <= w.hi end
 
--- pieces written into slices of r (torch.cat's copies) joined along their one differing dim
+-- pieces written into slices of one box (torch.cat's copies) that r reads: the box is their
+-- Concat along the dim where they follow each other; its value is cached as a write
 function G:concat(ws, r)
-  local pieces, n, axis = {}, 0, nil
+  local pieces, n = {}, 0
   for k = #ws, 1, -1 do
     local w = ws[k].id
-    if w.offset < r.offset or w.hi > r.hi or #w.shape ~= #r.shape then break end
+    if w.offset < r.offset or w.hi > r.hi or #w.shape ~= #ws[#ws].id.shape then break end
     pieces[#pieces + 1] = ws[k]
     n = n + w.numel
     if n >= r.numel then break end
   end
   if n ~= r.numel then return nil end
-  local starts = {}
-  for _, p in ipairs(pieces) do
-    local w = p.id
-    for d = 1, #r.shape do
-      if w.shape[d] ~= r.shape[d] then
-        if axis and axis ~= d then return nil end
-        axis = d
-      elseif r.shape[d] > 1 and w.strides[d] ~= r.strides[d] then
-        return nil
+  table.sort(pieces, function(x, y) return x.id.offset < y.id.offset end)
+  local first = pieces[1].id
+  for d = 1, #first.shape do
+    local ok, at = true, first.offset
+    for _, p in ipairs(pieces) do
+      local w = p.id
+      for e = 1, #w.shape do
+        if (e ~= d and w.shape[e] ~= first.shape[e]) or (w.shape[e] > 1 and w.strides[e] ~= first.strides[e]) then ok = false end
+      end
+      if w.offset ~= at then ok = false end
+      at = at + w.shape[d] * first.strides[d]
+    end
+    if ok then
+      local shape, names = {}, {}
+      for e = 1, #first.shape do shape[e] = first.shape[e] end
+      shape[d] = 0
+      for i, p in ipairs(pieces) do shape[d] = shape[d] + p.id.shape[d]; names[i] = self:write_value(p) end
+      local box = { st = r.st, shape = shape, strides = first.strides, offset = first.offset, numel = r.numel }
+      box.hi = box.offset
+      for e = 1, #shape do box.hi = box.hi + (shape[e] - 1) * box.strides[e] end
+      if box.hi == r.hi then
+        local v = self:node("Concat", names, { { "axis", "i", d - 1 } })
+        ws[#ws + 1] = { id = box, name = v }
+        return self:view_of(v, box, r)
       end
     end
-    if not axis then return nil end
-    starts[p] = (w.offset - r.offset) // r.strides[axis]
   end
-  table.sort(pieces, function(x, y) return starts[x] < starts[y] end)
-  local at, names = 0, {}
-  for i, p in ipairs(pieces) do
-    if starts[p] ~= at then return nil end
-    at = at + p.id.shape[axis]
-    names[i] = self:write_value(p)
-  end
-  local out = self:node("Concat", names, { { "axis", "i", axis - 1 } })
-  ws[#ws + 1] = { id = r, name = out }
-  return out
+  return nil
 end
 
 -- the ONNX value holding tensor t's current values
@@ -611,12 +614,9 @@ local function run_traced(model, args, kwargs)
   do
     local _ <close> = torch.no_grad()
     ok, res = pcall(function()
-      if kwargs then
-        local all = { table.unpack(args) }
-        all[#all + 1] = kwargs
-        return model(table.unpack(all))
-      end
-      return model(table.unpack(args))
+      local all = { table.unpack(args) }
+      if kwargs then all[#all + 1] = kwargs end
+      return table.pack(model(table.unpack(all, 1, #args + (kwargs and 1 or 0))))
     end)
   end
   exporting = false
@@ -658,7 +658,8 @@ local function build(model, args, o, res, ops)
     end
     h(g, e)
   end
-  local outs = tensors_of(res, "the model's outputs")
+  -- several results (Python's tuple) or one: a tensor or a list of them
+  local outs = res.n == 1 and tensors_of(res[1], "the model's outputs") or tensors_of({ table.unpack(res, 1, res.n) }, "the model's outputs")
   local outputs, used = {}, {}
   for k, y in ipairs(outs) do
     local name = o.output_names[k] or string.format("output_%d", k - 1)
