@@ -136,61 +136,62 @@ function G:reshape(x, from, to)
   return self:node("Reshape", { x, self:ints(target) })
 end
 
--- The value of identity r, given the value `name` of identity b on the same storage.
+-- The value of identity r, given the value `name` of identity b (contiguous) on the same
+-- storage: b's buffer reshaped so that each dim r steps through is one dim (the strides must
+-- divide each other), sliced to r's window, permuted to r's order, reshaped to r's shape with
+-- its size-1 dims and broadcast over its stride-0 dims.
 function G:view_of(name, b, r)
   if same_ident(b, r) then return name end
-  if not is_contig(b) then fail("a view of a strided tensor (shape %s) is not supported", U.pystr(r.shape)) end
-  local bs = contig_strides(b.shape)
-  -- a slice: r keeps b's strides and picks a box inside it
-  if #r.shape == #b.shape and r.numel < b.numel then
-    local rest, starts, ends, axes = r.offset - b.offset, {}, {}, {}
-    local ok = rest >= 0
-    for d = 1, #b.shape do
-      local st = b.shape[d] == 1 and 0 or rest // bs[d]
-      if b.shape[d] ~= 1 then rest = rest - st * bs[d] end
-      if r.shape[d] ~= b.shape[d] then
-        if r.shape[d] > 1 and r.strides[d] ~= bs[d] then ok = false end
-        axes[#axes + 1], starts[#starts + 1], ends[#ends + 1] = d - 1, st, st + r.shape[d]
-      elseif st ~= 0 or (r.shape[d] > 1 and r.strides[d] ~= bs[d]) then
-        ok = false
-      end
-    end
-    if ok and rest == 0 then
-      return self:node("Slice", { name, self:ints(starts), self:ints(ends), self:ints(axes) })
-    end
-    fail("a view with shape %s and strides %s of a tensor of shape %s is not supported", U.pystr(r.shape),
-      U.pystr(r.strides), U.pystr(b.shape))
+  local function unsupported()
+    fail("a view with shape %s and strides %s (offset %d) of a tensor of shape %s is not supported", U.pystr(r.shape),
+      U.pystr(r.strides), r.offset - b.offset, U.pystr(b.shape))
   end
-  -- a permutation of a reshape of b, then broadcast over the stride-0 dims
+  if not is_contig(b) then unsupported() end
   local dims, expanded, shape0 = {}, false, {}
   for d = 1, #r.shape do
     shape0[d] = r.shape[d]
-    if r.strides[d] == 0 and r.shape[d] > 1 then
-      expanded, shape0[d] = true, 1
-    elseif r.shape[d] > 1 then
-      dims[#dims + 1] = d
-    end
+    if r.strides[d] == 0 and r.shape[d] > 1 then expanded, shape0[d] = true, 1
+    elseif r.shape[d] > 1 then dims[#dims + 1] = d end
   end
-  local n0 = 1
-  for _, d in ipairs(dims) do n0 = n0 * r.shape[d] end
-  local sorted = {}
+  local sorted = {} -- r's moving dims, outermost (largest stride) first
   for i, d in ipairs(dims) do sorted[i] = d end
-  table.sort(sorted, function(x, y) return r.strides[x] > r.strides[y] or (r.strides[x] == r.strides[y] and x < y) end)
-  local acc, ok = 1, r.offset == b.offset and n0 == b.numel
-  for i = #sorted, 1, -1 do
-    if r.strides[sorted[i]] ~= acc then ok = false end
-    acc = acc * r.shape[sorted[i]]
+  table.sort(sorted, function(x, y) return r.strides[x] > r.strides[y] end)
+  -- q: b's buffer as dims outermost first, each {size, stride, dim of r or nil (a dim r stays in)}
+  local q, outer, n = {}, b.numel, b.numel
+  for _, d in ipairs(sorted) do
+    local st = r.strides[d]
+    if outer % st ~= 0 or outer == st then unsupported() end
+    q[#q + 1] = { size = outer // st, stride = st, dim = d }
+    outer = st
   end
-  if not ok then
-    fail("a view with shape %s and strides %s of a tensor of shape %s is not supported", U.pystr(r.shape),
-      U.pystr(r.strides), U.pystr(b.shape))
+  if outer > 1 or #q == 0 then q[#q + 1] = { size = outer, stride = 1 } end
+  local off = r.offset - b.offset
+  if off < 0 or r.hi > b.offset + n - 1 then unsupported() end
+  local qshape, starts, ends, axes = {}, {}, {}, {}
+  for i, e in ipairs(q) do
+    qshape[i] = e.size
+    local at = off // e.stride
+    off = off - at * e.stride
+    local len = e.dim and r.shape[e.dim] or 1
+    if at + len > e.size then unsupported() end
+    if at ~= 0 or len ~= e.size then
+      axes[#axes + 1], starts[#starts + 1], ends[#ends + 1] = i - 1, at, at + len
+    end
+    e.len = len
   end
-  local v, cur = name, b.shape
-  local sorted_shape, perm, pos = {}, {}, {}
-  for i, d in ipairs(sorted) do sorted_shape[i] = r.shape[d]; pos[d] = i - 1 end
-  local identity = true
+  local pos, perm, identity = {}, {}, true
+  for i, d in ipairs(sorted) do pos[d] = i - 1 end
   for i, d in ipairs(dims) do perm[i] = pos[d]; if perm[i] ~= i - 1 then identity = false end end
+  local v, cur = name, b.shape
+  if #axes > 0 or not identity then
+    v = self:reshape(name, b.shape, qshape)
+    cur = {}
+    for i, e in ipairs(q) do cur[i] = e.len end
+  end
+  if #axes > 0 then v = self:node("Slice", { v, self:ints(starts), self:ints(ends), self:ints(axes) }) end
   if not identity then
+    local sorted_shape = {}
+    for i, d in ipairs(sorted) do sorted_shape[i] = r.shape[d] end
     v = self:node("Transpose", { self:reshape(v, cur, sorted_shape) }, { { "perm", "ints", perm } })
     cur = {}
     for i, d in ipairs(dims) do cur[i] = r.shape[d] end
