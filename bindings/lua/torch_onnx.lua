@@ -100,7 +100,8 @@ function G:initializer(t, name)
   t = t:detach():cpu():contiguous()
   local shape = {}
   for d = 1, t:dim() do shape[d] = t:size(d - 1) end
-  self.inits[#self.inits + 1] = { name = name, shape = shape, dtype = t.dtype, bytes = C.bytes(t) }
+  self.inits[#self.inits + 1] = { name = name, shape = shape, dtype = t.dtype, bytes = C.bytes(t),
+    value = t:numel() == 1 and t:is_floating_point() and t:item() or nil }
   self.init_names[name] = true
   return name
 end
@@ -631,6 +632,66 @@ local function run_traced(model, args, kwargs)
   return res, ops
 end
 
+local fuse_gelu
+
+-- Drops the nodes no output depends on, then the initializers no node reads.
+local function prune(g, outputs)
+  local needed, keep = {}, {}
+  for _, v in ipairs(outputs) do needed[v.name] = true end
+  for k = #g.nodes, 1, -1 do
+    local n = g.nodes[k]
+    local live = false
+    for _, o in ipairs(n.outputs) do live = live or needed[o] end
+    if live then
+      keep[#keep + 1] = n
+      for _, x in ipairs(n.inputs) do needed[x] = true end
+    end
+  end
+  g.nodes = {}
+  for k = #keep, 1, -1 do g.nodes[#g.nodes + 1] = keep[k] end
+  local inits = {}
+  for _, t in ipairs(g.inits) do if needed[t.name] then inits[#inits + 1] = t end end
+  g.inits = inits
+end
+
+-- F.gelu runs as x * 0.5 * (1 + erf(x / sqrt(2))) (mul, erf, add, mul, mul): one Gelu node from
+-- opset 20, where ONNX has it
+function fuse_gelu(g)
+  local value, uses, by_out = {}, {}, {}
+  for _, t in ipairs(g.inits) do value[t.name] = t.value end
+  for k, n in ipairs(g.nodes) do
+    by_out[n.outputs[1]] = k
+    for _, x in ipairs(n.inputs) do uses[x] = (uses[x] or 0) + 1 end
+  end
+  local function near(v, want) return v and math.abs(v - want) < 1e-6 end
+  local function only_use(name) return uses[name] == 1 end
+  local function consumer(name, from)
+    for k = from, #g.nodes do
+      for _, x in ipairs(g.nodes[k].inputs) do if x == name then return k, g.nodes[k] end end
+    end
+  end
+  local dead = {}
+  for k, erf in ipairs(g.nodes) do
+    local scale = erf.op == "Erf" and g.nodes[by_out[erf.inputs[1]] or 0]
+    if scale and scale.op == "Mul" and near(value[scale.inputs[2]], 1 / math.sqrt(2)) and only_use(scale.outputs[1])
+      and only_use(erf.outputs[1]) then
+      local x = scale.inputs[1]
+      local ka, add = consumer(erf.outputs[1], k + 1)
+      local km, mul = consumer(add and add.outputs[1] or "", (ka or 0) + 1)
+      local kh, half = consumer(mul and mul.outputs[1] or "", (km or 0) + 1)
+      if add and add.op == "Add" and near(value[add.inputs[2]], 1) and only_use(add.outputs[1])
+        and mul.op == "Mul" and mul.inputs[1] == x and only_use(mul.outputs[1])
+        and half and half.op == "Mul" and near(value[half.inputs[2]], 0.5) then
+        dead[scale], dead[erf], dead[add], dead[mul] = true, true, true, true
+        half.op, half.inputs, half.attrs = "Gelu", { x }, {}
+      end
+    end
+  end
+  local kept = {}
+  for _, n in ipairs(g.nodes) do if not dead[n] then kept[#kept + 1] = n end end
+  g.nodes = kept
+end
+
 local function build(model, args, o, res, ops)
   local g = new_graph(o.opset_version)
   g.export_params = o.export_params
@@ -679,6 +740,8 @@ local function build(model, args, o, res, ops)
     end
     outputs[k] = { name = name, t = y }
   end
+  if g.opset >= 20 then fuse_gelu(g) end
+  prune(g, outputs)
   for _, p in ipairs(g.graph_inputs) do inputs[#inputs + 1] = p end
   return g, inputs, outputs
 end

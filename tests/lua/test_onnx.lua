@@ -255,6 +255,22 @@ T.test("is_in_onnx_export, functions, export_params", function()
   T.eq(tostring(torch.onnx.TrainingMode.EVAL), "TrainingMode.EVAL")
 end)
 
+T.test("gelu by opset, unused ops dropped", function()
+  local x = torch.randn(2, 3)
+  local f = function(a)
+    local unused = a:exp() -- computed, not returned: not in the graph
+    return F.gelu(a) * 2
+  end
+  local y = f(x)
+  torch.onnx.export(f, { x }, tmp, { opset_version = 20 })
+  local m = check_run(tmp, { input_0 = from_tensor(x) }, y, "gelu opset 20")
+  T.eq(ops_of(m), "Gelu Mul")
+  T.eq(#m.graph.init_list, 1)
+  torch.onnx.export(f, { x }, tmp, { opset_version = 17 })
+  m = check_run(tmp, { input_0 = from_tensor(x) }, y, "gelu opset 17")
+  T.eq(ops_of(m), "Mul Erf Add Mul Mul Mul")
+end)
+
 T.test("errors", function()
   local model = nn.Sequential(nn.Linear(2, 2))
   local x = torch.randn(1, 2)
