@@ -1,4 +1,4 @@
--- An ONNX reader (protobuf decoding written here) and a plain-Lua interpreter of the ONNX ops
+-- An ONNX reader (tb_reader.lua's protobuf decoding) and a plain-Lua interpreter of the ONNX ops
 -- torch.onnx.export writes, for tests/lua/test_onnx.lua: tensors are {shape = {...}, data =
 -- {row-major numbers}} and every op is an explicit loop (no nnrepl tensor op).
 local R = {}
@@ -17,27 +17,8 @@ local function varint(s, i)
 end
 
 -- a message as field number -> list of values (integers for varints, strings otherwise)
-local function decode(s)
-  local f, i = {}, 1
-  while i <= #s do
-    local key
-    key, i = varint(s, i)
-    local field, wire = key >> 3, key & 7
-    local v
-    if wire == 0 then v, i = varint(s, i)
-    elseif wire == 1 then v = s:sub(i, i + 7); i = i + 8
-    elseif wire == 5 then v = s:sub(i, i + 3); i = i + 4
-    elseif wire == 2 then
-      local n
-      n, i = varint(s, i)
-      v = s:sub(i, i + n - 1)
-      i = i + n
-    else error("bad wire type " .. wire) end
-    f[field] = f[field] or {}
-    table.insert(f[field], v)
-  end
-  return f
-end
+local here = debug.getinfo(1, "S").source:match("^@(.*/)")
+local decode = dofile(here .. "tb_reader.lua")().pb_decode
 
 -- repeated int64: unpacked varints or packed strings of them
 local function ints(list)
