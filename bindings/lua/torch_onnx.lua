@@ -206,7 +206,7 @@ function G:view_of(name, b, r)
   return v
 end
 
--- the value of a write record (copies resolve when first read)
+-- the value of a write record (constants made in forward are read when first used)
 function G:write_value(w)
   if not w.name then w.name = w.lazy() end
   return w.name
@@ -282,7 +282,7 @@ function G:write(t, name)
   local ws = self.writes[r.st] or {}
   self.writes[r.st] = ws
   local w = { id = r }
-  if type(name) == "function" then w.lazy = name else w.name = name end
+  if type(name) == "function" then w.lazy = name else w.name = name end -- lazy: a constant
   ws[#ws + 1] = w
   return w
 end
@@ -397,7 +397,7 @@ local HANDLERS = {}
 
 function HANDLERS.copy(g, e)
   local src, out = e.ins[1], e.outs[1]
-  g:write(out, function() return g:operand(src, out.dtype) end).src = src
+  g:write(out, g:operand(src, out.dtype)).src = src -- a linear's bias broadcast: see copied_bias
 end
 
 -- the bias of a linear layer: the 1-D tensor the last copy into r's storage broadcast over rows
@@ -651,6 +651,14 @@ local function prune(g, outputs)
   for k = #keep, 1, -1 do g.nodes[#g.nodes + 1] = keep[k] end
   local inits = {}
   for _, t in ipairs(g.inits) do if needed[t.name] then inits[#inits + 1] = t end end
+  -- parameters and buffers first, in named_parameters() / named_buffers() order
+  local function sort(list)
+    local at = {}
+    for k, t in ipairs(list) do at[t] = (g.param_order[t.name] or #g.param_order + 1) * 1e9 + k end
+    table.sort(list, function(a, b) return at[a] < at[b] end)
+  end
+  sort(inits)
+  sort(g.graph_inputs)
   g.inits = inits
 end
 
@@ -695,15 +703,17 @@ end
 local function build(model, args, o, res, ops)
   local g = new_graph(o.opset_version)
   g.export_params = o.export_params
+  g.param_order = {}
+  local function add(name, p)
+    local s = C.storage(p)
+    if g.params[s] then return end
+    g.params[s] = { name = name, p = p, id = ident(p) }
+    g.param_order[#g.param_order + 1] = name
+    g.param_order[name] = #g.param_order
+  end
   if type(model) == "table" and model.named_parameters then
-    for name, p in model:named_parameters() do
-      local s = C.storage(p)
-      if not g.params[s] then g.params[s] = { name = name, p = p, id = ident(p) } end
-    end
-    for name, b in model:named_buffers() do
-      local s = C.storage(b)
-      if not g.params[s] then g.params[s] = { name = name, p = b, id = ident(b) } end
-    end
+    for name, p in model:named_parameters() do add(name, p) end
+    for name, b in model:named_buffers() do add(name, b) end
   end
   local inputs = {}
   for k, x in ipairs(args) do
@@ -814,6 +824,9 @@ function onnx.export(...)
   if o.dynamic_shapes ~= nil then fail("dynamic_shapes is not supported; name the dynamic dims with dynamic_axes instead") end
   if o.custom_opsets ~= nil and next(o.custom_opsets) then fail("custom_opsets is not supported") end
   if o.export_modules_as_functions then fail("export_modules_as_functions is not supported") end
+  for _, k in ipairs({ "verify", "report", "profile" }) do
+    if o[k] then fail("%s=true needs onnxruntime / the dynamo exporter's tools, which nnrepl does not have", k) end
+  end
   o.opset_version = U.check_int("export", "opset_version", o.opset_version or 17)
   if o.opset_version < 13 or o.opset_version > 23 then
     fail("opset_version %d is not supported (supported: 13 to 23)", o.opset_version)

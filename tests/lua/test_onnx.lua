@@ -253,6 +253,14 @@ T.test("is_in_onnx_export, functions, export_params", function()
   got = run_model(m, { input_0 = from_tensor(x) })[1]
   T.near(got.data[2], math.max(x[0][1]:item() + 2, 0), 1e-6, "function export")
   T.eq(tostring(torch.onnx.TrainingMode.EVAL), "TrainingMode.EVAL")
+  -- a copy taken before an in-place change keeps the old values
+  torch.onnx.export(function(a)
+    local b = a:clone()
+    a:mul_(2)
+    return b + a
+  end, { x:clone() }, tmp)
+  got = run_model(read_model(tmp), { input_0 = from_tensor(x) })[1]
+  T.near(got.data[3], 3 * x[1][0]:item(), 1e-6, "clone then mul_")
 end)
 
 T.test("gelu by opset, unused ops dropped", function()
@@ -291,6 +299,7 @@ T.test("errors", function()
   T.raises(function() torch.onnx.export(nn.AdaptiveAvgPool2d(3), { torch.randn(1, 1, 5, 5) }, tmp) end,
     "~adaptive_avg_pool2d from 5x5 to 3x3 is not supported")
   T.raises(function() torch.onnx.export(model, { x }, tmp, { colour = 1 }) end, "~unknown keyword 'colour'")
+  T.raises(function() torch.onnx.export(model, { x }, tmp, { verify = true }) end, "~verify=true needs onnxruntime")
   T.raises(function() torch.onnx.export(model, { x }, tmp, { opset_version = 7 }) end, "~opset_version 7 is not supported")
   T.raises(function() torch.onnx.export(model, { "x" }, tmp) end, "~args must be tensors")
   -- a failing forward leaves no trace running
