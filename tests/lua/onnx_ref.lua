@@ -411,6 +411,23 @@ end
 function OPS.Softmax(i, a) return softmax(i[1], a.axis or -1, false) end
 function OPS.LogSoftmax(i, a) return softmax(i[1], a.axis or -1, true) end
 
+function OPS.LayerNormalization(i, a)
+  local x, sc, b = i[1], i[2], i[3]
+  local e = x.shape[#x.shape]
+  local out = {}
+  for r = 0, numel(x.shape) // e - 1 do
+    local mean, var = 0, 0
+    for j = 1, e do mean = mean + x.data[r * e + j] end
+    mean = mean / e
+    for j = 1, e do var = var + (x.data[r * e + j] - mean) ^ 2 end
+    var = var / e
+    for j = 1, e do
+      out[r * e + j] = (x.data[r * e + j] - mean) / math.sqrt(var + a.epsilon) * sc.data[j] + (b and b.data[j] or 0)
+    end
+  end
+  return { shape = x.shape, data = out }
+end
+
 function OPS.Clip(i)
   local lo, hi = i[2] and i[2].data[1] or -math.huge, i[3] and i[3].data[1] or math.huge
   return map(i[1], function(v) return math.min(math.max(v, lo), hi) end)

@@ -195,6 +195,19 @@ local function run_tests(device)
   end)
 end
 
+T.test("transformer encoder layer: slices, transposes, batched MatMul, LayerNormalization", function()
+  torch.manual_seed(7)
+  for _, batch_first in ipairs({ true, false }) do
+    local m = nn.TransformerEncoderLayer(8, 2, { dim_feedforward = 16, batch_first = batch_first })
+    m:eval()
+    local x = torch.randn(2, 5, 8)
+    local y = m(x)
+    torch.onnx.export(m, { x }, tmp)
+    local ops = ops_of(check_run(tmp, { input_0 = from_tensor(x) }, y, "encoder layer"))
+    T.check(ops:find("Slice", 1, true) and ops:find("MatMul", 1, true) and ops:find("LayerNormalization", 1, true), ops)
+  end
+end)
+
 T.test("torchvision models", function()
   local tv = require "torchvision"
   torch.manual_seed(6)
