@@ -3,6 +3,11 @@
 -- ModelProto by hand (tb_protobuf's field writers). Views, which run no op, are found by
 -- comparing the operands' storage, offset, shape and strides with the values written before;
 -- parameters and buffers become initializers named as model:named_parameters() names them.
+-- Ops: linear (Gemm; MatMul for other products), conv2d, max / avg / adaptive pools (where the
+-- sizes divide), batch_norm (eval), layer_norm, softmax / log_softmax, reductions, elementwise
+-- math, clamp, where, index_select, torch.cat (copies into one box: Concat); gelu runs as its erf
+-- formula (one Gelu node from opset 20). Another op is an error naming it; so is a view that is
+-- no reshape / slice / permutation / broadcast of its buffer. Nodes no output needs are dropped.
 local torch = require "torch"
 local U = require "nn_util"
 local P = require "tb_protobuf"
