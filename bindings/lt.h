@@ -163,6 +163,7 @@ void lt_open_backends(lua_State *L); /* backends.c: torch._backends (the TF32 an
 void lt_open_sort(lua_State *L); /* sort.c: torch._argsort (engine/sort.h) */
 void lt_open_matfile(lua_State *L); /* matfile.c: torch._matfile (MATLAB .mat inflate, decode) */
 void lt_open_profiler(lua_State *L); /* profiler.c: torch._profiler (engine/profiler.h) */
+void lt_open_tracer(lua_State *L);   /* tracer.c: torch._tracer (engine/tracer.h) */
 int luaopen_time(lua_State *L);     /* time.c */
 
 #endif

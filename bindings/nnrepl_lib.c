@@ -22,6 +22,7 @@ static void (*const openers[])(lua_State *) = {
     lt_open_tensor, lt_open_types, lt_open_views, lt_open_math, lt_open_create, lt_open_autograd, lt_open_autograd_function, lt_open_cuda, lt_open_cuda_graph, lt_open_cuda_debug,
     lt_open_nnfunc, lt_open_data, lt_open_image, lt_open_optim, lt_open_io, lt_open_dist, lt_open_amp, lt_open_backends,
     lt_open_sort, lt_open_rnn, lt_open_profiler, lt_open_complex, lt_open_matfile, lt_open_storage, lt_open_denormal,
+    lt_open_tracer,
 };
 
 /* package.preload loader for embedded file number upvalue 1 */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "profiler.h"
+#include "tracer.h"
 
 enum { MAX_OPEN = 256, MAX_GPUS = 16 };
 
@@ -126,7 +127,7 @@ static nn_prof_event *add(nn_prof_kind kind, const char *name, nn_device dev)
 
 int64_t nn_profiler_push(nn_prof_kind kind, const char *name)
 {
-    if (!nn_profiling) return -1;
+    if (!nn_profiling || nn_tracing) return -1;
     if (P.nvtx) {
         nn_gpu->nvtx_push(name);
         return 0;
@@ -282,6 +283,7 @@ static nn_status call_kernel(void *ctx)
 
 nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
 {
+    if (nn_tracing) return nn_tracer_run(a, k);
     if (P.nvtx) {
         nvtx_open(nn_op_name(a->op), a->in, a->nin);
         nn_status st = k(a);
@@ -296,7 +298,7 @@ nn_status nn_profiler_run(const nn_kargs *a, nn_kernel k)
 
 nn_status nn_profiler_call(const char *name, nn_device dev, nn_tensor *const *outs, int nouts, nn_status (*fn)(void *), void *ctx)
 {
-    if (!nn_profiling || P.in_op) return fn(ctx);
+    if (!nn_profiling || nn_tracing || P.in_op) return fn(ctx);
     if (P.nvtx) {
         nvtx_open(name, NULL, 0);
         nn_status st = fn(ctx);
@@ -308,7 +310,7 @@ nn_status nn_profiler_call(const char *name, nn_device dev, nn_tensor *const *ou
 
 void nn_profiler_memory(const void *addr, int64_t bytes, nn_device dev)
 {
-    if (!nn_profiling || P.nvtx) return;
+    if (!nn_profiling || nn_tracing || P.nvtx) return;
     nn_prof_event *e = add(NN_PROF_MEMORY, "[memory]", dev);
     if (!e) return;
     e->end_ns = e->start_ns;
@@ -331,7 +333,7 @@ static int64_t comm_index(int64_t id)
 
 int64_t nn_profiler_comm_begin(const char *name, nn_tensor *const *inputs, int n, bool async)
 {
-    if (!nn_profiling || P.nvtx) return -1;
+    if (!nn_profiling || nn_tracing || P.nvtx) return -1;
     char *own = strdup(name);
     nn_prof_event *e = own ? add(NN_PROF_COMM, own, NN_DEVICE_CPU) : NULL;
     if (!e) {
@@ -367,7 +369,7 @@ void nn_profiler_comm_end(int64_t id, int64_t start_ns, int64_t end_ns)
 
 nn_status nn_profiler_stop(void)
 {
-    if (!nn_profiling) return nn_error(NN_ERR_RUNTIME, "profiler: not running");
+    if (!nn_profiling || nn_tracing) return nn_error(NN_ERR_RUNTIME, "profiler: not running");
     nn_profiling = nn_profiling_memory = false;
     if (P.nvtx) {
         P.nvtx = false;
