@@ -349,6 +349,16 @@ function G:transposed_param(r)
   end
 end
 
+-- is r (2-D) a 2-D parameter itself, as it is stored? its record
+function G:param_itself(r)
+  local rec = self.params[r.st]
+  if not rec or #rec.id.shape ~= 2 or #r.shape ~= 2 or r.offset ~= rec.id.offset then return nil end
+  for d = 1, 2 do
+    if r.shape[d] ~= rec.id.shape[d] or (r.shape[d] > 1 and r.strides[d] ~= rec.id.strides[d]) then return nil end
+  end
+  return rec
+end
+
 local function drop_batch(r)
   if #r.shape == 2 then return r end
   if #r.shape ~= 3 or r.shape[1] ~= 1 then return nil end
@@ -358,12 +368,27 @@ local function drop_batch(r)
   return s
 end
 
--- bmm: out = beta * out + alpha * in0 @ in1 (CUDA's fused linear: in2 the bias, beta 1)
+-- out's 2-D view ro (batch dim dropped) now holds value y
+function G:wrote_2d(ro, out, y)
+  ro.t = out
+  local ws = self.writes[ro.st] or {}
+  self.writes[ro.st] = ws
+  ws[#ws + 1] = { id = ro, name = y }
+end
+
+-- bmm: out = beta * out + alpha * in0 @ in1 (CUDA's fused linear: out = in0 @ in1^T + in2)
 function G:bmm(e)
   local a, b, out = e.ins[1], e.ins[2], e.outs[1]
   local alpha, beta = e.f[1], e.f[2]
   local ra, rb, ro = drop_batch(ident(a)), drop_batch(ident(b)), drop_batch(ident(out))
   local bias = e.ins[3] or nil
+  if bias and ra and rb and ro then -- CUDA's fused linear: out = in0 @ in1^T + bias, in1 shaped as the weight
+    local rec = self:param_itself(rb)
+    local y = self:node("Gemm", { self:read(a, ra), rec and self:param_value(rec) or self:read(b, rb), self:read(bias) },
+      { { "transB", "i", 1 } })
+    self:wrote_2d(ro, out, y)
+    return
+  end
   if ra and rb and ro then -- a linear layer: Gemm
     local inputs, attrs = { self:read(a, ra) }, {}
     local rec = self:transposed_param(rb)
@@ -382,10 +407,7 @@ function G:bmm(e)
     end
     if alpha ~= 1 then attrs[#attrs + 1] = { "alpha", "f", alpha } end
     local y = self:node("Gemm", inputs, attrs)
-    ro.t = out
-    local ws = self.writes[ro.st] or {}
-    self.writes[ro.st] = ws
-    ws[#ws + 1] = { id = ro, name = y }
+    self:wrote_2d(ro, out, y)
     return
   end
   local y = self:node("MatMul", { self:read(a), self:read(b) })

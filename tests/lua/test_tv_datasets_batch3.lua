@@ -434,9 +434,9 @@ if torch.cuda.is_available() then
       string.rep("\5", 4096)))
     local ds = D.MovingMNIST(dir .. "/mmc", {transform = function(v) return v:to("cuda"):float() end})
     local v = ds:get(0)
-    T.eq({v.device.type, v.shape, v:sum():item()}, {"cuda", torch.Size({2, 1, 64, 64}), 8 * 4096}, "video on cuda")
+    T.eq({v.device.type, v.shape, v:sum():item()}, {"cuda", torch.Size({2, 1, 64, 64}), 8.0 * 4096}, "video on cuda")
     local a = npy.load_bytes(npy_bytes(">f8", {2}, pack_all(">d", {1.5, -2}))):to("cuda")
-    T.eq({a.device.type, a:cpu():tolist()}, {"cuda", {1.5, -2}}, "array on cuda")
+    T.eq({a.device.type, a:cpu():tolist()}, {"cuda", {1.5, -2.0}}, "array on cuda")
   end)
 else
   T.skip("no CUDA device", 1)
