@@ -1,18 +1,7 @@
 -- Matrix products: shapes, values against Lua loops, and the error format.
 local T = ...
 
-local function matmul(a, b)
-  local out = {}
-  for i = 1, #a do
-    out[i] = {}
-    for j = 1, #b[1] do
-      local s = 0
-      for k = 1, #b do s = s + a[i][k] * b[k][j] end
-      out[i][j] = s
-    end
-  end
-  return out
-end
+local matmul = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "matmul_ref.lua")
 
 torch.manual_seed(11)
 local a, b = torch.randn(3, 4), torch.randn(4, 5)
