@@ -24,6 +24,25 @@ static void memory_order_dims(nn_iter *it, int nd)
     }
 }
 
+/* A short innermost dim (a broadcast against a trailing dim of 2 or 3, as boxes' corners) makes
+ * a row call per few elements: the longest dim becomes the rows instead (strided, but long). */
+static void long_rows(nn_iter *it)
+{
+    int inner = it->ndim - 1, best = -1;
+    if (inner < 1 || it->shape[inner] >= 16) return;
+    for (int d = 0; d < inner; d++)
+        if (it->shape[d] >= 4 * it->shape[inner] && (best < 0 || it->shape[d] > it->shape[best])) best = d;
+    if (best < 0) return;
+    int64_t sh = it->shape[best], st[NN_ITER_MAX_OPS];
+    for (int k = 0; k < it->nops; k++) st[k] = it->strides[k][best];
+    for (int d = best; d < inner; d++) {
+        it->shape[d] = it->shape[d + 1];
+        for (int k = 0; k < it->nops; k++) it->strides[k][d] = it->strides[k][d + 1];
+    }
+    it->shape[inner] = sh;
+    for (int k = 0; k < it->nops; k++) it->strides[k][inner] = st[k];
+}
+
 static void iter_init(nn_iter *it, int nops, nn_tensor *const *ops, bool memory_order)
 {
     const nn_tensor *out = ops[0];
@@ -66,6 +85,7 @@ static void iter_init(nn_iter *it, int nops, nn_tensor *const *ops, bool memory_
         m++;
     }
     it->ndim = m;
+    if (memory_order) long_rows(it);
     for (int d = 0; d < nd; d++)
         if (out->shape[d] == 0) it->ndim = -1; /* empty: nothing to run */
 }

@@ -317,6 +317,40 @@ static void test_binary_all_dtypes(void)
     }
 }
 
+/* ---- a broadcast whose innermost dim is short: the CPU iterator runs its rows along the
+ * longest dim instead (strided), with a transposed operand and a strided output too ---- */
+
+static void test_binary_short_rows(void)
+{
+    static const nn_op ops[] = {NN_OP_add, NN_OP_mul, NN_OP_maximum, NN_OP_lt};
+    static const nn_dtype dts[] = {NN_F32, NN_F64, NN_F16, NN_I32};
+    static const int64_t sa[] = {40, 1, 3}, sb[] = {1, 50, 3}, sc[] = {3, 50}, so[] = {40, 50, 3};
+    for (int di = 0; di < 4; di++)
+        for (int oi = 0; oi < 4; oi++) {
+            nn_dtype dt = dts[di];
+            nn_op op = ops[oi];
+            nn_tensor *a = make(dt, 3, sa, CONTIG, -3, 3), *b = make(dt, 3, sb, CONTIG, -3, 3);
+            nn_tensor *out = nn_binary(op, a, b);
+            CHECK(out && shape_is(out, 3, so), "short rows %s %s: %s", nn_dtype_name(dt), nn_op_name(op), out ? "shape" : nn_last_error());
+            if (out) check_binary_values("short rows", op, out, a, b, dt, 1);
+            nn_release(out);
+            /* in place into a permuted [40, 50, 3] holding a, with the [50, 3] operand a transposed [3, 50] */
+            nn_tensor *c = make(dt, 2, sc, CONTIG, -3, 3), *ct = nn_transpose(c, 0, 1);
+            nn_tensor *o = nn_empty(3, (int64_t[]){3, 40, 50}, dt, NN_DEVICE_CPU);
+            nn_tensor *op_ = o ? nn_permute(o, (int[]){1, 2, 0}) : NULL;
+            nn_status st = op_ && ct ? nn_copy_(op_, a) : NN_ERR_NOMEM;
+            if (!st) st = nn_binary_(op, op_, ct);
+            CHECK(!st, "short rows in place %s %s: %s", nn_dtype_name(dt), nn_op_name(op), st ? nn_last_error() : "");
+            if (!st) check_binary_values("short rows, in place into a permuted tensor", op, op_, a, ct, dt, 1);
+            nn_release(op_);
+            nn_release(o);
+            nn_release(ct);
+            nn_release(c);
+            nn_release(a);
+            nn_release(b);
+        }
+}
+
 /* ---- mixed dtypes: every pair, both dims-tensors, so the result is promote_types ---- */
 
 static void test_binary_mixed(void)
@@ -1509,6 +1543,7 @@ int main(void)
 {
     test_result_type();
     test_binary_all_dtypes();
+    test_binary_short_rows();
     test_binary_mixed();
     test_binary_semantics();
     test_broadcast();
