@@ -32,8 +32,11 @@ local function shape_list(t) return t.shape:totable() end
 local function dtype_name(dt) return (tostring(dt):gsub("^torch%.", "")) end
 local function fmt_list(l) return "[" .. table.concat(l, ", ") .. "]" end
 
+local install_wrappers -- below: torch.mm / matmul / addmm / add learn sparse arguments
+
 -- the object over indices / values (already checked); coalesced: the flag
 local function make(indices, values, size, coalesced)
+  if install_wrappers then install_wrappers() end
   local sd = indices:size(0)
   return setmetatable({ _i = indices, _v = values, _sz = size, _sd = sd, _dd = #size - sd,
     _c = coalesced or values:size(0) < 2 }, Sparse)
@@ -497,8 +500,9 @@ function S.log_softmax(input, dim, opts)
 end
 
 -- ---- torch.mm / matmul / addmm / add with a sparse argument ----
--- The dense case calls the C function through a field of its own name, so that its errors keep
--- naming it ('mm'), raised again at the user's line.
+-- Installed when the first sparse tensor is made, so that dense-only programs keep the C
+-- functions (a wrapper costs a pcall a call). The dense case calls the C function through a
+-- field of its own name, so that its errors keep naming it ('mm'), raised again at the user's line.
 
 local dense = { mm = torch.mm, matmul = torch.matmul, addmm = torch.addmm, add = torch.add }
 local function dense_mm(...) return dense.mm(...) end
@@ -506,27 +510,30 @@ local function dense_matmul(...) return dense.matmul(...) end
 local function dense_addmm(...) return dense.addmm(...) end
 local function dense_add(...) return dense.add(...) end
 
-function torch.mm(a, b, ...)
-  if is_sparse(a) then return spmm("mm", a, b) end
-  if is_sparse(b) then check_dense("mm", "mat2", 2, b) end
-  return U.call(dense_mm, a, b, ...)
-end
-function torch.matmul(a, b, ...)
-  if is_sparse(a) then return methods.matmul(a, b) end
-  if is_sparse(b) then check_dense("matmul", "other", 2, b) end
-  return U.call(dense_matmul, a, b, ...)
-end
-function torch.addmm(input, a, b, ...)
-  if is_sparse(a) then return S.addmm(input, a, b, ...) end
-  if is_sparse(input) then check_dense("addmm", "input", 1, input) end
-  if is_sparse(b) then check_dense("addmm", "mat2", 3, b) end
-  return U.call(dense_addmm, input, a, b, ...)
-end
-function torch.add(a, b, ...)
-  if is_sparse(a) or is_sparse(b) then
-    return add("add", a, b, U.parse("add", { { "alpha", 1 } }, ...).alpha)
+install_wrappers = function()
+  install_wrappers = nil
+  function torch.mm(a, b, ...)
+    if is_sparse(a) then return spmm("mm", a, b) end
+    if is_sparse(b) then check_dense("mm", "mat2", 2, b) end
+    return U.call(dense_mm, a, b, ...)
   end
-  return U.call(dense_add, a, b, ...)
+  function torch.matmul(a, b, ...)
+    if is_sparse(a) then return methods.matmul(a, b) end
+    if is_sparse(b) then check_dense("matmul", "other", 2, b) end
+    return U.call(dense_matmul, a, b, ...)
+  end
+  function torch.addmm(input, a, b, ...)
+    if is_sparse(a) then return S.addmm(input, a, b, ...) end
+    if is_sparse(input) then check_dense("addmm", "input", 1, input) end
+    if is_sparse(b) then check_dense("addmm", "mat2", 3, b) end
+    return U.call(dense_addmm, input, a, b, ...)
+  end
+  function torch.add(a, b, ...)
+    if is_sparse(a) or is_sparse(b) then
+      return add("add", a, b, U.parse("add", { { "alpha", 1 } }, ...).alpha)
+    end
+    return U.call(dense_add, a, b, ...)
+  end
 end
 
 -- ---- printing: PyTorch's layout of a sparse tensor ----
