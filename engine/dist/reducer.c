@@ -347,8 +347,8 @@ static nn_work *reduce_grouped(nn_reducer *r, bucket *b)
 static nn_status compress(nn_reducer *r, bucket *b, nn_dtype dt)
 {
     nn_release(b->comp);
-    if (b->bad || !gathers(r)) {
-        b->comp = fill_buffer(r, b) ? NULL : nn_to_dtype(b->buf, dt);
+    if (b->bad || !gathers(r)) { /* without gathering, mark_ready has filled the buffer already */
+        b->comp = gathers(r) && fill_buffer(r, b) ? NULL : nn_to_dtype(b->buf, dt);
         if (!b->comp) return nn_last_status();
     } else {
         if (!(b->comp = nn_empty(1, &b->numel, dt, b->dev))) return nn_last_status();
