@@ -48,10 +48,17 @@ int64_t nn_profiler_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Events that keep a copy of their name: a range's is the caller's string, and a node's can
+ * be freed with the node (a custom Function's) before the events are read. */
+static bool owns_name(nn_prof_kind kind)
+{
+    return kind == NN_PROF_RANGE || kind == NN_PROF_NODE || kind == NN_PROF_COMM;
+}
+
 static void drop_events(void)
 {
     for (int64_t i = 0; i < P.n; i++) {
-        if (P.ev[i].kind == NN_PROF_RANGE || P.ev[i].kind == NN_PROF_COMM) free((char *)P.ev[i].name);
+        if (owns_name(P.ev[i].kind)) free((char *)P.ev[i].name);
         free(P.ev[i].shapes);
         free(P.ev[i].stack);
     }
@@ -134,7 +141,7 @@ int64_t nn_profiler_push(nn_prof_kind kind, const char *name)
     }
     if (P.nopen == MAX_OPEN) return -1;
     char *own = NULL;
-    if (kind == NN_PROF_RANGE && !(own = strdup(name))) return -1;
+    if (owns_name(kind) && !(own = strdup(name))) return -1;
     nn_prof_event *e = add(kind, own ? own : name, NN_DEVICE_CPU);
     if (!e) {
         free(own);

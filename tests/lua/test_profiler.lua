@@ -130,6 +130,21 @@ T.test("autograd's nodes are ranges around their backward's ops", function()
   T.eq(count(ev, "mul"), 3, "one mul forward, two in backward")
 end)
 
+T.test("a custom Function's node keeps its name after the node is freed", function()
+  local Twice = torch.autograd.Function:extend("TwiceForProfiler")
+  function Twice.forward(_, x) return x * 2 end
+  function Twice.backward(_, g) return g * 2 end
+  local prof = cpu_profile()
+  do
+    local x = torch.randn(3, { requires_grad = true })
+    Twice.apply(x):sum():backward()
+  end
+  collectgarbage()
+  collectgarbage()
+  prof:stop()
+  T.eq(count(prof:events(), "autograd::engine::evaluate_function: TwiceForProfilerBackward"), 1, "recorded under its own name")
+end)
+
 T.test("schedules: the actions, the steps recorded and on_trace_ready", function()
   local A = profiler.ProfilerAction
   local s = profiler.schedule({ wait = 1, warmup = 1, active = 2, ["repeat"] = 2, skip_first = 1 })
