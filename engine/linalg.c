@@ -152,6 +152,37 @@ static bool collapsible(int n, const int64_t *shape, const int64_t *strides, int
     return true;
 }
 
+/* t's batch dims (q of them, sizes bshape, strides st) followed by its [rows, cols] matrix (md)
+ * copied contiguous when those batch dims do not merge into one; the strides and md are then
+ * the copy's. *out stays NULL when they merge already. */
+static nn_status packed_batch(const nn_tensor *t, int q, const int64_t *bshape, int64_t *st, matdesc *md, int64_t rows, int64_t cols,
+                              nn_tensor **out)
+{
+    bool merges = true;
+    for (int d = 0; d + 1 < q; d++) merges = merges && st[d] == st[d + 1] * bshape[d + 1];
+    if (merges) return NN_OK;
+    int64_t shape[NN_MAX_DIMS], strides[NN_MAX_DIMS];
+    for (int d = 0; d < q; d++) shape[d] = bshape[d], strides[d] = st[d];
+    shape[q] = rows, shape[q + 1] = cols, strides[q] = md->rs, strides[q + 1] = md->cs;
+    nn_tensor *src = nn_make_view(t, q + 2, shape, strides, t->offset);
+    nn_tensor *dst = src ? nn_empty(q + 2, shape, t->dtype, t->storage->device) : NULL;
+    nn_status s = NN_ERR_NOMEM;
+    if (dst) {
+        nn_kargs c = {.op = NN_OP_copy, .out = {dst}, .in = {src}, .nin = 1};
+        s = nn_dispatch(&c);
+    }
+    nn_release(src);
+    if (s) {
+        nn_release(dst);
+        return s == NN_ERR_NOMEM ? nn_error(s, "matmul: out of memory") : s;
+    }
+    st[q - 1] = rows * cols;
+    for (int d = q - 2; d >= 0; d--) st[d] = st[d + 1] * bshape[d + 1];
+    *md = (matdesc){md->rows, md->cols, cols, 1};
+    *out = dst;
+    return NN_OK;
+}
+
 nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
 {
     if (nn_autocast_on()) { /* autocast: run again on the cast inputs */
@@ -223,10 +254,23 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
             bshape[q] = bshape[d], sa[q] = sa[d], sb[q] = sb[d], so[q] = so[d];
             q++;
         }
+        /* a loop of products (swin's [windows, heads] of a permuted projection made thousands):
+         * an operand whose batch dims do not merge is copied contiguous, as PyTorch's reshape
+         * does, and one product runs */
+        nn_tensor *ca = NULL, *cb = NULL;
+        if (q > 1 && total > 0) {
+            st = packed_batch(a, q, bshape, sa, &ma, m, k, &ca);
+            if (!st) st = packed_batch(b, q, bshape, sb, &mb, k, n, &cb);
+            if (!st) {
+                bshape[0] = total, sa[0] = sa[q - 1], sb[0] = sb[q - 1], so[0] = so[q - 1];
+                q = 1;
+            }
+        }
+        const nn_tensor *ua = ca ? ca : a, *ub = cb ? cb : b;
         int64_t inner = q ? bshape[q - 1] : 1, isa = q ? sa[q - 1] : 0, isb = q ? sb[q - 1] : 0, iso = q ? so[q - 1] : 0;
-        int64_t idx[NN_MAX_DIMS] = {0}, oa = a->offset, ob = b->offset, oo = 0;
-        for (bool more = total > 0; more && !st;) {
-            st = gemm(view3(a, inner, m, k, isa, ma.rs, ma.cs, oa), view3(b, inner, k, n, isb, mb.rs, mb.cs, ob),
+        int64_t idx[NN_MAX_DIMS] = {0}, oa = ua->offset, ob = ub->offset, oo = 0;
+        for (bool more = total > 0 && !st; more && !st;) {
+            st = gemm(view3(ua, inner, m, k, isa, ma.rs, ma.cs, oa), view3(ub, inner, k, n, isb, mb.rs, mb.cs, ob),
                       view3(out, inner, m, n, iso, n, 1, oo), 1, 0);
             more = false;
             for (int d = q - 2; d >= 0; d--) {
@@ -236,6 +280,8 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
                 idx[d] = 0;
             }
         }
+        nn_release(ca);
+        nn_release(cb);
     }
     if (st) {
         nn_release(out);

@@ -2,6 +2,7 @@
 local T = ...
 
 local matmul = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "matmul_ref.lua")
+local gradcheck = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "gradcheck.lua")(T)
 
 torch.manual_seed(11)
 local a, b = torch.randn(3, 4), torch.randn(4, 5)
@@ -25,6 +26,44 @@ T.test("mm matmul", function()
   local i = torch.tensor({{1, 2}, {3, 4}})
   T.eq(i:mm(i):tolist(), {{7, 10}, {15, 22}}, "int64 mm")
   T.check(i:mm(i).dtype == torch.int64, "int64 mm keeps int64")
+end)
+
+-- every [i][j] matrix of a 4-D product against the loop reference
+local function check_4d(got, x, y, what)
+  local ok = got:dim() == 4
+  for i = 0, got:size(0) - 1 do
+    for j = 0, got:size(1) - 1 do
+      local xi, yi = x[math.min(i, x:size(0) - 1)][math.min(j, x:size(1) - 1)], y[math.min(i, y:size(0) - 1)][math.min(j, y:size(1) - 1)]
+      local want = matmul(xi:tolist(), yi:tolist())
+      local g = got[i][j]:tolist()
+      for r = 1, #want do
+        for c = 1, #want[1] do ok = ok and math.abs(g[r][c] - want[r][c]) < 1e-4 end
+      end
+    end
+  end
+  T.check(ok, what)
+end
+
+T.test("batched matmul whose batch dims do not merge (swin's windows x heads)", function()
+  -- q, k, v of a packed projection: [windows, n, 3, heads, d] permuted to [3, windows, heads, n, d]
+  local qkv = torch.randn(6, 5, 3, 2, 4):permute(2, 0, 3, 1, 4)
+  local q, k, v = qkv[0], qkv[1], qkv[2]
+  local attn = q:matmul(k:transpose(-2, -1))
+  T.eq(attn.shape:totable(), { 6, 2, 5, 5 }, "q @ k^T shape")
+  check_4d(attn, q, k:transpose(-2, -1), "q @ k^T")
+  check_4d(attn:matmul(v), attn, v, "attn @ v")
+  -- broadcast batch dims in both operands
+  local x, y = torch.randn(3, 1, 2, 4), torch.randn(1, 4, 4, 3)
+  check_4d(x:matmul(y), x, y, "[3, 1] x [1, 4] batches")
+  local xt, yt = torch.randn(3, 1, 4, 2):transpose(2, 3), torch.randn(1, 4, 3, 4):transpose(2, 3)
+  check_4d(xt:matmul(yt), xt, yt, "broadcast batches of transposed matrices")
+  -- gradients flow to the permuted operands
+  local base = torch.randn(4, 3, 3, 2, 2, { dtype = torch.float64, requires_grad = true })
+  local function f(t)
+    local p = t:permute(2, 0, 3, 1, 4)
+    return p[0]:matmul(p[1]:transpose(-2, -1)):matmul(p[2])
+  end
+  gradcheck("matmul of permuted q, k, v", f, { base })
 end)
 
 T.test("bmm dot outer addmm", function()
