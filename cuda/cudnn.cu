@@ -19,12 +19,14 @@
  * copy is a tiled transpose (strided_copy.cuh).
  * A strided convolution of few input channels (nn_conv_space_to_depth) runs, forward and weight
  * gradient, as a stride-1 one on space-to-depth copies of its operands (cuda/space_to_depth.cu).
+ * A depthwise convolution's weight gradient in float32 / float64 runs in cuda/depthwise.cu.
  * Math: float16/bfloat16 on tensor cores with float accumulation; float32 may use TF32 when
  * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else only engines without the tensor-core
  * note; float64 in double. */
 #include <limits.h>
 
 #include "cudnn_common.cuh"
+#include "depthwise.cuh"
 #include "kernels.cuh"
 #include "plan_cache.cuh"
 #include "space_to_depth.cuh"
@@ -590,6 +592,11 @@ nn_status conv_entry(const nn_kargs *a, Kind kind, bool careful)
     nn_status st = setup(a, kind, &c);
     if (st) return st;
     c.careful = careful;
+    const int64_t p[6] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw};
+    if (kind == BWD_FILTER && nn_depthwise_weight_grad_applies(c.F.t, c.X.t, c.Y.t, c.groups, p)) {
+        nn_cuda_device *d = nn_cuda_dev(c.dev);
+        return d ? nn_depthwise_weight_grad(c.F.t, c.X.t, c.Y.t, p, c.dev, nn_cuda_current(d)) : nn_last_status();
+    }
     return by_space_to_depth(c) ? space_to_depth(c, a) : run(c);
 }
 

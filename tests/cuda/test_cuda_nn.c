@@ -538,6 +538,22 @@ static void test_conv(void)
         }
     nn_cudnn_set_allow_tf32(false);
     tf32_on = false;
+    /* depthwise convolutions, whose weight gradient runs in cuda/depthwise.cu in float32 and
+     * float64: kernels 3, 5 and 7, strides, dilation, odd sizes, channels-last images, planes
+     * too large for one band of shared memory (150 x 140 takes 6 bands in float32, 14 in
+     * float64) and small ones a block takes several of */
+    static const convcfg dw[] = {
+        {2, 5, 13, 11, 5, 5, 5, 2, 2, 2, 2, 1, 1, 5, true}, {3, 4, 20, 17, 4, 7, 7, 1, 1, 3, 3, 1, 1, 4, false},
+        {2, 3, 15, 15, 3, 3, 3, 1, 2, 2, 1, 2, 2, 3, true}, {2, 2, 150, 140, 2, 7, 7, 1, 1, 3, 3, 1, 1, 2, true},
+        {1, 2, 97, 203, 2, 5, 5, 3, 2, 0, 4, 1, 2, 2, false},
+    };
+    for (int i = 0; i < (int)(sizeof dw / sizeof *dw); i++)
+        for (int d = 0; d < NFLOATS; d++) {
+            conv_case(&dw[i], FLOATS[d], V_CONTIG, V_CONTIG, false, true, " depthwise");
+            conv_case(&dw[i], FLOATS[d], V_NARROW, V_T, false, true, " depthwise");
+            conv_case(&dw[i], FLOATS[d], V_CL, V_CONTIG, false, true, " depthwise");
+            if (i == 0) conv_case(&dw[i], FLOATS[d], V_CONTIG, V_CONTIG, true, true, " depthwise");
+        }
     /* empty batch, no input channels' worth of work */
     convcfg empty = {0, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
     for (int d = 0; d < NFLOATS; d++) conv_case(&empty, FLOATS[d], V_CONTIG, V_CONTIG, false, false, "");
