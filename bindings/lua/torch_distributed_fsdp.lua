@@ -566,7 +566,7 @@ function FSDP:state_dict(...)
   local cfg = self._state_dict_config
   local out = o.destination or U.OrderedDict.new()
   local _ <close> = FSDP.summon_full_params(self, { writeback = false })
-  local sd = Module.state_dict(self, { prefix = o.prefix })
+  local sd = Module.state_dict(self, { prefix = o.prefix, keep_vars = true })
   if cfg.rank0_only and self.rank ~= 0 then return out end
   local casts = {}
   for _, u in ipairs(FSDP.fsdp_modules(self)) do
