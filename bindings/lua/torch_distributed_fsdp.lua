@@ -326,24 +326,29 @@ function Unshard.backward(ctx, g)
   return unit:_reduce(g), nil
 end
 
--- FULL_SHARD's saved-tensor hooks: a view of a gathered flat parameter is kept as a marker and
--- rebuilt from a fresh gather at backward. live maps a gathered storage's address to its unit.
+-- FULL_SHARD's saved-tensor hooks: a view of gathered parameters is kept as a marker and
+-- rebuilt at backward from owner:_full_for_backward(index), a fresh gather made once per
+-- backward. live maps a gathered storage's address to {owner, index}.
 local live = {}
 local function pack(t)
   local ok, ptr = pcall(function() return t:untyped_storage():data_ptr() end)
-  local unit = ok and live[ptr]
-  if not unit then return t end
-  return { fsdp_unit = unit, offset = t:storage_offset(), size = t:size():totable(), stride = t:stride() }
+  local e = ok and live[ptr]
+  if not e then return t end
+  return { fsdp_owner = e[1], index = e[2], offset = t:storage_offset(), size = t:size():totable(), stride = t:stride() }
 end
 local function unpack(m)
-  if type(m) ~= "table" or not m.fsdp_unit then return m end
-  local unit = m.fsdp_unit
-  local full = unit._regathered
+  if type(m) ~= "table" or not m.fsdp_owner then return m end
+  return m.fsdp_owner:_full_for_backward(m.index):as_strided(m.size, m.stride, m.offset)
+end
+fsdp._saved = { live = live, pack = pack, unpack = unpack }
+
+function FSDP:_full_for_backward()
+  local full = self._regathered
   if not full then
-    full = torch.no_grad(function() return unit:_gather() end)
-    unit._regathered = full
+    full = torch.no_grad(function() return self:_gather() end)
+    values_of(self)._regathered = full
   end
-  return full:as_strided(m.size, m.stride, m.offset)
+  return full
 end
 
 -- point the original names at views of full (or remove them, full = nil)
@@ -385,7 +390,7 @@ function FSDP:forward(...)
   local out
   if free then
     local ptr = full:untyped_storage():data_ptr()
-    live[ptr] = self
+    live[ptr] = { self }
     full = nil
     local ok, r = pcall(function()
       local _ <close> = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
