@@ -90,104 +90,89 @@ local function row_numel(shape)
   return n
 end
 
--- the full parameters from every rank's chunks (one all-gather), in dtype (param_dtype when
--- nil, their own when false)
-function State:gather(dtype)
-  local W, n = self.world, #self.locals
-  local parts, per = {}, 0
+-- this rank's chunks flattened, each padded to its c rows, one after the other (differentiable:
+-- the gradient reaches the chunks through it)
+function State:mine()
+  local parts = {}
   for i, p in ipairs(self.locals) do
-    local x = p:detach()
-    local dt = dtype == false and p.dtype or dtype or self.param_dtype or p.dtype
-    if x.dtype ~= dt then x = x:to(dt) end
-    x = x:reshape(-1)
+    local x = p:reshape(-1)
     local want = self.chunk[i] * row_numel(self.shapes[i])
     if x:numel() < want then x = torch.cat({ x, torch.zeros(want - x:numel(), { dtype = x.dtype, device = x.device }) }, 0) end
     parts[i] = x
-    per = per + want
   end
-  local mine = torch.cat(parts, 0)
-  local all = torch.empty(per * W, { dtype = mine.dtype, device = mine.device })
-  if W > 1 then dist.all_gather_into_tensor(all, mine) else all:copy_(mine) end
-  all = all:view(W, per)
+  return torch.cat(parts, 0)
+end
+
+-- every rank's mine(), rank after rank (one all-gather), in dtype
+function State:all_gather(mine, dtype)
+  local x = mine:detach()
+  if dtype and x.dtype ~= dtype then x = x:to(dtype) end
+  if self.world == 1 then return x:clone() end
+  local all = torch.empty(x:numel() * self.world, { dtype = x.dtype, device = x.device })
+  dist.all_gather_into_tensor(all, x)
+  return all
+end
+
+-- the full parameters out of all_gather's result (differentiable)
+function State:split(all)
+  local W = self.world
+  all = all:view(W, -1)
   local fulls, off = {}, 0
-  for i = 1, n do
-    local rn = row_numel(self.shapes[i])
-    local size = self.chunk[i] * rn
-    local rest = { W * self.chunk[i] }
-    for d = 2, #self.shapes[i] do rest[d] = self.shapes[i][d] end
-    fulls[i] = all:narrow(1, off, size):reshape(rest):narrow(0, 0, self.rows[i]):contiguous()
+  for i = 1, #self.locals do
+    local size = self.chunk[i] * row_numel(self.shapes[i])
+    local shape = { W * self.chunk[i] }
+    for d = 2, #self.shapes[i] do shape[d] = self.shapes[i][d] end
+    fulls[i] = all:narrow(1, off, size):reshape(shape):narrow(0, 0, self.rows[i]):contiguous()
     off = off + size
   end
   return fulls
 end
 
--- each full gradient reduced over the ranks (one reduce-scatter), averaged, as this rank's chunks
-function State:reduce(grads)
-  local W = self.world
-  local rdt = self.reduce_dtype or self.param_dtype
-  local parts = {}
-  for r = 0, W - 1 do
-    for i, p in ipairs(self.locals) do
-      local rn, c = row_numel(self.shapes[i]), self.chunk[i]
-      local g = grads[i]
-      local dt = rdt or p.dtype
-      local seg = torch.zeros(c * rn, { dtype = dt, device = p.device })
-      local start = math.min(r * c, self.rows[i])
-      local len = math.max(0, math.min(c, self.rows[i] - start))
-      if g ~= nil and len > 0 then seg:narrow(0, 0, len * rn):copy_(g:narrow(0, start, len):reshape(-1)) end
-      parts[#parts + 1] = seg
-    end
-  end
-  local flat = torch.cat(parts, 0)
+-- the full parameters (no autograd), in dtype (param_dtype when nil, their own when false)
+function State:gather(dtype)
+  local mine = torch.no_grad(function() return self:mine() end)
+  if dtype == nil then dtype = self.param_dtype end
+  return torch.no_grad(function() return self:split(self:all_gather(mine, dtype or nil)) end)
+end
+
+-- the gradient of all_gather's result, reduced over the ranks (one reduce-scatter) and averaged:
+-- the gradient of this rank's mine(), in its dtype
+function State:reduce(g, dtype)
+  local rdt = self.reduce_dtype or self.param_dtype or dtype
+  g = g:to(rdt):contiguous()
   local out
-  if W > 1 then
-    out = torch.empty(flat:numel() // W, { dtype = flat.dtype, device = flat.device })
-    dist.reduce_scatter_tensor(out, flat)
+  if self.world > 1 then
+    out = torch.empty(g:numel() // self.world, { dtype = rdt, device = g.device })
+    dist.reduce_scatter_tensor(out, g)
   else
-    out = flat
+    out = g:clone()
   end
-  out:div_(W)
-  local res, off = {}, 0
-  for i, p in ipairs(self.locals) do
-    local rn = row_numel(self.shapes[i])
-    if grads[i] ~= nil and p.requires_grad then res[i] = out:narrow(0, off, p:size(0) * rn):view(p:size()):to(p.dtype) end
-    off = off + self.chunk[i] * rn
-  end
-  return res
+  out:div_(self.world)
+  return out:to(dtype)
 end
 
 function State:_full_for_backward(i)
-  if not self.regathered then self.regathered = torch.no_grad(function() return self:gather() end) end
+  if not self.regathered then self.regathered = self:gather() end
   return self.regathered[i]
 end
 
 local AllGather = torch.autograd.Function:extend("FSDP2AllGather")
 
-function AllGather.forward(ctx, st)
-  ctx.st = st
-  return table.unpack(st:gather())
+function AllGather.forward(ctx, st, mine)
+  ctx.st, ctx.dtype = st, mine.dtype
+  return st:all_gather(mine, st.param_dtype)
 end
 
-function AllGather.backward(ctx, ...)
+function AllGather.backward(ctx, g)
   local st = ctx.st
   st.regathered = nil
-  local grads = { ... }
-  local n = #st.locals
-  if not st.sync then -- set_requires_gradient_sync(false): keep the full gradients here
-    st.pending = st.pending or {}
-    for i = 1, n do
-      if grads[i] ~= nil then st.pending[i] = st.pending[i] and st.pending[i] + grads[i] or grads[i]:clone() end
-    end
-    return table.unpack({}, 1, n + 1)
+  if g == nil then return nil, nil end
+  if not st.sync then -- set_requires_gradient_sync(false): keep the full gradient here
+    st.pending = st.pending and st.pending + g or g:clone()
+    return nil, nil
   end
-  if st.pending then
-    for i = 1, n do
-      if st.pending[i] ~= nil then grads[i] = grads[i] ~= nil and grads[i] + st.pending[i] or st.pending[i] end
-    end
-    st.pending = nil
-  end
-  local out = st:reduce(grads)
-  return nil, table.unpack(out, 1, n)
+  if st.pending then g = g + st.pending; st.pending = nil end
+  return nil, st:reduce(g, ctx.dtype)
 end
 
 local active = 0 -- fully_shard-ed forwards running: the outermost one (the root) keeps its parameters for backward
@@ -206,8 +191,8 @@ local function run_forward(st, module, ...)
   end
   st.regathered = nil
   local fulls
-  if grad then fulls = table.pack(AllGather.apply(st, table.unpack(st.locals)))
-  else fulls = torch.no_grad(function() return st:gather() end) end
+  if grad then fulls = st:split(AllGather.apply(st, st:mine()))
+  else fulls = st:gather() end
   for _, s in ipairs(st.slots) do values_of(s.module)[s.name] = fulls[s.index] end
   local free = grad and st.reshard_after_forward and active > 0 and st.world > 1
   local ptrs = {}
