@@ -124,18 +124,19 @@ local function check_options(o)
   if o.ignored_states ~= nil then U.error("FullyShardedDataParallel: ignored_states is not supported; use ignored_modules") end
 end
 
--- the (module, parameter name) slots this unit owns: its module's tree, less nested units and ignored modules
-local function owned_slots(root, ignored)
+-- the (module, parameter name) slots a unit owns: its module's tree, less the modules stop
+-- says are units of their own and ignored ones; also each module's owned names in order
+local function owned_slots(root, stop, ignored)
   local slots, modules = {}, {}
   local function walk(m)
-    if ignored[m] then return end
+    if ignored and ignored[m] then return end
     local names = {}
     for k, p in pairs(m._parameters) do
       if p ~= nil then names[#names + 1] = k; slots[#slots + 1] = { module = m, name = k, param = p } end
     end
     if #names > 0 then modules[#modules + 1] = { module = m, names = names } end
     for _, c in pairs(m._modules) do
-      if c ~= nil and not is_unit(c) then walk(c) end
+      if c ~= nil and not stop(c) then walk(c) end
     end
   end
   walk(root)
@@ -203,7 +204,7 @@ function FSDP:__init(module, ...)
   end
   self._fsdp_wrapped_module = module
   v.module = module
-  local slots, modules = owned_slots(module, ignored)
+  local slots, modules = owned_slots(module, is_unit, ignored)
   if o.sync_module_states and world > 1 then -- every rank starts from rank 0's parameters and buffers
     local states = {}
     for _, s in ipairs(slots) do states[#states + 1] = s.param end
@@ -340,7 +341,7 @@ local function unpack(m)
   if type(m) ~= "table" or not m.fsdp_owner then return m end
   return m.fsdp_owner:_full_for_backward(m.index):as_strided(m.size, m.stride, m.offset)
 end
-fsdp._saved = { live = live, pack = pack, unpack = unpack }
+fsdp._saved = { live = live, pack = pack, unpack = unpack, owned_slots = owned_slots, record = record }
 
 function FSDP:_full_for_backward()
   local full = self._regathered

@@ -19,18 +19,9 @@ local saved = fsdp._saved
 
 local function values_of(m) return getmetatable(m).__index end
 
-local MPP_MT = { __name = "torch.distributed.fsdp.MixedPrecisionPolicy" }
-MPP_MT.__index = MPP_MT
-local mpp_spec = { { "param_dtype" }, { "reduce_dtype" }, { "output_dtype" }, { "cast_forward_inputs", true } }
-MPP_MT.__tostring = function(r)
-  local parts = {}
-  for i, s in ipairs(mpp_spec) do
-    local v = r[s[1]]
-    parts[i] = s[1] .. "=" .. (v == nil and "None" or v == true and "True" or v == false and "False" or tostring(v))
-  end
-  return "MixedPrecisionPolicy(" .. table.concat(parts, ", ") .. ")"
-end
-function fsdp.MixedPrecisionPolicy(...) return setmetatable(U.parse("MixedPrecisionPolicy", mpp_spec, ...), MPP_MT) end
+local MPP_MT
+fsdp.MixedPrecisionPolicy, MPP_MT = saved.record("MixedPrecisionPolicy", { { "param_dtype" }, { "reduce_dtype" },
+  { "output_dtype" }, { "cast_forward_inputs", true } })
 
 local OP_MT = { __name = "torch.distributed.fsdp.OffloadPolicy", __tostring = function() return "OffloadPolicy()" end }
 function fsdp.OffloadPolicy() return setmetatable({}, OP_MT) end
@@ -45,21 +36,14 @@ State.__index = State
 
 local function state_of(m) return Module.is_module(m) and rawget(values_of(m), "_fsdp2_state") or nil end
 
--- (module, name) slots of the parameters module owns, and the unique parameters
+-- (module, name, index) slots of the parameters module owns, and the unique parameters
 local function owned(module)
-  local slots, unique, index = {}, {}, {}
-  local function walk(m)
-    for k, p in pairs(m._parameters) do
-      if p ~= nil then
-        if not index[p] then unique[#unique + 1] = p; index[p] = #unique end
-        slots[#slots + 1] = { module = m, name = k, index = index[p] }
-      end
-    end
-    for _, c in pairs(m._modules) do
-      if c ~= nil and not state_of(c) then walk(c) end
-    end
+  local slots = saved.owned_slots(module, state_of)
+  local unique, index = {}, {}
+  for _, s in ipairs(slots) do
+    if not index[s.param] then unique[#unique + 1] = s.param; index[s.param] = #unique end
+    s.index, s.param = index[s.param], nil
   end
-  walk(module)
   return slots, unique
 end
 
@@ -292,10 +276,10 @@ dist.checkpoint = dist.checkpoint or {}
 local sd_mod = dist.checkpoint.state_dict or {}
 dist.checkpoint.state_dict = sd_mod
 
-local SDO_MT = { __name = "torch.distributed.checkpoint.state_dict.StateDictOptions" }
-local sdo_spec = { { "full_state_dict", false }, { "cpu_offload", false }, { "ignore_frozen_params", false },
-  { "keep_submodule_prefixes", true }, { "strict", true }, { "broadcast_from_rank0", false }, { "flatten_optimizer_state_dict", false } }
-function sd_mod.StateDictOptions(...) return setmetatable(U.parse("StateDictOptions", sdo_spec, ...), SDO_MT) end
+local SDO_MT
+sd_mod.StateDictOptions, SDO_MT = saved.record("StateDictOptions", { { "full_state_dict", false }, { "cpu_offload", false },
+  { "ignore_frozen_params", false }, { "keep_submodule_prefixes", true }, { "strict", true },
+  { "broadcast_from_rank0", false }, { "flatten_optimizer_state_dict", false } })
 
 local function options(fn, o)
   o = o or sd_mod.StateDictOptions()

@@ -37,36 +37,15 @@ local function slice(t, step) return t[step]:narrow(0, rank * B, B) end
 
 local function sgd(params) return optim.SGD(params, { lr = 0.1, momentum = 0.9 }) end
 
-local function reference(make, seed, opt_fn, steps)
-  local ref = make(seed)
-  local opt = opt_fn(ref:parameters())
-  for step = 0, steps - 1 do
-    opt:zero_grad()
-    F.mse_loss(ref(X[step]), Y[step]):backward()
-    opt:step()
-  end
-  return ref
-end
+local C = dofile(arg[0]:match("^(.*)/") .. "/fsdp_common.lua")(H, X, Y)
+local reference = C.reference
 
 local function full_state(model)
   local _ <close> = FSDP.state_dict_type(model, fsdp.StateDictType.FULL_STATE_DICT, fsdp.FullStateDictConfig())
   return model:state_dict()
 end
 
--- the full state dict equals the reference module's, key for key in order
-local function same_state(sd, ref, tol, what)
-  local want = ref:state_dict()
-  local wk, gk = want:keys(), sd:keys()
-  local ok = #wk == #gk
-  for i = 1, math.min(#wk, #gk) do ok = ok and wk[i] == gk[i] end
-  H.check(ok, "%s: state dict keys %s, expected %s", what, table.concat(gk, ","), table.concat(wk, ","))
-  local worst = 0
-  for k, t in pairs(want) do
-    local d = sd[k] and H.maxdiff(sd[k], t)
-    if d == nil then worst = math.huge else worst = math.max(worst, d) end
-  end
-  H.check(worst <= tol, "%s: full parameters differ from one process's by %s", what, tostring(worst))
-end
+local same_state = C.same_state
 
 -- each unit keeps only its shard: ceil(numel / world) elements in storage of that size, the
 -- original parameters gone from the modules
@@ -119,11 +98,7 @@ for _, case in ipairs(cases) do
   check_sharded(model, case.units, total, case.strategy and SS[case.strategy] or case.strategy or SS.FULL_SHARD, case.name .. ", wrapped")
   local opt_fn = case.opt or sgd
   local opt = opt_fn(model:parameters())
-  for step = 0, STEPS - 1 do
-    opt:zero_grad()
-    F.mse_loss(model(slice(X, step)), slice(Y, step)):backward()
-    opt:step()
-  end
+  C.train(model, opt, slice, STEPS)
   check_sharded(model, case.units, total, case.strategy and SS[case.strategy] or case.strategy or SS.FULL_SHARD, case.name .. ", trained")
   same_state(full_state(model), reference(case.make, 100, opt_fn, STEPS), 2e-5, case.name)
 end
@@ -203,11 +178,7 @@ for _, dt in ipairs({ torch.float64, torch.bfloat16 }) do
   local seen = {}
   net[4]:register_forward_hook(function(m, input, out) seen.w, seen.x, seen.y = m.weight.dtype, input[1].dtype, out.dtype end)
   local opt = sgd(model:parameters())
-  for step = 0, STEPS - 1 do
-    opt:zero_grad()
-    F.mse_loss(model(slice(X, step)):float(), slice(Y, step)):backward()
-    opt:step()
-  end
+  C.train(model, opt, slice, STEPS)
   H.check(seen.w == dt and seen.x == dt and seen.y == dt, "MixedPrecision(%s): weight %s, input %s, output %s", tostring(dt),
     tostring(seen.w), tostring(seen.x), tostring(seen.y))
   H.check(model:parameters()[1].dtype == torch.float32 and model:parameters()[1].grad.dtype == torch.float32,

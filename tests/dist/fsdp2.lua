@@ -47,28 +47,9 @@ local X, Y = torch.randn(STEPS, B * world, 2, 6):to(dev), torch.randn(STEPS, B *
 local function slice(t, step) return t[step]:narrow(0, rank * B, B) end
 local function sgd(p) return optim.SGD(p, { lr = 0.1, momentum = 0.9 }) end
 
-local function reference(seed, steps)
-  local ref = net(seed)
-  local opt = sgd(ref:parameters())
-  for step = 0, steps - 1 do
-    opt:zero_grad()
-    F.mse_loss(ref(X[step]), Y[step]):backward()
-    opt:step()
-  end
-  return ref
-end
-
-local function same_state(sd, ref, tol, what)
-  local want = ref:state_dict()
-  local wk, gk = want:keys(), sd:keys()
-  H.check(table.concat(wk, ",") == table.concat(gk, ","), "%s: keys %s", what, table.concat(gk, ","))
-  local worst = 0
-  for k, t in pairs(want) do
-    local d = sd[k] and H.maxdiff(sd[k], t)
-    worst = d and math.max(worst, d) or math.huge
-  end
-  H.check(worst <= tol, "%s: full parameters differ from one process's by %s", what, tostring(worst))
-end
+local C = dofile(arg[0]:match("^(.*)/") .. "/fsdp_common.lua")(H, X, Y)
+local same_state = C.same_state
+local function reference(seed, steps) return C.reference(net, seed, sgd, steps) end
 
 -- rows of dim 0 this rank keeps of n
 local function rows(n)
@@ -87,11 +68,7 @@ for _, case in ipairs({ { name = "reshard_after_forward=true" }, { name = "resha
   for _ in pairs(sd) do n = n + 1 end
   H.check(n == 16 and #m:parameters() == 16, "%s: every parameter keeps its name (%d, %d)", case.name, n, #m:parameters())
   local opt = sgd(m:parameters())
-  for step = 0, STEPS - 1 do
-    opt:zero_grad()
-    F.mse_loss(m(slice(X, step)), slice(Y, step)):backward()
-    opt:step()
-  end
+  C.train(m, opt, slice, STEPS)
   H.check(nn.is_parameter(m.layers[0].fc1.weight) and m.layers[0].fc1.weight:size(0) == rows(5),
     "%s: between steps the modules hold their chunks", case.name)
   same_state(SD.get_model_state_dict(m, { options = FULL }), reference(100, STEPS), 2e-5, case.name)
@@ -140,13 +117,7 @@ do
   local seen
   m.layers[1].fc2:register_forward_hook(function(mod, input, out) seen = { mod.weight.dtype, input[1].dtype, out.dtype } end)
   local opt = sgd(m:parameters())
-  local y
-  for step = 0, STEPS - 1 do
-    opt:zero_grad()
-    y = m(slice(X, step))
-    F.mse_loss(y, slice(Y, step)):backward()
-    opt:step()
-  end
+  local y = C.train(m, opt, slice, STEPS)
   H.check(seen[1] == torch.float64 and seen[2] == torch.float64 and seen[3] == torch.float64, "MixedPrecisionPolicy: float64 inside")
   H.check(y.dtype == torch.float32 and m.inp.weight.dtype == torch.float32 and m.inp.weight.grad.dtype == torch.float32,
     "MixedPrecisionPolicy: output_dtype, chunks and gradients in float32")
