@@ -226,6 +226,52 @@ do
   H.raises(function() b:load_state_dict({ ["nope"] = torch.zeros(1) }) end, "nope", "load_state_dict of an unknown key")
 end
 
+-- optimizer state dicts: each flat shard's state gathered and cut into the original parameters
+do
+  local pol = wrap.size_based_auto_wrap_policy { min_num_params = 100 }
+  local adam = function(p) return optim.Adam(p, { lr = 0.01 }) end
+  local model = FSDP(mlp(31), { auto_wrap_policy = pol })
+  local opt = adam(model:parameters())
+  C.train(model, opt, slice, STEPS)
+  local ropt_state = {}
+  local ref = mlp(31) -- one process on the whole batches, its optimizer kept
+  local ropt = adam(ref:parameters())
+  C.train(ref, ropt, function(t, step) return t[step] end, STEPS)
+  for _, e in ipairs(ref:named_parameters()) do ropt_state[e[1]] = ropt.state[e[2]] end
+  local osd = FSDP.optim_state_dict(model, opt)
+  local worst, n = 0, 0
+  for name, want in pairs(ropt_state) do
+    local got = osd.state[name]
+    n = n + 1
+    for _, k in ipairs({ "exp_avg", "exp_avg_sq" }) do
+      local d = got and H.maxdiff(got[k], want[k])
+      worst = d and math.max(worst, d) or math.huge
+    end
+    H.check(got and got.step:item() == STEPS, "optim_state_dict: %s's step", name)
+  end
+  H.check(n == 6 and worst < 1e-5, "optim_state_dict: Adam's moments per original parameter (%d, off by %s)", n, tostring(worst))
+  local names = osd.param_groups[1].params
+  H.check(#names == 6 and names[1] == "4.weight" and names[3] == "0.weight", "optim_state_dict: param_groups name the parameters in flat order (%s)", table.concat(names, ","))
+  H.check(osd.param_groups[1].lr == 0.01, "optim_state_dict: the group's options")
+
+  -- round trip: a fresh model and optimizer take the state and continue as the first
+  local model2 = FSDP(mlp(32), { auto_wrap_policy = pol })
+  model2:load_state_dict(full_state(model))
+  local opt2 = adam(model2:parameters())
+  opt2:load_state_dict(FSDP.optim_state_dict_to_load(model2, opt2, osd))
+  for _, m in ipairs({ { model, opt }, { model2, opt2 } }) do
+    m[2]:zero_grad()
+    F.mse_loss(m[1](slice(X, 0)), slice(Y, 0)):backward()
+    m[2]:step()
+  end
+  same_state(full_state(model2), mlp(31):to(dev), math.huge, "keys after the round trip")
+  local a, b = full_state(model), full_state(model2)
+  local d = 0
+  for k, t in pairs(a) do d = math.max(d, H.maxdiff(t, b[k])) end
+  H.check(d < 1e-6, "optim_state_dict_to_load: the restored run continues as the first (off by %g)", d)
+  H.raises(function() FSDP.optim_state_dict(model, adam(mlp(1):parameters())) end, "not one of the model's flat shards", "an optimizer of another model")
+end
+
 -- summon_full_params: the original names hold the full parameters; writeback
 do
   local net = mlp(9)
