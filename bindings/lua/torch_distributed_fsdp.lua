@@ -565,6 +565,15 @@ end
 
 local function clean(key) return (key:gsub("_fsdp_wrapped_module%.", "")) end
 
+-- named_parameters / named_buffers without the "_fsdp_wrapped_module." of each unit, as PyTorch's
+for _, m in ipairs({ "named_parameters", "named_buffers" }) do
+  FSDP[m] = function(self, ...)
+    local out = {}
+    for i, e in ipairs(Module[m](self, ...)) do out[i] = { clean(e[1]), e[2] } end
+    return U.named_list(out)
+  end
+end
+
 -- the full state dict under the unwrapped module's names (every rank, or rank 0 with rank0_only)
 function FSDP:state_dict(...)
   if self._summoned or not self:_is_root() then return Module.state_dict(self, ...) end

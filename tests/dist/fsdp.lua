@@ -103,6 +103,14 @@ for _, case in ipairs(cases) do
   same_state(full_state(model), reference(case.make, 100, opt_fn, STEPS), 2e-5, case.name)
 end
 
+-- named_parameters: the flat shards under names without _fsdp_wrapped_module
+do
+  local model = FSDP(mlp(1), { auto_wrap_policy = wrap.size_based_auto_wrap_policy { min_num_params = 100 } })
+  local names = {}
+  for _, e in ipairs(model:named_parameters()) do names[#names + 1] = e[1] end
+  H.check(table.concat(names, ",") == "_flat_param,0._flat_param,2._flat_param", "named_parameters: %s", table.concat(names, ","))
+end
+
 -- FULL_SHARD frees the full parameters after forward and gathers them again for backward;
 -- SHARD_GRAD_OP keeps them for backward (the all-gathers counted)
 local gathers = 0
