@@ -110,6 +110,18 @@ do
   same_params(net, reference(true), 2e-5, "find_unused_parameters, small buckets")
 end
 
+-- 3b. with a communication hook: the joined ranks run it on zeros (in the reducer, or a Lua one)
+local default_hooks = dist.algorithms.ddp_comm_hooks.default_hooks
+for _, case in ipairs({ { "allreduce_hook", default_hooks.allreduce_hook },
+  { "a Lua hook", function(state, bucket) return default_hooks.allreduce_hook(state, bucket) end } }) do
+  local net = mlp()
+  local model = DDP(net, { bucket_cap_mb = 0.0001 })
+  model:register_comm_hook(nil, case[2])
+  local opt = optim.SGD(model:parameters(), { lr = LR })
+  model:join(function() train(model, opt, rank) end)
+  same_params(net, reference(true), 2e-5, "join with " .. case[1])
+end
+
 -- 4. buffers (BatchNorm): broadcast from an active rank each step; all ranks end equal
 do
   torch.manual_seed(5)

@@ -35,6 +35,8 @@ for n in 2 3; do
   ranks_run "error classes and store queues, $n ranks" "$n" "$dir/errors.lua"
   ranks_run "options classes, ProcessGroup methods, split_group, $n ranks" "$n" "$dir/pg_api.lua"
   ranks_run "device mesh, $n ranks" "$n" "$dir/device_mesh.lua"
+  ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
+  ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
 done
 ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
 ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
@@ -148,6 +150,8 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
   ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
   ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
+  ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
+  ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
