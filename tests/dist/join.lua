@@ -63,15 +63,17 @@ local function same_everywhere(ts, what)
   end
 end
 
-local function train(model, opt, r)
-  local n = 0
+-- rank r's batches, counted in count.n as they are done; returns the count
+local function train(model, opt, r, count)
+  count = count or {}
+  count.n = 0
   for i = 1, nbatches(r) do
     opt:zero_grad()
     loss_of(model, data[r][i]):backward()
     opt:step()
-    n = n + 1
+    count.n = count.n + 1
   end
-  return n
+  return count.n
 end
 
 -- 1. DDP:join(): uneven batch counts finish; the averages divide by the initial world size
@@ -143,16 +145,12 @@ end
 do
   local model = DDP(mlp())
   local opt = optim.SGD(model:parameters(), { lr = LR })
-  local n = 0
+  local count = {}
   local ok, err = pcall(function()
     local _ <close> = model:join({ throw_on_early_termination = true })
-    for i = 1, nbatches(rank) do
-      opt:zero_grad()
-      loss_of(model, data[rank][i]):backward()
-      opt:step()
-      n = n + 1
-    end
+    train(model, opt, rank, count)
   end)
+  local n = count.n
   H.check(not ok, "rank %d raised", rank)
   if rank == 0 then
     H.check(tostring(err):find("Rank 0 exhausted all inputs.", 1, true) ~= nil, "rank 0: %s", tostring(err))
@@ -160,7 +158,7 @@ do
     H.check(tostring(err):find("Detected at least one rank that exhausted inputs. Throwing across all ranks.", 1, true) ~= nil,
       "rank %d: %s", rank, tostring(err))
   end
-  H.check(n == (rank == 0 and nbatches(0) or nbatches(0)), "rank %d stopped after %d batches", rank, n)
+  H.check(n == nbatches(0), "rank %d stopped after %d batches, as many as rank 0 has", rank, n)
   -- every rank left at the same point: a collective still matches
   local t = torch.ones(1):to(dev)
   dist.all_reduce(t)
