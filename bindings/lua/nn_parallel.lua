@@ -107,13 +107,19 @@ end
 function DDP:forward(...)
   local dist = torch.distributed
   local sync = torch.is_grad_enabled() and self.require_backward_grad_sync
+  local join = self._join_config ~= nil and self._join_config.enable -- inside a Join (torch_distributed_join.lua)
+  if join then self:_join_pre_forward(sync) end
   if sync then self._reducer:prepare_forward() end
   if self.require_forward_param_sync and self.broadcast_buffers and dist.get_world_size() > 1 then
     local bufs = self.module:buffers()
-    if #bufs > 0 then torch._dist.broadcast_coalesced(bufs, 0) end
+    if #bufs > 0 then torch._dist.broadcast_coalesced(bufs, join and self:_join_buffer_source() or 0) end
   end
   local out = table.pack(self.module(...))
-  if sync then self._reducer:prepare_backward(collect_tensors(out, {}, {})) end
+  if sync then
+    local outs = collect_tensors(out, {}, {})
+    self._reducer:prepare_backward(outs)
+    if join then self:_join_post_forward(outs) end
+  end
   return table.unpack(out, 1, out.n)
 end
 

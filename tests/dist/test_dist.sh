@@ -37,6 +37,8 @@ for n in 2 3; do
   ranks_run "device mesh, $n ranks" "$n" "$dir/device_mesh.lua"
   ranks_run "FSDP, $n ranks" "$n" "$dir/fsdp.lua"
   ranks_run "FSDP2 fully_shard, $n ranks" "$n" "$dir/fsdp2.lua"
+  ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
+  ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
 done
 ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
 ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
@@ -152,6 +154,8 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
   ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
   ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
+  ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
+  ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
