@@ -157,9 +157,38 @@ local function random(g, shape, dtype, device)
   return torch.randn(shape, { generator = g, dtype = dtype }):to(device)
 end
 
-local function plain_allreduce(state, bucket)
+-- a hook's start: before start_powerSGD_iter, the plain all-reduce's Future; from then on
+-- nil, the group, its size and the bucket's buffer
+local function start(state, bucket, fname)
+  check_state(state, fname)
+  local group = group_of(state.process_group)
+  if state.iter < state.start_powerSGD_iter then
+    state:maybe_increase_iter(bucket)
+    return default_hooks.allreduce_hook(group, bucket)
+  end
+  return nil, group, dist.get_world_size(group), bucket:buffer()
+end
+
+-- the statistics' next report (PyTorch logs them then, at INFO level: here they are only counted)
+local function stats_reported(state, bucket)
+  if bucket:is_last() and state.iter >= state.next_stats_report then
+    state.next_stats_report = state.iter + state.compression_stats_logging_frequency
+  end
+end
+
+-- error feedback: the last step's error added to t (zeros the first time); a copy of the sum,
+-- from which the new error is worked out
+local function add_error(state, index, t)
+  if not state.use_error_feedback then return nil end
+  local err = state.error_dict[index]
+  if err then t:add_(err) else state.error_dict[index] = torch.zeros_like(t) end
+  return t:detach():clone()
+end
+
+-- a hook's end: the Ps and Qs dropped without warm start, the step counted
+local function finish(state, bucket)
+  if not state.warm_start then state.p_memory_dict, state.q_memory_dict = {}, {} end
   state:maybe_increase_iter(bucket)
-  return default_hooks.allreduce_hook(group_of(state.process_group), bucket)
 end
 
 -- a Future of t summed over the group (already done for an empty t)
@@ -180,21 +209,12 @@ end
 -- ---- powerSGD_hook ----
 
 function M.powerSGD_hook(state, bucket)
-  check_state(state, "powerSGD_hook")
-  if state.iter < state.start_powerSGD_iter then return plain_allreduce(state, bucket) end
-  local group = group_of(state.process_group)
-  local world = dist.get_world_size(group)
-  local input = bucket:buffer()
+  local plain, group, world, input = start(state, bucket, "powerSGD_hook")
+  if plain then return plain end
   local device, dtype = input.device, input.dtype
   local index = bucket:index()
 
-  -- error feedback: last step's error joins the gradients
-  local input_copy
-  if state.use_error_feedback then
-    local err = state.error_dict[index]
-    if err then input:add_(err) else state.error_dict[index] = torch.zeros(input:numel(), { device = device, dtype = dtype }) end
-    input_copy = input:detach():clone()
-  end
+  local input_copy = add_error(state, index, input)
 
   -- the matrices worth compressing; the others go through one plain all-reduce
   local to_compress, uncompressed = {}, {}
@@ -215,9 +235,7 @@ function M.powerSGD_hook(state, bucket)
       state.total_numel_after_compression = state.total_numel_after_compression + before
     end
   end
-  if bucket:is_last() and state.iter >= state.next_stats_report then
-    state.next_stats_report = state.iter + state.compression_stats_logging_frequency
-  end
+  stats_reported(state, bucket)
   local flat = {}
   for i, t in ipairs(uncompressed) do flat[i] = t:reshape(-1) end
   local uncompressed_memory = #flat > 0 and torch.cat(flat) or torch.empty(0, { device = device, dtype = dtype })
@@ -293,8 +311,7 @@ function M.powerSGD_hook(state, bucket)
       end
     end
     if state.use_error_feedback then state.error_dict[index] = input_copy - input end
-    if not state.warm_start then state.p_memory_dict, state.q_memory_dict = {}, {} end
-    state:maybe_increase_iter(bucket)
+    finish(state, bucket)
     return input
   end)
 end
@@ -304,11 +321,8 @@ end
 -- The whole bucket as one square matrix (zeros padding it), compressed to rank
 -- matrix_approximation_rank: less computation, lower accuracy.
 function M.batched_powerSGD_hook(state, bucket)
-  check_state(state, "batched_powerSGD_hook")
-  if state.iter < state.start_powerSGD_iter then return plain_allreduce(state, bucket) end
-  local group = group_of(state.process_group)
-  local world = dist.get_world_size(group)
-  local input = bucket:buffer()
+  local plain, group, world, input = start(state, bucket, "batched_powerSGD_hook")
+  if plain then return plain end
   local device, dtype = input.device, input.dtype
   local total = input:numel()
   local side = math.ceil(math.sqrt(total))
@@ -316,19 +330,12 @@ function M.batched_powerSGD_hook(state, bucket)
   local rank = state.matrix_approximation_rank
   state.total_numel_before_compression = state.total_numel_before_compression + total
   state.total_numel_after_compression = state.total_numel_after_compression + side * rank * 2
-  if bucket:is_last() and state.iter >= state.next_stats_report then
-    state.next_stats_report = state.iter + state.compression_stats_logging_frequency
-  end
+  stats_reported(state, bucket)
   local padded = torch.zeros(side * side, { device = device, dtype = dtype })
   padded:narrow(0, 0, total):copy_(input)
 
   local index = bucket:index()
-  local padded_copy
-  if state.use_error_feedback then
-    local err = state.error_dict[index]
-    if err then padded:add_(err) else state.error_dict[index] = torch.zeros(side * side, { device = device, dtype = dtype }) end
-    padded_copy = padded:clone()
-  end
+  local padded_copy = add_error(state, index, padded)
   local matrix = padded:view(side, side)
 
   if not state.warm_start or state.p_memory_dict[index] == nil then
@@ -348,9 +355,8 @@ function M.batched_powerSGD_hook(state, bucket)
     q:div_(world)
     matrix:copy_(torch.mm(p, q:t()))
     if state.use_error_feedback then state.error_dict[index] = padded_copy - padded end
-    if not state.warm_start then state.p_memory_dict, state.q_memory_dict = {}, {} end
     input:copy_(padded:narrow(0, 0, total))
-    state:maybe_increase_iter(bucket)
+    finish(state, bucket)
     return input
   end)
 end
