@@ -391,6 +391,29 @@ do
   H.check(state.iter == 3, "fp16_compress_wrapper(powerSGD_hook): the state counts the steps")
 end
 
+-- DDPCommHookType and register_ddp_comm_hook; debugging_hooks.noop_hook
+do
+  local ch = dist.algorithms.ddp_comm_hooks
+  local x = inputs(rank, 1)
+  local m = mean(gather_all(x))
+  local own = {} -- this rank's own gradients
+  for i = 1, #shapes do own[i] = x[i]:cpu():double() end
+  for _, case in ipairs({ { "NOOP", own, 0 }, { "ALLREDUCE", m, 1e-5 }, { "POWER_SGD", m, 1e-5 }, { "BATCHED_POWER_SGD_RANK2", m, 1e-5 },
+    { "FP16_COMPRESS", m, 0.01 }, { "BF16_COMPRESS", m, 0.1 } }) do
+    local net, model = wrap()
+    ch.register_ddp_comm_hook(ch.DDPCommHookType[case[1]], model)
+    model(x):backward()
+    local got = grads(net)
+    for i = 1, #shapes do H.close(got[i], case[2][i], case[3] * case[2][i]:abs():max():item(), "DDPCommHookType.%s: p%d", case[1], i) end
+    H.raises(function() model:register_comm_hook(nil, hooks.allreduce_hook) end, "can only be called once", "%s registered a hook", case[1])
+  end
+  H.check(tostring(ch.DDPCommHookType.POWER_SGD) == "DDPCommHookType.POWER_SGD", "DDPCommHookType's tostring")
+  local _, model = wrap()
+  H.raises(function() ch.register_ddp_comm_hook(ch.DDPCommHookType.QUANTIZE_PER_TENSOR, model) end,
+    "the quantization hooks are not supported here", "QUANTIZE_PER_TENSOR")
+  H.raises(function() ch.register_ddp_comm_hook("POWER_SGD", model) end, "comm_hook_type must be a DDPCommHookType", "a name as type")
+end
+
 -- errors
 do
   H.raises(function() psgd.PowerSGDState(nil, { start_powerSGD_iter = 1 }) end,
