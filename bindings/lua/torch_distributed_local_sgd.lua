@@ -189,8 +189,8 @@ function PeriodicModelAverager:average_parameters(params)
 end
 
 -- ---- model_averaging.hierarchical_model_averager ----
--- period_group_size_dict: periods (increasing) to group sizes, as an OrderedDict
--- (U.OrderedDict / collections.OrderedDict) or a list of {period, group_size} pairs; the last
+-- period_group_size_dict: periods to group sizes, as a list of {period, group_size} pairs
+-- (periods increasing) or a table {[period] = group_size} (taken by increasing period); the last
 -- size is the whole group's. At a step, the parameters are averaged over the subgroups of the
 -- largest period dividing it (groups of consecutive ranks, made by dist.new_subgroups).
 local HierarchicalModelAverager = subclass(ModelAverager,
@@ -201,15 +201,16 @@ local HierarchicalModelAverager = subclass(ModelAverager,
     ModelAverager.__init(self, o.process_group)
     local pairs_list = {}
     local d = o.period_group_size_dict
-    if type(d) == "table" and rawget(d, 1) ~= nil then
+    if type(d) == "table" and type(rawget(d, 1)) == "table" then
       for i, pr in ipairs(d) do
         if type(pr) ~= "table" or pr[1] == nil or pr[2] == nil then
           U.errorf("%s: period_group_size_dict[%d] must be a {period, group_size} pair", fname, i)
         end
         pairs_list[i] = { pr[1], pr[2] }
       end
-    elseif type(d) == "table" then
+    elseif type(d) == "table" then -- {[period] = group_size, ...}: by increasing period
       for k, v in pairs(d) do pairs_list[#pairs_list + 1] = { k, v } end
+      table.sort(pairs_list, function(a, b) return a[1] < b[1] end)
     end
     if #pairs_list == 0 then U.error("Arg ``period_group_size_dict`` must not be empty.") end
     self._periods = {}

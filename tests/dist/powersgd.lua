@@ -322,6 +322,7 @@ run("powerSGD_hook, rank 2, batched by shape, no error feedback or warm start", 
     random_seed = 7, batch_tensors_with_same_shape = true }, 3)
 run("powerSGD_hook, batched by shape, warm start", psgd.powerSGD_hook,
   { start_powerSGD_iter = 2, batch_tensors_with_same_shape = true, random_seed = 3 }, 4)
+run("powerSGD_hook, orthogonalization_epsilon 1e-9", psgd.powerSGD_hook, { start_powerSGD_iter = 2, orthogonalization_epsilon = 1e-9 }, 3, 400)
 
 -- a rank as large as the matrices: the approximation is exact, the gradients are the plain averages
 do
