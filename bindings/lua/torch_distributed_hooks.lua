@@ -1,7 +1,7 @@
 -- DDP communication hooks: DistributedDataParallel:register_comm_hook(state, hook),
 -- :_register_builtin_comm_hook(dist.BuiltinCommHookType.X), dist.GradBucket and
 -- torch.distributed.algorithms.ddp_comm_hooks.default_hooks (allreduce_hook,
--- fp16_compress_hook, bf16_compress_hook).
+-- fp16_compress_hook, bf16_compress_hook, fp16_compress_wrapper, bf16_compress_wrapper).
 --
 --   local hooks = torch.distributed.algorithms.ddp_comm_hooks.default_hooks
 --   model:register_comm_hook(nil, hooks.fp16_compress_hook)
@@ -23,7 +23,7 @@ GradBucket.__index = GradBucket
 dist.GradBucket = GradBucket
 
 local function new_bucket(ddp, index, buffer, last)
-  return setmetatable({ _ddp = ddp, _index = index, _buffer = buffer, _flat = buffer, _last = last }, GradBucket)
+  return setmetatable({ _ddp = ddp, _index = index, _buffer = buffer, _last = last }, GradBucket)
 end
 
 -- the bucket's index: 0 is the bucket of the last parameters (the first gradients backward computes)
@@ -51,12 +51,12 @@ function GradBucket:parameters()
   return self._params
 end
 
--- each parameter's gradient as a view of the buffer, shaped like the parameter
+-- each parameter's gradient as a view of the buffer (set_buffer's, if set), shaped like the parameter
 function GradBucket:gradients()
   local out, offset = {}, 0
   for j, p in ipairs(self:parameters()) do
     local n = p:numel()
-    out[j] = self._flat:narrow(0, offset, n):view(p:size())
+    out[j] = self._buffer:narrow(0, offset, n):view(p:size())
     offset = offset + n
   end
   return out
@@ -156,6 +156,29 @@ end
 -- the bucket sent as float16 / bfloat16 (half the bytes), averaged, written back in the buffer's dtype
 default_hooks.fp16_compress_hook = compress_hook(torch.float16)
 default_hooks.bf16_compress_hook = compress_hook(torch.bfloat16)
+
+-- hook(state, bucket) run on the bucket cast to float16 / bfloat16 (set_buffer), its result
+-- written back into the original buffer
+local function compress_wrapper(dtype, name)
+  return function(hook)
+    if not callable(hook) then U.errorf("%s: hook must be callable, got %s", name, U.typename(hook)) end
+    return function(state, bucket)
+      local buffer = bucket:buffer()
+      bucket:set_buffer(buffer:to(dtype))
+      local fut = hook(state, bucket)
+      if not futures.is_future(fut) then
+        U.errorf("DDP communication hook's callback must return a torch.futures.Future object, but got %s", U.typename(fut))
+      end
+      return fut:then_(function(f)
+        local v = f:value()
+        if type(v) == "table" and not torch.is_tensor(v) then v = v[1] end
+        return buffer:copy_(v)
+      end)
+    end
+  end
+end
+default_hooks.fp16_compress_wrapper = compress_wrapper(torch.float16, "fp16_compress_wrapper")
+default_hooks.bf16_compress_wrapper = compress_wrapper(torch.bfloat16, "bf16_compress_wrapper")
 
 -- the same computations done by the reducer in C, with no Lua call per bucket
 in_reducer[default_hooks.allreduce_hook] = "allreduce"

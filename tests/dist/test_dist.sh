@@ -30,6 +30,8 @@ for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
   ranks_run "DDP communication hooks and futures, $n ranks" "$n" "$dir/comm_hooks.lua"
+  ranks_run "PowerSGD hooks, $n ranks" "$n" "$dir/powersgd.lua"
+  ranks_run "local SGD and model averaging, $n ranks" "$n" "$dir/local_sgd.lua"
   ranks_run "SyncBatchNorm, $n ranks" "$n" "$dir/syncbn.lua"
   ranks_run "subgroups and more collectives, $n ranks" "$n" "$dir/groups.lua"
   ranks_run "error classes and store queues, $n ranks" "$n" "$dir/errors.lua"
@@ -41,6 +43,7 @@ for n in 2 3; do
   ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
 done
 ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
+ranks_run "local SGD and hierarchical model averaging, 4 ranks" 4 "$dir/local_sgd.lua"
 ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
 ranks_run "profiler, 2 ranks" 2 "$dir/profiler.lua"
 
@@ -150,6 +153,8 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
   ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
   ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
+  ranks_run "PowerSGD hooks (nccl), $ngpu ranks" "$ngpu" "$dir/powersgd.lua" nccl
+  ranks_run "local SGD and model averaging (nccl), $ngpu ranks" "$ngpu" "$dir/local_sgd.lua" nccl
   ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
   ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
   ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
