@@ -27,15 +27,32 @@ struct DW {
     int64_t xs[4], ys[4];     /* element strides of x and dy */
 };
 
+/* Element e = (p, r, q) of a [*, R, Q] walk, advanced by kThreads without dividing */
+struct Walk {
+    int p, r, q, dp, dr, dq, R, Q;
+    __device__ Walk(int e, int R_, int Q_) : R(R_), Q(Q_)
+    {
+        p = e / (R * Q), r = (e - p * R * Q) / Q, q = e - p * R * Q - r * Q;
+        dp = kThreads / (R * Q), dr = (kThreads - dp * R * Q) / Q, dq = kThreads - dp * R * Q - dr * Q;
+    }
+    __device__ void next()
+    {
+        q += dq;
+        if (q >= Q) q -= Q, r++;
+        r += dr;
+        if (r >= R) r -= R, p++;
+        p += dp;
+    }
+};
+
 template <typename T, int K> __global__ void __launch_bounds__(kThreads) partial_kernel(const T *x, const T *dy, T *partial, DW g)
 {
     __shared__ __align__(16) unsigned char smem[kSmemBytes];
     const int band = blockIdx.x, c = blockIdx.y, group = blockIdx.z;
-    const int r0 = band * g.rows, rows = min(g.rows, g.oh - r0), outs = rows * g.ow;
+    const int r0 = band * g.rows, rows = min(g.rows, g.oh - r0);
     const int h0 = r0 * g.sh - g.ph, w0 = -g.pw, tile = g.in_rows * g.in_cols;
     const int n_end = min(g.N, (group + 1) * g.per_block);
     T *xt = (T *)smem, *yt = xt + g.at_once * tile;
-    const int step_p = kThreads / outs, step_r = (kThreads - step_p * outs) / g.ow, step_q = kThreads - step_p * outs - step_r * g.ow;
 
     T acc[K * K];
 #pragma unroll
@@ -43,29 +60,21 @@ template <typename T, int K> __global__ void __launch_bounds__(kThreads) partial
     for (int n0 = group * g.per_block; n0 < n_end; n0 += g.at_once) {
         const int np = min(g.at_once, n_end - n0);
         __syncthreads(); /* the previous images are done with */
-        for (int e = threadIdx.x; e < np * tile; e += kThreads) {
-            const int p = e / tile, rq = e - p * tile, r = rq / g.in_cols, q = rq - r * g.in_cols, h = h0 + r, w = w0 + q;
-            xt[e] = h >= 0 && h < g.H && w >= 0 && w < g.W ? x[(n0 + p) * g.xs[0] + c * g.xs[1] + h * g.xs[2] + w * g.xs[3]] : T(0);
+        for (Walk a(threadIdx.x, g.in_rows, g.in_cols); a.p < np; a.next()) {
+            const int h = h0 + a.r, w = w0 + a.q;
+            xt[(a.p * g.in_rows + a.r) * g.in_cols + a.q] =
+                h >= 0 && h < g.H && w >= 0 && w < g.W ? x[(n0 + a.p) * g.xs[0] + c * g.xs[1] + h * g.xs[2] + w * g.xs[3]] : T(0);
         }
-        for (int e = threadIdx.x; e < np * outs; e += kThreads) {
-            const int p = e / outs, rq = e - p * outs, r = rq / g.ow, q = rq - r * g.ow;
-            yt[e] = dy[(n0 + p) * g.ys[0] + c * g.ys[1] + (r0 + r) * g.ys[2] + q * g.ys[3]];
-        }
+        for (Walk a(threadIdx.x, rows, g.ow); a.p < np; a.next())
+            yt[(a.p * rows + a.r) * g.ow + a.q] = dy[(n0 + a.p) * g.ys[0] + c * g.ys[1] + (r0 + a.r) * g.ys[2] + a.q * g.ys[3]];
         __syncthreads();
-        /* output e = (image p, row r, column q), stepped by kThreads without dividing */
-        int p = threadIdx.x / outs, r = (threadIdx.x - p * outs) / g.ow, q = threadIdx.x - p * outs - r * g.ow;
-        for (int e = threadIdx.x; e < np * outs; e += kThreads) {
-            const T gy = yt[e];
-            const T *base = xt + p * tile + r * g.sh * g.in_cols + q * g.sw;
+        for (Walk a(threadIdx.x, rows, g.ow); a.p < np; a.next()) {
+            const T gy = yt[(a.p * rows + a.r) * g.ow + a.q];
+            const T *base = xt + a.p * tile + a.r * g.sh * g.in_cols + a.q * g.sw;
 #pragma unroll
             for (int i = 0; i < K; i++)
 #pragma unroll
                 for (int j = 0; j < K; j++) acc[i * K + j] += gy * base[i * g.dh * g.in_cols + j * g.dw];
-            q += step_q;
-            if (q >= g.ow) q -= g.ow, r++;
-            r += step_r;
-            if (r >= rows) r -= rows, p++;
-            p += step_p;
         }
     }
 
