@@ -43,6 +43,14 @@ local function per_element(k, v, n)
   return torch.is_tensor(v) and k ~= "step" and v:dim() == 1 and v:numel() == n
 end
 
+-- a parameter group's options with params replaced
+local function group_with(g, params)
+  local packed = {}
+  for k, v in pairs(g) do if k ~= "params" then packed[k] = v end end
+  packed.params = params
+  return packed
+end
+
 function FSDP.optim_state_dict(model, optim, optim_state_dict)
   check(model, optim, "optim_state_dict")
   if optim_state_dict ~= nil then U.error("optim_state_dict: pass the optimizer; its state dict is read from it") end
@@ -79,10 +87,7 @@ function FSDP.optim_state_dict(model, optim, optim_state_dict)
         end
       end
     end
-    local packed = {}
-    for k, v in pairs(g) do if k ~= "params" then packed[k] = v end end
-    packed.params = names
-    groups[gi] = packed
+    groups[gi] = group_with(g, names)
   end
   return { state = state, param_groups = groups }
 end
@@ -129,10 +134,7 @@ function FSDP.optim_state_dict_to_load(model, optim, optim_state_dict)
     end
     local saved = osd.param_groups[gi]
     if not saved then U.error("optim_state_dict_to_load: the state dict has fewer parameter groups than the optimizer") end
-    local packed = {}
-    for k, v in pairs(saved) do if k ~= "params" then packed[k] = v end end
-    packed.params = ids
-    groups[gi] = packed
+    groups[gi] = group_with(saved, ids)
   end
   return { state = state, param_groups = groups }
 end
