@@ -17,6 +17,7 @@
  *   Reducer(params, bucket_cap_bytes, first_bucket_bytes, find_unused, gradient_as_bucket_view)
  *       DDP's reducer (engine/dist/reducer.h): prepare_forward(),
  *       prepare_backward(outputs), buckets() -> lists of 0-based parameter indices,
+ *       shadow() -> the buckets' averages over zero gradients (a joined rank's backward),
  *       set_comm_hook(kind, run, result): kind "allreduce", "fp16", "bf16" (run in C) or
  *       "custom": run(k, buffer, is_last) when bucket k (0-based) is complete, result(k) -> its
  *       reduced flat tensor when all have run (both called during backward)
@@ -418,6 +419,28 @@ static int reducer_buckets(lua_State *L)
     return 1;
 }
 
+/* reducer:shadow() -> the buckets' averaged flat tensors, over zero gradients (Join's joined rank) */
+static int reducer_shadow(lua_State *L)
+{
+    reducer_ud *u = check_reducer(L);
+    int nb = nn_reducer_buckets(u->r, NULL, NULL);
+    nn_tensor **out = calloc((size_t)nb + 1, sizeof *out);
+    if (!out) return luaL_error(L, "out of memory");
+    nn_status st = nn_reducer_shadow(u->r, out);
+    if (st) {
+        for (int k = 0; k < nb; k++) nn_release(out[k]);
+        free(out);
+        return lt_fail(L, 0);
+    }
+    lua_createtable(L, nb, 0);
+    for (int k = 0; k < nb; k++) {
+        lt_push(L, out[k]);
+        lua_rawseti(L, -2, k + 1);
+    }
+    free(out);
+    return 1;
+}
+
 /* a custom comm hook's function ref called with nargs pushed by the caller, nret results kept */
 static nn_status hook_call(lua_State *L, int nargs, int nret)
 {
@@ -511,7 +534,7 @@ void lt_open_dist(lua_State *L)
     static const luaL_Reg work_methods[] = {{"wait", work_wait}, {"is_completed", work_is_completed}, {NULL, NULL}};
     static const luaL_Reg reducer_methods[] = {
         {"prepare_forward", reducer_prepare_forward}, {"prepare_backward", reducer_prepare_backward},
-        {"buckets", reducer_buckets}, {"set_comm_hook", reducer_set_comm_hook}, {NULL, NULL},
+        {"buckets", reducer_buckets}, {"shadow", reducer_shadow}, {"set_comm_hook", reducer_set_comm_hook}, {NULL, NULL},
     };
     new_metatable(L, WORK_MT, work_methods, work_gc);
     new_metatable(L, REDUCER_MT, reducer_methods, reducer_gc);

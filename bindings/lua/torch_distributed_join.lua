@@ -292,18 +292,15 @@ function DDPJoinHook:_shadow_backward()
   local buckets = ddp._reducer:buckets()
   local hook = comm_hooks[ddp]
   local flats, futures = {}, {}
-  for k, idx in ipairs(buckets) do
+  if not hook then flats = ddp._reducer:shadow() end -- the reducer's own calls, as the active ranks make them
+  for k, idx in ipairs(hook and buckets or {}) do
     local numel, first = 0, params[idx[1] + 1]
     for _, i in ipairs(idx) do numel = numel + params[i + 1]:numel() end
     local zeros = torch.zeros(numel, { dtype = first.dtype, device = first.device })
     flats[k] = zeros
-    if hook then
-      local bucket = setmetatable({ _ddp = ddp, _index = k - 1, _buffer = zeros, _flat = zeros, _last = k == #buckets },
-        dist.GradBucket)
-      futures[k] = hook.hook(hook.state, bucket)
-    else
-      dist.all_reduce(zeros, { op = dist.ReduceOp.AVG })
-    end
+    local bucket = setmetatable({ _ddp = ddp, _index = k - 1, _buffer = zeros, _flat = zeros, _last = k == #buckets },
+      dist.GradBucket)
+    futures[k] = hook.hook(hook.state, bucket)
   end
   for k, f in pairs(futures) do
     local v = f:wait()

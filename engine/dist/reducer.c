@@ -325,21 +325,33 @@ static nn_status fill_buffer(nn_reducer *r, bucket *b)
     return NN_OK;
 }
 
+/* One grouped all-reduce (averaging) of bucket b's gradients, each taken from got (NULL: its
+ * slice of flat). */
+static nn_work *all_reduce_each(nn_reducer *r, const bucket *b, nn_tensor *const *got, nn_tensor *flat)
+{
+    const int *idx = r->order + b->first;
+    nn_tensor **ts = calloc((size_t)b->count, sizeof *ts);
+    if (!ts) { nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); return NULL; }
+    bool ok = true;
+    for (int j = 0; j < b->count && ok; j++) ok = (ts[j] = got ? nn_retain(got[idx[j]]) : slice_of(r, flat, idx[j])) != NULL;
+    nn_work *w = ok ? nn_dist_all_reduce_many(r->pg, ts, b->count, NN_REDUCE_AVG) : NULL;
+    for (int j = 0; j < b->count; j++) nn_release(ts[j]);
+    free(ts);
+    return w;
+}
+
 /* A grouped bucket's all-reduce: in place, or (a gradient missing or not reducible in
- * place) through the bucket's buffer, copying the gradients in now. */
+ * place) through the bucket's buffer, copying the gradients in now. Either way it is one
+ * all-reduce a gradient in one group: which way a rank takes depends on its own gradients,
+ * and NCCL pairs the calls of a group one by one, so every rank must make the same calls. */
 static nn_work *reduce_grouped(nn_reducer *r, bucket *b)
 {
-    int *idx = r->order + b->first;
     if (!b->bad) {
-        nn_tensor **ts = malloc(sizeof *ts * b->count);
-        if (!ts) { nn_error(NN_ERR_NOMEM, "DistributedDataParallel: out of memory"); return NULL; }
-        for (int j = 0; j < b->count; j++) ts[j] = r->got[idx[j]];
-        nn_work *w = nn_dist_all_reduce_many(r->pg, ts, b->count, NN_REDUCE_AVG);
-        free(ts);
+        nn_work *w = all_reduce_each(r, b, r->got, NULL);
         b->grouped = w != NULL;
         return w;
     }
-    return fill_buffer(r, b) ? NULL : nn_dist_all_reduce(r->pg, b->buf, NN_REDUCE_AVG);
+    return fill_buffer(r, b) ? NULL : all_reduce_each(r, b, NULL, b->buf);
 }
 
 /* comp: the gradients cast into the hook's dtype (from the buffer, or gathered from the
@@ -580,5 +592,23 @@ nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, 
     for (int i = 0; i < r->n && !st; i++)
         if (!reached[i]) st = mark_ready(r, i, true);
     free(reached);
+    return st;
+}
+
+nn_status nn_reducer_shadow(nn_reducer *r, nn_tensor **out)
+{
+    nn_comm_hook_kind saved = r->pass_hook;
+    r->pass_hook = NN_COMM_HOOK_NONE; /* the caller runs the hooks itself */
+    nn_status st = NN_OK;
+    for (int k = 0; k < r->nb; k++) out[k] = NULL;
+    for (int k = 0; k < r->nb && !st; k++) {
+        bucket *b = &r->b[k];
+        nn_tensor *flat = nn_zeros(1, &b->numel, b->dt, b->dev);
+        nn_work *w = !flat ? NULL : groupable(r, b) ? all_reduce_each(r, b, NULL, flat) : nn_dist_all_reduce(r->pg, flat, NN_REDUCE_AVG);
+        st = w ? nn_work_wait(w) : nn_last_status();
+        nn_work_release(w);
+        out[k] = flat;
+    }
+    r->pass_hook = saved;
     return st;
 }

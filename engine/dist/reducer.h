@@ -61,6 +61,10 @@ nn_status nn_reducer_prepare_forward(nn_reducer *r);
 /* After such a forward: expect the hooks in the coming backward; with
  * find_unused_parameters, walk the graph from the outputs. */
 nn_status nn_reducer_prepare_backward(nn_reducer *r, nn_tensor *const *outputs, int n);
+/* A rank that has run out of inputs (Join) makes the collectives of one backward with no hook:
+ * each bucket's all-reduce over zeros, made as the active ranks make theirs so that the calls
+ * match; out[k] (room for every bucket) gets bucket k's averaged flat result, a new reference. */
+nn_status nn_reducer_shadow(nn_reducer *r, nn_tensor **out);
 /* Buckets for tests: their count; sizes[k] = parameters in bucket k, and idx gets
  * the parameter indices bucket by bucket (idx has room for every parameter). */
 int nn_reducer_buckets(nn_reducer *r, int *sizes, int *idx);

@@ -180,8 +180,11 @@ do
 end
 
 -- DDP on GPUs against one CPU process on the whole batch: a small MLP in tiny buckets, and
--- one whose middle layer (6 MB) is a bucket of its own
-local function ddp_against_one(name, widths, seed, ddp_opts, opt_opts, steps)
+-- one whose middle layer (6 MB) is a bucket of its own. mixed: rank 1 keeps its gradients
+-- (zeroed in place and held here), so they are not its bucket's own and it reduces them
+-- through the bucket's buffer while rank 0 reduces its own where they are: the calls must
+-- still pair up.
+local function ddp_against_one(name, widths, seed, ddp_opts, opt_opts, steps, mixed)
   local B = 8
   torch.manual_seed(seed)
   local X, Y = torch.randn(steps, B * world, widths[1]), torch.randn(steps, B * world, widths[#widths])
@@ -199,8 +202,10 @@ local function ddp_against_one(name, widths, seed, ddp_opts, opt_opts, steps)
   local opt = optim.SGD(model:parameters(), opt_opts)
   local ref = mlp(1000 * seed)
   local ropt = optim.SGD(ref:parameters(), opt_opts)
+  local held = {}
   for s = 0, steps - 1 do
-    opt:zero_grad()
+    opt:zero_grad({ set_to_none = not (mixed and rank == 1) })
+    if mixed and rank == 1 then for i, p in ipairs(net:parameters()) do held[i] = p.grad end end
     F.mse_loss(model(X[s]:narrow(0, rank * B, B):to(dev)), Y[s]:narrow(0, rank * B, B):to(dev)):backward()
     opt:step()
     ropt:zero_grad()
@@ -214,6 +219,7 @@ end
 ddp_against_one("DDP on GPUs", { 6, 32, 3 }, 7, { bucket_cap_mb = 0.001 }, { lr = 0.05, momentum = 0.9 }, 20)
 ddp_against_one("DDP with a 6 MB bucket", { 16, 1536, 1024, 3 }, 11, {}, { lr = 0.01 }, 10)
 ddp_against_one("DDP with 3 MB buckets of several gradients", { 16, 512, 512, 512, 3 }, 13, { bucket_cap_mb = 3 }, { lr = 0.01 }, 10)
+ddp_against_one("DDP with one rank's gradients held", { 16, 512, 512, 3 }, 17, { bucket_cap_mb = 3 }, { lr = 0.01 }, 6, true)
 
 -- all_reduce bus bandwidth (as nccl-tests count it: 2 (n - 1) / n of the bytes per second)
 do
