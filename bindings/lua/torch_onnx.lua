@@ -88,7 +88,7 @@ function G:fresh(op)
   return string.format("/%s_%d_output_0", op, self.count)
 end
 
--- a node; attrs: a list of {name, kind ("i" | "f" | "ints" | "floats"), value}; returns its outputs' names
+-- a node; attrs: a list of {name, kind ("i" | "f" | "ints" | "floats" | "s"), value}; returns its outputs' names
 function G:node(op, inputs, attrs, nout)
   local outs = {}
   for k = 1, nout or 1 do outs[k] = self:fresh(op) end
@@ -105,7 +105,7 @@ function G:initializer(t, name)
   t = t:detach():cpu():contiguous()
   local shape = {}
   for d = 1, t:dim() do shape[d] = t:size(d - 1) end
-  self.inits[#self.inits + 1] = { name = name, shape = shape, dtype = t.dtype, bytes = C.bytes(t),
+  self.inits[#self.inits + 1] = { name = name, shape = shape, dtype = t.dtype, bytes = C.bytes(t), t = t,
     value = t:numel() == 1 and t:is_floating_point() and t:item() or nil }
   self.init_names[name] = true
   return name
@@ -569,6 +569,9 @@ for name, op in pairs(BINARY) do
   end
 end
 
+-- for the files that add ops (torch_onnx_ops.lua) and constant folding (torch_onnx_fold.lua)
+onnx._internal = { G = G, HANDLERS = HANDLERS, fail = fail, ident = ident, elem_type = elem_type, UNARY = UNARY }
+
 -- ---- protobuf ----
 
 local function attr_bytes(a)
@@ -576,6 +579,7 @@ local function attr_bytes(a)
   if kind == "i" then return P.str(1, name) .. P.int(3, v) .. P.int(20, 2) end
   if kind == "f" then return P.str(1, name) .. P.float(2, v) .. P.int(20, 1) end
   if kind == "ints" then return P.str(1, name) .. P.packed_ints(8, v) .. P.int(20, 7) end
+  if kind == "s" then return P.str(1, name) .. P.str(4, v) .. P.int(20, 3) end
   return P.str(1, name) .. P.packed_floats(7, v) .. P.int(20, 6)
 end
 
@@ -603,6 +607,16 @@ local function value_info(name, t, dyn)
 end
 
 -- ---- export ----
+
+-- the model's results, nested lists flattened in order (as PyTorch flattens nested tuples)
+local function flat_outputs(v, out)
+  if torch.is_tensor(v) then out[#out + 1] = v; return out end
+  if type(v) ~= "table" or getmetatable(v) then
+    fail("the model's outputs must be tensors or lists of them, got %s", U.typename(v))
+  end
+  for k = 1, #v do flat_outputs(v[k], out) end
+  return out
+end
 
 local function tensors_of(v, what)
   if torch.is_tensor(v) then return { v } end
@@ -636,8 +650,41 @@ local function parse_dynamic_axes(dyn, known)
   return out
 end
 
+-- Lua functions that export as their own nodes (onnx._symbolic): while tracing, each call (not
+-- one nested in another) is recorded as a region {name, at, to, args, res}: the traced ops
+-- at+1 .. to it ran, which its handler replaces (or, where it returns false, exports as usual)
+local SYMBOLIC, SYMBOLIC_HANDLERS = {}, {}
+function onnx._symbolic(tbl, key, name, handler)
+  SYMBOLIC[#SYMBOLIC + 1] = { tbl = tbl, key = key, name = name }
+  SYMBOLIC_HANDLERS[name] = handler
+end
+
+local function install_symbolic(regions)
+  local depth, saved = 0, {}
+  for k, s in ipairs(SYMBOLIC) do
+    local orig = s.tbl[s.key]
+    saved[k] = orig
+    s.tbl[s.key] = function(...)
+      if depth > 0 then return orig(...) end
+      local from = C.count()
+      depth = depth + 1
+      local r = table.pack(pcall(orig, ...))
+      depth = depth - 1
+      if not r[1] then error(r[2], 0) end
+      regions[#regions + 1] = { name = s.name, at = from, to = C.count(), args = table.pack(...),
+        res = table.pack(table.unpack(r, 2, r.n)) }
+      return table.unpack(r, 2, r.n)
+    end
+  end
+  return function()
+    for k, s in ipairs(SYMBOLIC) do s.tbl[s.key] = saved[k] end
+  end
+end
+
 local function run_traced(model, args, kwargs)
   local ok, res
+  local regions = {}
+  local uninstall = install_symbolic(regions)
   C.start()
   exporting = true
   do
@@ -650,12 +697,14 @@ local function run_traced(model, args, kwargs)
   end
   exporting = false
   C.stop()
+  uninstall()
   if not ok then
     C.clear()
     error(res, 0)
   end
   local ops = C.ops()
   C.clear()
+  ops.regions = regions
   return res, ops
 end
 
@@ -750,15 +799,26 @@ local function build(model, args, o, res, ops)
     if g.params[r.st] then fail("input %d shares its storage with a parameter of the model", k) end
     g.writes[r.st] = { { id = r, name = name } }
   end
-  for _, e in ipairs(ops) do
-    local h = HANDLERS[e.name]
-    if not h then
-      fail("exporting the operator '%s' to ONNX opset version %d is not supported", e.name, o.opset_version)
+  local p, ri, regions = 0, 1, ops.regions
+  while true do
+    local reg = regions[ri]
+    if reg and reg.at == p then
+      ri = ri + 1
+      if SYMBOLIC_HANDLERS[reg.name](g, reg) then p = reg.to end
+    elseif p < #ops then
+      p = p + 1
+      local e = ops[p]
+      local h = HANDLERS[e.name]
+      if not h then
+        fail("exporting the operator '%s' to ONNX opset version %d is not supported", e.name, o.opset_version)
+      end
+      h(g, e)
+    else
+      break
     end
-    h(g, e)
   end
   -- several results (Python's tuple) or one: a tensor or a list of them
-  local outs = res.n == 1 and tensors_of(res[1], "the model's outputs") or tensors_of({ table.unpack(res, 1, res.n) }, "the model's outputs")
+  local outs = flat_outputs({ table.unpack(res, 1, res.n) }, {})
   local outputs, used = {}, {}
   for k, y in ipairs(outs) do
     local name = o.output_names[k] or string.format("output_%d", k - 1)
@@ -779,6 +839,10 @@ local function build(model, args, o, res, ops)
   end
   if g.opset >= 20 then fuse_gelu(g) end
   prune(g, outputs)
+  if o.do_constant_folding and onnx._fold then
+    onnx._fold(g, outputs)
+    prune(g, outputs)
+  end
   for _, p in ipairs(g.graph_inputs) do inputs[#inputs + 1] = p end
   return g, inputs, outputs
 end
