@@ -80,7 +80,7 @@ G.__index = G
 
 local function new_graph(opset)
   return setmetatable({ opset = opset, nodes = {}, inits = {}, init_names = {}, params = {}, writes = {},
-    unreadable = {}, count = 0, producer = {}, graph_inputs = {} }, G)
+    unreadable = {}, count = 0, producer = {}, graph_inputs = {}, views = {} }, G)
 end
 
 function G:fresh(op)
@@ -146,13 +146,8 @@ end
 -- storage: b's buffer reshaped so that each dim r steps through is one dim (the strides must
 -- divide each other), sliced to r's window, permuted to r's order, reshaped to r's shape with
 -- its size-1 dims and broadcast over its stride-0 dims.
-function G:view_of(name, b, r)
-  if same_ident(b, r) then return name end
-  local function unsupported()
-    fail("a view with shape %s and strides %s (offset %d) of a tensor of shape %s is not supported", U.pystr(r.shape),
-      U.pystr(r.strides), r.offset - b.offset, U.pystr(b.shape))
-  end
-  if not is_contig(b) then unsupported() end
+function G:view_by_reshape(name, b, r)
+  if not is_contig(b) then return nil end
   local dims, expanded, shape0 = {}, false, {}
   for d = 1, #r.shape do
     shape0[d] = r.shape[d]
@@ -166,20 +161,20 @@ function G:view_of(name, b, r)
   local q, outer, n = {}, b.numel, b.numel
   for _, d in ipairs(sorted) do
     local st = r.strides[d]
-    if outer % st ~= 0 or outer == st then unsupported() end
+    if outer % st ~= 0 or outer == st then return nil end
     q[#q + 1] = { size = outer // st, stride = st, dim = d }
     outer = st
   end
   if outer > 1 or #q == 0 then q[#q + 1] = { size = outer, stride = 1 } end
   local off = r.offset - b.offset
-  if off < 0 or r.hi > b.offset + n - 1 then unsupported() end
+  if off < 0 or r.hi > b.offset + n - 1 then return nil end
   local qshape, starts, ends, axes = {}, {}, {}, {}
   for i, e in ipairs(q) do
     qshape[i] = e.size
     local at = off // e.stride
     off = off - at * e.stride
     local len = e.dim and r.shape[e.dim] or 1
-    if at + len > e.size then unsupported() end
+    if at + len > e.size then return nil end
     if at ~= 0 or len ~= e.size then
       axes[#axes + 1], starts[#starts + 1], ends[#ends + 1] = i - 1, at, at + len
     end
@@ -207,6 +202,74 @@ function G:view_of(name, b, r)
     local target = {}
     for d = 1, #r.shape do target[d] = shape0[d] == 1 and r.shape[d] or 1 end
     v = self:node("Expand", { v, self:ints(target) })
+  end
+  return v
+end
+
+-- A view that steps through b's own dims (a slice with steps, one index picked in the others,
+-- permuted): Slice with steps over b's dims, the picked dims dropped, transposed to r's order.
+function G:view_by_steps(name, b, r)
+  if not is_contig(b) then return nil end
+  local bst, off, start = contig_strides(b.shape), r.offset - b.offset, {}
+  if off < 0 then return nil end
+  for j = 1, #b.shape do
+    start[j] = b.shape[j] > 1 and off // bst[j] or 0
+    off = off - start[j] * bst[j]
+    if start[j] >= b.shape[j] then return nil end
+  end
+  local dim_of, step, order = {}, {}, {} -- b's dim and step for each moving dim of r, in r's order
+  for d = 1, #r.shape do
+    if r.shape[d] > 1 then
+      local s, found = r.strides[d], nil
+      for j = 1, #b.shape do
+        if b.shape[j] > 1 and s >= bst[j] and s % bst[j] == 0 and (j == 1 or s < bst[j] * b.shape[j]) then found = j; break end
+      end
+      if not found or step[found] or start[found] + (r.shape[d] - 1) * (s // bst[found]) >= b.shape[found] then return nil end
+      dim_of[d], step[found] = found, s // bst[found]
+      order[#order + 1] = d
+    end
+  end
+  local starts, ends, axes, steps, len = {}, {}, {}, {}, {}
+  for j = 1, #b.shape do len[j] = 1 end
+  for _, d in ipairs(order) do len[dim_of[d]] = r.shape[d] end
+  for j = 1, #b.shape do
+    local st = step[j] or 1
+    if start[j] ~= 0 or len[j] ~= b.shape[j] or st ~= 1 then
+      axes[#axes + 1], starts[#starts + 1], ends[#ends + 1], steps[#steps + 1] = j - 1, start[j], start[j] + (len[j] - 1) * st + 1, st
+    end
+  end
+  local v = name
+  if #axes > 0 then v = self:node("Slice", { v, self:ints(starts), self:ints(ends), self:ints(axes), self:ints(steps) }) end
+  local by_b = {} -- r's moving dims in b's order
+  for i, d in ipairs(order) do by_b[i] = d end
+  table.sort(by_b, function(x, y) return dim_of[x] < dim_of[y] end)
+  local cur, perm, identity = {}, {}, true
+  for i, d in ipairs(by_b) do cur[i] = r.shape[d] end
+  v = self:reshape(v, len, cur)
+  local pos = {}
+  for i, d in ipairs(by_b) do pos[d] = i - 1 end
+  for i, d in ipairs(order) do perm[i] = pos[d]; identity = identity and perm[i] == i - 1 end
+  if not identity then
+    v = self:node("Transpose", { v }, { { "perm", "ints", perm } })
+    for i, d in ipairs(order) do cur[i] = r.shape[d] end
+  end
+  return self:reshape(v, cur, r.shape)
+end
+
+-- The value of identity r, given the value `name` of identity b on the same storage (one node
+-- list per distinct view of a value)
+function G:view_of(name, b, r)
+  if same_ident(b, r) then return name end
+  local key = string.format("%s|%d|%s|%s|%s", name, r.offset - b.offset, table.concat(b.shape, ","),
+    table.concat(r.shape, ","), table.concat(r.strides, ","))
+  local v = self.views[key]
+  if not v then
+    v = self:view_by_reshape(name, b, r) or self:view_by_steps(name, b, r)
+    if not v then
+      fail("a view with shape %s and strides %s (offset %d) of a tensor of shape %s is not supported", U.pystr(r.shape),
+        U.pystr(r.strides), r.offset - b.offset, U.pystr(b.shape))
+    end
+    self.views[key] = v
   end
   return v
 end
@@ -608,27 +671,13 @@ end
 
 -- ---- export ----
 
--- the model's results, nested lists flattened in order (as PyTorch flattens nested tuples)
-local function flat_outputs(v, out)
+-- the tensors of v (a tensor or nested lists of them), flattened in order, as PyTorch flattens
+-- nested tuples of arguments and results
+local function flat_tensors(v, what, out)
   if torch.is_tensor(v) then out[#out + 1] = v; return out end
-  if type(v) ~= "table" or getmetatable(v) then
-    fail("the model's outputs must be tensors or lists of them, got %s", U.typename(v))
-  end
-  for k = 1, #v do flat_outputs(v[k], out) end
+  if type(v) ~= "table" or getmetatable(v) then fail("%s must be tensors or lists of them, got %s", what, U.typename(v)) end
+  for k = 1, #v do flat_tensors(v[k], what, out) end
   return out
-end
-
-local function tensors_of(v, what)
-  if torch.is_tensor(v) then return { v } end
-  if type(v) == "table" and not getmetatable(v) then
-    local out = {}
-    for k = 1, #v do
-      if not torch.is_tensor(v[k]) then fail("%s must be tensors, got a %s at position %d", what, U.typename(v[k]), k) end
-      out[k] = v[k]
-    end
-    return out
-  end
-  fail("%s must be a tensor or a list of tensors, got %s", what, U.typename(v))
 end
 
 -- dynamic_axes {name = {[dim] = "param", ...} or {dim, ...}} -> name -> {[dim] = param}
@@ -792,7 +841,7 @@ local function build(model, args, o, res, ops)
     for name, b in model:named_buffers() do add(name, b) end
   end
   local inputs = {}
-  for k, x in ipairs(args) do
+  for k, x in ipairs(flat_tensors(args, "args", {})) do
     local name = o.input_names[k] or string.format("input_%d", k - 1)
     inputs[k] = { name = name, t = x }
     local r = ident(x)
@@ -818,7 +867,7 @@ local function build(model, args, o, res, ops)
     end
   end
   -- several results (Python's tuple) or one: a tensor or a list of them
-  local outs = flat_outputs({ table.unpack(res, 1, res.n) }, {})
+  local outs = flat_tensors({ table.unpack(res, 1, res.n) }, "the model's outputs", {})
   local outputs, used = {}, {}
   for k, y in ipairs(outs) do
     local name = o.output_names[k] or string.format("output_%d", k - 1)
@@ -932,7 +981,8 @@ function onnx.export(...)
   end
   local args = o.args
   if args == nil then args = {} end
-  args = tensors_of(args, "args")
+  if torch.is_tensor(args) then args = { args } end
+  flat_tensors(args, "args", {})
   if string.pack("=i4", 1) ~= "\1\0\0\0" then fail("writing ONNX needs a little-endian machine") end
   local restore = save_modes(model)
   if is_module then model:eval() end

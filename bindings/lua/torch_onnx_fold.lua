@@ -53,19 +53,41 @@ end
 function EVAL.Transpose(x, n) return x[1]:permute(attr(n, "perm")):contiguous() end
 
 function EVAL.Slice(x)
-  if x[5] then return nil end -- steps: not written by the exporter
-  local y, starts, ends, axes = x[1], x[2]:tolist(), x[3]:tolist(), x[4] and x[4]:tolist()
+  local y, starts, ends = x[1], x[2]:tolist(), x[3]:tolist()
+  local axes, steps = x[4] and x[4]:tolist(), x[5] and x[5]:tolist()
   for k = 1, #starts do
-    local ax = axes and axes[k] or k - 1
+    local ax, step = axes and axes[k] or k - 1, steps and steps[k] or 1
     if ax < 0 then ax = ax + y:dim() end
     local len = y:size(ax)
     local lo, hi = starts[k], ends[k]
     if lo < 0 then lo = lo + len end
     if hi < 0 then hi = hi + len end
     lo, hi = math.max(0, math.min(lo, len)), math.max(0, math.min(hi, len))
-    y = y:narrow(ax, lo, math.max(hi - lo, 0))
+    if step < 1 then return nil end -- backwards: not written by the exporter
+    y = y:index_select(ax, torch.arange(lo, math.max(hi, lo), step, { dtype = torch.int64 }))
   end
-  return y:contiguous()
+  return y
+end
+
+function EVAL.Gemm(x, n)
+  local a, b = x[1], x[2]
+  if attr(n, "transA") == 1 then a = a:t() end
+  if attr(n, "transB") == 1 then b = b:t() end
+  local y = torch.matmul(a, b) * (attr(n, "alpha") or 1)
+  if x[3] then y = y + x[3] * (attr(n, "beta") or 1) end
+  return y
+end
+
+-- Reduce*: axes from the attribute or the second input (none: all dims), keepdims
+for op, f in pairs({ ReduceSum = torch.sum, ReduceMean = torch.mean, ReduceMax = torch.amax, ReduceMin = torch.amin }) do
+  EVAL[op] = function(x, n)
+    local axes = attr(n, "axes") or (x[2] and x[2]:tolist())
+    if not axes or #axes == 0 then
+      axes = {}
+      for d = 0, x[1]:dim() - 1 do axes[d + 1] = d end
+    end
+    return f(x[1], axes, attr(n, "keepdims") ~= 0)
+  end
 end
 
 function EVAL.Concat(x, n) return torch.cat(x, attr(n, "axis")) end

@@ -393,16 +393,19 @@ end
 
 function OPS.Slice(i)
   local x, starts, ends, axes = i[1], i[2].data, i[3].data, i[4].data
-  local lo, shape = {}, { table.unpack(x.shape) }
-  for d = 1, #x.shape do lo[d] = 0 end
+  local steps = i[5] and i[5].data or {}
+  local lo, step, shape = {}, {}, { table.unpack(x.shape) }
+  for d = 1, #x.shape do lo[d], step[d] = 0, 1 end
   for k, ax in ipairs(axes) do
-    lo[ax + 1] = starts[k]
-    shape[ax + 1] = math.min(ends[k], x.shape[ax + 1]) - starts[k]
+    local s = steps[k] or 1
+    assert(s > 0, "Slice: positive steps only here")
+    lo[ax + 1], step[ax + 1] = starts[k], s
+    shape[ax + 1] = (math.min(ends[k], x.shape[ax + 1]) - starts[k] + s - 1) // s
   end
   local xs, out = strides_of(x.shape), {}
   for k = 0, numel(shape) - 1 do
     local c, src = coords(k, shape), 0
-    for d = 1, #c do src = src + (c[d] + lo[d]) * xs[d] end
+    for d = 1, #c do src = src + (lo[d] + c[d] * step[d]) * xs[d] end
     out[k + 1] = x.data[src + 1]
   end
   return { shape = shape, data = out }
