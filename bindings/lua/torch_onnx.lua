@@ -6,8 +6,11 @@
 -- Ops: linear (Gemm; MatMul for other products), conv2d, max / avg / adaptive pools (where the
 -- sizes divide), batch_norm (eval), layer_norm, softmax / log_softmax, reductions, elementwise
 -- math, clamp, where, index_select, torch.cat (copies into one box: Concat); gelu runs as its erf
--- formula (one Gelu node from opset 20). Another op is an error naming it; so is a view that is
--- no reshape / slice / permutation / broadcast of its buffer. Nodes no output needs are dropped.
+-- formula (one Gelu node from opset 20); more ops in torch_onnx_ops.lua, which also exports
+-- sort / topk and F.interpolate as single nodes (onnx._symbolic). Another op is an error naming it;
+-- so is a view that is no reshape / strided slice / permutation / broadcast of its buffer. Nodes no
+-- output needs are dropped; constant subgraphs are folded (torch_onnx_fold.lua). Nested lists of
+-- arguments and results are flattened into the graph's inputs and outputs.
 local torch = require "torch"
 local U = require "nn_util"
 local P = require "tb_protobuf"
@@ -143,7 +146,7 @@ function G:reshape(x, from, to)
 end
 
 -- The value of identity r, given the value `name` of identity b (contiguous) on the same
--- storage: b's buffer reshaped so that each dim r steps through is one dim (the strides must
+-- storage, or nil where the strides do not divide each other: b's buffer reshaped so that each dim r steps through is one dim (the strides must
 -- divide each other), sliced to r's window, permuted to r's order, reshaped to r's shape with
 -- its size-1 dims and broadcast over its stride-0 dims.
 function G:view_by_reshape(name, b, r)
@@ -710,10 +713,8 @@ end
 
 local function install_symbolic(regions)
   local depth, saved = 0, {}
-  for k, s in ipairs(SYMBOLIC) do
-    local orig = s.tbl[s.key]
-    saved[k] = orig
-    s.tbl[s.key] = function(...)
+  local function wrap(s, orig)
+    return function(...)
       if depth > 0 then return orig(...) end
       local from = C.count()
       depth = depth + 1
@@ -725,7 +726,15 @@ local function install_symbolic(regions)
       return table.unpack(r, 2, r.n)
     end
   end
+  for k, s in ipairs(SYMBOLIC) do
+    saved[k] = s.tbl[s.key]
+    if saved[k] then s.tbl[s.key] = wrap(s, saved[k]) end
+  end
+  -- recurrent layers as their composed ops, not cuDNN's one untraced op per layer
+  local cudnn = torch.backends.cudnn.enabled
+  torch.backends.cudnn.enabled = false
   return function()
+    torch.backends.cudnn.enabled = cudnn
     for k, s in ipairs(SYMBOLIC) do s.tbl[s.key] = saved[k] end
   end
 end
@@ -733,8 +742,8 @@ end
 local function run_traced(model, args, kwargs)
   local ok, res
   local regions = {}
-  local uninstall = install_symbolic(regions)
   C.start()
+  local uninstall = install_symbolic(regions)
   exporting = true
   do
     local _ <close> = torch.no_grad()

@@ -283,11 +283,15 @@ function OPS.MatMul(i)
   return { shape = shape, data = out }
 end
 
+-- Conv / ConvTranspose: input, weight, bias and the attributes with ONNX's defaults
+local function conv_args(i, a)
+  return i[1], i[2], i[3], a.strides or { 1, 1 }, a.pads or { 0, 0, 0, 0 }, a.dilations or { 1, 1 }, a.group or 1
+end
+
 function OPS.Conv(i, a)
-  local x, w, bias = i[1], i[2], i[3]
+  local x, w, bias, s, p, dl, g = conv_args(i, a)
   local n, c, h, wd = table.unpack(x.shape)
   local o, cg, kh, kw = table.unpack(w.shape)
-  local s, p, dl, g = a.strides or { 1, 1 }, a.pads or { 0, 0, 0, 0 }, a.dilations or { 1, 1 }, a.group or 1
   assert(a.kernel_shape[1] == kh and a.kernel_shape[2] == kw)
   local oh = (h + p[1] + p[3] - dl[1] * (kh - 1) - 1) // s[1] + 1
   local ow = (wd + p[2] + p[4] - dl[2] * (kw - 1) - 1) // s[2] + 1
@@ -574,10 +578,9 @@ end
 
 -- ConvTranspose: each input value spreads over the output through the kernel
 function OPS.ConvTranspose(i, a)
-  local x, w, bias = i[1], i[2], i[3]
+  local x, w, bias, s, p, dl, g = conv_args(i, a)
   local n, c, h, wd = table.unpack(x.shape)
   local _, og, kh, kw = table.unpack(w.shape)
-  local s, p, dl, g = a.strides or { 1, 1 }, a.pads or { 0, 0, 0, 0 }, a.dilations or { 1, 1 }, a.group or 1
   local op = a.output_padding or { 0, 0 }
   local oh = (h - 1) * s[1] - p[1] - p[3] + dl[1] * (kh - 1) + op[1] + 1
   local ow = (wd - 1) * s[2] - p[2] - p[4] + dl[2] * (kw - 1) + op[2] + 1

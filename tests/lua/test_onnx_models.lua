@@ -306,10 +306,20 @@ T.test("errors", function()
     "torch.onnx.export: the model's outputs must be tensors or lists of them, got str")
   T.raises(function() torch.onnx.export(function(a) return torch.sort(a:sum()) end, { x }, tmp) end,
     "torch.onnx.export: sorting a 0-d tensor is not supported")
-  -- the wrapped functions are restored after an export, also one that failed
+  -- the wrapped functions (and cuDNN's switch) are restored after an export, also one that failed
   local interp, argsort = F.interpolate, torch._argsort
-  T.raises(function() torch.onnx.export(function(a) error("boom") end, { x }, tmp) end, "~boom")
-  T.check(F.interpolate == interp and torch._argsort == argsort, "functions restored")
+  local seen
+  T.raises(function() torch.onnx.export(function(a) seen = torch.backends.cudnn.enabled; error("boom") end, { x }, tmp) end, "~boom")
+  T.eq(seen, false, "cuDNN off while exporting")
+  T.check(F.interpolate == interp, "interpolate restored")
+  T.check(torch._argsort == argsort, "argsort restored")
+  T.eq(torch.backends.cudnn.enabled, true, "cudnn restored")
+  do -- a trace that cannot start changes nothing
+    local p <close> = torch.profiler.profile()
+    T.raises(function() torch.onnx.export(function(a) return F.interpolate(a, { scale_factor = 2 }) end,
+      { torch.randn(1, 1, 2, 2) }, tmp) end, "~already running")
+  end
+  T.check(F.interpolate == interp and torch.backends.cudnn.enabled == true, "untouched by a failed start")
 end)
 
 os.remove(tmp)
