@@ -90,6 +90,8 @@ for op, f in pairs({ ReduceSum = torch.sum, ReduceMean = torch.mean, ReduceMax =
   end
 end
 
+function EVAL.CumSum(x) return torch.cumsum(x[1], x[2]:item()) end
+
 function EVAL.Concat(x, n) return torch.cat(x, attr(n, "axis")) end
 
 function EVAL.Expand(x) -- both ways broadcasting

@@ -1,8 +1,9 @@
 -- More ops for torch.onnx.export (torch_onnx.lua): conv_transpose2d (ConvTranspose), var / std
 -- (GroupNorm, InstanceNorm), argmax / argmin, max / min along a dim, any / all, ne, log1p and
--- expm1 (softplus, mish), and two Lua functions exported as one node each: torch._argsort (sort,
+-- expm1 (softplus, mish), and Lua functions exported as one node each: torch._argsort (sort,
 -- topk, kthvalue: TopK, whose values the engine's untraced sort would otherwise leave as
--- constants) and F.interpolate (Resize; a mode Resize does not match exports as its gathers).
+-- constants), cumsum (CumSum) and F.interpolate (Resize; a mode Resize does not match exports
+-- as its gathers).
 local torch = require "torch"
 local U = require "nn_util"
 local onnx = require "torch_onnx"
@@ -114,6 +115,22 @@ onnx._symbolic(torch, "_argsort", "argsort", function(g, reg)
   g:write(reg.res[1], idx)
   return true
 end)
+
+-- cumsum (torch.cumsum and the method): CumSum, in the result's dtype; cumprod has no ONNX op
+local scan_spec = { { "input" }, { "dim" }, { "dtype" } }
+local function cumsum(g, reg)
+  local o = U.parse("cumsum", scan_spec, table.unpack(reg.args, 1, reg.args.n))
+  local x, y = o.input, reg.res[1]
+  if x:dim() == 0 then return false end
+  local dim = o.dim < 0 and o.dim + x:dim() or o.dim
+  g:write(y, g:node("CumSum", { g:operand(x, y.dtype), g:initializer(torch.tensor(dim, { dtype = torch.int64 })) }))
+  return true
+end
+local function cumprod() fail("exporting cumprod is not supported: ONNX has no cumulative product") end
+onnx._symbolic(torch, "cumsum", "cumsum", cumsum)
+onnx._symbolic(torch.Tensor, "cumsum", "cumsum", cumsum)
+onnx._symbolic(torch, "cumprod", "cumprod", cumprod)
+onnx._symbolic(torch.Tensor, "cumprod", "cumprod", cumprod)
 
 -- F.interpolate of a 4-D input, nearest / nearest-exact / bilinear: Resize with the given scales
 -- (PyTorch maps output to input coordinates with 1 / scale_factor) or the output sizes

@@ -552,6 +552,18 @@ function OPS.TopK(i, a)
   return vals, idx
 end
 
+-- CumSum (not exclusive, not reversed): running sums along each lane of the axis
+function OPS.CumSum(i)
+  local x, axis = i[1], i[2].data[1]
+  if axis < 0 then axis = axis + #x.shape end
+  local out = {}
+  for _, lane in ipairs(lanes(x.shape, axis)) do
+    local acc = 0
+    for _, at in ipairs(lane) do acc = acc + x.data[at]; out[at] = acc end
+  end
+  return { shape = x.shape, data = out }
+end
+
 function OPS.Gather(i, a)
   local x, ind = i[1], i[2]
   local axis = (a.axis or 0) < 0 and a.axis + #x.shape or (a.axis or 0)

@@ -224,6 +224,13 @@ local function run_tests(device)
     T.check(ops_of(m):find("TopK", 1, true) ~= nil, ops_of(m))
     check_export("topk smallest", function(a) return torch.topk(a, 3, { dim = -1, largest = false }) end, { x })
     check_export("sort", function(a) return a:sort(1, true) end, { x })
+    m = check_export("cumsum", function(a) return a:cumsum(1), torch.cumsum(a:gt(0), -1) end, { x })
+    T.eq(count_ops(m).CumSum, 2)
+    -- positions from a mask's running count, a common text-model idiom
+    check_export("position ids", function(ids)
+      local mask = ids:ne(0):to(torch.int64)
+      return torch.cumsum(mask, 1) * mask
+    end, { dev(torch.tensor({ { 4, 0, 5, 6 }, { 0, 0, 7, 1 } })) })
     -- the sort follows the input: a second input sorts differently
     torch.onnx.export(function(a) return torch.sort(a, 0) end, { dev(torch.tensor({ 3.0, 1.0, 2.0 })) }, tmp)
     local outs = run_model(read_model(tmp), { input_0 = from_tensor(torch.tensor({ 1.0, 3.0, 2.0, })) })
@@ -300,8 +307,9 @@ T.test("errors", function()
   -- an op with no ONNX mapping names itself
   T.raises(function() torch.onnx.export(function(a) return torch.remainder(a, 2) end, { x }, tmp) end,
     "torch.onnx.export: exporting the operator 'remainder' to ONNX opset version 17 is not supported")
-  T.raises(function() torch.onnx.export(function(a) return a:cumsum(1) end, { x }, tmp) end,
-    "~is read in a way the export does not support")
+  T.raises(function() torch.onnx.export(function(a) return a:cumprod(1) end, { x }, tmp) end,
+    "torch.onnx.export: exporting cumprod is not supported: ONNX has no cumulative product")
+  T.raises(function() torch.onnx.export(function(a) return torch.cumprod(a, 0) end, { x }, tmp) end, "~exporting cumprod")
   T.raises(function() torch.onnx.export(function(a) return a, { a, "x" } end, { x }, tmp) end,
     "torch.onnx.export: the model's outputs must be tensors or lists of them, got str")
   T.raises(function() torch.onnx.export(function(a) return torch.sort(a:sum()) end, { x }, tmp) end,
