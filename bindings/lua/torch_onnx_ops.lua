@@ -1,5 +1,5 @@
 -- More ops for torch.onnx.export (torch_onnx.lua): conv_transpose2d (ConvTranspose), var / std
--- (GroupNorm, InstanceNorm), argmax / argmin, max / min along a dim, any / all, ne, log1p and
+-- (GroupNorm, InstanceNorm), argmax / argmin, max / min along a dim, any / all, ne, remainder, log1p and
 -- expm1 (softplus, mish), and Lua functions exported as one node each: torch._argsort (sort,
 -- topk, kthvalue: TopK, whose values the engine's untraced sort would otherwise leave as
 -- constants), cumsum (CumSum) and F.interpolate (Resize; a mode Resize does not match exports
@@ -93,6 +93,17 @@ function HANDLERS.ne(g, e)
   local a, b = e.ins[1], e.ins[2]
   local dt = (a:dim() > 0 or b:dim() == 0) and a.dtype or b.dtype
   g:write(e.outs[1], g:node("Not", { g:node("Equal", { g:operand(a, dt), g:operand(b, dt) }) }))
+end
+
+-- remainder (Python's %, the divisor's sign): Mod for integers, a - floor(a / b) * b for floats
+function HANDLERS.remainder(g, e)
+  local y = e.outs[1]
+  local a, b = g:operand(e.ins[1], y.dtype), g:operand(e.ins[2], y.dtype)
+  if not y:is_floating_point() then
+    g:write(y, g:node("Mod", { a, b }, { { "fmod", "i", 0 } }))
+    return
+  end
+  g:write(y, g:node("Sub", { a, g:node("Mul", { g:node("Floor", { g:node("Div", { a, b }) }), b }) }))
 end
 
 function HANDLERS.log1p(g, e)

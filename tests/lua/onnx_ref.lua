@@ -463,6 +463,9 @@ OPS.Max = binary(math.max)
 OPS.Min = binary(math.min)
 OPS.Not = unary(function(v) return bool(v == 0) end)
 OPS.Floor = unary(math.floor)
+OPS.Mod = function(i, a) -- integers; fmod = 0: the sign of the divisor (Lua's %), 1: of the dividend
+  return broadcast(i[1], i[2], function(u, v) return a.fmod == 1 and math.fmod(u, v) or u % v end)
+end
 OPS.Sin = unary(math.sin)
 OPS.Cos = unary(math.cos)
 OPS.Abs = unary(math.abs)
