@@ -211,15 +211,23 @@ end
 
 -- A view that steps through b's own dims (a slice with steps, one index picked in the others,
 -- permuted): Slice with steps over b's dims, the picked dims dropped, transposed to r's order.
-function G:view_by_steps(name, b, r)
-  if not is_contig(b) then return nil end
-  local bst, off, start = contig_strides(b.shape), r.offset - b.offset, {}
+-- where an element at offset off (from b's start) sits in contiguous b: its index in each dim
+-- (nil outside b), and b's strides
+local function box_start(b, off)
+  local bst, start = contig_strides(b.shape), {}
   if off < 0 then return nil end
   for j = 1, #b.shape do
     start[j] = b.shape[j] > 1 and off // bst[j] or 0
     off = off - start[j] * bst[j]
     if start[j] >= b.shape[j] then return nil end
   end
+  return start, bst
+end
+
+function G:view_by_steps(name, b, r)
+  if not is_contig(b) then return nil end
+  local start, bst = box_start(b, r.offset - b.offset)
+  if not start then return nil end
   local dim_of, step, order = {}, {}, {} -- b's dim and step for each moving dim of r, in r's order
   for d = 1, #r.shape do
     if r.shape[d] > 1 then
@@ -259,6 +267,23 @@ function G:view_by_steps(name, b, r)
   return self:reshape(v, cur, r.shape)
 end
 
+-- b's value transposed into b's memory order, where b is a permutation of a dense layout (an
+-- elementwise result that kept a permuted input's strides): that value and its contiguous identity
+function G:to_memory_order(name, b)
+  local order = {}
+  for d = 1, #b.shape do order[d] = d end
+  table.sort(order, function(x, y) return b.strides[x] > b.strides[y] or (b.strides[x] == b.strides[y] and x < y) end)
+  local shape, perm, acc = {}, {}, 1
+  for i = #order, 1, -1 do
+    local d = order[i]
+    if b.shape[d] > 1 and b.strides[d] ~= acc then return nil end
+    acc = acc * b.shape[d]
+  end
+  for i, d in ipairs(order) do shape[i], perm[i] = b.shape[d], d - 1 end
+  local c = { st = b.st, shape = shape, strides = contig_strides(shape), offset = b.offset, numel = b.numel, hi = b.hi }
+  return self:node("Transpose", { name }, { { "perm", "ints", perm } }), c
+end
+
 -- The value of identity r, given the value `name` of identity b on the same storage (one node
 -- list per distinct view of a value)
 function G:view_of(name, b, r)
@@ -268,6 +293,10 @@ function G:view_of(name, b, r)
   local v = self.views[key]
   if not v then
     v = self:view_by_reshape(name, b, r) or self:view_by_steps(name, b, r)
+    if not v and not is_contig(b) then
+      local t, c = self:to_memory_order(name, b)
+      if t then v = self:view_by_reshape(t, c, r) or self:view_by_steps(t, c, r) end
+    end
     if not v then
       fail("a view with shape %s and strides %s (offset %d) of a tensor of shape %s is not supported", U.pystr(r.shape),
         U.pystr(r.strides), r.offset - b.offset, U.pystr(b.shape))
@@ -285,18 +314,20 @@ end
 
 local function covers(w, r) return w.numel == w.hi - w.offset + 1 and w.offset <= r.offset and r.hi <= w.hi end
 
--- pieces written into slices of one box (torch.cat's copies) that r reads: the box is their
--- Concat along the dim where they follow each other; its value is cached as a write
+-- pieces written into slices of one box (torch.cat's copies), the last ones written, that tile
+-- a dense range holding r: the box is their Concat along the dim where they follow each other;
+-- its value is cached as a write
 function G:concat(ws, r)
-  local pieces, n = {}, 0
+  local pieces, n, lo, hi = {}, 0, math.huge, -1
   for k = #ws, 1, -1 do
     local w = ws[k].id
-    if w.offset < r.offset or w.hi > r.hi or #w.shape ~= #ws[#ws].id.shape then break end
+    if #w.shape ~= #ws[#ws].id.shape then break end
     pieces[#pieces + 1] = ws[k]
-    n = n + w.numel
-    if n >= r.numel then break end
+    n, lo, hi = n + w.numel, math.min(lo, w.offset), math.max(hi, w.hi)
+    if n > hi - lo + 1 then return nil end -- overlapping pieces
+    if n == hi - lo + 1 and lo <= r.offset and r.hi <= hi then break end
   end
-  if n ~= r.numel then return nil end
+  if n ~= hi - lo + 1 or lo > r.offset or r.hi > hi then return nil end
   table.sort(pieces, function(x, y) return x.id.offset < y.id.offset end)
   local first = pieces[1].id
   for d = 1, #first.shape do
@@ -314,10 +345,10 @@ function G:concat(ws, r)
       for e = 1, #first.shape do shape[e] = first.shape[e] end
       shape[d] = 0
       for i, p in ipairs(pieces) do shape[d] = shape[d] + p.id.shape[d]; names[i] = self:write_value(p) end
-      local box = { st = r.st, shape = shape, strides = first.strides, offset = first.offset, numel = r.numel }
+      local box = { st = r.st, shape = shape, strides = first.strides, offset = first.offset, numel = n }
       box.hi = box.offset
       for e = 1, #shape do box.hi = box.hi + (shape[e] - 1) * box.strides[e] end
-      if box.hi == r.hi then
+      if box.hi == hi then
         local v = self:node("Concat", names, { { "axis", "i", d - 1 } })
         ws[#ws + 1] = { id = box, name = v }
         return self:view_of(v, box, r)
@@ -325,6 +356,52 @@ function G:concat(ws, r)
     end
   end
   return nil
+end
+
+-- where write w lies in contiguous box b, as a box of b's rank: the start and length in each dim
+-- (nil unless w steps through b's dims in order, one by one)
+local function sub_box(b, w)
+  local start, bst = box_start(b, w.offset - b.offset)
+  if not start then return nil end
+  local len, last = {}, 0
+  for j = 1, #b.shape do len[j] = 1 end
+  for d = 1, #w.shape do
+    if w.shape[d] > 1 then
+      local at
+      for j = 1, #b.shape do if b.shape[j] > 1 and bst[j] == w.strides[d] then at = j end end
+      if not at or at <= last then return nil end
+      len[at], last = w.shape[d], at
+    end
+  end
+  for j = 1, #b.shape do if start[j] + len[j] > b.shape[j] then return nil end end
+  return start, len
+end
+
+-- writes into parts of an earlier write that covers r (x[a:b] = v; masks built slice by slice):
+-- each part, padded to the box, replaces the box's values where a constant mask is true (Where).
+-- The result is cached as a write of the whole box.
+function G:merged(ws, r)
+  local k = #ws - 1
+  while k >= 1 and not (covers(ws[k].id, r) and is_contig(ws[k].id)) do k = k - 1 end
+  if k < 1 then return nil end
+  local b = ws[k].id
+  local v = self:write_value(ws[k])
+  for j = k + 1, #ws do
+    local w = ws[j].id
+    local start, len = sub_box(b, w)
+    if not start then return nil end
+    local pads, mask = {}, torch.zeros(b.shape, { dtype = torch.bool })
+    local inside = mask
+    for d = 1, #b.shape do
+      pads[d], pads[#b.shape + d] = start[d], b.shape[d] - start[d] - len[d]
+      inside = inside:narrow(d - 1, start[d], len[d])
+    end
+    inside:fill_(true)
+    local part = self:node("Pad", { self:reshape(self:write_value(ws[j]), w.shape, len), self:ints(pads) })
+    v = self:node("Where", { self:initializer(mask), part, v })
+  end
+  ws[#ws + 1] = { id = b, name = v }
+  return self:view_of(v, b, r)
 end
 
 -- the ONNX value holding tensor t's current values
@@ -338,7 +415,7 @@ function G:read(t, r)
   if ws and #ws > 0 then
     local w = ws[#ws]
     if covers(w.id, r) then return self:view_of(self:write_value(w), w.id, r) end
-    local v = self:concat(ws, r)
+    local v = self:concat(ws, r) or self:merged(ws, r)
     if v then return v end
     fail("a tensor written in parts (shape %s) is read in a way the export does not support", U.pystr(r.shape))
   end
@@ -390,13 +467,15 @@ local function pool_attrs(op, x, y, k, s, p, d, with_dilation)
   return attrs
 end
 
--- adaptive pools: global where the output is 1x1, a fixed kernel where the sizes divide
+-- adaptive pools: global where the output is 1x1, a fixed kernel where the sizes divide, else
+-- (average only) products with averaging matrices (torch_onnx_ops.lua)
 function G:adaptive(op, e, global, fixed)
   local x, y = e.ins[1], e.outs[1]
   if x:dim() ~= 4 then fail("%s of a %d-D input is not supported (give it a batch dimension)", op, x:dim()) end
   local h, w, oh, ow = x:size(2), x:size(3), y:size(2), y:size(3)
   if e.outs[2] then self.unreadable[C.storage(e.outs[2])] = "the indices of " .. op end
   if oh == 1 and ow == 1 then return self:node(global, { self:read(x) }) end
+  if (h % oh ~= 0 or w % ow ~= 0) and op == "adaptive_avg_pool2d" then return self:adaptive_avg_matmul(x, y) end
   if h % oh ~= 0 or w % ow ~= 0 then
     fail("%s from %dx%d to %dx%d is not supported: ONNX has no adaptive pooling (the input size must be a multiple of the output size)",
       op, h, w, oh, ow)

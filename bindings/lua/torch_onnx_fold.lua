@@ -92,6 +92,18 @@ end
 
 function EVAL.CumSum(x) return torch.cumsum(x[1], x[2]:item()) end
 
+function EVAL.Pad(x, n) -- constant mode, zeros
+  if (attr(n, "mode") or "constant") ~= "constant" or x[3] then return nil end
+  local pads, shape = x[2]:tolist(), shape_of(x[1])
+  local nd = #shape
+  for d = 1, nd do shape[d] = shape[d] + pads[d] + pads[nd + d] end
+  local out = torch.zeros(shape, { dtype = x[1].dtype })
+  local inside = out
+  for d = 1, nd do inside = inside:narrow(d - 1, pads[d], x[1]:size(d - 1)) end
+  inside:copy_(x[1])
+  return out
+end
+
 function EVAL.Concat(x, n) return torch.cat(x, attr(n, "axis")) end
 
 function EVAL.Expand(x) -- both ways broadcasting

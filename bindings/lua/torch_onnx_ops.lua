@@ -1,5 +1,6 @@
 -- More ops for torch.onnx.export (torch_onnx.lua): conv_transpose2d (ConvTranspose), var / std
--- (GroupNorm, InstanceNorm), argmax / argmin, max / min along a dim, any / all, ne, remainder, log1p and
+-- (GroupNorm, InstanceNorm), argmax / argmin, max / min along a dim, any / all, ne, remainder,
+-- norm, adaptive average pooling of any sizes (products with averaging matrices), log1p and
 -- expm1 (softplus, mish), and Lua functions exported as one node each: torch._argsort (sort,
 -- topk, kthvalue: TopK, whose values the engine's untraced sort would otherwise leave as
 -- constants), cumsum (CumSum) and F.interpolate (Resize; a mode Resize does not match exports
@@ -25,6 +26,41 @@ function G:reduce(op, v, axes)
     return self:node(op, { v, self:ints(axes) }, { { "keepdims", "i", 1 } })
   end
   return self:node(op, { v }, { { "keepdims", "i", 1 }, { "axes", "ints", axes } })
+end
+
+-- adaptive_avg_pool2d where the sizes do not divide: y = A_h @ x @ A_w^T, row i of A averaging
+-- the input's bin floor(i * n / m) .. ceil((i + 1) * n / m) - 1, as PyTorch's bins
+function G:adaptive_avg_matmul(x, y)
+  local function bins(n, m)
+    local a = torch.zeros(m, n, { dtype = y.dtype })
+    for i = 0, m - 1 do
+      local lo, hi = (i * n) // m, -((-(i + 1) * n) // m)
+      a[i]:narrow(0, lo, hi - lo):fill_(1 / (hi - lo))
+    end
+    return a
+  end
+  local rows = self:node("MatMul", { self:initializer(bins(x:size(2), y:size(2))), self:read(x) })
+  return self:node("MatMul", { rows, self:initializer(bins(x:size(3), y:size(3)):t()) })
+end
+
+-- norm over dims with p (f[0]): ReduceL1 / ReduceL2, the largest (smallest) |x| for +-inf, else
+-- the p-th root of the sum of |x|^p
+function HANDLERS.norm(g, e)
+  local x, y, p = e.ins[1], e.outs[1], e.f[1]
+  local axes = mask_dims(e, x)
+  local v = g:operand(x, y.dtype)
+  local r
+  if p == 1 then r = g:reduce("ReduceL1", v, axes)
+  elseif p == 2 then r = g:reduce("ReduceL2", v, axes)
+  elseif p == math.huge or p == -math.huge then r = g:reduce(p > 0 and "ReduceMax" or "ReduceMin", g:node("Abs", { v }), axes)
+  elseif p == 0 then
+    r = g:reduce("ReduceSum", g:node("Cast", { g:node("Not", { g:node("Equal", { v, g:scalar(0, y.dtype) }) }) },
+      { { "to", "i", I.elem_type(y.dtype) } }), axes)
+  else
+    r = g:reduce("ReduceSum", g:node("Pow", { g:node("Abs", { v }), g:scalar(p, y.dtype) }), axes)
+    r = g:node("Pow", { r, g:scalar(1 / p, y.dtype) })
+  end
+  g:write(y, r)
 end
 
 -- ConvTranspose from the kernel conv_transpose2d runs: conv2d's input gradient

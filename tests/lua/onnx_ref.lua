@@ -267,19 +267,33 @@ function OPS.Gemm(i, a)
   return y
 end
 
+-- MatMul of [..., m, k] and [..., k, n] (both at least 2-D), the leading dims broadcast
 function OPS.MatMul(i)
   local A, B = i[1], i[2]
-  assert(#A.shape == #B.shape and #A.shape >= 2, "MatMul: equal ranks only here")
-  local nd = #A.shape
-  local m, k, n = A.shape[nd - 1], A.shape[nd], B.shape[nd]
-  local batch = numel(A.shape) // (m * k)
+  assert(#A.shape >= 2 and #B.shape >= 2, "MatMul: 2-D or more only here")
+  local m, k, n = A.shape[#A.shape - 1], A.shape[#A.shape], B.shape[#B.shape]
+  local ba, bb = { table.unpack(A.shape, 1, #A.shape - 2) }, { table.unpack(B.shape, 1, #B.shape - 2) }
+  local nb = math.max(#ba, #bb)
+  local batch = {}
+  for d = 1, nb do
+    local p, q = ba[d - nb + #ba] or 1, bb[d - nb + #bb] or 1
+    assert(p == q or p == 1 or q == 1, "MatMul: batch dims do not broadcast")
+    batch[d] = math.max(p, q)
+  end
   local out = {}
-  for b = 0, batch - 1 do
-    local part = matmul2(A.data, B.data, m, k, n, false, false, b * m * k, b * k * n)
+  for b = 0, numel(batch) - 1 do
+    local c = coords(b, batch)
+    local ia, ib = 0, 0
+    for d = 1, nb do
+      local p, q = ba[d - nb + #ba] or 1, bb[d - nb + #bb] or 1
+      ia = ia * p + (p > 1 and c[d] or 0)
+      ib = ib * q + (q > 1 and c[d] or 0)
+    end
+    local part = matmul2(A.data, B.data, m, k, n, false, false, ia * m * k, ib * k * n)
     for _, v in ipairs(part) do out[#out + 1] = v end
   end
-  local shape = { table.unpack(A.shape) }
-  shape[nd] = n
+  local shape = { table.unpack(batch) }
+  shape[nb + 1], shape[nb + 2] = m, n
   return { shape = shape, data = out }
 end
 
@@ -487,6 +501,13 @@ function OPS.Where(i)
 end
 
 function OPS.ReduceMax(i, a) return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, math.max, -math.huge) end
+function OPS.ReduceL1(i, a)
+  return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, function(s, v) return s + math.abs(v) end, 0)
+end
+function OPS.ReduceL2(i, a)
+  return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, function(s, v) return s + v * v end, 0,
+    function(s) return math.sqrt(s) end)
+end
 function OPS.ReduceMin(i, a) return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, math.min, math.huge) end
 
 -- the slices along axis: for each, the list of flat positions of its elements in order
@@ -565,6 +586,26 @@ function OPS.CumSum(i)
     for _, at in ipairs(lane) do acc = acc + x.data[at]; out[at] = acc end
   end
   return { shape = x.shape, data = out }
+end
+
+-- Pad, constant mode: pads = begins of every dim, then ends; the value (default 0) around x
+function OPS.Pad(i, a)
+  assert((a.mode or "constant") == "constant", "Pad: constant mode only here")
+  local x, pads, fillv = i[1], i[2].data, i[3] and i[3].data[1] or 0
+  local nd = #x.shape
+  local shape = {}
+  for d = 1, nd do shape[d] = x.shape[d] + pads[d] + pads[nd + d] end
+  local xs, out = strides_of(x.shape), {}
+  for k = 0, numel(shape) - 1 do
+    local c, src, ok = coords(k, shape), 0, true
+    for d = 1, nd do
+      local j = c[d] - pads[d]
+      if j < 0 or j >= x.shape[d] then ok = false end
+      src = src + j * xs[d]
+    end
+    out[k + 1] = ok and x.data[src + 1] or fillv
+  end
+  return { shape = shape, data = out }
 end
 
 function OPS.Gather(i, a)

@@ -193,6 +193,12 @@ local function run_tests(device)
     check_export("group_norm", model_on(nn.GroupNorm(2, 4)), { x })
     check_export("instance_norm", model_on(nn.InstanceNorm2d(4, { affine = true })), { x })
     check_export("layer_norm 2 dims", model_on(nn.LayerNorm({ 3, 5 })), { x })
+    check_export("normalize / norms", function(a)
+      return F.normalize(a, { dim = 1 }), a:norm(1, 3), a:norm(math.huge, 2), a:norm(3, 1), torch.linalg.vector_norm(a, 0.5, { 1, 2 })
+    end, { x })
+    -- adaptive average pooling to sizes that do not divide (VGG's 7x7 on small images): MatMul
+    local m = check_export("adaptive_avg_pool2d 3x5 -> 2x7", nn.AdaptiveAvgPool2d({ 2, 7 }), { x })
+    T.eq(ops_of(m), "MatMul MatMul")
     check_export("std / var", function(a) return a:std(3) + a:var({ 1, 2 }, { correction = 0, keepdim = true }):mean() end, { x })
     for _, mode in ipairs({ "constant", "reflect", "replicate", "circular" }) do
       check_export("pad " .. mode, function(a) return F.pad(a, { 1, 2, 2, 1 }, mode) end, { x })
