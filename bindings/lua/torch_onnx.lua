@@ -569,7 +569,11 @@ local HANDLERS = {}
 
 function HANDLERS.copy(g, e)
   local src, out = e.ins[1], e.outs[1]
-  g:write(out, g:operand(src, out.dtype)).src = src -- a linear's bias broadcast: see copied_bias
+  local v = g:operand(src, out.dtype)
+  if not same_list(src:size():totable(), out:size():totable()) then -- a broadcasting copy (x[i] = 1)
+    v = g:node("Expand", { v, g:ints(out:size():totable()) })
+  end
+  g:write(out, v).src = src -- a linear's bias broadcast: see copied_bias
 end
 
 -- the bias of a linear layer: the 1-D tensor the last copy into r's storage broadcast over rows
@@ -673,10 +677,20 @@ function HANDLERS.index_select(g, e)
   g:write(e.outs[1], g:node("Gather", { g:read(e.ins[1]), g:read(e.ins[2]) }, { { "axis", "i", e.i[1] } }))
 end
 
--- tensors made inside forward (zeros, arange): constants, unless changed afterwards
+-- tensors made inside forward (zeros, arange): constants (made from the op's parameters, as
+-- the storage may change afterwards), unless changed afterwards
 local function constant_fill(g, e)
   local out = e.outs[1]
-  g:write(out, function() return g:initializer(out) end)
+  g:write(out, function()
+    local shape = out:size():totable()
+    if e.name == "arange" then -- element j = f[0] + j * f[1] in row-major order
+      local n = out:numel()
+      return g:initializer((torch.arange(n, { dtype = torch.float64 }) * e.f[2] + e.f[1]):to(out.dtype):reshape(shape))
+    end
+    local v = (out:is_floating_point() or out:is_complex()) and e.f[1] or e.i[2]
+    if out.dtype == torch.bool then v = v ~= 0 end
+    return g:initializer(torch.full(shape, v, { dtype = out.dtype }))
+  end)
 end
 HANDLERS.fill, HANDLERS.arange = constant_fill, constant_fill
 

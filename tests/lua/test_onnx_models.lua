@@ -122,6 +122,16 @@ local function run_tests(device)
       num_heads = 2, hidden_dim = 8, mlp_dim = 16, num_classes = 3 })), { x }, { opset_version = 20 })
     c = count_ops(m)
     T.eq({ c.Conv, c.LayerNormalization, c.Softmax, c.Gelu }, { 1, 5, 2, 2 })
+    -- a small Swin: shifted windows (torch.roll: Concat), the attention mask built slice by slice
+    -- (folded), padding to whole windows (window 3 on 8x8 tokens)
+    for _, window in ipairs({ 4, 3 }) do
+      m = check_export("swin window " .. window, model_on(tv.models.SwinTransformer({ patch_size = { 4, 4 }, embed_dim = 8,
+        depths = { 2, 2 }, num_heads = { 2, 2 }, window_size = { window, window }, num_classes = 5 })), { x })
+      T.eq(count_ops(m).Softmax, 4)
+    end
+    -- a small ConvNeXt: LayerNorm2d through permutes, layer scale
+    check_export("convnext", model_on(tv.models.ConvNeXt({ block_setting = { { 8, 16, 1 }, { 16, false, 1 } },
+      num_classes = 5 })), { x })
   end)
 
   T.test("embedding + transformer encoder text classifier " .. device, function()
@@ -211,6 +221,13 @@ local function run_tests(device)
       return p[1] + p[2]:mean(1, true), q[1] * 2, r[2]
     end, { x })
     check_export("cat / stack / flip", function(a) return torch.stack({ a, a:flip(3) }, 1), torch.cat({ a, -a }, 2) end, { x })
+    check_export("parts written into a box, roll", function(a)
+      local b = torch.zeros(2, 4, 3, 5, { device = a.device })
+      b[":, 1:3"] = a[":, :2"] * 2
+      b[":, :, 0"] = 1
+      b[":, :, :, 4"] = a[":, :, :, 0"]
+      return b + a, torch.roll(a, { 1, -2 }, { 2, 3 })
+    end, { x })
     check_export("expand / repeat / tile / permute", function(a)
       return a[":, :1"]:expand(2, 3, 3, 5) + a:tile({ 1, 1, 1, 1 })[":, 1:"], a["repeat"](a, 1, 2, 1, 1):permute(0, 2, 3, 1)
     end, { x })
@@ -293,6 +310,13 @@ local function run_tests(device)
       if #t.shape == 2 then T.eq(t.shape, { 4, 3 }); T.eq(t.data, wt); seen = seen + 1 end
     end
     T.eq(seen, 3)
+    -- a constant made in forward and changed afterwards: its uses before the change see zeros
+    check_export("constant then changed", function(a)
+      local z = torch.zeros(3, { device = a.device })
+      local c = z + 1
+      z[":2"] = a[":2"]
+      return c * a, z
+    end, { dev(torch.randn(3)) })
     -- without export_params the weight is an input: nothing to fold there
     torch.onnx.export(model, { x }, tmp, { export_params = false })
     T.check(ops_of(read_model(tmp)):find("Transpose", 1, true) ~= nil)
