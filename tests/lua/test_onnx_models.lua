@@ -343,6 +343,12 @@ T.test("errors", function()
   T.raises(function() torch.onnx.export(function(a) return torch.cumprod(a, 0) end, { x }, tmp) end, "~exporting cumprod")
   T.raises(function() torch.onnx.export(function(a) return a, { a, "x" } end, { x }, tmp) end,
     "torch.onnx.export: the model's outputs must be tensors or lists of them, got str")
+  -- bool-mask indexing counts on the host: an error, not positions frozen into the graph
+  local mask_msg = "~indexing with a bool mask (x[mask], masked_select, nonzero, unique) depends on the values and cannot be traced"
+  T.raises(function() torch.onnx.export(function(a) return a[a:gt(0)] end, { x }, tmp) end, mask_msg)
+  T.raises(function() torch.onnx.export(function(a) return torch.nonzero(a) end, { x }, tmp) end, mask_msg)
+  T.raises(function() torch.onnx.export(function(a) a[a:lt(0)] = 0; return a end, { x:clone() }, tmp) end, mask_msg)
+  T.eq(x[x:gt(100)]:numel(), 0, "bool masks work again after the export")
   T.raises(function() torch.onnx.export(function(a) return torch.sort(a:sum()) end, { x }, tmp) end,
     "torch.onnx.export: sorting a 0-d tensor is not supported")
   -- the wrapped functions (and cuDNN's switch) are restored after an export, also one that failed
