@@ -1,7 +1,8 @@
 /* torch._tracer: the engine's op tracer (engine/tracer.h) for bindings/lua/torch_onnx.lua.
  * start(), stop(), clear(), running(), ops() -> a list of {name, ins = {tensor | false, ...},
  * outs = {tensor, ...}, i = {8 integers}, f = {8 numbers}, dims}, storage(t) -> an integer naming
- * t's storage (equal for tensors that share it), bytes(t) -> the values of a contiguous CPU tensor. */
+ * t's storage (equal for tensors that share it), bytes(t) -> the values of a contiguous CPU tensor,
+ * count() -> how many ops are recorded so far. */
 #include "lt.h"
 #include "tracer.h"
 
@@ -27,6 +28,12 @@ static int t_clear(lua_State *L)
 static int t_running(lua_State *L)
 {
     lua_pushboolean(L, nn_tracing);
+    return 1;
+}
+
+static int t_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)nn_tracer_count());
     return 1;
 }
 
@@ -92,7 +99,8 @@ static int t_bytes(lua_State *L)
 void lt_open_tracer(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"start", t_start}, {"stop", t_stop},   {"clear", t_clear},     {"running", t_running},
-                                   {"ops", t_ops},     {"storage", t_storage}, {"bytes", t_bytes}, {NULL, NULL}};
+                                   {"ops", t_ops},     {"storage", t_storage}, {"bytes", t_bytes},
+                                   {"count", t_count}, {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setfield(L, -2, "_tracer");
 }

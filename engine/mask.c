@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "mask.h"
+#include "tracer.h"
 
 /* Walk host tensor m (bool/uint8) in row-major order; write the positions of nonzero bytes
  * to out (when not NULL) and return their count. */
@@ -28,6 +29,11 @@ nn_tensor *nn_mask_positions(nn_tensor *mask)
 {
     if (mask->dtype != NN_BOOL && mask->dtype != NN_U8) {
         nn_error(NN_ERR_DTYPE, "mask_positions: expected a bool or uint8 mask, got %s", nn_dtype_name(mask->dtype));
+        return NULL;
+    }
+    if (nn_tracing) { /* the count and positions would be frozen into the trace as constants */
+        nn_error(NN_ERR_RUNTIME, "indexing with a bool mask (x[mask], masked_select, nonzero, unique) depends on the values "
+                                 "and cannot be traced for torch.onnx.export: use torch.where or masked_fill instead");
         return NULL;
     }
     nn_device dev = mask->storage->device;

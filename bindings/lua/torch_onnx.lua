@@ -6,8 +6,11 @@
 -- Ops: linear (Gemm; MatMul for other products), conv2d, max / avg / adaptive pools (where the
 -- sizes divide), batch_norm (eval), layer_norm, softmax / log_softmax, reductions, elementwise
 -- math, clamp, where, index_select, torch.cat (copies into one box: Concat); gelu runs as its erf
--- formula (one Gelu node from opset 20). Another op is an error naming it; so is a view that is
--- no reshape / slice / permutation / broadcast of its buffer. Nodes no output needs are dropped.
+-- formula (one Gelu node from opset 20); more ops in torch_onnx_ops.lua, which also exports
+-- sort / topk and F.interpolate as single nodes (onnx._symbolic). Another op is an error naming it;
+-- so is a view that is no reshape / strided slice / permutation / broadcast of its buffer. Nodes no
+-- output needs are dropped; constant subgraphs are folded (torch_onnx_fold.lua). Nested lists of
+-- arguments and results are flattened into the graph's inputs and outputs.
 local torch = require "torch"
 local U = require "nn_util"
 local P = require "tb_protobuf"
@@ -80,7 +83,7 @@ G.__index = G
 
 local function new_graph(opset)
   return setmetatable({ opset = opset, nodes = {}, inits = {}, init_names = {}, params = {}, writes = {},
-    unreadable = {}, count = 0, producer = {}, graph_inputs = {} }, G)
+    unreadable = {}, count = 0, producer = {}, graph_inputs = {}, views = {} }, G)
 end
 
 function G:fresh(op)
@@ -88,7 +91,7 @@ function G:fresh(op)
   return string.format("/%s_%d_output_0", op, self.count)
 end
 
--- a node; attrs: a list of {name, kind ("i" | "f" | "ints" | "floats"), value}; returns its outputs' names
+-- a node; attrs: a list of {name, kind ("i" | "f" | "ints" | "floats" | "s"), value}; returns its outputs' names
 function G:node(op, inputs, attrs, nout)
   local outs = {}
   for k = 1, nout or 1 do outs[k] = self:fresh(op) end
@@ -105,7 +108,7 @@ function G:initializer(t, name)
   t = t:detach():cpu():contiguous()
   local shape = {}
   for d = 1, t:dim() do shape[d] = t:size(d - 1) end
-  self.inits[#self.inits + 1] = { name = name, shape = shape, dtype = t.dtype, bytes = C.bytes(t),
+  self.inits[#self.inits + 1] = { name = name, shape = shape, dtype = t.dtype, bytes = C.bytes(t), t = t,
     value = t:numel() == 1 and t:is_floating_point() and t:item() or nil }
   self.init_names[name] = true
   return name
@@ -143,16 +146,11 @@ function G:reshape(x, from, to)
 end
 
 -- The value of identity r, given the value `name` of identity b (contiguous) on the same
--- storage: b's buffer reshaped so that each dim r steps through is one dim (the strides must
+-- storage, or nil where the strides do not divide each other: b's buffer reshaped so that each dim r steps through is one dim (the strides must
 -- divide each other), sliced to r's window, permuted to r's order, reshaped to r's shape with
 -- its size-1 dims and broadcast over its stride-0 dims.
-function G:view_of(name, b, r)
-  if same_ident(b, r) then return name end
-  local function unsupported()
-    fail("a view with shape %s and strides %s (offset %d) of a tensor of shape %s is not supported", U.pystr(r.shape),
-      U.pystr(r.strides), r.offset - b.offset, U.pystr(b.shape))
-  end
-  if not is_contig(b) then unsupported() end
+function G:view_by_reshape(name, b, r)
+  if not is_contig(b) then return nil end
   local dims, expanded, shape0 = {}, false, {}
   for d = 1, #r.shape do
     shape0[d] = r.shape[d]
@@ -166,20 +164,20 @@ function G:view_of(name, b, r)
   local q, outer, n = {}, b.numel, b.numel
   for _, d in ipairs(sorted) do
     local st = r.strides[d]
-    if outer % st ~= 0 or outer == st then unsupported() end
+    if outer % st ~= 0 or outer == st then return nil end
     q[#q + 1] = { size = outer // st, stride = st, dim = d }
     outer = st
   end
   if outer > 1 or #q == 0 then q[#q + 1] = { size = outer, stride = 1 } end
   local off = r.offset - b.offset
-  if off < 0 or r.hi > b.offset + n - 1 then unsupported() end
+  if off < 0 or r.hi > b.offset + n - 1 then return nil end
   local qshape, starts, ends, axes = {}, {}, {}, {}
   for i, e in ipairs(q) do
     qshape[i] = e.size
     local at = off // e.stride
     off = off - at * e.stride
     local len = e.dim and r.shape[e.dim] or 1
-    if at + len > e.size then unsupported() end
+    if at + len > e.size then return nil end
     if at ~= 0 or len ~= e.size then
       axes[#axes + 1], starts[#starts + 1], ends[#ends + 1] = i - 1, at, at + len
     end
@@ -211,6 +209,103 @@ function G:view_of(name, b, r)
   return v
 end
 
+-- A view that steps through b's own dims (a slice with steps, one index picked in the others,
+-- permuted): Slice with steps over b's dims, the picked dims dropped, transposed to r's order.
+-- where an element at offset off (from b's start) sits in contiguous b: its index in each dim
+-- (nil outside b), and b's strides
+local function box_start(b, off)
+  local bst, start = contig_strides(b.shape), {}
+  if off < 0 then return nil end
+  for j = 1, #b.shape do
+    start[j] = b.shape[j] > 1 and off // bst[j] or 0
+    off = off - start[j] * bst[j]
+    if start[j] >= b.shape[j] then return nil end
+  end
+  return start, bst
+end
+
+function G:view_by_steps(name, b, r)
+  if not is_contig(b) then return nil end
+  local start, bst = box_start(b, r.offset - b.offset)
+  if not start then return nil end
+  local dim_of, step, order = {}, {}, {} -- b's dim and step for each moving dim of r, in r's order
+  for d = 1, #r.shape do
+    if r.shape[d] > 1 then
+      local s, found = r.strides[d], nil
+      for j = 1, #b.shape do
+        if b.shape[j] > 1 and s >= bst[j] and s % bst[j] == 0 and (j == 1 or s < bst[j] * b.shape[j]) then found = j; break end
+      end
+      if not found or step[found] or start[found] + (r.shape[d] - 1) * (s // bst[found]) >= b.shape[found] then return nil end
+      dim_of[d], step[found] = found, s // bst[found]
+      order[#order + 1] = d
+    end
+  end
+  local starts, ends, axes, steps, len = {}, {}, {}, {}, {}
+  for j = 1, #b.shape do len[j] = 1 end
+  for _, d in ipairs(order) do len[dim_of[d]] = r.shape[d] end
+  for j = 1, #b.shape do
+    local st = step[j] or 1
+    if start[j] ~= 0 or len[j] ~= b.shape[j] or st ~= 1 then
+      axes[#axes + 1], starts[#starts + 1], ends[#ends + 1], steps[#steps + 1] = j - 1, start[j], start[j] + (len[j] - 1) * st + 1, st
+    end
+  end
+  local v = name
+  if #axes > 0 then v = self:node("Slice", { v, self:ints(starts), self:ints(ends), self:ints(axes), self:ints(steps) }) end
+  local by_b = {} -- r's moving dims in b's order
+  for i, d in ipairs(order) do by_b[i] = d end
+  table.sort(by_b, function(x, y) return dim_of[x] < dim_of[y] end)
+  local cur, perm, identity = {}, {}, true
+  for i, d in ipairs(by_b) do cur[i] = r.shape[d] end
+  v = self:reshape(v, len, cur)
+  local pos = {}
+  for i, d in ipairs(by_b) do pos[d] = i - 1 end
+  for i, d in ipairs(order) do perm[i] = pos[d]; identity = identity and perm[i] == i - 1 end
+  if not identity then
+    v = self:node("Transpose", { v }, { { "perm", "ints", perm } })
+    for i, d in ipairs(order) do cur[i] = r.shape[d] end
+  end
+  return self:reshape(v, cur, r.shape)
+end
+
+-- b's value transposed into b's memory order, where b is a permutation of a dense layout (an
+-- elementwise result that kept a permuted input's strides): that value and its contiguous identity
+function G:to_memory_order(name, b)
+  local order = {}
+  for d = 1, #b.shape do order[d] = d end
+  table.sort(order, function(x, y) return b.strides[x] > b.strides[y] or (b.strides[x] == b.strides[y] and x < y) end)
+  local shape, perm, acc = {}, {}, 1
+  for i = #order, 1, -1 do
+    local d = order[i]
+    if b.shape[d] > 1 and b.strides[d] ~= acc then return nil end
+    acc = acc * b.shape[d]
+  end
+  for i, d in ipairs(order) do shape[i], perm[i] = b.shape[d], d - 1 end
+  local c = { st = b.st, shape = shape, strides = contig_strides(shape), offset = b.offset, numel = b.numel, hi = b.hi }
+  return self:node("Transpose", { name }, { { "perm", "ints", perm } }), c
+end
+
+-- The value of identity r, given the value `name` of identity b on the same storage (one node
+-- list per distinct view of a value)
+function G:view_of(name, b, r)
+  if same_ident(b, r) then return name end
+  local key = string.format("%s|%d|%s|%s|%s", name, r.offset - b.offset, table.concat(b.shape, ","),
+    table.concat(r.shape, ","), table.concat(r.strides, ","))
+  local v = self.views[key]
+  if not v then
+    v = self:view_by_reshape(name, b, r) or self:view_by_steps(name, b, r)
+    if not v and not is_contig(b) then
+      local t, c = self:to_memory_order(name, b)
+      if t then v = self:view_by_reshape(t, c, r) or self:view_by_steps(t, c, r) end
+    end
+    if not v then
+      fail("a view with shape %s and strides %s (offset %d) of a tensor of shape %s is not supported", U.pystr(r.shape),
+        U.pystr(r.strides), r.offset - b.offset, U.pystr(b.shape))
+    end
+    self.views[key] = v
+  end
+  return v
+end
+
 -- the value of a write record (constants made in forward are read when first used)
 function G:write_value(w)
   if not w.name then w.name = w.lazy() end
@@ -219,18 +314,20 @@ end
 
 local function covers(w, r) return w.numel == w.hi - w.offset + 1 and w.offset <= r.offset and r.hi <= w.hi end
 
--- pieces written into slices of one box (torch.cat's copies) that r reads: the box is their
--- Concat along the dim where they follow each other; its value is cached as a write
+-- pieces written into slices of one box (torch.cat's copies), the last ones written, that tile
+-- a dense range holding r: the box is their Concat along the dim where they follow each other;
+-- its value is cached as a write
 function G:concat(ws, r)
-  local pieces, n = {}, 0
+  local pieces, n, lo, hi = {}, 0, math.huge, -1
   for k = #ws, 1, -1 do
     local w = ws[k].id
-    if w.offset < r.offset or w.hi > r.hi or #w.shape ~= #ws[#ws].id.shape then break end
+    if #w.shape ~= #ws[#ws].id.shape then break end
     pieces[#pieces + 1] = ws[k]
-    n = n + w.numel
-    if n >= r.numel then break end
+    n, lo, hi = n + w.numel, math.min(lo, w.offset), math.max(hi, w.hi)
+    if n > hi - lo + 1 then return nil end -- overlapping pieces
+    if n == hi - lo + 1 and lo <= r.offset and r.hi <= hi then break end
   end
-  if n ~= r.numel then return nil end
+  if n ~= hi - lo + 1 or lo > r.offset or r.hi > hi then return nil end
   table.sort(pieces, function(x, y) return x.id.offset < y.id.offset end)
   local first = pieces[1].id
   for d = 1, #first.shape do
@@ -248,10 +345,10 @@ function G:concat(ws, r)
       for e = 1, #first.shape do shape[e] = first.shape[e] end
       shape[d] = 0
       for i, p in ipairs(pieces) do shape[d] = shape[d] + p.id.shape[d]; names[i] = self:write_value(p) end
-      local box = { st = r.st, shape = shape, strides = first.strides, offset = first.offset, numel = r.numel }
+      local box = { st = r.st, shape = shape, strides = first.strides, offset = first.offset, numel = n }
       box.hi = box.offset
       for e = 1, #shape do box.hi = box.hi + (shape[e] - 1) * box.strides[e] end
-      if box.hi == r.hi then
+      if box.hi == hi then
         local v = self:node("Concat", names, { { "axis", "i", d - 1 } })
         ws[#ws + 1] = { id = box, name = v }
         return self:view_of(v, box, r)
@@ -259,6 +356,52 @@ function G:concat(ws, r)
     end
   end
   return nil
+end
+
+-- where write w lies in contiguous box b, as a box of b's rank: the start and length in each dim
+-- (nil unless w steps through b's dims in order, one by one)
+local function sub_box(b, w)
+  local start, bst = box_start(b, w.offset - b.offset)
+  if not start then return nil end
+  local len, last = {}, 0
+  for j = 1, #b.shape do len[j] = 1 end
+  for d = 1, #w.shape do
+    if w.shape[d] > 1 then
+      local at
+      for j = 1, #b.shape do if b.shape[j] > 1 and bst[j] == w.strides[d] then at = j end end
+      if not at or at <= last then return nil end
+      len[at], last = w.shape[d], at
+    end
+  end
+  for j = 1, #b.shape do if start[j] + len[j] > b.shape[j] then return nil end end
+  return start, len
+end
+
+-- writes into parts of an earlier write that covers r (x[a:b] = v; masks built slice by slice):
+-- each part, padded to the box, replaces the box's values where a constant mask is true (Where).
+-- The result is cached as a write of the whole box.
+function G:merged(ws, r)
+  local k = #ws - 1
+  while k >= 1 and not (covers(ws[k].id, r) and is_contig(ws[k].id)) do k = k - 1 end
+  if k < 1 then return nil end
+  local b = ws[k].id
+  local v = self:write_value(ws[k])
+  for j = k + 1, #ws do
+    local w = ws[j].id
+    local start, len = sub_box(b, w)
+    if not start then return nil end
+    local pads, mask = {}, torch.zeros(b.shape, { dtype = torch.bool })
+    local inside = mask
+    for d = 1, #b.shape do
+      pads[d], pads[#b.shape + d] = start[d], b.shape[d] - start[d] - len[d]
+      inside = inside:narrow(d - 1, start[d], len[d])
+    end
+    inside:fill_(true)
+    local part = self:node("Pad", { self:reshape(self:write_value(ws[j]), w.shape, len), self:ints(pads) })
+    v = self:node("Where", { self:initializer(mask), part, v })
+  end
+  ws[#ws + 1] = { id = b, name = v }
+  return self:view_of(v, b, r)
 end
 
 -- the ONNX value holding tensor t's current values
@@ -272,7 +415,7 @@ function G:read(t, r)
   if ws and #ws > 0 then
     local w = ws[#ws]
     if covers(w.id, r) then return self:view_of(self:write_value(w), w.id, r) end
-    local v = self:concat(ws, r)
+    local v = self:concat(ws, r) or self:merged(ws, r)
     if v then return v end
     fail("a tensor written in parts (shape %s) is read in a way the export does not support", U.pystr(r.shape))
   end
@@ -324,13 +467,15 @@ local function pool_attrs(op, x, y, k, s, p, d, with_dilation)
   return attrs
 end
 
--- adaptive pools: global where the output is 1x1, a fixed kernel where the sizes divide
+-- adaptive pools: global where the output is 1x1, a fixed kernel where the sizes divide, else
+-- (average only) products with averaging matrices (torch_onnx_ops.lua)
 function G:adaptive(op, e, global, fixed)
   local x, y = e.ins[1], e.outs[1]
   if x:dim() ~= 4 then fail("%s of a %d-D input is not supported (give it a batch dimension)", op, x:dim()) end
   local h, w, oh, ow = x:size(2), x:size(3), y:size(2), y:size(3)
   if e.outs[2] then self.unreadable[C.storage(e.outs[2])] = "the indices of " .. op end
   if oh == 1 and ow == 1 then return self:node(global, { self:read(x) }) end
+  if (h % oh ~= 0 or w % ow ~= 0) and op == "adaptive_avg_pool2d" then return self:adaptive_avg_matmul(x, y) end
   if h % oh ~= 0 or w % ow ~= 0 then
     fail("%s from %dx%d to %dx%d is not supported: ONNX has no adaptive pooling (the input size must be a multiple of the output size)",
       op, h, w, oh, ow)
@@ -424,7 +569,11 @@ local HANDLERS = {}
 
 function HANDLERS.copy(g, e)
   local src, out = e.ins[1], e.outs[1]
-  g:write(out, g:operand(src, out.dtype)).src = src -- a linear's bias broadcast: see copied_bias
+  local v = g:operand(src, out.dtype)
+  if not same_list(src:size():totable(), out:size():totable()) then -- a broadcasting copy (x[i] = 1)
+    v = g:node("Expand", { v, g:ints(out:size():totable()) })
+  end
+  g:write(out, v).src = src -- a linear's bias broadcast: see copied_bias
 end
 
 -- the bias of a linear layer: the 1-D tensor the last copy into r's storage broadcast over rows
@@ -528,10 +677,20 @@ function HANDLERS.index_select(g, e)
   g:write(e.outs[1], g:node("Gather", { g:read(e.ins[1]), g:read(e.ins[2]) }, { { "axis", "i", e.i[1] } }))
 end
 
--- tensors made inside forward (zeros, arange): constants, unless changed afterwards
+-- tensors made inside forward (zeros, arange): constants (made from the op's parameters, as
+-- the storage may change afterwards), unless changed afterwards
 local function constant_fill(g, e)
   local out = e.outs[1]
-  g:write(out, function() return g:initializer(out) end)
+  g:write(out, function()
+    local shape = out:size():totable()
+    if e.name == "arange" then -- element j = f[0] + j * f[1] in row-major order
+      local n = out:numel()
+      return g:initializer((torch.arange(n, { dtype = torch.float64 }) * e.f[2] + e.f[1]):to(out.dtype):reshape(shape))
+    end
+    local v = (out:is_floating_point() or out:is_complex()) and e.f[1] or e.i[2]
+    if out.dtype == torch.bool then v = v ~= 0 end
+    return g:initializer(torch.full(shape, v, { dtype = out.dtype }))
+  end)
 end
 HANDLERS.fill, HANDLERS.arange = constant_fill, constant_fill
 
@@ -569,6 +728,9 @@ for name, op in pairs(BINARY) do
   end
 end
 
+-- for the files that add ops (torch_onnx_ops.lua) and constant folding (torch_onnx_fold.lua)
+onnx._internal = { G = G, HANDLERS = HANDLERS, fail = fail, ident = ident, elem_type = elem_type, UNARY = UNARY }
+
 -- ---- protobuf ----
 
 local function attr_bytes(a)
@@ -576,6 +738,7 @@ local function attr_bytes(a)
   if kind == "i" then return P.str(1, name) .. P.int(3, v) .. P.int(20, 2) end
   if kind == "f" then return P.str(1, name) .. P.float(2, v) .. P.int(20, 1) end
   if kind == "ints" then return P.str(1, name) .. P.packed_ints(8, v) .. P.int(20, 7) end
+  if kind == "s" then return P.str(1, name) .. P.str(4, v) .. P.int(20, 3) end
   return P.str(1, name) .. P.packed_floats(7, v) .. P.int(20, 6)
 end
 
@@ -604,17 +767,13 @@ end
 
 -- ---- export ----
 
-local function tensors_of(v, what)
-  if torch.is_tensor(v) then return { v } end
-  if type(v) == "table" and not getmetatable(v) then
-    local out = {}
-    for k = 1, #v do
-      if not torch.is_tensor(v[k]) then fail("%s must be tensors, got a %s at position %d", what, U.typename(v[k]), k) end
-      out[k] = v[k]
-    end
-    return out
-  end
-  fail("%s must be a tensor or a list of tensors, got %s", what, U.typename(v))
+-- the tensors of v (a tensor or nested lists of them), flattened in order, as PyTorch flattens
+-- nested tuples of arguments and results
+local function flat_tensors(v, what, out)
+  if torch.is_tensor(v) then out[#out + 1] = v; return out end
+  if type(v) ~= "table" or getmetatable(v) then fail("%s must be tensors or lists of them, got %s", what, U.typename(v)) end
+  for k = 1, #v do flat_tensors(v[k], what, out) end
+  return out
 end
 
 -- dynamic_axes {name = {[dim] = "param", ...} or {dim, ...}} -> name -> {[dim] = param}
@@ -636,9 +795,48 @@ local function parse_dynamic_axes(dyn, known)
   return out
 end
 
+-- Lua functions that export as their own nodes (onnx._symbolic): while tracing, each call (not
+-- one nested in another) is recorded as a region {name, at, to, args, res}: the traced ops
+-- at+1 .. to it ran, which its handler replaces (or, where it returns false, exports as usual)
+local SYMBOLIC, SYMBOLIC_HANDLERS = {}, {}
+function onnx._symbolic(tbl, key, name, handler)
+  SYMBOLIC[#SYMBOLIC + 1] = { tbl = tbl, key = key, name = name }
+  SYMBOLIC_HANDLERS[name] = handler
+end
+
+local function install_symbolic(regions)
+  local depth, saved = 0, {}
+  local function wrap(s, orig)
+    return function(...)
+      if depth > 0 then return orig(...) end
+      local from = C.count()
+      depth = depth + 1
+      local r = table.pack(pcall(orig, ...))
+      depth = depth - 1
+      if not r[1] then error(r[2], 0) end
+      regions[#regions + 1] = { name = s.name, at = from, to = C.count(), args = table.pack(...),
+        res = table.pack(table.unpack(r, 2, r.n)) }
+      return table.unpack(r, 2, r.n)
+    end
+  end
+  for k, s in ipairs(SYMBOLIC) do
+    saved[k] = s.tbl[s.key]
+    if saved[k] then s.tbl[s.key] = wrap(s, saved[k]) end
+  end
+  -- recurrent layers as their composed ops, not cuDNN's one untraced op per layer
+  local cudnn = torch.backends.cudnn.enabled
+  torch.backends.cudnn.enabled = false
+  return function()
+    torch.backends.cudnn.enabled = cudnn
+    for k, s in ipairs(SYMBOLIC) do s.tbl[s.key] = saved[k] end
+  end
+end
+
 local function run_traced(model, args, kwargs)
   local ok, res
+  local regions = {}
   C.start()
+  local uninstall = install_symbolic(regions)
   exporting = true
   do
     local _ <close> = torch.no_grad()
@@ -650,12 +848,14 @@ local function run_traced(model, args, kwargs)
   end
   exporting = false
   C.stop()
+  uninstall()
   if not ok then
     C.clear()
     error(res, 0)
   end
   local ops = C.ops()
   C.clear()
+  ops.regions = regions
   return res, ops
 end
 
@@ -743,22 +943,33 @@ local function build(model, args, o, res, ops)
     for name, b in model:named_buffers() do add(name, b) end
   end
   local inputs = {}
-  for k, x in ipairs(args) do
+  for k, x in ipairs(flat_tensors(args, "args", {})) do
     local name = o.input_names[k] or string.format("input_%d", k - 1)
     inputs[k] = { name = name, t = x }
     local r = ident(x)
     if g.params[r.st] then fail("input %d shares its storage with a parameter of the model", k) end
     g.writes[r.st] = { { id = r, name = name } }
   end
-  for _, e in ipairs(ops) do
-    local h = HANDLERS[e.name]
-    if not h then
-      fail("exporting the operator '%s' to ONNX opset version %d is not supported", e.name, o.opset_version)
+  local p, ri, regions = 0, 1, ops.regions
+  while true do
+    local reg = regions[ri]
+    if reg and reg.at == p then
+      ri = ri + 1
+      if SYMBOLIC_HANDLERS[reg.name](g, reg) then p = reg.to end
+    elseif p < #ops then
+      p = p + 1
+      local e = ops[p]
+      local h = HANDLERS[e.name]
+      if not h then
+        fail("exporting the operator '%s' to ONNX opset version %d is not supported", e.name, o.opset_version)
+      end
+      h(g, e)
+    else
+      break
     end
-    h(g, e)
   end
   -- several results (Python's tuple) or one: a tensor or a list of them
-  local outs = res.n == 1 and tensors_of(res[1], "the model's outputs") or tensors_of({ table.unpack(res, 1, res.n) }, "the model's outputs")
+  local outs = flat_tensors({ table.unpack(res, 1, res.n) }, "the model's outputs", {})
   local outputs, used = {}, {}
   for k, y in ipairs(outs) do
     local name = o.output_names[k] or string.format("output_%d", k - 1)
@@ -779,6 +990,10 @@ local function build(model, args, o, res, ops)
   end
   if g.opset >= 20 then fuse_gelu(g) end
   prune(g, outputs)
+  if o.do_constant_folding and onnx._fold then
+    onnx._fold(g, outputs)
+    prune(g, outputs)
+  end
   for _, p in ipairs(g.graph_inputs) do inputs[#inputs + 1] = p end
   return g, inputs, outputs
 end
@@ -868,7 +1083,8 @@ function onnx.export(...)
   end
   local args = o.args
   if args == nil then args = {} end
-  args = tensors_of(args, "args")
+  if torch.is_tensor(args) then args = { args } end
+  flat_tensors(args, "args", {})
   if string.pack("=i4", 1) ~= "\1\0\0\0" then fail("writing ONNX needs a little-endian machine") end
   local restore = save_modes(model)
   if is_module then model:eval() end

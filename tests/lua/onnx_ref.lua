@@ -64,7 +64,8 @@ local function read_model(path)
       if ty == 1 then v = a[2] and string.unpack("<f", a[2][1]) or 0.0
       elseif ty == 2 then v = a[3] and a[3][1] or 0
       elseif ty == 7 then v = ints(a[8])
-      elseif ty == 6 then v = floats(a[7]) end
+      elseif ty == 6 then v = floats(a[7])
+      elseif ty == 3 then v = a[4] and a[4][1] or "" end
       node.attrs[a[1][1]] = v
     end
     graph.nodes[#graph.nodes + 1] = node
@@ -247,7 +248,6 @@ OPS.Sqrt = unary(math.sqrt)
 OPS.Neg = unary(function(v) return -v end)
 OPS.Reciprocal = unary(function(v) return 1 / v end)
 OPS.Identity = function(i) return i[1] end
-OPS.Cast = function(i) return i[1] end
 local function binary(f) return function(i) return broadcast(i[1], i[2], f) end end
 OPS.Add = binary(function(a, b) return a + b end)
 OPS.Sub = binary(function(a, b) return a - b end)
@@ -267,27 +267,45 @@ function OPS.Gemm(i, a)
   return y
 end
 
+-- MatMul of [..., m, k] and [..., k, n] (both at least 2-D), the leading dims broadcast
 function OPS.MatMul(i)
   local A, B = i[1], i[2]
-  assert(#A.shape == #B.shape and #A.shape >= 2, "MatMul: equal ranks only here")
-  local nd = #A.shape
-  local m, k, n = A.shape[nd - 1], A.shape[nd], B.shape[nd]
-  local batch = numel(A.shape) // (m * k)
+  assert(#A.shape >= 2 and #B.shape >= 2, "MatMul: 2-D or more only here")
+  local m, k, n = A.shape[#A.shape - 1], A.shape[#A.shape], B.shape[#B.shape]
+  local ba, bb = { table.unpack(A.shape, 1, #A.shape - 2) }, { table.unpack(B.shape, 1, #B.shape - 2) }
+  local nb = math.max(#ba, #bb)
+  local batch = {}
+  for d = 1, nb do
+    local p, q = ba[d - nb + #ba] or 1, bb[d - nb + #bb] or 1
+    assert(p == q or p == 1 or q == 1, "MatMul: batch dims do not broadcast")
+    batch[d] = math.max(p, q)
+  end
   local out = {}
-  for b = 0, batch - 1 do
-    local part = matmul2(A.data, B.data, m, k, n, false, false, b * m * k, b * k * n)
+  for b = 0, numel(batch) - 1 do
+    local c = coords(b, batch)
+    local ia, ib = 0, 0
+    for d = 1, nb do
+      local p, q = ba[d - nb + #ba] or 1, bb[d - nb + #bb] or 1
+      ia = ia * p + (p > 1 and c[d] or 0)
+      ib = ib * q + (q > 1 and c[d] or 0)
+    end
+    local part = matmul2(A.data, B.data, m, k, n, false, false, ia * m * k, ib * k * n)
     for _, v in ipairs(part) do out[#out + 1] = v end
   end
-  local shape = { table.unpack(A.shape) }
-  shape[nd] = n
+  local shape = { table.unpack(batch) }
+  shape[nb + 1], shape[nb + 2] = m, n
   return { shape = shape, data = out }
 end
 
+-- Conv / ConvTranspose: input, weight, bias and the attributes with ONNX's defaults
+local function conv_args(i, a)
+  return i[1], i[2], i[3], a.strides or { 1, 1 }, a.pads or { 0, 0, 0, 0 }, a.dilations or { 1, 1 }, a.group or 1
+end
+
 function OPS.Conv(i, a)
-  local x, w, bias = i[1], i[2], i[3]
+  local x, w, bias, s, p, dl, g = conv_args(i, a)
   local n, c, h, wd = table.unpack(x.shape)
   local o, cg, kh, kw = table.unpack(w.shape)
-  local s, p, dl, g = a.strides or { 1, 1 }, a.pads or { 0, 0, 0, 0 }, a.dilations or { 1, 1 }, a.group or 1
   assert(a.kernel_shape[1] == kh and a.kernel_shape[2] == kw)
   local oh = (h + p[1] + p[3] - dl[1] * (kh - 1) - 1) // s[1] + 1
   local ow = (wd + p[2] + p[4] - dl[2] * (kw - 1) - 1) // s[2] + 1
@@ -393,16 +411,19 @@ end
 
 function OPS.Slice(i)
   local x, starts, ends, axes = i[1], i[2].data, i[3].data, i[4].data
-  local lo, shape = {}, { table.unpack(x.shape) }
-  for d = 1, #x.shape do lo[d] = 0 end
+  local steps = i[5] and i[5].data or {}
+  local lo, step, shape = {}, {}, { table.unpack(x.shape) }
+  for d = 1, #x.shape do lo[d], step[d] = 0, 1 end
   for k, ax in ipairs(axes) do
-    lo[ax + 1] = starts[k]
-    shape[ax + 1] = math.min(ends[k], x.shape[ax + 1]) - starts[k]
+    local s = steps[k] or 1
+    assert(s > 0, "Slice: positive steps only here")
+    lo[ax + 1], step[ax + 1] = starts[k], s
+    shape[ax + 1] = (math.min(ends[k], x.shape[ax + 1]) - starts[k] + s - 1) // s
   end
   local xs, out = strides_of(x.shape), {}
   for k = 0, numel(shape) - 1 do
     local c, src = coords(k, shape), 0
-    for d = 1, #c do src = src + (c[d] + lo[d]) * xs[d] end
+    for d = 1, #c do src = src + (lo[d] + c[d] * step[d]) * xs[d] end
     out[k + 1] = x.data[src + 1]
   end
   return { shape = shape, data = out }
@@ -442,6 +463,254 @@ function OPS.ReduceSum(i, a)
   return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, function(s, v) return s + v end, 0)
 end
 
+-- ---- ops added with tests/lua/test_onnx_models.lua ----
+
+local function bool(v) return v and 1 or 0 end -- booleans are held as 1 / 0
+OPS.Greater = binary(function(a, b) return bool(a > b) end)
+OPS.Less = binary(function(a, b) return bool(a < b) end)
+OPS.GreaterOrEqual = binary(function(a, b) return bool(a >= b) end)
+OPS.LessOrEqual = binary(function(a, b) return bool(a <= b) end)
+OPS.Equal = binary(function(a, b) return bool(a == b) end)
+OPS.And = binary(function(a, b) return bool(a ~= 0 and b ~= 0) end)
+OPS.Or = binary(function(a, b) return bool(a ~= 0 or b ~= 0) end)
+OPS.Max = binary(math.max)
+OPS.Min = binary(math.min)
+OPS.Not = unary(function(v) return bool(v == 0) end)
+OPS.Floor = unary(math.floor)
+OPS.Mod = function(i, a) -- integers; fmod = 0: the sign of the divisor (Lua's %), 1: of the dividend
+  return broadcast(i[1], i[2], function(u, v) return a.fmod == 1 and math.fmod(u, v) or u % v end)
+end
+OPS.Sin = unary(math.sin)
+OPS.Cos = unary(math.cos)
+OPS.Abs = unary(math.abs)
+
+-- Cast: to an integer type truncates toward zero, to bool tests for nonzero; floats stay as they are
+local INT_TYPES = { [2] = true, [3] = true, [5] = true, [6] = true, [7] = true }
+function OPS.Cast(i, a)
+  if a.to == 9 then return map(i[1], function(v) return bool(v ~= 0) end) end
+  if INT_TYPES[a.to] then return map(i[1], function(v) return v < 0 and math.ceil(v) or math.floor(v) end) end
+  return i[1]
+end
+
+function OPS.Where(i)
+  local c, x, y = i[1], i[2], i[3]
+  local pick = broadcast(broadcast(c, x, function(cv, xv) return { cv, xv } end), y, function(p, yv)
+    return p[1] ~= 0 and p[2] or yv
+  end)
+  return pick
+end
+
+function OPS.ReduceMax(i, a) return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, math.max, -math.huge) end
+function OPS.ReduceL1(i, a)
+  return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, function(s, v) return s + math.abs(v) end, 0)
+end
+function OPS.ReduceL2(i, a)
+  return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, function(s, v) return s + v * v end, 0,
+    function(s) return math.sqrt(s) end)
+end
+function OPS.ReduceMin(i, a) return reduce(i[1], reduce_axes(i, a), (a.keepdims or 1) == 1, math.min, math.huge) end
+
+-- the slices along axis: for each, the list of flat positions of its elements in order
+local function lanes(shape, axis)
+  local st = strides_of(shape)
+  local out = {}
+  for k = 0, numel(shape) - 1 do
+    local c = coords(k, shape)
+    if c[axis + 1] == 0 then
+      local lane = {}
+      for j = 0, shape[axis + 1] - 1 do lane[j + 1] = k + j * st[axis + 1] + 1 end
+      out[#out + 1] = lane
+    end
+  end
+  return out
+end
+
+-- ArgMax / ArgMin: the first position of the extreme value
+local function arg_extreme(better)
+  return function(i, a)
+    local x = i[1]
+    local axis = (a.axis or 0) < 0 and a.axis + #x.shape or (a.axis or 0)
+    local shape = { table.unpack(x.shape) }
+    shape[axis + 1] = 1
+    local out = {}
+    local ost = strides_of(shape)
+    for _, lane in ipairs(lanes(x.shape, axis)) do
+      local best = 1
+      for j = 2, #lane do if better(x.data[lane[j]], x.data[lane[best]]) then best = j end end
+      local c = coords(lane[1] - 1, x.shape)
+      local o = 0
+      for d = 1, #c do o = o + c[d] * ost[d] end
+      out[o + 1] = best - 1
+    end
+    if a.keepdims == 0 then table.remove(shape, axis + 1) end
+    return { shape = shape, data = out }
+  end
+end
+OPS.ArgMax = arg_extreme(function(u, v) return u > v end)
+OPS.ArgMin = arg_extreme(function(u, v) return u < v end)
+
+-- TopK: values and indices of the k largest (smallest) along axis, sorted, ties by position
+function OPS.TopK(i, a)
+  local x, k = i[1], i[2].data[1]
+  local axis = (a.axis or -1) < 0 and (a.axis or -1) + #x.shape or a.axis
+  local shape = { table.unpack(x.shape) }
+  shape[axis + 1] = k
+  local vals, idx = { shape = shape, data = {} }, { shape = shape, data = {} }
+  local ost = strides_of(shape)
+  for _, lane in ipairs(lanes(x.shape, axis)) do
+    local order = {}
+    for j = 1, #lane do order[j] = j end
+    table.sort(order, function(p, q)
+      local u, v = x.data[lane[p]], x.data[lane[q]]
+      if u ~= v then if a.largest == 0 then return u < v end return u > v end
+      return p < q
+    end)
+    local c = coords(lane[1] - 1, x.shape)
+    local o = 0
+    for d = 1, #c do o = o + c[d] * ost[d] end
+    for j = 1, k do
+      vals.data[o + (j - 1) * ost[axis + 1] + 1] = x.data[lane[order[j]]]
+      idx.data[o + (j - 1) * ost[axis + 1] + 1] = order[j] - 1
+    end
+  end
+  return vals, idx
+end
+
+-- CumSum (not exclusive, not reversed): running sums along each lane of the axis
+function OPS.CumSum(i)
+  local x, axis = i[1], i[2].data[1]
+  if axis < 0 then axis = axis + #x.shape end
+  local out = {}
+  for _, lane in ipairs(lanes(x.shape, axis)) do
+    local acc = 0
+    for _, at in ipairs(lane) do acc = acc + x.data[at]; out[at] = acc end
+  end
+  return { shape = x.shape, data = out }
+end
+
+-- Pad, constant mode: pads = begins of every dim, then ends; the value (default 0) around x
+function OPS.Pad(i, a)
+  assert((a.mode or "constant") == "constant", "Pad: constant mode only here")
+  local x, pads, fillv = i[1], i[2].data, i[3] and i[3].data[1] or 0
+  local nd = #x.shape
+  local shape = {}
+  for d = 1, nd do shape[d] = x.shape[d] + pads[d] + pads[nd + d] end
+  local xs, out = strides_of(x.shape), {}
+  for k = 0, numel(shape) - 1 do
+    local c, src, ok = coords(k, shape), 0, true
+    for d = 1, nd do
+      local j = c[d] - pads[d]
+      if j < 0 or j >= x.shape[d] then ok = false end
+      src = src + j * xs[d]
+    end
+    out[k + 1] = ok and x.data[src + 1] or fillv
+  end
+  return { shape = shape, data = out }
+end
+
+function OPS.Gather(i, a)
+  local x, ind = i[1], i[2]
+  local axis = (a.axis or 0) < 0 and a.axis + #x.shape or (a.axis or 0)
+  local shape = {}
+  for d = 1, axis do shape[#shape + 1] = x.shape[d] end
+  for _, s in ipairs(ind.shape) do shape[#shape + 1] = s end
+  for d = axis + 2, #x.shape do shape[#shape + 1] = x.shape[d] end
+  local xs, out = strides_of(x.shape), {}
+  for k = 0, numel(shape) - 1 do
+    local c = coords(k, shape)
+    local ic = {}
+    for d = 1, #ind.shape do ic[d] = c[axis + d] end
+    local is, at = strides_of(ind.shape), 0
+    for d = 1, #ic do at = at + ic[d] * is[d] end
+    local j = ind.data[at + 1]
+    if j < 0 then j = j + x.shape[axis + 1] end
+    local src = j * xs[axis + 1]
+    for d = 1, axis do src = src + c[d] * xs[d] end
+    for d = axis + 2, #x.shape do src = src + c[d + #ind.shape - 1] * xs[d] end
+    out[k + 1] = x.data[src + 1]
+  end
+  return { shape = shape, data = out }
+end
+
+-- ConvTranspose: each input value spreads over the output through the kernel
+function OPS.ConvTranspose(i, a)
+  local x, w, bias, s, p, dl, g = conv_args(i, a)
+  local n, c, h, wd = table.unpack(x.shape)
+  local _, og, kh, kw = table.unpack(w.shape)
+  local op = a.output_padding or { 0, 0 }
+  local oh = (h - 1) * s[1] - p[1] - p[3] + dl[1] * (kh - 1) + op[1] + 1
+  local ow = (wd - 1) * s[2] - p[2] - p[4] + dl[2] * (kw - 1) + op[2] + 1
+  local o, cg = og * g, c // g
+  local out = {}
+  for k = 1, n * o * oh * ow do out[k] = 0 end
+  for b = 0, n - 1 do for ic = 0, c - 1 do for y = 0, h - 1 do for xx = 0, wd - 1 do
+    local v = x.data[((b * c + ic) * h + y) * wd + xx + 1]
+    local grp = ic // cg
+    for oc = 0, og - 1 do for u = 0, kh - 1 do for q = 0, kw - 1 do
+      local ty, tx = y * s[1] - p[1] + u * dl[1], xx * s[2] - p[2] + q * dl[2]
+      if ty >= 0 and ty < oh and tx >= 0 and tx < ow then
+        local at = ((b * o + grp * og + oc) * oh + ty) * ow + tx + 1
+        out[at] = out[at] + v * w.data[((ic * og + oc) * kh + u) * kw + q + 1]
+      end
+    end end end
+  end end end end
+  if bias then
+    for k = 0, #out - 1 do out[k + 1] = out[k + 1] + bias.data[(k // (oh * ow)) % o + 1] end
+  end
+  return { shape = { n, o, oh, ow }, data = out }
+end
+
+-- Resize, one dim at a time: output coordinate -> input coordinate by the transformation mode,
+-- then the nearest input (by nearest_mode) or a blend of the two around it
+local function resize_dim(x, d, outsz, scale, a)
+  local insz = x.shape[d]
+  local mode = a.coordinate_transformation_mode or "half_pixel"
+  local function source(j)
+    if mode == "align_corners" then return outsz == 1 and 0 or j * (insz - 1) / (outsz - 1) end
+    if mode == "asymmetric" then return j / scale end
+    if mode == "pytorch_half_pixel" and outsz == 1 then return 0 end
+    return (j + 0.5) / scale - 0.5
+  end
+  local shape = { table.unpack(x.shape) }
+  shape[d] = outsz
+  local xs, out = strides_of(x.shape), {}
+  for k = 0, numel(shape) - 1 do
+    local c = coords(k, shape)
+    local base = 0
+    for e = 1, #c do if e ~= d then base = base + c[e] * xs[e] end end
+    local src = source(c[d])
+    local function at(j) return x.data[base + math.max(0, math.min(j, insz - 1)) * xs[d] + 1] end
+    if (a.mode or "nearest") == "nearest" then
+      local nm = a.nearest_mode or "round_prefer_floor"
+      local j = nm == "floor" and math.floor(src) or nm == "ceil" and math.ceil(src)
+        or nm == "round_prefer_ceil" and math.floor(src + 0.5) or math.ceil(src - 0.5)
+      out[k + 1] = at(j)
+    else
+      src = math.max(0, math.min(src, insz - 1))
+      local j0 = math.floor(src)
+      local lam = src - j0
+      out[k + 1] = at(j0) * (1 - lam) + at(j0 + 1) * lam
+    end
+  end
+  return { shape = shape, data = out }
+end
+
+function OPS.Resize(i, a)
+  local x, scales, sizes = i[1], i[3], i[4]
+  for d = 1, #x.shape do
+    local outsz, scale
+    if scales and #scales.data > 0 then
+      scale = scales.data[d]
+      outsz = math.floor(x.shape[d] * scale)
+    else
+      outsz = sizes.data[d]
+      scale = outsz / x.shape[d]
+    end
+    if outsz ~= x.shape[d] or scale ~= 1 then x = resize_dim(x, d, outsz, scale, a) end
+  end
+  return x
+end
+
 local function run_model(model, feeds)
   local env = {}
   for name, t in pairs(model.graph.inits) do env[name] = t end
@@ -450,7 +719,8 @@ local function run_model(model, feeds)
     local f = OPS[n.op] or error("the test's interpreter has no " .. n.op)
     local ins = {}
     for k, name in ipairs(n.inputs) do ins[k] = name ~= "" and (env[name] or error("no value " .. name)) or nil end
-    env[n.outputs[1]] = f(ins, n.attrs)
+    local res = table.pack(f(ins, n.attrs))
+    for k, name in ipairs(n.outputs) do env[name] = res[k] end
   end
   local outs = {}
   for k, o in ipairs(model.graph.outputs) do outs[k] = env[o.name] end

@@ -309,8 +309,8 @@ T.test("errors", function()
     "torch.onnx.export: exporting the operator 'atan2' to ONNX opset version 17 is not supported")
   T.raises(function() torch.onnx.export(function(a) return F.max_pool2d(a, 2, { return_indices = true }) end,
     { torch.randn(1, 1, 4, 4) }, tmp) end, "~the indices of max_pool2d")
-  T.raises(function() torch.onnx.export(nn.AdaptiveAvgPool2d(3), { torch.randn(1, 1, 5, 5) }, tmp) end,
-    "~adaptive_avg_pool2d from 5x5 to 3x3 is not supported")
+  T.raises(function() torch.onnx.export(nn.AdaptiveMaxPool2d(3), { torch.randn(1, 1, 5, 5) }, tmp) end,
+    "~adaptive_max_pool2d from 5x5 to 3x3 is not supported")
   T.raises(function() torch.onnx.export(model, { x }, tmp, { colour = 1 }) end, "~unknown keyword 'colour'")
   T.raises(function() torch.onnx.export(model, { x }, tmp, { verify = true }) end, "~verify=true needs onnxruntime")
   T.raises(function() torch.onnx.export(model, { x }, tmp, { opset_version = 7 }) end, "~opset_version 7 is not supported")
