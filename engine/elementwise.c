@@ -512,8 +512,15 @@ nn_tensor *nn_where(nn_tensor *cond, nn_tensor *a, nn_tensor *b)
     nn_tensor *ins[3] = {cond, a, b};
     nn_tensor *out = empty_result(n2, s2, odt, pick_device(ins, 3), ins, 3);
     if (!out) return NULL;
-    nn_kargs k = {.op = NN_OP_where, .out = {out}, .in = {cond, a, b}, .nin = 3, .i = {odt}};
-    if (nn_dispatch(&k) || (nn_any_requires_grad(3, ins) && nn_record_where(cond, a, b, out))) {
+    /* a 0-dim side of another dtype (torch.where(c, x, 0.0)) is cast first: one element, and the
+     * kernel then moves elements of one type */
+    nn_tensor *ca = a->ndim == 0 && a->dtype != odt ? nn_to_dtype(a, odt) : nn_retain(a);
+    nn_tensor *cb = b->ndim == 0 && b->dtype != odt ? nn_to_dtype(b, odt) : nn_retain(b);
+    nn_kargs k = {.op = NN_OP_where, .out = {out}, .in = {cond, ca, cb}, .nin = 3, .i = {odt}};
+    nn_status st = !ca || !cb ? nn_last_status() : nn_dispatch(&k);
+    nn_release(ca);
+    nn_release(cb);
+    if (st || (nn_any_requires_grad(3, ins) && nn_record_where(cond, a, b, out))) {
         nn_release(out);
         return NULL;
     }

@@ -210,10 +210,10 @@ static inline int64_t ipow(int64_t b, int64_t e)
         case NN_OP_fmin: LOOP(o[i] = fmin##M(a[i], b[i])) break;                                \
         case NN_OP_nextafter: LOOP(o[i] = nextafter##M(a[i], b[i])) break;                      \
         case NN_OP_atan2: LOOP(o[i] = atan2##M(a[i], b[i])) break;                              \
-        case NN_OP_maximum: /* NaN propagates */                                                \
-            LOOP(o[i] = a[i] != a[i] ? a[i] : (a[i] < b[i] || b[i] != b[i]) ? b[i] : a[i]) break; \
+        case NN_OP_maximum: /* NaN propagates (a NaN a fails a < b); | not ||: no branch, so it vectorizes */ \
+            LOOP(o[i] = ((a[i] < b[i]) | (b[i] != b[i])) ? b[i] : a[i]) break;                 \
         case NN_OP_minimum:                                                                     \
-            LOOP(o[i] = a[i] != a[i] ? a[i] : (b[i] < a[i] || b[i] != b[i]) ? b[i] : a[i]) break; \
+            LOOP(o[i] = ((b[i] < a[i]) | (b[i] != b[i])) ? b[i] : a[i]) break;                 \
         case NN_OP_eq: LOOP(ob[i] = a[i] == b[i]) break;                                        \
         case NN_OP_ne: LOOP(ob[i] = a[i] != b[i]) break;                                        \
         case NN_OP_lt: LOOP(ob[i] = a[i] < b[i]) break;                                         \
@@ -429,10 +429,28 @@ nn_status nn_cpu_unary(const nn_kargs *a)
 
 typedef struct { nn_dtype dt[4]; bool same; } where_ctx;
 
+/* where over elements of one unsigned type T: both sides loaded and blended by a mask, with no
+ * branch (a random condition mispredicts one in two), so the dense case vectorizes */
+#define WHERE_SAME(T)                                                                                   \
+    do {                                                                                                \
+        if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {                 \
+            T *o = (T *)p[0];                                                                           \
+            const uint8_t *m = (const uint8_t *)p[1];                                                   \
+            const T *x = (const T *)p[2], *y = (const T *)p[3];                                         \
+            LOOP(T k = (T)0 - (T)(m[i] != 0); o[i] = (x[i] & k) | (y[i] & ~k))                           \
+        } else                                                                                          \
+            LOOP(T k = (T)0 - (T)(*(const uint8_t *)(p[1] + i * s[1]) != 0);                            \
+                 *(T *)(p[0] + i * s[0]) = (*(const T *)(p[2] + i * s[2]) & k) | (*(const T *)(p[3] + i * s[3]) & ~k)) \
+    } while (0)
+
 static void where_row(char **p, const int64_t *s, int64_t n, void *ctx)
 {
     const where_ctx *c = ctx;
     size_t es = nn_dtype_size(c->dt[0]);
+    if (c->same && es == 4) { WHERE_SAME(uint32_t); return; }
+    if (c->same && es == 8) { WHERE_SAME(uint64_t); return; }
+    if (c->same && es == 2) { WHERE_SAME(uint16_t); return; }
+    if (c->same && es == 1) { WHERE_SAME(uint8_t); return; }
     bool integral = nn_dtype_is_integral(c->dt[0]);
     for (int64_t i = 0; i < n; i++) {
         int j = *(const uint8_t *)(p[1] + i * s[1]) ? 2 : 3;

@@ -614,6 +614,23 @@ static void test_binary_semantics(void)
         nn_release(p);
         nn_release(q);
     }
+    /* long dense rows (the vectorized loops, not only their tails), NaNs scattered on both sides */
+    for (int d = 0; d < 2; d++) {
+        nn_dtype dt = ALL[d];
+        int64_t n = 1003;
+        nn_tensor *p = make(dt, 1, &n, CONTIG, -5, 5), *q = make(dt, 1, &n, CONTIG, -5, 5);
+        for (int64_t i = 0; i < n; i += 7) set_flat(i % 2 ? p : q, i, NAN);
+        set_flat(p, 500, NAN), set_flat(q, 500, NAN);
+        nn_tensor *mx = nn_binary(NN_OP_maximum, p, q), *mn = nn_binary(NN_OP_minimum, p, q);
+        int bad = 0;
+        for (int64_t i = 0; mx && mn && i < n; i++) {
+            double x = fat(p, i), y = fat(q, i);
+            double wmx = isnan(x) || isnan(y) ? NAN : x > y ? x : y, wmn = isnan(x) || isnan(y) ? NAN : x < y ? x : y;
+            bad += !(isnan(wmx) ? isnan(fat(mx, i)) : fat(mx, i) == wmx) + !(isnan(wmn) ? isnan(fat(mn, i)) : fat(mn, i) == wmn);
+        }
+        CHECK(mx && mn && bad == 0, "maximum/minimum over %lld %s with NaNs: %d wrong", (long long)n, nn_dtype_name(dt), bad);
+        nn_release(mx), nn_release(mn), nn_release(p), nn_release(q);
+    }
     /* maximum(0, -0) is the first operand, as PyTorch's */
     nn_tensor *pz = vec(NN_F32, 1, (double[]){0.0}), *nz = vec(NN_F32, 1, (double[]){-0.0});
     r = nn_binary(NN_OP_maximum, pz, nz);
@@ -1032,6 +1049,22 @@ static void test_where(void)
             nn_release(b);
             nn_release(c);
         }
+    /* dense rows of every element size under a random condition (the branch-free blend), and a
+     * 0-dim side of another dtype */
+    for (int i = 0; i < NALL; i++) {
+        int64_t n = 1001;
+        nn_tensor *c = make(NN_BOOL, 1, &n, CONTIG, 0, 1), *a = make(ALL[i], 1, &n, CONTIG, 0, 9), *b = make(ALL[i], 1, &n, CONTIG, 0, 9);
+        nn_tensor *d0 = zerodim(ALL[i] == NN_F32 ? NN_F64 : NN_F32, 0.5);
+        nn_tensor *r = nn_where(c, a, b), *rs = nn_where(c, a, d0);
+        int bad = 0;
+        for (int64_t f = 0; r && rs && f < n; f++) {
+            bool cv = iat(c, f) != 0;
+            bad += fat(r, f) != fat(cv ? a : b, f);
+            bad += fat(rs, f) != (cv ? round_to(fat(a, f), rs->dtype) : round_to(0.5, rs->dtype));
+        }
+        CHECK(r && rs && bad == 0, "where over %lld %s: %d wrong (%s)", (long long)n, nn_dtype_name(ALL[i]), bad, nn_last_error());
+        nn_release(r), nn_release(rs), nn_release(c), nn_release(a), nn_release(b), nn_release(d0);
+    }
     static const double bv[] = {1, 0, 1}, iv[] = {1, 2, 3};
     nn_tensor *c = vec(NN_BOOL, 3, bv), *i32 = vec(NN_I32, 3, iv), *f = vec(NN_F32, 3, iv), *r;
     nn_tensor *h = nn_scalar_f64(1.5), *five = nn_scalar_i64(5), *d = zerodim(NN_F64, 1.5);
