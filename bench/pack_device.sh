@@ -19,7 +19,7 @@ done
 cp "$root/$build"/bench/bench_cuda_* "$stage/bench/" 2>/dev/null || true
 for bin in "$stage/nnrepl" "$stage"/tests/* "$stage"/bench/*; do
   ldd "$bin" | awk '/=> \// {print $3}'
-done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' | grep -vE 'libcu|libnccl|libnv' \
+done | sort -u | grep -vE '/(libc|libm|libmvec|libpthread|libdl|librt|ld-linux)[.-]' | grep -vE 'libcu|libnccl|libnv' \
   | while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 rm -rf "$out" && mkdir -p "$out"
 # -9: the largest window finds the fatbins' repeats (about half the size of xz's default level)

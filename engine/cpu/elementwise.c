@@ -18,6 +18,7 @@
 
 #include "iter.h"
 #include "kernels.h"
+#include "vmath.h"
 
 typedef enum { K_F32, K_F64, K_I64, K_BOOL } kind; /* K_BOOL: 0/1 bytes, results only */
 static const nn_dtype kind_dtype[] = {NN_F32, NN_F64, NN_I64, NN_BOOL};
@@ -222,7 +223,8 @@ static inline int64_t ipow(int64_t b, int64_t e)
         case NN_OP_ge: LOOP(ob[i] = a[i] >= b[i]) break;                                        \
         case NN_OP_logical_and: LOOP(ob[i] = a[i] != 0 && b[i] != 0) break;                     \
         case NN_OP_logical_or: LOOP(ob[i] = a[i] != 0 || b[i] != 0) break;                      \
-        case NN_OP_threshold_backward: LOOP(o[i] = b[i] > 0 ? a[i] : 0) break;                  \
+        case NN_OP_threshold_backward: /* a[i] read either way: no branch */                   \
+            LOOP(const T g = a[i]; o[i] = b[i] > 0 ? g : (T)0) break;                           \
         default: c->status = nn_error(NN_ERR_NOTIMPL, "%s is not a binary op", nn_op_name(c->op)); \
         }                                                                                       \
     }

@@ -4,10 +4,16 @@
  * but the class dim, and indexes the target (and, for reduction none, the loss
  * or grad_out) in the same order. One element per position is read or
  * written, so the generic load/store path costs little; sums are in double. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic") /* the float32 exp loops call libmvec (vmath.h) */
+#endif
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "vmath.h"
 
 enum { NONE = 0, MEAN = 1 };
 
@@ -143,6 +149,24 @@ static double class_logsumexp(const nn_tensor *x, const layout *L, int64_t off)
     return m + log(sum);
 }
 
+/* float32 logits whose classes are next to each other take plain loops over a row */
+static bool dense_f32(const nn_tensor *x, const layout *L) { return x->dtype == NN_F32 && (L->sc == 1 || L->C <= 1); }
+
+/* logsumexp of a float32 row of C classes: the exponentials into e (a loop of exp alone
+ * vectorizes), summed in double four partial sums apart */
+static double row_logsumexp_f32(const float *restrict x, int64_t C, float *restrict e)
+{
+    float m = -INFINITY;
+    for (int64_t k = 0; k < C; k++) m = x[k] > m ? x[k] : m;
+    for (int64_t k = 0; k < C; k++) e[k] = expf(x[k] - m);
+    double t[4] = {0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 4 <= C; k += 4)
+        for (int j = 0; j < 4; j++) t[j] += e[k + j];
+    for (; k < C; k++) t[0] += e[k];
+    return m + log((t[0] + t[1]) + (t[2] + t[3]));
+}
+
 /* in0 logits (contiguous), in1 target, in2 weight (nin 3); out[0] loss, out[1] total weight,
  * out[2] logsumexp per position. The loss and logsumexp tensors are new and contiguous in the
  * target's shape, so they share the per-position offsets. */
@@ -155,9 +179,14 @@ nn_status nn_cpu_cross_entropy(const nn_kargs *a)
     layout_init(&L, x, t, lse);
     double sum = 0, wsum = 0;
     int64_t idx[NN_MAX_DIMS] = {0}, off[3] = {0}, c = -1;
+    float *e = dense_f32(x, &L) ? malloc(sizeof(float) * (size_t)(L.C > 0 ? L.C : 1)) : NULL;
+    if (dense_f32(x, &L) && !e) return nn_error(NN_ERR_NOMEM, "cross_entropy: out of memory");
     if (positions(&L) > 0) do {
-            if (target_at(t, off[1], &L, a->i[1], &c)) return nn_last_status();
-            double l = class_logsumexp(x, &L, off[0]), v = 0, wt = 0;
+            if (target_at(t, off[1], &L, a->i[1], &c)) {
+                free(e);
+                return nn_last_status();
+            }
+            double l = e ? row_logsumexp_f32((const float *)nn_data(x) + off[0], L.C, e) : class_logsumexp(x, &L, off[0]), v = 0, wt = 0;
             store_at(lse, off[2], l);
             if (c >= 0) {
                 wt = w ? load_at(w, c * w->strides[0]) : 1.0;
@@ -167,6 +196,7 @@ nn_status nn_cpu_cross_entropy(const nn_kargs *a)
             sum += v;
             wsum += wt;
         } while (next_pos(&L, idx, off));
+    free(e);
     if (red != NONE) store_at(out, 0, red == MEAN ? sum / wsum : sum);
     store_at(a->out[1], 0, wsum);
     return NN_OK;
@@ -191,6 +221,14 @@ nn_status nn_cpu_cross_entropy_backward(const nn_kargs *a)
         if (c >= 0) {
             double wt = w ? load_at(w, c * w->strides[0]) : 1.0, g = red == NONE ? load_at(go, off[2]) : g0;
             scale = red == MEAN ? wt * g / total : wt * g;
+        }
+        if (dense_f32(x, &L) && gi->dtype == NN_F32) { /* gi is contiguous as the logits */
+            const float *restrict xr = (const float *)nn_data(x) + off[0];
+            float *restrict gr = (float *)nn_data(gi) + off[0];
+            const float sf = (float)scale, lf = (float)l;
+            for (int64_t k = 0; k < L.C; k++) gr[k] = sf * expf(xr[k] - lf);
+            if (c >= 0) gr[c] -= sf;
+            continue;
         }
         for (int64_t k = 0; k < L.C; k++)
             store_at(gi, off[0] + k * L.sc, scale * (exp(load_at(x, off[0] + k * L.sc) - l) - (k == c)));

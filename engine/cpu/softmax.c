@@ -4,10 +4,15 @@
  * stride 1 and one dtype (float32 or float64) take direct loops; any other row
  * is gathered into a double buffer, computed in double and stored back. Row
  * sums accumulate in double. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic") /* the exp loops call libmvec (vmath.h) */
+#endif
+
 #include <math.h>
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "vmath.h"
 
 typedef void (*row_fn)(char *const *p, const int64_t *s, int64_t n, void *ctx);
 
@@ -64,20 +69,27 @@ static double max_f64(const double *x, int64_t n)
     return m[0];
 }
 
+/* the sum in double, four partial sums apart (one chain of adds waits on each add) */
+static double sum_f32(const float *y, int64_t n)
+{
+    double t[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) t[k] += y[i + k];
+    for (; i < n; i++) t[0] += y[i];
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+/* the exponentials go into y first (a loop of exp alone vectorizes), then are summed */
 static void fwd_f32(float *restrict y, const float *restrict x, int64_t n, bool log_)
 {
     float m = max_f32(x, n);
-    double sum = 0;
+    for (int64_t i = 0; i < n; i++) y[i] = expf(x[i] - m);
+    double sum = sum_f32(y, n);
     if (log_) {
-        for (int64_t i = 0; i < n; i++) sum += expf(x[i] - m);
         float lse = (float)log(sum);
         for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - lse;
     } else {
-        for (int64_t i = 0; i < n; i++) {
-            float e = expf(x[i] - m);
-            y[i] = e;
-            sum += e;
-        }
         float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < n; i++) y[i] *= inv;
     }
