@@ -49,27 +49,30 @@ local function tensor_list(what, vals)
   return out
 end
 
--- PyTorch's validate_tensors_metadata (PipeliningShapeError)
-local function validate(desc, metas, tensors)
-  if #metas ~= #tensors then
-    U.errorf("%s: Number of values (%d) does not match expected number (%d)", desc, #tensors, #metas)
+-- PyTorch's validate_tensors_metadata (PipeliningShapeError), on metadata
+local function validate(desc, metas, got)
+  if #metas ~= #got then
+    U.errorf("%s: Number of values (%d) does not match expected number (%d)", desc, #got, #metas)
   end
   for i, m in ipairs(metas) do
-    local got = meta_of(tensors[i])
-    if table.concat(got.shape, ",") ~= table.concat(m.shape, ",") then
-      U.errorf("%s has a shape mismatch: expected %s actual %s", desc, shape_str(m.shape), shape_str(got.shape))
+    if table.concat(got[i].shape, ",") ~= table.concat(m.shape, ",") then
+      U.errorf("%s has a shape mismatch: expected %s actual %s", desc, shape_str(m.shape), shape_str(got[i].shape))
     end
-    if got.dtype ~= m.dtype then
-      U.errorf("%s has a dtype mismatch: expected torch.%s actual torch.%s", desc, m.dtype, got.dtype)
+    if got[i].dtype ~= m.dtype then
+      U.errorf("%s has a dtype mismatch: expected torch.%s actual torch.%s", desc, m.dtype, got[i].dtype)
     end
   end
 end
 
+local function metas_of_list(tensors)
+  local out = {}
+  for i, t in ipairs(tensors) do out[i] = meta_of(t) end
+  return out
+end
+
 local function metas_of(what, v)
   if v == nil then return nil end
-  local list = tensor_list(what, { n = 1, v })
-  for i, t in ipairs(list) do list[i] = meta_of(t) end
-  return list
+  return metas_of_list(tensor_list(what, { n = 1, v }))
 end
 
 -- ---- PipelineStage ----
@@ -114,8 +117,7 @@ function Stage:_fwd_recv_ops(i)
     local got = { false } -- recv_object_list fills the list's length
     dist.recv_object_list(got, { group_src = self.stage_index - 1, group = self.group })
     local metas = got[1]
-    if self._given_inputs then validate(string.format("Stage %d forward inputs", self.stage_index), self.inputs_meta,
-      (function() local ts = {} for k, m in ipairs(metas) do ts[k] = torch.empty(m.shape, { dtype = torch[m.dtype] }) end return ts end)()) end
+    if self._given_inputs then validate(string.format("Stage %d forward inputs", self.stage_index), self.inputs_meta, metas) end
     self.inputs_meta, self._meta_received = metas, true
   end
   local bufs, ops = {}, {}
@@ -130,10 +132,11 @@ end
 -- the first stage's micro-batches against its input shapes (learnt from the first one)
 function Stage:_check_inputs(arg_mbs)
   if self.inputs_meta == nil then
-    self.inputs_meta = {}
-    for k, t in ipairs(arg_mbs[1]) do self.inputs_meta[k] = meta_of(t) end
+    self.inputs_meta = metas_of_list(arg_mbs[1])
   end
-  for _, args in ipairs(arg_mbs) do validate(string.format("Stage %d forward inputs", self.stage_index), self.inputs_meta, args) end
+  for _, args in ipairs(arg_mbs) do
+    validate(string.format("Stage %d forward inputs", self.stage_index), self.inputs_meta, metas_of_list(args))
+  end
 end
 
 function Stage:_forward(i, args, has_backward)
@@ -149,11 +152,8 @@ function Stage:_forward(i, args, has_backward)
   end
   local vals = table.pack(self.submod(table.unpack(inputs)))
   local outs = tensor_list(string.format("stage %d's module", self.stage_index), vals)
-  if self.outputs_meta == nil then
-    self.outputs_meta = {}
-    for k, t in ipairs(outs) do self.outputs_meta[k] = meta_of(t) end
-  end
-  validate(string.format("Stage %d forward outputs", self.stage_index), self.outputs_meta, outs)
+  self.outputs_meta = self.outputs_meta or metas_of_list(outs)
+  validate(string.format("Stage %d forward outputs", self.stage_index), self.outputs_meta, metas_of_list(outs))
   self._cache[i] = { inputs = inputs, outputs = outs }
   -- the module's own form: one tensor, several values or a list
   local value = vals.n == 1 and vals[1] or outs
