@@ -365,8 +365,7 @@ end
 local function shape_text(t) return "torch.Size([" .. table.concat(t, ", ") .. "])" end
 
 function dcp.load(state_dict, ...)
-  local o = U.parse("load", save_spec, ...)
-  o.storage_reader, o.storage_writer = o.storage_writer, nil
+  local o = U.parse("load", { { "checkpoint_id" }, { "storage_reader" }, { "planner" }, { "process_group" }, { "no_dist", false } }, ...)
   local dir = directory("load", o, "storage_reader", FSR)
   if o.planner ~= nil then U.error("load: a custom planner is not supported") end
   local meta = read_metadata("load", dir)
