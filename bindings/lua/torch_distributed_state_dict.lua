@@ -140,12 +140,7 @@ local function sorted_keys(t)
   return ks
 end
 
-local function group_copy(g, params)
-  local out = {}
-  for k, v in pairs(g) do if k ~= "params" then out[k] = v end end
-  out.params = params
-  return out
-end
+local group_copy = FSDP._group_with -- a group's options with params replaced
 
 -- a per-element state of a chunk (exp_avg, momentum_buffer; not step)
 local function per_element(k, v, p)
