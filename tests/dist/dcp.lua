@@ -168,6 +168,27 @@ else
   SD.set_model_state_dict(s2, sd2.model)
   same_params(SD.get_model_state_dict(s2, { options = FULL }), net(100), 0, "torch_save_to_dcp, then a sharded load")
 
+  -- FullyShardedDataParallel: full state dicts of model and optimizer, a round trip
+  local function fsdp1(seed)
+    torch.manual_seed(seed)
+    local m = dist.fsdp.FullyShardedDataParallel(nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2)):to(dev))
+    return m, adam(m)
+  end
+  local f1, fopt = fsdp1(0)
+  f1(torch.randn(2, 4):to(dev)):sum():backward()
+  fopt:step()
+  local fm, fo = SD.get_state_dict(f1, fopt, { options = FULL })
+  dcp.save({ model = fm, optim = fo }, { checkpoint_id = dir .. "/fsdp1" })
+  local f2, fopt2 = fsdp1(1)
+  local m2, o2 = SD.get_state_dict(f2, fopt2, { options = FULL })
+  local fst = { model = m2, optim = o2 }
+  dcp.load(fst, { checkpoint_id = dir .. "/fsdp1" })
+  SD.set_state_dict(f2, fopt2, { model_state_dict = fst.model, optim_state_dict = fst.optim, options = FULL })
+  local m3, o3 = SD.get_state_dict(f2, fopt2, { options = FULL })
+  H.close(m3["0.weight"], fm["0.weight"], 0, "FSDP: model round trip")
+  H.close(o3.state["1.weight"].exp_avg, fo.state["1.weight"].exp_avg, 0, "FSDP: optimizer round trip")
+  H.raises(function() SD.get_state_dict(f2, fopt2) end, "full state dicts only", "FSDP: sharded state dicts")
+
   -- errors
   local big = net(1):state_dict()
   big["out.weight"] = torch.zeros(2, 6)
