@@ -119,7 +119,7 @@ else
   -- DDP: names without "module.", a round trip of model and optimizer
   local function ddp(seed)
     local m = net(seed)
-    return dev == "cpu" and nn.parallel.DistributedDataParallel(m) or nn.parallel.DistributedDataParallel(m, { device_ids = { dist._device() } })
+    return nn.parallel.DistributedDataParallel(m) -- m is on this rank's device
   end
   local a = ddp(100)
   local aopt = adam(a)
