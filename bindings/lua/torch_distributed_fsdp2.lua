@@ -218,6 +218,8 @@ local function states_in(m)
   return out
 end
 
+fsdp._fsdp2_states_in = states_in -- for torch.distributed.checkpoint's sharded state dicts
+
 local methods = {}
 function methods.set_requires_gradient_sync(self, requires, recurse)
   if type(requires) ~= "boolean" then U.errorf("set_requires_gradient_sync: expected a boolean, got %s", U.typename(requires)) end

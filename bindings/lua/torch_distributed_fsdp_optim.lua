@@ -50,6 +50,7 @@ local function group_with(g, params)
   packed.params = params
   return packed
 end
+FSDP._group_with = group_with -- torch.distributed.checkpoint.state_dict's too
 
 function FSDP.optim_state_dict(model, optim, optim_state_dict)
   check(model, optim, "optim_state_dict")

@@ -39,10 +39,15 @@ for n in 2 3; do
   ranks_run "device mesh, $n ranks" "$n" "$dir/device_mesh.lua"
   ranks_run "FSDP, $n ranks" "$n" "$dir/fsdp.lua"
   ranks_run "FSDP2 fully_shard, $n ranks" "$n" "$dir/fsdp2.lua"
+  ranks_run "distributed checkpoint (DDP, plain, errors), $n ranks" "$n" "$dir/dcp.lua" self "$tmp/dcp$n"
   ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
   ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
   ranks_run "pipeline parallelism (GPipe, 1F1B), $n ranks" "$n" "$dir/pipelining.lua"
 done
+ranks_run "distributed checkpoint: save on 2 ranks" 2 "$dir/dcp.lua" save "$tmp/dcp23"
+ranks_run "distributed checkpoint: load on 3 ranks" 3 "$dir/dcp.lua" load "$tmp/dcp23"
+ranks_run "distributed checkpoint: save on 3 ranks" 3 "$dir/dcp.lua" save "$tmp/dcp32"
+ranks_run "distributed checkpoint: load on 2 ranks" 2 "$dir/dcp.lua" load "$tmp/dcp32"
 ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
 ranks_run "local SGD and hierarchical model averaging, 4 ranks" 4 "$dir/local_sgd.lua"
 ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
@@ -160,6 +165,9 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
   ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
   ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
+  ranks_run "distributed checkpoint (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" self "$tmp/dcpg" nccl
+  ranks_run "distributed checkpoint: save (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" save "$tmp/dcpg1" nccl
+  ranks_run "distributed checkpoint: load on 2 ranks (nccl)" 2 "$dir/dcp.lua" load "$tmp/dcpg1" nccl
   ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
   ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
   ranks_run "pipeline parallelism (nccl), $ngpu ranks" "$ngpu" "$dir/pipelining.lua" nccl
