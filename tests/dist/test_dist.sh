@@ -41,6 +41,7 @@ for n in 2 3; do
   ranks_run "FSDP2 fully_shard, $n ranks" "$n" "$dir/fsdp2.lua"
   ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
   ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
+  ranks_run "tensor parallel, $n ranks" "$n" "$dir/tensor_parallel.lua"
 done
 ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
 ranks_run "local SGD and hierarchical model averaging, 4 ranks" 4 "$dir/local_sgd.lua"
@@ -161,6 +162,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
   ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
   ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
+  ranks_run "tensor parallel (nccl), $ngpu ranks" "$ngpu" "$dir/tensor_parallel.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
