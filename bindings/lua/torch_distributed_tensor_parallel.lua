@@ -151,29 +151,20 @@ local ReduceBwd = Function:extend("TPAllReduceGrad")
 function ReduceBwd.forward(ctx, m, x) ctx.m = m; return x:clone() end
 function ReduceBwd.backward(ctx, g) return nil, g and all_reduce(ctx.m, g) end
 
--- forward all-gather along d; backward this rank's piece of the (full) gradient
+-- forward all-gather along d; backward this rank's piece of the gradient, summed over the ranks
+-- first (reduce-scatter) when it is partial
 local GatherFwd = Function:extend("TPAllGather")
-function GatherFwd.forward(ctx, m, d, x)
+function GatherFwd.forward(ctx, m, d, partial, x)
   local y, sizes = gather_dim(m, x, d)
-  ctx.m, ctx.d, ctx.sizes = m, d, sizes
+  ctx.m, ctx.d, ctx.partial, ctx.sizes = m, d, partial, sizes
   return y
 end
 function GatherFwd.backward(ctx, g)
-  if g == nil then return nil, nil, nil end
+  if g == nil then return nil, nil, nil, nil end
+  if ctx.partial then return nil, nil, nil, reduce_scatter_dim(ctx.m, g, ctx.d, ctx.sizes) end
   local off = 0
   for r = 1, ctx.m.rank do off = off + ctx.sizes[r] end
-  return nil, nil, g:narrow(ctx.d, off, ctx.sizes[ctx.m.rank + 1]):contiguous()
-end
-
--- forward all-gather along d; backward reduce-scatter of the (partial) gradient
-local GatherFwdScatterBwd = Function:extend("TPAllGatherReduceScatterGrad")
-function GatherFwdScatterBwd.forward(ctx, m, d, x)
-  local y, sizes = gather_dim(m, x, d)
-  ctx.m, ctx.d, ctx.sizes = m, d, sizes
-  return y
-end
-function GatherFwdScatterBwd.backward(ctx, g)
-  return nil, nil, g and reduce_scatter_dim(ctx.m, g, ctx.d, ctx.sizes)
+  return nil, nil, nil, g:narrow(ctx.d, off, ctx.sizes[ctx.m.rank + 1]):contiguous()
 end
 
 -- forward this rank's torch.chunk piece along d; backward all-gather
@@ -201,7 +192,7 @@ local function redistribute(m, x, src, dst, what, partial_grad)
     return ChunkFwd.apply(m, norm_dim(dst.dim, x:dim(), what), x)
   end
   local d = norm_dim(src.dim, x:dim(), what)
-  if dmt == Replicate_MT then return (partial_grad and GatherFwdScatterBwd or GatherFwd).apply(m, d, x) end
+  if dmt == Replicate_MT then return GatherFwd.apply(m, d, partial_grad == true, x) end
   if norm_dim(dst.dim, x:dim(), what) == d then return x end
   U.errorf("%s: redistributing %s to %s (an all-to-all) is not supported", what, tostring(src), tostring(dst))
 end
@@ -299,14 +290,20 @@ local function is_embedding(mod) return Module.isinstance(mod, torch.nn.Embeddin
 
 -- ColwiseParallel: Linear weight and bias cut along dim 0 (output features), Embedding weight
 -- along dim 1; the input made replicated, the output sharded on the last dim
-local Colwise = style_class("ColwiseParallel")
-tp.ColwiseParallel = setmetatable({}, { __index = Colwise, __call = function(_, ...)
-  local o = U.parse("ColwiseParallel", { { "input_layouts" }, { "output_layouts" }, { "use_local_output", true } }, ...)
-  return setmetatable({ input_layouts = check_layout("ColwiseParallel", "input_layouts", o.input_layouts, REPLICATE),
-    output_layouts = check_layout("ColwiseParallel", "output_layouts", o.output_layouts, LAST),
-    use_local_output = check_local_output("ColwiseParallel", o.use_local_output),
-    _show = { "input_layouts", "output_layouts", "use_local_output" } }, Colwise)
-end })
+-- a style class whose constructor takes {input_layouts =, output_layouts =, use_local_output = true}
+local function linear_style(name, in_default, out_default)
+  local cls = style_class(name)
+  tp[name] = setmetatable({}, { __index = cls, __call = function(_, ...)
+    local o = U.parse(name, { { "input_layouts" }, { "output_layouts" }, { "use_local_output", true } }, ...)
+    return setmetatable({ input_layouts = check_layout(name, "input_layouts", o.input_layouts, in_default),
+      output_layouts = check_layout(name, "output_layouts", o.output_layouts, out_default),
+      use_local_output = check_local_output(name, o.use_local_output),
+      _show = { "input_layouts", "output_layouts", "use_local_output" } }, cls)
+  end })
+  return cls
+end
+
+local Colwise = linear_style("ColwiseParallel", REPLICATE, LAST)
 
 function Colwise:_apply(module, m)
   local what = "ColwiseParallel"
@@ -334,14 +331,7 @@ end
 -- RowwiseParallel: Linear weight cut along dim 1 (input features), bias replicated; Embedding
 -- weight along dim 0 (the vocabulary: a masked lookup); the partial output all-reduced
 -- (Replicate) or reduce-scattered (Shard)
-local Rowwise = style_class("RowwiseParallel")
-tp.RowwiseParallel = setmetatable({}, { __index = Rowwise, __call = function(_, ...)
-  local o = U.parse("RowwiseParallel", { { "input_layouts" }, { "output_layouts" }, { "use_local_output", true } }, ...)
-  return setmetatable({ input_layouts = check_layout("RowwiseParallel", "input_layouts", o.input_layouts, LAST),
-    output_layouts = check_layout("RowwiseParallel", "output_layouts", o.output_layouts, REPLICATE),
-    use_local_output = check_local_output("RowwiseParallel", o.use_local_output),
-    _show = { "input_layouts", "output_layouts", "use_local_output" } }, Rowwise)
-end })
+local Rowwise = linear_style("RowwiseParallel", LAST, REPLICATE)
 
 local PARTIAL = DT.Partial()
 
