@@ -200,9 +200,10 @@ tp._redistribute = redistribute
 
 -- ---- sharding parameters ----
 
--- p as rank src's value: broadcast over the mesh (src nil: this rank's own value)
+-- p as rank src's value: broadcast over the mesh (src nil: this rank's own value), on the
+-- mesh's device (a CPU module parallelized over nccl moves to this rank's GPU, as PyTorch's)
 local function from_src(m, p, src)
-  local t = p:detach():contiguous():clone()
+  local t = p:detach():to(dist._device(m.group)):contiguous():clone()
   if src ~= nil and m.world > 1 then dist.broadcast(t, { group_src = src, group = m.group }) end
   return t
 end

@@ -227,6 +227,12 @@ do
   H.close(par.bias:detach(), mine.bias:detach(), 0, "src_data_rank=false (None): this rank's own values")
 end
 
+-- nccl: a module on the CPU moves to this rank's GPU, as PyTorch's distribute_tensor does
+if backend == "nccl" then
+  local par = parallelize_module(nn.Linear(4, 6), mesh, Colwise())
+  H.check(par.weight.device.type == "cuda" and par.bias.device.type == "cuda", "a CPU module's pieces go to the GPU")
+end
+
 -- ---- errors ----
 
 H.raises(function() parallelize_module(nn.LayerNorm(4), mesh, Colwise()) end, "ColwiseParallel currently only support nn.Linear and nn.Embedding!", "Colwise on a LayerNorm")
