@@ -43,6 +43,7 @@ for n in 2 3; do
   ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
   ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
   ranks_run "pipeline parallelism (GPipe, 1F1B), $n ranks" "$n" "$dir/pipelining.lua"
+  ranks_run "tensor parallel, $n ranks" "$n" "$dir/tensor_parallel.lua"
 done
 ranks_run "distributed checkpoint: save on 2 ranks" 2 "$dir/dcp.lua" save "$tmp/dcp23"
 ranks_run "distributed checkpoint: load on 3 ranks" 3 "$dir/dcp.lua" load "$tmp/dcp23"
@@ -171,6 +172,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
   ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
   ranks_run "pipeline parallelism (nccl), $ngpu ranks" "$ngpu" "$dir/pipelining.lua" nccl
+  ranks_run "tensor parallel (nccl), $ngpu ranks" "$ngpu" "$dir/tensor_parallel.lua" nccl
   timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
   line=$(tail -n 1 "$tmp/out")
   if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
