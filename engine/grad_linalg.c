@@ -42,7 +42,9 @@ static void matmul_grads(gscope *s, nn_tensor *g, nn_tensor *a, nn_tensor *b, in
     if (gb) {
         nn_tensor *A2 = nda == 1 ? unsq(s, a, 0) : a, *G2 = G;
         if (ndb <= 2 && nda > 2 && A2 && G) { /* fold the batch into the rows: [B*m, k]^T @ [B*m, n] */
-            int64_t af[2] = {-1, A2->shape[A2->ndim - 1]}, gf[2] = {-1, G->shape[G->ndim - 1]};
+            int64_t rows = 1; /* not -1: with no columns (k = 0) it would be ambiguous */
+            for (int d = 0; d < A2->ndim - 1; d++) rows *= A2->shape[d];
+            int64_t af[2] = {rows, A2->shape[A2->ndim - 1]}, gf[2] = {rows, G->shape[G->ndim - 1]};
             A2 = gs_keep(s, nn_reshape(A2, 2, af));
             G2 = gs_keep(s, nn_reshape(G, 2, gf));
         }

@@ -336,15 +336,6 @@ local Rowwise = linear_style("RowwiseParallel", LAST, REPLICATE)
 
 local PARTIAL = DT.Partial()
 
--- F.linear, also where this rank's piece of the input features is empty (zeros, still
--- connected to x so that the collectives of its backward run on every rank)
-local function local_linear(x, w)
-  if x:size(-1) > 0 then return U.F("linear", x, w) end
-  local shape = x:size():totable()
-  shape[#shape] = w:size(0)
-  return x:sum(-1, true):expand(shape):contiguous()
-end
-
 function Rowwise:_apply(module, m)
   local what = "RowwiseParallel"
   local ins, outs = self.input_layouts, self.output_layouts
@@ -352,7 +343,7 @@ function Rowwise:_apply(module, m)
     shard_params(m, module, { weight = 1, bias = false }, self.src_data_rank)
     wrap_forward(module, function(_, mod, x)
       x = redistribute(m, x, ins, LAST, what)
-      local y = redistribute(m, local_linear(x, mod.weight), PARTIAL, outs, what)
+      local y = redistribute(m, U.F("linear", x, mod.weight), PARTIAL, outs, what)
       local b = mod.bias
       if b == nil then return y end
       if getmetatable(outs) == Shard_MT then -- the bias of this rank's piece

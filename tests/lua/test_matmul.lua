@@ -66,6 +66,22 @@ T.test("batched matmul whose batch dims do not merge (swin's windows x heads)", 
   gradcheck("matmul of permuted q, k, v", f, { base })
 end)
 
+T.test("gradients of products with an empty inner dim", function()
+  -- a batch of rows with no features (a tensor-parallel rank's empty piece): the gradients are
+  -- empty and zeros, not an error
+  local w = torch.randn(4, 0, { requires_grad = true })
+  local x = torch.randn(2, 3, 0, { requires_grad = true })
+  local y = F.linear(x, w)
+  T.eq(y.shape:totable(), { 2, 3, 4 }, "linear output")
+  T.eq(y:abs():sum():item(), 0.0, "zeros")
+  y:sum():backward()
+  T.eq(x.grad.shape:totable(), { 2, 3, 0 }, "input gradient")
+  T.eq(w.grad.shape:totable(), { 4, 0 }, "weight gradient")
+  local a, b = torch.randn(2, 0, 4, { requires_grad = true }), torch.randn(4, 5, { requires_grad = true })
+  a:matmul(b):sum():backward()
+  T.eq(b.grad:tolist(), torch.zeros(4, 5):tolist(), "no rows: a zero gradient")
+end)
+
 T.test("bmm dot outer addmm", function()
   local x, y = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
   local r = x:bmm(y)
