@@ -37,6 +37,7 @@ dist.barrier()
 H.check(store:get("cas") == "second" and store:get("bin") == "a\0b" and not store:check({ "absent" }), "compare_set seen by the other rank, binary values")
 dist.barrier()
 local keys_before = store:num_keys()
+dist.barrier() -- every rank has counted before rank 1 deletes
 if rank == 1 then H.check(store:delete_key("cas") and not store:delete_key("cas"), "delete_key returns whether it was there") end
 dist.barrier()
 H.check(store:num_keys() == keys_before - 1 and not store:check({ "cas" }), "num_keys after delete_key")
