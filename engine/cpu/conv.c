@@ -166,6 +166,7 @@ static void gemm(nn_dtype cdt, bool ta, bool tb, int64_t M, int64_t N, int64_t K
         return;
     }
     enum CBLAS_TRANSPOSE tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+    nn_cpu_gemm_threads(M, N, K);
     if (cdt == NN_F32)
         cblas_sgemm(CblasRowMajor, tA, tB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
     else

@@ -38,4 +38,8 @@ void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, n
 #include "../ops.def"
 #undef X
 
+/* Before a BLAS product of m x k by k x n: OpenBLAS's thread count for a product that size
+ * (one thread for small ones; engine/cpu/blas.c) */
+void nn_cpu_gemm_threads(int64_t m, int64_t n, int64_t k);
+
 #endif
