@@ -158,9 +158,8 @@ static bool collapsible(int n, const int64_t *shape, const int64_t *strides, int
 static nn_status packed_batch(const nn_tensor *t, int q, const int64_t *bshape, int64_t *st, matdesc *md, int64_t rows, int64_t cols,
                               nn_tensor **out)
 {
-    bool merges = true;
-    for (int d = 0; d + 1 < q; d++) merges = merges && st[d] == st[d + 1] * bshape[d + 1];
-    if (merges) return NN_OK;
+    int64_t inner;
+    if (collapsible(q, bshape, st, &inner)) return NN_OK;
     int64_t shape[NN_MAX_DIMS], strides[NN_MAX_DIMS];
     for (int d = 0; d < q; d++) shape[d] = bshape[d], strides[d] = st[d];
     shape[q] = rows, shape[q + 1] = cols, strides[q] = md->rs, strides[q + 1] = md->cs;
@@ -242,7 +241,9 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
         st = gemm(view3(a, 1, total * m, k, 0, total * m > 1 ? arow : ma.rs, ma.cs, a->offset),
                   view3(b, 1, k, n, 0, mb.rs, mb.cs, b->offset), view3(out, 1, total * m, n, 0, n, 1, 0), 1, 0);
     } else {
-        /* merge batch dims where all three operands allow, loop over what remains outside the last */
+        /* merge batch dims where all three operands allow; an operand whose batch dims still do
+         * not merge (swin's [windows, heads] of a permuted projection) is copied contiguous, as
+         * PyTorch's reshape does, so that one product runs (one per outer index made thousands) */
         int q = 0;
         for (int d = 0; d < nd; d++) {
             if (bshape[d] == 1) continue;
@@ -254,32 +255,16 @@ nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b)
             bshape[q] = bshape[d], sa[q] = sa[d], sb[q] = sb[d], so[q] = so[d];
             q++;
         }
-        /* a loop of products (swin's [windows, heads] of a permuted projection made thousands):
-         * an operand whose batch dims do not merge is copied contiguous, as PyTorch's reshape
-         * does, and one product runs */
         nn_tensor *ca = NULL, *cb = NULL;
-        if (q > 1 && total > 0) {
+        if (total > 0 && q > 1) {
             st = packed_batch(a, q, bshape, sa, &ma, m, k, &ca);
             if (!st) st = packed_batch(b, q, bshape, sb, &mb, k, n, &cb);
-            if (!st) {
-                bshape[0] = total, sa[0] = sa[q - 1], sb[0] = sb[q - 1], so[0] = so[q - 1];
-                q = 1;
-            }
         }
         const nn_tensor *ua = ca ? ca : a, *ub = cb ? cb : b;
-        int64_t inner = q ? bshape[q - 1] : 1, isa = q ? sa[q - 1] : 0, isb = q ? sb[q - 1] : 0, iso = q ? so[q - 1] : 0;
-        int64_t idx[NN_MAX_DIMS] = {0}, oa = ua->offset, ob = ub->offset, oo = 0;
-        for (bool more = total > 0 && !st; more && !st;) {
-            st = gemm(view3(ua, inner, m, k, isa, ma.rs, ma.cs, oa), view3(ub, inner, k, n, isb, mb.rs, mb.cs, ob),
-                      view3(out, inner, m, n, iso, n, 1, oo), 1, 0);
-            more = false;
-            for (int d = q - 2; d >= 0; d--) {
-                oa += sa[d], ob += sb[d], oo += so[d];
-                if (++idx[d] < bshape[d]) { more = true; break; }
-                oa -= sa[d] * bshape[d], ob -= sb[d] * bshape[d], oo -= so[d] * bshape[d];
-                idx[d] = 0;
-            }
-        }
+        int64_t isa = q ? sa[q - 1] : 0, isb = q ? sb[q - 1] : 0, iso = q ? so[q - 1] : 0; /* the innermost stride */
+        if (total > 0 && !st)
+            st = gemm(view3(ua, total, m, k, isa, ma.rs, ma.cs, ua->offset), view3(ub, total, k, n, isb, mb.rs, mb.cs, ub->offset),
+                      view3(out, total, m, n, iso, n, 1, 0), 1, 0);
         nn_release(ca);
         nn_release(cb);
     }

@@ -38,6 +38,10 @@ void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, n
 #include "../ops.def"
 #undef X
 
+/* y[i] = exp(x[i] - max), max the row's maximum (set in *max); returns the sum of y in double
+ * (engine/cpu/softmax.c: the exp loop alone, so that it vectorizes) */
+double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max);
+
 /* Before a BLAS product of m x k by k x n: OpenBLAS's thread count for a product that size
  * (one thread for small ones; engine/cpu/blas.c) */
 void nn_cpu_gemm_threads(int64_t m, int64_t n, int64_t k);

@@ -152,19 +152,12 @@ static double class_logsumexp(const nn_tensor *x, const layout *L, int64_t off)
 /* float32 logits whose classes are next to each other take plain loops over a row */
 static bool dense_f32(const nn_tensor *x, const layout *L) { return x->dtype == NN_F32 && (L->sc == 1 || L->C <= 1); }
 
-/* logsumexp of a float32 row of C classes: the exponentials into e (a loop of exp alone
- * vectorizes), summed in double four partial sums apart */
-static double row_logsumexp_f32(const float *restrict x, int64_t C, float *restrict e)
+/* logsumexp of a float32 row of C classes (e: room for its exponentials) */
+static double row_logsumexp_f32(const float *x, int64_t C, float *e)
 {
-    float m = -INFINITY;
-    for (int64_t k = 0; k < C; k++) m = x[k] > m ? x[k] : m;
-    for (int64_t k = 0; k < C; k++) e[k] = expf(x[k] - m);
-    double t[4] = {0, 0, 0, 0};
-    int64_t k = 0;
-    for (; k + 4 <= C; k += 4)
-        for (int j = 0; j < 4; j++) t[j] += e[k + j];
-    for (; k < C; k++) t[0] += e[k];
-    return m + log((t[0] + t[1]) + (t[2] + t[3]));
+    float m;
+    double sum = nn_cpu_exp_sum_f32(e, x, C, &m);
+    return m + log(sum);
 }
 
 /* in0 logits (contiguous), in1 target, in2 weight (nin 3); out[0] loss, out[1] total weight,

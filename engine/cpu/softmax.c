@@ -80,12 +80,17 @@ static double sum_f32(const float *y, int64_t n)
     return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
-/* the exponentials go into y first (a loop of exp alone vectorizes), then are summed */
+double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max)
+{
+    float m = *max = max_f32(x, n);
+    for (int64_t i = 0; i < n; i++) y[i] = expf(x[i] - m);
+    return sum_f32(y, n);
+}
+
 static void fwd_f32(float *restrict y, const float *restrict x, int64_t n, bool log_)
 {
-    float m = max_f32(x, n);
-    for (int64_t i = 0; i < n; i++) y[i] = expf(x[i] - m);
-    double sum = sum_f32(y, n);
+    float m;
+    double sum = nn_cpu_exp_sum_f32(y, x, n, &m);
     if (log_) {
         float lse = (float)log(sum);
         for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - lse;
