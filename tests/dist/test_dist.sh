@@ -25,6 +25,48 @@ ranks_run() { # name nproc script [args]
   if [ "$rc" -ne 0 ] || [ "$reports" -ne "$n" ]; then fail "$name: exit $rc, $reports of $n ranks reported"; else pass; fi
 }
 
+# NCCL where there are two GPUs or more (the GPU machine)
+nccl_tests() {
+if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is_available() and torch.cuda.device_count() >= 2 and 0 or 1)' 2>/dev/null; then
+  ngpu=$("$nnrepl" -e 'print(torch.cuda.device_count())')
+  ranks_run "nccl, $ngpu ranks" "$ngpu" "$dir/nccl.lua" 64
+  grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
+  ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
+  ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
+  ranks_run "PowerSGD hooks (nccl), $ngpu ranks" "$ngpu" "$dir/powersgd.lua" nccl
+  ranks_run "local SGD and model averaging (nccl), $ngpu ranks" "$ngpu" "$dir/local_sgd.lua" nccl
+  ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
+  ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
+  ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
+  ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
+  ranks_run "distributed checkpoint (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" self "$tmp/dcpg" nccl
+  ranks_run "distributed checkpoint: save (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" save "$tmp/dcpg1" nccl
+  ranks_run "distributed checkpoint: load on 2 ranks (nccl)" 2 "$dir/dcp.lua" load "$tmp/dcpg1" nccl
+  ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
+  ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
+  ranks_run "pipeline parallelism (nccl), $ngpu ranks" "$ngpu" "$dir/pipelining.lua" nccl
+  ranks_run "tensor parallel (nccl), $ngpu ranks" "$ngpu" "$dir/tensor_parallel.lua" nccl
+  timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
+  line=$(tail -n 1 "$tmp/out")
+  if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+  else fail "dataparallel_gpu.lua: no result line"; fi
+  sizes=$(sed -nE 's/.*In Model: input size torch.Size\(\[([0-9]+), 5\]\).*/\1/p' "$tmp/out" | head -n "$ngpu" | sort -rn | paste -sd, -)
+  expect=$("$nnrepl" -e "print(table.concat(nn.parallel.chunk_sizes(30, $ngpu), ','))")
+  echo "document 003 on $ngpu GPUs: 30 rows split $sizes"
+  [ "$sizes" = "$expect" ] && pass || fail "30 rows over $ngpu GPUs: $sizes, expected $expect"
+else skipped=$((skipped + 1)); fi
+}
+
+finish() {
+  rm -f "$tmp/out"
+  echo "$passed passed, $failed failed, $skipped skipped"
+  [ "$failed" -eq 0 ]
+}
+
+# DIST_NCCL_ONLY=1: only the NCCL part (on the GPU machine, where the gloo part has run in CI)
+if [ "${DIST_NCCL_ONLY:-}" = 1 ]; then nccl_tests; finish; exit; fi
+
 gloo_tests() {
 for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
@@ -153,37 +195,6 @@ grep -q '^one	2.0$' "$tmp/out" && pass || fail "a world of one"
 if "$nnrepl" -e 'os.exit(torch.distributed.is_gloo_available() and 0 or 1)'; then gloo_tests
 else echo "the gloo backend is not available (libgloo-dev was missing at build time): its tests are skipped"; skipped=$((skipped + 1)); fi
 
-# NCCL where there are two GPUs or more (the GPU machine)
-if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is_available() and torch.cuda.device_count() >= 2 and 0 or 1)' 2>/dev/null; then
-  ngpu=$("$nnrepl" -e 'print(torch.cuda.device_count())')
-  ranks_run "nccl, $ngpu ranks" "$ngpu" "$dir/nccl.lua" 64
-  grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
-  ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
-  ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
-  ranks_run "PowerSGD hooks (nccl), $ngpu ranks" "$ngpu" "$dir/powersgd.lua" nccl
-  ranks_run "local SGD and model averaging (nccl), $ngpu ranks" "$ngpu" "$dir/local_sgd.lua" nccl
-  ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
-  ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
-  ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
-  ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
-  ranks_run "distributed checkpoint (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" self "$tmp/dcpg" nccl
-  ranks_run "distributed checkpoint: save (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" save "$tmp/dcpg1" nccl
-  ranks_run "distributed checkpoint: load on 2 ranks (nccl)" 2 "$dir/dcp.lua" load "$tmp/dcpg1" nccl
-  ranks_run "Join (nccl), $ngpu ranks" "$ngpu" "$dir/join.lua" nccl
-  ranks_run "ZeroRedundancyOptimizer (nccl), $ngpu ranks" "$ngpu" "$dir/zero.lua" nccl
-  ranks_run "pipeline parallelism (nccl), $ngpu ranks" "$ngpu" "$dir/pipelining.lua" nccl
-  ranks_run "tensor parallel (nccl), $ngpu ranks" "$ngpu" "$dir/tensor_parallel.lua" nccl
-  timeout 120 "$nnrepl" "$dir/dataparallel_gpu.lua" >"$tmp/out" 2>&1
-  line=$(tail -n 1 "$tmp/out")
-  if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
-  else fail "dataparallel_gpu.lua: no result line"; fi
-  sizes=$(sed -nE 's/.*In Model: input size torch.Size\(\[([0-9]+), 5\]\).*/\1/p' "$tmp/out" | head -n "$ngpu" | sort -rn | paste -sd, -)
-  expect=$("$nnrepl" -e "print(table.concat(nn.parallel.chunk_sizes(30, $ngpu), ','))")
-  echo "document 003 on $ngpu GPUs: 30 rows split $sizes"
-  [ "$sizes" = "$expect" ] && pass || fail "30 rows over $ngpu GPUs: $sizes, expected $expect"
-else skipped=$((skipped + 1)); fi
+nccl_tests
 
-rm -f "$tmp/out"
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+finish
