@@ -20,7 +20,7 @@ for i = 1, 8 do
   xs[i] = torch.randn(32, 3, 32, 32, { device = dev })
   ys[i] = torch.randint(0, 101, { 32 }, { device = dev })
 end
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
+
 local timing = require "gpu_step_timing"
 timing.report("nnrepl cnn", function(x, y)
   local out = model(x)

@@ -13,7 +13,6 @@ for i = 1, 8 do
   xs[i] = torch.rand(128, 1, 28, 28, {device = dev})
   ys[i] = torch.randint(0, 10, {128}, {device = dev})
 end
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local timing = require "gpu_step_timing"
 timing.report("nnrepl mlp", function(x, y)
   local loss = F.cross_entropy(model(x), y)

@@ -147,9 +147,27 @@ static int run_options(lua_State *L, char **argv, int n) {
   return 1;
 }
 
+/* The script's folder goes first on package.path, as Python puts it first on sys.path:
+ * `require "model"` finds model.lua beside the script wherever it is started from. */
+static void add_script_dir(lua_State *L, const char *script) {
+  const char *slash = strrchr(script, '/');
+  if (!slash) lua_pushliteral(L, ".");
+  else lua_pushlstring(L, script, slash == script ? 1 : (size_t)(slash - script));
+  const char *dir = lua_tostring(L, -1);
+  if (lua_getglobal(L, "package") == LUA_TTABLE) {
+    lua_getfield(L, -1, "path");
+    const char *path = lua_tostring(L, -1);
+    lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, path ? path : "");
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+}
+
 static int run_script(lua_State *L, char **argv) {
   const char *name = argv[0];
   if (strcmp(name, "-") == 0 && strcmp(argv[-1], "--") != 0) name = NULL; /* stdin */
+  if (name) add_script_dir(L, name);
   int status = luaL_loadfilex(L, name, "bt");
   if (status == LUA_OK) {
     if (lua_getglobal(L, "arg") != LUA_TTABLE) luaL_error(L, "'arg' is not a table");

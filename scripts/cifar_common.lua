@@ -5,10 +5,8 @@
 -- TensorBoard scalars and a checkpoint per epoch, the evaluation loop, and the document's
 -- alexnet.py (AlexNet with autocast on forward). The scripts (train_*.lua, eval_*.lua) keep
 -- what differs: the model and its wrapper (DataParallel, DistributedDataParallel) and the
--- training step with its autocast and GradScaler. They load this file from their own folder:
---
---   package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
---   local common = require "cifar_common"
+-- training step with its autocast and GradScaler. They load this file with
+-- `local common = require "cifar_common"` (nnrepl puts a script's folder first on package.path).
 --
 -- Flags beyond the document's: --fake-data (random CIFAR-shaped images and labels instead
 -- of the CIFAR-10 binary files), --fake-size and --print-every (the document prints every

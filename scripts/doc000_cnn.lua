@@ -10,7 +10,6 @@
 -- The document's paths, batch size, learning rate and epochs are the defaults. --data-dir
 -- holds desc_train.csv, desc_valid.csv and desc_test.csv (path,label rows after a header line).
 -- torch.save writes a safetensors file whatever the name.
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local transforms = require("torchvision").transforms
 local Image = require("PIL").Image
 local argparse = require "argparse"

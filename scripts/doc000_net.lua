@@ -1,10 +1,8 @@
 -- Document 000's (../shared/seeds/000_*.txt) CNN, the Net class of scripts/doc000_cnn.lua:
 -- conv 3->32 3x3, maxpool, conv 32->64 3x3, maxpool, fc 2304->256->128->101, and its
--- init_weights. bench/cnn_gpu.lua and tests/gpu/parity.lua use it too. Loaded from the
--- requiring file's folder, as cifar_common.lua is:
---
---   package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
---   local Net = require "doc000_net"
+-- init_weights. bench/cnn_gpu.lua and tests/gpu/parity.lua use it too:
+-- `local Net = require "doc000_net"` (nnrepl puts a script's folder first on package.path;
+-- from elsewhere, add scripts/ to it).
 local nn, F = torch.nn, torch.nn.functional
 
 local Net = nn.Module:extend("Net")

@@ -8,7 +8,6 @@
 --       [--dataset_root ../data] [--img_size 227] [--batch_size 64] [--checkpoint ../checkpoint]
 --       [--fake-data [--fake-size 256]]
 --   build/nnrepl --nproc-per-node N scripts/eval_ddp.lua ...
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 local dist = torch.distributed

@@ -4,7 +4,6 @@
 --
 --   build/nnrepl scripts/eval_dp.lua [--dataset_root ../data] [--img_size 227] [--batch_size 64]
 --       [--checkpoint ../checkpoint] [--fake-data [--fake-size 256]]
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 

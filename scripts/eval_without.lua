@@ -7,7 +7,6 @@
 --
 -- A checkpoint of DataParallel or DistributedDataParallel (keys "module.<name>") loads too,
 -- with the prefix taken off. --fake-data evaluates on random images (cifar_common.lua).
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 

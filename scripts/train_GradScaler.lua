@@ -8,7 +8,6 @@
 -- The document imports torch.cuda.amp's autocast and GradScaler, which do nothing on a
 -- machine without a GPU; here both follow the device the model runs on, so a CPU run uses
 -- CPU autocast (bfloat16) and a CPU GradScaler.
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 local nn = torch.nn

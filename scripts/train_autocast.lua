@@ -7,7 +7,6 @@
 --
 -- The document imports torch.cuda.amp.autocast, which does nothing for CPU tensors; here
 -- autocast follows the device the model runs on, so a CPU run uses CPU autocast (bfloat16).
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 local nn = torch.nn

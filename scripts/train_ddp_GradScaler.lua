@@ -6,7 +6,6 @@
 --   build/nnrepl --nproc-per-node N scripts/train_ddp_GradScaler.lua ...
 --
 -- autocast and the GradScaler follow the device the model runs on (bfloat16 on CPUs).
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local nn = torch.nn
 local dist = torch.distributed

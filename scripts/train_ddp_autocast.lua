@@ -6,7 +6,6 @@
 --   build/nnrepl --nproc-per-node N scripts/train_ddp_autocast.lua ...
 --
 -- autocast follows the device the model runs on: float16 on GPUs, bfloat16 on CPUs.
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local nn = torch.nn
 local dist = torch.distributed

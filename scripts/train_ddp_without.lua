@@ -11,7 +11,6 @@
 -- defaults: build/nnrepl --nproc-per-node 2 scripts/train_ddp_without.lua [...]
 -- The other flags are train_without.lua's; --batch_size is per rank. The backend is NCCL
 -- on GPUs (one per rank) and Gloo on CPUs.
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 local nn = torch.nn

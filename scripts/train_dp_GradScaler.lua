@@ -8,7 +8,6 @@
 --       [--cuda True] [--checkpoint ../checkpoint] [--fake-data [--fake-size 256]] [--print-every 100]
 --
 -- autocast and the GradScaler follow the device the model runs on (bfloat16 on a CPU).
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local nn = torch.nn
 

@@ -8,7 +8,6 @@
 --       [--cuda True] [--checkpoint ../checkpoint] [--fake-data [--fake-size 256]] [--print-every 100]
 --
 -- autocast follows the device the model runs on: float16 on GPUs, bfloat16 on a CPU.
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local nn = torch.nn
 

@@ -6,7 +6,6 @@
 --   build/nnrepl scripts/train_dp_without.lua [--dataset_root ../data] [--img_size 227] [--batch_size 64]
 --       [--lr 1e-4] [--epochs 20] [--tensorboard True] [--tensorboard_log ../tensorboard]
 --       [--cuda True] [--checkpoint ../checkpoint] [--fake-data [--fake-size 256]] [--print-every 100]
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 local nn = torch.nn

@@ -9,7 +9,6 @@
 -- The shared part (flags, dataset, loop, checkpoints, logs) is cifar_common.lua; its header
 -- lists the flags beyond the document's. Without a GPU it runs on the CPU. Checkpoints are
 -- safetensors files with PyTorch's keys; scripts/eval_without.lua evaluates them.
-package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/?.lua;" .. package.path
 local common = require "cifar_common"
 local alexnet = require("torchvision").models.alexnet
 local nn = torch.nn

@@ -38,6 +38,20 @@ run -e 'x = 1' "$tmp/args.lua" z
 check "options go to negative indices" has "$(printf '%s\n' "$out")" "args	1	z	nil	nil"
 out=$("$bin" -e 'print(arg[-3] ~= nil, arg[-2], arg[-1], arg[0], arg[1])' "$tmp/args.lua" z 2>&1 | head -1)
 check "-e runs before the script and sees arg" is "$out" "true	-e	print(arg[-3] ~= nil, arg[-2], arg[-1], arg[0], arg[1])	$tmp/args.lua	z"
+
+# ---- the script's folder comes first on package.path (Python's sys.path[0]) ----
+mkdir -p "$tmp/proj/pkg"
+echo 'return { name = "model beside the script" }' >"$tmp/proj/model.lua"
+echo 'return { name = "package beside the script" }' >"$tmp/proj/pkg/init.lua"
+echo 'print(require("model").name); print(require("pkg").name); print(require("torchvision") ~= nil)' >"$tmp/proj/main.lua"
+out=$(cd / && "$bin" "$tmp/proj/main.lua" 2>&1)
+check "require finds modules beside the script, from another folder" is "$out" "model beside the script
+package beside the script
+true"
+out=$(cd "$tmp/proj" && "$bin" main.lua 2>&1 | head -1)
+check "and with a relative script path" is "$out" "model beside the script"
+out=$(cd "$tmp" && "$bin" -e 'print(pcall(require, "model"))' 2>&1 | head -1)
+check "-e alone adds no folder" has "$out" "false"
 cat >"$tmp/ret.lua" <<'EOF'
 local a, b = ...
 io.write(a .. "+" .. b, "\n")
