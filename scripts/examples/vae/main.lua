@@ -78,9 +78,9 @@ local function train(epoch)
     optimizer:step()
     if batch_idx % args.log_interval == 0 then
       print(string.format("Train Epoch: %d [%d/%d (%.0f%%)]\tLoss: %.6f",
-        epoch, batch_idx * data:size(0), #train_loader.dataset,
+        epoch, batch_idx * #data, #train_loader.dataset,
         100. * batch_idx / #train_loader,
-        loss:item() / data:size(0)))
+        loss:item() / #data))
     end
   end
 
