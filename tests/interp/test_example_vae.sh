@@ -89,6 +89,19 @@ other=$(run "$tmp/c" --batch-size 16 --epochs 1 --log-interval 2 --seed 2)
 check "another seed, another first loss" test -n "$other" -a "$(grep -m1 '^Train' <<<"$other")" != "$(grep -m1 '^Train' <<<"$out")"
 check "--log-interval 2: batches 0 and 2" test "$(count "$other" '^Train Epoch: 1 \[(0|32)/64 ')" -eq 2 -a "$(count "$other" '^Train')" -eq 2
 
+# on a GPU machine, the accelerator: the same lines, the same files
+if [ "$("$bin" -e 'print(torch.cuda.is_available())' 2>/dev/null)" = true ]; then
+  gpu=$(mkdir -p "$tmp/g" && cd "$tmp/g" && "$bin" "$main" --data-root "$tmp/data" --batch-size 16 --epochs 2 2>"$tmp/g/err")
+  rc=$?
+  check "cuda: exit 0" [ "$rc" -eq 0 ]
+  [ "$rc" -eq 0 ] || cat "$tmp/g/err"
+  check "cuda: device line" has "$gpu" "Using device: cuda"
+  check "cuda: epoch and test lines" [ "$(count "$gpu" '^====> (Epoch: [12] Average|Test set) loss: [0-9]+\.[0-9]{4}$')" -eq 4 ]
+  check "cuda: files" test -s "$tmp/g/results/reconstruction_2.png" -a -s "$tmp/g/results/sample_2.png"
+else
+  echo "skipped: the CUDA run (no GPU)"
+fi
+
 run "$tmp/d" --bogus >/dev/null
 rc=$?
 check "bad flag: exit 2" [ "$rc" -eq 2 ]
