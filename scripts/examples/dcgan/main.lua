@@ -54,7 +54,7 @@ os.execute("mkdir -p '" .. opt.outf:gsub("'", "'\\''") .. "' 2>/dev/null")
 if opt.manualSeed == nil then
   opt.manualSeed = math.random(1, 10000)
 end
-print("Random Seed: ", opt.manualSeed)
+print(string.format("Random Seed:  %d", opt.manualSeed)) -- Python's print("Random Seed: ", n)
 math.randomseed(opt.manualSeed)
 torch.manual_seed(opt.manualSeed)
 
