@@ -13,7 +13,8 @@
 # convolution algorithms each run). Per step two lines, Loss_D then Loss_G, go to
 # DIR/dcgan_torch_losses.txt; the final weights ("netG.*", "netD.*") to _torch_final.safetensors.
 # compare: one line, PASS when the largest relative loss difference is <= 1e-4 and the weights'
-# ||w_nnrepl - w_torch|| / ||w_torch - w_init|| (netG and netD together) <= 1e-3.
+# ||w_nnrepl - w_torch|| / ||w_torch - w_init|| (netG and netD together, BatchNorm's running
+# statistics included) <= 1e-3, BatchNorm's num_batches_tracked equal (else weights "inf").
 import argparse
 import math
 import os
@@ -169,7 +170,12 @@ def compare(d):
         ours = read_losses(path(d, "nnrepl_losses.txt"))
         w0 = {f"netG.{k}": v for k, v in load_st(path(d, "init_netG.safetensors")).items()}
         w0.update({f"netD.{k}": v for k, v in load_st(path(d, "init_netD.safetensors")).items()})
-        upd = update_diff(w0, load_st(path(d, "nnrepl_final.safetensors")), load_st(path(d, "torch_final.safetensors")))
+        wa, wb = load_st(path(d, "nnrepl_final.safetensors")), load_st(path(d, "torch_final.safetensors"))
+        # BatchNorm's step counts must agree exactly; left in, they would swamp the weights' norm
+        counts = [k for k in w0 if k.endswith("num_batches_tracked")]
+        upd = update_diff({k: v for k, v in w0.items() if k not in counts}, wa, wb)
+        if any(not torch.equal(wa[k], wb[k]) for k in counts):
+            upd = math.inf
     except (OSError, KeyError, RuntimeError):
         ours, upd = [], math.inf
     rel = loss_diff(ours, ref)
