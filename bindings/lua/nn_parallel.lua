@@ -428,8 +428,8 @@ end
 
 local function new_replica(m, dev)
   local device = device_index(dev)
-  local rep = { slots = {}, ready = {}, device = device }
-  rep.module = replicate(m, {}, rep.slots)
+  local rep = { slots = {}, ready = {}, device = device, sources = {} }
+  rep.module = replicate(m, rep.sources, rep.slots)
   place(rep, dev)
   local hooked = {}
   for _, s in ipairs(rep.slots) do
@@ -464,6 +464,18 @@ local function hook_replica(rep, i, reduction)
 end
 
 parallel._replicate = function(m, dev) return new_replica(m, dev).module end
+
+-- A kept replica's plain attributes (training, a dropout's p, ...) follow its source's, as
+-- PyTorch's replicas made afresh each forward do: model:eval() after the first forward counts.
+local function sync_attributes(rep)
+  for m, r in pairs(rep.sources) do
+    local values, rv = getmetatable(m).__index, getmetatable(r).__index
+    for k, v in pairs(values) do
+      local t = type(v)
+      if (t == "boolean" or t == "number" or t == "string") and rv[k] ~= v then rv[k] = v end
+    end
+  end
+end
 
 local function scatter(v, sizes, devices, dim)
   if torch.is_tensor(v) then
@@ -557,6 +569,8 @@ function DP:forward(...)
         rep = new_replica(self.module, "cuda:" .. self.device_ids[i])
         hook_replica(rep, i, self._reduction)
         self._replicas[i] = rep
+      else
+        sync_attributes(rep)
       end
       replica = rep.module
     end

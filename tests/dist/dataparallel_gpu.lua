@@ -60,6 +60,24 @@ do -- evaluation without grad sees the latest parameters
   H.close(dp(xs[3]):cpu(), net1(xs[3]):cpu(), 1e-5, "then of a full batch on every replica")
 end
 
+do -- model:eval() / train() after the first forward reach the kept replicas (dropout, batch norm)
+  torch.manual_seed(3)
+  local net = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.Dropout(0.5), nn.Linear(16, 3)):cuda()
+  local dpn = nn.DataParallel(net)
+  local x = torch.randn(32, 8):cuda()
+  dpn(x) -- training mode: the replicas are built
+  dpn:eval()
+  local _ <close> = torch.no_grad()
+  local a, b = dpn(x), net(x)
+  H.close(a:cpu(), b:cpu(), 1e-5, "after eval(): every replica without dropout, with running statistics")
+  net[2].p = 0.0
+  dpn:train()
+  local sizes = nn.parallel.chunk_sizes(32, n)
+  local last = sizes[#sizes]
+  H.close(dpn(x):narrow(0, 32 - last, last):cpu(), net(x:narrow(0, 32 - last, last)):cpu(), 1e-5,
+    "after train() with p = 0: the last replica uses its own batch statistics and no dropout")
+end
+
 do -- the reduction overlaps backward: a parameter no replica used keeps no gradient, and a
   -- second backward through the same graph (retain_graph) adds its reduced gradients again
   local Two = nn.Module:extend("Two")

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Parity of the ported pytorch/examples programs (scripts/examples/) with PyTorch, on the GPU
+# machine: for each tests/gpu/examples/<name>.py, PyTorch prepares the initial weights and
+# batches and trains K steps, nnrepl trains the same steps with the port's own model classes
+# (<name>.lua), and the .py compares the two (one or more "parity <name>...: PASS|FAIL" lines each).
+#   bash tests/gpu/examples/run.sh NNREPL [device] [names...]
+set -uo pipefail
+nn=${1:?usage: run.sh NNREPL [device] [names...]}
+nn=$(cd "$(dirname "$nn")" && pwd)/$(basename "$nn")
+dev=${2:-cuda}
+shift $(( $# >= 2 ? 2 : 1 ))
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../../.."
+work=$(mktemp -d /tmp/nnrepl-examples.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then for f in "$here"/*.py; do names+=("$(basename "$f" .py)"); done; fi
+status=0
+for n in "${names[@]}"; do
+  log=$work/$n.log
+  if ! timeout 300 python3 "$here/$n.py" prepare "$work" --device "$dev" >"$log" 2>&1; then
+    echo "parity $n: FAIL (PyTorch's side failed)"; tail -n 8 "$log" | sed 's/^/    /'; status=1; continue
+  fi
+  if ! timeout 300 "$nn" "$here/$n.lua" "$work" "$dev" >>"$log" 2>&1; then
+    echo "parity $n: FAIL (nnrepl's side failed)"; tail -n 8 "$log" | sed 's/^/    /'; status=1; continue
+  fi
+  lines=$(python3 "$here/$n.py" compare "$work" 2>&1 | grep '^parity ')
+  echo "${lines:-parity $n: FAIL (no result line)}"
+  if [ -z "$lines" ] || grep -qv ': PASS$' <<<"$lines"; then status=1; tail -n 8 "$log" | sed 's/^/    /'; fi
+done
+exit $status
