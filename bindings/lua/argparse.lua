@@ -63,6 +63,8 @@ local function pyfloat(x)
   if not s:find("[.e]") then s = s .. ".0" end
   return s
 end
+-- Python's str / repr of a float (the shortest text that reads back), for ports of print(x)
+M.float_repr = pyfloat
 
 local function pystr(v)
   if v == nil then return "None" end

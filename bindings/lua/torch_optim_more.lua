@@ -328,16 +328,20 @@ function LBFGS:_flat_grad()
   return torch.cat(parts, 0)
 end
 
--- params += t * d (d flat)
+-- params += t * d (d flat), with add_'s alpha as PyTorch's _add_grad
 function LBFGS:_add_grad(t, d)
   local offset = 0
   for _, p in ipairs(self.param_groups[1].params) do
     local n = p:numel()
-    p:add_(d:narrow(0, offset, n):view(p:size()) * t)
+    p:add_(d:narrow(0, offset, n):view(p:size()), { alpha = t })
     offset = offset + n
   end
 end
 
+local function num(x) return torch.is_tensor(x) and x:item() or x end
+
+-- The scalars ys, ro, H_diag, al, be and the first step size stay 0-d tensors of the
+-- parameters' dtype, as in PyTorch, so float32 rounds them as PyTorch does.
 function LBFGS:step(closure)
   if type(closure) ~= "function" then U.error("LBFGS requires a closure: opt:step(function() ... return loss end)") end
   local g = self.param_groups[1]
@@ -351,7 +355,7 @@ function LBFGS:step(closure)
   state.func_evals, state.n_iter = state.func_evals or 0, state.n_iter or 0
   local eval = function() return torch.enable_grad(closure) end
   local orig_loss = eval()
-  local loss = torch.is_tensor(orig_loss) and orig_loss:item() or orig_loss
+  local loss = num(orig_loss)
   local current_evals = 1
   state.func_evals = state.func_evals + 1
   local _ <close> = torch.no_grad()
@@ -370,38 +374,42 @@ function LBFGS:step(closure)
     else
       local y = flat_grad - prev_flat_grad
       local s = d * t
-      local ys = y:dot(s):item()
-      if ys > 1e-10 then
+      local ys = y:dot(s)
+      if ys:item() > 1e-10 then
         if #old_dirs == history then
           table.remove(old_dirs, 1); table.remove(old_stps, 1); table.remove(ro, 1)
         end
-        old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, 1 / ys
-        H_diag = ys / y:dot(y):item()
+        old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, ys:reciprocal()
+        H_diag = ys / y:dot(y)
       end
       local al = {}
       local q = -flat_grad
       for i = #old_dirs, 1, -1 do
-        al[i] = old_stps[i]:dot(q):item() * ro[i]
-        q = q - old_dirs[i] * al[i]
+        al[i] = old_stps[i]:dot(q) * ro[i]
+        q:add_(old_dirs[i], { alpha = -al[i]:item() })
       end
-      local r = q * H_diag
+      d = q * H_diag
       for i = 1, #old_dirs do
-        local be = old_dirs[i]:dot(r):item() * ro[i]
-        r = r + old_stps[i] * (al[i] - be)
+        local be = old_dirs[i]:dot(d) * ro[i]
+        d:add_(old_stps[i], { alpha = (al[i] - be):item() })
       end
-      d = r
     end
-    prev_flat_grad = flat_grad:clone()
+    if prev_flat_grad == nil then prev_flat_grad = flat_grad:clone() else prev_flat_grad:copy_(flat_grad) end
     prev_loss = loss
-    if state.n_iter == 1 then t = math.min(1, 1 / flat_grad:abs():sum():item()) * lr else t = lr end
+    if state.n_iter == 1 then
+      -- PyTorch's min(1.0, 1.0 / sum) * lr: a 0-d tensor unless the minimum is 1.0
+      local inv = flat_grad:abs():sum():reciprocal()
+      t = inv:item() < 1 and inv * lr or lr
+    else
+      t = lr
+    end
     local gtd = flat_grad:dot(d):item()
     if gtd > -tol_change then break end
     local ls_evals = 0
-    self:_add_grad(t, d)
+    self:_add_grad(num(t), d)
     local opt_cond = false
     if n_iter ~= max_iter then
-      loss = eval()
-      loss = torch.is_tensor(loss) and loss:item() or loss
+      loss = num(eval())
       flat_grad = self:_flat_grad()
       opt_cond = flat_grad:abs():max():item() <= tol_grad
       ls_evals = 1

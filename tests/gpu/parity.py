@@ -108,7 +108,7 @@ def tf32_off():
 
 # ---- safetensors, standard library only ----
 
-ST_DTYPES = {torch.float32: "F32", torch.int64: "I64"}
+ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
 ST_TORCH = {v: k for k, v in ST_DTYPES.items()}
 
 
