@@ -12,20 +12,11 @@ local here = debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or "."
 package.path = here .. "/../../../scripts/examples/mnist_rnn/?.lua;" .. package.path
 local Net = require "model"
 
-local dir, device, generate
-for _, a in ipairs({ ... }) do
-  if a == "--generate" then generate = true
-  elseif not dir then dir = a
-  elseif not device then device = a
-  else error(NAME .. ".lua: unexpected argument " .. a, 0) end
-end
-if not dir then error("usage: nnrepl tests/gpu/examples/mnist_rnn.lua DIR [cuda|cpu] [--generate]", 0) end
-device = torch.device(device or (torch.cuda.is_available() and "cuda" or "cpu"))
+local P = dofile(here .. "/example_parity.lua")
+local run = P.start(NAME, ...)
+local device, path = run.device, run.path
 
-local function path(what) return dir .. "/" .. NAME .. "_" .. what end
-
-if generate and not io.open(path("data.safetensors"), "rb") then
-  os.execute("mkdir -p '" .. dir .. "'")
+if run.generate then
   torch.manual_seed(0)
   torch.save(Net():state_dict(), path("init.safetensors"))
   local g = torch.Generator():manual_seed(1)
@@ -37,11 +28,6 @@ if generate and not io.open(path("data.safetensors"), "rb") then
     data["y." .. i] = x:flatten(1):matmul(teacher):argmax(1)
   end
   torch.save(data, path("data.safetensors"))
-end
-
-if device.type == "cuda" then
-  torch.backends.cuda.matmul.allow_tf32 = false
-  torch.backends.cudnn.allow_tf32 = false
 end
 
 local model = Net()
@@ -64,9 +50,4 @@ for i = 0, STEPS - 1 do
   losses[#losses + 1] = loss:item()
   if (i + 1) % PER_EPOCH == 0 then scheduler:step() end
 end
-local f = assert(io.open(path("nnrepl_losses.txt"), "w"))
-for _, v in ipairs(losses) do f:write(string.format("%.17g\n", v)) end
-f:close()
-torch.save(model:state_dict(), path("nnrepl_final.safetensors"))
-print(string.format("nnrepl %s on %s: losses %.6f -> %.6f over %d steps", NAME, tostring(device), losses[1],
-  losses[#losses], STEPS))
+P.finish(run, losses, model)

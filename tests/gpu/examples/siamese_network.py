@@ -13,8 +13,6 @@
 # after each, in train mode (the model has no dropout; BatchNorm uses batch statistics).
 # Writes DIR/siamese_network_torch_losses.txt and DIR/siamese_network_torch_final.safetensors.
 # float32, TF32 off. compare prints one line: parity siamese_network: ... PASS|FAIL.
-import argparse
-import math
 import os
 import sys
 
@@ -24,8 +22,8 @@ import torch.optim as optim
 import torchvision
 from torch.optim.lr_scheduler import StepLR
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from parity import save_st, load_st, read_losses, loss_diff, update_diff, tf32_off  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from example_parity import main, save_st, load_st  # noqa: E402
 
 NAME, STEPS, BATCH, PER_EPOCH = "siamese_network", 10, 8, 5
 
@@ -101,40 +99,8 @@ def train(d, device):
         losses.append(loss.item())
         if (i + 1) % PER_EPOCH == 0:
             scheduler.step()
-    with open(path(d, "torch_losses.txt"), "w") as f:
-        f.write("".join(f"{v!r}\n" for v in losses))
-    save_st(path(d, "torch_final.safetensors"), model.state_dict())
-    print(f"torch {NAME}: losses {losses[0]:.6f} -> {losses[-1]:.6f} over {STEPS} steps")
-
-
-def compare(d):
-    ref = read_losses(path(d, "torch_losses.txt"))
-    try:
-        rel = loss_diff(read_losses(path(d, "nnrepl_losses.txt")), ref)
-        upd = update_diff(load_st(path(d, "init.safetensors")), load_st(path(d, "nnrepl_final.safetensors")),
-                          load_st(path(d, "torch_final.safetensors")))
-    except (OSError, KeyError, RuntimeError):
-        rel, upd = math.inf, math.inf
-    ok = rel <= 1e-4 and upd <= 1e-3
-    print(f"parity {NAME}: max rel loss diff {rel:.3g} over {len(ref)} steps, weights {upd:.3g}: "
-          f"{'PASS' if ok else 'FAIL'}")
-    return ok
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["prepare", "compare"])
-    ap.add_argument("dir")
-    ap.add_argument("--device", default="cuda")
-    args = ap.parse_args()
-    if args.what == "compare":
-        sys.exit(0 if compare(args.dir) else 1)
-    os.makedirs(args.dir, exist_ok=True)
-    if args.device.startswith("cuda"):
-        tf32_off()
-    make_files(args.dir)
-    train(args.dir, torch.device(args.device))
+    return losses, model
 
 
 if __name__ == "__main__":
-    main()
+    main(NAME, make_files, train)
