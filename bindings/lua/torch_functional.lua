@@ -786,6 +786,31 @@ pointwise_loss("huber_loss", { "input", "target", "reduction", "delta", "weight"
   return torch.where(a:lt(delta), a ^ 2 * 0.5, (a - 0.5 * delta) * delta)
 end)
 
+-- The elementwise loss -(t log x + (1 - t) log(1 - x)), each log clamped to >= -100 as PyTorch,
+-- so 0 and 1 give finite losses, with PyTorch's gradients: (x - t) / max(x (1 - x), 1e-12) for
+-- the input (finite at 0 and 1, where the clamps' own derivatives would give 0 * inf = nan)
+-- and log(1 - x) - log(x), clamped alike, for the target.
+local BCE = torch.autograd.Function:extend("BinaryCrossEntropyBackward0")
+local function bce_logs(x)
+  return x:log():clamp(-100), (1 - x):log():clamp(-100)
+end
+function BCE.forward(ctx, x, t)
+  ctx:save_for_backward(x, t)
+  local log_x, log_1mx = bce_logs(x)
+  return -(t * log_x + (1 - t) * log_1mx)
+end
+function BCE.backward(ctx, grad)
+  local x, t = table.unpack(ctx.saved_tensors)
+  local need = ctx.needs_input_grad
+  local gx = need[1] and grad * (x - t) / ((1 - x) * x):clamp_min(1e-12) or nil
+  local gt
+  if need[2] then
+    local log_x, log_1mx = bce_logs(x)
+    gt = grad * (log_1mx - log_x)
+  end
+  return gx, gt
+end
+
 local bce_sig = sig("binary_cross_entropy", { "input", "target", "weight", "size_average", "reduce", "reduction" })
 def("binary_cross_entropy", function(...)
   local s = bce_sig
@@ -801,8 +826,7 @@ def("binary_cross_entropy", function(...)
   if not x.is_cuda and x:numel() > 0 and (x:lt(0):logical_or(x:gt(1))):any():item() then
     fail("binary_cross_entropy", "all elements of input should be between 0 and 1")
   end
-  -- log clamped to >= -100, as PyTorch, so 0 and 1 give finite losses
-  local loss = -(t * x:log():clamp(-100) + (1 - t) * (1 - x):log():clamp(-100))
+  local loss = BCE.apply(x, t)
   if w then loss = loss * w end
   return reduce(loss, reduction)
 end)
