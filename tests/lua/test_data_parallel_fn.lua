@@ -18,7 +18,7 @@ end)
 -- y = model(x) and the gradients of (y * w):sum(), by data_parallel or directly
 local function run(model, x, w, fn)
   model:zero_grad()
-  local y = fn(x)
+  local y = fn(x);
   (y * w):sum():backward()
   local grads = {}
   for _, p in ipairs(model:parameters()) do grads[#grads + 1] = p.grad:clone() end

@@ -14,7 +14,9 @@ cd "$here/../../.."
 work=$(mktemp -d /tmp/nnrepl-examples.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 names=("$@")
-if [ ${#names[@]} -eq 0 ]; then for f in "$here"/*.py; do names+=("$(basename "$f" .py)"); done; fi
+if [ ${#names[@]} -eq 0 ]; then # every example with a parity pair (example_parity.* is their shared harness)
+  for f in "$here"/*.py; do n=$(basename "$f" .py); [ "$n" != example_parity ] && names+=("$n"); done
+fi
 status=0
 for n in "${names[@]}"; do
   log=$work/$n.log

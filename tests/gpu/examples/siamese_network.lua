@@ -34,7 +34,7 @@ local model = SiameseNetwork()
 model:load_state_dict(torch.load(path("init.safetensors")))
 model = model:to(device)
 local batches = torch.load(path("data.safetensors"))
-local optimizer = optim.Adadelta(model:parameters(), { lr = 1.0 })
+local optimizer = optim.Adadelta(model:parameters(), { lr = 0.05 }) -- see the .py: not the example's 1.0
 local scheduler = optim.lr_scheduler.StepLR(optimizer, { step_size = 1, gamma = 0.7 })
 model:train()
 local criterion = nn.BCELoss()
