@@ -12,22 +12,14 @@ local here = debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or "."
 package.path = here .. "/../../../scripts/examples/word_language_model/?.lua;" .. package.path
 local model_lib = require "model"
 
-local argv = { ... }
-local dir, device_name, generate = nil, "cuda", false
-for _, a in ipairs(argv) do
-  if a == "--generate" then generate = true
-  elseif not dir then dir = a
-  else device_name = a end
-end
-if not dir then error("word_language_model.lua: usage: word_language_model.lua DIR [cuda|cpu] [--generate]", 0) end
-
 local NAME = "word_language_model"
 local VARIANTS = { "lstm", "transformer" }
 local NTOKENS, BSZ, BPTT, K, CLIP = 50, 4, 10, 15, 0.25
 local LR = { lstm = 5.0, transformer = 2.0 }
 
-local function path(what) return string.format("%s/%s_%s", dir, NAME, what) end
-local function exists(p) local f = io.open(p) if f then f:close() end return f ~= nil end
+local P = dofile(here .. "/example_parity.lua")
+local run = P.start(NAME, ...)
+local path = run.path
 
 local function build(variant)
   if variant == "lstm" then return model_lib.RNNModel("LSTM", NTOKENS, 32, 32, 2, 0.0, true) end
@@ -118,10 +110,5 @@ local function train(variant, device)
   print(string.format("nnrepl %s: losses %.6f -> %.6f over %d steps", variant, losses[1], losses[#losses], K))
 end
 
-local device = torch.device(device_name)
-if device.type == "cuda" then
-  torch.backends.cuda.matmul.allow_tf32 = false
-  torch.backends.cudnn.allow_tf32 = false
-end
-if generate and not exists(path("data.safetensors")) then make_files() end
-for _, v in ipairs(VARIANTS) do train(v, device) end
+if run.generate then make_files() end
+for _, v in ipairs(VARIANTS) do train(v, run.device) end
