@@ -233,9 +233,15 @@ local function construct(cls, ...)
   return self
 end
 
+-- every class made by extend, by name (a list: names repeat), for loading saved modules
+local classes_by_name = {}
+
 local function make_class(name, parent)
   local cls = { __name = name, super = parent }
   cls.__class = cls
+  local list = classes_by_name[name]
+  if not list then list = setmetatable({}, { __mode = "v" }); classes_by_name[name] = list end
+  list[#list + 1] = cls
   return setmetatable(cls, { __index = parent, __call = construct, __tostring = class_tostring })
 end
 
@@ -251,6 +257,7 @@ function Module.extend(parent, name)
 end
 
 function Module.is_module(v) return is_module(v) end
+Module._new_instance, Module._classes_by_name = new_instance, classes_by_name
 Module._buffer_marks = buffer_marks
 
 -- Python's isinstance for modules and parameters; cls may be a list of classes.

@@ -100,6 +100,9 @@ local function init_base(self, mode, o)
   self:reset_parameters()
 end
 
+-- PyTorch packs the weights into one cuDNN buffer here; nnrepl's RNNs read them where they are
+function RNNBase:flatten_parameters() end
+
 function RNNBase:reset_parameters()
   local stdv = 1 / math.sqrt(self.hidden_size)
   for _, p in ipairs(self:parameters()) do torch.nn.init.uniform_(p, -stdv, stdv) end

@@ -35,7 +35,8 @@
 -- if that device is missing, as in PyTorch) unless map_location says otherwise:
 -- a device or "cpu"/"cuda:0", a table {["cuda:1"] = "cuda:0"} renaming
 -- locations, or a function(tensor, location) returning a tensor (nil: keep).
--- weights_only is accepted: loading never runs code, so it changes nothing.
+-- weights_only (default true) only matters for whole modules (torch_serialization.lua):
+-- their classes must be allowed by torch.serialization.add_safe_globals / safe_globals.
 local torch = require "torch"
 local C = torch._io
 
@@ -105,6 +106,8 @@ local function encode(v, path, ctx)
   if name == "torch.dtype" then return '{"$dtype":' .. json_string((tostring(v):gsub("^torch%.", ""))) .. "}" end
   if name == "torch.device" then return '{"$device":' .. json_string(tostring(v)) .. "}" end
   if name == "torch.Size" then return '{"$size":[' .. table.concat(v:totable(), ",") .. "]}" end
+  local codec = torch._io_codec -- whole modules and functions (torch_serialization.lua)
+  if codec and codec.claims(v) then return codec.encode(v, path, ctx, encode) end
   if tv ~= "table" or (name and name ~= "OrderedDict") then
     local what = name or tv
     if type(v) == "table" and v.state_dict then
@@ -238,6 +241,9 @@ local function decode(v, tensors, map, what)
     end
     return t.tensor
   end
+  if v["$module"] ~= nil or v["$function"] ~= nil then
+    return torch._io_codec.decode(v, function(x) return decode(x, tensors, map, what) end, what)
+  end
   if v["$float"] ~= nil then
     local f = ({ inf = math.huge, ["-inf"] = -math.huge, nan = 0.0 / 0.0 })[v["$float"]]
     return f
@@ -288,6 +294,7 @@ function torch.load(path, map_location, opts)
     return od
   end
   local ok2, result = pcall(function()
+    if torch._io_codec then torch._io_codec.begin_load(opts.weights_only) end
     return decode(json_decode(meta.nnrepl, "'" .. path .. "'"), tensors, map, "'" .. path .. "'")
   end)
   if not ok2 then error(tostring(result), 2) end
