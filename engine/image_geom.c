@@ -159,17 +159,29 @@ static double triangle(double x)
     return x < 1.0 ? 1.0 - x : 0.0;
 }
 
+/* Pillow's bicubic kernel: the cubic convolution with a = -0.5, support 2 */
+static double cubic(double x)
+{
+    const double a = -0.5;
+    x = fabs(x);
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return 0.0;
+}
+
 /* Weights for resizing an axis of `in` samples to `out`. filtered: the
  * antialiased triangle filter (Pillow's precompute_coeffs, torch's aa kernel),
  * widened by the scale when shrinking, and Pillow's nearest (ImagingScaleAffine:
  * (int) of 0.5 * scale plus scale added once per pixel, rounding drift included).
  * Otherwise bilinear is torch's two-tap align_corners=False rule and nearest is
- * torch's floor(i * scale) or (nearest-exact) floor((i + 0.5) * scale). */
+ * torch's floor(i * scale) or (nearest-exact) floor((i + 0.5) * scale).
+ * Bicubic (filtered only) is Pillow's: the cubic kernel over twice the support. */
 static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool filtered, axis_weights *a)
 {
     double scale = (double)in / (double)out;
-    double support = scale > 1.0 ? scale : 1.0;
-    a->k = interp != NN_INTERP_BILINEAR ? 1 : filtered ? (int)ceil(support) * 2 + 1 : 2;
+    bool bicubic = interp == NN_INTERP_BICUBIC;
+    double support = (scale > 1.0 ? scale : 1.0) * (bicubic ? 2.0 : 1.0);
+    a->k = interp != NN_INTERP_BILINEAR && !bicubic ? 1 : filtered ? (int)ceil(support) * 2 + 1 : 2;
     a->lo = malloc(sizeof *a->lo * (size_t)out);
     a->n = malloc(sizeof *a->n * (size_t)out);
     a->w = calloc((size_t)out * (size_t)a->k, sizeof *a->w);
@@ -182,20 +194,24 @@ static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool fi
             a->lo[i] = j < in - 1 ? j : in - 1;
             a->n[i] = 1;
             w[0] = 1.0;
-        } else if (interp != NN_INTERP_BILINEAR) {
+        } else if (interp != NN_INTERP_BILINEAR && !bicubic) {
             double pos = interp == NN_INTERP_NEAREST ? floor((double)i * scale) : floor(((double)i + 0.5) * scale);
             int64_t j = (int64_t)pos;
             a->lo[i] = j < in - 1 ? j : in - 1;
             a->n[i] = 1;
             w[0] = 1.0;
         } else if (filtered) {
-            double center = ((double)i + 0.5) * scale, invscale = 1.0 / support, total = 0.0;
+            double center = ((double)i + 0.5) * scale, total = 0.0;
+            double invscale = 1.0 / (scale > 1.0 ? scale : 1.0);
             int64_t lo = (int64_t)(center - support + 0.5), hi = (int64_t)(center + support + 0.5);
             if (lo < 0) lo = 0;
             if (hi > in) hi = in;
             a->lo[i] = lo;
             a->n[i] = (int)(hi - lo);
-            for (int j = 0; j < a->n[i]; j++) total += w[j] = triangle(((double)(j + lo) - center + 0.5) * invscale);
+            for (int j = 0; j < a->n[i]; j++) {
+                double x = ((double)(j + lo) - center + 0.5) * invscale;
+                total += w[j] = bicubic ? cubic(x) : triangle(x);
+            }
             for (int j = 0; j < a->n[i] && total != 0.0; j++) w[j] /= total;
         } else {
             double src = ((double)i + 0.5) * scale - 0.5;
@@ -307,7 +323,7 @@ static nn_tensor *resize_pil(nn_tensor *img, int64_t oh, int64_t ow, nn_interp i
     if (interp == NN_INTERP_NEAREST_EXACT) interp = NN_INTERP_NEAREST; /* Pillow has one nearest */
     nn_tensor *src = nn_image_cpu_contiguous("resize", img);
     if (!src) return NULL;
-    bool alpha = interp == NN_INTERP_BILINEAR && (C == 2 || C == 4);
+    bool alpha = interp != NN_INTERP_NEAREST && (C == 2 || C == 4);
     int64_t shape[3] = {oh, ow, C};
     nn_tensor *out = nn_empty(3, shape, NN_U8, NN_DEVICE_CPU);
     axis_weights ax = {0}, ay = {0};
@@ -437,5 +453,7 @@ nn_tensor *nn_image_resize(nn_tensor *img, nn_image_layout layout, int64_t h, in
     if (img->shape[hd] == 0 || img->shape[wd] == 0)
         return nn_error(NN_ERR_ARG, "resize: cannot resize an empty image"), NULL;
     if (layout == NN_IMAGE_HWC) return resize_pil(img, h, w, interp);
+    if (interp == NN_INTERP_BICUBIC)
+        return nn_error(NN_ERR_ARG, "resize: bicubic is implemented for PIL-like images only, not tensors"), NULL;
     return resize_tensor(img, h, w, interp, antialias);
 }

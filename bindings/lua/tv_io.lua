@@ -136,9 +136,10 @@ Image.ROTATE_270, Image.TRANSPOSE, Image.TRANSVERSE = 4, 5, 6
 Image.Transpose = {FLIP_LEFT_RIGHT = 0, FLIP_TOP_BOTTOM = 1, ROTATE_90 = 2, ROTATE_180 = 3, ROTATE_270 = 4,
   TRANSPOSE = 5, TRANSVERSE = 6}
 
-local channels_of = {L = 1, LA = 2, RGB = 3, RGBA = 4}
+local channels_of = {L = 1, LA = 2, RGB = 3, RGBA = 4, YCbCr = 3}
 local mode_of = {"L", "LA", "RGB", "RGBA"}
-local bands_of = {L = {"L"}, LA = {"L", "A"}, RGB = {"R", "G", "B"}, RGBA = {"R", "G", "B", "A"}}
+local bands_of = {L = {"L"}, LA = {"L", "A"}, RGB = {"R", "G", "B"}, RGBA = {"R", "G", "B", "A"},
+  YCbCr = {"Y", "Cb", "Cr"}}
 
 local ImageObj = {}
 ImageObj.__index = ImageObj
@@ -177,7 +178,7 @@ function Image.fromarray(t, mode)
   if mode ~= nil and channels_of[mode] ~= t:size(2) then
     error(string.format("Image.fromarray: mode %s does not match %d channels", tostring(mode), t:size(2)), 2)
   end
-  return wrap(t:cpu():contiguous():clone())
+  return wrap(t:cpu():contiguous():clone(), mode == "YCbCr" and {mode = "YCbCr"} or nil)
 end
 
 -- Image.new(mode, {w, h}, color): color a number or a list per band
@@ -195,26 +196,55 @@ function ImageObj:__tostring()
 end
 
 function ImageObj:getbands() return bands_of[self.mode] end
-function ImageObj:copy() return wrap(self._data:clone()) end
+-- a new image of self's mode (YCbCr is not told by the channel count)
+local function like(self, hwc) return wrap(hwc, self.mode == "YCbCr" and {mode = "YCbCr"} or nil) end
+function ImageObj:copy() return like(self, self._data:clone()) end
 -- np.asarray(img): the H x W x C uint8 pixels (a copy)
 function ImageObj:tensor() return self._data:clone() end
 
+local ycbcr = require "tv_ycbcr"
+
 function ImageObj:convert(mode)
   local c = channels_of[mode]
-  if not c then error("convert: unsupported mode " .. tostring(mode) .. " (L, LA, RGB and RGBA are)", 2) end
+  if not c then error("convert: unsupported mode " .. tostring(mode) .. " (L, LA, RGB, RGBA and YCbCr are)", 2) end
   if mode == self.mode then return self:copy() end
-  return wrap(C.convert(self._data, c))
+  local d = self.mode == "YCbCr" and ycbcr.to_rgb(self._data) or self._data
+  if mode == "YCbCr" then return wrap(ycbcr.from_rgb(C.convert(d, 3)), {mode = "YCbCr"}) end
+  return wrap(C.convert(d, c))
 end
 
-local resample_names = {[0] = "nearest", [2] = "bilinear"}
+-- img:split(): each band as an L image, several return values (Python's tuple)
+function ImageObj:split()
+  local out = {}
+  for i = 1, self._data:size(2) do out[i] = wrap(self._data:narrow(2, i - 1, 1):contiguous()) end
+  return table.unpack(out)
+end
+
+-- Image.merge(mode, {bands}): L images of one size as the bands of a mode
+function Image.merge(mode, bands)
+  local c = channels_of[mode]
+  if not c then error("merge: unsupported mode " .. tostring(mode), 2) end
+  if type(bands) ~= "table" or #bands ~= c then
+    error(string.format("merge: mode %s needs %d bands, got %s", mode, c, type(bands) == "table" and #bands or type(bands)), 2)
+  end
+  local parts = {}
+  for i, b in ipairs(bands) do
+    if not Image.isImageType(b) or b.mode ~= "L" then error("merge: band " .. i .. " is not an L image", 2) end
+    if b.width ~= bands[1].width or b.height ~= bands[1].height then error("merge: images do not match", 2) end
+    parts[i] = b._data
+  end
+  return wrap(torch.cat(parts, 2), mode == "YCbCr" and {mode = "YCbCr"} or nil)
+end
+
+local resample_names = {[0] = "nearest", [2] = "bilinear", [3] = "bicubic"}
 
 -- img:resize({w, h}, resample)
 function ImageObj:resize(size, resample)
   if type(size) ~= "table" or #size ~= 2 then error("resize: size must be {width, height}", 2) end
   local interp = resample_names[resample == nil and 2 or resample]
-  if not interp then error("resize: only Image.NEAREST and Image.BILINEAR resampling are supported", 2) end
+  if not interp then error("resize: only Image.NEAREST, Image.BILINEAR and Image.BICUBIC resampling are supported", 2) end
   if size[1] == self.width and size[2] == self.height then return self:copy() end
-  return wrap(C.resize(self._data, "hwc", size[2], size[1], interp))
+  return like(self, C.resize(self._data, "hwc", size[2], size[1], interp))
 end
 
 -- img:crop({left, top, right, bottom}); outside the image is black, as in Pillow
@@ -222,19 +252,19 @@ function ImageObj:crop(box)
   if type(box) ~= "table" or #box ~= 4 then error("crop: box must be {left, top, right, bottom}", 2) end
   local l, t, r, b = box[1], box[2], box[3], box[4]
   if r < l or b < t then error("crop: coordinate 'right' is less than 'left' or 'lower' is less than 'upper'", 2) end
-  return wrap(C.window(self._data, "hwc", math.tointeger(t) or math.floor(t + 0.5), math.tointeger(l) or math.floor(l + 0.5),
+  return like(self, C.window(self._data, "hwc", math.tointeger(t) or math.floor(t + 0.5), math.tointeger(l) or math.floor(l + 0.5),
     math.floor(b - t + 0.5), math.floor(r - l + 0.5)))
 end
 
 function ImageObj:transpose(method)
   local d = self._data
-  if method == 0 then return wrap(C.flip(d, 1))
-  elseif method == 1 then return wrap(C.flip(d, 0))
-  elseif method == 3 then return wrap(C.flip(C.flip(d, 0), 1))
-  elseif method == 5 then return wrap(d:permute(1, 0, 2):contiguous())
-  elseif method == 2 then return wrap(C.flip(d:permute(1, 0, 2), 0)) -- counter-clockwise
-  elseif method == 4 then return wrap(C.flip(d:permute(1, 0, 2), 1))
-  elseif method == 6 then return wrap(C.flip(C.flip(d:permute(1, 0, 2), 0), 1))
+  if method == 0 then return like(self, C.flip(d, 1))
+  elseif method == 1 then return like(self, C.flip(d, 0))
+  elseif method == 3 then return like(self, C.flip(C.flip(d, 0), 1))
+  elseif method == 5 then return like(self, d:permute(1, 0, 2):contiguous())
+  elseif method == 2 then return like(self, C.flip(d:permute(1, 0, 2), 0)) -- counter-clockwise
+  elseif method == 4 then return like(self, C.flip(d:permute(1, 0, 2), 1))
+  elseif method == 6 then return like(self, C.flip(C.flip(d:permute(1, 0, 2), 0), 1))
   end
   error("transpose: unknown method " .. tostring(method), 2)
 end
@@ -263,10 +293,12 @@ function ImageObj:save(path, format, opts)
   format = format:upper()
   local bytes
   if format == "PNG" then
+    if self.mode == "YCbCr" then error("save: cannot write mode YCbCr as PNG (convert it to RGB)", 2) end
     bytes = C.encode_png(self._data, opts.compress_level or 6)
   elseif format == "JPEG" or format == "JPG" then
-    if self.mode ~= "L" and self.mode ~= "RGB" then error("save: cannot write mode " .. self.mode .. " as JPEG", 2) end
-    bytes = C.encode_jpeg(self._data, opts.quality or 75)
+    if self.mode ~= "L" and self.mode ~= "RGB" and self.mode ~= "YCbCr" then error("save: cannot write mode " .. self.mode .. " as JPEG", 2) end
+    local d = self.mode == "YCbCr" and ycbcr.to_rgb(self._data) or self._data
+    bytes = C.encode_jpeg(d, opts.quality or 75)
   else
     error("save: unsupported format " .. format, 2)
   end
