@@ -75,19 +75,26 @@ function M.read_cora(path)
   return features, labels, edges
 end
 
--- the features scaled to unit row sums (sparse), the labels, and the renormalised adjacency
--- D^-1/2 (A + I) D^-1/2 (sparse)
-function M.cora_tensors(features, labels, edges, device)
+-- load_cora's first steps, the same in gat/main.py (../gat/data.lua uses them too): the
+-- features scaled to unit row sums, and the adjacency plus self-loops, both dense
+function M.scaled_features(features)
   local scale_vector = torch.sum(features, 1) -- each node's feature count
   scale_vector = 1 / scale_vector
   scale_vector[scale_vector:eq(math.huge)] = 0 -- nodes without features stay zero
   scale_vector = torch.diag(scale_vector):to_sparse()
-  features = scale_vector:matmul(features)
-
-  local V = labels:size(0)
+  return scale_vector:matmul(features)
+end
+function M.adjacency(edges, V)
   local E = edges:size(0)
   local adj_mat = torch.sparse_coo_tensor(edges:t(), torch.ones(E), { V, V }, { dtype = torch.int64 })
-  adj_mat = torch.eye(V) + adj_mat -- self-loops
+  return torch.eye(V) + adj_mat -- self-loops
+end
+
+-- the features scaled to unit row sums (sparse), the labels, and the renormalised adjacency
+-- D^-1/2 (A + I) D^-1/2 (sparse)
+function M.cora_tensors(features, labels, edges, device)
+  features = M.scaled_features(features)
+  local adj_mat = M.adjacency(edges, labels:size(0))
 
   local degree_mat = torch.sum(adj_mat, 1)
   degree_mat = torch.sqrt(1 / degree_mat)
