@@ -2,8 +2,8 @@
 -- device: torch.sparse_coo_tensor, x:to_sparse() / to_sparse_coo(), and a sparse tensor's
 -- indices (int64 [sparse_dim, nnz]), values ([nnz, dense dims...]), coalesce, to_dense,
 -- arithmetic (s + s, s * scalar, -s), sums, transpose, conversions and printing;
--- torch.sparse.mm / addmm / sum / softmax / log_softmax, and torch.mm / matmul / addmm / add
--- with a sparse argument. Gradients flow to the values and to the dense operands through
+-- torch.sparse.mm / addmm / sum / softmax / log_softmax, torch.spmm, and torch.mm / matmul /
+-- addmm / add, x:mm / x:matmul and x + s, x - s with a sparse argument (dense @ sparse is dense). Gradients flow to the values and to the dense operands through
 -- index_select / index_add.
 --
 -- A sparse tensor is a Lua object, not a Tensor userdata: torch.is_tensor(s) is false, and a
@@ -426,6 +426,27 @@ local function spmm(fname, s, d)
   return torch.zeros(s._sz[1], d:size(1), { dtype = d.dtype, device = d.device }):index_add(0, rows, terms)
 end
 
+-- d @ s for a 2-D dense d and a 2-D sparse s (dense, as PyTorch's): (s^T @ d^T)^T; a 1-D d is
+-- a row vector
+local function dense_spmm(fname, d, s)
+  d = U.check_tensor(fname, "input", 1, d)
+  if s:dim() ~= 2 or s._dd ~= 0 then
+    fail("%s: expected a 2-D sparse matrix with 2 sparse dims as mat2, got size %s with sparse_dim %d", fname,
+      fmt_list(s._sz), s._sd)
+  end
+  local vec = d:dim() == 1
+  if vec then d = d:unsqueeze(0) end
+  if d:dim() ~= 2 then fail("%s: expected a 1-D or 2-D dense tensor as mat1, got a %d-D tensor", fname, d:dim()) end
+  if d:size(1) ~= s._sz[1] then
+    fail("%s: mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)", fname, d:size(0), d:size(1), s._sz[1], s._sz[2])
+  end
+  if s.dtype ~= d.dtype then
+    fail("%s: expected mat1 and mat2 to have the same dtype, but got: %s != %s", fname, dtype_name(d.dtype), dtype_name(s.dtype))
+  end
+  local r = spmm(fname, s:t(), d:t()):t()
+  return vec and r:squeeze(0) or r
+end
+
 local S = torch.sparse or {}
 torch.sparse = S
 
@@ -455,6 +476,13 @@ function S.sum(input, dim, opts)
   local o = U.parse("sparse.sum", { { "dtype" } }, opts)
   if o.dtype then input = input:to(o.dtype) end
   return sparse_sum(input, dim)
+end
+
+-- torch.spmm(sparse, dense) (also dense, dense): the older name of mm
+function torch.spmm(a, b)
+  if is_sparse(a) then return spmm("spmm", a, b) end
+  check_dense("spmm", "mat2", 2, b)
+  return U.call(torch.mm, a, b)
 end
 
 function methods.mm(s, d) return spmm("mm", s, d) end
@@ -514,13 +542,33 @@ install_wrappers = function()
   install_wrappers = nil
   function torch.mm(a, b, ...)
     if is_sparse(a) then return spmm("mm", a, b) end
-    if is_sparse(b) then check_dense("mm", "mat2", 2, b) end
+    if is_sparse(b) then return dense_spmm("mm", a, b) end
     return U.call(dense_mm, a, b, ...)
   end
   function torch.matmul(a, b, ...)
     if is_sparse(a) then return methods.matmul(a, b) end
-    if is_sparse(b) then check_dense("matmul", "other", 2, b) end
+    if is_sparse(b) then return dense_spmm("matmul", a, b) end
     return U.call(dense_matmul, a, b, ...)
+  end
+  -- the dense tensor's methods and operators with a sparse right-hand side
+  local tmm, tmatmul = Tensor.mm, Tensor.matmul
+  function Tensor.mm(a, b, ...)
+    if is_sparse(b) then return dense_spmm("mm", a, b) end
+    return U.call(tmm, a, b, ...)
+  end
+  function Tensor.matmul(a, b, ...)
+    if is_sparse(b) then return dense_spmm("matmul", a, b) end
+    return U.call(tmatmul, a, b, ...)
+  end
+  local mt = getmetatable(torch.empty(0))
+  local tadd, tsub = mt.__add, mt.__sub
+  mt.__add = function(a, b)
+    if is_sparse(b) then return add("add", a, b) end
+    return U.call(tadd, a, b)
+  end
+  mt.__sub = function(a, b)
+    if is_sparse(b) then return add("sub", a, b, -1) end
+    return U.call(tsub, a, b)
   end
   function torch.addmm(input, a, b, ...)
     if is_sparse(a) then return S.addmm(input, a, b, ...) end
