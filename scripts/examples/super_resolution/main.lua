@@ -11,9 +11,6 @@
 -- * nothing is downloaded: the images must be in dataset/BSDS300/images/{train,test} under
 --   the working folder (BSDS300-images.tgz extracted into dataset/); when they are missing the
 --   program stops with an error saying so (data.lua).
--- * torch.save(model) pickles the whole module in PyTorch; nnrepl checkpoints hold tensors, so
---   model_epoch_N.pth holds model:state_dict() (safetensors) and super_resolve.lua rebuilds Net
---   around it (the upscale factor is read from the weights).
 -- * --threads: the images are decoded in the main Lua state (DataLoader's workers only run C
 --   datasets), as the flag's value asks or not.
 local argparse = require "argparse"
@@ -93,7 +90,7 @@ end
 
 local function checkpoint(epoch)
   local model_out_path = string.format("model_epoch_%d.pth", epoch)
-  torch.save(model:state_dict(), model_out_path)
+  torch.save(model, model_out_path)
   print(string.format("Checkpoint saved to %s", model_out_path))
 end
 

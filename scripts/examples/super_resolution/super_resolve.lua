@@ -4,10 +4,6 @@
 --
 --   nnrepl scripts/examples/super_resolution/super_resolve.lua --input_image IN.jpg \
 --     --model model_epoch_30.pth --output_filename OUT.png [--accel]
---
--- Difference from the original: the checkpoint holds the state_dict (main.lua's header says
--- why), so Net is rebuilt here with the upscale factor its last convolution implies
--- (upscale_factor^2 output channels) and the weights loaded into it.
 local argparse = require "argparse"
 local Image = require("PIL").Image
 local ToTensor = require("torchvision").transforms.ToTensor
@@ -25,11 +21,12 @@ print(opt)
 local img = Image.open(opt.input_image):convert("YCbCr")
 local y, cb, cr = img:split()
 
-local state = torch.load(opt.model)
-local w4 = state["conv4.weight"]
-if not w4 then error(opt.model .. ": not a super_resolution checkpoint (no conv4.weight)", 0) end
-local model = Net(math.floor(math.sqrt(w4:size(0)) + 0.5))
-model:load_state_dict(state)
+local model
+do
+  local safe_globals = { Net, nn.ReLU, nn.Conv2d, nn.PixelShuffle }
+  local _ <close> = torch.serialization.safe_globals(safe_globals)
+  model = torch.load(opt.model)
+end
 
 local img_to_tensor = ToTensor()
 local input = img_to_tensor(y):view(1, -1, y.size[2], y.size[1])
