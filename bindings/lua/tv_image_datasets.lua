@@ -185,9 +185,18 @@ end
 local ImageFolder = DatasetFolder:extend("ImageFolder")
 M.ImageFolder = ImageFolder
 
--- ImageFolder(root, {transform, target_transform, loader, is_valid_file, extensions, allow_empty})
-function ImageFolder:__init(root, opts)
+-- ImageFolder(root, {transform, target_transform, loader, is_valid_file, extensions, allow_empty}), or
+-- Python's positional order ImageFolder(root, transform, target_transform, loader, is_valid_file, allow_empty)
+function ImageFolder:__init(root, opts, ...)
   if type(root) == "table" and opts == nil then root, opts = root.root, root end
+  -- a transform (a function, or a callable object such as Compose) rather than an options table
+  if type(opts) == "function" or (type(opts) == "table" and getmetatable(opts) ~= nil) then
+    local a = table.pack(...)
+    opts = {transform = opts, target_transform = a[1], loader = a[2], is_valid_file = a[3], allow_empty = a[4]}
+  elseif select("#", ...) > 0 then
+    error("ImageFolder: the arguments after root are positional only when the second is a transform; "
+      .. "otherwise give them in the options table", 3)
+  end
   opts = check_opts("ImageFolder", opts, {"root", "transform", "target_transform", "loader", "is_valid_file",
     "extensions", "allow_empty"})
   if opts.is_valid_file and opts.extensions then
