@@ -17,7 +17,7 @@ local function example(name)
   return dofile(here .. "/../scripts/examples/" .. name .. "/model.lua")
 end
 
-local benches, order = {}, { "dcgan", "vae", "mnist_rnn", "siamese_network" }
+local benches, order = {}, { "dcgan", "vae", "mnist_rnn", "siamese_network", "wlm_lstm", "wlm_transformer" }
 
 function benches.dcgan()
   local ex = example("dcgan")
@@ -92,6 +92,35 @@ function benches.siamese_network()
     opt:step()
   end
 end
+
+-- main.lua's train() step: bptt 35, batch 20, emsize = nhid = 200, 2 layers, lr 20, clip 0.25
+local function wlm(kind)
+  local ex = example("word_language_model")
+  local ntokens = 33278 -- WikiText-2's vocabulary
+  local model = kind == "LSTM" and ex.RNNModel("LSTM", ntokens, 200, 200, 2, 0.2):to(dev)
+    or ex.TransformerModel(ntokens, 200, 2, 200, 2, 0.2):to(dev)
+  local criterion = nn.NLLLoss()
+  local data = {}
+  for i = 1, 4 do data[i] = torch.randint(0, ntokens, { 36, 20 }, { device = dev }) end
+  local hidden = kind == "LSTM" and model:init_hidden(20) or nil
+  local params = model:parameters()
+  return function(i)
+    local src, targets = data[i % 4 + 1][":35"], data[i % 4 + 1]["1:"]:reshape(-1)
+    model:zero_grad()
+    local output
+    if kind == "LSTM" then
+      hidden = { hidden[1]:detach(), hidden[2]:detach() }
+      output, hidden = model(src, hidden)
+    else
+      output = model(src):view(-1, ntokens)
+    end
+    criterion(output, targets):backward()
+    nn.utils.clip_grad_norm_(params, 0.25)
+    for _, p in ipairs(params) do p.data:add_(p.grad, { alpha = -20 }) end
+  end
+end
+benches.wlm_lstm = function() return wlm("LSTM") end
+benches.wlm_transformer = function() return wlm("Transformer") end
 
 for _, name in ipairs(order) do
   if not names or names[name] then

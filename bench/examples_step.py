@@ -94,7 +94,34 @@ def siamese_network():  # batch 64 pairs, Adadelta lr 1.0, BCELoss
     return step
 
 
-BENCHES = {"dcgan": dcgan, "vae": vae, "mnist_rnn": mnist_rnn, "siamese_network": siamese_network}
+def wlm(kind):  # main.py's train() step: bptt 35, batch 20, emsize = nhid = 200, 2 layers, lr 20, clip 0.25
+    import word_language_model as ex
+    ntokens = 33278  # WikiText-2's vocabulary
+    if kind == "LSTM":
+        model = ex.RNNModel("LSTM", ntokens, 200, 200, 2, 0.2).to(dev)
+    else:
+        model = ex.TransformerModel(ntokens, 200, 2, 200, 2, 0.2).to(dev)
+    criterion = nn.NLLLoss()
+    data = [torch.randint(0, ntokens, (36, 20), device=dev) for _ in range(4)]
+    state = {"hidden": model.init_hidden(20) if kind == "LSTM" else None}
+
+    def step(i):
+        src, targets = data[i % 4][:35], data[i % 4][1:].reshape(-1)
+        model.zero_grad()
+        if kind == "LSTM":
+            hidden = tuple(h.detach() for h in state["hidden"])
+            output, state["hidden"] = model(src, hidden)
+        else:
+            output = model(src).view(-1, ntokens)
+        criterion(output, targets).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-20)
+    return step
+
+
+BENCHES = {"dcgan": dcgan, "vae": vae, "mnist_rnn": mnist_rnn, "siamese_network": siamese_network,
+           "wlm_lstm": lambda: wlm("LSTM"), "wlm_transformer": lambda: wlm("Transformer")}
 torch.backends.cudnn.benchmark = False
 for name, make in BENCHES.items():
     if names and name not in names:
