@@ -10,9 +10,10 @@
 -- The model is in model.lua, the data set in char_dataset.lua, the loop in trainer.lua.
 -- Differences from the original:
 -- - no hydra: the config is the Lua table in gpt2_train_cfg.lua (the original's
---   gpt2_train_cfg.yaml); hydra's command-line overrides `section.key=value` work (numbers,
---   true / false, null, or a string), --config-path / --config-name pick another file
---   (DIR/NAME.lua). An unknown key or section is an error, as with hydra.
+--   gpt2_train_cfg.yaml); hydra's command-line overrides work: `section.key=value` sets a key
+--   of the file, `+section.key=value` adds one (e.g. +gpt_config.resid_pdrop=0); a value is a
+--   number, true / false, null or a string. --config-path / --config-name pick another file
+--   (DIR/NAME.lua). Setting a key the file lacks without `+` is an error, as with hydra.
 -- - nothing is downloaded: data_config.path is data/input.txt (the original reads the URL of
 --   karpathy/char-rnn's tinyshakespeare input.txt, which its repository also ships as
 --   mingpt/data/input.txt); a URL raises an error saying to save the file locally.
@@ -36,7 +37,7 @@ end
 
 local function ddp_setup()
   local acc = trainer_lib.accelerator()
-  local rank = tonumber(os.getenv("LOCAL_RANK"))
+  local rank = trainer_lib.env_rank("LOCAL_RANK")
   local device = acc and torch.device(string.format("%s:%d", acc.type, rank)) or torch.device("cpu")
   local backend = dist.get_default_backend_for_device(device)
   dist.init_process_group(backend)
@@ -68,9 +69,9 @@ local function load_config(argv)
     if not flag and (a == "--config-path" or a == "--config-name") then flag, value, i = a, argv[i + 1], i + 1 end
     if flag == "--config-path" and value then config_path = value
     elseif flag == "--config-name" and value then config_name = value:gsub("%.lua$", "")
-    elseif a:match("^[%w_]+%.[%w_]+=") then overrides[#overrides + 1] = a
-    else error(string.format("main.lua: unrecognized argument '%s' (expected section.key=value, --config-path DIR "
-        .. "or --config-name NAME)", a), 0) end
+    elseif a:match("^%+?[%w_]+%.[%w_]+=") then overrides[#overrides + 1] = a
+    else error(string.format("main.lua: unrecognized argument '%s' (expected section.key=value, +section.key=value, "
+        .. "--config-path DIR or --config-name NAME)", a), 0) end
     i = i + 1
   end
   local file = config_path .. "/" .. config_name .. ".lua"
@@ -78,12 +79,16 @@ local function load_config(argv)
   if not chunk then error("main.lua: cannot load the config " .. file .. ": " .. err, 0) end
   local cfg = chunk()
   for _, o in ipairs(overrides) do
-    local section, key, value = o:match("^([%w_]+)%.([%w_]+)=(.*)$")
+    local add, section, key, value = o:match("^(%+?)([%w_]+)%.([%w_]+)=(.*)$")
     if type(cfg[section]) ~= "table" then
       error(string.format("Could not override '%s.%s': the config has no section '%s'", section, key, section), 0)
     end
-    if cfg[section][key] == nil then -- hydra's struct mode: an override sets a key, never adds one
-      error(string.format("Could not override '%s.%s': key '%s' is not in section '%s'", section, key, key, section), 0)
+    if add == "" and cfg[section][key] == nil then -- hydra's struct mode: only + adds a key
+      error(string.format("Could not override '%s.%s': key '%s' is not in section '%s' (to add it, use "
+        .. "+%s.%s=%s)", section, key, key, section, section, key, value), 0)
+    elseif add == "+" and cfg[section][key] ~= nil then
+      error(string.format("Could not append to config: '%s.%s' is already in it (use %s.%s=%s)", section, key,
+        section, key, value), 0)
     end
     if value == "true" then value = true
     elseif value == "false" then value = false

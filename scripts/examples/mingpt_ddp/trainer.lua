@@ -37,7 +37,8 @@ function M.accelerator()
   return nil
 end
 
-local function env_rank(name)
+-- a launcher variable (os.environ[name] in the original), with an error saying how to start the ranks
+function M.env_rank(name)
   local v = os.getenv(name)
   if not v then
     error(name .. " is not set: start the ranks with nnrepl's launcher (nnrepl --nproc-per-node N main.lua)", 0)
@@ -53,8 +54,8 @@ function Trainer.new(trainer_config, model, optimizer, train_dataset, test_datas
   local self = setmetatable({}, Trainer)
   self.config = trainer_config
   -- the launcher's variables
-  self.local_rank = env_rank("LOCAL_RANK")
-  self.global_rank = env_rank("RANK")
+  self.local_rank = M.env_rank("LOCAL_RANK")
+  self.global_rank = M.env_rank("RANK")
   -- the device
   self.acc = M.accelerator()
   self.device = self.acc and torch.device(string.format("%s:%d", self.acc.type, self.local_rank)) or torch.device("cpu")
