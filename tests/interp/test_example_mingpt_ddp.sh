@@ -11,6 +11,7 @@ bin=${1:?usage: test_example_mingpt_ddp.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 main=$root/scripts/examples/mingpt_ddp/main.lua
+export CUDA_VISIBLE_DEVICES= # the CPU run, gloo ranks (the GPUs: tests/gpu/examples/mingpt_ddp.*)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0 failed=0

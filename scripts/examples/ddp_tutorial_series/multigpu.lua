@@ -14,8 +14,8 @@
 -- - ddp_setup() meets at localhost:12355 as the original does, unless MASTER_PORT is set (the
 --   launcher sets a free one): init_method "tcp://" with rank and world_size, as
 --   init_process_group(rank=, world_size=) reads MASTER_ADDR / MASTER_PORT.
--- - without GPUs it runs on the CPU with gloo, over --nprocs ranks (a new flag; default: the
---   number of GPUs, or 2 without any); the lines still say [GPU<rank>].
+-- - --nprocs N (a new flag) starts N ranks instead of one per GPU (the default; 2 without GPUs).
+--   With fewer GPUs than ranks they run on the CPU with gloo; the lines still say [GPU<rank>].
 local F = torch.nn.functional
 local DataLoader = torch.utils.data.DataLoader
 local DistributedSampler = torch.utils.data.distributed.DistributedSampler
@@ -24,10 +24,12 @@ local dist = torch.distributed
 local MyTrainDataset = require("datautils").MyTrainDataset
 local argparse = require "argparse"
 
+local use_gpu -- one GPU per rank, or the CPU (set by ddp_setup)
+
 local function ddp_setup(rank, world_size)
   -- rank: this process's number; world_size: how many processes
   local addr, port = "localhost", os.getenv("MASTER_PORT") or "12355"
-  local use_gpu = torch.cuda.is_available()
+  use_gpu = torch.cuda.is_available() and torch.cuda.device_count() >= world_size
   if use_gpu then torch.cuda.set_device(rank) end
   dist.init_process_group(use_gpu and "nccl" or "gloo",
     { init_method = string.format("tcp://%s:%s", addr, port), rank = rank, world_size = world_size })
@@ -39,12 +41,12 @@ Trainer.__index = Trainer
 function Trainer.new(model, train_data, optimizer, gpu_id, save_every)
   local self = setmetatable({}, Trainer)
   self.gpu_id = gpu_id
-  self.device = torch.cuda.is_available() and torch.device("cuda", gpu_id) or torch.device("cpu")
+  self.device = use_gpu and torch.device("cuda", gpu_id) or torch.device("cpu")
   self.model = model:to(self.device)
   self.train_data = train_data
   self.optimizer = optimizer
   self.save_every = save_every
-  self.model = DDP(model, { device_ids = torch.cuda.is_available() and { gpu_id } or nil })
+  self.model = DDP(model, { device_ids = use_gpu and { gpu_id } or nil })
   return self
 end
 
