@@ -22,6 +22,18 @@ local function collect_tensors(v, out, seen)
   return out
 end
 
+-- PyTorch's DDP with device_ids moves the forward's inputs to device_ids[0]: tensors are moved,
+-- plain tables (lists, keyword tables) copied with their tensors moved, other values kept
+local function inputs_to(v, device)
+  if torch.is_tensor(v) then return v:to(device) end
+  if type(v) == "table" and getmetatable(v) == nil then
+    local t = {}
+    for k, x in pairs(v) do t[k] = inputs_to(x, device) end
+    return t
+  end
+  return v
+end
+
 local function to_bytes(mb) return math.floor(mb * 1024 * 1024) end
 
 -- ---- DistributedDataParallel ----
@@ -73,6 +85,10 @@ function DDP:__init(module, ...)
   end
   self.module = module
   self.device_ids = o.device_ids
+  if o.device_ids ~= nil and #o.device_ids == 1 then
+    local id = o.device_ids[1]
+    self._input_device = math.type(id) == "integer" and torch.device("cuda", id) or torch.device(id)
+  end
   self.output_device = o.output_device
   self.dim = o.dim
   self.broadcast_buffers = o.broadcast_buffers
@@ -114,7 +130,11 @@ function DDP:forward(...)
     local bufs = self.module:buffers()
     if #bufs > 0 then torch._dist.broadcast_coalesced(bufs, join and self:_join_buffer_source() or 0) end
   end
-  local out = table.pack(self.module(...))
+  local args = table.pack(...)
+  if self._input_device ~= nil then
+    for i = 1, args.n do args[i] = inputs_to(args[i], self._input_device) end
+  end
+  local out = table.pack(self.module(table.unpack(args, 1, args.n)))
   if sync then
     local outs = collect_tensors(out, {}, {})
     self._reducer:prepare_backward(outs)

@@ -33,6 +33,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   grep -E 'bandwidth|busbw' "$tmp/out" | head -n 4
   ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
   ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
+  ranks_run "DDP moves inputs to device_ids[0] (nccl), $ngpu ranks" "$ngpu" "$dir/ddp_inputs.lua" nccl
   ranks_run "PowerSGD hooks (nccl), $ngpu ranks" "$ngpu" "$dir/powersgd.lua" nccl
   ranks_run "local SGD and model averaging (nccl), $ngpu ranks" "$ngpu" "$dir/local_sgd.lua" nccl
   ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl
@@ -71,6 +72,7 @@ gloo_tests() {
 for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
+  ranks_run "DDP inputs without device_ids, $n ranks" "$n" "$dir/ddp_inputs.lua"
   ranks_run "DDP communication hooks and futures, $n ranks" "$n" "$dir/comm_hooks.lua"
   ranks_run "PowerSGD hooks, $n ranks" "$n" "$dir/powersgd.lua"
   ranks_run "local SGD and model averaging, $n ranks" "$n" "$dir/local_sgd.lua"
