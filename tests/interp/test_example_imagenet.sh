@@ -12,6 +12,7 @@
 # Usage: bash tests/interp/test_example_imagenet.sh build/nnrepl
 bin=${1:?usage: test_example_imagenet.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+export CUDA_VISIBLE_DEVICES= # the CPU run (on the GPUs: tests/gpu/examples/imagenet.* and a DDP smoke run)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 main=$root/scripts/examples/imagenet/main.lua
 tmp=$(mktemp -d)
