@@ -97,7 +97,9 @@ function M._sharded_total_norm(params, p)
   if #order == 0 then return nil end
   local device = params[1].device
   local function norm_of(list) -- this rank's norm as a float64 tensor on device (0 without grads)
-    local n = #list > 0 and C.grad_total_norm(list, p) or nil
+    local held = {}
+    for _, t in ipairs(list) do if t:numel() > 0 then held[#held + 1] = t end end -- a rank's chunk may be empty
+    local n = #held > 0 and C.grad_total_norm(held, p) or nil
     return n and n:to(torch.float64):to(device) or torch.zeros({}, { dtype = torch.float64, device = device })
   end
   local inf = p == math.huge
