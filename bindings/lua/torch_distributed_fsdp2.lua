@@ -331,6 +331,8 @@ function fsdp.fully_shard(module, ...)
   local v = values_of(module)
   v._fsdp2_state = st
   v.forward = function(self, ...) return run_forward(st, self, ...) end
+  local name = module:_get_name()
+  v._get_name = function() return "FSDP" .. name end -- PyTorch's class FSDP<Name>, as printed
   for k, f in pairs(methods) do v[k] = f end
   return module
 end

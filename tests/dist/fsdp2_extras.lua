@@ -61,6 +61,14 @@ for _, p in ipairs({ 2.0, 1.0, math.huge }) do
   H.check(want_norms[1] > 0.5, "the gradients are clipped (norm %g)", want_norms[1])
 end
 
+-- printed as PyTorch's FSDP<Name> classes
+do
+  local m = shard_all(net(1))
+  local text = tostring(m)
+  H.check(text:match("^FSDPNet%(") and text:find("(0-2): 3 x FSDPLinear(in_features=7, out_features=7, bias=True)", 1, true)
+    and text:find("(out): Linear(in_features=7", 1, true) and m:_get_name() == "FSDPNet", "the printed names:\n%s", text)
+end
+
 -- unshard() / reshard()
 do
   local m = shard_all(net(2), { mp_policy = fsdp.MixedPrecisionPolicy { param_dtype = torch.float64 } })

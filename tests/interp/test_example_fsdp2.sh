@@ -80,9 +80,9 @@ rc=$?
 check "exit 0" [ "$rc" -eq 0 ]
 [ "$rc" -eq 0 ] || cat "$tmp/a/err"
 check "each rank names its device" [ "$(count "$out" '^\[rank[01]\]: Running on device cpu$')" -eq 2 ]
-check "rank 0 prints the model" has "$out" "[rank0]: Transformer("
-check "only rank 0 prints it" [ "$(count "$out" 'Transformer\(')" -eq 1 ]
-check "the blocks are printed" has "$out" "[rank0]:     (0-1): 2 x TransformerBlock("
+check "rank 0 prints the model" has "$out" "[rank0]: FSDPTransformer("
+check "only rank 0 prints it" [ "$(count "$out" "FSDPTransformer\\(")" -eq 1 ]
+check "the blocks are printed" has "$out" "[rank0]:     (0-1): 2 x FSDPTransformerBlock("
 check "one checkpoint folder" [ "$(ls "$tmp/a/checkpoints/dtensor_api" | wc -l)" -eq 1 ]
 r=$(cmp "$tmp/a" dtensor_api 10)
 check "sharded run = one process, 10 steps ($r)" below "$(cut -d' ' -f2 <<<"$r")" 1e-5

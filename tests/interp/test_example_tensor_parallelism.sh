@@ -142,7 +142,7 @@ check "2D: exit 0" [ "$rc" -eq 0 ]
 err=$(cat "$tmp/fsdp_tp_example.err")
 check "2D: each rank starts" [ "$(count "$out" '^\[rank[0-3]\]: Starting PyTorch 2D \(FSDP \+ TP\) example on rank [0-3]\.$')" -eq 4 ]
 check "2D: the 2-D mesh logged" has "$err" "Device Mesh created: device_mesh=DeviceMesh('cpu', [[0, 1], [2, 3]], mesh_dim_names=('dp', 'tp'))"
-check "2D: the model logged" has "$err" "Model after parallelization sharded_model=Transformer("
+check "2D: the model logged" has "$err" "Model after parallelization sharded_model=FSDPTransformer("
 check "2D: the optimizer logged" has "$err" "Creating AdamW optimizer with learning rate 0.003"
 check "2D: 10 iterations" [ "$(count "$err" '2D iter [0-9] complete$')" -eq 10 ]
 check "2D: completed" has "$err" "2D training successfully completed!"
