@@ -82,6 +82,7 @@ for n in 2 3; do
   ranks_run "FSDP, $n ranks" "$n" "$dir/fsdp.lua"
   ranks_run "FSDP2 fully_shard, $n ranks" "$n" "$dir/fsdp2.lua"
   ranks_run "FSDP2 unshard, prefetch, clipping, $n ranks" "$n" "$dir/fsdp2_extras.lua"
+  ranks_run "state dicts: broadcast_from_rank0, $n ranks" "$n" "$dir/state_dict_broadcast.lua"
   ranks_run "distributed checkpoint (DDP, plain, errors), $n ranks" "$n" "$dir/dcp.lua" self "$tmp/dcp$n"
   ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
   ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"

@@ -54,8 +54,8 @@ end
 function Checkpointer:load_model(model)
   local full_sd = torch.load(self:_path(MODEL_CHECKPOINT), { map_location = "cpu" })
   if self.dcp_api then
-    -- PyTorch's broadcast_from_rank0=true reads rank 0's copy only; every rank loaded the file here
-    SD.set_model_state_dict(model, full_sd, { options = SD.StateDictOptions { full_state_dict = true } })
+    SD.set_model_state_dict(model, full_sd, {
+      options = SD.StateDictOptions { full_state_dict = true, broadcast_from_rank0 = true } })
     return
   end
   local meta_sharded_sd = SD.get_model_state_dict(model)
@@ -70,7 +70,8 @@ end
 function Checkpointer:load_optim(model, opt)
   local full_sd = torch.load(self:_path(OPTIM_CHECKPOINT), { map_location = "cpu" })
   if self.dcp_api then
-    SD.set_optimizer_state_dict(model, opt, full_sd, { options = SD.StateDictOptions { full_state_dict = true } })
+    SD.set_optimizer_state_dict(model, opt, full_sd, {
+      options = SD.StateDictOptions { full_state_dict = true, broadcast_from_rank0 = true } })
     return
   end
   local sharded_sd = SD.get_optimizer_state_dict(model, opt) -- gives a fresh optimizer its state first
