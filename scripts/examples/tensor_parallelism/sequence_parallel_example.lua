@@ -19,16 +19,7 @@ local parallelize_module, ColwiseParallel, RowwiseParallel = tp.parallelize_modu
 local init_device_mesh = dist.device_mesh.init_device_mesh
 local rank_log, get_logger = log_utils.rank_log, log_utils.get_logger
 
--- an MLP
-local ToyModel = nn.Module:extend("ToyModel")
-function ToyModel:__init()
-  self.in_proj = nn.Linear(10, 32)
-  self.relu = nn.ReLU()
-  self.out_proj = nn.Linear(32, 5)
-end
-function ToyModel:forward(x)
-  return self.out_proj(self.relu(self.in_proj(x)))
-end
+local ToyModel = require "toy_model" -- the MLP, in toy_model.lua
 
 local logger = get_logger()
 
