@@ -2,13 +2,13 @@
 -- lists, clip_grad_norm_ over the chunks, a 1-D sub-mesh of a 2-D mesh, and ShardedTensor's
 -- torch.Size shape. Every rank trains on the same batch, so each result equals one process
 -- training the whole model (the reference here).
--- Run by test_dist.sh through the launcher with 2, 3 and 4 ranks (gloo).
+-- Run by test_dist.sh through the launcher with 2, 3 and 4 ranks (gloo), or with "nccl" on GPUs.
 local H = dofile(arg[0]:match("^(.*)/") .. "/harness.lua")
 local dist = torch.distributed
 local fsdp = dist.fsdp
 local fully_shard = fsdp.fully_shard
 local SD = dist.checkpoint.state_dict
-H.init(arg[1])
+local _, dev = H.init(arg[1])
 local rank, world = dist.get_rank(), dist.get_world_size()
 local FULL = SD.StateDictOptions { full_state_dict = true }
 
@@ -23,13 +23,13 @@ function Net:forward(x)
   for _, l in pairs(self.layers) do x = torch.tanh(l(x)) end
   return self.out(x)
 end
-local function net(seed) torch.manual_seed(seed); return Net() end
+local function net(seed) torch.manual_seed(seed); return Net():to(dev) end
 local function shard_all(m, o)
   for _, l in pairs(m.layers) do fully_shard(l, o) end
   return fully_shard(m, o)
 end
 torch.manual_seed(5)
-local X = torch.randn(4, 6, 3) -- the same batches on every rank
+local X = torch.randn(4, 6, 3):to(dev) -- the same batches on every rank
 
 -- steps of Adam on X with clip_grad_norm_(max_norm): the norms returned, the full state dict
 local function train(m, max_norm, norm_type, before_forward)
@@ -117,7 +117,7 @@ do
   dist.all_gather_into_tensor = function(...) gathers = gathers + 1; return orig(...) end
   torch.no_grad(function() L[0](X[0]:narrow(1, 0, 1):expand(6, 7):contiguous()) end)
   local after0 = gathers
-  torch.no_grad(function() L[2](L[1](torch.zeros(6, 7))) end)
+  torch.no_grad(function() L[2](L[1](torch.zeros(6, 7, { device = dev }))) end)
   dist.all_gather_into_tensor = orig
   H.check(after0 == 3 and gathers == 3, "forward prefetch: 3 all-gathers in layer 0's forward, none after (%d, %d)", after0, gathers)
   H.raises(function() L[0]:set_modules_to_forward_prefetch(L[1]) end, "expected a list of fully_shard-ed modules", "a module, not a list")
@@ -127,7 +127,7 @@ end
 
 -- a 1-D sub-mesh: shard over mesh["dp"] of a (world/2, 2) mesh
 if world % 2 == 0 then
-  local mesh = dist.init_device_mesh("cpu", { world // 2, 2 }, { mesh_dim_names = { "dp", "tp" } })
+  local mesh = dist.init_device_mesh(dev == "cpu" and "cpu" or "cuda", { world // 2, 2 }, { mesh_dim_names = { "dp", "tp" } })
   local dp = mesh["dp"]
   local want_norms, want = train(net(4), 0.5, 2.0)
   local m = shard_all(net(4), { mesh = dp })

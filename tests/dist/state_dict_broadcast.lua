@@ -1,21 +1,21 @@
 -- torch.distributed.checkpoint.state_dict's broadcast_from_rank0: set_model_state_dict and
 -- set_optimizer_state_dict read rank 0's full state dict only (the other ranks pass {} or
 -- something else), for fully_shard-ed and plain models; its errors.
--- Run by test_dist.sh through the launcher with 2 and 3 ranks (gloo).
+-- Run by test_dist.sh through the launcher with 2 and 3 ranks (gloo), or with "nccl" on GPUs.
 local H = dofile(arg[0]:match("^(.*)/") .. "/harness.lua")
 local dist = torch.distributed
 local SD = dist.checkpoint.state_dict
-H.init(arg[1])
+local _, dev = H.init(arg[1])
 local rank = dist.get_rank()
 local BCAST = SD.StateDictOptions { full_state_dict = true, broadcast_from_rank0 = true }
 local FULL = SD.StateDictOptions { full_state_dict = true }
 
 local function net(seed)
   torch.manual_seed(seed)
-  return nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+  return nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)):to(dev)
 end
 local function step(m, opt)
-  m(torch.ones(4, 3)):pow(2):sum():backward()
+  m(torch.ones(4, 3, { device = dev })):pow(2):sum():backward()
   opt:step()
   opt:zero_grad()
 end

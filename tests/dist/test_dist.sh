@@ -39,6 +39,8 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
   ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
   ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
+  ranks_run "FSDP2 unshard, prefetch, clipping (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2_extras.lua" nccl
+  ranks_run "state dicts: broadcast_from_rank0 (nccl), $ngpu ranks" "$ngpu" "$dir/state_dict_broadcast.lua" nccl
   ranks_run "distributed checkpoint (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" self "$tmp/dcpg" nccl
   ranks_run "distributed checkpoint: save (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" save "$tmp/dcpg1" nccl
   ranks_run "distributed checkpoint: load on 2 ranks (nccl)" 2 "$dir/dcp.lua" load "$tmp/dcpg1" nccl
