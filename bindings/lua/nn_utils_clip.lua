@@ -84,7 +84,7 @@ end
 function M._sharded_total_norm(params, p)
   local dist = torch.distributed
   local groups = dist and dist.fsdp and dist.fsdp._fsdp2_chunk_group
-  if not groups then return nil end
+  if not groups or next(groups) == nil then return nil end -- no chunks anywhere: nothing to look up
   local plain, by_group, order = {}, {}, {}
   for _, t in ipairs(params) do
     local g = groups[t]
