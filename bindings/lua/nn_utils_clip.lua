@@ -78,6 +78,43 @@ function M.clip_grads_with_norm_(parameters, ...)
   C.mul_grads_(params, (max_norm / (total + 1e-6)):clamp(nil, 1.0))
 end
 
+-- The norm over parameters some of which are fully_shard's chunks (torch.distributed.fsdp):
+-- each process group's chunks are this rank's part of the whole, so their norm ** p is summed
+-- (the max for inf) over the group; nil when there are none.
+function M._sharded_total_norm(params, p)
+  local dist = torch.distributed
+  local groups = dist and dist.fsdp and dist.fsdp._fsdp2_chunk_group
+  if not groups or next(groups) == nil then return nil end -- no chunks anywhere: nothing to look up
+  local plain, by_group, order = {}, {}, {}
+  for _, t in ipairs(params) do
+    local g = groups[t]
+    if g == nil then plain[#plain + 1] = t
+    else
+      if not by_group[g] then by_group[g] = {}; order[#order + 1] = g end
+      table.insert(by_group[g], t)
+    end
+  end
+  if #order == 0 then return nil end
+  local device = params[1].device
+  local function norm_of(list) -- this rank's norm as a float64 tensor on device (0 without grads)
+    local held = {}
+    for _, t in ipairs(list) do if t:numel() > 0 then held[#held + 1] = t end end -- a rank's chunk may be empty
+    local n = #held > 0 and C.grad_total_norm(held, p) or nil
+    return n and n:to(torch.float64):to(device) or torch.zeros({}, { dtype = torch.float64, device = device })
+  end
+  local inf = p == math.huge
+  local acc = norm_of(plain)
+  if not inf then acc = acc:pow(p) end
+  for _, g in ipairs(order) do
+    local n = norm_of(by_group[g]):reshape(1)
+    if not inf then n = n:pow(p) end
+    dist.all_reduce(n, { op = inf and dist.ReduceOp.MAX or dist.ReduceOp.SUM, group = g or nil })
+    acc = inf and torch.maximum(acc, n[0]) or acc + n[0]
+  end
+  if not inf then acc = acc:pow(1 / p) end
+  return acc:to(params[1].dtype)
+end
+
 -- clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=false, foreach=nil):
 -- returns the total norm of the grads (before clipping) as a tensor.
 function M.clip_grad_norm_(parameters, ...)
@@ -86,7 +123,7 @@ function M.clip_grad_norm_(parameters, ...)
   local max_norm = number(fname, "max_norm", o.max_norm)
   local p = norm_value(fname, o.norm_type)
   local params = M._tensors(fname, parameters)
-  local total = C.grad_total_norm(params, p)
+  local total = M._sharded_total_norm(params, p) or C.grad_total_norm(params, p)
   if total == nil then return torch.tensor(0.0) end
   checked(total, p, o.error_if_nonfinite)
   M.clip_grads_with_norm_(params, max_norm, total)

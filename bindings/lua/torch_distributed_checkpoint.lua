@@ -43,7 +43,7 @@ dcp._is_sharded = is_sharded
 -- ShardedTensor(local_tensor, global_shape, offsets) (offsets: one a dim, 0-based)
 function dcp.ShardedTensor(local_tensor, shape, offsets)
   if not torch.is_tensor(local_tensor) then U.errorf("ShardedTensor: expected a tensor, got %s", U.typename(local_tensor)) end
-  shape = type(shape) == "table" and shape.totable and shape:totable() or shape
+  if getmetatable(shape) and getmetatable(shape).__name == "torch.Size" then shape = shape:totable() end
   if #shape ~= local_tensor:dim() or #offsets ~= #shape then
     U.errorf("ShardedTensor: a %d-dim local tensor needs %d sizes and offsets, got %d and %d", local_tensor:dim(), local_tensor:dim(), #shape, #offsets)
   end

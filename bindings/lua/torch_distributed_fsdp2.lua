@@ -63,6 +63,7 @@ function State:shard(unique)
     self.rows[i], self.chunk[i], self.shapes[i], self.dtypes[i] = d0, c, p:size():totable(), p.dtype
     local chunk = p:detach():narrow(0, start, len):clone()
     self.locals[i] = Parameter(chunk, p.requires_grad)
+    fsdp._fsdp2_chunk_group[self.locals[i]] = self.group or false
   end
   for _, s in ipairs(self.slots) do s.module[s.name] = self.locals[s.index] end
 end
@@ -93,7 +94,7 @@ function State:all_gather(mine, dtype)
   if dtype and x.dtype ~= dtype then x = x:to(dtype) end
   if self.world == 1 then return x:clone() end
   local all = torch.empty(x:numel() * self.world, { dtype = x.dtype, device = x.device })
-  dist.all_gather_into_tensor(all, x)
+  dist.all_gather_into_tensor(all, x, { group = self.group })
   return all
 end
 
@@ -127,7 +128,7 @@ function State:reduce(g, dtype)
   local out
   if self.world > 1 then
     out = torch.empty(g:numel() // self.world, { dtype = rdt, device = g.device })
-    dist.reduce_scatter_tensor(out, g)
+    dist.reduce_scatter_tensor(out, g, { group = self.group })
   else
     out = g:clone()
   end
@@ -144,7 +145,9 @@ local AllGather = torch.autograd.Function:extend("FSDP2AllGather")
 
 function AllGather.forward(ctx, st, mine)
   ctx.st, ctx.dtype = st, mine.dtype
-  return st:all_gather(mine, st.param_dtype)
+  local all = st.unsharded_all or st:all_gather(mine, st.param_dtype)
+  st.unsharded_all = nil
+  return all
 end
 
 function AllGather.backward(ctx, g)
@@ -174,8 +177,11 @@ local function run_forward(st, module, ...)
     for _, p in ipairs(st.locals) do grad = grad or p.requires_grad end
   end
   st.regathered = nil
+  st:reshard() -- an unshard() before this forward left the gathered tensor for it
+  for _, m in ipairs(st.forward_prefetch or {}) do state_of(m):unshard() end
   local fulls
   if grad then fulls = st:split(AllGather.apply(st, st:mine()))
+  elseif st.unsharded_all then fulls = st:split(st.unsharded_all); st.unsharded_all = nil
   else fulls = st:gather() end
   for _, s in ipairs(st.slots) do values_of(s.module)[s.name] = fulls[s.index] end
   local free = grad and st.reshard_after_forward and active > 0 and st.world > 1
@@ -219,6 +225,9 @@ local function states_in(m)
 end
 
 fsdp._fsdp2_states_in = states_in -- for torch.distributed.checkpoint's sharded state dicts
+-- every chunk fully_shard made -> its process group (false: the default one); clip_grad_norm_
+-- combines the chunks' norms over it
+fsdp._fsdp2_chunk_group = setmetatable({}, { __mode = "k" })
 
 local methods = {}
 function methods.set_requires_gradient_sync(self, requires, recurse)
@@ -229,10 +238,63 @@ function methods.set_reshard_after_forward(self, reshard, recurse)
   if type(reshard) ~= "boolean" then U.errorf("set_reshard_after_forward: expected a boolean, got %s", U.typename(reshard)) end
   for _, st in ipairs(recurse == false and { state_of(self) } or states_in(self)) do st.reshard_after_forward = reshard end
 end
-function methods.unshard()
-  U.error("unshard: explicit unsharding is not supported in nnrepl; the forward gathers the parameters it needs")
+-- unshard(): all-gather the parameters now (in param_dtype) and register the full ones under
+-- their names; the module's next forward uses this gather instead of its own, as PyTorch's does
+-- after an explicit unshard or a prefetch. The collectives are synchronous here, so the handle of
+-- async_op=true is already done. reshard() puts the chunks back.
+function State:unshard()
+  if not self.unsharded_all then
+    local mine = torch.no_grad(function() return self:mine() end)
+    self.unsharded_all = self:all_gather(mine, self.param_dtype)
+  end
+  local fulls = torch.no_grad(function() return self:split(self.unsharded_all) end)
+  for _, s in ipairs(self.slots) do
+    s.module[s.name] = Parameter(fulls[s.index], self.locals[s.index].requires_grad)
+  end
+  self.is_unsharded = true
 end
-methods.reshard = function() end -- between forwards the parameters are always sharded
+
+function State:reshard()
+  if not self.is_unsharded then return end
+  for _, s in ipairs(self.slots) do s.module[s.name] = self.locals[s.index] end
+  self.is_unsharded = false
+end
+
+local Handle = { __name = "torch.distributed.fsdp.UnshardHandle" }
+Handle.__index = Handle
+function Handle.wait() end
+
+function methods.unshard(self, async_op)
+  if async_op ~= nil and type(async_op) ~= "boolean" then U.errorf("unshard: async_op must be a boolean, got %s", U.typename(async_op)) end
+  state_of(self):unshard()
+  if async_op then return setmetatable({}, Handle) end
+end
+function methods.reshard(self)
+  local st = state_of(self)
+  st:reshard()
+  st.unsharded_all = nil
+end
+
+-- the fully_shard-ed modules of a prefetch list, checked
+local function prefetch_states(fn, modules)
+  if type(modules) ~= "table" or Module.is_module(modules) then
+    U.errorf("%s: expected a list of fully_shard-ed modules, got %s", fn, U.typename(modules))
+  end
+  for i, m in ipairs(modules) do
+    if not state_of(m) then U.errorf("%s: modules[%d] is not a fully_shard-ed module (%s)", fn, i, U.typename(m)) end
+  end
+  return table.move(modules, 1, #modules, 1, {})
+end
+
+-- forward prefetch: this module's forward unshards these modules before its own runs
+function methods.set_modules_to_forward_prefetch(self, modules)
+  state_of(self).forward_prefetch = prefetch_states("set_modules_to_forward_prefetch", modules)
+end
+-- backward prefetch: accepted and checked; nnrepl's backward gathers each module's parameters
+-- when its gradient is needed, one collective after the other, so the order is already right
+function methods.set_modules_to_backward_prefetch(self, modules)
+  state_of(self).backward_prefetch = prefetch_states("set_modules_to_backward_prefetch", modules)
+end
 
 local spec = { { "mesh" }, { "reshard_after_forward", true }, { "shard_placement_fn" }, { "mp_policy" },
   { "offload_policy" }, { "ignored_params" } }
@@ -246,9 +308,10 @@ function fsdp.fully_shard(module, ...)
     U.errorf("fully_shard: module must be an nn.Module (a list of modules is not supported), got %s", U.typename(module))
   end
   if state_of(module) then U.error("fully_shard: the module is already sharded by fully_shard") end
-  if o.mesh ~= nil and not (o.mesh.ndim == 1 and o.mesh:size() == dist.get_world_size()) then
-    U.error("fully_shard: only a 1-D mesh over all ranks is supported (or mesh=nil, the default process group)")
+  if o.mesh ~= nil and not (type(o.mesh) == "table" and o.mesh.ndim == 1) then
+    U.error("fully_shard: only a 1-D mesh is supported (mesh=nil: the default process group; of a 2-D mesh pass mesh[\"dp\"]; HSDP is not supported)")
   end
+  local group = o.mesh and o.mesh:get_group() or nil
   if type(o.reshard_after_forward) ~= "boolean" then
     U.errorf("fully_shard: reshard_after_forward must be a boolean (an int for resharding to a smaller mesh is not supported), got %s", U.typename(o.reshard_after_forward))
   end
@@ -261,13 +324,15 @@ function fsdp.fully_shard(module, ...)
   if getmetatable(mp) ~= MPP_MT then U.errorf("fully_shard: mp_policy must be a MixedPrecisionPolicy, got %s", U.typename(mp)) end
   if dist.get_backend() == "nccl" then module:to(dist._device()) end
   local slots, unique = owned(module)
-  local st = setmetatable({ slots = slots, world = dist.get_world_size(), rank = dist.get_rank(), sync = true,
+  local st = setmetatable({ slots = slots, world = dist.get_world_size(group), rank = dist.get_rank(group), group = group, sync = true,
     reshard_after_forward = o.reshard_after_forward, param_dtype = mp.param_dtype, reduce_dtype = mp.reduce_dtype,
     output_dtype = mp.output_dtype, cast_forward_inputs = mp.cast_forward_inputs, forward = module.forward }, State)
   st:shard(unique)
   local v = values_of(module)
   v._fsdp2_state = st
   v.forward = function(self, ...) return run_forward(st, self, ...) end
+  local name = module:_get_name()
+  v._get_name = function() return "FSDP" .. name end -- PyTorch's class FSDP<Name>, as printed
   for k, f in pairs(methods) do v[k] = f end
   return module
 end

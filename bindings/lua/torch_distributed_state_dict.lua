@@ -19,12 +19,55 @@ local full_get, full_set = sd_mod.get_model_state_dict, sd_mod.set_model_state_d
 
 local SDO_MT = getmetatable(sd_mod.StateDictOptions())
 
-local function options(fn, o)
+local function options(fn, o, loading)
   o = o or sd_mod.StateDictOptions()
   if getmetatable(o) ~= SDO_MT then U.errorf("%s: options must be a StateDictOptions, got %s", fn, U.typename(o)) end
-  if o.broadcast_from_rank0 then U.errorf("%s: broadcast_from_rank0=true is not supported; load the full state dict on every rank", fn) end
+  if o.broadcast_from_rank0 and not loading then U.errorf("%s: broadcast_from_rank0=true is for set_model_state_dict / set_optimizer_state_dict", fn) end
+  if o.broadcast_from_rank0 and not o.full_state_dict then
+    U.errorf("%s: broadcast_from_rank0=true needs full_state_dict=true", fn)
+  end
   if o.flatten_optimizer_state_dict then U.errorf("%s: flatten_optimizer_state_dict=true is not supported", fn) end
   return o
+end
+
+-- broadcast_from_rank0: rank 0's state dict (nested tables of tensors and plain values) on
+-- every rank; the other ranks' are not read (they may pass {}). The layout goes as one object,
+-- then each tensor, in the order rank 0 numbered them, onto this rank's device.
+local function from_rank0(sd)
+  local rank0, tensors, metas = dist.get_rank() == 0, {}, {}
+  local function strip(x)
+    if torch.is_tensor(x) then
+      tensors[#tensors + 1] = x
+      return { __tensor = #tensors, shape = x:size():totable(), dtype = tostring(x.dtype):gsub("^torch%.", "") }
+    end
+    if type(x) ~= "table" then return x end
+    local out = {}
+    for k, v in pairs(x) do out[k] = strip(v) end
+    return out
+  end
+  local box = { rank0 and strip(sd) or false }
+  dist.broadcast_object_list(box, 0)
+  local function find(x) -- every tensor's shape and dtype by its number
+    if type(x) ~= "table" then return end
+    if x.__tensor then metas[x.__tensor] = x; return end
+    for _, v in pairs(x) do find(v) end
+  end
+  find(box[1])
+  local dev = dist._device()
+  for i = 1, #metas do
+    local t = rank0 and tensors[i]:to(dev):contiguous():clone()
+      or torch.empty(metas[i].shape, { dtype = torch[metas[i].dtype], device = dev })
+    dist.broadcast(t, 0)
+    tensors[i] = t
+  end
+  local function build(x)
+    if type(x) ~= "table" then return x end
+    if x.__tensor then return tensors[x.__tensor] end
+    local out = {}
+    for k, v in pairs(x) do out[k] = build(v) end
+    return out
+  end
+  return build(box[1])
 end
 
 -- the same options with full_state_dict=true (what torch_distributed_fsdp2.lua's functions take)
@@ -87,7 +130,8 @@ end
 function sd_mod.set_model_state_dict(model, model_state_dict, ...)
   local o = U.parse("set_model_state_dict", { { "options" } }, ...)
   check_model("set_model_state_dict", model, nil)
-  local opt = options("set_model_state_dict", o.options)
+  local opt = options("set_model_state_dict", o.options, true)
+  if opt.broadcast_from_rank0 then model_state_dict = from_rank0(model_state_dict) end
   local m = unwrap(model)
   if is_a(m, FSDP) then return m:load_state_dict(model_state_dict, { strict = opt.strict }) end
   local sharded, plain = false, U.OrderedDict.new()
@@ -209,9 +253,10 @@ function sd_mod.set_optimizer_state_dict(model, optimizers, optim_state_dict, ..
   local fn = "set_optimizer_state_dict"
   local o = U.parse(fn, { { "options" } }, ...)
   check_model(fn, model, nil)
-  options(fn, o.options)
+  local opt = options(fn, o.options, true)
   local list = optimizer_list(fn, optimizers)
   local osd = optim_state_dict
+  if opt.broadcast_from_rank0 then osd = from_rank0(osd) end
   if type(osd) ~= "table" or type(osd.state) ~= "table" or type(osd.param_groups) ~= "table" then
     U.errorf("%s: expected a table with 'state' and 'param_groups' (from get_optimizer_state_dict)", fn)
   end

@@ -390,14 +390,15 @@ tp.SequenceParallel = setmetatable({}, { __index = SP, __call = function(_, ...)
     _show = { "sequence_dim", "use_local_output" } }, SP)
 end })
 
--- run inner with each of module's own parameters replaced by fn(p)
+-- run inner with each of module's own parameters replaced by fn(p); p is the value the forward
+-- sees (fully_shard puts the gathered full parameter there, over the registered chunk)
 local function with_params(module, fn, inner, ...)
   local v, saved = values_of(module), {}
   for name, p in pairs(module._parameters) do
-    if p ~= nil then saved[name] = p; v[name] = fn(p) end
+    if p ~= nil then saved[name] = { rawget(v, name) }; v[name] = fn(rawget(v, name) or p) end
   end
   local r = table.pack(pcall(inner, module, ...))
-  for name, p in pairs(saved) do v[name] = p end
+  for name, old in pairs(saved) do v[name] = old[1] end
   if not r[1] then error(r[2], 0) end
   return table.unpack(r, 2, r.n)
 end

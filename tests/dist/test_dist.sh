@@ -40,6 +40,8 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "device mesh (nccl), $ngpu ranks" "$ngpu" "$dir/device_mesh.lua" nccl
   ranks_run "FSDP (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp.lua" nccl
   ranks_run "FSDP2 fully_shard (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2.lua" nccl
+  ranks_run "FSDP2 unshard, prefetch, clipping (nccl), $ngpu ranks" "$ngpu" "$dir/fsdp2_extras.lua" nccl
+  ranks_run "state dicts: broadcast_from_rank0 (nccl), $ngpu ranks" "$ngpu" "$dir/state_dict_broadcast.lua" nccl
   ranks_run "distributed checkpoint (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" self "$tmp/dcpg" nccl
   ranks_run "distributed checkpoint: save (nccl), $ngpu ranks" "$ngpu" "$dir/dcp.lua" save "$tmp/dcpg1" nccl
   ranks_run "distributed checkpoint: load on 2 ranks (nccl)" 2 "$dir/dcp.lua" load "$tmp/dcpg1" nccl
@@ -83,6 +85,8 @@ for n in 2 3; do
   ranks_run "device mesh, $n ranks" "$n" "$dir/device_mesh.lua"
   ranks_run "FSDP, $n ranks" "$n" "$dir/fsdp.lua"
   ranks_run "FSDP2 fully_shard, $n ranks" "$n" "$dir/fsdp2.lua"
+  ranks_run "FSDP2 unshard, prefetch, clipping, $n ranks" "$n" "$dir/fsdp2_extras.lua"
+  ranks_run "state dicts: broadcast_from_rank0, $n ranks" "$n" "$dir/state_dict_broadcast.lua"
   ranks_run "distributed checkpoint (DDP, plain, errors), $n ranks" "$n" "$dir/dcp.lua" self "$tmp/dcp$n"
   ranks_run "Join (uneven inputs), $n ranks" "$n" "$dir/join.lua"
   ranks_run "ZeroRedundancyOptimizer, $n ranks" "$n" "$dir/zero.lua"
@@ -94,6 +98,7 @@ ranks_run "distributed checkpoint: load on 3 ranks" 3 "$dir/dcp.lua" load "$tmp/
 ranks_run "distributed checkpoint: save on 3 ranks" 3 "$dir/dcp.lua" save "$tmp/dcp32"
 ranks_run "distributed checkpoint: load on 2 ranks" 2 "$dir/dcp.lua" load "$tmp/dcp32"
 ranks_run "device mesh (2-D), 4 ranks" 4 "$dir/device_mesh.lua"
+ranks_run "FSDP2 over a 2-D mesh's dp, 4 ranks" 4 "$dir/fsdp2_extras.lua"
 ranks_run "local SGD and hierarchical model averaging, 4 ranks" 4 "$dir/local_sgd.lua"
 ranks_run "stores, 2 ranks" 2 "$dir/stores.lua"
 ranks_run "profiler, 2 ranks" 2 "$dir/profiler.lua"

@@ -143,6 +143,6 @@ T.raises(function() dcp.load({}, { checkpoint = d }) end, "~unknown keyword 'che
 T.raises(function() dcp.ShardedTensor(torch.ones(2, 3), { 3, 3 }, { 2, 0 }) end, "~does not fit in the global shape [3, 3]", "a piece outside")
 T.raises(function() SD.get_state_dict(nn.Linear(2, 2), {}) end, "~optimizers must be an optimizer or a list", "no optimizer")
 T.raises(function() SD.get_model_state_dict(nn.Linear(2, 2), { options = SD.StateDictOptions { broadcast_from_rank0 = true } }) end,
-  "~broadcast_from_rank0=true is not supported", "broadcast_from_rank0")
+  "~broadcast_from_rank0=true is for set_model_state_dict", "broadcast_from_rank0 when getting")
 T.raises(function() SD.get_model_state_dict(nn.Linear(2, 2), { submodules = {} }) end, "~submodules is not supported", "submodules")
 os.execute("rm -rf '" .. root .. "'")
