@@ -207,13 +207,10 @@ bool engine_has_note(cudnnBackendDescriptor_t cfg, cudnnBackendNumericalNote_t w
 }
 
 /* The execution plan of cfg, or NULL where cuDNN cannot build it, where it would use tensor cores
- * that are not allowed (float32 without TF32), where it is not deterministic and that is asked, or
- * where it converts its inputs down (float32 computed in float16: ~1% off in resnet18's gradients
- * at 32x32; PyTorch leaves these engines out too). */
+ * that are not allowed (float32 without TF32), or where it is not deterministic and that is asked. */
 cudnnBackendDescriptor_t build_plan(cudnnBackendDescriptor_t cfg, cudnnHandle_t h, bool no_tensor_core, bool deterministic)
 {
     cudnnBackendDescriptor_t plan = NULL;
-    if (engine_has_note(cfg, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) return NULL;
     if (no_tensor_core && engine_has_note(cfg, CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) return NULL;
     if (deterministic && engine_has_note(cfg, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) return NULL;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) return NULL;
