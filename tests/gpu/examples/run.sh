@@ -14,8 +14,8 @@ cd "$here/../../.."
 work=$(mktemp -d /tmp/nnrepl-examples.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 names=("$@")
-if [ ${#names[@]} -eq 0 ]; then # every example with a parity pair (example_parity.* is their shared harness)
-  for f in "$here"/*.py; do n=$(basename "$f" .py); [ "$n" != example_parity ] && names+=("$n"); done
+if [ ${#names[@]} -eq 0 ]; then # every example with a parity pair (example_parity.* and _*.* are shared harnesses)
+  for f in "$here"/*.py; do n=$(basename "$f" .py); [ "$n" != example_parity ] && [ "${n#_}" = "$n" ] && names+=("$n"); done
 fi
 status=0
 for n in "${names[@]}"; do
