@@ -43,26 +43,7 @@ local function usage_error(fmt, ...) error(string.format(fmt, ...), 3) end
 
 -- ---- Python-style value text ----
 
-local function pyfloat(x)
-  if x ~= x then return "nan" end
-  if x == math.huge then return "inf" elseif x == -math.huge then return "-inf" end
-  local s
-  for p = 1, 17 do
-    s = string.format("%." .. p .. "g", x)
-    if tonumber(s) == x then break end
-  end
-  local m, e = s:match("^(-?[%d.]+)e([-+]%d+)$")
-  if m then
-    local ex = tonumber(e)
-    if ex >= -4 and ex < 16 then
-      s = string.format("%." .. math.max(0, #m:gsub("[-.]", "") - 1 - ex) .. "f", x)
-    else
-      return string.format("%se%s%02d", m, ex < 0 and "-" or "+", math.abs(ex))
-    end
-  end
-  if not s:find("[.e]") then s = s .. ".0" end
-  return s
-end
+local pyfloat = require("nn_util").pyfloat
 -- Python's str / repr of a float (the shortest text that reads back), for ports of print(x)
 M.float_repr = pyfloat
 
