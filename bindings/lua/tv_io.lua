@@ -154,6 +154,9 @@ local function wrap(hwc, extra)
 end
 Image._wrap = wrap
 
+-- pixels as an image of mode (YCbCr is not told by the channel count, the other modes are)
+local function wrap_mode(hwc, mode) return wrap(hwc, mode == "YCbCr" and {mode = mode} or nil) end
+
 function Image.isImageType(x) return getmetatable(x) == ImageObj end
 
 function Image.open(path)
@@ -178,7 +181,7 @@ function Image.fromarray(t, mode)
   if mode ~= nil and channels_of[mode] ~= t:size(2) then
     error(string.format("Image.fromarray: mode %s does not match %d channels", tostring(mode), t:size(2)), 2)
   end
-  return wrap(t:cpu():contiguous():clone(), mode == "YCbCr" and {mode = "YCbCr"} or nil)
+  return wrap_mode(t:cpu():contiguous():clone(), mode)
 end
 
 -- Image.new(mode, {w, h}, color): color a number or a list per band
@@ -196,20 +199,22 @@ function ImageObj:__tostring()
 end
 
 function ImageObj:getbands() return bands_of[self.mode] end
--- a new image of self's mode (YCbCr is not told by the channel count)
-local function like(self, hwc) return wrap(hwc, self.mode == "YCbCr" and {mode = "YCbCr"} or nil) end
+-- a new image of self's mode
+local function like(self, hwc) return wrap_mode(hwc, self.mode) end
 function ImageObj:copy() return like(self, self._data:clone()) end
 -- np.asarray(img): the H x W x C uint8 pixels (a copy)
 function ImageObj:tensor() return self._data:clone() end
 
 local ycbcr = require "tv_ycbcr"
+-- self's pixels in RGB (or L, LA, RGBA as they are)
+local function rgb_pixels(self) return self.mode == "YCbCr" and ycbcr.to_rgb(self._data) or self._data end
 
 function ImageObj:convert(mode)
   local c = channels_of[mode]
   if not c then error("convert: unsupported mode " .. tostring(mode) .. " (L, LA, RGB, RGBA and YCbCr are)", 2) end
   if mode == self.mode then return self:copy() end
-  local d = self.mode == "YCbCr" and ycbcr.to_rgb(self._data) or self._data
-  if mode == "YCbCr" then return wrap(ycbcr.from_rgb(C.convert(d, 3)), {mode = "YCbCr"}) end
+  local d = rgb_pixels(self)
+  if mode == "YCbCr" then return wrap_mode(ycbcr.from_rgb(C.convert(d, 3)), mode) end
   return wrap(C.convert(d, c))
 end
 
@@ -233,7 +238,7 @@ function Image.merge(mode, bands)
     if b.width ~= bands[1].width or b.height ~= bands[1].height then error("merge: images do not match", 2) end
     parts[i] = b._data
   end
-  return wrap(torch.cat(parts, 2), mode == "YCbCr" and {mode = "YCbCr"} or nil)
+  return wrap_mode(torch.cat(parts, 2), mode)
 end
 
 local resample_names = {[0] = "nearest", [2] = "bilinear", [3] = "bicubic"}
@@ -297,7 +302,7 @@ function ImageObj:save(path, format, opts)
     bytes = C.encode_png(self._data, opts.compress_level or 6)
   elseif format == "JPEG" or format == "JPG" then
     if self.mode ~= "L" and self.mode ~= "RGB" and self.mode ~= "YCbCr" then error("save: cannot write mode " .. self.mode .. " as JPEG", 2) end
-    local d = self.mode == "YCbCr" and ycbcr.to_rgb(self._data) or self._data
+    local d = rgb_pixels(self)
     bytes = C.encode_jpeg(d, opts.quality or 75)
   else
     error("save: unsupported format " .. format, 2)
