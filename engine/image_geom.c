@@ -179,9 +179,9 @@ static double cubic(double x)
 static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool filtered, axis_weights *a)
 {
     double scale = (double)in / (double)out;
-    bool bicubic = interp == NN_INTERP_BICUBIC;
+    bool bicubic = interp == NN_INTERP_BICUBIC, nearest = interp != NN_INTERP_BILINEAR && !bicubic;
     double support = (scale > 1.0 ? scale : 1.0) * (bicubic ? 2.0 : 1.0);
-    a->k = interp != NN_INTERP_BILINEAR && !bicubic ? 1 : filtered ? (int)ceil(support) * 2 + 1 : 2;
+    a->k = nearest ? 1 : filtered ? (int)ceil(support) * 2 + 1 : 2;
     a->lo = malloc(sizeof *a->lo * (size_t)out);
     a->n = malloc(sizeof *a->n * (size_t)out);
     a->w = calloc((size_t)out * (size_t)a->k, sizeof *a->w);
@@ -194,7 +194,7 @@ static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool fi
             a->lo[i] = j < in - 1 ? j : in - 1;
             a->n[i] = 1;
             w[0] = 1.0;
-        } else if (interp != NN_INTERP_BILINEAR && !bicubic) {
+        } else if (nearest) {
             double pos = interp == NN_INTERP_NEAREST ? floor((double)i * scale) : floor(((double)i + 0.5) * scale);
             int64_t j = (int64_t)pos;
             a->lo[i] = j < in - 1 ? j : in - 1;
