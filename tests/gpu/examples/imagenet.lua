@@ -8,7 +8,7 @@
 -- few), with the port's own accuracy
 -- (scripts/examples/imagenet/meters.lua), from DIR/imagenet_init.safetensors on the batches of
 -- DIR/imagenet_data.safetensors; writes DIR/imagenet_nnrepl_losses.txt and
--- DIR/imagenet_nnrepl_final.safetensors.
+-- DIR/imagenet_nnrepl_final.safetensors. In float64, as the .py says why.
 -- --generate: when the data file is missing, make the init (nnrepl's resnet18, seed 0) and data
 -- files here, for a run without PyTorch.
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
@@ -36,10 +36,11 @@ end
 local device = run.device
 local model = models.resnet18()
 model:load_state_dict(torch.load(run.path("init.safetensors")))
-model:to(device)
+model:to(device):double()
 local criterion = nn.CrossEntropyLoss():to(device)
 local optimizer = optim.SGD(model:parameters(), LR, { momentum = MOMENTUM, weight_decay = WEIGHT_DECAY })
 local data = torch.load(run.path("data.safetensors"))
+for k, v in pairs(data) do if v:is_floating_point() then data[k] = v:double() end end
 
 local losses = {}
 model:train()

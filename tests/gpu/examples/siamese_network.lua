@@ -7,7 +7,7 @@
 -- DIR/siamese_network_init and _data.safetensors as the example's train() does, and writes
 -- DIR/siamese_network_nnrepl_losses.txt and DIR/siamese_network_nnrepl_final.safetensors.
 -- --generate makes the init and data files with nnrepl when they are missing (a run without
--- PyTorch).
+-- PyTorch). In float64, as the .py says why.
 local NAME, STEPS, BATCH, PER_EPOCH = "siamese_network", 10, 8, 5
 local here = debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or "."
 package.path = here .. "/../../../scripts/examples/siamese_network/?.lua;" .. package.path
@@ -32,8 +32,9 @@ end
 
 local model = SiameseNetwork()
 model:load_state_dict(torch.load(path("init.safetensors")))
-model = model:to(device)
+model = model:to(device):double()
 local batches = torch.load(path("data.safetensors"))
+for k, v in pairs(batches) do batches[k] = v:double() end
 local optimizer = optim.Adadelta(model:parameters(), { lr = 0.05 }) -- see the .py: not the example's 1.0
 local scheduler = optim.lr_scheduler.StepLR(optimizer, { step_size = 1, gamma = 0.7 })
 model:train()
