@@ -13,14 +13,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 main=$root/scripts/examples/dcgan/main.lua
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+source "$root/tests/interp/lib.sh"
 
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
 small=(--nz 16 --ngf 8 --ndf 8)
 num='[0-9]+\.[0-9]{4}'
 line_re="^\[[0-9]+/[0-9]+\]\[[0-9]+/[0-9]+\] Loss_D: $num Loss_G: $num D\(x\): $num D\(G\(z\)\): $num / $num$"
@@ -121,5 +115,4 @@ check "lsun: refused with what to do" has "$err" "no LSUN (LMDB) reader"
 err=$(cd "$tmp" && "$bin" "$main" --dataset fake --batchSize x 2>&1)
 check "bad int flag" has "$err" "argument --batchSize: invalid int value: 'x'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

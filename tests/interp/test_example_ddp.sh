@@ -11,13 +11,7 @@ example=$root/scripts/examples/ddp/example.lua
 export CUDA_VISIBLE_DEVICES= # the CPU run, gloo ranks (the GPUs: tests/gpu/examples/mingpt_ddp.*)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-count() { grep -cE -- "$2" <<<"$1"; }
+source "$root/tests/interp/lib.sh"
 
 for n in 2 3; do
   out=$(timeout 60 "$bin" --nproc-per-node $n "$example" 2>"$tmp/err")
@@ -44,5 +38,4 @@ check "run_example.sh: localhost:5972" [ "$(count "$out" "'MASTER_ADDR': 'localh
 check "without the launcher: exit non-zero" [ $? -ne 0 ]
 check "without the launcher: message" grep -qF "KeyError: 'MASTER_ADDR' (start the ranks with nnrepl's launcher" "$tmp/err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

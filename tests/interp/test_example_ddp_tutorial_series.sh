@@ -15,14 +15,8 @@ dir=$root/scripts/examples/ddp_tutorial_series
 export CUDA_VISIBLE_DEVICES= # the CPU run, gloo ranks (the GPUs: tests/gpu/examples/mingpt_ddp.*)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+source "$root/tests/interp/lib.sh"
 
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
 in_dir() { # folder, then a command run there (stderr to folder/err)
   local d=$1; shift
   mkdir -p "$d" && (cd "$d" && timeout 120 "$@" 2>"$d/err")
@@ -90,5 +84,4 @@ in_dir "$tmp/e" "$bin" --nproc-per-node 2 "$dir/multigpu_torchrun.lua" 3 1 --bat
 check "bad value: exit non-zero" [ $? -ne 0 ]
 check "bad value: message" grep -qF "argument --batch_size: invalid int value: 'x'" "$tmp/e/err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -11,14 +11,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$root/scripts/examples/fsdp2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
+source "$root/tests/interp/lib.sh"
 
 SIZES="--n-layers 2 --vocab-size 16 --batch-size 4 --seq-len 8"
 run() { # folder, then flags: example.lua on 2 ranks in the folder (checkpoints/ goes there)
@@ -73,7 +66,6 @@ end
 print(string.format("%d %.3e %g", n, worst, optim.param_groups[1].lr))
 LUA
 cmp() { "$bin" "$tmp/cmp.lua" "$@"; }
-below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
 
 out=$(run "$tmp/a")
 rc=$?
@@ -117,5 +109,4 @@ rc=$?
 check "bad flag: exit non-zero" [ "$rc" -ne 0 ]
 check "bad flag: message" grep -qF "unrecognized arguments: --bogus" "$tmp/d/err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

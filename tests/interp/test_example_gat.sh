@@ -10,14 +10,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 ex=$root/scripts/examples/gat
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+source "$root/tests/interp/lib.sh"
 
 mkdir -p "$tmp/run/cora" "$tmp/empty"
 "$bin" "$root/tests/interp/cora_tiny.lua" "$tmp/run/cora" 1650 30
@@ -49,5 +42,4 @@ check "no Cora files: exit non-zero" [ $? -ne 0 ]
 check "no Cora files: no 'already downloaded' line" test "$(grep -c 'already downloaded' <<<"$err")" -eq 0
 check "no Cora files: the error names the file" has "$err" "cannot open './cora/cora.content'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

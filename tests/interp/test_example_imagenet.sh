@@ -17,15 +17,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 main=$root/scripts/examples/imagenet/main.lua
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+source "$root/tests/interp/lib.sh"
 
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
 f3='[ 0-9][0-9]\.[0-9]{3}' f2='[ 0-9]{2}[0-9]\.[0-9]{2}' e4='[0-9]\.[0-9]{4}e[-+][0-9]{2}'
 train_re="^Epoch: \[[0-9]+\]\[ *[0-9]+/[0-9]+\]	Time $f3 \($f3\)	Data $f3 \($f3\)	Loss $e4 \($e4\)	Acc@1 $f2 \($f2\)	Acc@5 $f2 \($f2\)$"
 test_re="^Test: \[ *[0-9]+/[0-9]+\]	Time $f3 \($f3\)	Loss $e4 \($e4\)	Acc@1 $f2 \($f2\)	Acc@5 $f2 \($f2\)$"
@@ -170,5 +163,4 @@ err=$(cd "$tmp" && "$bin" "$main" --multiprocessing-distributed --dummy 2>&1)
 check "--multiprocessing-distributed alone: exit non-zero" [ $? -ne 0 ]
 check "--multiprocessing-distributed alone: names the launcher" has "$err" "start one process per GPU with the launcher instead: nnrepl --nproc-per-node N"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

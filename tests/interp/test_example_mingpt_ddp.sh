@@ -14,16 +14,7 @@ main=$root/scripts/examples/mingpt_ddp/main.lua
 export CUDA_VISIBLE_DEVICES= # the CPU run, gloo ranks (the GPUs: tests/gpu/examples/mingpt_ddp.*)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
-close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t) }'; }
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+source "$root/tests/interp/lib.sh"
 
 # 1200 characters of 11 distinct ones: words from a small vocabulary in a fixed order
 mkdir -p "$tmp/data"
@@ -112,5 +103,4 @@ check "missing data: message" grep -qF "CharDataset: cannot open the data: $tmp/
 (cd "$tmp/e" && "$bin" "$main" "${tiny[@]}" >/dev/null 2>"$tmp/e/err")
 check "without the launcher: message" grep -qF "LOCAL_RANK is not set: start the ranks with nnrepl's launcher" "$tmp/e/err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -11,15 +11,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 script=$root/scripts/examples/mnist_forward_forward/main.lua
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
-awk_true() { awk "BEGIN { exit !($1) }"; }
+source "$root/tests/interp/lib.sh"
 
 "$bin" "$root/tests/interp/make_tiny_mnist.lua" "$tmp/data" 200 100 || { echo "FAIL: making the data"; exit 1; }
 
@@ -52,5 +44,4 @@ err=$(cd "$tmp" && "$bin" "$script" --threshold two 2>&1)
 check "bad flag: exit 2" [ $? -eq 2 ]
 check "bad flag: argparse's message" has "$err" "error: argument --threshold: invalid float value: 'two'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

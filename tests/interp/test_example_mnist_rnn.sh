@@ -13,16 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 script=$root/scripts/examples/mnist_rnn/main.lua
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
-awk_true() { awk "BEGIN { exit !($1) }"; }
+source "$root/tests/interp/lib.sh"
 
 "$bin" "$root/tests/interp/make_tiny_mnist.lua" "$tmp/data" 256 100 || { echo "FAIL: making the data"; exit 1; }
 
@@ -87,5 +78,4 @@ err=$(cd "$tmp" && "$bin" "$script" --epochs x 2>&1)
 check "bad flag: exit 2" [ $? -eq 2 ]
 check "bad flag: argparse's message" has "$err" "error: argument --epochs: invalid int value: 'x'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

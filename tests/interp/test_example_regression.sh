@@ -9,14 +9,7 @@ bin=${1:?usage: test_example_regression.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 script=$root/scripts/examples/regression/main.lua
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-matches() { grep -qE -- "$2" <<<"$1"; }
-awk_true() { awk "BEGIN { exit !($1) }"; }
+source "$root/tests/interp/lib.sh"
 
 out=$("$bin" "$script" 2>&1)
 rc=$?
@@ -48,5 +41,4 @@ check "make_features: x..x^4 columns ($(head -n 1 <<<"$re"))" test "$(head -n 1 
 check "poly_desc's format ($(tail -n 1 <<<"$re"))" test "$(tail -n 1 <<<"$re")" = \
   "y = +1.23 x^1 -0.50 x^2 +0.00 x^3 +10.00 x^4 -3.46"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

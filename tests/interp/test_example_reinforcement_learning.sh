@@ -13,14 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$root/scripts/examples/reinforcement_learning
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
+source "$root/tests/interp/lib.sh"
 
 # ---- the environment: each line printed is "ok NAME" or "bad NAME: detail" ----
 cat >"$tmp/env.lua" <<'LUA'
@@ -169,5 +162,4 @@ for name in reinforce actor_critic; do
   check "$name --render: says not supported" has "$render" "render_mode 'human' is not supported"
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -13,17 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 ex=$root/scripts/examples/super_resolution
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
-close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t) }'; }
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+source "$root/tests/interp/lib.sh"
 
 images=$tmp/w/dataset/BSDS300/images
 mkdir -p "$images/train" "$images/test"
@@ -107,5 +97,4 @@ mkdir -p "$tmp/empty"
 check "missing data: exit non-zero" [ $? -ne 0 ]
 check "missing data: message" grep -qF "dataset/BSDS300/images is missing and nnrepl downloads nothing: extract BSDS300-images.tgz" "$tmp/err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -12,15 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$root/scripts/examples/tensor_parallelism
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
-below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
+source "$root/tests/interp/lib.sh"
 
 # runs a script (arg 2) with arg 1's world size; each rank saves its parameters, by name, to
 # $tmp/<script>_<rank>.pt when the script destroys the process group
@@ -158,5 +150,4 @@ timeout 60 "$bin" "$dir/fsdp_tp_example.lua" --bogus >/dev/null 2>"$tmp/bad.err"
 check "bad flag: exit non-zero" [ "$?" -ne 0 ]
 check "bad flag: message" grep -qF "unrecognized arguments: --bogus" "$tmp/bad.err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

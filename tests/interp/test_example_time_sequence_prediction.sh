@@ -11,14 +11,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 ex=$root/scripts/examples/time_sequence_prediction
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
+source "$root/tests/interp/lib.sh"
 
 mkdir "$tmp/gen" "$tmp/train" "$tmp/empty"
 (cd "$tmp/gen" && "$bin" "$ex/generate_sine_wave.lua")
@@ -44,7 +37,6 @@ first=$(grep -m1 '^loss:' <<<"$out" | cut -d' ' -f2)
 last=$(grep '^loss:' <<<"$out" | tail -n1 | cut -d' ' -f2)
 t0=$(grep '^test loss:' <<<"$out" | head -n1 | cut -d' ' -f3)
 t1=$(grep '^test loss:' <<<"$out" | tail -n1 | cut -d' ' -f3)
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
 check "train: the loss falls tenfold ($first -> $last)" less "$last" "$(awk -v a="$first" 'BEGIN { print a / 10 }')"
 check "train: the test loss falls ($t0 -> $t1)" less "$t1" "$t0"
 for i in 0 1; do
@@ -65,5 +57,4 @@ err=$(cd "$tmp/empty" && "$bin" "$ex/train.lua" 2>&1)
 check "no traindata.pt: exit non-zero" [ $? -ne 0 ]
 check "no traindata.pt: the error names it" has "$err" "cannot open 'traindata.pt': No such file or directory"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -12,17 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 main=$root/scripts/examples/vae/main.lua
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
-count() { grep -cE -- "$2" <<<"$1"; }
-close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t) }'; }
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+source "$root/tests/interp/lib.sh"
 
 # image i: class i % 10, a bright bar 4 rows high at rows 2k+2..2k+5 over columns 4..23
 "$bin" -e "
@@ -114,5 +104,4 @@ rc=$?
 check "missing data: exit non-zero" [ "$rc" -ne 0 ]
 check "missing data: message" grep -qF "MNIST: download=true, but nnrepl downloads nothing: put train-images-idx3-ubyte.gz" "$tmp/d/err"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

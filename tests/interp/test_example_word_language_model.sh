@@ -13,15 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 ex=$root/scripts/examples/word_language_model
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+source "$root/tests/interp/lib.sh"
 
 # the corpus: 14 words in a repeating order, lines of 3 to 8 words (15 tokens with <eos>)
 mkdir -p "$tmp/data"
@@ -112,5 +104,4 @@ check "unknown flag: message" has "$err" "unrecognized arguments: --epochz"
 err=$(cd "$tmp" && "$bin" "$ex/generate.lua" --data "$tmp/data" --checkpoint "$tmp/lstm.pt" --temperature 0.0001 2>&1)
 check "generate: temperature check" has "$err" "--temperature has to be greater or equal 1e-3."
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

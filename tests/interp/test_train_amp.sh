@@ -14,14 +14,7 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() { # name, then a command that succeeds when the check passes
-  local name=$1; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -qF -- "$2" <<<"$1"; }
-matches() { grep -qE -- "$2" <<<"$1"; }
+source "$root/tests/interp/lib.sh"
 
 declare -A first_loss
 for name in train_without train_autocast train_GradScaler; do
@@ -52,7 +45,6 @@ for name in train_without train_autocast train_GradScaler; do
   rm -rf "$dir/checkpoint" # 2 x 244 MB
 done
 
-close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= t) }'; }
 check "autocast's loss near float32's (${first_loss[train_autocast]} vs ${first_loss[train_without]})" \
   close "${first_loss[train_autocast]}" "${first_loss[train_without]}" 0.05
 check "GradScaler's loss equals autocast's" test -n "${first_loss[train_GradScaler]}" -a "${first_loss[train_GradScaler]}" = "${first_loss[train_autocast]}"
@@ -87,5 +79,4 @@ ev=$(cd "$tmp" && "$bin" "$root/scripts/eval_without.lua" --dataset_root "$tmp/c
 check "eval_without on a CIFAR-10 test batch: $ev" test "$ev" = "the test dataset size is 4
 the total accuracy is tensor(0.5000)"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
