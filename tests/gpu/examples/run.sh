@@ -4,13 +4,14 @@
 # batches and trains K steps, nnrepl trains the same steps with the port's own model classes
 # (<name>.lua), and the .py compares the two (one or more "parity <name>...: PASS|FAIL" lines each).
 #   bash tests/gpu/examples/run.sh NNREPL [device] [names...]
+# PARITY_DIR=folder: the pairs of another folder with the same protocol (tests/gpu/tutorials/run.sh).
 set -uo pipefail
 nn=${1:?usage: run.sh NNREPL [device] [names...]}
 nn=$(cd "$(dirname "$nn")" && pwd)/$(basename "$nn")
 dev=${2:-cuda}
 shift $(( $# >= 2 ? 2 : 1 ))
-here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/../../.."
+here=${PARITY_DIR:-$(cd "$(dirname "$0")" && pwd)}
+cd "$(dirname "$0")/../../.."
 work=$(mktemp -d /tmp/nnrepl-examples.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 names=("$@")
