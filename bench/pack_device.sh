@@ -11,13 +11,15 @@ out=$root/.devbuild
 stage=$(mktemp -d)
 mkdir -p "$stage/lib" "$stage/tests" "$stage/bench"
 cp "$root/$build/nnrepl" "$stage/"
+# the gloo backend's shim, loaded from beside nnrepl (engine/dist/gloo.c), for the CPU collectives
+[ -f "$root/$build/libnnrepl_gloo.so" ] && cp "$root/$build/libnnrepl_gloo.so" "$stage/"
 # PACK_TESTS="test_cuda_nn test_amp ...": only those test programs (the carry limit is 64 MiB)
 set -f; patterns=(${PACK_TESTS:-test_*}); set +f # globs of the build's tests folder, not of this one
 for t in "${patterns[@]}"; do
   for f in "$root/$build"/tests/$t; do cp "$f" "$stage/tests/"; done
 done
 cp "$root/$build"/bench/bench_cuda_* "$stage/bench/" 2>/dev/null || true
-for bin in "$stage/nnrepl" "$stage"/tests/* "$stage"/bench/*; do
+for bin in "$stage/nnrepl" "$stage"/libnnrepl_gloo*.so "$stage"/tests/* "$stage"/bench/*; do
   ldd "$bin" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libmvec|libpthread|libdl|librt|ld-linux)[.-]' | grep -vE 'libcu|libnccl|libnv' \
   | while read -r lib; do cp -L "$lib" "$stage/lib/"; done
