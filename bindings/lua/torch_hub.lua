@@ -1,5 +1,6 @@
--- torch.hub: nnrepl downloads nothing at run time, so load, list, help, load_state_dict_from_url
--- and download_url_to_file raise an error saying what to do instead; get_dir / set_dir work
+-- torch.hub: nnrepl downloads nothing at run time, so load, list, help and download_url_to_file
+-- raise an error saying what to do instead; load_state_dict_from_url reads the file PyTorch would
+-- have cached (<get_dir()>/checkpoints/<name>) and says where to put it when absent; get_dir / set_dir work
 -- ($TORCH_HOME/hub, by default $XDG_CACHE_HOME/torch/hub or ~/.cache/torch/hub).
 local torch = require "torch"
 local U = require "nn_util"
@@ -27,8 +28,7 @@ function hub.set_dir(d)
 end
 
 local build = "build the model in Lua instead (torchvision.models.resnet18(), or your own nn.Module) and load weights " ..
-  "from a local file with model:load_state_dict(torch.load(path)); a PyTorch checkpoint converts to one in Python with " ..
-  "safetensors.torch.save_file(torch.load(f), 'model.safetensors')"
+  "from a local file with model:load_state_dict(torch.load(path)) (torch.load reads PyTorch's .pth files)"
 
 local function refuse(fn, what)
   return function(first)
@@ -40,7 +40,24 @@ end
 hub.load = refuse("load", "no hub repositories, no hubconf.py, no pretrained weights")
 hub.list = refuse("list", "no hub repositories")
 hub.help = refuse("help", "no hub repositories")
-hub.load_state_dict_from_url = refuse("load_state_dict_from_url", "fetch the file yourself")
+-- The checkpoint at url, from the cache folder where PyTorch looks before downloading:
+-- model_dir (default <get_dir()>/checkpoints) / file_name (default the url's last path part).
+function hub.load_state_dict_from_url(url, ...)
+  local o = U.parse("load_state_dict_from_url", { { "model_dir" }, { "map_location" }, { "progress", true },
+    { "check_hash", false }, { "file_name" }, { "weights_only", false } }, ...)
+  if type(url) ~= "string" then U.errorf("load_state_dict_from_url: expected a url string, got %s", U.typename(url)) end
+  local dir = o.model_dir and expanduser(o.model_dir) or (hub.get_dir() .. "/checkpoints")
+  local name = o.file_name or url:gsub("[?#].*$", ""):match("([^/]+)$")
+  if not name then U.errorf("load_state_dict_from_url: no file name in url %s", U.pyrepr(url)) end
+  local path = dir .. "/" .. name
+  local f = io.open(path, "rb")
+  if not f then
+    U.errorf("torch.hub.load_state_dict_from_url: %s is not in the cache, and nnrepl downloads nothing at run time: " ..
+      "fetch %s on a machine with network and put it at %s", name, url, path)
+  end
+  f:close()
+  return torch.load(path, { map_location = o.map_location, weights_only = o.weights_only })
+end
 hub.download_url_to_file = refuse("download_url_to_file", "fetch the file yourself")
 
 return hub

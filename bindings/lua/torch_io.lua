@@ -1,5 +1,6 @@
 -- torch.save(obj, path) and torch.load(path, {map_location=, weights_only=}):
--- checkpoints as safetensors files (engine/safetensors.c, written atomically).
+-- checkpoints as safetensors files (engine/safetensors.c, written atomically). torch.load also
+-- reads the zip checkpoints PyTorch's torch.save writes (pth.lua).
 --
 --   torch.save(model:state_dict(), "model.pth")
 --   model:load_state_dict(torch.load("model.pth", {map_location = device}))
@@ -284,6 +285,11 @@ function torch.load(path, map_location, opts)
   end
   if opts.map_location ~= nil then map_location = opts.map_location end
   local map = mapper(map_location)
+  if require("pth").sniff(path) then -- PyTorch's own format (torch.save in Python)
+    local ok, obj = pcall(require("pth").load, path, map)
+    if not ok then error(tostring(obj), 2) end
+    return obj
+  end
   local ok, names, list, meta = pcall(C.load, path)
   if not ok then error("torch.load: " .. tostring(names), 2) end
   local tensors = {}

@@ -47,8 +47,7 @@ local function check_int(fname, name, v, min) return rethrow(pcall(U.check_int, 
 local function no_download(fname, what)
   failf("%s: %s asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without " ..
     "weights and load the checkpoint from a local file with model:load_state_dict(torch.load(path)) " ..
-    "(torchvision's state_dict keys; a PyTorch checkpoint converts to one in Python with " ..
-    "safetensors.torch.save_file(torch.load(f), 'model.safetensors'))", fname, what)
+    "(torchvision's state_dict keys; torch.load reads PyTorch's .pth files)", fname, what)
 end
 
 -- Parse a builder's keyword table: weights/progress/pretrained plus the model's own keys.
@@ -408,6 +407,7 @@ models.detection = require("tv_models_detection")(models) -- Faster R-CNN
 require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
 require("tv_models_segmentation")(models, helpers) -- models.segmentation: fcn, deeplabv3, lraspp
 require("tv_models_video")(models, helpers) -- models.video: r3d_18, mc3_18, r2plus1d_18, s3d
+require("tv_models_pretrained")(models) -- weights= from torch.hub's local cache
 require("tv_models_submodules")(models) -- models.resnet, models.vgg, ...: each family's builders and classes
 
 return models

@@ -271,14 +271,17 @@ end)
 collectgarbage()
 
 T.test("builders' arguments", function()
+  local hub_dir = torch.hub.get_dir()
+  torch.hub.set_dir((os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_no_hub_" .. tostring(math.random(1 << 30)))
+  local cache = torch.hub.get_dir() .. "/checkpoints/"
   T.raises(function() return models.alexnet({ weights = "IMAGENET1K_V1" }) end,
-    "alexnet: weights=AlexNet_Weights.IMAGENET1K_V1 (https://download.pytorch.org/models/alexnet-owt-7be5be79.pth) " ..
-    "asks for pretrained weights, but nnrepl downloads nothing at run time; build the model without weights and load " ..
-    "the checkpoint from a local file with model:load_state_dict(torch.load(path)) (torchvision's state_dict keys; a " ..
-    "PyTorch checkpoint converts to one in Python with safetensors.torch.save_file(torch.load(f), 'model.safetensors'))")
-  T.raises(function() return models.resnet18({ weights = "DEFAULT" }) end,
-    "~resnet18: weights=ResNet18_Weights.IMAGENET1K_V1 (https://download.pytorch.org/models/resnet18-f37072fd.pth) asks for")
-  T.raises(function() return models.vgg11({ pretrained = true }) end, "~vgg11: pretrained=True asks for")
+    "torch.hub.load_state_dict_from_url: alexnet-owt-7be5be79.pth is not in the cache, and nnrepl downloads nothing " ..
+    "at run time: fetch https://download.pytorch.org/models/alexnet-owt-7be5be79.pth on a machine with network and put " ..
+    "it at " .. cache .. "alexnet-owt-7be5be79.pth")
+  T.raises(function() return models.resnet18({ weights = "DEFAULT" }) end, "~put it at " .. cache .. "resnet18-f37072fd.pth")
+  T.raises(function() return models.vgg11({ pretrained = true }) end, "~put it at " .. cache .. "vgg11-8a719046.pth")
+  T.raises(function() return models.resnet18({ weights = "IMAGENET1K_V9" }) end, "~Invalid value IMAGENET1K_V9 for enum ResNet18_Weights.")
+  torch.hub.set_dir(hub_dir)
   T.raises(function() return models.alexnet({ num_class = 10 }) end,
     "bad argument #1 to 'alexnet' (unknown keyword 'num_class')")
   T.raises(function() return models.alexnet(10) end, "alexnet() takes keyword arguments only, as alexnet({num_classes=10})")

@@ -262,9 +262,13 @@ end)
 collectgarbage()
 
 T.test("builders' arguments (more)", function()
-  T.raises(function() return models.mobilenet_v2({ weights = "DEFAULT" }) end, "~mobilenet_v2: weights=MobileNet_V2_Weights.IMAGENET1K_V2 (")
-  T.raises(function() return models.efficientnet_b0({ pretrained = true }) end, "~efficientnet_b0: pretrained=True asks for")
-  T.raises(function() return models.vit_b_16({ weights = "IMAGENET1K_V1" }) end, "~vit_b_16: weights=ViT_B_16_Weights.IMAGENET1K_V1 (")
+  local hub_dir = torch.hub.get_dir() -- an empty cache: weights= names the file to put there
+  torch.hub.set_dir((os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_no_hub_" .. tostring(math.random(1 << 30)))
+  T.raises(function() return models.mobilenet_v2({ weights = "DEFAULT" }) end, "~mobilenet_v2-7ebf99e0.pth is not in the cache")
+  T.raises(function() return models.efficientnet_b0({ pretrained = true }) end,
+    "~efficientnet_b0_rwightman-7f5810bc.pth is not in the cache")
+  T.raises(function() return models.vit_b_16({ weights = "IMAGENET1K_V1" }) end, "~vit_b_16-c867db91.pth is not in the cache")
+  torch.hub.set_dir(hub_dir)
   T.raises(function() return models.squeezenet1_0({ num_class = 3 }) end, "~unknown keyword 'num_class'")
   T.raises(function() return models.densenet121(10) end,
     "densenet121() takes keyword arguments only, as densenet121({num_classes=10})")
