@@ -3,39 +3,8 @@
 --   nnrepl tests/gpu/tutorials/cifar10_tutorial.lua DIR [cuda|cpu] [--generate]
 -- Trains the port's own Net (scripts/tutorials/blitz/cifar10_model.lua); --generate makes the
 -- init and data files with nnrepl when they are missing (a run without PyTorch).
-local NAME, STEPS, BATCH = "cifar10_tutorial", 12, 4
 local here = debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or "."
 local Net = dofile(here .. "/../../../scripts/tutorials/blitz/cifar10_model.lua")
-local P = dofile(here .. "/../examples/example_parity.lua")
-local run = P.start(NAME, ...)
-local device, path = run.device, run.path
-
-if run.generate then
-  torch.manual_seed(0)
-  torch.save(Net():state_dict(), path("init.safetensors"))
-  local g = torch.Generator():manual_seed(1)
-  local data = {}
-  for i = 0, STEPS - 1 do
-    data["x." .. i] = torch.randn(BATCH, 3, 32, 32, { generator = g })
-    data["y." .. i] = torch.randint(0, 10, { BATCH }, { generator = g })
-  end
-  torch.save(data, path("data.safetensors"))
-end
-
-local net = Net()
-net:load_state_dict(torch.load(path("init.safetensors")))
-net = net:to(device)
-local batches = torch.load(path("data.safetensors"))
-local criterion = nn.CrossEntropyLoss()
-local optimizer = optim.SGD(net:parameters(), { lr = 0.001, momentum = 0.9 })
-local losses = {}
-for i = 0, STEPS - 1 do
-  local inputs, labels = batches["x." .. i]:to(device), batches["y." .. i]:to(device)
-  optimizer:zero_grad()
-  local outputs = net(inputs)
-  local loss = criterion(outputs, labels)
-  loss:backward()
-  optimizer:step()
-  losses[#losses + 1] = loss:item()
-end
-P.finish(run, losses, net)
+dofile(here .. "/_steps.lua")("cifar10_tutorial", Net, 12,
+  function(g) return torch.randn(4, 3, 32, 32, { generator = g }), torch.randint(0, 10, { 4 }, { generator = g }) end,
+  nn.CrossEntropyLoss(), function(params) return optim.SGD(params, { lr = 0.001, momentum = 0.9 }) end, ...)

@@ -17,10 +17,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from example_parity import main, save_st, load_st  # noqa: E402
-
-NAME, STEPS, BATCH = "cifar10_tutorial", 12, 4
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _steps  # noqa: E402
 
 
 class Net(nn.Module):  # the tutorial's
@@ -43,39 +41,6 @@ class Net(nn.Module):  # the tutorial's
         return x
 
 
-def path(d, what):
-    return os.path.join(d, f"{NAME}_{what}")
-
-
-def make_files(d):
-    torch.manual_seed(0)
-    save_st(path(d, "init.safetensors"), Net().state_dict())
-    g = torch.Generator().manual_seed(1)
-    data = {}
-    for i in range(STEPS):
-        data[f"x.{i}"] = torch.randn(BATCH, 3, 32, 32, generator=g)
-        data[f"y.{i}"] = torch.randint(0, 10, (BATCH,), generator=g)
-    save_st(path(d, "data.safetensors"), data)
-
-
-def train(d, device):
-    net = Net()
-    net.load_state_dict(load_st(path(d, "init.safetensors")))
-    net = net.to(device)
-    batches = load_st(path(d, "data.safetensors"))
-    criterion = nn.CrossEntropyLoss()
-    optimizer = optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
-    losses = []
-    for i in range(STEPS):
-        inputs, labels = batches[f"x.{i}"].to(device), batches[f"y.{i}"].to(device)
-        optimizer.zero_grad()
-        outputs = net(inputs)
-        loss = criterion(outputs, labels)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, net
-
-
 if __name__ == "__main__":
-    main(NAME, make_files, train)
+    _steps.run("cifar10_tutorial", Net, 12, lambda g: (torch.randn(4, 3, 32, 32, generator=g), torch.randint(0, 10, (4,), generator=g)),
+               nn.CrossEntropyLoss(), lambda params: optim.SGD(params, lr=0.001, momentum=0.9))

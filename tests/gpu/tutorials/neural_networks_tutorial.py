@@ -17,10 +17,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from example_parity import main, save_st, load_st  # noqa: E402
-
-NAME, STEPS = "neural_networks_tutorial", 12
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _steps  # noqa: E402
 
 
 class Net(nn.Module):  # the tutorial's
@@ -44,39 +42,6 @@ class Net(nn.Module):  # the tutorial's
         return output
 
 
-def path(d, what):
-    return os.path.join(d, f"{NAME}_{what}")
-
-
-def make_files(d):
-    torch.manual_seed(0)
-    save_st(path(d, "init.safetensors"), Net().state_dict())
-    g = torch.Generator().manual_seed(1)
-    data = {}
-    for i in range(STEPS):
-        data[f"x.{i}"] = torch.randn(1, 1, 32, 32, generator=g)
-        data[f"y.{i}"] = torch.randn(10, generator=g).view(1, -1)
-    save_st(path(d, "data.safetensors"), data)
-
-
-def train(d, device):
-    net = Net()
-    net.load_state_dict(load_st(path(d, "init.safetensors")))
-    net = net.to(device)
-    batches = load_st(path(d, "data.safetensors"))
-    criterion = nn.MSELoss()
-    optimizer = optim.SGD(net.parameters(), lr=0.01)
-    losses = []
-    for i in range(STEPS):
-        input, target = batches[f"x.{i}"].to(device), batches[f"y.{i}"].to(device)
-        optimizer.zero_grad()
-        output = net(input)
-        loss = criterion(output, target)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, net
-
-
 if __name__ == "__main__":
-    main(NAME, make_files, train)
+    _steps.run("neural_networks_tutorial", Net, 12, lambda g: (torch.randn(1, 1, 32, 32, generator=g), torch.randn(10, generator=g).view(1, -1)),
+               nn.MSELoss(), lambda params: optim.SGD(params, lr=0.01))
