@@ -25,8 +25,10 @@ local Dataset, DataLoader = torch.utils.data.Dataset, torch.utils.data.DataLoade
 
 -- pd.read_csv for a plain CSV (no quoted fields): columns and rows, numbers converted
 local function read_csv(path)
-  local f, err = io.open(path, "r")
-  if not f then error(string.format("[Errno 2] No such file or directory: '%s' (%s)", path, err), 2) end
+  local f = io.open(path, "r")
+  if not f then
+    error(string.format("[Errno 2] No such file or directory: '%s' (nnrepl downloads nothing: extract faces.zip into data/faces/)", path), 2)
+  end
   local frame = { rows = {} }
   for line in f:lines() do
     local fields = {}
