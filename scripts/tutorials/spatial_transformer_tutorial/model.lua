@@ -27,8 +27,8 @@ function Net:__init()
   )
 
   -- start from the identity transformation
-  self.fc_loc[2].weight.data:fill_(0)
-  self.fc_loc[2].bias.data = torch.FloatTensor({ 1, 0, 0, 0, 1, 0 })
+  self.fc_loc[2].weight.data:zero_()
+  self.fc_loc[2].bias.data:copy_(torch.tensor({ 1, 0, 0, 0, 1, 0 }, { dtype = torch.float }))
 end
 
 -- the spatial transformer: localize, build the sampling grid, resample the input
