@@ -154,7 +154,7 @@ function Rescale:call(sample)
   -- transform.resize: float64 in [0, 1], H x W x C
   local chw = image:permute(2, 0, 1)
   if chw.dtype == torch.uint8 then chw = chw:double() / 255 end
-  local img = TF.resize(chw, { new_h, new_w }):clamp(0, 1):permute(1, 2, 0) -- antialiased bilinear
+  local img = TF.resize(chw, { new_h, new_w }, { antialias = true }):clamp(0, 1):permute(1, 2, 0)
 
   -- x is the column (w), y the row (h)
   landmarks = landmarks * torch.tensor({ new_w / w, new_h / h }, { dtype = torch.float64 })
