@@ -66,6 +66,13 @@ local dataset = dset.ImageFolder({ root = dataroot,
 local dataloader = torch.utils.data.DataLoader(dataset, { batch_size = batch_size,
   shuffle = true, num_workers = workers })
 
+-- list(range(n)): the GPU ids 0 .. n-1
+local function range(n)
+  local ids = {}
+  for k = 0, n - 1 do ids[#ids + 1] = k end
+  return ids
+end
+
 -- the device to run on
 local device = torch.device((torch.cuda.is_available() and ngpu > 0) and "cuda:0" or "cpu")
 
@@ -79,9 +86,7 @@ local netG = Generator(ngpu, nz, ngf, nc):to(device)
 
 -- several GPUs
 if device.type == "cuda" and ngpu > 1 then
-  local ids = {}
-  for k = 0, ngpu - 1 do ids[#ids + 1] = k end
-  netG = nn.DataParallel(netG, ids)
+  netG = nn.DataParallel(netG, range(ngpu))
 end
 
 -- weights from N(0, 0.02) (BatchNorm's weight from N(1, 0.02))
@@ -93,9 +98,7 @@ print(netG)
 local netD = Discriminator(ngpu, ndf, nc):to(device)
 
 if device.type == "cuda" and ngpu > 1 then
-  local ids = {}
-  for k = 0, ngpu - 1 do ids[#ids + 1] = k end
-  netD = nn.DataParallel(netD, ids)
+  netD = nn.DataParallel(netD, range(ngpu))
 end
 
 netD:apply(weights_init)
