@@ -243,6 +243,15 @@ local function check_interp(fn, interpolation)
 end
 
 function F.resize(img, size, interpolation, max_size, antialias)
+  if is_opts(interpolation) then -- F.resize(img, size, {interpolation =, max_size =, antialias =})
+    local o = interpolation
+    for k in pairs(o) do
+      if k ~= "interpolation" and k ~= "max_size" and k ~= "antialias" then
+        error(string.format("resize: unknown keyword '%s'", tostring(k)), 2)
+      end
+    end
+    interpolation, max_size, antialias = o.interpolation, o.max_size, o.antialias
+  end
   check_image("resize", img)
   local interp = check_interp("resize", interpolation)
   local h, w = hw(img)
