@@ -50,11 +50,15 @@ local function channel_mask(t, dim, keep, default)
   return keep:to(default.dtype):view(shape):expand(t.shape) * default
 end
 
-local function check_structured(t)
+-- a structured method's dim, its channel count n and the number k of channels to prune
+local function structured_counts(self, t)
   if t:dim() <= 1 then
     U.errorf("Structured pruning can only be applied to multidimensional tensors. Found tensor of shape %s with %d dims",
       tostring(t.shape), t:dim())
   end
+  local dim = wrap_dim(t, self.dim)
+  local n = t:size(dim)
+  return dim, n, count_of(self.amount, n)
 end
 
 -- ---- BasePruningMethod ----
@@ -284,10 +288,7 @@ end
 
 local RandomStructured = builtin("RandomStructured", "structured", amount_init("RandomStructured", { { "dim", -1 } }))
 function RandomStructured:compute_mask(t, default_mask)
-  check_structured(t)
-  local dim = wrap_dim(t, self.dim)
-  local n = t:size(dim)
-  local k = count_of(self.amount, n)
+  local dim, n, k = structured_counts(self, t)
   if k == 0 then return default_mask end
   -- the k channels with the lowest random numbers go
   local prob = torch.rand(n)
@@ -298,10 +299,7 @@ end
 local LnStructured = builtin("LnStructured", "structured",
   amount_init("LnStructured", { { "n", U.REQUIRED }, { "dim", -1 } }))
 function LnStructured:compute_mask(t, default_mask)
-  check_structured(t)
-  local dim = wrap_dim(t, self.dim)
-  local n = t:size(dim)
-  local k = count_of(self.amount, n)
+  local dim, n, k = structured_counts(self, t)
   if k == 0 then return default_mask end
   local ord = self.n == "fro" and 2 or self.n
   local norms = torch.linalg.vector_norm(t, ord, other_dims(t, dim))

@@ -77,18 +77,17 @@ local function run(device)
     prune.global_unstructured({ { a, "weight" }, { b, "weight" } }, { pruning_method = prune.L1Unstructured, amount = 0.5 })
     T.eq(a.weight_mask:tolist(), { { 0.0, 1.0 } }, "1 goes from a") -- the 3 smallest of |1,6,3,.5,2,5|: .5, 1, 2
     T.eq(b.weight_mask:tolist(), { { 1.0, 0.0 }, { 0.0, 1.0 } }, "0.5 and -2 from b")
-    local Bad = prune.BasePruningMethod:extend("Bad")
-    Bad.PRUNING_TYPE = "sideways"
-    function Bad.compute_mask(_, _, d) return d end
-    local m = lin({ { 1, 2 } }, { 0 })
-    prune.identity(m, "weight")
-    T.raises(function() Bad.apply(m, "weight") end, "Unrecognized PRUNING_TYPE sideways")
-    local NoDim = prune.BasePruningMethod:extend("NoDim")
-    NoDim.PRUNING_TYPE = "structured"
-    function NoDim.compute_mask(_, _, d) return d end
-    local n = lin({ { 1, 2 } }, { 0 })
-    prune.identity(n, "weight")
-    T.raises(function() NoDim.apply(n, "weight") end, "~need to have the attribute `dim` defined")
+    -- a method of PRUNING_TYPE kind (without dim), applied to an already pruned weight
+    local function apply_kind(kind)
+      local Cls = prune.BasePruningMethod:extend("Cls")
+      Cls.PRUNING_TYPE = kind
+      function Cls.compute_mask(_, _, d) return d end
+      local m = lin({ { 1, 2 } }, { 0 })
+      prune.identity(m, "weight")
+      return function() Cls.apply(m, "weight") end
+    end
+    T.raises(apply_kind("sideways"), "Unrecognized PRUNING_TYPE sideways")
+    T.raises(apply_kind("structured"), "~need to have the attribute `dim` defined")
     T.raises(function() prune.L1Unstructured(-1) end, "~amount=-1 should either be a float in the range [0, 1]")
     T.raises(function() prune.global_unstructured({ { a, "weight" } }, { amount = 1 }) end,
       "~missing required argument: 'pruning_method'")
