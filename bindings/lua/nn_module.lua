@@ -838,15 +838,26 @@ end
 
 -- ---- hooks ----
 
-local hook_id = 0
+-- a module's hook list {{id = , fn = }, ...} also answers as PyTorch's OrderedDict id -> hook
+local HookDict = { __index = {} }
+function HookDict.__index:keys() local r = {}; for i, h in ipairs(self) do r[i] = h.id end; return r end
+function HookDict.__index:values() local r = {}; for i, h in ipairs(self) do r[i] = h.fn end; return r end
+function HookDict.__index:items() local r = {}; for i, h in ipairs(self) do r[i] = { h.id, h.fn } end; return r end
+function HookDict.__tostring(self)
+  local parts = {}
+  for i, h in ipairs(self) do parts[i] = h.id .. ": " .. tostring(h.fn) end
+  return "OrderedDict({" .. table.concat(parts, ", ") .. "})"
+end
+
+local hook_id = 0 -- as PyTorch's RemovableHandle ids: 0, 1, ... in the order handed out
 local function add_hook(self, field, fn)
   local list = rawget(self, field)
   if not list then
-    list = {}
+    list = setmetatable({}, HookDict)
     rawset(self, field, list)
   end
-  hook_id = hook_id + 1
   local id = hook_id
+  hook_id = hook_id + 1
   list[#list + 1] = { id = id, fn = fn }
   return {
     id = id,

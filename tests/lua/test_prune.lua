@@ -81,8 +81,9 @@ T.test("ln_structured and random methods", function()
   local r = nn.Linear(6, 5)
   prune.random_unstructured(r, "weight", 0.5) -- round(15.0)
   T.eq(r.weight_mask:eq(0):sum():item(), 15, "random_unstructured count")
-  prune.random_structured(r, "bias", 2, 0)
-  T.eq(r.bias_mask:eq(0):sum():item(), 2, "random_structured on a vector")
+  T.raises(function() prune.random_structured(r, "bias", 2, 0) end,
+    "Structured pruning can only be applied to multidimensional tensors. Found tensor of shape torch.Size([5]) with 1 dims")
+  T.check(r.bias_orig == nil and r.bias_mask == nil, "a failed pruning leaves the parameter as it was")
   local c = nn.Linear(6, 5)
   prune.random_structured(c, "weight", 0.5, -1) -- columns: round(3.0)
   local dead = c.weight_mask:sum(0):eq(0):sum():item()
@@ -123,6 +124,6 @@ T.test("global_unstructured, custom_from_mask, remove", function()
   T.raises(function() prune.l1_unstructured(m, "weight", 5) end,
     "amount=5 should be smaller than the number of parameters to prune=4")
   T.raises(function() prune.l1_unstructured(m, "nothing", 1) end, "~has to be a parameter to be pruned")
-  T.raises(function() prune.global_unstructured({ { m, "bias" } }, prune.ln_structured, { amount = 1 }) end,
+  T.raises(function() prune.global_unstructured({ { m, "bias" } }, { pruning_method = prune.RandomStructured, amount = 1 }) end,
     "~Only \"unstructured\" PRUNING_TYPE supported")
 end)
