@@ -728,6 +728,12 @@ static nn_pg *pg_create(const char *fn, const char *backend, nn_store *store, in
         size_t n;
         st = store->ops->get(store, key, left > 0 ? left : 0, &v, &n);
         if (!st) { free(v); continue; }
+        if (nn_net_now() < deadline - 0.5) { /* not a timeout: the store failed (its host closed it, say) */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", nn_last_error());
+            st = nn_error(st, "the store at %s failed while the ranks were joining: %s", store->desc, why);
+            break;
+        }
         char missing[512] = "";
         size_t len = 0;
         int nmissing = 0;

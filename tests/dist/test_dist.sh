@@ -180,6 +180,21 @@ rc=$?
 if [ $rc -ne 0 ] && [ $((SECONDS - start)) -le 15 ] && grep -q "init_process_group: store tcp://127.0.0.1:$port: cannot connect to 127.0.0.1:$port (Connection refused) after 1 s \[rank 1 of 2\]" "$tmp/out"; then pass
 else fail "no rank 0 to meet (exit $rc)"; fi
 
+# The store's host dies while the others wait to join: the store's error at once, not a timeout
+port=$(free_port)
+"$nnrepl" -e "torch.distributed.init_process_group('gloo', {init_method='tcp://127.0.0.1:$port', rank=0, world_size=3, timeout=30})" >/dev/null 2>&1 &
+host=$! # nnrepl itself, not a timeout wrapper: the kill must reach the store's host
+sleep 1
+timeout 60 "$nnrepl" -e "torch.distributed.init_process_group('gloo', {init_method='tcp://127.0.0.1:$port', rank=1, world_size=3, timeout=30})" >"$tmp/out" 2>&1 &
+joiner=$!
+sleep 1
+start=$SECONDS
+kill -9 $host
+wait $joiner 2>/dev/null
+rc=$?
+if [ $rc -ne 0 ] && [ $((SECONDS - start)) -le 15 ] && grep -q "init_process_group: the store at tcp://127.0.0.1:$port failed while the ranks were joining: " "$tmp/out" && ! grep -q "timed out" "$tmp/out"; then pass
+else fail "the store's host dies while ranks join (exit $rc): $(cat "$tmp/out")"; fi
+
 # Argument errors
 check_error() { # name pattern lua
   timeout 60 env -u MASTER_ADDR -u MASTER_PORT -u RANK -u WORLD_SIZE "$nnrepl" -e "$3" >"$tmp/out" 2>&1
