@@ -25,7 +25,7 @@ n_categories, n_letters, K, MAXLEN = 18, 59, 16, 12
 learning_rate = 0.0005
 
 
-class RNN(nn.Module):  # the tutorial's
+class RNN(nn.Module):  # the tutorial's, with initHidden on a given device
     def __init__(self, input_size, hidden_size, output_size):
         super(RNN, self).__init__()
         self.hidden_size = hidden_size
