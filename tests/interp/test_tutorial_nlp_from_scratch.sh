@@ -126,4 +126,24 @@ check "seq2seq: normalized input" has "$out" "input = je suis desole si c est un
 check "seq2seq: no data, non-zero exit" [ $? -ne 0 ]
 check "seq2seq: no data, message" grep -qF "cannot open data/eng-fra.txt" "$tmp/err"
 
+# on a GPU machine the ports run on the accelerator: the same lines
+if [ "$("$bin" -e 'print(torch.cuda.is_available())' 2>/dev/null)" = true ]; then
+  out=$(run "$tmp/d" char_rnn_classification N_EPOCH=5)
+  rc=$?
+  check "cuda classification: exit 0" [ "$rc" -eq 0 ]
+  [ "$rc" -eq 0 ] || cat "$tmp/err"
+  check "cuda classification: device" matches "$out" "^Using device = cuda"
+  check "cuda classification: report line" matches "$out" $'^5 \\(100%\\): \t average batch loss = [0-9.]+$'
+  check "cuda classification: 12 diagonal lines" [ "$(count "$out" '^[A-Z][a-z]+: (0\.[0-9]{2}|1\.00)$')" -eq 12 ]
+  out=$(run "$tmp/d" seq2seq_translation N_EPOCHS=20 PRINT_EVERY=10)
+  rc=$?
+  check "cuda seq2seq: exit 0" [ "$rc" -eq 0 ]
+  [ "$rc" -eq 0 ] || cat "$tmp/err"
+  sl=$(num "$out" 's/^[0-9]+m [0-9]+s \(- [0-9]+m [0-9]+s\) \([0-9]+ [0-9]+%\) ([0-9.]+)$/\1/p')
+  check "cuda seq2seq: loss falls ($sl)" less "$(cut -d' ' -f2 <<<"$sl")" "$(cut -d' ' -f1 <<<"$sl")"
+  check "cuda seq2seq: translations" [ "$(count "$out" '^< ')" -eq 10 -a "$(count "$out" '^output = ')" -eq 4 ]
+else
+  echo "skipped: the CUDA runs (no GPU)"
+fi
+
 finish
