@@ -189,6 +189,12 @@ local function tensorFromSentence(lang, sentence)
   return torch.tensor(indexes, { dtype = torch.long, device = device }):view(1, -1)
 end
 
+local function tensorsFromPair(pair)
+  local input_tensor = tensorFromSentence(input_lang, pair[1])
+  local target_tensor = tensorFromSentence(output_lang, pair[2])
+  return input_tensor, target_tensor
+end
+
 local function get_dataloader(batch_size)
   local input_lang, output_lang, pairs = prepareData("eng", "fra", true)
 
