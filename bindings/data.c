@@ -81,6 +81,16 @@ static uint64_t draw64(uint64_t seed, uint64_t counter)
 
 static int gen_new(lua_State *L)
 {
+    if (lua_type(L, 1) == LUA_TTABLE) { /* torch.Generator({device = d}): the keyword form */
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            lua_pop(L, 1);
+            if (lua_type(L, -1) != LUA_TSTRING || strcmp(lua_tostring(L, -1), "device") != 0)
+                return luaL_error(L, "Generator() got an unexpected keyword argument '%s'", luaL_tolstring(L, -1, NULL));
+        }
+        lua_getfield(L, 1, "device");
+        lua_replace(L, 1);
+    }
     nn_device d = lua_isnoneornil(L, 1) ? NN_DEVICE_CPU : lt_check_device(L, 1);
     generator *g = lua_newuserdatauv(L, sizeof *g, 1);
     *g = (generator){DEFAULT_SEED, 0};
