@@ -70,6 +70,7 @@ static nn_status fn_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor *
     }
     int got = lua_gettop(L) - top;
     nn_status st = NN_OK;
+    while (got > n->nin && lua_isnil(L, top + got)) got--; /* trailing nils past the arguments are dropped, as PyTorch does */
     if (got != n->nin)
         st = nn_error(NN_ERR_RUNTIME, "function %s returned an incorrect number of gradients (expected %d, got %d)", c->name, n->nin, got);
     for (int i = 0; i < n->nin && !st; i++) {
