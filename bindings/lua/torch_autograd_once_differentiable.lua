@@ -32,7 +32,7 @@ local function once_differentiable(fn)
     if #needs == 0 then return table.unpack(outs, 1, outs.n) end
     local all = { outs.n }
     for i = 1, outs.n do all[i + 1] = outs[i] end
-    for _, t in ipairs(needs) do all[#all + 1] = t end
+    for i, t in ipairs(needs) do all[outs.n + 1 + i] = t end
     return DelayedError.apply(table.unpack(all, 1, outs.n + 1 + #needs))
   end
 end
