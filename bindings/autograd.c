@@ -512,6 +512,16 @@ static int node_index(lua_State *L)
         return 1;
     }
     if (k && !strcmp(k, "metadata")) return push_node_metadata(L, n);
+    if (k && !strncmp(k, "_saved_", 7)) { /* node._saved_self & co: the Lua function torch._set_node_saved_attr gave */
+        lua_getfield(L, LUA_REGISTRYINDEX, "nnrepl.node_saved_attr");
+        if (lua_isfunction(L, -1)) {
+            lua_pushvalue(L, 1);
+            lua_pushvalue(L, 2);
+            lua_call(L, 2, 1);
+            return 1;
+        }
+        lua_pop(L, 1);
+    }
     if (k && !strcmp(k, "variable") && n->leaf) {
         lt_push(L, nn_retain(n->leaf));
         return 1;
@@ -519,6 +529,40 @@ static int node_index(lua_State *L)
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));
     return 1;
+}
+
+/* torch._node_saved(node, slot): the value the node saved in slot (0-based), nil where none:
+ * through the unpack hook it was packed with, an output of the node with the node as grad_fn;
+ * errors once backward freed it or when it was changed in place since */
+static int node_saved(lua_State *L)
+{
+    nn_node *n = *(nn_node **)luaL_checkudata(L, 1, NODE_MT);
+    int slot = (int)luaL_checkinteger(L, 2);
+    luaL_argcheck(L, slot >= 0 && slot < NN_NODE_MAX_SAVED, 2, "no such slot");
+    if (!n->released && !nn_node_has_saved(n, slot)) {
+        lua_pushnil(L);
+        return 1;
+    }
+    nn_tensor *t;
+    if (!n->released && n->packed[slot]) {
+        t = n->packed[slot]->unpack(n->packed[slot]);
+    } else {
+        nn_tensor *s = nn_node_saved(n, slot);
+        t = s && (n->saved_output >> slot & 1) ? nn_detach(s) : s ? nn_retain(s) : NULL;
+        if (t && (n->saved_output >> slot & 1)) nn_node_set_output(n, t, n->saved_nr[slot]);
+    }
+    if (!t) return lt_fail(L, 0);
+    lt_push(L, t);
+    return 1;
+}
+
+/* torch._set_node_saved_attr(fn): fn(node, "_saved_<name>") answers node._saved_<name> */
+static int set_node_saved_attr(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "nnrepl.node_saved_attr");
+    return 0;
 }
 
 int lt_field_grad_fn(lua_State *L)
@@ -697,6 +741,7 @@ void lt_open_autograd(lua_State *L)
         {"is_inference_mode_enabled", is_inference_mode_enabled}, {"is_inference", is_inference},
         {"_set_anomaly", set_anomaly}, {"is_anomaly_enabled", is_anomaly_enabled},
         {"_at_backward_end", at_backward_end}, {"_accumulate_grad", accumulate_grad}, {"_gradient_edge", gradient_edge},
+        {"_node_saved", node_saved}, {"_set_node_saved_attr", set_node_saved_attr},
         {"_backward_pass_id", backward_pass_id}, {"_backward_computes", backward_computes},
         {"_increment_version", increment_version}, {NULL, NULL},
     };

@@ -17,6 +17,9 @@ typedef struct {
     struct { int ndim; int64_t shape[NN_MAX_DIMS]; nn_dtype dtype; nn_device device; } meta[NN_NODE_MAX_OUT];
 } fn_ctx;
 
+/* the custom Function node whose Lua backward runs now (for its saved outputs) */
+static _Thread_local nn_node *running;
+
 static void fn_ctx_free(void *p)
 {
     fn_ctx *c = p;
@@ -56,13 +59,18 @@ static nn_status fn_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor *
             lt_push(L, z);
         }
     }
-    if (lua_pcall(L, c->nouts, LUA_MULTRET, 0) != LUA_OK) {
+    nn_node *outer = running;
+    running = n;
+    int rc = lua_pcall(L, c->nouts, LUA_MULTRET, 0);
+    running = outer;
+    if (rc != LUA_OK) {
         nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a custom Function's backward");
         lua_settop(L, top);
         return st;
     }
     int got = lua_gettop(L) - top;
     nn_status st = NN_OK;
+    while (got > n->nin && lua_isnil(L, top + got)) got--; /* trailing nils past the arguments are dropped, as PyTorch does */
     if (got != n->nin)
         st = nn_error(NN_ERR_RUNTIME, "function %s returned an incorrect number of gradients (expected %d, got %d)", c->name, n->nin, got);
     for (int i = 0; i < n->nin && !st; i++) {
@@ -175,8 +183,29 @@ static int function_node(lua_State *L)
     return 1;
 }
 
+/* torch._function_saved_output(t, j): t, a detached alias of the running Function's j-th
+ * result (1-based) that ctx saved, given back with that node as grad_fn while backward
+ * records a graph (create_graph), so double backward reaches through it; else t itself. */
+static int function_saved_output(lua_State *L)
+{
+    nn_tensor *t = lt_check(L, 1);
+    int j = (int)luaL_checkinteger(L, 2);
+    fn_ctx *c = running ? running->ctx : NULL;
+    if (!c || !nn_backward_creates_graph() || j < 1 || j > c->nouts || c->output_nr[j - 1] < 0) {
+        lua_settop(L, 1);
+        return 1;
+    }
+    nn_tensor *a = nn_detach(t);
+    if (!a) return lt_fail(L, 0);
+    nn_node_set_output(running, a, c->output_nr[j - 1]);
+    lt_push(L, a);
+    return 1;
+}
+
 void lt_open_autograd_function(lua_State *L)
 {
+    lua_pushcfunction(L, function_saved_output);
+    lua_setfield(L, -2, "_function_saved_output");
     lua_pushcfunction(L, function_node);
     lua_setfield(L, -2, "_function_node");
 }

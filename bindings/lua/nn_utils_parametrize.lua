@@ -2,20 +2,12 @@
 -- with PyTorch 2.x's names, state_dict keys ("parametrizations.weight.original",
 -- "...original0"/"original1" for weight_norm) and error messages.
 --
--- Difference from PyTorch: module attribute reads are plain table lookups here, so
--- module.weight is not a property recomputed on every access. It is a plain attribute that
--- is recomputed (forward of the ParametrizationList) and stored:
---   * at registration, and when a parametrization is appended;
---   * before every call of the module (a forward pre-hook, added at the first registration;
---     hooks registered earlier see the previous value; module:forward(x) called directly
---     does not refresh);
---   * on assignment `module.weight = X` (the instance's __newindex is wrapped to call
---     module.parametrizations.weight:right_inverse(X), as PyTorch's property setter does),
---     and on module.parametrizations.weight:right_inverse(X);
---   * after load_state_dict (side-effect free: the spectral norm's power iteration does
---     not run then).
--- After optimizer.step() module.weight is stale until the next call of the module (or
--- parametrize.refresh(module[, name]), a Lua-only helper). The module's class is unchanged
+-- module.weight is a property, as in PyTorch: every read computes the ParametrizationList's
+-- forward (once per name and module inside parametrize.cached()). The instance's values table
+-- gets an __index function for the parametrized names, and its __newindex is wrapped so that
+-- `module.weight = X` calls module.parametrizations.weight:right_inverse(X), as PyTorch's
+-- property setter does. parametrize.refresh(module[, name]) (a Lua-only helper, kept for
+-- older scripts) computes the value and returns it. The module's class is unchanged
 -- (type_before_parametrizations returns it); only its printed name becomes
 -- "Parametrized<Name>". A right_inverse that is not implemented raises an error whose
 -- message contains "NotImplementedError" (treated as identity at registration).
@@ -48,20 +40,14 @@ end
 local cache_depth = 0
 local cache = setmetatable({}, { __mode = "k" })
 
--- plist -> { module, name }; ephemeron table, so it does not keep modules alive
-local owners = setmetatable({}, { __mode = "k" })
--- parametrization module -> the ParametrizationList holding it
-local holder = setmetatable({}, { __mode = "k" })
-
 local function plist_of(module, name)
   local pd = values_of(module).parametrizations
   return pd and Module.is_module(pd) and pd._modules[name] or nil
 end
 
--- recompute module[name] and store it as a plain attribute
+-- compute module[name] (the property's getter)
 local function refresh(module, name, use_cache)
   local plist = plist_of(module, name)
-  owners[plist] = { module, name }
   local value
   if use_cache and cache_depth > 0 then
     local c = cache[module] or {}
@@ -72,24 +58,12 @@ local function refresh(module, name, use_cache)
     value = plist()
     if cache_depth > 0 and cache[module] then cache[module][name] = value end
   end
-  values_of(module)[name] = value
   return value
 end
 
 function P.refresh(module, name)
   if name ~= nil then return refresh(module, name, false) end
   for n in pairs(values_of(module).parametrizations._modules) do refresh(module, n, false) end
-end
-
--- after loading: recompute with every module of the list in eval mode (no power iteration)
-local function refresh_quietly(plist)
-  local o = owners[plist]
-  if not o then return end
-  local mods, modes = plist:modules(), {}
-  for i, m in ipairs(mods) do modes[i] = m.training; m.training = false end
-  local ok, err = pcall(refresh, o[1], o[2], false)
-  for i, m in ipairs(mods) do m.training = modes[i] end
-  if not ok then error(err, 0) end
 end
 
 local base_setattr
@@ -104,46 +78,56 @@ local function parametrized_setattr(self, k, v)
   return base_setattr(self, k, v)
 end
 
-local function pre_hook(m)
+-- the values table's metatable that makes the parametrized names properties of module
+local property_of = setmetatable({}, { __mode = "k" }) -- values table -> its metatable before
+local function install_property(module)
+  local values = values_of(module)
+  if property_of[values] then return end
+  local base = getmetatable(values)
+  property_of[values] = base
+  local fallback = base.__index
+  setmetatable(values, { __index = function(t, k)
+    local pd = rawget(t, "parametrizations")
+    if type(k) == "string" and pd and pd._modules[k] then return refresh(module, k, true) end
+    if type(fallback) == "function" then return fallback(t, k) end
+    return fallback[k]
+  end })
+end
+
+local function pre_hook(m) -- a deepcopy gets a fresh metatable and values table
   local mt = getmetatable(m)
-  if mt.__newindex ~= parametrized_setattr then -- a deepcopy gets a fresh metatable
+  if mt.__newindex ~= parametrized_setattr then
     base_setattr = base_setattr or mt.__newindex
     mt.__newindex = parametrized_setattr
   end
-  for name in pairs(values_of(m).parametrizations._modules) do refresh(m, name, true) end
+  install_property(m)
 end
 
--- enter: module prefix, wrapped __newindex, forward pre-hook; leave: undo them
+-- enter: module prefix, wrapped __newindex, property reads, forward pre-hook; leave: undo them
 local function inject(module)
   local mt = getmetatable(module)
   base_setattr = base_setattr or mt.__newindex
   mt.__newindex = parametrized_setattr
   values_of(module).__name = "Parametrized" .. module.__class.__name
+  install_property(module)
   module:register_forward_pre_hook(pre_hook)
 end
 
 local function uninject(module)
   local mt = getmetatable(module)
   if mt.__newindex == parametrized_setattr then mt.__newindex = base_setattr end
-  values_of(module).__name = nil
+  local values = values_of(module)
+  if property_of[values] then
+    setmetatable(values, property_of[values])
+    property_of[values] = nil
+  end
+  values.__name = nil
   local hooks = rawget(module, "_forward_pre_hooks")
   if hooks then
     for i, h in ipairs(hooks) do
       if h.fn == pre_hook then table.remove(hooks, i); break end
     end
     if #hooks == 0 then rawset(module, "_forward_pre_hooks", nil) end
-  end
-end
-
--- a parametrization module's own state loaded: the value may change (spectral _u/_v, base)
-local function watch(param_module)
-  local values = values_of(param_module)
-  if rawget(values, "_load_from_state_dict") then return end
-  local base = param_module._load_from_state_dict
-  values._load_from_state_dict = function(self, ...)
-    base(self, ...)
-    local plist = holder[self]
-    if plist then refresh_quietly(plist) end
   end
 end
 
@@ -194,7 +178,6 @@ function ParametrizationList:__init(modules, original, unsafe)
       register_pb(self, "original" .. (i - 1), t)
     end
   end
-  for i = 0, #self - 1 do holder[self[i]] = self; watch(self[i]) end
   if not self.unsafe then
     local Z = self()
     if not torch.is_tensor(Z) then U.errorf("A parametrization must return a tensor. Got %s.", U.typename(Z)) end
@@ -244,8 +227,6 @@ function ParametrizationList:right_inverse(value)
       end
     end
   end
-  local o = owners[self]
-  if o then refresh(o[1], o[2], false) end
 end
 
 function ParametrizationList:forward()
@@ -263,7 +244,6 @@ end
 
 function ParametrizationList:_load_from_state_dict(...)
   Module._load_from_state_dict(self, ...)
-  refresh_quietly(self)
 end
 
 -- ---- parametrize ----
@@ -313,8 +293,6 @@ function P.register_parametrization(module, tensor_name, parametrization, ...)
       end
     end
     plist:append(parametrization)
-    holder[parametrization] = plist
-    watch(parametrization)
     plist.unsafe = plist.unsafe or unsafe
   elseif type(tensor_name) == "string" and (module._buffers:has(tensor_name) or module._parameters:has(tensor_name)) then
     local original = module[tensor_name]
@@ -333,7 +311,6 @@ function P.register_parametrization(module, tensor_name, parametrization, ...)
     U.errorf("Module '%s' does not have a parameter, a buffer, or a parametrized element with name '%s'",
       tostring(module), tostring(tensor_name))
   end
-  refresh(module, tensor_name, false)
   return module
 end
 

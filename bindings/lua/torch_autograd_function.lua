@@ -55,6 +55,8 @@ local function saved_tensors(ctx)
         "operation: saved tensor %d of %s is at version %d; expected version %d instead.", i - 1, ctx._name, t._version,
         ctx._versions[i]), 0)
     end
+    local j = ctx._saved_result and ctx._saved_result[i]
+    if j and t ~= nil then t = C._function_saved_output(t, j) end -- its history back, for double backward
     out[i] = t
   end
   return out
@@ -88,20 +90,21 @@ local function apply(cls, ...)
   -- would hold itself through the registry, where the collector cannot see the cycle
   local function unhooked(v)
     for j = 1, outs.n do
-      if rawequal(v, given[j]) and torch.is_tensor(outs[j]) then return outs[j]:detach() end
+      if rawequal(v, given[j]) and torch.is_tensor(outs[j]) then return outs[j]:detach(), j end
     end
     return v
   end
   for k, v in pairs(ctx) do
-    if torch.is_tensor(v) then rawset(ctx, k, unhooked(v)) end
+    if torch.is_tensor(v) then rawset(ctx, k, (unhooked(v))) end
   end
   local saved = rawget(ctx, "_saved")
   local hooks = graph._current_hooks()
   ctx._versions = {}
+  ctx._saved_result = {} -- saved index -> which result it is
   if hooks and saved then ctx._packed = {} end
   for i = 1, saved and saved.n or 0 do
     if saved[i] ~= nil then
-      saved[i] = unhooked(saved[i])
+      saved[i], ctx._saved_result[i] = unhooked(saved[i])
       ctx._versions[i] = saved[i]._version
       if hooks then -- pack keeps what it returns instead of the tensor
         local t = saved[i]
