@@ -9,12 +9,13 @@ local F = torch.nn.functional
 local M = {}
 
 -- the coordinates of n pixels in [-1, 1]: corner pixels' centres at +-1 with align_corners,
--- else the pixel edges
+-- else the pixel edges. Computed in PyTorch's order of operations: at the identity transform the
+-- samples land on pixel centres, where bilinear sampling's gradient jumps, so the last bit counts.
 local function base_coords(n, align, opts)
   if n == 1 then return torch.zeros(1, opts) end
-  local t = torch.arange(n, opts)
-  if align then return t * (2 / (n - 1)) - 1 end
-  return (t * 2 + 1) / n - 1
+  local t = torch.linspace(-1, 1, n, opts)
+  if align then return t end
+  return t * (n - 1) / n
 end
 
 -- F.affine_grid(theta [N, 2, 3], size {N, C, H, W}, align_corners=false) -> grid [N, H, W, 2]
@@ -42,7 +43,7 @@ end
 
 -- source pixel coordinate from a grid coordinate in [-1, 1]
 local function unnormalize(v, n, align)
-  if align then return (v + 1) * ((n - 1) / 2) end
+  if align then return (v + 1) / 2 * (n - 1) end
   return ((v + 1) * n - 1) / 2
 end
 
