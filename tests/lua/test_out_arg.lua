@@ -4,18 +4,7 @@
 -- unknown keywords that matmul used to ignore silently); CPU and CUDA.
 local T = ...
 
-local function lua_matmul(a, b)
-  local c = {}
-  for i = 1, #a do
-    c[i] = {}
-    for j = 1, #b[1] do
-      local s = 0
-      for k = 1, #b do s = s + a[i][k] * b[k][j] end
-      c[i][j] = s
-    end
-  end
-  return c
-end
+local lua_matmul = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "matmul_ref.lua")
 
 local A = { { 1, 2, 0 }, { -1, 3, 2 } }
 local B = { { 2, 1 }, { 0, -2 }, { 4, 5 } }

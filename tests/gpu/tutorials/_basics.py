@@ -1,5 +1,5 @@
 # The parity steps the two "Learn the Basics" tutorials that train share (quickstart.py and
-# optimization.py): their NeuralNetwork (seed 0) to DIR/<name>_init.safetensors; 15 batches of 64
+# optimization.py): their NeuralNetwork (below) (seed 0) to DIR/<name>_init.safetensors; 15 batches of 64
 # images (uniform in [0, 1] as ToTensor gives, labels from a fixed random linear teacher) to
 # DIR/<name>_data.safetensors; then the tutorials' training step for those batches (model.train(),
 # CrossEntropyLoss, SGD lr 1e-3: pred, loss, backward, step, zero_grad). The model has no dropout:
@@ -16,7 +16,25 @@ from example_parity import main, save_st, load_st  # noqa: E402
 STEPS, BATCH = 15, 64
 
 
-def run(NAME, NeuralNetwork):
+class NeuralNetwork(nn.Module):  # the tutorials', unchanged (quickstart and optimization define the same)
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.linear_relu_stack = nn.Sequential(
+            nn.Linear(28*28, 512),
+            nn.ReLU(),
+            nn.Linear(512, 512),
+            nn.ReLU(),
+            nn.Linear(512, 10),
+        )
+
+    def forward(self, x):
+        x = self.flatten(x)
+        logits = self.linear_relu_stack(x)
+        return logits
+
+
+def run(NAME):
     def path(d, what):
         return os.path.join(d, f"{NAME}_{what}")
 
