@@ -49,8 +49,17 @@ local function write_out(name, result, out)
   return out
 end
 
-for _, name in ipairs({ "add", "sub", "mul", "matmul", "mm" }) do
-  local f = torch[name]
+local orig = { add = torch.add, sub = torch.sub, mul = torch.mul, matmul = torch.matmul, mm = torch.mm }
+-- each called through a constant field, so that an argument error names the function ('add')
+local plain = {
+  add = function(...) return orig.add(...) end,
+  sub = function(...) return orig.sub(...) end,
+  mul = function(...) return orig.mul(...) end,
+  matmul = function(...) return orig.matmul(...) end,
+  mm = function(...) return orig.mm(...) end,
+}
+
+for name, f in pairs(plain) do
   -- matmul and mm take no keywords but out: an unknown key is an error rather than ignored
   local no_keys = name == "matmul" or name == "mm"
   torch[name] = function(...)
@@ -61,7 +70,7 @@ for _, name in ipairs({ "add", "sub", "mul", "matmul", "mm" }) do
         local key = next((select(n, ...)))
         if key ~= nil then U.errorf("torch.%s(): unknown keyword '%s'", name, tostring(key)) end
       end
-      return f(...)
+      return U.call(f, ...)
     end
     if no_keys and args.n > 2 then
       U.errorf("torch.%s(): unknown keyword '%s'", name, tostring(next(args[args.n])))
