@@ -56,7 +56,7 @@ print(t1)
 local y1 = tensor:matmul(tensor.T) -- Python's tensor @ tensor.T
 local y2 = tensor:matmul(tensor.T)
 
-local y3 = torch.rand_like(y1)
+local y3 = torch.rand_like(tensor)
 torch.matmul(tensor, tensor.T, { out = y3 })
 
 local z1 = tensor * tensor
