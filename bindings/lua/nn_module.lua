@@ -235,10 +235,18 @@ end
 
 -- every class made by extend, by name (a list: names repeat), for loading saved modules
 local classes_by_name = {}
+-- where each class was defined ("source:line"), to tell apart classes of one name on load
+local class_sources = setmetatable({}, { __mode = "k" })
 
 local function make_class(name, parent)
   local cls = { __name = name, super = parent }
   cls.__class = cls
+  local here = debug.getinfo(1, "S").source
+  for level = 2, 12 do -- the first Lua caller outside this file: "source:line"
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.what ~= "C" and info.source ~= here then class_sources[cls] = info.source .. ":" .. info.currentline; break end
+  end
   local list = classes_by_name[name]
   if not list then list = setmetatable({}, { __mode = "v" }); classes_by_name[name] = list end
   list[#list + 1] = cls
@@ -258,6 +266,7 @@ end
 
 function Module.is_module(v) return is_module(v) end
 Module._new_instance, Module._classes_by_name = new_instance, classes_by_name
+function Module._class_source(cls) return class_sources[cls] end
 Module._buffer_marks = buffer_marks
 
 -- Python's isinstance for modules and parameters; cls may be a list of classes.

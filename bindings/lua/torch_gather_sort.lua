@@ -171,8 +171,36 @@ local function check_reduce(fname, opts)
   end
 end
 
+-- scatter's (dim, index, src) positionally or by keyword: {dim =, index =, src = | value =}
+-- (PyTorch's value= names a number; reduce= is refused by check_reduce)
+local function scatter_args(fname, dim, index, src, opts)
+  local pos = { dim, index, src }
+  local o
+  for k = 1, 3 do
+    if o == nil and U.is_opts(pos[k]) then o, pos[k] = pos[k], nil end
+  end
+  if o == nil then o = opts elseif opts ~= nil then fail("%s(): unexpected argument %s", fname, U.typename(opts)) end
+  if o == nil then return dim, index, src end
+  if o.src ~= nil and o.value ~= nil then fail("%s(): give src or value, not both", fname) end
+  local rest = {}
+  for k, v in pairs(o) do
+    local slot = ({ dim = 1, index = 2, src = 3, value = 3 })[k]
+    if slot then
+      if pos[slot] ~= nil then fail("%s() got multiple values for argument '%s'", fname, tostring(k)) end
+      if k == "value" and torch.is_tensor(v) then
+        fail("%s(): argument 'value' must be Number, not Tensor", fname)
+      end
+      pos[slot] = v
+    else
+      rest[k] = v
+    end
+  end
+  check_reduce(fname, next(rest) ~= nil and rest or nil)
+  return pos[1], pos[2], pos[3]
+end
+
 function torch.scatter(x, dim, index, src, opts)
-  check_reduce("scatter", opts)
+  dim, index, src = scatter_args("scatter", dim, index, src, opts)
   return scatter_impl("scatter", x, dim, index, src, false)
 end
 function torch.scatter_add(x, dim, index, src)
@@ -180,7 +208,7 @@ function torch.scatter_add(x, dim, index, src)
 end
 Tensor.scatter, Tensor.scatter_add = torch.scatter, torch.scatter_add
 function Tensor:scatter_(dim, index, src, opts)
-  check_reduce("scatter_", opts)
+  dim, index, src = scatter_args("scatter_", dim, index, src, opts)
   return self:copy_(scatter_impl("scatter_", self, dim, index, src, false))
 end
 function Tensor:scatter_add_(dim, index, src)

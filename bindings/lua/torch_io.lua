@@ -242,7 +242,7 @@ local function decode(v, tensors, map, what)
     end
     return t.tensor
   end
-  if v["$module"] ~= nil or v["$function"] ~= nil then
+  if v["$module"] ~= nil or v["$function"] ~= nil or v["$class"] ~= nil then
     return torch._io_codec.decode(v, function(x) return decode(x, tensors, map, what) end, what)
   end
   if v["$float"] ~= nil then

@@ -105,15 +105,32 @@ end
 local codec = {}
 local load_state
 
+-- an nn.Module class itself (an attribute such as resnet's _norm_layer = nn.BatchNorm2d): stored
+-- by name, as pickle stores a class
+local function is_module_class(v)
+  if type(v) ~= "table" or type(rawget(v, "__name")) ~= "string" then return false end
+  for _, c in ipairs(Mod()._classes_by_name[v.__name] or {}) do if c == v then return true end end
+  return false
+end
+
 function codec.claims(v)
-  return type(v) == "function" or Mod().is_module(v)
+  return type(v) == "function" or Mod().is_module(v) or is_module_class(v)
+end
+
+-- ',"src":"<defining chunk>"' when several classes share the class's name (resnet's and the video
+-- models' BasicBlock, ...), so that loading picks the right one; "" otherwise
+local function source_field(cls)
+  local list = Mod()._classes_by_name[cls.__name]
+  if not list or #list < 2 then return "" end
+  local src = Mod()._class_source(cls)
+  return src and ',"src":' .. json.string(src) or ""
 end
 
 local function child(path, k) return (path == "" and "" or path .. ".") .. k end
 
 local function encode_module(m, path, ctx, encode)
   ctx.module_ids = ctx.module_ids or {}
-  local cls = json.string(m.__name)
+  local cls = json.string(m.__name) .. source_field(m.__class)
   if ctx.module_ids[m] then return '{"$module":' .. cls .. ',"ref":' .. ctx.module_ids[m] .. "}" end
   ctx.n_modules = (ctx.n_modules or 0) + 1
   ctx.module_ids[m] = ctx.n_modules
@@ -154,6 +171,7 @@ function codec.encode(v, path, ctx, encode)
     end
     return '{"$function":' .. json.string(name) .. "}"
   end
+  if is_module_class(v) then return '{"$class":' .. json.string(v.__name) .. source_field(v) .. "}" end
   return encode_module(v, path, ctx, encode)
 end
 
@@ -161,12 +179,17 @@ function codec.begin_load(weights_only)
   load_state = { weights_only = weights_only ~= false, memo = {} }
 end
 
-local function find_class(name, what)
+local function find_class(name, what, src)
   local list = Mod()._classes_by_name[name]
   local found
-  for i = #(list or {}), 1, -1 do -- the latest definition first
-    local c = list[i]
-    if c and (not load_state.weights_only or allowed(c)) then found = c; break end
+  for pass = src and 1 or 2, 2 do -- first the classes from the chunk that saved it, if recorded
+    for i = #(list or {}), 1, -1 do -- the latest definition first
+      local c = list[i]
+      if c and (pass == 2 or Mod()._class_source(c) == src) and (not load_state.weights_only or allowed(c)) then
+        found = c; break
+      end
+    end
+    if found then break end
   end
   if found then return found end
   if list and next(list) ~= nil then refuse(what, name) end
@@ -182,11 +205,12 @@ function codec.decode(v, dec, what)
     if st.weights_only and not allowed(f) then refuse(what, v["$function"]) end
     return f
   end
+  if v["$class"] ~= nil then return find_class(v["$class"], what, v.src) end
   if v.ref ~= nil then
     return st.memo[v.ref] or error(string.format("torch.load: %s: bad checkpoint metadata (module %s)", what, v.ref), 0)
   end
   local M = Mod()
-  local m = M._new_instance(find_class(v["$module"], what))
+  local m = M._new_instance(find_class(v["$module"], what, v.src))
   st.memo[v.id] = m
   local values = getmetatable(m).__index
   values.training = v.training
