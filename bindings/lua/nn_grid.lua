@@ -9,8 +9,9 @@ local F = torch.nn.functional
 local M = {}
 
 -- the coordinates of n pixels in [-1, 1]: corner pixels' centres at +-1 with align_corners,
--- else the pixel edges. Computed in PyTorch's order of operations: at the identity transform the
--- samples land on pixel centres, where bilinear sampling's gradient jumps, so the last bit counts.
+-- else the pixel edges. PyTorch's formula (linspace, then scaled), so the coordinates round as
+-- its do up to linspace's last bit: at the identity transform the samples land on pixel centres,
+-- where bilinear sampling's gradient jumps with that bit.
 local function base_coords(n, align, opts)
   if n == 1 then return torch.zeros(1, opts) end
   local t = torch.linspace(-1, 1, n, opts)

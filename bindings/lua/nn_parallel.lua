@@ -60,6 +60,9 @@ local function verify_params(dist, params)
   local n, total = #params, 0
   for _, p in ipairs(params) do total = total + p:numel() end
   local dev = dist._device()
+  if dev ~= "cpu" and params[1] and params[1].device.type == "cuda" then
+    dev = params[1].device -- on the model's GPU, as PyTorch: the tutorials call no set_device
+  end
   local mine = torch.tensor({ n, total }, { dtype = torch.int64 }):to(dev)
   local all = {}
   local world = dist.get_world_size()

@@ -34,6 +34,7 @@ if "$nnrepl" -e 'os.exit(torch.distributed.is_nccl_available() and torch.cuda.is
   ranks_run "SyncBatchNorm (nccl), $ngpu ranks" "$ngpu" "$dir/syncbn.lua" nccl
   ranks_run "DDP communication hooks and futures (nccl), $ngpu ranks" "$ngpu" "$dir/comm_hooks.lua" nccl
   ranks_run "DDP moves inputs to device_ids[0] (nccl), $ngpu ranks" "$ngpu" "$dir/ddp_inputs.lua" nccl
+  ranks_run "DDP on cuda:rank without set_device (nccl), $ngpu ranks" "$ngpu" "$dir/ddp_no_set_device.lua"
   ranks_run "PowerSGD hooks (nccl), $ngpu ranks" "$ngpu" "$dir/powersgd.lua" nccl
   ranks_run "local SGD and model averaging (nccl), $ngpu ranks" "$ngpu" "$dir/local_sgd.lua" nccl
   ranks_run "profiler (nccl), $ngpu ranks" "$ngpu" "$dir/profiler.lua" nccl

@@ -15,6 +15,11 @@ less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; } # a <= b
 awk_true() { awk "BEGIN { exit !($1) }"; }
 
+# "cuda" when the nnrepl at $1 sees a GPU, else "cpu": what a port that picks its device prints
+device_of() { "$1" -e 'io.write(torch.cuda.is_available() and "cuda" or "cpu")'; }
+# the device part a tensor's print gets on that device: "" on the CPU, ", device='cuda:0'" on a GPU
+device_suffix() { [ "$(device_of "$1")" = cuda ] && echo ", device='cuda:0'"; }
+
 finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]

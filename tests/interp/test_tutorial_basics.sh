@@ -23,7 +23,7 @@ out=$(run quickstart.lua --epochs 3 --lr 0.1)
 check "quickstart: exit 0" [ $? -eq 0 ] || cat "$tmp/err"
 check "quickstart: X's shape" has "$out" "Shape of X [N, C, H, W]: torch.Size([64, 1, 28, 28])"
 check "quickstart: y's shape and dtype" has "$out" "Shape of y: torch.Size([64]) torch.int64"
-check "quickstart: device" has "$out" "Using cpu device"
+check "quickstart: device" has "$out" "Using $(device_of "$bin") device"
 check "quickstart: the model" has "$out" "    (4): Linear(in_features=512, out_features=10, bias=True)"
 check "quickstart: 3 epochs" [ "$(count "$out" '^Epoch [123]$')" -eq 3 ]
 check "quickstart: train lines ({:>7f} [{:>5d}/{:>5d}])" [ "$(count "$out" '^loss: [0-9]\.[0-9]{6}  \[   64/  256\]$')" -eq 3 ]
@@ -92,7 +92,7 @@ check "transforms: target_transform(7)" has "$out" "target_transform(7): tensor(
 # ---- buildmodel ----
 out=$(run buildmodel.lua)
 check "buildmodel: exit 0" [ $? -eq 0 ] || cat "$tmp/err"
-check "buildmodel: predicted class" matches "$out" '^Predicted class: tensor\(\[[0-9]\]\)$'
+check "buildmodel: predicted class" matches "$out" "^Predicted class: tensor\\(\\[[0-9]\\]$(device_suffix "$bin")\\)\$"
 check "buildmodel: sizes" has "$out" $'torch.Size([3, 28, 28])\ntorch.Size([3, 784])\ntorch.Size([3, 20])'
 check "buildmodel: no negatives after ReLU" [ "$(sed -n '/^After ReLU/,/^Model structure/p' <<<"$out" | grep -c -- '-0\.')" -eq 0 ]
 check "buildmodel: negatives before ReLU" [ "$(sed -n '/^Before ReLU/,/^After ReLU/p' <<<"$out" | grep -c -- '-0\.')" -gt 0 ]

@@ -8,6 +8,8 @@ bin=${1:?usage: test_tutorial_nlp.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$root/scripts/tutorials
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 source "$root/tests/interp/lib.sh"
 
 out=$("$bin" "$dir/nlp/pytorch_tutorial.lua" 2>&1)
@@ -52,7 +54,13 @@ check "advanced: exit 0" [ $? -eq 0 ]
 check "advanced: two predictions" [ "$(count "$out" '^\(tensor\(-?[0-9.]+\), \[[0-4](, [0-4]){10}\]\)$')" -eq 2 ]
 check "advanced: learns B I I I O O O B I O O" matches "$(tail -1 <<<"$out")" ', \[0, 1, 1, 1, 2, 2, 2, 0, 1, 2, 2\]\)$'
 
-out=$("$bin" "$dir/nn_tutorial.lua" --limit 640 --epochs 2 2>&1)
+# Debian's Fashion-MNIST where installed (CI), else a tiny set in its layout (the GPU machine)
+fm=${NNREPL_TEST_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+if [ ! -s $fm/train-images-idx3-ubyte.gz ]; then
+  fm=$tmp/fm
+  "$bin" "$root/tests/interp/make_tiny_mnist.lua" "$fm" 800 10 >/dev/null && mv "$fm/MNIST" "$fm/FashionMNIST"
+fi
+out=$("$bin" "$dir/nn_tutorial.lua" --data-root "$fm" --limit 640 --epochs 2 2>&1)
 rc=$?
 check "nn_tutorial: exit 0" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || tail -5 <<<"$out"

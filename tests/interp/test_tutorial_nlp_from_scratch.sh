@@ -54,13 +54,13 @@ out=$(run "$tmp/d" char_rnn_classification N_EPOCH=10)
 rc=$?
 check "classification: exit 0" [ "$rc" -eq 0 ]
 [ "$rc" -eq 0 ] || cat "$tmp/err"
-check "classification: device" has "$out" "Using device = cpu"
+check "classification: device" has "$out" "Using device = $([ "$(device_of "$bin")" = cuda ] && echo cuda:0 || echo cpu)"
 check "classification: accents stripped" has "$out" "converting 'Ślusàrski' to Slusarski"
 check "classification: Jones is 5 x 1 x 58" has "$out" "torch.Size([5, 1, 58])"
 # 'J' is letter 35 (a-z, then A-Z): row 2 of the printed tensor holds indices 18..35, its last is 1
 check "classification: J one-hot at 35" matches "$out" '^         0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 0\., 1\.,$'
 check "classification: 96 names" has "$out" "loaded 96 items of data"
-check "classification: example line" matches "$out" "^example = \(tensor\(\[0\]\), tensor\(\[\[\[0\., "
+check "classification: example line" matches "$out" "^example = \(tensor\(\[0\]$(device_suffix "$bin")\), tensor\(\[\[\[0\., "
 check "classification: the example's label and name" has "$out" "'Chinese', 'Ang')"
 check "classification: 85/15 split of 96 = 82 + 14" has "$out" "train examples = 82, validation examples = 14"
 check "classification: model" has "$out" "  (rnn): RNN(58, 128)"

@@ -55,8 +55,8 @@ for k, v in pairs(init) do
 end
 netG:load_state_dict(sd.netG)
 netD:load_state_dict(sd.netD)
-netG:to(device)
-netD:to(device)
+netG:to(device):double() -- float64, as the .py says why
+netD:to(device):double()
 local data = torch.load(path("data.safetensors"))
 
 -- the tutorial's training loop, the batches and noise read from the file
@@ -68,14 +68,14 @@ local optimizerG = optim.Adam(netG:parameters(), { lr = lr, betas = { beta1, 0.9
 local losses = {}
 for i = 0, K - 1 do
   netD:zero_grad()
-  local real_cpu = data["real." .. i]:to(device)
+  local real_cpu = data["real." .. i]:to(device):double()
   local b_size = real_cpu:size(0)
-  local label = torch.full({ b_size }, real_label, { dtype = torch.float, device = device })
+  local label = torch.full({ b_size }, real_label, { dtype = torch.float64, device = device })
   local output = netD(real_cpu):view(-1)
   local errD_real = criterion(output, label)
   errD_real:backward()
 
-  local noise = data["noise." .. i]:to(device)
+  local noise = data["noise." .. i]:to(device):double()
   local fake = netG(noise)
   label:fill_(fake_label)
   output = netD(fake:detach()):view(-1)

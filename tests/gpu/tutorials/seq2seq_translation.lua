@@ -44,7 +44,7 @@ if run.generate then
 end
 
 both:load_state_dict(torch.load(run.path("init.safetensors")))
-both:to(device)
+both:to(device):double() -- as the .py says why
 local encoder, decoder = both.encoder, both.decoder
 encoder.dropout.p = 0.0
 decoder.dropout.p = 0.0
