@@ -515,9 +515,12 @@ static int t_set_default_dtype(lua_State *L)
     return 0;
 }
 
+/* As PyTorch's: a CUDA default set without an index reads back as the current device (cuda:0). */
 static int t_get_default_device(lua_State *L)
 {
-    lt_push_device(L, default_device);
+    nn_device d = default_device;
+    if (d.type == NN_CUDA && d.index < 0 && nn_gpu) d.index = (int8_t)nn_gpu->current_device();
+    lt_push_device(L, d);
     return 1;
 }
 

@@ -515,6 +515,9 @@ T.test("default device", function()
   torch.set_default_device("cuda")
   local ok, err = pcall(function()
     T.eq(torch.get_default_device().type, "cuda", "get_default_device after set")
+    if torch.cuda.is_available() then -- as PyTorch's: "cuda" reads back with the current index
+      T.eq(tostring(torch.get_default_device()), "cuda:" .. torch.cuda.current_device(), "get_default_device's index")
+    end
     for _, name in ipairs(names) do
       if torch.cuda.is_available() then
         T.eq(factories[name]().device.type, "cuda", name .. " on the default device")
