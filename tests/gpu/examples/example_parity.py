@@ -16,17 +16,27 @@ def path(name, d, what):
     return os.path.join(d, f"{name}_{what}")
 
 
-def compare(name, d, tol=1e-4, wtol=1e-3):
-    """parity <name>: max rel loss diff X over K steps, weights Y: PASS|FAIL"""
+def weights_diff(w0, wa, wb):
+    """update_diff over the weights; BatchNorm's step counts must agree exactly (inf if not): left
+    in, they would swamp the weights' norm"""
+    counts = [k for k in w0 if k.endswith("num_batches_tracked")]
+    if any(not torch.equal(wa[k], wb[k]) for k in counts):
+        return math.inf
+    return update_diff({k: v for k, v in w0.items() if k not in counts}, wa, wb)
+
+
+def compare(name, d, tol=1e-4, wtol=1e-3, init=None, lines_per_step=1):
+    """parity <name>: max rel loss diff X over K steps, weights Y: PASS|FAIL. init: the initial
+    weights (default DIR/<name>_init.safetensors); lines_per_step: loss lines a step writes"""
     ref = read_losses(path(name, d, "torch_losses.txt"))
     try:
         rel = loss_diff(read_losses(path(name, d, "nnrepl_losses.txt")), ref)
-        upd = update_diff(load_st(path(name, d, "init.safetensors")), load_st(path(name, d, "nnrepl_final.safetensors")),
-                          load_st(path(name, d, "torch_final.safetensors")))
+        w0 = init if init is not None else load_st(path(name, d, "init.safetensors"))
+        upd = weights_diff(w0, load_st(path(name, d, "nnrepl_final.safetensors")), load_st(path(name, d, "torch_final.safetensors")))
     except (OSError, KeyError, RuntimeError):
         rel, upd = math.inf, math.inf
     ok = rel <= tol and upd <= wtol
-    print(f"parity {name}: max rel loss diff {rel:.3g} over {len(ref)} steps, weights {upd:.3g}: "
+    print(f"parity {name}: max rel loss diff {rel:.3g} over {len(ref) // lines_per_step} steps, weights {upd:.3g}: "
           f"{'PASS' if ok else 'FAIL'}")
     return ok
 

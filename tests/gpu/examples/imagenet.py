@@ -21,7 +21,6 @@
 # compare: one line, PASS when the largest relative loss difference is <= 1e-4 and
 # ||w_nnrepl - w_torch|| / ||w_torch - w_init|| (BatchNorm's running statistics included) <= 1e-3,
 # BatchNorm's num_batches_tracked equal (else weights "inf").
-import math
 import os
 import sys
 
@@ -31,7 +30,7 @@ import torchvision.models as models
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import example_parity as P  # noqa: E402
-from example_parity import load_st, save_st, read_losses, loss_diff, update_diff  # noqa: E402
+from example_parity import load_st, save_st  # noqa: E402
 
 NAME, K, BATCH, IMAGE = "imagenet", 4, 16, 32
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 1e-4
@@ -86,26 +85,5 @@ def train(d, device):
     return losses, model
 
 
-def compare(d):
-    ref = read_losses(P.path(NAME, d, "torch_losses.txt"))
-    try:
-        rel = loss_diff(read_losses(P.path(NAME, d, "nnrepl_losses.txt")), ref)
-        w0 = load_st(P.path(NAME, d, "init.safetensors"))
-        wa, wb = load_st(P.path(NAME, d, "nnrepl_final.safetensors")), load_st(P.path(NAME, d, "torch_final.safetensors"))
-        # BatchNorm's step counts must agree exactly; left in, they would swamp the weights' norm
-        counts = [k for k in w0 if k.endswith("num_batches_tracked")]
-        upd = update_diff({k: v for k, v in w0.items() if k not in counts}, wa, wb)
-        if any(not torch.equal(wa[k], wb[k]) for k in counts):
-            upd = math.inf
-    except (OSError, KeyError, RuntimeError):
-        rel, upd = math.inf, math.inf
-    ok = rel <= 1e-4 and upd <= 1e-3
-    print(f"parity {NAME}: max rel loss diff {rel:.3g} over {len(ref)} steps, weights {upd:.3g}: "
-          f"{'PASS' if ok else 'FAIL'}")
-    return ok
-
-
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "compare":
-        sys.exit(0 if compare(sys.argv[2]) else 1)
     P.main(NAME, make_files, train)

@@ -17,7 +17,6 @@
 # ||w_torch - w_init|| (both networks, BatchNorm's running statistics included) <= 1e-3, with
 # BatchNorm's num_batches_tracked equal (else weights "inf").
 import argparse
-import math
 import os
 import sys
 
@@ -26,7 +25,8 @@ import torch.nn as nn
 import torch.optim as optim
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from example_parity import load_st, loss_diff, read_losses, save_st, tf32_off, update_diff  # noqa: E402
+import example_parity  # noqa: E402
+from example_parity import save_st, tf32_off  # noqa: E402
 
 K, batch_size, image_size = 10, 8, 64
 ngpu, nz, ngf, ndf, nc = 1, 16, 8, 8, 3
@@ -162,23 +162,7 @@ def prepare(d, device):
 
 
 def compare(d):
-    ref = read_losses(path(d, "torch_losses.txt"))
-    try:
-        ours = read_losses(path(d, "nnrepl_losses.txt"))
-        w0 = load_st(path(d, "init.safetensors"))
-        wa, wb = load_st(path(d, "nnrepl_final.safetensors")), load_st(path(d, "torch_final.safetensors"))
-        # BatchNorm's step counts must agree exactly; left in, they would swamp the weights' norm
-        counts = [k for k in w0 if k.endswith("num_batches_tracked")]
-        upd = update_diff({k: v for k, v in w0.items() if k not in counts}, wa, wb)
-        if any(not torch.equal(wa[k], wb[k]) for k in counts):
-            upd = math.inf
-    except (OSError, KeyError, RuntimeError):
-        ours, upd = [], math.inf
-    rel = loss_diff(ours, ref)
-    ok = rel <= 1e-4 and upd <= 1e-3
-    print(f"parity dcgan_faces: max rel loss diff {rel:.3g} over {len(ref) // 2} steps, weights {upd:.3g}: "
-          f"{'PASS' if ok else 'FAIL'}")
-    return ok
+    return example_parity.compare("dcgan_faces", d, lines_per_step=2)
 
 
 def main():
