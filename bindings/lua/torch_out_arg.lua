@@ -64,6 +64,7 @@ for name, f in pairs(plain) do
   local no_keys = name == "matmul" or name == "mm"
   torch[name] = function(...)
     local n = select("#", ...)
+    if n > 0 and not U.is_opts((select(n, ...))) then return U.call(f, ...) end -- no keywords: no table made
     local args, out = split_out(n, ...)
     if not args then
       if no_keys and n > 2 and U.is_opts((select(n, ...))) then
