@@ -5,6 +5,8 @@
  *   x[idx]       an int64/int32 tensor or a Lua list of integers: rows of dim 0 (a copy)
  *   x[mask]      a bool tensor (or a list of booleans) over x's leading dims: the selected
  *                elements, [k, rest...] in row-major order (a copy)
+ *   x[{i, j}]    a list of index tensors (or lists): x[i[k], j[k], ...] for the broadcast k,
+ *                Python's x[i, j] (torch._index_tensors, in Lua)
  *
  * and the assignments to each (x[key] = number or tensor). Semantics and messages are
  * PyTorch's: at::indexing::get_item / set_item for subscripts (integers select, slices clamp,
@@ -568,9 +570,41 @@ static nn_tensor *key_tensor(lua_State *L, int idx)
     return k;
 }
 
+/* Whether the key at idx is a list of index tensors or index lists, x[{rows, cols}] (Python's
+ * x[rows, cols]; an integer among them, x[{0, cols}], indexes as a 0-d tensor would): some
+ * entry is a tensor or a table. */
+static bool is_index_list(lua_State *L, int idx)
+{
+    if (!lua_istable(L, idx) || lt_totensor(L, idx)) return false;
+    if (lua_getmetatable(L, idx)) { lua_pop(L, 1); return false; }
+    bool yes = false;
+    for (lua_Integer i = 1; !yes; i++) {
+        int t = lua_rawgeti(L, idx, i);
+        yes = t == LUA_TTABLE || lt_totensor(L, -1) != NULL;
+        lua_pop(L, 1);
+        if (t == LUA_TNIL) break;
+    }
+    return yes;
+}
+
+/* torch._index_tensors(x, key[, value]) from torch_tensor_ops2.lua: a list of index tensors is
+ * indexed (or assigned) there, on top of index_put / index_select. */
+static int index_list(lua_State *L, bool set)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, "torch");
+    lua_getfield(L, -1, "_index_tensors");
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    if (set) lua_pushvalue(L, 3);
+    lua_call(L, set ? 3 : 2, set ? 0 : 1);
+    return set ? 0 : 1;
+}
+
 int lt_index_get(lua_State *L)
 {
     nn_tensor *r;
+    if (is_index_list(L, 2)) return index_list(L, false);
     if (lua_type(L, 2) == LUA_TSTRING) {
         size_t len;
         const char *s = lua_tolstring(L, 2, &len);
@@ -592,6 +626,7 @@ int lt_index_get(lua_State *L)
 
 int lt_index_set(lua_State *L)
 {
+    if (is_index_list(L, 2)) return index_list(L, true);
     subscript sub;
     bool is_string = lua_type(L, 2) == LUA_TSTRING;
     if (is_string) {

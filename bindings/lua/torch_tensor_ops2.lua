@@ -67,15 +67,13 @@ function torch.index_copy(x, dim, index, source)
 end
 install("index_copy", true)
 
--- index_put(x, {i1, i2, ...}, values, accumulate=false): x[i1, i2, ...] = values (or +=);
--- bool masks stand for their nonzero() columns
-function torch.index_put(x, indices, values, accumulate)
-  check_tensor("index_put", "input", 1, x)
-  check_tensor("index_put", "values", 3, values)
-  if type(indices) ~= "table" then fail("index_put(): argument 'indices' must be tuple of Tensors, not %s", U.typename(indices)) end
+-- The flat positions x[i1, i2, ...] reaches over x's leading #indices dims (bool masks stand for
+-- their nonzero() columns; negative indices count from the end): lin (the broadcast shape of the
+-- indices), the indexed dims' sizes' product and the remaining dims' sizes.
+local function linear_index(fname, x, indices)
   local idx = {}
   for _, t in ipairs(indices) do
-    check_tensor("index_put", "indices", 2, t)
+    check_tensor(fname, "indices", 2, t)
     if t.dtype == torch.bool or t.dtype == torch.uint8 then
       local nz = t:to(torch.bool):nonzero()
       for c = 0, t:dim() - 1 do idx[#idx + 1] = nz:select(1, c) end
@@ -86,25 +84,33 @@ function torch.index_put(x, indices, values, accumulate)
     end
   end
   if #idx > x:dim() then fail("too many indices for tensor of dimension %d (got %d)", x:dim(), #idx) end
-  if x.dtype ~= values.dtype then
-    fail("Index put requires the source and destination dtypes match, got %s for the destination and %s for the source.",
-      pytype_name(x.dtype), pytype_name(values.dtype))
-  end
   local shape = shape_list(x)
   local bshape = shape_list(torch.broadcast_tensors(table.unpack(idx)))
   local lin, lead = nil, 1
   for k = 1, #idx do
     local n = shape[k]
     local i = idx[k]:expand(bshape)
-    if i:numel() > 0 and (i:max():item() >= n or i:min():item() < -n) then
-      fail("index %d is out of bounds for dimension %d with size %d", i:lt(0):any():item() and i:min():item() or i:max():item(), k - 1, n)
-    end
+    local hi, lo = i:numel() > 0 and i:max():item(), i:numel() > 0 and i:min():item()
+    if hi and (hi >= n or lo < -n) then fail("index %d is out of bounds for dimension %d with size %d", hi >= n and hi or lo, k - 1, n) end
     i = torch.where(i:lt(0), i + n, i)
     lin = lin and lin * n + i or i
     lead = lead * n
   end
   local rest = {}
   for d = #idx + 1, #shape do rest[#rest + 1] = shape[d] end
+  return lin, bshape, lead, rest
+end
+
+-- index_put(x, {i1, i2, ...}, values, accumulate=false): x[i1, i2, ...] = values (or +=)
+function torch.index_put(x, indices, values, accumulate)
+  check_tensor("index_put", "input", 1, x)
+  check_tensor("index_put", "values", 3, values)
+  if type(indices) ~= "table" then fail("index_put(): argument 'indices' must be tuple of Tensors, not %s", U.typename(indices)) end
+  if x.dtype ~= values.dtype then
+    fail("Index put requires the source and destination dtypes match, got %s for the destination and %s for the source.",
+      pytype_name(x.dtype), pytype_name(values.dtype))
+  end
+  local lin, bshape, lead, rest = linear_index("index_put", x, indices)
   local vshape = {}
   for _, s in ipairs(bshape) do vshape[#vshape + 1] = s end
   for _, s in ipairs(rest) do vshape[#vshape + 1] = s end
@@ -121,6 +127,28 @@ function torch.index_put(x, indices, values, accumulate)
   return out:reshape(x:size())
 end
 install("index_put", true)
+
+-- x[{i1, i2, ...}] and x[{i1, i2, ...}] = value (tensor/tensor.c's fallback for a list of index
+-- tensors or lists): Python's x[i1, i2, ...] with advanced indices only
+function torch._index_tensors(x, key, value)
+  local indices = {}
+  for k, t in ipairs(key) do
+    local i = torch.is_tensor(t) and t or torch.tensor(t)
+    if i.device.type ~= "cpu" and tostring(i.device) ~= tostring(x.device) then
+      fail("indices should be either on cpu or on the same device as the indexed tensor (%s)", tostring(x.device))
+    end
+    indices[k] = i:to(x.device)
+  end
+  if value == nil then
+    local lin, bshape, lead, rest = linear_index("index", x, indices)
+    local out_shape = {}
+    for _, s in ipairs(bshape) do out_shape[#out_shape + 1] = s end
+    for _, s in ipairs(rest) do out_shape[#out_shape + 1] = s end
+    return x:reshape({ lead, table.unpack(rest) }):index_select(0, lin:reshape(-1)):reshape(out_shape)
+  end
+  if not torch.is_tensor(value) then value = torch.tensor(value, { dtype = x.dtype, device = x.device }) end
+  x:index_put_(indices, value:to(x.dtype))
+end
 
 -- masked_scatter(x, mask, source): x's entries where mask (broadcast) is true take source's
 -- leading entries in order

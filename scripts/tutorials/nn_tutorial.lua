@@ -9,7 +9,7 @@
 -- dataset-fashion-mnist; torchvision.datasets.FashionMNIST's error names the files when they are
 -- missing) and converts them the same way: x_train / x_valid are the first 50000 / last 10000
 -- training images as float rows / 255, y_train / y_valid their int64 labels. No image is shown
--- (matplotlib). `x[range(n), target]` is written with gather, and `train_ds[a:b]` as
+-- (matplotlib). `x[range(n), target]` is x[{torch.arange(n), target}], and `train_ds[a:b]`
 -- train_ds:__getitem("a:b") (see the nnrepl notes in the code). --epochs (default 2, the
 -- tutorial's) and --limit N (the first N training and N / 5 validation images) make a short run.
 local argparse = require "argparse"
@@ -57,8 +57,7 @@ local preds = model(xb)
 print(preds[0], preds.shape)
 
 local function nll(input, target)
-  -- Python: -input[range(target.shape[0]), target].mean() (nnrepl has no tuple of index tensors)
-  return -input:gather(1, target:unsqueeze(1)):mean()
+  return -input[{ torch.arange(target:size(0)), target }]:mean()
 end
 
 local loss_func = nll
