@@ -19,6 +19,15 @@ local function base_coords(n, align, opts)
   return t * (n - 1) / n
 end
 
+-- PyTorch's warning when align_corners is left out (its default changed in 1.3)
+local function default_align(v)
+  if v == nil then
+    U.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please specify " ..
+      "align_corners=True if the old behavior is desired. See the documentation of grid_sample for details.")
+  end
+  return v == true
+end
+
 -- F.affine_grid(theta [N, 2, 3], size {N, C, H, W}, align_corners=false) -> grid [N, H, W, 2]
 function F.affine_grid(...)
   local o = U.parse("affine_grid", { { "theta", U.REQUIRED }, { "size", U.REQUIRED }, { "align_corners" } }, ...)
@@ -35,7 +44,7 @@ function F.affine_grid(...)
   end
   local N, H, W = size[1], size[3], size[4]
   local opts = { dtype = theta.dtype, device = theta.device }
-  local align = o.align_corners == true
+  local align = default_align(o.align_corners)
   local xs = base_coords(W, align, opts):view(1, W):expand(H, W)
   local ys = base_coords(H, align, opts):view(H, 1):expand(H, W)
   local base = torch.stack({ xs, ys, torch.ones(H, W, opts) }, 2):reshape(1, H * W, 3):expand(N, H * W, 3)
@@ -62,7 +71,7 @@ function F.grid_sample(...)
   if x:dim() ~= 4 or grid:dim() ~= 4 or grid:size(3) ~= 2 or grid:size(0) ~= x:size(0) then
     U.errorf("grid_sample: expected input [N, C, H, W] and grid [N, Ho, Wo, 2], got %s and %s", tostring(x:size()), tostring(grid:size()))
   end
-  local align = o.align_corners == true
+  local align = default_align(o.align_corners)
   local N, C, H, W = x:size(0), x:size(1), x:size(2), x:size(3)
   local Ho, Wo = grid:size(1), grid:size(2)
   local ix = unnormalize(grid:select(3, 0), W, align)

@@ -60,3 +60,23 @@ T.test("affine_grid", function()
   T.near(F.grid_sample(img, F.affine_grid(id, img:size())):tolist(), img:tolist(), 1e-12, "the identity transform (size as x:size())")
   T.raises(function() F.affine_grid(torch.ones(1, 3, 3), { 1, 1, 2, 2 }) end, "~Expected a batch of 2D affine matrices")
 end)
+
+T.test("align_corners left out warns, as PyTorch's default change does", function()
+  local said = {}
+  local stderr = io.stderr
+  io.stderr = { write = function(_, ...) for _, s in ipairs({ ... }) do said[#said + 1] = s end end }
+  torch.set_warn_always(true)
+  local id = torch.tensor({ { { 1.0, 0.0, 0.0 }, { 0.0, 1.0, 0.0 } } })
+  local ok = pcall(function()
+    F.grid_sample(torch.ones(1, 1, 2, 2), F.affine_grid(id, { 1, 1, 2, 2 }))
+    said.given = #said
+    F.grid_sample(torch.ones(1, 1, 2, 2), F.affine_grid(id, { 1, 1, 2, 2 }, { align_corners = false }), { align_corners = false })
+  end)
+  torch.set_warn_always(false)
+  io.stderr = stderr
+  T.check(ok, "ran")
+  local text = table.concat(said)
+  local _, n = text:gsub("UserWarning: Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0", "")
+  T.eq(n, 2, "one warning from affine_grid, one from grid_sample")
+  T.eq(#said, said.given, "none when align_corners is given")
+end)
