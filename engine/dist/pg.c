@@ -699,6 +699,52 @@ nn_status nn_dist_broadcast_coalesced(nn_pg *pg, nn_tensor *const *ts, int n, in
 
 static int next_group_id;
 
+/* Check in, then wait for every rank: a missing rank is named, not waited for forever. A store
+ * that fails before the deadline is reported as such, not as a timeout; on a second init in this
+ * process (id > 0) it is retried while time is left: a rank can reach rank 0's old store before
+ * rank 0 has closed it (destroy_process_group, then init_process_group at the same address),
+ * and the next connection then reaches the new one. */
+static nn_status join(nn_pg *pg, nn_store *store, int rank, int world_size, double timeout)
+{
+    char key[64];
+    double deadline = nn_net_now() + timeout;
+    for (;;) {
+        snprintf(key, sizeof key, "pg%d/rank/%d", pg->id, rank);
+        nn_status st = nn_store_set(store, key, "1", 1);
+        int r = 0;
+        for (; r < world_size && !st; r++) {
+            snprintf(key, sizeof key, "pg%d/rank/%d", pg->id, r);
+            double left = deadline - nn_net_now();
+            void *v;
+            size_t n;
+            st = store->ops->get(store, key, left > 0 ? left : 0, &v, &n);
+            if (!st) free(v);
+        }
+        if (!st) return NN_OK;
+        if (nn_net_now() < deadline - 0.5) { /* not a timeout: the store failed (its host closed it, say) */
+            if (pg->id > 0) {
+                nn_clear_error();
+                usleep(20000);
+                continue;
+            }
+            char why[1024];
+            snprintf(why, sizeof why, "%s", nn_last_error());
+            return nn_error(st, "the store at %s failed while the ranks were joining: %s", store->desc, why);
+        }
+        char missing[512] = "";
+        size_t len = 0;
+        int nmissing = 0;
+        for (int q = r > 0 ? r - 1 : 0; q < world_size; q++) {
+            bool there = false;
+            snprintf(key, sizeof key, "pg%d/rank/%d", pg->id, q);
+            if (nn_store_check(store, key, &there) || there) continue;
+            if (nmissing++ < 16 && len < sizeof missing - 16) len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", nmissing > 1 ? ", " : "", q);
+        }
+        return nn_error(NN_ERR_RUNTIME, "timed out after %g s waiting for all %d ranks to join at %s: %d missing (rank%s %s%s)",
+                        timeout, world_size, store->desc, nmissing, nmissing == 1 ? "" : "s", missing, nmissing > 16 ? ", ..." : "");
+    }
+}
+
 static nn_pg *pg_create(const char *fn, const char *backend, nn_store *store, int rank, int world_size, double timeout, int id)
 {
     nn_pg_create_fn create = find_backend(backend);
@@ -716,36 +762,7 @@ static nn_pg *pg_create(const char *fn, const char *backend, nn_store *store, in
     pg->store = store;
     pg->id = id;
 
-    /* check in, then wait for every rank: a missing rank is named, not waited for forever */
-    char key[64];
-    snprintf(key, sizeof key, "pg%d/rank/%d", pg->id, rank);
-    nn_status st = nn_store_set(store, key, "1", 1);
-    double deadline = nn_net_now() + timeout;
-    for (int r = 0; r < world_size && !st; r++) {
-        snprintf(key, sizeof key, "pg%d/rank/%d", pg->id, r);
-        double left = deadline - nn_net_now();
-        void *v;
-        size_t n;
-        st = store->ops->get(store, key, left > 0 ? left : 0, &v, &n);
-        if (!st) { free(v); continue; }
-        if (nn_net_now() < deadline - 0.5) { /* not a timeout: the store failed (its host closed it, say) */
-            char why[1024];
-            snprintf(why, sizeof why, "%s", nn_last_error());
-            st = nn_error(st, "the store at %s failed while the ranks were joining: %s", store->desc, why);
-            break;
-        }
-        char missing[512] = "";
-        size_t len = 0;
-        int nmissing = 0;
-        for (int q = r; q < world_size; q++) {
-            bool there = false;
-            snprintf(key, sizeof key, "pg%d/rank/%d", pg->id, q);
-            if (nn_store_check(store, key, &there) || there) continue;
-            if (nmissing++ < 16 && len < sizeof missing - 16) len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", nmissing > 1 ? ", " : "", q);
-        }
-        st = nn_error(NN_ERR_RUNTIME, "timed out after %g s waiting for all %d ranks to join at %s: %d missing (rank%s %s%s)",
-                      timeout, world_size, store->desc, nmissing, nmissing == 1 ? "" : "s", missing, nmissing > 16 ? ", ..." : "");
-    }
+    nn_status st = join(pg, store, rank, world_size, timeout);
     if (!st) st = create(pg);
     /* every rank is connected before any returns (and may leave, taking the store with it); a stream
      * backend makes its communicator at the first collective, on that tensor's device, instead */

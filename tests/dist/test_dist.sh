@@ -76,6 +76,7 @@ for n in 2 3; do
   ranks_run "collectives, $n ranks" "$n" "$dir/collectives.lua"
   ranks_run "DDP, $n ranks" "$n" "$dir/ddp.lua"
   ranks_run "DDP inputs without device_ids, $n ranks" "$n" "$dir/ddp_inputs.lua"
+  ranks_run "init again after destroy, at the same address, $n ranks" "$n" "$dir/reinit.lua"
   ranks_run "DDP communication hooks and futures, $n ranks" "$n" "$dir/comm_hooks.lua"
   ranks_run "PowerSGD hooks, $n ranks" "$n" "$dir/powersgd.lua"
   ranks_run "local SGD and model averaging, $n ranks" "$n" "$dir/local_sgd.lua"

@@ -8,9 +8,9 @@
 -- Differences from the tutorial:
 -- * The tutorial's run_demo starts world_size fresh processes per demo with mp.spawn; nnrepl
 --   starts the ranks once with its launcher (world_size is its WORLD_SIZE), and run_demo calls the
---   demo in each of them. As the same processes set up three process groups in turn, setup()
---   meets over a file:// store of its own per demo (named after the launcher's MASTER_PORT)
---   instead of MASTER_ADDR=localhost, MASTER_PORT=12355.
+--   demo in each of them (the same processes set up three process groups in turn). setup() uses
+--   the launcher's MASTER_ADDR and MASTER_PORT instead of setting localhost:12355 (Lua cannot
+--   set environment variables).
 -- * The tutorial needs 2 GPUs or more (one per rank). With fewer, the port says so and runs every
 --   rank on the CPU (each model, both halves of ToyMpModel included, on "cpu").
 -- * demo_model_parallel picks its devices as the tutorial does, modulo the halved world_size (on 2
@@ -30,13 +30,9 @@ local n_gpus = torch.cuda.is_available() and torch.cuda.device_count() or 0
 local use_gpu = n_gpus >= 2
 local function dev(i) return use_gpu and i or "cpu" end -- the tutorial's .to(rank)
 
-local demo_count = 0
 local function setup(rank, world_size)
-  demo_count = demo_count + 1
-  local file = string.format("%s/nnrepl_ddp_tutorial_%s_%d", os.getenv("TMPDIR") or "/tmp",
-    os.getenv("MASTER_PORT"), demo_count)
   -- initialize the process group
-  dist.init_process_group(args.backend, { init_method = "file://" .. file, rank = rank, world_size = world_size })
+  dist.init_process_group(args.backend, { rank = rank, world_size = world_size })
 end
 
 local function cleanup()
