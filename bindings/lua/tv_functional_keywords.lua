@@ -62,12 +62,12 @@ local function with_keywords(name, spec, fn)
   end
 end
 
--- Wraps F's functions in place (aliases such as to_grayscale have their own entry).
-return function(F)
-  for name, spec in pairs(signatures) do
+-- Wraps F's functions named in sigs (default: the table above) in place; aliases such as
+-- to_grayscale have their own entry.
+return function(F, sigs)
+  for name, spec in pairs(sigs or signatures) do
     local fn = F[name]
     if fn == nil then error("tv_functional_keywords: transforms.functional." .. name .. " is missing") end
     F[name] = with_keywords(name, spec, fn)
   end
-  return signatures
 end
