@@ -5,8 +5,8 @@
 -- Image.transform) as torchvision does through PIL; gaussian_blur and elastic_transform go through
 -- a uint8 tensor, as torchvision's do. Tensor images (..., C, H, W), float or uint8, follow
 -- torchvision's tensor functional; the pixel loops are in engine/image_point.c, image_filter.c and
--- image_warp.c. Arguments: positional and/or a trailing keyword table, as F.rotate(img, 30,
--- {interpolation = "bilinear", fill = {0, 0, 0}}).
+-- image_warp.c. The functions take positional arguments; tv_functional_keywords gives them
+-- torchvision's keywords, as F.rotate(img, 30, {interpolation = "bilinear", fill = {0, 0, 0}}).
 local torch = require "torch"
 local U = require "nn_util"
 local C = require("tv_io")._C
@@ -200,34 +200,26 @@ return function(T, H)
     return math.tointeger(s[1]) or math.floor(s[1]), math.tointeger(s[2]) or math.floor(s[2])
   end
 
-  local rotate_spec = {{"angle", U.REQUIRED}, {"interpolation", "nearest"}, {"expand", false}, {"center"}, {"fill"}}
-
   -- F.rotate(img, angle, interpolation=NEAREST, expand=False, center=None, fill=None): counter-clockwise degrees
-  function F.rotate(img, ...)
-    local o = U.parse("rotate", rotate_spec, ...)
+  function F.rotate(img, angle, interpolation, expand, center, fill)
     check_image("rotate", img)
-    local interp = warp_interp("rotate", o.interpolation, img)
-    if type(o.angle) ~= "number" then U.error("rotate: Argument angle should be int or float") end
-    check_center("rotate", o.center)
-    if is_pil(img) then return pil_rotate(img, o.angle, interp, o.expand, o.center, pil_fill("rotate", o.fill, img)) end
+    local interp = warp_interp("rotate", interpolation, img)
+    if type(angle) ~= "number" then U.error("rotate: Argument angle should be int or float") end
+    check_center("rotate", center)
+    if is_pil(img) then return pil_rotate(img, angle, interp, expand, center, pil_fill("rotate", fill, img)) end
     local h, w = hw(img)
     local center_f = {0.0, 0.0}
-    if o.center then center_f = {o.center[1] - w * 0.5, o.center[2] - h * 0.5} end
-    local m = inverse_affine(center_f, -o.angle, {0.0, 0.0}, 1.0, {0.0, 0.0})
+    if center then center_f = {center[1] - w * 0.5, center[2] - h * 0.5} end
+    local m = inverse_affine(center_f, -angle, {0.0, 0.0}, 1.0, {0.0, 0.0})
     local ow, oh = w, h
-    if o.expand then ow, oh = affine_output_size(m, w, h) end
-    return apply(img, C.warp, oh, ow, "affine", m, interp, o.fill)
+    if expand then ow, oh = affine_output_size(m, w, h) end
+    return apply(img, C.warp, oh, ow, "affine", m, interp, fill)
   end
 
-  local affine_spec = {{"angle", U.REQUIRED}, {"translate", U.REQUIRED}, {"scale", U.REQUIRED}, {"shear", U.REQUIRED},
-    {"interpolation", "nearest"}, {"fill"}, {"center"}}
-
   -- F.affine(img, angle, translate, scale, shear, interpolation=NEAREST, fill=None, center=None)
-  function F.affine(img, ...)
-    local o = U.parse("affine", affine_spec, ...)
+  function F.affine(img, angle, translate, scale, shear, interpolation, fill, center)
     check_image("affine", img)
-    local interp = warp_interp("affine", o.interpolation, img)
-    local angle, translate, scale, shear = o.angle, o.translate, o.scale, o.shear
+    local interp = warp_interp("affine", interpolation, img)
     if type(angle) ~= "number" then U.error("affine: Argument angle should be int or float") end
     if type(translate) ~= "table" then U.error("affine: Argument translate should be a sequence") end
     if #translate ~= 2 then U.error("affine: Argument translate should be a sequence of length 2") end
@@ -237,16 +229,16 @@ return function(T, H)
     if type(shear) == "number" then shear = {shear, 0.0} end
     if #shear == 1 then shear = {shear[1], shear[1]} end
     if #shear ~= 2 then U.errorf("affine: Shear should be a sequence containing two values. Got %s", pylist(shear)) end
-    check_center("affine", o.center)
+    check_center("affine", center)
     local h, w = hw(img)
     if is_pil(img) then
-      local m = inverse_affine(o.center or {w * 0.5, h * 0.5}, angle, translate, scale, shear)
-      return H.wrap(U.call(C.warp, img._data, "hwc", h, w, "affine", m, interp, pil_fill("affine", o.fill, img)))
+      local m = inverse_affine(center or {w * 0.5, h * 0.5}, angle, translate, scale, shear)
+      return H.wrap(U.call(C.warp, img._data, "hwc", h, w, "affine", m, interp, pil_fill("affine", fill, img)))
     end
     local center_f = {0.0, 0.0}
-    if o.center then center_f = {o.center[1] - w * 0.5, o.center[2] - h * 0.5} end
+    if center then center_f = {center[1] - w * 0.5, center[2] - h * 0.5} end
     local m = inverse_affine(center_f, angle, {translate[1] + 0.0, translate[2] + 0.0}, scale, shear)
-    return apply(img, C.warp, h, w, "affine", m, interp, o.fill)
+    return apply(img, C.warp, h, w, "affine", m, interp, fill)
   end
 
   -- the 8 coefficients mapping endpoints to startpoints (float32, as torchvision rounds its lstsq solution)
@@ -284,30 +276,24 @@ return function(T, H)
   end
   F._get_perspective_coeffs = perspective_coeffs
 
-  local perspective_spec = {{"startpoints", U.REQUIRED}, {"endpoints", U.REQUIRED}, {"interpolation", "bilinear"}, {"fill"}}
-
   -- F.perspective(img, startpoints, endpoints, interpolation=BILINEAR, fill=None): corners as {x, y}
-  function F.perspective(img, ...)
-    local o = U.parse("perspective", perspective_spec, ...)
+  function F.perspective(img, startpoints, endpoints, interpolation, fill)
     check_image("perspective", img)
-    local interp = warp_interp("perspective", o.interpolation, img)
-    local c = perspective_coeffs(o.startpoints, o.endpoints)
+    local interp = warp_interp("perspective", interpolation, img)
+    local c = perspective_coeffs(startpoints, endpoints)
     local h, w = hw(img)
     if is_pil(img) then
-      return H.wrap(U.call(C.warp, img._data, "hwc", h, w, "perspective", c, interp, pil_fill("perspective", o.fill, img)))
+      return H.wrap(U.call(C.warp, img._data, "hwc", h, w, "perspective", c, interp, pil_fill("perspective", fill, img)))
     end
-    return apply(img, C.warp, h, w, "perspective", c, interp, o.fill)
+    return apply(img, C.warp, h, w, "perspective", c, interp, fill)
   end
 
-  local elastic_spec = {{"displacement", U.REQUIRED}, {"interpolation", "bilinear"}, {"fill"}}
-
   -- F.elastic_transform(img, displacement [1, H, W, 2], interpolation=BILINEAR, fill=None)
-  function F.elastic_transform(img, ...)
-    local o = U.parse("elastic_transform", elastic_spec, ...)
-    local d = o.displacement
+  function F.elastic_transform(img, displacement, interpolation, fill)
+    local d = displacement
     if not torch.is_tensor(d) then U.error("elastic_transform: Argument displacement should be a Tensor") end
     check_image("elastic_transform", img)
-    local interp = warp_interp("elastic_transform", o.interpolation, img)
+    local interp = warp_interp("elastic_transform", interpolation, img)
     local t = is_pil(img) and pil_chw(img) or img
     local h, w = hw(img)
     local shape = d.shape:totable()
@@ -318,7 +304,7 @@ return function(T, H)
     local gx = torch.linspace((-w + 1) / w, (w - 1) / w, w, dev):view(1, w):expand(h, w)
     local gy = torch.linspace((-h + 1) / h, (h - 1) / h, h, dev):view(h, 1):expand(h, w)
     local grid = torch.stack({gx, gy}, -1):unsqueeze(0) + d:to(t.device)
-    local out = U.call(K.for_device(C.grid_sample, t) or C.grid_sample, t, grid, interp, o.fill)
+    local out = U.call(K.for_device(C.grid_sample, t) or C.grid_sample, t, grid, interp, fill)
     if is_pil(img) then return chw_pil(out) end
     return out
   end

@@ -243,15 +243,6 @@ local function check_interp(fn, interpolation)
 end
 
 function F.resize(img, size, interpolation, max_size, antialias)
-  if is_opts(interpolation) then -- F.resize(img, size, {interpolation =, max_size =, antialias =})
-    local o = interpolation
-    for k in pairs(o) do
-      if k ~= "interpolation" and k ~= "max_size" and k ~= "antialias" then
-        error(string.format("resize: unknown keyword '%s'", tostring(k)), 2)
-      end
-    end
-    interpolation, max_size, antialias = o.interpolation, o.max_size, o.antialias
-  end
   check_image("resize", img)
   local interp = check_interp("resize", interpolation)
   local h, w = hw(img)
@@ -611,6 +602,7 @@ local H = {class = class, is_pil = is_pil, hw = hw, channels = channels, pyround
 require("tv_augment")(T, H)
 require("tv_autoaugment")(T, H)
 require("tv_transforms_more")(T, H) -- FiveCrop, TenCrop, RandomChoice, RandomOrder, LinearTransformation
+require("tv_functional_keywords")(F) -- every functional takes torchvision's keywords (a trailing table)
 T.v2 = require("tv_transforms_v2")(T, H)
 
 return T

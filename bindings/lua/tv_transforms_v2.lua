@@ -51,6 +51,8 @@ return function(T, H)
   function F.get_size(inpt) local h, w = H.hw(inpt); return {h, w} end
   F.get_num_channels = F1.get_image_num_channels
   F.to_pure_tensor = function(inpt) return inpt end
+  local R = U.REQUIRED
+  require("tv_functional_keywords")(F, {to_image = {{"inpt", R}}, get_size = {{"inpt", R}}, to_pure_tensor = {{"inpt", R}}})
 
   local class = function(name, params, defaults, init) return H.class(name, params, defaults, init, v2) end
 
