@@ -357,7 +357,11 @@ function Random:choices(population, ...)
   if cum == nil then
     if o.weights == nil then
       local nf = n + 0.0
-      for i = 1, k do out[i] = item(population, math.floor(self:random() * nf)) end
+      for i = 1, k do
+        local j = math.floor(self:random() * nf)
+        if j >= n then U.error("list index out of range") end -- an empty population
+        out[i] = item(population, j)
+      end
       return out
     end
     cum = {}
@@ -370,6 +374,7 @@ function Random:choices(population, ...)
     U.error("Cannot specify both weights and cumulative weights")
   end
   if #cum ~= n then U.error("The number of weights does not match the population") end
+  if n == 0 then U.error("list index out of range") end
   local total = cum[n] + 0.0
   if not (total > 0.0) and total == total then U.error("Total of weights must be greater than zero") end
   if total ~= total or total == math.huge or total == -math.huge then U.error("Total of weights must be finite") end
