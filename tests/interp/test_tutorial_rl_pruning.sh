@@ -55,6 +55,20 @@ check "soft update by hand" has "$out" "soft 0.000000 0.000000"
 # below 3.97, Q(a=1) = 2 above 1): 1 * 0.999 + 0.1 and 2 * 0.999 - 0.1
 check "the step moves each Q towards its target" has "$out" "step 0.0990 -0.1020"
 
+# ReplayMemory.sample is random.sample over the deque, oldest first. python3: m = deque([], maxlen=5);
+# [m.append(i) for i in range(1, 9)]; random.seed(0); random.sample(m, 3), random.sample(m, 5)
+out=$(cd "$dqn" && "$bin" -e '
+  local m, random = require "model", require "random"
+  local mem = m.ReplayMemory(5)
+  for i = 1, 8 do mem:push(i) end
+  random.seed(0)
+  local line = {}
+  for _, k in ipairs({ 3, 5 }) do
+    for _, t in ipairs(mem:sample(k)) do line[#line + 1] = t.state end
+  end
+  print("sampled " .. table.concat(line, " "))' 2>&1)
+check "replay memory samples as Python's random.sample on a deque" has "$out" "sampled 7 8 4 6 7 5 8 4"
+
 out=$("$bin" "$root/tests/gpu/tutorials/reinforcement_q_learning.lua" "$tmp/par" cpu --generate 2>&1); rc=$?
 check "parity lua half runs" test "$rc" -eq 0
 check "parity files" test -s "$tmp/par/reinforcement_q_learning_nnrepl_final.safetensors"

@@ -14,13 +14,14 @@
 --   (U+00C0-U+024F, U+1E00-U+1EFF); other accented letters are dropped instead of stripped.
 -- - glob.glob lists the files sorted and the language list is sorted, where Python's order
 --   (directory order, then a set's hash order) changes from one machine or run to the next.
--- - Python's random.shuffle is a Fisher-Yates shuffle on Lua's math.random (another generator);
+-- - Python's random is nnrepl's `random` module: random.shuffle draws Python's numbers;
 --   np.array_split is written out below.
 -- - matplotlib is not available: the loss curve is not drawn, and evaluate prints the confusion
 --   matrix's diagonal (the fraction of each language guessed right) instead of plotting it.
 -- - N_EPOCH (environment) is new: the number of training epochs (default 27, the tutorial's).
 local unicodedata = require "unicodedata"
 local glob = require "glob"
+local random = require "random"
 local pyfloat = require("nn_util").pyfloat -- Python's repr of a float, for f"{x}"
 local CharRNN = require "model"
 
@@ -166,14 +167,6 @@ print(string.format("('%s', %d)", label_from_output(output, alldata.labels_uniq)
 
 -- Training
 
--- Python's random.shuffle
-local function shuffle(list)
-  for i = #list, 2, -1 do
-    local j = math.random(i)
-    list[i], list[j] = list[j], list[i]
-  end
-end
-
 -- np.array_split(list, n): n consecutive parts, the first #list % n one longer
 local function array_split(list, n)
   if n <= 0 then error("array_split: number sections must be larger than 0.", 2) end
@@ -202,7 +195,7 @@ local function train(rnn, training_data, n_epoch, n_batch_size, report_every, le
 
     local batches = {}
     for i = 1, #training_data do batches[i] = i - 1 end
-    shuffle(batches)
+    random.shuffle(batches)
     batches = array_split(batches, #batches // n_batch_size)
 
     for idx, batch in ipairs(batches) do

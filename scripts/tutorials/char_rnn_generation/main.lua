@@ -13,7 +13,7 @@
 -- - unicodeToAscii uses nnrepl's `unicodedata` module, whose NFD decomposes Latin letters only
 --   (U+00C0-U+024F, U+1E00-U+1EFF); other accented letters are dropped instead of stripped.
 -- - glob.glob lists the files sorted (Python: directory order), so the category order is fixed.
--- - Python's random.randint is Lua's math.random (another generator).
+-- - Python's random is nnrepl's `random` module: random.randint draws Python's numbers.
 -- - matplotlib is not available: the loss curve is not drawn (all_losses holds it).
 -- - The model class takes n_categories when it is defined (`require("model")(n_categories)`),
 --   where Python's reads the script's global.
@@ -22,6 +22,7 @@
 --   that exist (the tutorial's four when the full data set is there).
 local unicodedata = require "unicodedata"
 local glob = require "glob"
+local random = require "random"
 
 local all_letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" .. " .,;'-"
 local n_letters = #all_letters + 1 -- Plus EOS marker
@@ -71,7 +72,6 @@ local RNN = require("model")(n_categories)
 
 -- Preparing for Training
 
-local random = { randint = function(a, b) return math.random(a, b) end } -- Python's random.randint(a, b)
 
 local function randomChoice(l)
   return l[random.randint(0, #l - 1) + 1]

@@ -16,8 +16,8 @@
 --   prints whether it equals dist.all_reduce.
 -- * --backend nccl makes the tutorial's "use multiple GPUs" changes: device cuda:<rank>, the
 --   model and every tensor on it. The default is the tutorial's gloo on the CPU.
--- * DataPartitioner shuffles with a torch.Generator seeded 1234 (the tutorial: Python's
---   random.Random(1234)), so the partitions hold other samples than in Python.
+-- * Python's random.Random is nnrepl's `random` module: DataPartitioner's Random(1234) shuffle
+--   draws Python's numbers, so each rank holds the tutorial's samples.
 -- * bsz is 128 // size (the tutorial's 128 / float(size) is a float, which DataLoader refuses).
 -- * No download: the MNIST IDX files must be under --data-root (new; default ./data, the
 --   tutorial's): DATA_ROOT/MNIST/raw, DATA_ROOT/MNIST or DATA_ROOT. When they are missing,
@@ -28,6 +28,7 @@
 -- * --epochs (new; default 10, the tutorial's) shortens the SGD run.
 local torchvision = require "torchvision"
 local argparse = require "argparse"
+local random = require "random"
 local dist = torch.distributed
 local datasets, transforms = torchvision.datasets, torchvision.transforms
 
@@ -139,10 +140,12 @@ function DataPartitioner:__init(data, sizes, seed)
   seed = seed or 1234
   self.data = data
   self.partitions = {}
-  local rng = torch.Generator()
-  rng:manual_seed(seed)
+  local rng = random.Random()
+  rng:seed(seed)
   local data_len = #data
-  local indexes = torch.randperm(data_len, { generator = rng }):tolist()
+  local indexes = {}
+  for x = 0, data_len - 1 do indexes[#indexes + 1] = x end
+  rng:shuffle(indexes) -- Python's draws: the partitions hold the tutorial's samples
 
   local start = 1
   for _, frac in ipairs(sizes) do

@@ -6,8 +6,9 @@
 --
 -- Differences from the original: gymnasium has no Lua version, so CartPole-v1 is nnrepl's
 -- scripts/examples/reinforcement_learning/cartpole.lua (the same constants, equations and
--- rules; no rendering). Python's `random` is Lua's math.random (random.random, random.sample,
--- and env.action_space.sample()), so runs differ from Python's even with the same seeds.
+-- rules; no rendering). Python's `random` is nnrepl's `random` module, so random.random and
+-- random.sample draw Python's numbers; env.action_space.sample() (numpy's generator in gymnasium)
+-- is Lua's math.random, so runs still differ from Python's with the same seeds.
 -- matplotlib is not available: plot_durations prints what the plot shows (the last episode's
 -- duration and the mean of the last 100). --num-episodes overrides the episode count (the
 -- tutorial's: 600 with a GPU, 50 without); --seed fixes the seeds (the tutorial's optional
@@ -16,6 +17,7 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or "."
 package.path = here .. "/../../examples/reinforcement_learning/?.lua;" .. package.path
 local argparse = require "argparse"
+local random = require "random"
 local gym = require "cartpole"
 local model = require "model"
 
@@ -32,7 +34,8 @@ local device = torch.device(torch.cuda.is_available() and "cuda" or "cpu")
 -- reproducibility (the tutorial's commented-out seeding cell)
 local seed = args.seed
 if seed then
-  math.randomseed(seed)
+  random.seed(seed)
+  math.randomseed(seed) -- env.action_space.seed(seed)
   torch.manual_seed(seed)
   env:reset({ seed = seed })
   if torch.cuda.is_available() then torch.cuda.manual_seed(seed) end
@@ -70,7 +73,7 @@ local memory = ReplayMemory(10000)
 local steps_done = 0
 
 local function select_action(state)
-  local sample = math.random()
+  local sample = random.random()
   local eps_threshold = EPS_END + (EPS_START - EPS_END) * math.exp(-1. * steps_done / EPS_DECAY)
   steps_done = steps_done + 1
   if sample > eps_threshold then
@@ -79,6 +82,7 @@ local function select_action(state)
       return select(2, policy_net(state):max(1)):view(1, 1)
     end)
   else
+    -- env.action_space.sample()
     return torch.tensor({ { math.random(0, n_actions - 1) } }, { device = device, dtype = torch.long })
   end
 end

@@ -1,6 +1,8 @@
 -- reinforcement_q_learning's Transition, ReplayMemory, DQN and the body of optimize_model, in a
 -- module of their own so that tests/gpu/tutorials/reinforcement_q_learning.lua trains with the
 -- very same code (main.lua is the tutorial; read its header).
+local random = require "random"
+
 local M = {}
 
 -- namedtuple('Transition', ('state', 'action', 'next_state', 'reward')); next_state nil is None
@@ -8,8 +10,8 @@ function M.Transition(state, action, next_state, reward)
   return { state = state, action = action, next_state = next_state, reward = reward }
 end
 
--- a deque([], maxlen=capacity) of Transitions; sample is random.sample (no repeats), drawn
--- with Lua's math.random (Python's random module has no Lua twin)
+-- a deque([], maxlen=capacity) of Transitions; sample is random.sample over the deque's order
+-- (oldest first), drawing Python's numbers
 local ReplayMemory = {}
 ReplayMemory.__index = ReplayMemory
 M.ReplayMemory = ReplayMemory
@@ -30,16 +32,9 @@ end
 
 function ReplayMemory:sample(batch_size)
   local n = #self.memory
-  if batch_size > n then error("Sample larger than population or is negative", 2) end
-  local idx = {}
-  for i = 1, n do idx[i] = i end
-  local out = {}
-  for i = 1, batch_size do
-    local j = math.random(i, n)
-    idx[i], idx[j] = idx[j], idx[i]
-    out[i] = self.memory[idx[i]]
-  end
-  return out
+  local deque = table.move(self.memory, self.first, n, 1, {}) -- the ring from its oldest entry
+  table.move(self.memory, 1, self.first - 1, n - self.first + 2, deque)
+  return random.sample(deque, batch_size)
 end
 
 function ReplayMemory:__len() return #self.memory end
