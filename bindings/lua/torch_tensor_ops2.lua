@@ -147,7 +147,7 @@ function torch._index_tensors(x, key, value)
     return x:reshape({ lead, table.unpack(rest) }):index_select(0, lin:reshape(-1)):reshape(out_shape)
   end
   if not torch.is_tensor(value) then value = torch.tensor(value, { dtype = x.dtype, device = x.device }) end
-  x:index_put_(indices, value:to(x.dtype))
+  x:index_put_(indices, value:to(x.device):to(x.dtype)) -- a value on the CPU is copied over, as x[idx] = v does
 end
 
 -- masked_scatter(x, mask, source): x's entries where mask (broadcast) is true take source's
