@@ -16,7 +16,7 @@ end
 
 -- torchvision's DenseNet checkpoints predate its module names: "norm.1.weight" is "norm1.weight"
 local function densenet_keys(sd)
-  local out = require("nn_util").OrderedDict.new()
+  local out = U.OrderedDict.new()
   for k, v in pairs(sd) do
     local head, tail = k:match("^(.*denselayer%d+%.[a-z]+)%.([12]%.[a-z_]+)$")
     out[head and (head .. tail) or k] = v
@@ -25,10 +25,8 @@ local function densenet_keys(sd)
 end
 
 -- what a builder given weights changes in its options first (torchvision's builders do the same)
-local PREPARE = {
-  inception_v3 = function(o) o.transform_input = o.transform_input ~= false; o.aux_logits = true; o.init_weights = false end,
-  googlenet = function(o) o.transform_input = o.transform_input ~= false; o.aux_logits = true; o.init_weights = false end,
-}
+local function inception_options(o) o.transform_input = o.transform_input ~= false; o.aux_logits = true; o.init_weights = false end
+local PREPARE = { inception_v3 = inception_options, googlenet = inception_options }
 
 local function with_weights(name, build, enum)
   return function(opts, ...)

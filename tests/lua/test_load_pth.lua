@@ -3,6 +3,7 @@
 -- position, recomputed here; plus corrupt and refused files.
 local T = ...
 local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+local with_hub_dir = dofile(here .. "hub_dir.lua")
 local data = here .. "../data/pth/"
 local FX = dofile(here .. "fixture_dir.lua")("load_pth")
 
@@ -139,46 +140,44 @@ end)
 
 T.test("torchvision weights= and torch.hub.load_state_dict_from_url read the local cache", function()
   local models = require("torchvision").models
-  local hub_dir = torch.hub.get_dir()
-  torch.hub.set_dir(FX.dir .. "/hub")
-  local cache = FX.dir .. "/hub/checkpoints/"
-  FX.mkdir(cache)
-  torch.manual_seed(3)
-  local src = models.resnet18()
-  torch.save(src:state_dict(), cache .. "resnet18-f37072fd.pth")
-  local function same_as_src(m)
-    for k, v in pairs(src:state_dict()) do
-      if not torch.equal(m:state_dict()[k], v) then return false end
+  with_hub_dir(function(cache)
+    FX.mkdir(cache)
+    torch.manual_seed(3)
+    local src = models.resnet18()
+    torch.save(src:state_dict(), cache .. "resnet18-f37072fd.pth")
+    local function same_as_src(m)
+      for k, v in pairs(src:state_dict()) do
+        if not torch.equal(m:state_dict()[k], v) then return false end
+      end
+      return true
     end
-    return true
-  end
-  T.check(same_as_src(models.resnet18({ weights = "IMAGENET1K_V1" })), "weights by name")
-  T.check(same_as_src(models.resnet18({ weights = models.ResNet18_Weights.DEFAULT })), "weights by enum member")
-  T.check(same_as_src(models.resnet.resnet18({ pretrained = true })), "pretrained=true, through models.resnet")
-  T.check(same_as_src(models.get_model("resnet18", { weights = "DEFAULT" })), "get_model")
-  T.check(not same_as_src(models.resnet18()), "without weights: a fresh initialisation")
-  local sd = models.ResNet18_Weights.IMAGENET1K_V1:get_state_dict({ progress = false })
-  T.check(torch.equal(sd["fc.bias"], src.fc.bias), "Weights:get_state_dict")
-  sd = torch.hub.load_state_dict_from_url("https://example.org/x/resnet18-f37072fd.pth?dl=1", { map_location = "cpu" })
-  T.check(torch.equal(sd["conv1.weight"], src.conv1.weight), "load_state_dict_from_url: the url's file name, query dropped")
-  torch.save({ a = torch.ones(2) }, FX.dir .. "/own.pth")
-  sd = torch.hub.load_state_dict_from_url("https://h/any", { model_dir = FX.dir, file_name = "own.pth" })
-  T.eq(sd.a:tolist(), { 1.0, 1.0 }, "model_dir and file_name")
-  T.raises(function() models.resnet18({ weights = "DEFAULT", num_classes = 10 }) end,
-    "The parameter 'num_classes' expected value 1000 but got 10 instead.")
-  T.raises(function() models.resnet34({ weights = "DEFAULT" }) end,
-    "~resnet34-b627a593.pth is not in the cache, and nnrepl downloads nothing at run time: fetch " ..
-    "https://download.pytorch.org/models/resnet34-b627a593.pth on a machine with network and put it at " ..
-    cache .. "resnet34-b627a593.pth")
-  -- DenseNet's checkpoints use the old names ("norm.1.weight" for "norm1.weight")
-  torch.manual_seed(4)
-  local dn = models.densenet121()
-  local old = require("nn_util").OrderedDict.new()
-  for k, v in pairs(dn:state_dict()) do old[(k:gsub("(denselayer%d+%.[a-z]+)([12])%.", "%1.%2."))] = v end
-  T.check(old["features.denseblock1.denselayer1.norm.1.weight"] ~= nil, "the old key form is written")
-  torch.save(old, cache .. "densenet121-a639ec97.pth")
-  local loaded = models.densenet121({ weights = "DEFAULT" })
-  T.check(torch.equal(loaded.features.denseblock1.denselayer1.norm1.weight, dn.features.denseblock1.denselayer1.norm1.weight),
-    "densenet's old keys are renamed on load")
-  torch.hub.set_dir(hub_dir)
+    T.check(same_as_src(models.resnet18({ weights = "IMAGENET1K_V1" })), "weights by name")
+    T.check(same_as_src(models.resnet18({ weights = models.ResNet18_Weights.DEFAULT })), "weights by enum member")
+    T.check(same_as_src(models.resnet.resnet18({ pretrained = true })), "pretrained=true, through models.resnet")
+    T.check(same_as_src(models.get_model("resnet18", { weights = "DEFAULT" })), "get_model")
+    T.check(not same_as_src(models.resnet18()), "without weights: a fresh initialisation")
+    local sd = models.ResNet18_Weights.IMAGENET1K_V1:get_state_dict({ progress = false })
+    T.check(torch.equal(sd["fc.bias"], src.fc.bias), "Weights:get_state_dict")
+    sd = torch.hub.load_state_dict_from_url("https://example.org/x/resnet18-f37072fd.pth?dl=1", { map_location = "cpu" })
+    T.check(torch.equal(sd["conv1.weight"], src.conv1.weight), "load_state_dict_from_url: the url's file name, query dropped")
+    torch.save({ a = torch.ones(2) }, FX.dir .. "/own.pth")
+    sd = torch.hub.load_state_dict_from_url("https://h/any", { model_dir = FX.dir, file_name = "own.pth" })
+    T.eq(sd.a:tolist(), { 1.0, 1.0 }, "model_dir and file_name")
+    T.raises(function() models.resnet18({ weights = "DEFAULT", num_classes = 10 }) end,
+      "The parameter 'num_classes' expected value 1000 but got 10 instead.")
+    T.raises(function() models.resnet34({ weights = "DEFAULT" }) end,
+      "~resnet34-b627a593.pth is not in the cache, and nnrepl downloads nothing at run time: fetch " ..
+      "https://download.pytorch.org/models/resnet34-b627a593.pth on a machine with network and put it at " ..
+      cache .. "resnet34-b627a593.pth")
+    -- DenseNet's checkpoints use the old names ("norm.1.weight" for "norm1.weight")
+    torch.manual_seed(4)
+    local dn = models.densenet121()
+    local old = require("nn_util").OrderedDict.new()
+    for k, v in pairs(dn:state_dict()) do old[(k:gsub("(denselayer%d+%.[a-z]+)([12])%.", "%1.%2."))] = v end
+    T.check(old["features.denseblock1.denselayer1.norm.1.weight"] ~= nil, "the old key form is written")
+    torch.save(old, cache .. "densenet121-a639ec97.pth")
+    local loaded = models.densenet121({ weights = "DEFAULT" })
+    T.check(torch.equal(loaded.features.denseblock1.denselayer1.norm1.weight, dn.features.denseblock1.denselayer1.norm1.weight),
+      "densenet's old keys are renamed on load")
+  end, FX.dir .. "/hub")
 end)

@@ -3,6 +3,8 @@
 -- printed trees are torchvision's (torchvision.models.X(); sum(p.numel() for p in
 -- m.parameters()), list(m.state_dict()), print(m)).
 local T = ...
+local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+local with_hub_dir = dofile(here .. "hub_dir.lua")
 local models = require("torchvision").models
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 
@@ -271,17 +273,15 @@ end)
 collectgarbage()
 
 T.test("builders' arguments", function()
-  local hub_dir = torch.hub.get_dir()
-  torch.hub.set_dir((os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_no_hub_" .. tostring(math.random(1 << 30)))
-  local cache = torch.hub.get_dir() .. "/checkpoints/"
-  T.raises(function() return models.alexnet({ weights = "IMAGENET1K_V1" }) end,
-    "torch.hub.load_state_dict_from_url: alexnet-owt-7be5be79.pth is not in the cache, and nnrepl downloads nothing " ..
-    "at run time: fetch https://download.pytorch.org/models/alexnet-owt-7be5be79.pth on a machine with network and put " ..
-    "it at " .. cache .. "alexnet-owt-7be5be79.pth")
-  T.raises(function() return models.resnet18({ weights = "DEFAULT" }) end, "~put it at " .. cache .. "resnet18-f37072fd.pth")
-  T.raises(function() return models.vgg11({ pretrained = true }) end, "~put it at " .. cache .. "vgg11-8a719046.pth")
-  T.raises(function() return models.resnet18({ weights = "IMAGENET1K_V9" }) end, "~Invalid value IMAGENET1K_V9 for enum ResNet18_Weights.")
-  torch.hub.set_dir(hub_dir)
+  with_hub_dir(function(cache) -- an empty cache: weights= names the file to put there
+    T.raises(function() return models.alexnet({ weights = "IMAGENET1K_V1" }) end,
+      "torch.hub.load_state_dict_from_url: alexnet-owt-7be5be79.pth is not in the cache, and nnrepl downloads nothing " ..
+      "at run time: fetch https://download.pytorch.org/models/alexnet-owt-7be5be79.pth on a machine with network and put " ..
+      "it at " .. cache .. "alexnet-owt-7be5be79.pth")
+    T.raises(function() return models.resnet18({ weights = "DEFAULT" }) end, "~put it at " .. cache .. "resnet18-f37072fd.pth")
+    T.raises(function() return models.vgg11({ pretrained = true }) end, "~put it at " .. cache .. "vgg11-8a719046.pth")
+    T.raises(function() return models.resnet18({ weights = "IMAGENET1K_V9" }) end, "~Invalid value IMAGENET1K_V9 for enum ResNet18_Weights.")
+  end)
   T.raises(function() return models.alexnet({ num_class = 10 }) end,
     "bad argument #1 to 'alexnet' (unknown keyword 'num_class')")
   T.raises(function() return models.alexnet(10) end, "alexnet() takes keyword arguments only, as alexnet({num_classes=10})")

@@ -5,6 +5,8 @@
 -- https://pytorch.org/vision/stable/models/generated/torchvision.models.<builder>.html
 -- (e.g. ...torchvision.models.mobilenet_v2.html: MobileNet_V2_Weights.IMAGENET1K_V1 num_params 3504872).
 local T = ...
+local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+local with_hub_dir = dofile(here .. "hub_dir.lua")
 local models = require("torchvision").models
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
 local count, structure_only = MU.count, MU.structure_only
@@ -262,13 +264,12 @@ end)
 collectgarbage()
 
 T.test("builders' arguments (more)", function()
-  local hub_dir = torch.hub.get_dir() -- an empty cache: weights= names the file to put there
-  torch.hub.set_dir((os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_no_hub_" .. tostring(math.random(1 << 30)))
-  T.raises(function() return models.mobilenet_v2({ weights = "DEFAULT" }) end, "~mobilenet_v2-7ebf99e0.pth is not in the cache")
-  T.raises(function() return models.efficientnet_b0({ pretrained = true }) end,
-    "~efficientnet_b0_rwightman-7f5810bc.pth is not in the cache")
-  T.raises(function() return models.vit_b_16({ weights = "IMAGENET1K_V1" }) end, "~vit_b_16-c867db91.pth is not in the cache")
-  torch.hub.set_dir(hub_dir)
+  with_hub_dir(function() -- an empty cache: weights= names the file to put there
+    T.raises(function() return models.mobilenet_v2({ weights = "DEFAULT" }) end, "~mobilenet_v2-7ebf99e0.pth is not in the cache")
+    T.raises(function() return models.efficientnet_b0({ pretrained = true }) end,
+      "~efficientnet_b0_rwightman-7f5810bc.pth is not in the cache")
+    T.raises(function() return models.vit_b_16({ weights = "IMAGENET1K_V1" }) end, "~vit_b_16-c867db91.pth is not in the cache")
+  end)
   T.raises(function() return models.squeezenet1_0({ num_class = 3 }) end, "~unknown keyword 'num_class'")
   T.raises(function() return models.densenet121(10) end,
     "densenet121() takes keyword arguments only, as densenet121({num_classes=10})")

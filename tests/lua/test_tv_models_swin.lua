@@ -3,6 +3,8 @@
 -- multiples); the shift mask, relative position index and V2 coordinate table against plain Lua
 -- loops; shifted_window_attention against a per-token Lua loop; MaxViT's partitions and schedule.
 local T = ...
+local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+local with_hub_dir = dofile(here .. "hub_dir.lua")
 local torch = require "torch"
 local nn = torch.nn
 local models = require("torchvision").models
@@ -274,10 +276,9 @@ T.test("MaxViT partitions, stochastic depth schedule, errors", function()
   T.raises(function() models.maxvit_t({ input_size = { 200, 200 } }) end,
     "Input size (50, 50) of block 0 is not divisible by partition size 7. Consider changing the partition size or " ..
     "the input size.\nCurrent configuration yields the following block input sizes: [(50, 50), (25, 25), (13, 13), (7, 7)].")
-  local hub_dir = torch.hub.get_dir() -- an empty cache: weights= names the file to put there
-  torch.hub.set_dir((os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_no_hub_" .. tostring(math.random(1 << 30)))
-  T.raises(function() models.swin_t({ weights = "DEFAULT" }) end, "~swin_t-704ceda3.pth is not in the cache")
-  torch.hub.set_dir(hub_dir)
+  with_hub_dir(function() -- an empty cache: weights= names the file to put there
+    T.raises(function() models.swin_t({ weights = "DEFAULT" }) end, "~swin_t-704ceda3.pth is not in the cache")
+  end)
   T.raises(function() models.maxvit_t({ nope = 1 }) end, "~unknown keyword 'nope'")
   T.raises(function() models.maxvit.RelativePositionalMultiHeadAttention(10, 4, 49) end,
     "feat_dim: 10 must be divisible by head_dim: 4")

@@ -2,6 +2,8 @@
 -- wide_resnet101_2 against torchvision's published parameter counts and module names (state_dict
 -- keys), output shapes, initialisation statistics; the *_Weights enums and the registry functions.
 local T = ...
+local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+local with_hub_dir = dofile(here .. "hub_dir.lua")
 local models = require("torchvision").models
 local TT = require("torchvision").transforms
 local MU = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "model_util.lua")
@@ -220,19 +222,18 @@ T.test("registry and weights= errors", function()
   T.eq(models.list_models({include = {"mnasnet*", "googlenet"}, exclude = "*0_5"}),
     {"googlenet", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3"}, "include list, exclude")
 
-  local hub_dir = torch.hub.get_dir() -- an empty cache: weights= names the file to put there
-  torch.hub.set_dir((os.getenv("TMPDIR") or "/tmp") .. "/nnrepl_no_hub_" .. tostring(math.random(1 << 30)))
-  T.raises(function() models.googlenet({weights = "DEFAULT"}) end,
-    "~googlenet-1378be20.pth is not in the cache, and nnrepl downloads nothing at run time: fetch " ..
-    "https://download.pytorch.org/models/googlenet-1378be20.pth")
-  T.raises(function() models.regnet_y_400mf({weights = models.RegNet_Y_400MF_Weights.IMAGENET1K_V1}) end,
-    "~regnet_y_400mf-c65dace8.pth is not in the cache")
-  T.raises(function() models.resnet18({weights = models.ResNet50_Weights.IMAGENET1K_V1}) end,
-    "Invalid Weight class provided; expected ResNet18_Weights but received ResNet50_Weights.")
-  T.raises(function() models.resnet18({weights = "IMAGENET1K_V9"}) end, "Invalid value IMAGENET1K_V9 for enum ResNet18_Weights.")
-  T.raises(function() models.mnasnet1_0({weights = "MNASNet1_0_Weights.IMAGENET1K_V1"}) end,
-    "~mnasnet1.0_top1_73.512-f206786ef8.pth is not in the cache")
-  torch.hub.set_dir(hub_dir)
+  with_hub_dir(function() -- an empty cache: weights= names the file to put there
+    T.raises(function() models.googlenet({weights = "DEFAULT"}) end,
+      "~googlenet-1378be20.pth is not in the cache, and nnrepl downloads nothing at run time: fetch " ..
+      "https://download.pytorch.org/models/googlenet-1378be20.pth")
+    T.raises(function() models.regnet_y_400mf({weights = models.RegNet_Y_400MF_Weights.IMAGENET1K_V1}) end,
+      "~regnet_y_400mf-c65dace8.pth is not in the cache")
+    T.raises(function() models.resnet18({weights = models.ResNet50_Weights.IMAGENET1K_V1}) end,
+      "Invalid Weight class provided; expected ResNet18_Weights but received ResNet50_Weights.")
+    T.raises(function() models.resnet18({weights = "IMAGENET1K_V9"}) end, "Invalid value IMAGENET1K_V9 for enum ResNet18_Weights.")
+    T.raises(function() models.mnasnet1_0({weights = "MNASNet1_0_Weights.IMAGENET1K_V1"}) end,
+      "~mnasnet1.0_top1_73.512-f206786ef8.pth is not in the cache")
+  end)
   T.raises(function() models.MNASNet(0) end, "alpha should be greater than 0.0 instead of 0")
   T.raises(function() models.googlenet({aux_logit = true}) end, "~unknown keyword 'aux_logit'")
 end)
