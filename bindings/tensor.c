@@ -4,6 +4,7 @@
  * Hot path (`a + b`): the operators carry the metatable as upvalue 1, so telling
  * a tensor apart is lua_touserdata + one metatable compare; the result is one
  * nn_binary call and one userdata, plus a byte count that paces the GC. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "lt.h"
 
 const char LT_TENSOR_MT[1];
+static const char ATTRS[1]; /* registry key: weak-keyed table, tensor userdata -> its attribute table */
 const char LT_DTYPES[1];
 
 /* Lua does not see tensor memory: every pushed tensor reports the bytes its collection
@@ -337,6 +339,14 @@ static int t_index(lua_State *L)
             lua_call(L, 1, 1);
             return 1;
         }
+        if (lua_rawgetp(L, LUA_REGISTRYINDEX, ATTRS) == LUA_TTABLE) { /* x.foo set by the user */
+            lua_pushvalue(L, 1);
+            if (lua_rawget(L, -2) == LUA_TTABLE) {
+                lua_pushvalue(L, 2);
+                if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+            }
+        }
+        lua_settop(L, 2);
         return lt_index_get(L); /* a Python subscript (x[":, 1:3"]), else nil */
     }
     nn_tensor *t = lt_check(L, 1);
@@ -393,6 +403,39 @@ static void set_data(lua_State *L, nn_tensor *t)
     nn_release(old);
 }
 
+/* A name such as Python code sets on a tensor object (x.foo = v): not a subscript, not a method
+ * or field. It lives with this Lua value, as a Python attribute lives with its object. */
+static int is_attribute_name(lua_State *L, const char *k)
+{
+    if (!(isalpha((unsigned char)k[0]) || k[0] == '_') || !strcmp(k, "None")) return 0;
+    for (const char *c = k; *c; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '_')) return 0;
+    lua_getmetatable(L, 1);
+    int taken = lua_getfield(L, -1, "__methods") == LUA_TTABLE && lua_getfield(L, -1, k) != LUA_TNIL;
+    lua_settop(L, 3);
+    lua_getmetatable(L, 1);
+    taken = taken || (lua_getfield(L, -1, "__fields") == LUA_TTABLE && lua_getfield(L, -1, k) != LUA_TNIL);
+    lua_settop(L, 3);
+    return !taken;
+}
+
+static void set_attribute(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, ATTRS);
+    lua_pushvalue(L, 1);
+    if (lua_rawget(L, -2) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        if (lua_isnil(L, 3)) return;
+        lua_newtable(L);
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -4);
+    }
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_rawset(L, -3);
+}
+
 static int t_newindex(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
@@ -402,6 +445,7 @@ static int t_newindex(lua_State *L)
         else if (!strcmp(k, "grad")) set_grad(L, t);
         else if (!strcmp(k, "data")) set_data(L, t);
         else if (!strcmp(k, "real") || !strcmp(k, "imag")) lt_set_part(L, t, k[0] == 'i');
+        else if (is_attribute_name(L, k)) set_attribute(L);
         else if (!lt_index_set(L)) return luaL_error(L, "cannot set field '%s' of a tensor", k);
         return 0;
     }
@@ -513,6 +557,12 @@ void lt_open_tensor(lua_State *L)
     int mt = lua_gettop(L);
     lua_pushvalue(L, mt);
     lua_rawsetp(L, LUA_REGISTRYINDEX, LT_TENSOR_MT);
+    lua_newtable(L); /* ATTRS, weak-keyed: an attribute table goes with its tensor */
+    lua_newtable(L);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, ATTRS);
 
     lua_newtable(L); /* the method table: torch.Tensor */
     int methods = lua_gettop(L);

@@ -276,6 +276,8 @@ local function isinstance(v, cls)
     return false
   end
   if cls == Parameter then return Parameter.is(v) end
+  local test = type(cls) == "table" and rawget(cls, "__isinstance") -- classes of other kinds (tv_tensors)
+  if test then return test(v) end
   if cls == torch.Tensor then return torch.is_tensor(v) end
   if not is_module(v) then return false end
   local c = v.__class

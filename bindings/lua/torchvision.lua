@@ -340,5 +340,6 @@ torchvision.io = optional("tv_io")
 torchvision.utils = optional("tv_utils")
 torchvision.models = optional("tv_models")
 torchvision.ops = optional("tv_ops")
+torchvision.tv_tensors = optional("tv_tensors")
 
 return torchvision

@@ -241,7 +241,7 @@ end)
 
 T.test("transforms.v2", function()
   local v2 = tv.v2
-  T.check(v2.Resize == tv.Resize and v2.RandAugment == tv.RandAugment and v2.GaussianBlur == tv.GaussianBlur, "the v1 classes")
+  T.check(v2.Resize ~= nil and v2.RandAugment.get_params == tv.RandAugment.get_params and v2.GaussianBlur.get_params == tv.GaussianBlur.get_params, "the v1 classes' names")
   T.check(v2.functional.rotate == F.rotate and v2.functional.horizontal_flip == F.hflip, "v2.functional")
   local hwc = u8({5, 6, 3})
   local img = v2.ToImage()(pil(hwc))
@@ -254,7 +254,8 @@ T.test("transforms.v2", function()
   T.eq(v2.ToDtype(torch.float32)(img):tolist(), img:to(torch.float32):tolist(), "scale=false: a cast")
   T.eq(v2.ToDtype(torch.uint8, {scale = true})(torch.tensor({{{0.0, 0.5, 1.0}}})):tolist(), {{{0, 127, 255}}}, "float -> uint8 scaled")
   T.eq(v2.functional.to_dtype(img, torch.int32, true):tolist(), (img:to(torch.int32) * (1 << 23)):tolist(), "uint8 -> int32: shifted")
-  T.check(v2.ToPureTensor()(img) == img, "ToPureTensor")
+  local pure = v2.ToPureTensor()(img)
+  T.check(torch.is_tensor(pure) and require("tv_tensors").is_pure_tensor(pure) and pure:equal(img), "ToPureTensor")
   local pipeline = v2.Compose({v2.ToImage(), v2.RandomHorizontalFlip(), v2.RandAugment(), v2.ToDtype(torch.float32, {scale = true}),
     v2.Normalize({0.5, 0.5, 0.5}, {0.5, 0.5, 0.5})})
   local out = pipeline(pil(hwc))
