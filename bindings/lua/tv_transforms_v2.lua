@@ -292,5 +292,7 @@ return function(T, H)
   end
   v2.Lambda = Lambda
 
+  require("tv_v2_geometry")(v2, T, H) -- the geometric transforms and functionals, for every kind of input
+  require("tv_v2_more")(v2, T, H) -- boxes' own transforms, CutMix and MixUp, and v2's other new transforms
   return v2
 end
