@@ -90,8 +90,32 @@ local function to_tensor(fname, data, o)
   return t
 end
 
+-- torchvision's repr: the class name for "tensor(", its metadata before the ")"
+local function show_meta(k, v)
+  if k == "format" then return "format=BoundingBoxFormat." .. v end
+  if k == "canvas_size" then return string.format("canvas_size=(%d, %d)", v[1], v[2]) end
+  return k .. "=" .. tostring(v)
+end
+local function install_repr()
+  local mt = getmetatable(torch.empty(0))
+  local plain = mt.__tostring
+  mt.__tostring = function(t)
+    local s = plain(t)
+    local c = kind[t]
+    if not c then return s end
+    local pad = string.rep(" ", #c.__name + 1)
+    s = c.__name .. "(" .. s:sub(#"tensor(" + 1):gsub("\n       ", "\n" .. pad)
+    local extra = {}
+    for _, k in ipairs(c == M.BoundingBoxes and META or c == M.KeyPoints and {"canvas_size"} or {}) do
+      local v = t[k]
+      if v ~= nil then extra[#extra + 1] = show_meta(k, v) end
+    end
+    return s:sub(1, -2) .. ", " .. table.concat(extra, ", ") .. ")"
+  end
+end
+
 local function tag(t, cls)
-  if not keep_installed then install_keepers() end
+  if not keep_installed then install_keepers(); install_repr() end
   kind[t] = cls
   return t
 end
@@ -208,6 +232,18 @@ function M.wrap(...)
   tag(t, c)
   if c == M.KeyPoints then t.canvas_size = o.canvas_size or like.canvas_size end
   return t
+end
+
+-- set_return_type("Tensor") is the default; ops keeping tv_tensor types are not supported here
+function M.set_return_type(return_type)
+  if type(return_type) ~= "string" or (return_type:lower() ~= "tensor" and return_type:lower() ~= "tvtensor") then
+    U.errorf("set_return_type: return_type must be 'Tensor' or 'TVTensor', got %s", tostring(return_type))
+  end
+  if return_type:lower() == "tvtensor" then
+    U.error("set_return_type('TVTensor') is not supported: ops on tv_tensors return pure tensors; " ..
+      "wrap a result with tv_tensors.wrap(out, {like = x})")
+  end
+  return setmetatable({}, {__close = function() end})
 end
 
 return M
