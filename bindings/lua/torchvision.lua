@@ -341,5 +341,6 @@ torchvision.utils = optional("tv_utils")
 torchvision.models = optional("tv_models")
 torchvision.ops = optional("tv_ops")
 torchvision.tv_tensors = optional("tv_tensors")
+datasets.utils = optional("tv_datasets_utils")
 
 return torchvision
