@@ -252,15 +252,30 @@ end
 
 -- A replica's own tensors on dev, made once: leaves (parameters require grad as
 -- their sources do) whose values refresh() copies from the sources.
-local function place(rep, dev)
-  for _, s in ipairs(rep.slots) do
+local function fill(slots, make)
+  for _, s in ipairs(slots) do
     local r, reg, k, t = s[1], s[2], s[3], s[4]
-    local c = t:detach():to(dev)
-    if reg == "_parameters" and t.requires_grad then c:requires_grad_(true) end
+    local c = make(t, reg)
     s[5] = c
     r[reg]:set(k, c)
     getmetatable(r).__index[k] = c
   end
+end
+
+local function place(rep, dev)
+  fill(rep.slots, function(t, reg)
+    local c = t:detach():to(dev)
+    if reg == "_parameters" and t.requires_grad then c:requires_grad_(true) end
+    return c
+  end)
+end
+
+-- a copy of module m whose parameters and buffers are make(tensor, registry) (nn.parallel.replicate)
+function parallel._replicate_module(m, make)
+  local slots = {}
+  local r = replicate(m, {}, slots)
+  fill(slots, make)
+  return r
 end
 
 -- An event recorded now on stream s (of device i).
