@@ -340,5 +340,6 @@ torchvision.io = optional("tv_io")
 torchvision.utils = optional("tv_utils")
 torchvision.models = optional("tv_models")
 torchvision.ops = optional("tv_ops")
+require("tv_backends")(torchvision) -- get/set_image_backend, get/set_video_backend
 
 return torchvision
