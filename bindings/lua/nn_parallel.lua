@@ -527,14 +527,30 @@ local function scatter(v, sizes, devices, dim)
   return out
 end
 
+-- PyTorch's gather: the outputs (one per device) concatenated on dev along dim, dicts and lists
+-- element-wise; 0-d tensors are stacked into a vector (nn.parallel.gather too)
 local function gather(outs, dev, dim)
   local first = outs[1]
   if torch.is_tensor(first) then
+    local scalars = true
+    for i, t in ipairs(outs) do
+      if not torch.is_tensor(t) then U.errorf("gather: output %d is %s, not a tensor as the first", i, U.typename(t)) end
+      if t.is_cuda ~= true then U.error("gather: Gather function not implemented for CPU tensors") end
+      if t:dim() > 0 then scalars = false end
+    end
     local moved = {}
-    for i, o in ipairs(outs) do moved[i] = o:to(dev) end
+    for i, t in ipairs(outs) do moved[i] = (scalars and t:unsqueeze(0) or t):to(dev) end
     return torch.cat(moved, dim)
   end
-  if type(first) == "table" then
+  if first == nil then return nil end
+  if type(first) == "table" and getmetatable(first) == nil then
+    local n = 0
+    for _ in pairs(first) do n = n + 1 end
+    for _, o in ipairs(outs) do
+      local m = 0
+      for _ in pairs(o) do m = m + 1 end
+      if m ~= n then U.error("gather: All dicts must have the same number of keys") end
+    end
     local r = {}
     for k in pairs(first) do
       local col = {}
@@ -543,8 +559,9 @@ local function gather(outs, dev, dim)
     end
     return r
   end
-  return first
+  U.errorf("gather: cannot gather outputs of type %s (tensors, lists and dicts of them, nil)", U.typename(first))
 end
+parallel._gather = gather
 
 -- Copy the source's changed tensors into the kept replicas, on the devices' side streams
 -- (a copy runs on its source's): the devices' own streams go on meanwhile, and a replica

@@ -98,47 +98,11 @@ function parallel.scatter(inputs, ...)
   return scatter_map(inputs, devices_of("scatter", o.target_gpus), o.dim)
 end
 
-local function gather_map(outs, target, dim)
-  local first = outs[1]
-  if torch.is_tensor(first) then
-    local scalars = true
-    for i, t in ipairs(outs) do
-      if not torch.is_tensor(t) then U.errorf("gather: output %d is %s, not a tensor as the first", i, U.typename(t)) end
-      if t.is_cuda ~= true then U.error("gather: Gather function not implemented for CPU tensors") end
-      if t:dim() > 0 then scalars = false end
-    end
-    local moved = {}
-    for i, t in ipairs(outs) do
-      if scalars then t = t:unsqueeze(0) end -- PyTorch warns and returns a vector
-      moved[i] = t:to(target)
-    end
-    return torch.cat(moved, dim)
-  end
-  if first == nil then return nil end
-  if is_plain(first) then
-    local n = 0
-    for _ in pairs(first) do n = n + 1 end
-    for _, o in ipairs(outs) do
-      local m = 0
-      for _ in pairs(o) do m = m + 1 end
-      if m ~= n then U.error("gather: All dicts must have the same number of keys") end
-    end
-    local r = {}
-    for k in pairs(first) do
-      local col = {}
-      for i, o in ipairs(outs) do col[i] = o[k] end
-      r[k] = gather_map(col, target, dim)
-    end
-    return r
-  end
-  U.errorf("gather: cannot gather outputs of type %s (tensors, lists and dicts of them, nil)", U.typename(first))
-end
-
 function parallel.gather(outputs, ...)
   local o = U.parse("gather", { { "target_device", U.REQUIRED }, { "dim", 0 } }, ...)
   if not is_plain(outputs) or #outputs == 0 then U.errorf("gather: outputs must be a non-empty list, got %s", U.typename(outputs)) end
   local target = cuda_index("gather", o.target_device, true)
-  return gather_map(outputs, target < 0 and "cpu" or ("cuda:" .. target), o.dim)
+  return parallel._gather(outputs, target < 0 and "cpu" or ("cuda:" .. target), o.dim)
 end
 
 function parallel.replicate(network, ...)

@@ -45,19 +45,14 @@ end
 function Optimizer:register_step_pre_hook(hook) return hooks._register(dict(self, "_optimizer_step_pre_hooks"), hook) end
 function Optimizer:register_step_post_hook(hook) return hooks._register(dict(self, "_optimizer_step_post_hooks"), hook) end
 
-local function prepend_opt(fname, ...) return U.parse(fname, { { "prepend", false } }, ...).prepend end
-
-function Optimizer:register_state_dict_pre_hook(hook, ...)
-  return hooks._register(dict(self, "_optimizer_state_dict_pre_hooks"), hook, prepend_opt("register_state_dict_pre_hook", ...))
-end
-function Optimizer:register_state_dict_post_hook(hook, ...)
-  return hooks._register(dict(self, "_optimizer_state_dict_post_hooks"), hook, prepend_opt("register_state_dict_post_hook", ...))
-end
-function Optimizer:register_load_state_dict_pre_hook(hook, ...)
-  return hooks._register(dict(self, "_optimizer_load_state_dict_pre_hooks"), hook, prepend_opt("register_load_state_dict_pre_hook", ...))
-end
-function Optimizer:register_load_state_dict_post_hook(hook, ...)
-  return hooks._register(dict(self, "_optimizer_load_state_dict_post_hooks"), hook, prepend_opt("register_load_state_dict_post_hook", ...))
+-- the state dict hooks take prepend= (run before the hooks already registered)
+for name, field in pairs({ register_state_dict_pre_hook = "_optimizer_state_dict_pre_hooks",
+  register_state_dict_post_hook = "_optimizer_state_dict_post_hooks",
+  register_load_state_dict_pre_hook = "_optimizer_load_state_dict_pre_hooks",
+  register_load_state_dict_post_hook = "_optimizer_load_state_dict_post_hooks" }) do
+  Optimizer[name] = function(self, hook, ...)
+    return hooks._register(dict(self, field), hook, U.parse(name, { { "prepend", false } }, ...).prepend)
+  end
 end
 
 local wrapped = setmetatable({}, { __mode = "k" })
