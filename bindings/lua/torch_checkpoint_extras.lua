@@ -5,6 +5,8 @@
 -- as plain checkpointing. Selective activation checkpointing (the contexts that
 -- create_selective_checkpoint_contexts makes) is refused with a clear error: its policy is
 -- asked about each aten op, and nnrepl's autograd has no per-op dispatch to ask it from.
+-- With use_reentrant=false, a recomputation whose tensor results differ in shape, dtype or device
+-- from the forward's raises a CheckpointError (determinism_check="none" turns that off).
 -- Recomputation here always runs fn to its end; PyTorch's early stop only saves time, so
 -- set_checkpoint_early_stop is kept as a setting that changes no result.
 local torch = require "torch"
@@ -12,7 +14,7 @@ local U = require "nn_util"
 local errors = require "torch_errors"
 local checkpoint = require "torch_checkpoint"
 
-checkpoint.CheckpointError = errors.class("torch.utils.checkpoint.CheckpointError", { "^torch%.utils%.checkpoint: " })
+checkpoint.CheckpointError = errors.class("torch.utils.checkpoint.CheckpointError", { "torch%.utils%.checkpoint: " })
 
 -- set_checkpoint_early_stop(enable[, fn]): a to-be-closed value, or runs fn with the setting
 checkpoint._early_stop = true
@@ -117,10 +119,55 @@ function checkpoint.create_selective_checkpoint_contexts(policy, ...)
     setmetatable({ policy = policy, is_recompute = true, allow_cache_entry_mutation = o.allow_cache_entry_mutation }, sac_mt)
 end
 
+-- PyTorch's metadata text of a tensor: {'shape': torch.Size([2]), 'dtype': torch.float32, 'device': device(type='cpu')}
+local function metadata(t)
+  local d = t.device
+  local dev = d.index ~= nil and string.format("device(type='%s', index=%d)", d.type, d.index) or string.format("device(type='%s')", d.type)
+  return string.format("{'shape': %s, 'dtype': %s, 'device': %s}", tostring(t.shape), tostring(t.dtype), dev)
+end
+
+-- fn, wrapped to compare the recomputation's tensor results with the forward's (shape, dtype,
+-- device), as use_reentrant=false's determinism_check="default": a difference is a CheckpointError
+local function checked(fn)
+  local saved
+  return function(...)
+    local outs = table.pack(fn(...))
+    local meta = {}
+    for i = 1, outs.n do
+      if torch.is_tensor(outs[i]) then meta[#meta + 1] = metadata(outs[i]) end
+    end
+    if saved == nil then
+      saved = meta
+    else
+      local diff = {}
+      for i = 1, math.max(#saved, #meta) do
+        if saved[i] ~= meta[i] then
+          diff[#diff + 1] = string.format("tensor at position %d:\nsaved metadata: %s\nrecomputed metadata: %s", i - 1,
+            saved[i] or "None", meta[i] or "None")
+        end
+      end
+      if #diff > 0 then
+        U.error("torch.utils.checkpoint: Recomputed values for the following tensors have different metadata than " ..
+          "during the forward pass.\n" .. table.concat(diff, "\n"))
+      end
+    end
+    return table.unpack(outs, 1, outs.n)
+  end
+end
+
 local base = checkpoint.checkpoint
 function checkpoint.checkpoint(fn, ...)
   local args = table.pack(...)
   local last = args[args.n]
+  if args.n > 0 and U.is_opts(last) and last.determinism_check ~= nil then
+    local d = last.determinism_check
+    if d ~= "default" and d ~= "none" then
+      U.errorf("determinism_check should be one of ['default', 'none'], but got %s", tostring(d))
+    end
+  end
+  if args.n > 0 and U.is_opts(last) and last.use_reentrant == false and last.determinism_check ~= "none" then
+    fn = checked(fn)
+  end
   if args.n > 0 and U.is_opts(last) and (last.context_fn ~= nil) then
     if last.use_reentrant ~= false then
       U.error("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")

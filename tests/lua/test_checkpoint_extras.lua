@@ -38,6 +38,23 @@ local function run(dev)
     T.raises(function() cp.checkpoint(f, x, { use_reentrant = false, context_fn = function() return 1, 2 end }) end,
       "~context_fn other than noop_context_fn is not supported")
   end)
+
+  T.test("determinism_check on " .. dev, function()
+    local x = torch.ones(3, { device = dev }):requires_grad_()
+    local n = 0
+    local changing = function(a) n = n + 1; return n == 1 and a * 2 or (a * 2):double() end
+    local y = cp.checkpoint(changing, x, { use_reentrant = false })
+    local ok, err = pcall(function() y:sum():backward() end)
+    T.check(not ok and cp.CheckpointError:matches(err), "a recomputation with another dtype is a CheckpointError")
+    local want = string.format("saved metadata: {'shape': torch.Size([3]), 'dtype': torch.float32, 'device': device(type='%s'%s)}\n" ..
+      "recomputed metadata: {'shape': torch.Size([3]), 'dtype': torch.float64", dev, dev == "cuda" and ", index=0" or "")
+    T.check(type(err) == "string" and err:find("tensor at position 0:\n" .. want, 1, true) ~= nil, "the report: " .. tostring(err))
+    local w = torch.tensor({ 1.0, 2.0 }, { dtype = torch.float64, device = dev }):requires_grad_()
+    cp.checkpoint(function(a) return a * a end, w, { use_reentrant = false, determinism_check = "none" }):sum():backward()
+    T.eq(w.grad:cpu():tolist(), { 2.0, 4.0 }, "d/dw sum(w^2) = 2w")
+    T.raises(function() cp.checkpoint(function(a) return a end, w, { use_reentrant = false, determinism_check = "strict" }) end,
+      "determinism_check should be one of ['default', 'none'], but got strict")
+  end)
 end
 
 run("cpu")
@@ -53,7 +70,7 @@ if torch.cuda.is_available() then
     T.check(torch.equal(torch.rand(3, { device = "cuda" }), b), "the state put back draws the same numbers")
   end)
 else
-  T.skip("no CUDA device", 3)
+  T.skip("no CUDA device", 4)
 end
 
 T.test("get_device_states with CPU tensors", function()
