@@ -131,6 +131,7 @@ M.Image = Image
 
 Image.NEAREST, Image.BILINEAR, Image.BICUBIC, Image.LANCZOS, Image.BOX, Image.HAMMING = 0, 2, 3, 1, 4, 5
 Image.Resampling = {NEAREST = 0, BILINEAR = 2, BICUBIC = 3, LANCZOS = 1, BOX = 4, HAMMING = 5}
+Image.ANTIALIAS = Image.LANCZOS -- the name Pillow < 10 had, which older scripts (fast_neural_style) still use
 Image.FLIP_LEFT_RIGHT, Image.FLIP_TOP_BOTTOM, Image.ROTATE_90, Image.ROTATE_180 = 0, 1, 2, 3
 Image.ROTATE_270, Image.TRANSPOSE, Image.TRANSVERSE = 4, 5, 6
 Image.Transpose = {FLIP_LEFT_RIGHT = 0, FLIP_TOP_BOTTOM = 1, ROTATE_90 = 2, ROTATE_180 = 3, ROTATE_270 = 4,
