@@ -113,7 +113,7 @@ end
 
 -- the rotated ones work in float and return new tensors of the input's dtype
 local function deg_cos_sin(r)
-  local rad = r * (math.pi / 180.0)
+  local rad = r * math.pi / 180.0 -- as torchvision: times pi, then over 180
   return rad:cos(), rad:sin()
 end
 
