@@ -80,14 +80,6 @@ local function work_dtype(t) return t:is_floating_point() and t.dtype or torch.f
 local function cols(t) return t:unbind(-1) end
 local function stack(list) return torch.stack(list, -1) end
 
--- Python's round (half to even)
-local function pyround(x)
-  local f = math.floor(x)
-  local r = x - f
-  if r > 0.5 or (r == 0.5 and f % 2 == 1) then f = f + 1 end
-  return math.tointeger(f) or f
-end
-
 ---------------------------------------------------------------------------
 -- formats
 ---------------------------------------------------------------------------
@@ -160,7 +152,7 @@ local function convert(boxes, old, new, inplace)
     local b = boxes
     if old == "CXCYWHR" then b = cxcywhr_to_xywhr(b) elseif old == "XYXYXYXY" then b = xyxyxyxy_to_xywhr(b) end
     if new == "CXCYWHR" then b = xywhr_to_cxcywhr(b) elseif new == "XYXYXYXY" then b = xywhr_to_xyxyxyxy(b) end
-    if inplace and boxes:is_floating_point() and b.shape == boxes.shape then return boxes:copy_(b) end
+    if inplace and boxes:is_floating_point() and b:size(-1) == boxes:size(-1) then return boxes:copy_(b) end
     return b
   end
   local b = inplace and boxes or boxes:clone()
@@ -421,7 +413,10 @@ local function center_crop_size(fn, output_size)
   return output_size[1], output_size[#output_size]
 end
 
-local function center_anchor(ch, cw, h, w) return pyround((h - ch) / 2.0), pyround((w - cw) / 2.0) end
+-- int(round(d / 2)) for an integer d, rounding half to even as Python does
+local function half_round(d) return (d + (d // 2) % 2) // 2 end
+
+local function center_anchor(ch, cw, h, w) return half_round(h - ch), half_round(w - cw) end
 
 -- center_crop_bounding_boxes(bounding_boxes, format, canvas_size, output_size, clamping_mode="soft")
 function M.center_crop_bounding_boxes(...)
