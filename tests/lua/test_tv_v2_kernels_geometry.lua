@@ -100,7 +100,19 @@ local function run(dev)
     EQ(L(G.clamp_bounding_boxes(b, "XYXY", { 10, 8 }, false)), L(b), "clamping_mode false: unchanged")
     EQ(L(G.clamp_bounding_boxes(b, "XYXY", { 10, 8 }, { clamping_mode = "hard" })), { { 0, 1, 5, 10 }, { 3, 0, 8, 6 } }, "hard = soft unrotated")
     T.raises(function() G.clamp_bounding_boxes(b, "XYXY", { 10, 8 }, "medium") end, "~clamping_mode must be")
-    T.raises(function() G.clamp_bounding_boxes(f32({ { 1, 2, 3, 4, 5 } }), "XYWHR", { 10, 8 }) end, "~rotated bounding boxes (format XYWHR) are not supported")
+    -- rotated boxes: axis-aligned ones clamp as unrotated ones; boxes inside stay; a corner cut off
+    -- by one side keeps the box in soft mode (its two edges there still bound what is left)
+    local r = f32({ { -2, 1, 6, 4, 0 }, { 3, 2, 4, 3, 0 }, { 5, 5, 4, 2, 30 } })
+    for _, mode in ipairs({ "soft", "hard" }) do
+      EQ(L(G.clamp_bounding_boxes(r, "XYWHR", { 8, 10 }, mode)), { { 0, 1, 4, 4, 0 }, { 3, 2, 4, 3, 0 }, { 5, 5, 4, 2, 30 } }, "rotated clamp " .. mode)
+    end
+    local cut = f32({ { 1, 3, 6, 4, 45 } })
+    T.near(L(G.clamp_bounding_boxes(cut, "XYWHR", { 8, 10 })), L(cut), 1e-6, "soft: corner cut keeps the box")
+    local hard = G.clamp_bounding_boxes(cut, "XYWHR", { 8, 10 }, "hard")
+    local hc = L(G.convert_bounding_box_format(hard, "XYWHR", "XYXYXYXY"))[1]
+    local inside = true
+    for k = 1, 8, 2 do inside = inside and hc[k] >= -1e-4 and hc[k] <= 10 + 1e-4 and hc[k + 1] >= -1e-4 and hc[k + 1] <= 8 + 1e-4 end
+    T.check(inside and math.abs(L(hard)[1][5] - 45) < 1e-4, "hard: the corners inside, the angle kept")
     T.raises(function() G.clamp_bounding_boxes(b, "XYXY", 10) end, "~canvas_size must be a list")
     local kp = f32({ { -1, 3 }, { 9, 12 }, { 2.5, 4.5 } })
     EQ(L(G.clamp_keypoints(kp, { 10, 8 })), { { 0, 3 }, { 7, 9 }, { 2.5, 4.5 } }, "keypoints clamp to W-1, H-1")
@@ -156,7 +168,9 @@ local function run(dev)
     T.raises(function() G.resize_bounding_boxes(b, { 8, 10 }, 6, 6) end,
       "resize_bounding_boxes: max_size = 6 must be strictly greater than the requested size for the smaller edge size = [6]")
     T.raises(function() G.resize_bounding_boxes(b, { 8, 10 }, nil) end, "~max_size must be an integer when size is None")
-    T.raises(function() G.resize_bounding_boxes(f32({ { 1, 2, 3, 4, 5 } }), { 8, 10 }, { 4, 5 }, nil, "XYWHR") end, "~not supported here yet")
+    -- rotated boxes scaled alike in x and y keep their angle
+    out, canvas = G.resize_bounding_boxes(f32({ { 5, 4, 4, 2, 30 } }), { 8, 10 }, { 16, 20 }, nil, "CXCYWHR")
+    T.near({ L(out), canvas }, { { { 10, 8, 8, 4, 30 } }, { 16, 20 } }, 1e-5, "rotated resize")
     local e, ec = G.resize_bounding_boxes(torch.zeros(0, 4, o), { 8, 10 }, { 4, 5 })
     EQ({ L(e), ec }, { {}, { 4, 5 } }, "empty boxes")
     local kp, kc = G.resize_keypoints(f32({ { 1, 3 }, { 9, 7 } }), { 16, 5 }, { 8, 10 })
@@ -348,6 +362,27 @@ local function run(dev)
     local m = torch.arange(6, o):view(2, 3):to(torch.int64)
     EQ(L(G.perspective_mask(m, nil, nil, nil, { 1, 0, 0, 0, 1, 0, 0, 0 })), L(m), "perspective mask identity")
     EQ(L(G.perspective_mask(m, nil, nil, 9, { 1, 0, -1, 0, 1, 0, 0, 0 })), { { 9, 0, 1 }, { 9, 3, 4 } }, "perspective mask shift, fill")
+  end)
+
+  T.test(tag("rotated boxes"), function()
+    local box = f64({ { 5, 4, 4, 2, 30 } })
+    local out, canvas = G.rotate_bounding_boxes(box, "CXCYWHR", { 8, 10 }, 20)
+    T.near({ L(out), canvas }, { { { 5, 4, 4, 2, 50 } }, { 8, 10 } }, 1e-9, "rotation about the centre adds to the angle")
+    out, canvas = G.crop_bounding_boxes(box, "CXCYWHR", 1, 1, 7, 9)
+    T.near({ L(out), canvas }, { { { 4, 3, 4, 2, 30 } }, { 7, 9 } }, 1e-9, "crop moves the centre")
+    local corners = G.convert_bounding_box_format(box, "CXCYWHR", "XYXYXYXY")
+    local shifted = L(corners)[1]
+    for k = 1, 8, 2 do shifted[k], shifted[k + 1] = shifted[k] + 2, shifted[k + 1] + 1 end
+    out, canvas = G.pad_bounding_boxes(corners, "XYXYXYXY", { 8, 10 }, { 2, 1 })
+    T.near({ L(out), canvas }, { { shifted }, { 10, 14 } }, 1e-9, "pad moves the corners")
+    out = G.affine_bounding_boxes(corners, "XYXYXYXY", { 8, 10 }, 0, { 2, 1 }, 1.0, 0)
+    T.near(L(out), { shifted }, 1e-9, "affine translation")
+    out = G.perspective_bounding_boxes(corners, "XYXYXYXY", { 8, 10 }, nil, nil, { 1, 0, -2, 0, 1, -1, 0, 0 })
+    T.near(L(out), { shifted }, 1e-9, "perspective translation")
+    out = G.elastic_bounding_boxes(f64({ { 5.2, 4.5, 4, 2, 30 } }), "CXCYWHR", { 8, 10 }, torch.zeros(1, 8, 10, 2, o))
+    T.near(L(out), { { 6, 5, 4, 2, 30 } }, 1e-9, "elastic moves the centre pixel")
+    out = G.clamp_bounding_boxes(f64({ { 5, 4, 40, 2, 30 } }), "CXCYWHR", { 8, 10 }, false)
+    EQ(L(out), { { 5, 4, 40, 2, 30 } }, "clamping_mode false")
   end)
 
   T.test(tag("elastic"), function()
