@@ -43,7 +43,8 @@ end
 function M.is_pure_tensor(x) return torch.is_tensor(x) and kind[x] == nil end
 
 -- clone, to, detach, requires_grad_ and pin_memory keep a tv_tensor's class and metadata (as
--- torchvision's _FORCE_TORCHFUNCTION_SUBCLASS); installed when the first tv_tensor is made.
+-- torchvision's _FORCE_TORCHFUNCTION_SUBCLASS): tv_tensors carry the attribute __keep, for which
+-- the tensor's method lookup hands out these stand-ins (installed with the first tv_tensor).
 local keep_installed = false
 local copy_meta
 local function install_keepers()
@@ -51,15 +52,16 @@ local function install_keepers()
   for _, name in ipairs({"clone", "to", "detach", "requires_grad_", "pin_memory"}) do
     local orig = torch.Tensor[name]
     if orig then
-      torch.Tensor[name] = function(self, ...)
+      torch._keep_method(name, function(self, ...)
         local out = orig(self, ...)
         local c = kind[self]
         if c and torch.is_tensor(out) and out ~= self and kind[out] == nil then
           kind[out] = c
+          out.__keep = true
           copy_meta(self, out)
         end
         return out
-      end
+      end)
     end
   end
 end
@@ -117,6 +119,7 @@ end
 local function tag(t, cls)
   if not keep_installed then install_keepers(); install_repr() end
   kind[t] = cls
+  t.__keep = true
   return t
 end
 
