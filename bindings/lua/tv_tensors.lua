@@ -96,6 +96,7 @@ end
 local function show_meta(k, v)
   if k == "format" then return "format=BoundingBoxFormat." .. v end
   if k == "canvas_size" then return string.format("canvas_size=(%d, %d)", v[1], v[2]) end
+  if v == false then return k .. "=None" end
   return k .. "=" .. tostring(v)
 end
 local function install_repr()
@@ -110,7 +111,7 @@ local function install_repr()
     local extra = {}
     for _, k in ipairs(c == M.BoundingBoxes and META or c == M.KeyPoints and {"canvas_size"} or {}) do
       local v = t[k]
-      if v ~= nil then extra[#extra + 1] = show_meta(k, v) end
+      if v ~= nil or k == "clamping_mode" then extra[#extra + 1] = show_meta(k, v == nil and false or v) end
     end
     return s:sub(1, -2) .. ", " .. table.concat(extra, ", ") .. ")"
   end
@@ -229,8 +230,9 @@ function M.wrap(...)
   if not c then U.errorf("wrap: like must be a tv_tensor, got %s", U.typename(like)) end
   t = t:view(t.shape)
   if c == M.BoundingBoxes then
-    return wrap_boxes(t, o.format or like.format, o.canvas_size or like.canvas_size,
-      o.clamping_mode == nil and like.clamping_mode or o.clamping_mode, false)
+    local mode = o.clamping_mode -- false is Python's None (no clamping)
+    if mode == nil then mode = like.clamping_mode end
+    return wrap_boxes(t, o.format or like.format, o.canvas_size or like.canvas_size, mode, false)
   end
   tag(t, c)
   if c == M.KeyPoints then t.canvas_size = o.canvas_size or like.canvas_size end

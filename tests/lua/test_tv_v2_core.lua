@@ -61,6 +61,10 @@ T.test("clone, to, detach keep the kind; other ops give pure tensors; wrap", fun
   T.eq(w.format, "XYXY")
   T.eq(w:tolist(), {{2, 4, 6, 8}})
   T.raises(function() tvt.wrap(b, {like = torch.zeros(1)}) end, "~like must be a tv_tensor")
+  T.eq(tvt.wrap(b * 1, {like = b, clamping_mode = false}).clamping_mode, false, "false is None")
+  local none = tvt.BoundingBoxes({{1, 2, 3, 4}}, {format = "XYXY", canvas_size = {10, 20}, clamping_mode = false})
+  T.eq(tvt.wrap(none * 1, {like = none}).clamping_mode, false, "None kept")
+  T.check(tostring(none):find("clamping_mode=None", 1, true) ~= nil)
 end)
 
 T.test("tv_tensors print as torchvision's", function()
