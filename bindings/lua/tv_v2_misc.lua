@@ -24,7 +24,9 @@ return function(v2, T, H)
   end
 
   -- jpeg(image, quality): [..., 1 or 3, H, W] uint8 images (on any device: coded on the CPU)
-  local function jpeg_image(image, quality)
+  local function jpeg_image(...)
+    local a = U.parse("jpeg", {{"image", U.REQUIRED}, {"quality", U.REQUIRED}}, ...)
+    local image, quality = a.image, a.quality
     check_quality(quality)
     if H.is_pil(image) then
       if image.mode ~= "L" and image.mode ~= "RGB" then U.errorf("jpeg: cannot write mode %s as JPEG", image.mode) end
