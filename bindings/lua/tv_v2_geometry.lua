@@ -132,7 +132,7 @@ return function(v2, T, H)
     end,
     keypoints = function(kp, canvas, angle, _, expand, center) return K.rotate_keypoints(kp, canvas, angle, expand, center) end})
 
-  def("perspective", {{"startpoints", R}, {"endpoints", R}, {"interpolation", "bilinear"}, {"fill"}, {"coefficients"}}, {
+  def("perspective", {{"startpoints"}, {"endpoints"}, {"interpolation", "bilinear"}, {"fill"}, {"coefficients"}}, {
     image = function(img, s, e, interp, fill, coefficients)
       if coefficients ~= nil then
         U.error("perspective: coefficients are not supported for images here; pass startpoints and endpoints instead")
