@@ -188,17 +188,22 @@ return function(T, H)
     return H.wrap(U.call(C.warp, img._data, "hwc", h, w, "affine", m, interp, fill))
   end
 
-  -- torchvision's _compute_affine_output_size (float32, as torch computes it): w, h
+  -- torchvision's _compute_affine_output_size: w, h. In float32 as torch computes it, each
+  -- product and sum of its small matmul rounded on its own (no fused multiply-add: a corner that
+  -- lands on a whole pixel then stays on it, and floor / ceil give torchvision's size)
   local function affine_output_size(m, w, h)
-    local pts = torch.tensor({{-0.5 * w, -0.5 * h, 1.0}, {-0.5 * w, 0.5 * h, 1.0}, {0.5 * w, 0.5 * h, 1.0}, {0.5 * w, -0.5 * h, 1.0}})
-    local new = pts:matmul(torch.tensor(m):view(2, 3):t())
-    local half = torch.tensor({w * 0.5, h * 0.5})
-    local mn, mx = new:amin(0) + half, new:amax(0) + half
-    local tol = 1e-4
-    local size = ((mx / tol):trunc() * tol):ceil() - ((mn / tol):trunc() * tol):floor()
-    local s = size:tolist()
-    return math.tointeger(s[1]) or math.floor(s[1]), math.tointeger(s[2]) or math.floor(s[2])
+    local f32 = function(v) return torch.tensor(v, {dtype = torch.float32}) end
+    local hw, hh = 0.5 * w, 0.5 * h
+    local px, py, mt = f32({-hw, -hw, hw, hw}), f32({-hh, hh, hh, -hh}), f32(m)
+    local x = px * mt[0] + py * mt[1] + mt[2]
+    local y = px * mt[3] + py * mt[4] + mt[5]
+    local inv, tol = f32(1.0 / 1e-4), f32(1e-4)
+    local function snap(v, half) return ((v + f32(half)) * inv):trunc() * tol end
+    local ow = snap(x:amax(), hw):ceil() - snap(x:amin(), hw):floor()
+    local oh = snap(y:amax(), hh):ceil() - snap(y:amin(), hh):floor()
+    return math.floor(ow:item()), math.floor(oh:item())
   end
+  F._compute_affine_output_size = affine_output_size
 
   -- F.rotate(img, angle, interpolation=NEAREST, expand=False, center=None, fill=None): counter-clockwise degrees
   function F.rotate(img, angle, interpolation, expand, center, fill)

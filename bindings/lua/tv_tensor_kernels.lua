@@ -70,7 +70,7 @@ local function axis_map(start, len, n, mode)
     local j = map_index(start + k - 1, n, mode)
     idx[k] = j
     if j < 0 then outside[#outside + 1] = k - 1; idx[k] = 0 end
-    range = range and j == start + k - 1
+    range = range and j >= 0 and j == start + k - 1 -- (an outside -1 can equal start + k - 1 = -1)
   end
   return idx, outside, range
 end

@@ -82,11 +82,13 @@ local function stack(list) return torch.stack(list, -1) end
 local function xywh_to_xyxy(x) x:narrow(-1, 2, 2):add_(x:narrow(-1, 0, 2)); return x end
 local function xyxy_to_xywh(x) x:narrow(-1, 2, 2):sub_(x:narrow(-1, 0, 2)); return x end
 
+-- integer boxes go through float32 and are truncated back (torchvision 0.26, as ops.box_convert)
 local function cxcywh_to_xyxy(x)
-  local half = x:is_floating_point() and x:narrow(-1, 2, 2):div(-2) or x:narrow(-1, 2, 2):div(-2, { rounding_mode = "floor" })
-  half:abs_()
-  x:narrow(-1, 0, 2):sub_(half)
-  x:narrow(-1, 2, 2):add_(x:narrow(-1, 0, 2))
+  local f = x:is_floating_point() and x or x:to(torch.float32)
+  local half = f:narrow(-1, 2, 2) / 2
+  f:narrow(-1, 0, 2):sub_(half)
+  f:narrow(-1, 2, 2):add_(f:narrow(-1, 0, 2))
+  if f ~= x then x:copy_(f) end
   return x
 end
 
@@ -691,17 +693,7 @@ local function forward_affine(center, angle, translate, scale, shear)
   return m
 end
 
--- torchvision's _compute_affine_output_size_tensor (in float32, as torch computes it): w, h
-local function affine_output_size(m, w, h)
-  local hw, hh = 0.5 * w, 0.5 * h
-  local pts = torch.tensor({ { -hw, -hh, 1.0 }, { -hw, hh, 1.0 }, { hw, hh, 1.0 }, { hw, -hh, 1.0 } })
-  local new = pts:matmul(torch.tensor(m):view(2, 3):t())
-  local half = torch.tensor({ hw, hh })
-  local mn, mx = new:amin(0) + half, new:amax(0) + half
-  local tol = 1e-4
-  local size = (((mx * (1.0 / tol)):trunc() * tol):ceil() - ((mn * (1.0 / tol)):trunc() * tol):floor()):tolist()
-  return math.floor(size[1]), math.floor(size[2])
-end
+local function affine_output_size(m, w, h) return F()._compute_affine_output_size(m, w, h) end
 
 -- points (P, 2) of dtype wd through the 2x3 matrix m
 local function affine_points(points, m)
@@ -765,7 +757,7 @@ local function affine_kp(kp, h, w, angle, translate, scale, shear, center, expan
   local out = affine_points(p:reshape(-1, 2), m)
   if expand then
     out = out - canvas_shift(m, h, w, out)
-    local nw, nh = affine_output_size(F()._get_inverse_affine_matrix({ 0.0, 0.0 }, angle, translate, scale, shear), w, h)
+    local nw, nh = affine_output_size(F()._get_inverse_affine_matrix(center, angle, translate, scale, shear), w, h)
     canvas = { nh, nw }
   end
   return out:reshape(kp.shape):to(kp.dtype), canvas

@@ -431,3 +431,21 @@ if torch.cuda.is_available() then
 else
   T.skip("no CUDA: the cuda run of every check", T.passed + T.failed - before)
 end
+
+-- values torchvision 0.26 gave on the GPU machine (session 24): integer CXCYWH boxes go through
+-- float32 and truncate; an expanded rotation's canvas (H x W) for boxes and keypoints uses the
+-- absolute center, the image's the image-centred one, each corner exactly on a whole pixel
+-- staying there (float32 without fused multiply-adds)
+T.test("torchvision 0.26's integer CXCYWH and expanded canvases", function()
+  T.eq(G.convert_bounding_box_format(torch.tensor({ { 10, 10, 5, 7 }, { 10, 10, 4, 6 }, { 3, 3, 1, 1 } }), "CXCYWH", "XYXY"):tolist(),
+    { { 7, 6, 12, 13 }, { 8, 7, 12, 13 }, { 2, 2, 3, 3 } })
+  local F = require("torchvision").transforms.functional
+  for _, c in ipairs({ { 120.0, { 40, 37 }, { 40, 38 } }, { -47.0, { 41, 40 }, { 40, 40 } }, { 30.0, { 37, 40 }, { 38, 40 } },
+    { 200.0, { 34, 40 }, { 34, 40 } } }) do
+    local _, cb = G.rotate_bounding_boxes(torch.tensor({ { 3.0, 4.0, 10.0, 12.0 } }), "XYXY", { 24, 32 }, c[1], true)
+    local _, ci = G.rotate_bounding_boxes(torch.tensor({ { 3, 4, 10, 12 } }), "XYXY", { 24, 32 }, c[1], true)
+    local _, ck = G.rotate_keypoints(torch.tensor({ { 3.0, 4.0 } }), { 24, 32 }, c[1], true)
+    local im = F.rotate(torch.zeros(1, 24, 32), c[1], nil, true)
+    T.eq({ cb, ci, ck, { im:size(1), im:size(2) } }, { c[2], c[2], c[2], c[3] }, "angle " .. c[1])
+  end
+end)

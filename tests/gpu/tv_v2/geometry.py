@@ -66,7 +66,7 @@ with open(os.path.join(d, "geometry.jsonl")) as f:
         name = f"{c['name']} [{c['kind']}]"
         inpt = wrap(c["kind"], tensor(c["inpt"]), c["meta"])
         try:
-            ref = getattr(F, c["fn"])(inpt, *decode(c["args"]), **decode(c["kwargs"]))
+            ref = getattr(F, c["fn"])(inpt, *decode(c["args"]), **(decode(c["kwargs"]) or {}))  # Lua's {} reads as []
         except Exception as e:
             print(f"FAIL {name}: torchvision raised {type(e).__name__}: {e}")
             failed += 1
