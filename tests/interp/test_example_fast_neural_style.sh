@@ -6,7 +6,7 @@
 # load into TransformerNet), eval's image (the model's output, clamped and truncated), eval of
 # a checkpoint holding old InstanceNorm running_* entries, --export_onnx (the same image, a file
 # written), and the errors: no sub-command, a bad flag, a missing required flag, missing
-# pretrained weights, an .onnx model, --accel without a GPU.
+# pretrained weights, an .onnx model, --accel without a GPU, a folder it cannot create.
 # Usage: bash tests/interp/test_example_fast_neural_style.sh build/nnrepl
 bin=${1:?usage: test_example_fast_neural_style.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
@@ -117,6 +117,9 @@ check "no sub-command: message" has "$msg" "ERROR: specify either train or eval"
 run train --dataset data --save-model-dir s --bogus >/dev/null
 check "bad flag: exit 2" [ $? -eq 2 ]
 check "bad flag: message" grep -qF "neural_style.lua: error: unrecognized arguments: --bogus" "$tmp/err"
+msg=$(run train --dataset data --save-model-dir /proc/no/such)
+check "unwritable --save-model-dir: exit 1" [ $? -eq 1 ]
+check "unwritable --save-model-dir: message" has "$msg" "cannot create the folder '/proc/no/such'"
 run train --save-model-dir s >/dev/null
 check "no --dataset: exit 2" [ $? -eq 2 ]
 check "no --dataset: message" grep -qF "neural_style.lua train: error: the following arguments are required: --dataset" "$tmp/err"

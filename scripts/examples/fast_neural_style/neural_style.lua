@@ -37,7 +37,7 @@ local function exists(path) return os.execute("test -e " .. shell_quote(path)) =
 
 local function makedirs(path)
   if not os.execute("mkdir -p " .. shell_quote(path) .. " 2>/dev/null") then
-    error(string.format("[Errno 13] cannot create the folder: '%s'", path), 0)
+    error(string.format("cannot create the folder '%s'", path), 0) -- Python prints the OSError
   end
 end
 
