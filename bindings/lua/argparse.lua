@@ -21,6 +21,8 @@
 -- table's list part: parser:add_argument{"--lr", type = "float"}.
 -- dest is the first long option without "--", dashes made underscores.
 -- "--lr=0.1", "--lr 0.1", "-l0.1", unique prefixes ("--ep") and "--" work as in Python.
+-- Sub-commands: local sub = parser:add_subparsers{title = "subcommands", dest = "cmd"};
+-- local train = sub:add_parser("train", {help = "..."}); train:add_argument(...) (see below).
 --
 -- -h/--help prints the help (Python 3.12's layout, width $COLUMNS or 80) and
 -- exits 0; errors print the usage and "prog: error: ..." to stderr and exit 2.
