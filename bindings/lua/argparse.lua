@@ -326,7 +326,7 @@ function ArgumentParser:add_subparsers(opts)
   local a = setmetatable({
     action = "parsers", option_strings = {}, dest = dest, default = dest == M.SUPPRESS and M.SUPPRESS or nil,
     nargs = "A...", choices = {}, parsers = {}, choice_rows = {}, required = opts.required or false,
-    help = opts.help, metavar = opts.metavar, prog_prefix = prog, parent = self,
+    help = opts.help, metavar = opts.metavar, prog_prefix = prog,
   }, SubParsers)
   self.subparsers = a
   return self:_add_action(a, section)
@@ -703,8 +703,12 @@ function ArgumentParser:_run_subparser(a, strings, ns)
   end
   local sub_ns, extras = parser:parse_known_args({ table.unpack(strings, 2) })
   local order = (getmetatable(ns) or {})._order
-  for _, k in ipairs(getmetatable(sub_ns)._order or {}) do
-    if rawget(ns, k) == nil and order then order[#order + 1] = k end
+  if order then -- the command's dests print after the top parser's
+    local listed = {}
+    for _, k in ipairs(order) do listed[k] = true end
+    for _, k in ipairs(getmetatable(sub_ns)._order) do
+      if not listed[k] then order[#order + 1] = k end
+    end
   end
   for k, v in pairs(sub_ns) do ns[k] = v end
   return extras
