@@ -21,6 +21,8 @@
 -- table's list part: parser:add_argument{"--lr", type = "float"}.
 -- dest is the first long option without "--", dashes made underscores.
 -- "--lr=0.1", "--lr 0.1", "-l0.1", unique prefixes ("--ep") and "--" work as in Python.
+-- Sub-commands: local sub = parser:add_subparsers{title = "subcommands", dest = "cmd"};
+-- local train = sub:add_parser("train", {help = "..."}); train:add_argument(...) (see below).
 --
 -- -h/--help prints the help (Python 3.12's layout, width $COLUMNS or 80) and
 -- exits 0; errors print the usage and "prog: error: ..." to stderr and exit 2.
@@ -294,6 +296,64 @@ function ArgumentParser:get_default(dest)
   return self.defaults[dest]
 end
 
+-- ---- sub-commands: parser:add_subparsers{dest = "cmd"}:add_parser("train", {help = ...}) ----
+-- The command is the first positional token after those of the positionals added before
+-- add_subparsers; everything after it goes to that command's parser, whose values join the
+-- namespace (its unknown arguments are reported by the top parser, as in Python).
+
+local SubParsers = {}
+SubParsers.__index = SubParsers
+local SUBPARSERS_KEYS = {
+  title = true, description = true, prog = true, dest = true, required = true, help = true, metavar = true,
+}
+
+function ArgumentParser:add_subparsers(opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not SUBPARSERS_KEYS[k] then usage_error("add_subparsers() got an unexpected keyword argument '%s'", tostring(k)) end
+  end
+  if self.subparsers then self:error("cannot have multiple subparser arguments") end
+  local prog = opts.prog
+  if prog == nil then
+    prog = self.prog
+    for _, a in ipairs(self.positionals.actions) do prog = prog .. " " .. a.dest end
+  end
+  local section = self.positionals
+  if opts.title ~= nil or opts.description ~= nil then
+    section = self:add_argument_group(opts.title or "subcommands", opts.description)
+  end
+  local dest = opts.dest or M.SUPPRESS
+  local a = setmetatable({
+    action = "parsers", option_strings = {}, dest = dest, default = dest == M.SUPPRESS and M.SUPPRESS or nil,
+    nargs = "A...", choices = {}, parsers = {}, choice_rows = {}, required = opts.required or false,
+    help = opts.help, metavar = opts.metavar, prog_prefix = prog,
+  }, SubParsers)
+  self.subparsers = a
+  return self:_add_action(a, section)
+end
+
+-- add_parser(name, {help = ..., aliases = {...}, <ArgumentParser keywords>}): the command's parser
+function SubParsers:add_parser(name, opts)
+  local popts, help, aliases = {}, nil, {}
+  for k, v in pairs(opts or {}) do
+    if k == "help" then help = v elseif k == "aliases" then aliases = v else popts[k] = v end
+  end
+  for _, n in ipairs({ name, table.unpack(aliases) }) do
+    if self.parsers[n] then usage_error("conflicting subparser: %s", n) end
+  end
+  popts.prog = popts.prog or (self.prog_prefix .. " " .. name)
+  local parser = ArgumentParser.new(popts)
+  for _, n in ipairs({ name, table.unpack(aliases) }) do
+    self.parsers[n] = parser
+    self.choices[#self.choices + 1] = n
+  end
+  if help ~= nil then
+    local shown = #aliases > 0 and string.format("%s (%s)", name, table.concat(aliases, ", ")) or name
+    self.choice_rows[#self.choice_rows + 1] = { option_strings = {}, dest = shown, metavar = shown, help = help }
+  end
+  return parser
+end
+
 -- ---- formatting ----
 
 -- argparse's width: $COLUMNS (else 80) minus 2; parser.columns overrides $COLUMNS
@@ -322,6 +382,7 @@ local function format_args(a)
   elseif nargs == "*" then return "[" .. m(1) .. " ...]"
   elseif nargs == "+" then return m(1) .. " [" .. m(2) .. " ...]"
   elseif nargs == 0 then return ""
+  elseif nargs == "A..." then return m(1) .. " ..."
   end
   local parts = {}
   for i = 1, nargs do parts[i] = m(i) end
@@ -437,11 +498,11 @@ function ArgumentParser:format_help()
   for _, g in ipairs(self.groups) do
     for _, a in ipairs(g.actions) do
       if a.help ~= M.SUPPRESS then max_len = math.max(max_len, #invocation(a) + 2) end
+      for _, r in ipairs(a.choice_rows or {}) do max_len = math.max(max_len, #r.metavar + 4) end
     end
   end
   local help_pos = math.min(max_len + 2, max_help)
   local help_width = math.max(width - help_pos, 11)
-  local action_width = help_pos - 2 - 2
   local out = { self:format_usage() }
   if self.description then out[#out + 1] = "\n" .. fill(self.description, width, "") .. "\n" end
   for _, g in ipairs(self.groups) do
@@ -450,19 +511,22 @@ function ArgumentParser:format_help()
     if #shown > 0 or g.description then
       local sec = { "\n" .. (g.title and g.title .. ":\n" or "") }
       if g.description then sec[#sec + 1] = fill(g.description, width, "  ") .. "\n\n" end
-      for _, a in ipairs(shown) do
+      local function row(a, indent)
         local head = invocation(a)
         local help = a.help and expand_help(self, a) or nil
         local lines = help and help:find("%S") and wrap(help, help_width) or {}
+        local width_left = help_pos - #indent - 2
         if #lines == 0 then
-          sec[#sec + 1] = "  " .. head .. "\n"
-        elseif #head <= action_width then
-          sec[#sec + 1] = "  " .. head .. string.rep(" ", action_width - #head) .. "  " .. lines[1] .. "\n"
+          sec[#sec + 1] = indent .. head .. "\n"
+        elseif #head <= width_left then
+          sec[#sec + 1] = indent .. head .. string.rep(" ", width_left - #head) .. "  " .. lines[1] .. "\n"
         else
-          sec[#sec + 1] = "  " .. head .. "\n" .. string.rep(" ", help_pos) .. lines[1] .. "\n"
+          sec[#sec + 1] = indent .. head .. "\n" .. string.rep(" ", help_pos) .. lines[1] .. "\n"
         end
         for i = 2, #lines do sec[#sec + 1] = string.rep(" ", help_pos) .. lines[i] .. "\n" end
+        for _, r in ipairs(a.choice_rows or {}) do row(r, indent .. "  ") end -- a sub-command's rows
       end
+      for _, a in ipairs(shown) do row(a, "  ") end
       out[#out + 1] = table.concat(sec)
     end
   end
@@ -523,6 +587,11 @@ end
 
 local function arg_name(a)
   if #a.option_strings > 0 then return table.concat(a.option_strings, "/") end
+  if a.action == "parsers" then -- Python's order: metavar, dest, the choices
+    if a.metavar ~= nil then return a.metavar end
+    if a.dest ~= M.SUPPRESS then return a.dest end
+    return "{" .. table.concat(a.choices, ",") .. "}"
+  end
   local mv = metavar_of(a)
   return type(mv) == "table" and mv[1] or mv
 end
@@ -623,6 +692,28 @@ function ArgumentParser:_match_option(tok)
   return nil
 end
 
+-- The command's name and the rest of the line: parse the rest with its parser into ns.
+function ArgumentParser:_run_subparser(a, strings, ns)
+  local name = strings[1]
+  check_choice(a, name)
+  local parser = a.parsers[name]
+  if a.dest ~= M.SUPPRESS then ns[a.dest] = name end
+  for _, k in ipairs({ "stdout", "stderr", "columns" }) do
+    if rawget(parser, k) == nil then parser[k] = self[k] end
+  end
+  local sub_ns, extras = parser:parse_known_args({ table.unpack(strings, 2) })
+  local order = (getmetatable(ns) or {})._order
+  if order then -- the command's dests print after the top parser's
+    local listed = {}
+    for _, k in ipairs(order) do listed[k] = true end
+    for _, k in ipairs(getmetatable(sub_ns)._order) do
+      if not listed[k] then order[#order + 1] = k end
+    end
+  end
+  for k, v in pairs(sub_ns) do ns[k] = v end
+  return extras
+end
+
 function ArgumentParser:_parse(argv, ns)
   local has_negative_options = false
   for s in pairs(self.option_index) do if looks_negative(s) then has_negative_options = true end end
@@ -669,6 +760,13 @@ function ArgumentParser:_parse(argv, ns)
     end
   end
   local only_positional = false
+  local sub_strings, n_before_command = nil, 0
+  if self.subparsers then
+    for _, a in ipairs(self.actions) do
+      if a == self.subparsers then break end
+      if #a.option_strings == 0 then n_before_command = n_before_command + 1 end
+    end
+  end
   while i <= #argv do
     local tok = argv[i]
     if type(tok) ~= "string" then tok = tostring(tok) end
@@ -676,6 +774,10 @@ function ArgumentParser:_parse(argv, ns)
     if not only_positional and tok == "--" then
       only_positional = true
     elseif only_positional or not self:_is_option(tok, has_negative_options) then
+      if self.subparsers and #positional_tokens == n_before_command then
+        sub_strings = { tok, table.unpack(argv, i) }
+        break
+      end
       positional_tokens[#positional_tokens + 1] = tok
     else
       local a, explicit, opt_string, attached = self:_match_option(tok)
@@ -727,7 +829,9 @@ function ArgumentParser:_parse(argv, ns)
   end
   -- positionals: each takes what its nargs allows, leaving enough for the ones after it
   local pos = {}
-  for _, a in ipairs(self.actions) do if #a.option_strings == 0 then pos[#pos + 1] = a end end
+  for _, a in ipairs(self.actions) do
+    if #a.option_strings == 0 and a ~= self.subparsers then pos[#pos + 1] = a end
+  end
   local function min_of(a)
     if a.nargs == nil or a.nargs == "+" then return 1 end
     if a.nargs == "?" or a.nargs == "*" then return 0 end
@@ -773,6 +877,10 @@ function ArgumentParser:_parse(argv, ns)
   end
   k = used + 1
   for j = k, #positional_tokens do extras[#extras + 1] = positional_tokens[j] end
+  if sub_strings then
+    seen[self.subparsers] = true
+    for _, x in ipairs(self:_run_subparser(self.subparsers, sub_strings, ns)) do extras[#extras + 1] = x end
+  end
   -- defaults, then required checks
   for _, a in ipairs(self.actions) do
     if (not seen[a] or seen[a] == "default") and a.default ~= M.SUPPRESS and rawget(ns, a.dest) == nil then

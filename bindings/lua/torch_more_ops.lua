@@ -344,7 +344,8 @@ local function repeat_(x, ...)
     final[i] = r * shape[i]
   end
   if #reps == 0 then return x:clone() end
-  return x:reshape(view):expand(expanded):reshape(final)
+  -- a copy, as PyTorch's: reshaping the expanded tensor may give a stride-0 view of x
+  return x:reshape(view):expand(expanded):clone():reshape(final)
 end
 M["repeat"] = repeat_
 
