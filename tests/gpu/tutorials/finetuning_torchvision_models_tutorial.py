@@ -9,8 +9,9 @@
 # it (squeezenet1_0 with classifier[1] = nn.Conv2d(512, 2, kernel_size=(1,1), stride=(1,1))), twice:
 # the feature-extracting model and the scratch model (random weights: the ImageNet checkpoint is
 # not needed to compare the training) -> DIR/..._init.safetensors as "fe.*" and "scratch.*"; K = 10
-# batches of 8 images 3x96x96 (0.05 randn, +0.1 on the channel of the
-# label: at larger scales the 2-class head dies under ReLU within a few steps) and labels 0/1 (seed 1) -> _data.safetensors. Then K steps
+# batches of 8 images 3x96x96 (0.05 randn, +0.1 on the channel of the label: at larger scales
+# the 2-class head dies under its ReLU within a few steps) and labels 0/1 (seed 1) ->
+# _data.safetensors. Then K steps
 # of train_model's train phase for each: feature extraction (all parameters frozen but
 # classifier.1's, SGD over the ones with requires_grad) and the scratch model (SGD over all),
 # lr 0.001 momentum 0.9, CrossEntropyLoss. In eval mode (SqueezeNet has no BatchNorm: this only
