@@ -42,8 +42,16 @@ local function loss_class(name, spec, fname, build_opts, allowed)
   end
   function cls:forward(...)
     local a = table.pack(...)
+    local o = build_opts(self)
+    if a.n > 0 and U.is_opts(a[a.n]) then -- forward's arguments by name: loss(x1, x2, {target = y})
+      for k, v in pairs(a[a.n]) do
+        if o[k] ~= nil or k == "reduction" then U.errorf("%s.forward() got an unexpected keyword argument '%s'", name, k) end
+        o[k] = v
+      end
+      a.n = a.n - 1
+    end
     a.n = a.n + 1
-    a[a.n] = build_opts(self)
+    a[a.n] = o
     return U.F(fname, table.unpack(a, 1, a.n))
   end
   M[name] = cls
