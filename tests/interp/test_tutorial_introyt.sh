@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The "Introduction to PyTorch" (YouTube series) tutorial ports, scripts/tutorials/introyt/*.lua,
 # end to end on tiny generated datasets: a FashionMNIST (tests/interp/make_tiny_mnist.lua, 256
-# training and 100 test images, class k a bright band on rows 2k+4..2k+5) and a CIFAR-10 (class k
-# a bright band on rows 3k..3k+2, 200 training and 20 test images), each in a folder's data/ as the
+# training and 100 test images, class k a bright band on rows 2k+4..2k+5) and a CIFAR-10
+# (tests/interp/make_tiny_cifar10.lua: 200 training and 20 test images), each in a folder's data/ as the
 # tutorials' root './data'. Checks the printed lines, the losses falling, the TensorBoard event
 # files and projector files written (read back), the saved models, and the missing-data errors.
 # Usage: bash tests/interp/test_tutorial_introyt.sh build/nnrepl
@@ -14,24 +14,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source "$root/tests/interp/lib.sh"
 
-mkdir -p "$tmp/f" "$tmp/c/data/cifar-10-batches-bin" "$tmp/none"
+mkdir -p "$tmp/f" "$tmp/c" "$tmp/none"
 "$bin" "$root/tests/interp/make_tiny_mnist.lua" "$tmp/f/data" 256 100 >/dev/null || { echo "FAIL: making the data"; exit 1; }
 mv "$tmp/f/data/MNIST" "$tmp/f/data/FashionMNIST"
-"$bin" -e "
-  math.randomseed(3)
-  for _, s in ipairs({{'data_batch_1', 40}, {'data_batch_2', 40}, {'data_batch_3', 40}, {'data_batch_4', 40},
-                      {'data_batch_5', 40}, {'test_batch', 20}}) do
-    local parts = {}
-    for i = 0, s[2] - 1 do
-      local k = i % 10
-      parts[#parts + 1] = string.char(k)
-      for c = 0, 2 do for r = 0, 31 do for col = 0, 31 do
-        parts[#parts + 1] = string.char((r >= 3 * k and r < 3 * k + 3) and 230 or math.random(0, 40))
-      end end end
-    end
-    local f = assert(io.open('$tmp/c/data/cifar-10-batches-bin/' .. s[1] .. '.bin', 'wb'))
-    f:write(table.concat(parts)); f:close()
-  end" || { echo "FAIL: making the CIFAR-10 data"; exit 1; }
+"$bin" "$root/tests/interp/make_tiny_cifar10.lua" "$tmp/c/data" || { echo "FAIL: making the CIFAR-10 data"; exit 1; }
 run() { (cd "$tmp/$1" && "$bin" "$dir/$2" "${@:3}" 2>"$tmp/err"); }
 
 # ---- introyt1: the deterministic prints exactly, LeNet, 3 epochs of 50 batches on CIFAR-10 ----
