@@ -13,6 +13,7 @@
  *     w:image(tag, png, h, w, c, step, wall_time)           png: uint8 tensor or string
  *     w:text(tag, text, step, wall_time)
  *     w:summary(bytes, step, wall_time)                     an already serialized Summary
+ *     w:record(bytes)                                       an already serialized Event (add_graph)
  *     w:close(), w:path()                                   also on __gc and __close */
 #include <errno.h>
 #include <stdlib.h>
@@ -298,11 +299,20 @@ static int ew_summary(lua_State *L)
     return 0;
 }
 
+static int ew_record(lua_State *L)
+{
+    nn_tb_writer *w = check_writer(L);
+    size_t len;
+    const char *ev = luaL_checklstring(L, 2, &len);
+    if (nn_tb_write_record(w, ev, len)) return lt_fail(L, 0);
+    return 0;
+}
+
 void lt_open_io(lua_State *L)
 {
     static const luaL_Reg methods[] = {
         {"scalar", ew_scalar}, {"histogram", ew_histogram}, {"image", ew_image}, {"text", ew_text}, {"summary", ew_summary},
-        {"close", ew_close}, {"path", ew_path}, {NULL, NULL},
+        {"record", ew_record}, {"close", ew_close}, {"path", ew_path}, {NULL, NULL},
     };
     luaL_newmetatable(L, EVENT_WRITER_MT);
     luaL_newlib(L, methods);

@@ -22,7 +22,7 @@
 --
 -- Lua tables have no order: the keys of hparam_dict, metric_dict and layout are written sorted.
 -- Not supported, with an error that says what to do instead: labels in add_image_with_boxes
--- (needs PIL's fonts), rescale ~= 1 (PIL's Lanczos resize), add_graph (needs a JIT trace),
+-- (needs PIL's fonts), rescale ~= 1 (PIL's Lanczos resize),
 -- add_video (needs moviepy's GIF encoder), add_figure (matplotlib), add_onnx_graph (onnx).
 local torch = require "torch"
 local time = require "time"
@@ -659,12 +659,6 @@ function SummaryWriter:add_mesh(...)
 end
 
 -- ---- not supported here ----
-
-function SummaryWriter:add_graph(...)
-  args("add_graph", { "model", "input_to_model", "verbose", "use_strict_trace", min = 1 }, ...)
-  U.error("add_graph: TensorBoard's graph comes from a torch.jit trace of the model, which nnrepl cannot make; "
-    .. "log the module tree as text instead: writer:add_text(\"model\", tostring(model))")
-end
 
 function SummaryWriter:add_video(...)
   args("add_video", { "tag", "vid_tensor", "global_step", "fps", "walltime", min = 2 }, ...)

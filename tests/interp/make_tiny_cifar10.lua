@@ -1,9 +1,12 @@
 -- Writes a tiny CIFAR-10 binary version for the tutorial tests:
---   nnrepl tests/interp/make_tiny_cifar10.lua DIR N_TRAIN N_TEST
--- into DIR/cifar-10-batches-bin (N_TRAIN rows in each data_batch_k.bin, N_TEST in test_batch.bin).
+--   nnrepl tests/interp/make_tiny_cifar10.lua DIR [N_TRAIN [N_TEST]]
+-- into DIR/cifar-10-batches-bin (N_TRAIN rows, default 40, in each data_batch_k.bin; N_TEST,
+-- default 20, in test_batch.bin).
 -- Row r is class r % 10: noise in 0..59 with rows 3c..3c+2 of channel c % 3 at 230, so a small
 -- CNN learns the classes in a few steps. Fixed seed.
 local dir, n_train, n_test = ...
+assert(dir, "usage: make_tiny_cifar10.lua DIR [N_TRAIN [N_TEST]]")
+n_train, n_test = n_train or 40, n_test or 20
 torch.manual_seed(0)
 os.execute("mkdir -p '" .. dir .. "/cifar-10-batches-bin'")
 for _, n in ipairs({'data_batch_1', 'data_batch_2', 'data_batch_3', 'data_batch_4', 'data_batch_5', 'test_batch'}) do
