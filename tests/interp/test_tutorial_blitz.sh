@@ -41,24 +41,9 @@ check "nn: output [1, 10] from Addmm" matches "$out" 'grad_fn=<AddmmBackward0>\)
 check "nn: the loss" matches "$out" '^tensor\([0-9]+\.[0-9]{4}, grad_fn=<[A-Za-z]+Backward0>\)$'
 check "nn: no grad before backward" has "$out" $'conv1.bias.grad before backward\nnil\nconv1.bias.grad after backward\ntensor(['
 
-# ---- cifar10_tutorial on a tiny CIFAR-10: 10 classes, image i of class i % 10 has a bright
-# band at rows 3k..3k+2 over dim noise; 40 images in each training batch file, 20 test ----
-mkdir -p "$tmp/c/data/cifar-10-batches-bin"
-"$bin" -e "
-  math.randomseed(3)
-  for _, s in ipairs({{'data_batch_1', 40}, {'data_batch_2', 40}, {'data_batch_3', 40}, {'data_batch_4', 40},
-                      {'data_batch_5', 40}, {'test_batch', 20}}) do
-    local parts = {}
-    for i = 0, s[2] - 1 do
-      local k = i % 10
-      parts[#parts + 1] = string.char(k)
-      for c = 0, 2 do for r = 0, 31 do for col = 0, 31 do
-        parts[#parts + 1] = string.char((r >= 3 * k and r < 3 * k + 3) and 230 or math.random(0, 40))
-      end end end
-    end
-    local f = assert(io.open('$tmp/c/data/cifar-10-batches-bin/' .. s[1] .. '.bin', 'wb'))
-    f:write(table.concat(parts)); f:close()
-  end" || { echo "cannot make the dataset"; exit 1; }
+# ---- cifar10_tutorial on a tiny CIFAR-10 (tests/interp/make_tiny_cifar10.lua): 40 images in
+# each training batch file, 20 test ----
+"$bin" "$(dirname "$0")/make_tiny_cifar10.lua" "$tmp/c/data" 40 20 || { echo "cannot make the dataset"; exit 1; }
 out=$(cd "$tmp/c" && BLITZ_EPOCHS=3 BLITZ_LOG_EVERY=10 "$bin" "$blitz/cifar10_tutorial.lua" 2>"$tmp/c/err")
 rc=$?
 check "cifar10: exit 0" [ "$rc" -eq 0 ]
