@@ -3,7 +3,7 @@
 -- Run: nnrepl scripts/tutorials/intermediate2/jacobians_hessians.lua
 -- Differences: functools.partial is a Lua closure; JH_TIMEIT=n sets the Timer's runs (default
 -- 500, as the tutorial; the CI test uses 1) and JH_HESS_DIN=n the Hessian section's Din
--- (default 512). Python's bare `torch.allclose(...)` / `batch_hess.shape` cells are printed.
+-- (default 512). The batch-Jacobian check has an atol (see there). Python's bare `torch.allclose(...)` / `batch_hess.shape` cells are printed.
 local torch = require "torch"
 local F = torch.nn.functional
 torch.manual_seed(0)
@@ -149,7 +149,9 @@ local function predict_with_output_summed(weight, bias, x)
 end
 
 local batch_jacobian1 = jacrev(predict_with_output_summed, { argnums = 2 })(weight, bias, x):movedim(1, 0)
-assert(torch.allclose(batch_jacobian0, batch_jacobian1))
+-- atol added: nnrepl's vmap runs one sample at a time, so its float32 sums round differently
+-- from the batched matmul (about 1e-6 here); PyTorch's vmap batches them into the same kernel
+assert(torch.allclose(batch_jacobian0, batch_jacobian1, { atol = 1e-5 }))
 
 local compute_batch_hessian = vmap(hessian(predict, { argnums = 2 }), { in_dims = { false, false, 0 } })
 
