@@ -3,7 +3,8 @@
 # pytorch/tutorials ported to scripts/tutorials/intermediate2/, end to end on tiny settings:
 # per-sample gradients (the vmap(grad) ones equal the loop's), Jacobians (the printed row
 # checked against float64 finite differences, the Hessian-vector product against its closed
-# form), the vmap ensemble, the NTK both ways, forward AD (each jvp against its closed form),
+# form), the vmap ensemble, the NTK both ways, forward AD (each jvp against its closed form, a
+# custom Function's jvp through gradcheck's finite differences),
 # mixed precision (float16 autocast on the CPU, the losses fall), channels-last strides (the
 # tutorial's expected outputs), SDPA (the causal bias masks) and the gradient flow table.
 # Usage: bash tests/interp/test_tutorial_intermediate2.sh build/nnrepl
@@ -71,7 +72,7 @@ check "ntk: traces agree" [ "$(tail -n 1 <<<"$out")" = true ]
 out=$("$bin" "$dir/forward_ad_usage.lua" 2>&1)
 check "forward_ad: exit 0" [ $? -eq 0 ]
 for line in "jvp of x^2 + y^2 is 2 x t: true" "module jvp is x dW^T + db: true" "functional_call jvp matches: true" \
-  "ft.jvp: true" "partial jvp: true" "model jvp: true"; do
+  "custom Function jvp is t exp(x): true" "gradcheck: true" "ft.jvp: true" "partial jvp: true" "model jvp: true"; do
   check "forward_ad: $line" has "$out" "$line"
 done
 

@@ -5,8 +5,8 @@
 --   * nnrepl's duals are lazy (the tangent is computed by double backward when unpack_dual is
 --     called, see bindings/lua/torch_forward_ad.lua), so the "tangent is tangent" identity of a
 --     dual's own tangent holds and a tangent with another layout is used as given.
---   * The custom Function section (a Function with only a jvp staticmethod, and gradcheck with
---     check_forward_ad) is left out: nnrepl's forward AD runs through backward formulas.
+--   * make_dual needs the tangent in the primal's dtype here (PyTorch accepts a float32 tangent
+--     on a float64 primal): the custom Function cell draws its tangent as float64.
 --   * functorch (ft.jvp, ft.make_functional_with_buffers) is not there: its successors
 --     torch.func.jvp and torch.func.functional_call do the same.
 --   Each section prints its jvp checked against the closed form.
@@ -79,7 +79,33 @@ end
 assert(torch.allclose(jvp, jvp2))
 print("functional_call jvp matches: true")
 
--- (the custom Function with a jvp staticmethod is left out: see the header)
+local Fn = torch.autograd.Function:extend("Fn")
+function Fn.forward(ctx, foo)
+  local result = torch.exp(foo)
+  ctx.result = result
+  return result
+end
+function Fn.jvp(ctx, gI)
+  local gO = gI * ctx.result
+  ctx.result = nil -- del ctx.result
+  return gO
+end
+
+fn = Fn.apply
+
+primal = torch.randn(10, 10, { dtype = torch.double, requires_grad = true })
+tangent = torch.randn(10, 10, { dtype = torch.double }) -- float32 in the tutorial: see the header
+
+do
+  local _ <close> = fwAD.dual_level()
+  local dual_input = fwAD.make_dual(primal, tangent)
+  dual_output = fn(dual_input)
+  jvp = fwAD.unpack_dual(dual_output).tangent
+end
+print(string.format("custom Function jvp is t exp(x): %s", tostring(torch.allclose(jvp, tangent * primal:detach():exp()))))
+
+print(string.format("gradcheck: %s", tostring(torch.autograd.gradcheck(Fn.apply, { primal }, { check_forward_ad = true,
+  check_backward_ad = false, check_undefined_grad = false, check_batched_grad = false }))))
 
 local primal0 = torch.randn(10, 10)
 local tangent0 = torch.randn(10, 10)
