@@ -7,8 +7,7 @@
 --     dual's own tangent holds and a tangent with another layout is used as given.
 --   * make_dual needs the tangent in the primal's dtype here (PyTorch accepts a float32 tangent
 --     on a float64 primal): the custom Function cell draws its tangent as float64.
---   * functorch (ft.jvp, ft.make_functional_with_buffers) is not there: its successors
---     torch.func.jvp and torch.func.functional_call do the same.
+--   * functorch is require "functorch" (deprecated in PyTorch 2.x, as here: it warns once).
 --   Each section prints its jvp checked against the closed form.
 local torch = require "torch"
 local fwAD = torch.autograd.forward_ad
@@ -107,6 +106,8 @@ print(string.format("custom Function jvp is t exp(x): %s", tostring(torch.allclo
 print(string.format("gradcheck: %s", tostring(torch.autograd.gradcheck(Fn.apply, { primal }, { check_forward_ad = true,
   check_backward_ad = false, check_undefined_grad = false, check_batched_grad = false }))))
 
+local ft = require "functorch"
+
 local primal0 = torch.randn(10, 10)
 local tangent0 = torch.randn(10, 10)
 local primal1 = torch.randn(10, 10)
@@ -116,7 +117,7 @@ fn = function(x, y)
   return x ^ 2 + y ^ 2
 end
 
-local primal_out, tangent_out = torch.func.jvp(fn, { primal0, primal1 }, { tangent0, tangent1 })
+local primal_out, tangent_out = ft.jvp(fn, { primal0, primal1 }, { tangent0, tangent1 })
 print(string.format("ft.jvp: %s", tostring(torch.allclose(tangent_out, 2 * primal0 * tangent0 + 2 * primal1 * tangent1))))
 
 primal = torch.randn(10, 10)
@@ -124,29 +125,19 @@ tangent = torch.randn(10, 10)
 local y = torch.randn(10, 10)
 
 local new_fn = function(x) return fn(x, y) end -- functools.partial(fn, y=y)
-primal_out, tangent_out = torch.func.jvp(new_fn, { primal }, { tangent })
+primal_out, tangent_out = ft.jvp(new_fn, { primal }, { tangent })
 print(string.format("partial jvp: %s", tostring(torch.allclose(tangent_out, 2 * primal * tangent))))
 
 model = nn.Linear(5, 5)
 input = torch.randn(16, 5)
 tangents = {}
-for i, p in ipairs(model:parameters()) do tangents[i] = torch.rand_like(p) end
+for i, p in ipairs(model:parameters()) do tangents[i] = torch.rand_like(p) end -- a tuple
 
--- ft.make_functional_with_buffers(model): the parameters as a tuple, the module called through
--- torch.func.functional_call with them
-local names = {}
-params = {}
-for name, p in model:named_parameters() do names[#names + 1] = name; params[#params + 1] = p:detach() end
-local buffers = {}
-local func = function(params, buffers, x)
-  local d = {}
-  for i, name in ipairs(names) do d[name] = params[i] end
-  return functional_call(model, d, { x })
-end
+local func, params, buffers = ft.make_functional_with_buffers(model)
 
 local function func_params_only(params)
   return func(params, buffers, input)
 end
 
-local model_output, jvp_out = torch.func.jvp(func_params_only, { params }, { tangents })
+local model_output, jvp_out = ft.jvp(func_params_only, { params }, { tangents })
 print(string.format("model jvp: %s", tostring(torch.allclose(jvp_out, input:matmul(tangents[1].T) + tangents[2], { atol = 1e-6 }))))
