@@ -301,6 +301,7 @@ function Module:__deepcopy(memo, deepcopy)
   local c = new_instance(self.__class)
   memo[self] = c
   local values, to = values_of(self), values_of(c)
+  to.training = values.training -- new_instance set it true
   for k, p in pairs(self._parameters) do c:register_parameter(k, p ~= nil and deepcopy(p, memo) or nil) end
   for k, b in pairs(self._buffers) do
     c:register_buffer(k, b ~= nil and deepcopy(b, memo) or nil, not self._non_persistent_buffers_set[k])

@@ -69,6 +69,7 @@ end
 
 local Function = { __name = "torch.autograd.Function" }
 Function.__index = Function
+Function._Ctx = Ctx -- for torch_autograd_function_jvp.lua
 
 local function apply(cls, ...)
   local args = table.pack(...)

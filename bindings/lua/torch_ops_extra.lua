@@ -513,12 +513,33 @@ local function set_flat(t, k, v)
   return c
 end
 
+-- the [n, m] Jacobian of output oi against input i by forward mode: row k is the output's
+-- tangent when input i carries the k-th unit tangent
+local function forward_jacobian(call, xs, i, oi, n, m)
+  local fwAD = torch.autograd.forward_ad
+  local J = torch.zeros(n, m, { dtype = torch.float64 })
+  for k = 0, n - 1 do
+    local _ <close> = fwAD.dual_level()
+    local args = { table.unpack(xs, 1, #xs) }
+    local e = torch.zeros(xs[i]:numel(), { dtype = xs[i].dtype, device = xs[i].device })
+    e[k] = 1
+    args[i] = fwAD.make_dual(xs[i]:detach(), e:view_as(xs[i]))
+    local t = fwAD.unpack_dual(call(args)[oi]).tangent
+    if t ~= nil then J[k]:copy_(t:detach():reshape(-1):to(torch.float64)) end
+  end
+  return J
+end
+
 -- torch.autograd.gradcheck(func, inputs, {eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=true}):
 -- every floating output's Jacobian by central differences against backward's, per input that
 -- requires grad (float64 ones, for the differences to mean anything). True, or raises / false.
+-- check_forward_ad also compares forward mode's Jacobian (one dual per input element, through
+-- torch.autograd.forward_ad); check_backward_ad = false skips backward's (a Function with only
+-- a jvp). The batched checks (vmap of the gradients) are not run here.
 function torch.autograd.gradcheck(func, inputs, ...)
   local o = U.parse("gradcheck", { { "eps", 1e-6 }, { "atol", 1e-5 }, { "rtol", 1e-3 }, { "raise_exception", true },
-    { "nondet_tol", 0.0 }, { "check_undefined_grad", true }, { "fast_mode", false } }, ...)
+    { "nondet_tol", 0.0 }, { "check_undefined_grad", true }, { "fast_mode", false }, { "check_forward_ad", false },
+    { "check_backward_ad", true }, { "check_batched_grad", false }, { "check_batched_forward_grad", false } }, ...)
   local xs = as_list(inputs)
   local wrt = {}
   for i, x in ipairs(xs) do
@@ -555,6 +576,13 @@ function torch.autograd.gradcheck(func, inputs, ...)
             num[k]:copy_((up - down) / (2 * o.eps))
           end
         end
+        local fwd = o.check_forward_ad and forward_jacobian(call, xs, i, oi, n, m)
+        if fwd and not torch.allclose(fwd, num, o.rtol, o.atol) then
+          if not o.raise_exception then return false end
+          U.errorf("Jacobian computed with forward mode mismatch for output %d with respect to input %d,\nnumerical:%s\nanalytical:%s\n",
+            oi - 1, i - 1, tostring(num), tostring(fwd))
+        end
+        if not o.check_backward_ad then goto next_input end
         if out.requires_grad then
           local flat_out = out:reshape(-1)
           for j = 0, m - 1 do
@@ -567,6 +595,7 @@ function torch.autograd.gradcheck(func, inputs, ...)
           U.errorf("Jacobian mismatch for output %d with respect to input %d,\nnumerical:%s\nanalytical:%s\n",
             oi - 1, i - 1, tostring(num), tostring(ana))
         end
+        ::next_input::
       end
     end
   end
