@@ -42,20 +42,25 @@ parser:add_argument("--out", {default = "prediction.png"})
 local args = parser:parse_args()
 local root = args.data
 
--- Python's print of a dict: {'key': repr, ...} in the table's order (an OrderedDict's keys in order)
+-- Python's print of a dict: {'key': repr, ...}: an OrderedDict's keys in order, a detection's
+-- boxes, labels, scores, masks (torchvision's order)
 local function pydict(d)
+  local keys = {}
+  if getmetatable(d) then
+    for k in pairs(d) do keys[#keys + 1] = k end
+  else
+    for _, k in ipairs({"boxes", "labels", "scores", "masks"}) do if d[k] ~= nil then keys[#keys + 1] = k end end
+  end
   local parts = {}
-  for k, v in pairs(d) do parts[#parts + 1] = string.format("'%s': %s", k, tostring(v)) end
+  for _, k in ipairs(keys) do parts[#parts + 1] = string.format("'%s': %s", k, tostring(d[k])) end
   return "{" .. table.concat(parts, ", ") .. "}"
 end
 
 for _, sub in ipairs({"PNGImages", "PedMasks"}) do
-  if not torchvision.io.Image or not io.open(root .. "/" .. sub .. "/.", "r") then
-    if not os.rename(root .. "/" .. sub, root .. "/" .. sub) then
-      error(string.format("%s/%s not found: nnrepl downloads nothing; extract PennFudanPed.zip " ..
-        "(https://www.cis.upenn.edu/~jshi/ped_html/PennFudanPed.zip) so that %s/PNGImages and %s/PedMasks exist",
-        root, sub, root, root), 0)
-    end
+  if not os.rename(root .. "/" .. sub, root .. "/" .. sub) then -- true for an existing folder
+    error(string.format("%s/%s not found: nnrepl downloads nothing; extract PennFudanPed.zip " ..
+      "(https://www.cis.upenn.edu/~jshi/ped_html/PennFudanPed.zip) so that %s/PNGImages and %s/PedMasks exist",
+      root, sub, root, root), 0)
   end
 end
 

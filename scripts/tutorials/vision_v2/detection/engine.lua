@@ -2,7 +2,9 @@
 -- learning rate in epoch 0, the loss of every step logged) and evaluate (COCO-style box mAP from
 -- coco_eval.lua, in place of pycocotools' COCOeval).
 local torch = require "torch"
+local time = require "time"
 local utils = require "detection.utils"
+local coco_eval = require "detection.coco_eval"
 
 local M = {}
 
@@ -66,6 +68,36 @@ function M.train_one_epoch(model, optimizer, data_loader, device, epoch, print_f
     metric_logger:update({lr = optimizer.param_groups[1].lr})
   end
   return metric_logger
+end
+
+-- the model's detections on data_loader scored against its targets (see coco_eval.lua)
+function M.evaluate(model, data_loader, device)
+  local cpu_device = torch.device("cpu")
+  model:eval()
+  local metric_logger = utils.MetricLogger({delimiter = "  "})
+  local header = "Test:"
+  local coco_evaluator = coco_eval.CocoEvaluator()
+
+  torch.no_grad(function()
+    for images, targets in metric_logger:log_every(data_loader, 100, header) do
+      images = to_device(images, nil, device)
+      local model_time = time.time()
+      local outputs = model(images)
+      for i, o in ipairs(outputs) do outputs[i] = select(2, to_device({}, {o}, cpu_device))[1] end
+      model_time = time.time() - model_time
+
+      local evaluator_time = time.time()
+      for i, t in ipairs(targets) do coco_evaluator:update(t, outputs[i]) end
+      evaluator_time = time.time() - evaluator_time
+      metric_logger:update({model_time = model_time})
+      metric_logger:update({evaluator_time = evaluator_time})
+    end
+  end)
+
+  print("Averaged stats: " .. tostring(metric_logger))
+  coco_evaluator:accumulate()
+  coco_evaluator:summarize()
+  return coco_evaluator
 end
 
 return M

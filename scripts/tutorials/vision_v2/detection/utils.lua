@@ -14,7 +14,7 @@ end
 
 -- a format "{median:.4f} ({global_avg:.4f})": each {name:spec} becomes string.format("%spec", v)
 local function pyformat(fmt, values)
-  return (fmt:gsub("{(%w+):?([^}]*)}", function(name, spec)
+  return (fmt:gsub("{([%w_]+):?([^}]*)}", function(name, spec)
     local v = values[name]
     if spec == "" then return tostring(v) end
     return string.format("%" .. spec, v)
