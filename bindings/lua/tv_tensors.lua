@@ -104,6 +104,18 @@ local function spec(extra)
   return s
 end
 
+-- class MyTVTensor(tv_tensors.TVTensor): MyTVTensor = tv_tensors.TVTensor:extend("MyTVTensor");
+-- MyTVTensor(data, {dtype, device, requires_grad}) is data (its storage shared) of that class
+function M.TVTensor.extend(parent, name)
+  local cls = new_class(name, parent)
+  cls.extend = M.TVTensor.extend
+  cls.__new = function(...)
+    local o = U.parse(name, spec(), ...)
+    return tag(to_tensor(name, o.data, o), cls)
+  end
+  return cls
+end
+
 M.Image = new_class("Image", M.TVTensor)
 M.Image.__new = function(...)
   local o = U.parse("Image", spec(), ...)
@@ -209,5 +221,7 @@ function M.wrap(...)
   if c == M.KeyPoints then t.canvas_size = o.canvas_size or like.canvas_size end
   return t
 end
+
+require("tv_tensors_repr")(M)
 
 return M
