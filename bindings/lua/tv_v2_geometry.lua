@@ -132,7 +132,7 @@ return function(v2, T, H)
     end,
     keypoints = function(kp, canvas, angle, _, expand, center) return K.rotate_keypoints(kp, canvas, angle, expand, center) end})
 
-  def("perspective", {{"startpoints", R}, {"endpoints", R}, {"interpolation", "bilinear"}, {"fill"}, {"coefficients"}}, {
+  def("perspective", {{"startpoints"}, {"endpoints"}, {"interpolation", "bilinear"}, {"fill"}, {"coefficients"}}, {
     image = function(img, s, e, interp, fill, coefficients)
       if coefficients ~= nil then
         U.error("perspective: coefficients are not supported for images here; pass startpoints and endpoints instead")
@@ -202,6 +202,15 @@ return function(v2, T, H)
   ---------------------------------------------------------------------------
 
   local RandomApply = core.RandomApplyTransform
+
+  -- extra_repr listing the given fields as name=value
+  local function fields_repr(names)
+    return function(self)
+      local parts = {}
+      for i, k in ipairs(names) do parts[i] = k .. "=" .. U.pystr(self[k]) end
+      return table.concat(parts, ", ")
+    end
+  end
   local function rand() return torch.rand(1):item() end
   local function uniform(a, b) return torch.empty(1):uniform_(a, b):item() end
   local function randint(lo, hi) return torch.randint(lo, hi, {1}):item() end
@@ -388,6 +397,7 @@ return function(v2, T, H)
     return {padding = {left, top, cw - (left + ow), ch - (top + oh)}}
   end
   function RandomZoomOut:transform(inpt, p) return self:_call_kernel(F.pad, inpt, p.padding, get_fill(self._fill, inpt)) end
+  RandomZoomOut.extra_repr = fields_repr({"fill", "side_range", "p"})
   v2.RandomZoomOut = RandomZoomOut
 
   -- RandomIoUCrop: SSD's crop, whose IoU with some box (centred inside it) reaches a drawn minimum
@@ -447,6 +457,7 @@ return function(v2, T, H)
     end
     return out
   end
+  RandomIoUCrop.extra_repr = fields_repr({"min_scale", "max_scale", "min_aspect_ratio", "max_aspect_ratio", "options", "trials"})
   v2.RandomIoUCrop = RandomIoUCrop
 
   local function resize_class(name, spec, init, size_of)
@@ -458,6 +469,9 @@ return function(v2, T, H)
     function cls:transform(inpt, p)
       return self:_call_kernel(F.resize, inpt, p.size, self.interpolation, nil, self.antialias)
     end
+    local names = {}
+    for i, sp in ipairs(spec) do names[i] = sp[1] end
+    cls.extra_repr = fields_repr(names)
     v2[name] = cls
     return cls
   end

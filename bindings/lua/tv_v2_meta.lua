@@ -216,33 +216,30 @@ return function(v2, shared)
       self._labels_getter = shared.parse_labels_getter(a.labels_getter)
     end)
     function cls:forward(...)
-      local inputs, several = core.pack_inputs(...)
-      if several then inputs.n = nil end
-      local labels = labels_list(self._labels_getter(inputs))
-      local flat, spec_ = core.tree_flatten(inputs)
-      local target = find(flat)
-      for _, l in ipairs(labels) do
-        if l:dim() == 0 or l:size(0) ~= target:size(0) then
-          U.errorf("Number of %s (shape=%s) and number of labels (shape=%s) do not match.", what,
-            U.shape_str(target), U.shape_str(l))
+      return shared.over_sample(function(flat, inputs)
+        local labels = labels_list(self._labels_getter(inputs))
+        local target = find(flat)
+        for _, l in ipairs(labels) do
+          if l:dim() == 0 or l:size(0) ~= target:size(0) then
+            U.errorf("Number of %s (shape=%s) and number of labels (shape=%s) do not match.", what,
+              U.shape_str(target), U.shape_str(l))
+          end
         end
-      end
-      local valid = mask_of(self, target)
-      local out = {}
-      for i, inpt in ipairs(flat) do
-        local is_label = false
-        for _, l in ipairs(labels) do if rawequal(l, inpt) then is_label = true end end
-        if is_label then
-          out[i] = inpt[valid]
-        elseif core.check_type(inpt, also) then
-          out[i] = tv_tensors.wrap(pure(inpt)[valid], {like = inpt})
-        else
-          out[i] = inpt
+        local valid = mask_of(self, target)
+        local out = {}
+        for i, inpt in ipairs(flat) do
+          local is_label = false
+          for _, l in ipairs(labels) do if rawequal(l, inpt) then is_label = true end end
+          if is_label then
+            out[i] = inpt[valid]
+          elseif core.check_type(inpt, also) then
+            out[i] = tv_tensors.wrap(pure(inpt)[valid], {like = inpt})
+          else
+            out[i] = inpt
+          end
         end
-      end
-      local tree = core.tree_unflatten(out, spec_)
-      if several then tree.n = select("#", ...) end
-      return core.unpack_outputs(tree, several)
+        return out
+      end, ...)
     end
     v2[name] = cls
     return cls

@@ -24,7 +24,9 @@ return function(v2, T, H)
   end
 
   -- jpeg(image, quality): [..., 1 or 3, H, W] uint8 images (on any device: coded on the CPU)
-  local function jpeg_image(image, quality)
+  local function jpeg_image(...)
+    local a = U.parse("jpeg", {{"image", U.REQUIRED}, {"quality", U.REQUIRED}}, ...)
+    local image, quality = a.image, a.quality
     check_quality(quality)
     if H.is_pil(image) then
       if image.mode ~= "L" and image.mode ~= "RGB" then U.errorf("jpeg: cannot write mode %s as JPEG", image.mode) end
@@ -48,6 +50,7 @@ return function(v2, T, H)
   end
   F.jpeg = core.functional("jpeg")
   core.register_image_kernel(F.jpeg, jpeg_image)
+  F.jpeg_image, F.jpeg_video = jpeg_image, jpeg_image
 
   -- gaussian_noise(inpt, mean=0.0, sigma=0.1, clip=True): float images and videos
   local function gaussian_noise_image(...)
@@ -64,6 +67,7 @@ return function(v2, T, H)
   F.gaussian_noise = core.functional("gaussian_noise")
   core.register_image_kernel(F.gaussian_noise, gaussian_noise_image)
   core.register(F.gaussian_noise, core.PIL, function() U.error("Gaussian Noise is not implemented for PIL images.") end)
+  F.gaussian_noise_image, F.gaussian_noise_video = gaussian_noise_image, gaussian_noise_image
 
   -- permute_channels(inpt, permutation): output channel i is input channel permutation[i] (0-based)
   local function permute_channels_image(...)
@@ -81,6 +85,7 @@ return function(v2, T, H)
   end
   F.permute_channels = core.functional("permute_channels")
   core.register_image_kernel(F.permute_channels, permute_channels_image)
+  F.permute_channels_image, F.permute_channels_video = permute_channels_image, permute_channels_image
 
   -- grayscale_to_rgb(inpt): one channel repeated three times; three or more channels as they are
   local function grayscale_to_rgb_image(image)
@@ -97,6 +102,7 @@ return function(v2, T, H)
   end
   F.grayscale_to_rgb = core.functional("grayscale_to_rgb")
   core.register_image_kernel(F.grayscale_to_rgb, grayscale_to_rgb_image)
+  F.grayscale_to_rgb_image = grayscale_to_rgb_image
 
   -- uniform_temporal_subsample(video, num_samples): frames at round-down of linspace(0, T - 1, num_samples)
   local function uniform_temporal_subsample_video(...)
@@ -111,6 +117,7 @@ return function(v2, T, H)
   end
   F.uniform_temporal_subsample = core.functional("uniform_temporal_subsample")
   core.register(F.uniform_temporal_subsample, torch.Tensor, uniform_temporal_subsample_video)
+  F.uniform_temporal_subsample_video = uniform_temporal_subsample_video
   core.register(F.uniform_temporal_subsample, tv_tensors.Video, function(video, ...)
     return tv_tensors.wrap(uniform_temporal_subsample_video(video:view(video.shape), ...), {like = video})
   end)

@@ -28,13 +28,34 @@ return function(v2, shared)
   function Base:_lambda() return self._dist:sample():item() end
 
   function Base:forward(...)
-    local inputs, several = core.pack_inputs(...)
-    if several then inputs.n = nil end
-    local flat, spec = core.tree_flatten(inputs)
-    local needs = self:_needs_transform_list(flat)
-    if core.has_any(flat, core.PIL, tv_tensors.BoundingBoxes, tv_tensors.Mask) then
-      U.errorf("%s() does not support PIL images, bounding boxes and masks.", self.__name)
-    end
+    return shared.over_sample(function(flat, inputs)
+      local needs = self:_needs_transform_list(flat)
+      if core.has_any(flat, core.PIL, tv_tensors.BoundingBoxes, tv_tensors.Mask) then
+        U.errorf("%s() does not support PIL images, bounding boxes and masks.", self.__name)
+      end
+      local labels = self:_labels(inputs)
+      local chosen = {}
+      for i, inpt in ipairs(flat) do if needs[i] then chosen[#chosen + 1] = inpt end end
+      local params = self:make_params(chosen)
+      params.batch_size = labels:size(0)
+      local out = {}
+      for i, inpt in ipairs(flat) do
+        if rawequal(inpt, labels) then
+          out[i] = self:_mixup_label(inpt, params.lam)
+        elseif needs[i] and (core.is_pure_tensor(inpt) or tv_tensors.isinstance(inpt, {Image, Video})) then
+          self:_check_image_or_video(inpt, params.batch_size)
+          local mixed = self:_mix(inpt:view(inpt.shape), params)
+          out[i] = tv_tensors.type_of(inpt) and tv_tensors.wrap(mixed, {like = inpt}) or mixed
+        else
+          out[i] = inpt
+        end
+      end
+      return out
+    end, ...)
+  end
+
+  -- the sample's labels, checked
+  function Base:_labels(inputs)
     local labels = self._labels_getter(inputs)
     if not torch.is_tensor(labels) then U.errorf("The labels must be a tensor, but got %s instead.", U.typename(labels)) end
     if labels:dim() ~= 1 and labels:dim() ~= 2 then
@@ -48,25 +69,7 @@ return function(v2, shared)
     if labels:dim() == 1 and self.num_classes == nil then
       U.error("num_classes must be passed if the labels are index-based (1D)")
     end
-    local chosen = {}
-    for i, inpt in ipairs(flat) do if needs[i] then chosen[#chosen + 1] = inpt end end
-    local params = self:make_params(chosen)
-    params.labels, params.batch_size = labels, labels:size(0)
-    local out = {}
-    for i, inpt in ipairs(flat) do
-      if rawequal(inpt, labels) then
-        out[i] = self:_mixup_label(inpt, params.lam)
-      elseif needs[i] and (core.is_pure_tensor(inpt) or tv_tensors.isinstance(inpt, {Image, Video})) then
-        self:_check_image_or_video(inpt, params.batch_size)
-        local mixed = self:_mix(inpt:view(inpt.shape), params)
-        out[i] = tv_tensors.type_of(inpt) and tv_tensors.wrap(mixed, {like = inpt}) or mixed
-      else
-        out[i] = inpt
-      end
-    end
-    local tree = core.tree_unflatten(out, spec)
-    if several then tree.n = select("#", ...) end
-    return core.unpack_outputs(tree, several)
+    return labels
   end
 
   function Base:_check_image_or_video(inpt, batch_size)
