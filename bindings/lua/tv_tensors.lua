@@ -52,7 +52,13 @@ local function install_keepers()
     local orig = torch.Tensor[name]
     if orig then
       torch.Tensor[name] = function(self, ...)
-        local out = orig(self, ...)
+        local ok, out = pcall(orig, self, ...)
+        if not ok then -- the message as the method's own: "bad argument #1 to 'to'", not "#2 to '?'"
+          if type(out) == "string" then
+            out = out:gsub("^bad argument #(%d+) to '%?'", function(n) return ("bad argument #%d to '%s'"):format(n - 1, name) end)
+          end
+          error(out, 0)
+        end
         local c = kind[self]
         if c and torch.is_tensor(out) and out ~= self and kind[out] == nil then
           kind[out] = c

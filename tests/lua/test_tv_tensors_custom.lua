@@ -55,6 +55,14 @@ T.test("register_kernel by name; the transforms dispatch to it", function()
   T.raises(function() F.register_kernel("hflip", Flippy, function() end) end, "~already has a kernel registered")
 end)
 
+T.test("the methods keeping tv_tensors report bad arguments under their own names", function()
+  local _ = tvt.Mask({1}) -- the keepers are installed from the first tv_tensor on
+  local x = torch.zeros(2)
+  T.raises(function() x:to("banana") end, "bad argument #1 to 'to' (expected a device or dtype, got 'banana')")
+  T.raises(function() x:to({dtype = torch.int32, layout = 1}) end, "bad argument #1 to 'to' (unknown keyword 'layout')")
+  T.eq(x:to(torch.float64).dtype, torch.float64)
+end)
+
 if torch.cuda.is_available() then
   T.test("cuda: a custom tv_tensor on the GPU", function()
     local C = tvt.TVTensor:extend("C")
