@@ -107,7 +107,7 @@ static int i_flip(lua_State *L)
 /* resize(img, layout, h, w, interpolation, antialias) */
 static int i_resize(lua_State *L)
 {
-    static const char *const interps[] = {"bilinear", "nearest", "nearest-exact", "bicubic", NULL};
+    static const char *const interps[] = {"bilinear", "nearest", "nearest-exact", "bicubic", "box", "hamming", "lanczos", NULL};
     nn_tensor *t = lt_check(L, 1);
     nn_image_layout layout = check_layout(L, 2);
     int64_t h = luaL_checkinteger(L, 3), w = luaL_checkinteger(L, 4);

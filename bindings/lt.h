@@ -165,5 +165,6 @@ void lt_open_matfile(lua_State *L); /* matfile.c: torch._matfile (MATLAB .mat in
 void lt_open_profiler(lua_State *L); /* profiler.c: torch._profiler (engine/profiler.h) */
 void lt_open_tracer(lua_State *L);   /* tracer.c: torch._tracer (engine/tracer.h) */
 int luaopen_time(lua_State *L);     /* time.c */
+int luaopen_hashlib(lua_State *L);  /* hashlib.c */
 
 #endif

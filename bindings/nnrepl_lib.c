@@ -57,6 +57,8 @@ int luaopen_torch(lua_State *L)
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     lua_pushcfunction(L, luaopen_time);
     lua_setfield(L, -2, "time");
+    lua_pushcfunction(L, luaopen_hashlib);
+    lua_setfield(L, -2, "hashlib");
     for (int i = 0; nn_lua_sources[i].name; i++) {
         lua_pushinteger(L, i);
         lua_pushcclosure(L, load_embedded, 1);

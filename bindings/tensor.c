@@ -15,6 +15,45 @@
 
 const char LT_TENSOR_MT[1];
 static const char ATTRS[1]; /* registry key: weak-keyed table, tensor userdata -> its attribute table */
+static const char KEEPERS[1]; /* registry key: method name -> its stand-in for tensors whose attributes hold __keep */
+static int keepers_set;       /* whether any state has KEEPERS (saves the lookup until then) */
+
+/* The stand-in for method k (on the stack top) of tensor 1 when it has one and the tensor asks
+ * for it (attribute __keep true: tv_tensors keep their kind through clone, to, ...); pushes it
+ * and returns 1, else leaves the stack as it was and returns 0. */
+static int keeper(lua_State *L, int top)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, KEEPERS) == LUA_TTABLE) {
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, -2) == LUA_TFUNCTION && lua_rawgetp(L, LUA_REGISTRYINDEX, ATTRS) == LUA_TTABLE) {
+            lua_pushvalue(L, 1);
+            if (lua_rawget(L, -2) == LUA_TTABLE && lua_getfield(L, -1, "__keep") == LUA_TBOOLEAN && lua_toboolean(L, -1)) {
+                lua_pushvalue(L, top + 2); /* the stand-in */
+                return 1;
+            }
+        }
+    }
+    lua_settop(L, top);
+    return 0;
+}
+
+/* torch._keep_method(name, fn): fn stands in for method name on tensors whose __keep attribute is true */
+static int keep_method(lua_State *L)
+{
+    luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, KEEPERS) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, KEEPERS);
+    }
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_rawset(L, -3);
+    keepers_set = 1;
+    return 0;
+}
 const char LT_DTYPES[1];
 
 /* Lua does not see tensor memory: every pushed tensor reports the bytes its collection
@@ -332,7 +371,10 @@ static int t_index(lua_State *L)
 {
     if (lua_type(L, 2) == LUA_TSTRING) {
         lua_pushvalue(L, 2);
-        if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+        if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) {
+            if (keepers_set) keeper(L, lua_gettop(L));
+            return 1;
+        }
         lua_pushvalue(L, 2);
         if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TFUNCTION) {
             lua_pushvalue(L, 1);
@@ -568,6 +610,8 @@ void lt_open_tensor(lua_State *L)
     int methods = lua_gettop(L);
     lua_pushvalue(L, methods);
     lua_setfield(L, torch, "Tensor");
+    lua_pushcfunction(L, keep_method);
+    lua_setfield(L, torch, "_keep_method");
     lua_pushvalue(L, methods);
     lua_setfield(L, mt, "__methods");
 

@@ -76,8 +76,11 @@ nn_status nn_image_write_file(const char *fn, const char *path, nn_tensor *bytes
 
 typedef enum { NN_IMAGE_HWC, NN_IMAGE_CHW } nn_image_layout;
 typedef enum { NN_PAD_CONSTANT, NN_PAD_EDGE, NN_PAD_REFLECT, NN_PAD_SYMMETRIC } nn_pad_mode;
-/* NN_INTERP_BICUBIC: Pillow's bicubic, PIL-like (HWC uint8) images only */
-typedef enum { NN_INTERP_BILINEAR, NN_INTERP_NEAREST, NN_INTERP_NEAREST_EXACT, NN_INTERP_BICUBIC } nn_interp;
+/* NN_INTERP_BOX, _HAMMING, _LANCZOS: Pillow's filters, for resizing PIL-like (HWC uint8) images only */
+typedef enum {
+    NN_INTERP_BILINEAR, NN_INTERP_NEAREST, NN_INTERP_NEAREST_EXACT, NN_INTERP_BICUBIC,
+    NN_INTERP_BOX, NN_INTERP_HAMMING, NN_INTERP_LANCZOS
+} nn_interp;
 
 /* The h x w window whose top-left corner is (top, left) (may be negative or
  * reach past the image); pixels outside come from mode: fill[c % nfill] for

@@ -159,29 +159,65 @@ static double triangle(double x)
     return x < 1.0 ? 1.0 - x : 0.0;
 }
 
-/* Pillow's bicubic kernel: the cubic convolution with a = -0.5, support 2 */
-static double cubic(double x)
+/* The cubic convolution kernel with parameter a: Pillow's bicubic and torch's antialiased one
+ * use a = -0.5 (support 2), torch's plain bicubic a = -0.75. */
+static double cubic_a(double x, double a)
 {
-    const double a = -0.5;
     x = fabs(x);
     if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
     if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
     return 0.0;
 }
 
-/* Weights for resizing an axis of `in` samples to `out`. filtered: the
- * antialiased triangle filter (Pillow's precompute_coeffs, torch's aa kernel),
- * widened by the scale when shrinking, and Pillow's nearest (ImagingScaleAffine:
- * (int) of 0.5 * scale plus scale added once per pixel, rounding drift included).
- * Otherwise bilinear is torch's two-tap align_corners=False rule and nearest is
- * torch's floor(i * scale) or (nearest-exact) floor((i + 0.5) * scale).
- * Bicubic (filtered only) is Pillow's: the cubic kernel over twice the support. */
+static double cubic(double x) { return cubic_a(x, -0.5); }
+
+static double box(double x) { return x > -0.5 && x <= 0.5 ? 1.0 : 0.0; }
+
+static double sinc(double x)
+{
+    if (x == 0.0) return 1.0;
+    x *= M_PI;
+    return sin(x) / x;
+}
+
+/* Pillow's hamming window takes its constants in single precision (0.54f, 0.46f) */
+static double hamming(double x)
+{
+    x = fabs(x);
+    if (x == 0.0) return 1.0;
+    if (x >= 1.0) return 0.0;
+    x *= M_PI;
+    return sin(x) / x * ((double)0.54f + (double)0.46f * cos(x));
+}
+
+static double lanczos(double x) { return -3.0 <= x && x < 3.0 ? sinc(x) * sinc(x / 3.0) : 0.0; }
+
+/* Pillow's resampling filters (and torch's antialiased kernels) with their supports */
+static void filter_of(nn_interp interp, double (**f)(double), double *support)
+{
+    switch (interp) {
+    case NN_INTERP_BICUBIC: *f = cubic, *support = 2.0; break;
+    case NN_INTERP_BOX: *f = box, *support = 0.5; break;
+    case NN_INTERP_HAMMING: *f = hamming, *support = 1.0; break;
+    case NN_INTERP_LANCZOS: *f = lanczos, *support = 3.0; break;
+    default: *f = triangle, *support = 1.0;
+    }
+}
+
+/* Weights for resizing an axis of `in` samples to `out`. filtered: the antialiased filter
+ * (Pillow's precompute_coeffs, torch's aa kernels: the filter widened by the scale when
+ * shrinking, normalized), and Pillow's nearest (ImagingScaleAffine: (int) of 0.5 * scale plus
+ * scale added once per pixel, rounding drift included). Otherwise bilinear is torch's two-tap
+ * align_corners=False rule, bicubic torch's four taps (a = -0.75, edge samples repeated), and
+ * nearest torch's floor(i * scale) or (nearest-exact) floor((i + 0.5) * scale). */
 static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool filtered, axis_weights *a)
 {
     double scale = (double)in / (double)out;
-    bool bicubic = interp == NN_INTERP_BICUBIC, nearest = interp != NN_INTERP_BILINEAR && !bicubic;
-    double support = (scale > 1.0 ? scale : 1.0) * (bicubic ? 2.0 : 1.0);
-    a->k = nearest ? 1 : filtered ? (int)ceil(support) * 2 + 1 : 2;
+    bool nearest = interp == NN_INTERP_NEAREST || interp == NN_INTERP_NEAREST_EXACT;
+    double (*filter)(double), fsupport;
+    filter_of(interp, &filter, &fsupport);
+    double support = (scale > 1.0 ? scale : 1.0) * fsupport;
+    a->k = nearest ? 1 : filtered ? (int)ceil(support) * 2 + 1 : interp == NN_INTERP_BICUBIC ? 4 : 2;
     a->lo = malloc(sizeof *a->lo * (size_t)out);
     a->n = malloc(sizeof *a->n * (size_t)out);
     a->w = calloc((size_t)out * (size_t)a->k, sizeof *a->w);
@@ -208,11 +244,20 @@ static nn_status make_weights(int64_t in, int64_t out, nn_interp interp, bool fi
             if (hi > in) hi = in;
             a->lo[i] = lo;
             a->n[i] = (int)(hi - lo);
-            for (int j = 0; j < a->n[i]; j++) {
-                double x = ((double)(j + lo) - center + 0.5) * invscale;
-                total += w[j] = bicubic ? cubic(x) : triangle(x);
-            }
+            for (int j = 0; j < a->n[i]; j++) total += w[j] = filter(((double)(j + lo) - center + 0.5) * invscale);
             for (int j = 0; j < a->n[i] && total != 0.0; j++) w[j] /= total;
+        } else if (interp == NN_INTERP_BICUBIC) {
+            /* taps j0-1 .. j0+2, indices clamped to the axis: clamped taps add to the edge sample */
+            double src = ((double)i + 0.5) * scale - 0.5, j0 = floor(src), t = src - j0;
+            double tw[4] = {cubic_a(t + 1.0, -0.75), cubic_a(t, -0.75), cubic_a(1.0 - t, -0.75), cubic_a(2.0 - t, -0.75)};
+            int64_t first = (int64_t)j0 - 1, lo = first < 0 ? 0 : first > in - 1 ? in - 1 : first;
+            int64_t last = first + 3 > in - 1 ? in - 1 : first + 3 < 0 ? 0 : first + 3;
+            a->lo[i] = lo;
+            a->n[i] = (int)(last - lo + 1);
+            for (int j = 0; j < 4; j++) {
+                int64_t idx = first + j < 0 ? 0 : first + j > in - 1 ? in - 1 : first + j;
+                w[idx - lo] += tw[j];
+            }
         } else {
             double src = ((double)i + 0.5) * scale - 0.5;
             if (src < 0) src = 0;
@@ -388,7 +433,7 @@ static nn_tensor *resize_tensor(nn_tensor *img, int64_t oh, int64_t ow, nn_inter
     axis_weights ax = {0}, ay = {0};
     double *in = NULL, *tmp = NULL, *acc = NULL;
     nn_status st = out ? NN_OK : nn_last_status();
-    bool filtered = antialias && interp == NN_INTERP_BILINEAR; /* torchvision: antialias only for bilinear */
+    bool filtered = antialias && (interp == NN_INTERP_BILINEAR || interp == NN_INTERP_BICUBIC); /* as torchvision */
     if (!st) st = make_weights(W, ow, interp, filtered, &ax);
     if (!st) st = make_weights(H, oh, interp, filtered, &ay);
     if (!st) {
@@ -453,7 +498,8 @@ nn_tensor *nn_image_resize(nn_tensor *img, nn_image_layout layout, int64_t h, in
     if (img->shape[hd] == 0 || img->shape[wd] == 0)
         return nn_error(NN_ERR_ARG, "resize: cannot resize an empty image"), NULL;
     if (layout == NN_IMAGE_HWC) return resize_pil(img, h, w, interp);
-    if (interp == NN_INTERP_BICUBIC)
-        return nn_error(NN_ERR_ARG, "resize: bicubic is implemented for PIL-like images only, not tensors"), NULL;
+    if (interp == NN_INTERP_BOX || interp == NN_INTERP_HAMMING || interp == NN_INTERP_LANCZOS)
+        return nn_error(NN_ERR_ARG, "resize: box, hamming and lanczos are Pillow's filters, for PIL-like images only; "
+                                    "a tensor takes nearest, nearest-exact, bilinear or bicubic"), NULL;
     return resize_tensor(img, h, w, interp, antialias);
 }

@@ -252,15 +252,30 @@ end
 
 -- A replica's own tensors on dev, made once: leaves (parameters require grad as
 -- their sources do) whose values refresh() copies from the sources.
-local function place(rep, dev)
-  for _, s in ipairs(rep.slots) do
+local function fill(slots, make)
+  for _, s in ipairs(slots) do
     local r, reg, k, t = s[1], s[2], s[3], s[4]
-    local c = t:detach():to(dev)
-    if reg == "_parameters" and t.requires_grad then c:requires_grad_(true) end
+    local c = make(t, reg)
     s[5] = c
     r[reg]:set(k, c)
     getmetatable(r).__index[k] = c
   end
+end
+
+local function place(rep, dev)
+  fill(rep.slots, function(t, reg)
+    local c = t:detach():to(dev)
+    if reg == "_parameters" and t.requires_grad then c:requires_grad_(true) end
+    return c
+  end)
+end
+
+-- a copy of module m whose parameters and buffers are make(tensor, registry) (nn.parallel.replicate)
+function parallel._replicate_module(m, make)
+  local slots = {}
+  local r = replicate(m, {}, slots)
+  fill(slots, make)
+  return r
 end
 
 -- An event recorded now on stream s (of device i).
@@ -512,14 +527,30 @@ local function scatter(v, sizes, devices, dim)
   return out
 end
 
+-- PyTorch's gather: the outputs (one per device) concatenated on dev along dim, dicts and lists
+-- element-wise; 0-d tensors are stacked into a vector (nn.parallel.gather too)
 local function gather(outs, dev, dim)
   local first = outs[1]
   if torch.is_tensor(first) then
+    local scalars = true
+    for i, t in ipairs(outs) do
+      if not torch.is_tensor(t) then U.errorf("gather: output %d is %s, not a tensor as the first", i, U.typename(t)) end
+      if t.is_cuda ~= true then U.error("gather: Gather function not implemented for CPU tensors") end
+      if t:dim() > 0 then scalars = false end
+    end
     local moved = {}
-    for i, o in ipairs(outs) do moved[i] = o:to(dev) end
+    for i, t in ipairs(outs) do moved[i] = (scalars and t:unsqueeze(0) or t):to(dev) end
     return torch.cat(moved, dim)
   end
-  if type(first) == "table" then
+  if first == nil then return nil end
+  if type(first) == "table" and getmetatable(first) == nil then
+    local n = 0
+    for _ in pairs(first) do n = n + 1 end
+    for _, o in ipairs(outs) do
+      local m = 0
+      for _ in pairs(o) do m = m + 1 end
+      if m ~= n then U.error("gather: All dicts must have the same number of keys") end
+    end
     local r = {}
     for k in pairs(first) do
       local col = {}
@@ -528,8 +559,9 @@ local function gather(outs, dev, dim)
     end
     return r
   end
-  return first
+  U.errorf("gather: cannot gather outputs of type %s (tensors, lists and dicts of them, nil)", U.typename(first))
 end
+parallel._gather = gather
 
 -- Copy the source's changed tensors into the kept replicas, on the devices' side streams
 -- (a copy runs on its source's): the devices' own streams go on meanwhile, and a replica

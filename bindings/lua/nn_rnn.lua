@@ -297,8 +297,44 @@ recurrent("GRU", function() return "GRU" end, lstm_gru_spec)
 local cell_spec = { { "input_size", REQ }, { "hidden_size", REQ }, { "bias", true }, { "nonlinearity", "tanh" },
   { "device" }, { "dtype" } }
 
+-- nn.RNNCellBase(input_size, hidden_size, bias, num_chunks, device=, dtype=): the cells' base
+-- class, with their weights (num_chunks gates) and reset_parameters
+local RNNCellBase = Module:extend("RNNCellBase")
+M.RNNCellBase = RNNCellBase
+
+local function cell_weights(self, name, input_size, hidden_size, bias, num_chunks, fk)
+  self.input_size = U.check_int(name, "input_size", input_size, 1)
+  self.hidden_size = U.check_int(name, "hidden_size", hidden_size, 1)
+  self.bias = bias
+  local G = num_chunks * self.hidden_size
+  self.weight_ih = Parameter(torch.empty(G, self.input_size, fk))
+  self.weight_hh = Parameter(torch.empty(G, self.hidden_size, fk))
+  if bias then
+    self.bias_ih = Parameter(torch.empty(G, fk))
+    self.bias_hh = Parameter(torch.empty(G, fk))
+  else
+    self:register_parameter("bias_ih", nil)
+    self:register_parameter("bias_hh", nil)
+  end
+  self:reset_parameters()
+end
+
+function RNNCellBase:__init(...)
+  local o = U.parse("RNNCellBase", { { "input_size", REQ }, { "hidden_size", REQ }, { "bias", REQ }, { "num_chunks", REQ },
+    { "device" }, { "dtype" } }, ...)
+  cell_weights(self, "RNNCellBase", o.input_size, o.hidden_size, o.bias, U.check_int("RNNCellBase", "num_chunks", o.num_chunks, 1),
+    { device = o.device, dtype = o.dtype })
+end
+RNNCellBase.reset_parameters = RNNBase.reset_parameters
+function RNNCellBase:extra_repr()
+  local s = string.format("%d, %d", self.input_size, self.hidden_size)
+  if not self.bias then s = s .. ", bias=False" end
+  if self.mode == "RNN_RELU" then s = s .. ", nonlinearity=relu" end
+  return s
+end
+
 local function cell(name, mode_of)
-  local cls = Module:extend(name)
+  local cls = RNNCellBase:extend(name)
   M[name] = cls
   local spec = {}
   for _, s in ipairs(cell_spec) do
@@ -307,23 +343,8 @@ local function cell(name, mode_of)
   cls.__init = function(self, ...)
     local o = U.parse(name, spec, ...)
     self.mode = mode_of(o)
-    self.input_size = U.check_int(name, "input_size", o.input_size, 1)
-    self.hidden_size = U.check_int(name, "hidden_size", o.hidden_size, 1)
-    self.bias = o.bias
-    local fk = { device = o.device, dtype = o.dtype }
-    local G = GATES[self.mode] * self.hidden_size
-    self.weight_ih = Parameter(torch.empty(G, self.input_size, fk))
-    self.weight_hh = Parameter(torch.empty(G, self.hidden_size, fk))
-    if o.bias then
-      self.bias_ih = Parameter(torch.empty(G, fk))
-      self.bias_hh = Parameter(torch.empty(G, fk))
-    else
-      self:register_parameter("bias_ih", nil)
-      self:register_parameter("bias_hh", nil)
-    end
-    self:reset_parameters()
+    cell_weights(self, name, o.input_size, o.hidden_size, o.bias, GATES[self.mode], { device = o.device, dtype = o.dtype })
   end
-  cls.reset_parameters = RNNBase.reset_parameters
   cls.forward = function(self, input, hx)
     local batched = input:dim() == 2
     if not batched and input:dim() ~= 1 then
@@ -351,12 +372,6 @@ local function cell(name, mode_of)
     end
     if lstm then return h1, c1 end
     return h1
-  end
-  cls.extra_repr = function(self)
-    local s = string.format("%d, %d", self.input_size, self.hidden_size)
-    if not self.bias then s = s .. ", bias=False" end
-    if self.mode == "RNN_RELU" then s = s .. ", nonlinearity=relu" end
-    return s
   end
   return cls
 end

@@ -7,8 +7,8 @@
 -- Lua lists are 1-based: choice/shuffle/sample treat list[1..n] as Python's x[0..n-1], so the
 -- same element is picked and a shuffle leaves the elements in the same order as Python's.
 -- Python ints beyond 64 bits: random.bigint("1180591620717411303429") stands for 2**70 + 5 as a
--- seed. Lua floats seed as Python floats do (through hash(x)); str and bytes seeds (SHA-512 in
--- Python) are not supported. getrandbits(k) is limited to k <= 63 (a Lua integer).
+-- seed. Lua floats seed as Python floats do (through hash(x)); a string seeds as Python's str
+-- (its UTF-8 bytes) and bytes do, through SHA-512. getrandbits(k) is limited to k <= 63 (a Lua integer).
 local U = require "nn_util"
 
 local N, M = 624, 397
@@ -151,8 +151,17 @@ local function seed_key(a)
   if math.type(a) == "float" then return words64(float_hash(a)) end
   if getmetatable(a) == BigInt then return a.words end
   if type(a) == "string" then
-    U.error("seed: str seeds are not supported (Python hashes them with SHA-512); seed with an int, " ..
-      "or random.bigint(\"...\") for one beyond 64 bits")
+    -- str and bytes (a Lua string is both, UTF-8 text being its encode()): the big-endian integer
+    -- of a .. sha512(a), as 32-bit words from the least significant, leading zero words dropped
+    local b = a .. require("hashlib").sha512(a):digest()
+    local key = {}
+    for e = #b, 1, -4 do
+      local w = 0
+      for i = math.max(1, e - 3), e do w = (w << 8) | b:byte(i) end
+      key[#key + 1] = w
+    end
+    while #key > 1 and key[#key] == 0 do key[#key] = nil end
+    return key
   end
   U.error("The only supported seed types are: None,\nint, float, str, bytes, and bytearray.")
 end

@@ -56,6 +56,15 @@ function hub.load_state_dict_from_url(url, ...)
       "fetch %s on a machine with network and put it at %s", name, url, path)
   end
   f:close()
+  -- check_hash: the sha256 of the file starts with the hex digits after the name's last "-"
+  -- (PyTorch checks downloads so; the file here was put by hand, so it is checked when asked)
+  local prefix = o.check_hash and name:match("%-(%x+)%.")
+  if prefix then
+    local got = require("hashlib").file_digest(path, "sha256"):hexdigest()
+    if got:sub(1, #prefix) ~= prefix then
+      U.errorf('invalid hash value (expected "%s", got "%s"): %s is not the file of %s', prefix, got, path, url)
+    end
+  end
   return torch.load(path, { map_location = o.map_location, weights_only = o.weights_only })
 end
 hub.download_url_to_file = refuse("download_url_to_file", "fetch the file yourself")

@@ -341,5 +341,7 @@ torchvision.utils = optional("tv_utils")
 torchvision.models = optional("tv_models")
 torchvision.ops = optional("tv_ops")
 torchvision.tv_tensors = optional("tv_tensors")
+datasets.utils = optional("tv_datasets_utils")
+require("tv_backends")(torchvision) -- get/set_image_backend, get/set_video_backend
 
 return torchvision

@@ -6,8 +6,8 @@
 -- image holds a uint8 H x W x C tensor (`img._data`) with mode "L", "LA", "RGB"
 -- or "RGBA", and `size` = {width, height} in PIL's order. Differences from
 -- Pillow: palette ("P") and 1-bit images open as RGB(A) / L, 16-bit samples
--- keep their high byte, and resize supports NEAREST and BILINEAR only
--- (BILINEAR is the default here; Pillow's default is BICUBIC).
+-- keep their high byte. resize has Pillow's filters (NEAREST, BOX, BILINEAR, HAMMING, BICUBIC,
+-- LANCZOS; BICUBIC by default, as Pillow's).
 local torch = require "torch"
 
 local M = {}
@@ -129,8 +129,9 @@ end
 local Image = {}
 M.Image = Image
 
-Image.NEAREST, Image.BILINEAR, Image.BICUBIC, Image.LANCZOS = 0, 2, 3, 1
-Image.Resampling = {NEAREST = 0, BILINEAR = 2, BICUBIC = 3, LANCZOS = 1}
+Image.NEAREST, Image.BILINEAR, Image.BICUBIC, Image.LANCZOS, Image.BOX, Image.HAMMING = 0, 2, 3, 1, 4, 5
+Image.Resampling = {NEAREST = 0, BILINEAR = 2, BICUBIC = 3, LANCZOS = 1, BOX = 4, HAMMING = 5}
+Image.ANTIALIAS = Image.LANCZOS -- the name Pillow < 10 had, which older scripts (fast_neural_style) still use
 Image.FLIP_LEFT_RIGHT, Image.FLIP_TOP_BOTTOM, Image.ROTATE_90, Image.ROTATE_180 = 0, 1, 2, 3
 Image.ROTATE_270, Image.TRANSPOSE, Image.TRANSVERSE = 4, 5, 6
 Image.Transpose = {FLIP_LEFT_RIGHT = 0, FLIP_TOP_BOTTOM = 1, ROTATE_90 = 2, ROTATE_180 = 3, ROTATE_270 = 4,
@@ -241,13 +242,13 @@ function Image.merge(mode, bands)
   return wrap_mode(torch.cat(parts, 2), mode)
 end
 
-local resample_names = {[0] = "nearest", [2] = "bilinear", [3] = "bicubic"}
+local resample_names = {[0] = "nearest", [1] = "lanczos", [2] = "bilinear", [3] = "bicubic", [4] = "box", [5] = "hamming"}
 
 -- img:resize({w, h}, resample)
 function ImageObj:resize(size, resample)
   if type(size) ~= "table" or #size ~= 2 then error("resize: size must be {width, height}", 2) end
-  local interp = resample_names[resample == nil and 2 or resample]
-  if not interp then error("resize: only Image.NEAREST, Image.BILINEAR and Image.BICUBIC resampling are supported", 2) end
+  local interp = resample_names[resample == nil and 3 or resample]
+  if not interp then error("resize: unknown resampling filter " .. tostring(resample) .. " (Image.NEAREST, BOX, BILINEAR, HAMMING, BICUBIC or LANCZOS)", 2) end
   if size[1] == self.width and size[2] == self.height then return self:copy() end
   return like(self, C.resize(self._data, "hwc", size[2], size[1], interp))
 end

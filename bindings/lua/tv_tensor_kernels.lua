@@ -117,26 +117,49 @@ end
 
 local function trunc(x) return x < 0 and math.ceil(x) or math.floor(x) end
 
+-- the cubic convolution kernel: a = -0.5 antialiased (as Pillow), -0.75 plain (torch's bicubic)
+local function cubic(x, a)
+  x = math.abs(x)
+  if x < 1.0 then return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0 end
+  if x < 2.0 then return (((x - 5.0) * x + 8.0) * x - 4.0) * a end
+  return 0.0
+end
+
 -- per output index: first tap and weights (the C loop's make_weights for tensors)
 local function resize_weights(n_in, n_out, interp, filtered)
   local scale = n_in / n_out
-  local support = scale > 1.0 and scale or 1.0
+  local bicubic = interp == "bicubic"
+  local support = (scale > 1.0 and scale or 1.0) * (bicubic and 2.0 or 1.0)
   local lo, ws, k = {}, {}, 1
   for i = 0, n_out - 1 do
     local w = {}
-    if interp ~= "bilinear" then
+    if interp == "nearest" or interp == "nearest-exact" then
       local pos = interp == "nearest" and math.floor(i * scale) or math.floor((i + 0.5) * scale)
       lo[i + 1], w[1] = math.min(pos, n_in - 1), 1.0
     elseif filtered then
-      local center, invscale, total = (i + 0.5) * scale, 1.0 / support, 0.0
+      local center, invscale, total = (i + 0.5) * scale, 1.0 / (scale > 1.0 and scale or 1.0), 0.0
       local a, b = math.max(trunc(center - support + 0.5), 0), math.min(trunc(center + support + 0.5), n_in)
       lo[i + 1] = a
       for j = 0, b - a - 1 do
-        local x = math.abs((j + a - center + 0.5) * invscale)
-        w[j + 1] = x < 1.0 and 1.0 - x or 0.0
+        local x = (j + a - center + 0.5) * invscale
+        if bicubic then w[j + 1] = cubic(x, -0.5)
+        else x = math.abs(x); w[j + 1] = x < 1.0 and 1.0 - x or 0.0 end
         total = total + w[j + 1]
       end
       if total ~= 0.0 then for j = 1, #w do w[j] = w[j] / total end end
+    elseif bicubic then -- taps j0-1 .. j0+2 clamped to the axis, clamped taps adding to the edge
+      local src = (i + 0.5) * scale - 0.5
+      local j0 = math.floor(src)
+      local t = src - j0
+      local tw = {cubic(t + 1.0, -0.75), cubic(t, -0.75), cubic(1.0 - t, -0.75), cubic(2.0 - t, -0.75)}
+      local function clamp(j) return math.max(0, math.min(n_in - 1, j)) end
+      local first = clamp(j0 - 1)
+      lo[i + 1] = first
+      for j = 1, clamp(j0 + 2) - first + 1 do w[j] = 0.0 end
+      for j = 1, 4 do
+        local at = clamp(j0 - 2 + j) - first + 1
+        w[at] = w[at] + tw[j]
+      end
     else
       local src = math.max((i + 0.5) * scale - 0.5, 0.0)
       local j = math.floor(src)
@@ -166,11 +189,11 @@ local function taps(x, dim, n_in, lo, ws, k)
   return acc
 end
 
--- resize(img, oh, ow, interp, antialias): torchvision's tensor resize (antialias: bilinear only)
+-- resize(img, oh, ow, interp, antialias): torchvision's tensor resize (antialias: bilinear and bicubic)
 function K.resize(img, oh, ow, interp, antialias)
   check(C.resize, img, oh, ow, interp, antialias)
   local H, W = img:size(-2), img:size(-1)
-  local filtered = antialias and interp == "bilinear"
+  local filtered = antialias and (interp == "bilinear" or interp == "bicubic")
   local xlo, xw, xk = resize_weights(W, ow, interp, filtered)
   local ylo, yw, yk = resize_weights(H, oh, interp, filtered)
   if xk == 1 and yk == 1 then -- nearest: a gather

@@ -43,7 +43,8 @@ end
 function M.is_pure_tensor(x) return torch.is_tensor(x) and kind[x] == nil end
 
 -- clone, to, detach, requires_grad_ and pin_memory keep a tv_tensor's class and metadata (as
--- torchvision's _FORCE_TORCHFUNCTION_SUBCLASS); installed when the first tv_tensor is made.
+-- torchvision's _FORCE_TORCHFUNCTION_SUBCLASS): tv_tensors carry the attribute __keep, for which
+-- the tensor's method lookup hands out these stand-ins (installed with the first tv_tensor).
 local keep_installed = false
 local copy_meta
 local function install_keepers()
@@ -51,21 +52,16 @@ local function install_keepers()
   for _, name in ipairs({"clone", "to", "detach", "requires_grad_", "pin_memory"}) do
     local orig = torch.Tensor[name]
     if orig then
-      torch.Tensor[name] = function(self, ...)
-        local ok, out = pcall(orig, self, ...)
-        if not ok then -- the message as the method's own: "bad argument #1 to 'to'", not "#2 to '?'"
-          if type(out) == "string" then
-            out = out:gsub("^bad argument #(%d+) to '%?'", function(n) return ("bad argument #%d to '%s'"):format(n - 1, name) end)
-          end
-          error(out, 0)
-        end
+      torch._keep_method(name, function(self, ...)
+        local out = orig(self, ...)
         local c = kind[self]
         if c and torch.is_tensor(out) and out ~= self and kind[out] == nil then
           kind[out] = c
+          out.__keep = true
           copy_meta(self, out)
         end
         return out
-      end
+      end)
     end
   end
 end
@@ -96,9 +92,35 @@ local function to_tensor(fname, data, o)
   return t
 end
 
+-- torchvision's repr: the class name for "tensor(", its metadata before the ")"
+local function show_meta(k, v)
+  if k == "format" then return "format=BoundingBoxFormat." .. v end
+  if k == "canvas_size" then return string.format("canvas_size=(%d, %d)", v[1], v[2]) end
+  if v == false then return k .. "=None" end
+  return k .. "=" .. tostring(v)
+end
+local function install_repr()
+  local mt = getmetatable(torch.empty(0))
+  local plain = mt.__tostring
+  mt.__tostring = function(t)
+    local s = plain(t)
+    local c = kind[t]
+    if not c then return s end
+    local pad = string.rep(" ", #c.__name + 1)
+    s = c.__name .. "(" .. s:sub(#"tensor(" + 1):gsub("\n       ", "\n" .. pad)
+    local extra = {}
+    for _, k in ipairs(c == M.BoundingBoxes and META or c == M.KeyPoints and {"canvas_size"} or {}) do
+      local v = t[k]
+      if v ~= nil or k == "clamping_mode" then extra[#extra + 1] = show_meta(k, v == nil and false or v) end
+    end
+    return s:sub(1, -2) .. ", " .. table.concat(extra, ", ") .. ")"
+  end
+end
+
 local function tag(t, cls)
-  if not keep_installed then install_keepers() end
+  if not keep_installed then install_keepers(); install_repr() end
   kind[t] = cls
+  t.__keep = true
   return t
 end
 
@@ -220,12 +242,25 @@ function M.wrap(...)
   if not c then U.errorf("wrap: like must be a tv_tensor, got %s", U.typename(like)) end
   t = t:view(t.shape)
   if c == M.BoundingBoxes then
-    return wrap_boxes(t, o.format or like.format, o.canvas_size or like.canvas_size,
-      o.clamping_mode == nil and like.clamping_mode or o.clamping_mode, false)
+    local mode = o.clamping_mode -- false is Python's None (no clamping)
+    if mode == nil then mode = like.clamping_mode end
+    return wrap_boxes(t, o.format or like.format, o.canvas_size or like.canvas_size, mode, false)
   end
   tag(t, c)
   if c == M.KeyPoints then t.canvas_size = o.canvas_size or like.canvas_size end
   return t
+end
+
+-- set_return_type("Tensor") is the default; ops keeping tv_tensor types are not supported here
+function M.set_return_type(return_type)
+  if type(return_type) ~= "string" or (return_type:lower() ~= "tensor" and return_type:lower() ~= "tvtensor") then
+    U.errorf("set_return_type: return_type must be 'Tensor' or 'TVTensor', got %s", tostring(return_type))
+  end
+  if return_type:lower() == "tvtensor" then
+    U.error("set_return_type('TVTensor') is not supported: ops on tv_tensors return pure tensors; " ..
+      "wrap a result with tv_tensors.wrap(out, {like = x})")
+  end
+  return setmetatable({}, {__close = function() end})
 end
 
 require("tv_tensors_repr")(M)

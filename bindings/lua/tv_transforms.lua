@@ -231,13 +231,18 @@ local function resized_size(h, w, size, max_size)
   return size[1], size[2]
 end
 
-local interp_of = {nearest = "nearest", ["nearest-exact"] = "nearest-exact", bilinear = "bilinear",
-  [0] = "nearest", [2] = "bilinear"}
+-- InterpolationMode values, and Pillow's resample integers (NEAREST 0, LANCZOS 1, BILINEAR 2,
+-- BICUBIC 3, BOX 4, HAMMING 5) as torchvision accepts them
+local interp_of = {nearest = "nearest", ["nearest-exact"] = "nearest-exact", bilinear = "bilinear", bicubic = "bicubic",
+  box = "box", hamming = "hamming", lanczos = "lanczos",
+  [0] = "nearest", [1] = "lanczos", [2] = "bilinear", [3] = "bicubic", [4] = "box", [5] = "hamming"}
+local pil_only = {box = true, hamming = true, lanczos = true}
 
 local function check_interp(fn, interpolation)
   local i = interp_of[interpolation or "bilinear"]
   if not i then
-    error(string.format("%s: interpolation %s is not supported (bilinear, nearest and nearest-exact are)", fn, tostring(interpolation)), 3)
+    error(string.format("%s: interpolation %s is not supported (nearest, nearest-exact, bilinear, bicubic, and on PIL-like " ..
+      "images box, hamming and lanczos are)", fn, tostring(interpolation)), 3)
   end
   return i
 end
@@ -245,6 +250,9 @@ end
 function F.resize(img, size, interpolation, max_size, antialias)
   check_image("resize", img)
   local interp = check_interp("resize", interpolation)
+  if pil_only[interp] and not is_pil(img) then
+    error("resize: interpolation " .. interp .. " is unsupported with Tensor input (Pillow's filter, for PIL-like images)", 2)
+  end
   local h, w = hw(img)
   local oh, ow = resized_size(h, w, size, max_size)
   if oh == h and ow == w then return img end

@@ -51,8 +51,6 @@ return function(T, H)
     return inpt:to(dtype):bitwise_left_shift(bo - bi)
   end
 
-  F.horizontal_flip, F.vertical_flip = F1.hflip, F1.vflip
-  F.elastic = F1.elastic_transform
   F.get_size = core.get_size
   F.get_num_channels = F1.get_image_num_channels
   F.to_pure_tensor = function(inpt) return tv_tensors.type_of(inpt) and inpt:view(inpt.shape) or inpt end

@@ -426,24 +426,21 @@ return function(v2, T, H)
       if min_iou >= 1.0 then return {} end
       for _ = 1, self.trials do
         local r = torch.rand(2):tolist()
-        local sc = function(x) return self.min_scale + (self.max_scale - self.min_scale) * x end
-        local nw, nh = math.floor(ow * sc(r[1])), math.floor(oh * sc(r[2]))
+        local nw = math.floor(ow * (self.min_scale + (self.max_scale - self.min_scale) * r[1]))
+        local nh = math.floor(oh * (self.min_scale + (self.max_scale - self.min_scale) * r[2]))
         local ar = nw / nh
-        if self.min_aspect_ratio <= ar and ar <= self.max_aspect_ratio then
-          r = torch.rand(2):tolist()
-          local left, top = math.floor((ow - nw) * r[1]), math.floor((oh - nh) * r[2])
-          local right, bottom = left + nw, top + nh
-          if left ~= right and top ~= bottom then
-            local within = cx:gt(left):logical_and(cx:lt(right)):logical_and(cy:gt(top)):logical_and(cy:lt(bottom))
-            if within:any():item() then
-              local crop = torch.tensor({{left, top, right, bottom}}, {dtype = xyxy.dtype, device = xyxy.device})
-              local ious = box_iou(xyxy:index_select(0, within:nonzero():view(-1)), crop)
-              if ious:max():item() >= min_iou then
-                return {top = top, left = left, height = nh, width = nw, is_within_crop_area = within}
-              end
-            end
-          end
+        if not (self.min_aspect_ratio <= ar and ar <= self.max_aspect_ratio) then goto continue end
+        r = torch.rand(2):tolist()
+        local left, top = math.floor((ow - nw) * r[1]), math.floor((oh - nh) * r[2])
+        local right, bottom = left + nw, top + nh
+        if left == right or top == bottom then goto continue end
+        local within = cx:gt(left):logical_and(cx:lt(right)):logical_and(cy:gt(top)):logical_and(cy:lt(bottom))
+        if not within:any():item() then goto continue end
+        local crop = torch.tensor({{left, top, right, bottom}}, {dtype = xyxy.dtype, device = xyxy.device})
+        if box_iou(xyxy:index_select(0, within:nonzero():view(-1)), crop):max():item() >= min_iou then
+          return {top = top, left = left, height = nh, width = nw, is_within_crop_area = within}
         end
+        ::continue::
       end
     end
   end

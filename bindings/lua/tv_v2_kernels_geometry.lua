@@ -1,9 +1,9 @@
 -- torchvision.transforms.v2.functional's geometry kernels for bounding boxes, key points and
 -- masks, on plain tensors with the metadata passed explicitly (format, canvas_size = {H, W}), as
 -- torchvision's *_bounding_boxes / *_keypoints / *_mask kernels take it. Box formats: "XYXY",
--- "XYWH", "CXCYWH" everywhere; the rotated "XYWHR", "CXCYWHR", "XYXYXYXY" in
--- convert_bounding_box_format and the flips only (the other kernels need torchvision's rotated-box
--- clamping, not written here, and say so). Boxes are worked in float (float32 for integer boxes)
+-- "XYWH", "CXCYWH" and the rotated "XYWHR", "CXCYWHR", "XYXYXYXY" (rotated boxes: float dtypes;
+-- clamped the way torchvision clamps them, clamping_mode "soft" or "hard", or false for none, as
+-- Python's None). Boxes are worked in float (float32 for integer boxes)
 -- and cast back as torchvision does; everything is tensor ops, so CUDA tensors work. Masks go
 -- through transforms.functional's image kernels with nearest interpolation (masks of dtypes those
 -- kernels do not take are warped in float32 and cast back, as torchvision does).
@@ -56,12 +56,6 @@ local function canvas_arg(fn, canvas_size)
   return canvas_size[1], canvas_size[2]
 end
 
-local function unrotated_only(fn, format)
-  if ROTATED[format] then
-    U.errorf("%s: rotated bounding boxes (format %s) are not supported here yet; only XYXY, XYWH and CXCYWH are", fn, format)
-  end
-end
-
 local function check_clamping_mode(fn, mode)
   if mode ~= false and mode ~= "soft" and mode ~= "hard" then
     U.errorf("%s: clamping_mode must be \"soft\", \"hard\" or false (no clamping), got %s", fn, U.pystr(mode))
@@ -79,14 +73,6 @@ local function work_dtype(t) return t:is_floating_point() and t.dtype or torch.f
 
 local function cols(t) return t:unbind(-1) end
 local function stack(list) return torch.stack(list, -1) end
-
--- Python's round (half to even)
-local function pyround(x)
-  local f = math.floor(x)
-  local r = x - f
-  if r > 0.5 or (r == 0.5 and f % 2 == 1) then f = f + 1 end
-  return math.tointeger(f) or f
-end
 
 ---------------------------------------------------------------------------
 -- formats
@@ -160,7 +146,7 @@ local function convert(boxes, old, new, inplace)
     local b = boxes
     if old == "CXCYWHR" then b = cxcywhr_to_xywhr(b) elseif old == "XYXYXYXY" then b = xyxyxyxy_to_xywhr(b) end
     if new == "CXCYWHR" then b = xywhr_to_cxcywhr(b) elseif new == "XYXYXYXY" then b = xywhr_to_xyxyxyxy(b) end
-    if inplace and boxes:is_floating_point() and b.shape == boxes.shape then return boxes:copy_(b) end
+    if inplace and boxes:is_floating_point() and b:size(-1) == boxes:size(-1) then return boxes:copy_(b) end
     return b
   end
   local b = inplace and boxes or boxes:clone()
@@ -182,9 +168,132 @@ end
 -- clamping
 ---------------------------------------------------------------------------
 
+-- min(max(x, lo), hi) with tensor bounds, as torch.clamp with tensor min and max
+local function clampt(x, lo, hi) return torch.minimum(torch.maximum(x, lo), hi) end
+
+local function isclose(a, b) return (a - b):abs():le((b:abs() * 1e-5) + 1e-8) end
+
+-- (N, 8) corner lists with their points rotated to start at `indices` (N, 8 int64; nil: at the
+-- leftmost point, ties to the topmost, as torchvision orders them): indices, reordered boxes
+local function order_points(b, indices)
+  if indices == nil then
+    local x = b:index_select(1, torch.tensor({ 0, 2, 4, 6 }, { device = b.device }))
+    local y = b:index_select(1, torch.tensor({ 1, 3, 5, 7 }, { device = b.device }))
+    local first = (y / y:abs():amax(1, true) + (x / x:abs():amax(1, true)) * 100):argmin(1)
+    indices = (torch.arange(8, { device = b.device }):view(1, 8) + (first * 2):view(-1, 1)) % 8
+  end
+  return indices, b:gather(1, indices)
+end
+
+-- the slopes and intercepts (N, 4) of the edges p_k -> p_k+1 of (N, 8) corner lists
+local function slopes_intercepts(b)
+  local x = b:index_select(1, torch.tensor({ 0, 2, 4, 6 }, { device = b.device }))
+  local y = b:index_select(1, torch.tensor({ 1, 3, 5, 7 }, { device = b.device }))
+  local nxt = torch.tensor({ 1, 2, 3, 0 }, { device = b.device })
+  local a = (y:index_select(1, nxt) - y) / (x:index_select(1, nxt) - x)
+  return a, y - a * x
+end
+
+-- the corners (N, 8) where edge k-1 meets edge k, from slopes a and intercepts c (N, 4)
+local function intersections(a, c)
+  local prev = torch.tensor({ 3, 0, 1, 2 }, { device = a.device })
+  local x = (c - c:index_select(1, prev)):neg() / (a - a:index_select(1, prev))
+  return torch.stack({ x, a * x + c }, -1):view(-1, 8)
+end
+
+-- the intercepts (N, 4) of the edges of b clamped to the canvas height h and to those of orig,
+-- the box before clamping; "hard" keeps the box inside the canvas, "soft" lets corners out
+local function clamp_intercepts(b, orig, h, w, mode)
+  local a, c = slopes_intercepts(b)
+  local a1, a2, a3, a4 = table.unpack(cols(a))
+  local c1, c2, c3, c4 = table.unpack(cols(c))
+  local _, cm = slopes_intercepts(orig)
+  local c1m, c2m, c3m, c4m = table.unpack(cols(cm))
+  local n1 = clampt(c2, c1, c3):clamp(0, h)
+  local n4 = clampt(c3, c2, c4):clamp(0, h)
+  local n2, n3 = c2, c3
+  if mode == "hard" then
+    -- edges 1 and 4 share one intercept (torchvision's b1 and b4 are one tensor from here on)
+    local v = (n1 + n4) / 2
+    n2 = torch.minimum(torch.stack({ v * a2 / a1, c3 * a2 / a3, (a1 - a2) * w + v, (a3 - a2) * w + c3 }, 1):amax(1), c2)
+    n3 = torch.maximum(torch.stack({ h * (1 - a3 / a4) + v * a3 / a4, h * (1 - a3 / a2) + n2 * a3 / a2,
+      (a2 - a3) * w + n2, (a4 - a3) * w + v }, 1):amin(1), c3)
+    v = clampt(clampt(v, c1m, c3m), c2m, c4m)
+    n1, n4 = v, v
+  else
+    n1, n4 = clampt(n1, c1m, c3m), clampt(n4, c2m, c4m)
+  end
+  return torch.stack({ n1, clampt(n2, c2m, c4m), clampt(n3, c1m, c3m), n4 }, -1)
+end
+
+-- one step of torchvision's rotated clamping: corner lists (N, 8), first point leftmost, kept
+-- right of x = 0
+local function clamp_left(b, orig, h, w, mode)
+  local a = slopes_intercepts(b)
+  local x1, y1, x2, y2, x3, y3, x4, y4 = table.unpack(cols(b))
+  local case_a = intersections(a, clamp_intercepts(b, orig, h, w, mode))
+  local cb = cols(b)
+  cb[1], cb[7] = cb[1]:clamp_min(0), cb[7]:clamp_min(0)
+  local case_b = stack(cb)
+  local cond_a = x1:lt(0):logical_and(case_a:isnan():any(-1):logical_not())
+  local cond_b = isclose(y1, y2):logical_or(isclose(y3, y4))
+  local cond_c = x1:le(0):logical_and(x2:le(0)):logical_and(x3:le(0)):logical_and(x4:le(0))
+    :logical_or(isclose(y1, y4)):logical_or(isclose(y2, y3)):logical_or(cond_b:logical_and(isclose(x1, x2)))
+  b = torch.where(cond_a:view(-1, 1), case_a, b)
+  b = torch.where(cond_b:view(-1, 1), case_b, b)
+  return torch.where(cond_c:view(-1, 1), torch.zeros_like(b), b)
+end
+
+-- a quarter turn of corner lists (N, 8) on a canvas of width w: (x, y) -> (y, w - x)
+local function quarter_turn(b, w)
+  local x = b:index_select(1, torch.tensor({ 0, 2, 4, 6 }, { device = b.device }))
+  local y = b:index_select(1, torch.tensor({ 1, 3, 5, 7 }, { device = b.device }))
+  return torch.stack({ y, w - x }, -1):view(-1, 8)
+end
+
+-- torchvision's _clamp_rotated_bounding_boxes: each side of the canvas in turn
+local function clamp_rotated(boxes, format, h, w, mode)
+  local out = convert(boxes:clone(), format, "XYXYXYXY", true):reshape(-1, 8)
+  local orig = out:clone()
+  for _ = 1, 4 do
+    local idx
+    idx, out = order_points(out)
+    orig = select(2, order_points(orig, idx))
+    out = clamp_left(out, orig, h, w, mode)
+    out = select(2, order_points(out, idx))
+    orig = select(2, order_points(orig, idx))
+    out, orig = quarter_turn(out, w), quarter_turn(orig, w)
+    h, w = w, h
+  end
+  return convert(out, "XYXYXYXY", format, true):reshape(boxes.shape)
+end
+
+-- torchvision's _parallelogram_to_bounding_boxes: corner lists (..., 8) made rectangles keeping
+-- the two ends of the longer diagonal
+local function parallelogram_to_rectangle(p)
+  local dtype = p.dtype
+  local q = p:is_floating_point() and p or p:float()
+  local x1, y1, x2, y2, x3, y3, x4, y4 = table.unpack(cols(q))
+  local cx, cy = (x1 + x3) / 2, (y1 + y3) / 2
+  local wp = ((x2 - x1):pow(2) + (y2 - y1):pow(2)):sqrt()
+  local hp = ((x4 - x1):pow(2) + (y4 - y1):pow(2)):sqrt()
+  local r12 = torch.atan2(y1 - y2, x2 - x1)
+  local r14 = torch.atan2(y1 - y4, x4 - x1)
+  local r = r12 - r14
+  local sign = 1 - r:gt(math.pi / 2):to(q.dtype) * 2
+  local cos, sin = r:cos(), r:sin()
+  local w = torch.where(wp:lt(hp), wp * sin, wp + hp * cos * sign)
+  local h = torch.where(wp:gt(hp), hp * sin, hp + wp * cos * sign)
+  r = torch.where(hp:gt(wp), r14 + math.pi / 2, r12)
+  cos, sin = r:cos(), r:sin()
+  local wc, ws, hc, hs = w / 2 * cos, w / 2 * sin, h / 2 * cos, h / 2 * sin
+  return stack({ cx - wc - hs, cy - hc + ws, cx + wc - hs, cy - hc - ws,
+    cx + wc + hs, cy + hc - ws, cx - wc + hs, cy + hc + ws }):to(dtype)
+end
+
 local function clamp_boxes(fn, boxes, format, h, w, mode)
   if mode == false then return boxes:clone() end
-  unrotated_only(fn, format)
+  if ROTATED[format] then return clamp_rotated(boxes, format, h, w, mode) end
   local dtype = boxes.dtype
   local b = convert(float_copy(boxes), format, "XYXY", true)
   local lo = torch.zeros(4, { dtype = b.dtype, device = b.device })
@@ -337,9 +446,14 @@ function M.resize_bounding_boxes(...)
   local h, w = canvas_arg(fn, a.canvas_size)
   local nh, nw = resized_size(fn, h, w, a.size, a.max_size)
   if nh == h and nw == w then return boxes, a.canvas_size end
-  unrotated_only(fn, format)
+  local mode = check_clamping_mode(fn, a.clamping_mode)
   local rw, rh = nw / w, nh / h
-  return scale_points(boxes, { rw, rh, rw, rh }), { nh, nw }
+  if not ROTATED[format] then return scale_points(boxes, { rw, rh, rw, rh }), { nh, nw } end
+  -- rotated: the corners scaled, made a rectangle again, clamped
+  local pts = convert(boxes, format, "XYXYXYXY"):reshape(-1, 8)
+  local ratios = torch.tensor({ rw, rh, rw, rh, rw, rh, rw, rh }, { dtype = torch.float32, device = boxes.device })
+  local out = clamp_boxes(fn, parallelogram_to_rectangle(pts:mul(ratios)), "XYXYXYXY", nh, nw, mode)
+  return convert(out, "XYXYXYXY", format):to(boxes.dtype):reshape(boxes.shape), { nh, nw }
 end
 
 -- resize_keypoints(keypoints, size, canvas_size, max_size=None)
@@ -376,10 +490,18 @@ end
 
 local function shift(t, v) return t - torch.tensor(v, { dtype = t.dtype, device = t.device }) end
 
+-- the offsets (left, top) of a box's coordinates in format, as a row to add
+local function offsets(format, left, top)
+  if format == "XYXY" then return { left, top, left, top } end
+  if format == "XYXYXYXY" then return { left, top, left, top, left, top, left, top } end
+  if ROTATED[format] then return { left, top, 0, 0, 0 } end
+  return { left, top, 0, 0 }
+end
+
 local function crop_boxes(fn, boxes, format, top, left, height, width, mode)
-  unrotated_only(fn, format)
-  local sub = format == "XYXY" and { left, top, left, top } or { left, top, 0, 0 }
-  return clamp_boxes(fn, shift(boxes, sub), format, height, width, mode), { height, width }
+  local b = shift(boxes, offsets(format, left, top))
+  if format == "XYXYXYXY" then b = parallelogram_to_rectangle(b) end
+  return clamp_boxes(fn, b, format, height, width, mode), { height, width }
 end
 
 local function int_args(fn, a, names)
@@ -421,7 +543,10 @@ local function center_crop_size(fn, output_size)
   return output_size[1], output_size[#output_size]
 end
 
-local function center_anchor(ch, cw, h, w) return pyround((h - ch) / 2.0), pyround((w - cw) / 2.0) end
+-- int(round(d / 2)) for an integer d, rounding half to even as Python does
+local function half_round(d) return (d + (d // 2) % 2) // 2 end
+
+local function center_anchor(ch, cw, h, w) return half_round(h - ch), half_round(w - cw) end
 
 -- center_crop_bounding_boxes(bounding_boxes, format, canvas_size, output_size, clamping_mode="soft")
 function M.center_crop_bounding_boxes(...)
@@ -501,11 +626,9 @@ function M.pad_bounding_boxes(...)
   local h, w = canvas_arg(fn, a.canvas_size)
   if a.padding_mode ~= "constant" then U.errorf("%s: Padding mode '%s' is not supported with bounding boxes", fn, tostring(a.padding_mode)) end
   local mode = check_clamping_mode(fn, a.clamping_mode)
-  unrotated_only(fn, format)
   local l, r, t, b = parse_padding(fn, a.padding)
-  local add = format == "XYXY" and { -l, -t, -l, -t } or { -l, -t, 0, 0 }
   local nh, nw = h + t + b, w + l + r
-  return clamp_boxes(fn, shift(boxes, add), format, nh, nw, mode), { nh, nw }
+  return clamp_boxes(fn, shift(boxes, offsets(format, -l, -t)), format, nh, nw, mode), { nh, nw }
 end
 
 -- pad_keypoints(keypoints, canvas_size, padding, padding_mode="constant")
@@ -608,21 +731,27 @@ end
 local function affine_boxes(fn, boxes, format, h, w, angle, translate, scale, shear, center, expand, mode)
   local canvas = { h, w }
   if boxes:numel() == 0 then return boxes, canvas end
-  unrotated_only(fn, format)
   local dtype, shape = boxes.dtype, boxes.shape
+  local rot = ROTATED[format]
+  local mid, n = rot and "XYXYXYXY" or "XYXY", rot and 8 or 4 -- the intermediate format
   local b, need_cast = float_copy(boxes)
-  b = convert(b, format, "XYXY", true):reshape(-1, 4)
+  b = convert(b, format, mid, true):reshape(-1, n)
   center = center or { w * 0.5, h * 0.5 }
   local m = forward_affine(center, angle, translate, scale, shear)
-  local out = hull(affine_points(corners(b), m))
+  local out
+  if rot then
+    out = parallelogram_to_rectangle(affine_points(b:reshape(-1, 2), m):reshape(-1, 8))
+  else
+    out = hull(affine_points(corners(b), m))
+  end
   if expand then
     local tr = canvas_shift(m, h, w, out)
-    out = out - torch.cat({ tr, tr }, 1)
+    out = out - torch.cat(rot and { tr, tr, tr, tr } or { tr, tr }, 1)
     local nw, nh = affine_output_size(F()._get_inverse_affine_matrix(center, angle, translate, scale, shear), w, h)
     canvas = { nh, nw }
   end
-  out = clamp_boxes(fn, out, "XYXY", canvas[1], canvas[2], mode)
-  out = convert(out, "XYXY", format, true):reshape(shape)
+  out = clamp_boxes(fn, out, mid, canvas[1], canvas[2], mode)
+  out = convert(out, mid, format, true):reshape(shape)
   if need_cast then out = out:to(dtype) end
   return out, canvas
 end
@@ -762,12 +891,15 @@ function M.perspective_bounding_boxes(...)
   local mode = check_clamping_mode(fn, a.clamping_mode)
   if boxes:numel() == 0 then return boxes end
   local c = perspective_coefficients(fn, a.startpoints, a.endpoints, a.coefficients)
-  unrotated_only(fn, format)
-  -- as torchvision, integer boxes are converted to XYXY before they are cast to float
-  local b = convert(boxes, format, "XYXY"):reshape(-1, 4)
-  local out = hull(perspective_points(fn, "bounding boxes", corners(b):to(work_dtype(b)), c))
-  out = clamp_boxes(fn, out, "XYXY", h, w, mode)
-  return convert(out, "XYXY", format, true):reshape(boxes.shape):to(boxes.dtype)
+  local rot = ROTATED[format]
+  local mid = rot and "XYXYXYXY" or "XYXY"
+  -- as torchvision, integer boxes are converted before they are cast to float
+  local b = convert(boxes, format, mid):reshape(-1, rot and 8 or 4)
+  local pts = (rot and b:reshape(-1, 2) or corners(b)):to(work_dtype(b))
+  local moved = perspective_points(fn, "bounding boxes", pts, c)
+  local out = rot and parallelogram_to_rectangle(moved:reshape(-1, 8)) or hull(moved)
+  out = clamp_boxes(fn, out, mid, h, w, mode)
+  return convert(out, mid, format, true):reshape(boxes.shape):to(boxes.dtype)
 end
 
 -- perspective_keypoints(keypoints, canvas_size, startpoints, endpoints, coefficients=None)
@@ -846,15 +978,17 @@ function M.elastic_bounding_boxes(...)
   check_displacement(fn, a.displacement, h, w)
   local mode = check_clamping_mode(fn, a.clamping_mode)
   if boxes:numel() == 0 then return boxes end
-  unrotated_only(fn, format)
   local wd = work_dtype(boxes)
-  local b = convert(boxes, format, "XYXY"):reshape(-1, 4)
+  local rot = ROTATED[format]
+  local mid = rot and "CXCYWHR" or "XYXY" -- rotated boxes move their centres only
+  local b = convert(boxes, format, mid):reshape(-1, rot and 5 or 4)
   local grid = inverse_grid_pixels(a.displacement, h, w, wd, boxes.device)
-  local pts = corners(b)
+  local pts = rot and b:narrow(1, 0, 2) or corners(b)
   if pts:is_floating_point() then pts = pts:ceil() end
-  local out = hull(grid_at(fn, grid, pts:to(torch.int64), h, w)):to(b.dtype)
-  out = clamp_boxes(fn, out, "XYXY", h, w, mode)
-  return convert(out, "XYXY", format):reshape(boxes.shape)
+  local moved = grid_at(fn, grid, pts:to(torch.int64), h, w)
+  local out = (rot and torch.cat({ moved, b:narrow(1, 2, 3) }, 1) or hull(moved)):to(b.dtype)
+  out = clamp_boxes(fn, out, mid, h, w, mode)
+  return convert(out, mid, format):reshape(boxes.shape)
 end
 
 -- elastic_keypoints(keypoints, canvas_size, displacement): points are truncated to pixels and clamped to the grid

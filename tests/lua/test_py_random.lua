@@ -211,7 +211,12 @@ err(function() random.choices({}, { weights = {} }) end, "list index out of rang
 T.eq(random.choices({}, { k = 0 }), {}, "choices k = 0 on an empty population")
 err(function() random.getrandbits(-1) end, "number of bits must be non-negative", "getrandbits(-1)")
 err(function() random.getrandbits(64) end, "more than 63 bits do not fit a Lua integer", "getrandbits(64)")
-err(function() random.seed("abc") end, "str seeds are not supported", "seed('abc')")
+-- str and bytes seeds go through SHA-512 as CPython's (python3: random.seed(s); random.random(), randint(1, 1000))
+for _, c in ipairs({ { "hello", 0.3537754404730722, 680 }, { "", 0.9602256525641875, 610 },
+  { "\0\0abc", 0.2834855576453934, 813 }, { "h\xc3\xa9llo", 0.013203794245314593, 856 } }) do
+  random.seed(c[1])
+  T.eq({ random.random(), random.randint(1, 1000) }, { c[2], c[3] }, "seed(" .. string.format("%q", c[1]) .. ")")
+end
 err(function() random.seed({}) end, "The only supported seed types are: None", "seed({})")
 err(function() random.seed(0 / 0) end, "NaN", "seed(nan)")
 err(function() random.bigint("12a") end, "bigint: expected a decimal integer string", "bigint('12a')")

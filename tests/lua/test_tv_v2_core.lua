@@ -61,6 +61,23 @@ T.test("clone, to, detach keep the kind; other ops give pure tensors; wrap", fun
   T.eq(w.format, "XYXY")
   T.eq(w:tolist(), {{2, 4, 6, 8}})
   T.raises(function() tvt.wrap(b, {like = torch.zeros(1)}) end, "~like must be a tv_tensor")
+  T.eq(tvt.wrap(b * 1, {like = b, clamping_mode = false}).clamping_mode, false, "false is None")
+  local none = tvt.BoundingBoxes({{1, 2, 3, 4}}, {format = "XYXY", canvas_size = {10, 20}, clamping_mode = false})
+  T.eq(tvt.wrap(none * 1, {like = none}).clamping_mode, false, "None kept")
+  T.check(tostring(none):find("clamping_mode=None", 1, true) ~= nil)
+end)
+
+T.test("tv_tensors print as torchvision's", function()
+  T.eq(tostring(tvt.Image(torch.arange(4, {dtype = torch.uint8}):view(1, 2, 2))),
+    "Image([[[0, 1],\n        [2, 3]]], dtype=torch.uint8, )")
+  T.eq(tostring(tvt.Mask(torch.zeros(2))), "Mask([0., 0.], )")
+  T.eq(tostring(tvt.BoundingBoxes({{17, 16, 344, 495}, {0, 10, 0, 10}}, {format = "XYXY", canvas_size = {512, 512}})),
+    "BoundingBoxes([[ 17,  16, 344, 495],\n               [  0,  10,   0,  10]], format=BoundingBoxFormat.XYXY, " ..
+    "canvas_size=(512, 512), clamping_mode=soft)")
+  T.eq(tostring(tvt.KeyPoints({{1.5, 2}}, {canvas_size = {5, 5}})), "KeyPoints([[1.5000, 2.0000]], canvas_size=(5, 5))")
+  T.eq(tostring(torch.zeros(1)), "tensor([0.])", "pure tensors as before")
+  do local _ <close> = tvt.set_return_type("Tensor") end
+  T.raises(function() tvt.set_return_type("TVTensor") end, "~not supported")
 end)
 
 T.test("tree_flatten and tree_unflatten", function()

@@ -47,7 +47,9 @@ T.test("assignment through an index", function()
   T.eq(i[0]:item(), 9007199254740993, "int64 assignment is exact")
   T.raises(function() x[0] = "a" end, "cannot assign a string to a tensor element (tensor or number expected)")
   T.raises(function() x[0] = torch.ones(2) end, "~must match")
-  T.raises(function() x.foo = 1 end, "cannot set field 'foo' of a tensor")
+  T.raises(function() x.numel = 1 end, "cannot set field 'numel' of a tensor")
+  x.foo = 1 -- a Python-style attribute of this tensor value
+  T.eq(x.foo, 1, "x.foo = 1 sets an attribute")
 end)
 
 T.test("views share storage", function()

@@ -60,14 +60,14 @@ local function smooth(h, w)
 end
 local modes = {"L", "LA", "RGB", "RGBA"}
 
--- Pillow resize (bilinear and nearest) on every mode, shrinking and enlarging
+-- Pillow resize (every filter) on every mode, shrinking and enlarging
 local sizes = {{37, 53, 17, 23}, {32, 32, 227, 227}, {20, 30, 20, 11}, {45, 31, 13, 31}, {8, 100, 33, 7}}
 for si, s in ipairs(sizes) do
   for _, c in ipairs({1, 2, 3, 4}) do
     local img = u8({s[1], s[2], c})
     local iname = save("rs_in_" .. si .. "_" .. c, img)
-    for _, interp in ipairs({"bilinear", "nearest"}) do
-      local got = Image.fromarray(img):resize({s[4], s[3]}, interp == "bilinear" and Image.BILINEAR or Image.NEAREST)
+    for _, interp in ipairs({"bilinear", "nearest", "bicubic", "box", "hamming", "lanczos"}) do
+      local got = Image.fromarray(img):resize({s[4], s[3]}, Image[interp:upper()])
       case({op = "pil_resize", mode = modes[c], interp = interp, w = s[4], h = s[3], input = iname,
         output = save("rs_out_" .. si .. "_" .. c .. "_" .. interp, got:tensor())})
     end
@@ -77,10 +77,13 @@ for si, s in ipairs(sizes) do
   local xu = u8({3, s[1], s[2]})
   local xn, xun = save("rt_in_" .. si, x), save("rtu_in_" .. si, xu)
   for _, aa in ipairs({true, false}) do
-    case({op = "tensor_resize", antialias = aa, h = s[3], w = s[4], input = xn,
-      output = save("rt_out_" .. si .. "_" .. tostring(aa), F.resize(x, {s[3], s[4]}, "bilinear", nil, aa))})
-    case({op = "tensor_resize", antialias = aa, h = s[3], w = s[4], input = xun,
-      output = save("rtu_out_" .. si .. "_" .. tostring(aa), F.resize(xu, {s[3], s[4]}, "bilinear", nil, aa))})
+    for _, interp in ipairs({"bilinear", "bicubic"}) do
+      local tag = si .. "_" .. tostring(aa) .. "_" .. interp
+      case({op = "tensor_resize", antialias = aa, interp = interp, h = s[3], w = s[4], input = xn,
+        output = save("rt_out_" .. tag, F.resize(x, {s[3], s[4]}, interp, nil, aa))})
+      case({op = "tensor_resize", antialias = aa, interp = interp, h = s[3], w = s[4], input = xun,
+        output = save("rtu_out_" .. tag, F.resize(xu, {s[3], s[4]}, interp, nil, aa))})
+    end
   end
 end
 
@@ -178,7 +181,7 @@ for _, op in ipairs({"invert", "posterize", "solarize", "autocontrast", "equaliz
         local t = a
         if float and op == "solarize" then t = a / 255 end
         local img = src[1] == "pil" and Image.fromarray(src[3]) or src[3]
-        local out = F[op](img, t)
+        local out = t == nil and F[op](img) or F[op](img, t)
         aug({op = "aug_point", fn = op, kind = src[1], arg = t or "none", input = src[2]}, src[1] == "pil" and out:tensor() or out)
       end
     end

@@ -114,13 +114,14 @@ for line in open(os.path.join(d, "manifest.txt")):
     op = f["op"]
     if op == "pil_resize":
         a = load(f["input"])
-        im = pil(a).resize((int(f["w"]), int(f["h"])), Image.BILINEAR if f["interp"] == "bilinear" else Image.NEAREST)
+        im = pil(a).resize((int(f["w"]), int(f["h"])), getattr(Image.Resampling, f["interp"].upper()))
         report(op, f"{f['mode']} {a.shape[:2]} -> {f['h']}x{f['w']} {f['interp']}", load(f["output"]), arr(im))
     elif op == "tensor_resize":
         x = torch.from_numpy(load(f["input"]).copy())
         aa = f["antialias"] == "true"
-        ref = F.resize(x, [int(f["h"]), int(f["w"])], antialias=aa)
-        report(f"{op}_{x.dtype}".replace("torch.", ""), f"{tuple(x.shape)} -> {f['h']}x{f['w']} aa={aa}", load(f["output"]), ref.numpy())
+        mode = F.InterpolationMode(f["interp"])
+        ref = F.resize(x, [int(f["h"]), int(f["w"])], interpolation=mode, antialias=aa)
+        report(f"{op}_{f['interp']}_{x.dtype}".replace("torch.", ""), f"{tuple(x.shape)} -> {f['h']}x{f['w']} aa={aa}", load(f["output"]), ref.numpy())
     elif op == "pil_adjust":
         im = pil(load(f["input"]))
         ref = getattr(F, "adjust_" + f["adjust"])(im, float(f["factor"]))

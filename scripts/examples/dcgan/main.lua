@@ -18,6 +18,7 @@
 -- * the networks take nz, ngf, ndf and nc as constructor arguments (Python reads globals).
 local argparse = require "argparse"
 local torchvision = require "torchvision"
+local random = require "random"
 local dset = torchvision.datasets
 local transforms = torchvision.transforms
 local vutils = torchvision.utils
@@ -52,10 +53,10 @@ print(opt)
 os.execute("mkdir -p '" .. opt.outf:gsub("'", "'\\''") .. "' 2>/dev/null")
 
 if opt.manualSeed == nil then
-  opt.manualSeed = math.random(1, 10000)
+  opt.manualSeed = random.randint(1, 10000)
 end
 print(string.format("Random Seed:  %d", opt.manualSeed)) -- Python's print("Random Seed: ", n)
-math.randomseed(opt.manualSeed)
+random.seed(opt.manualSeed)
 torch.manual_seed(opt.manualSeed)
 
 torch.backends.cudnn.benchmark = true

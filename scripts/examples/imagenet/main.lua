@@ -30,6 +30,7 @@
 local argparse = require "argparse"
 local time = require "time"
 local torchvision = require "torchvision"
+local random = require "random"
 local datasets = torchvision.datasets
 local models = torchvision.models
 local transforms = torchvision.transforms
@@ -287,7 +288,7 @@ local function main()
   local args = parser:parse_args()
 
   if args.seed ~= nil then
-    math.randomseed(args.seed)
+    random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = true
     torch.backends.cudnn.benchmark = false

@@ -17,6 +17,7 @@
 -- * the networks take nz, ngf, ndf and nc as constructor arguments (Python reads globals).
 local argparse = require "argparse"
 local torchvision = require "torchvision"
+local random = require "random"
 local dset = torchvision.datasets
 local transforms = torchvision.transforms
 local vutils = torchvision.utils
@@ -35,9 +36,9 @@ local args = parser:parse_args()
 
 -- the random seed, for reproducibility
 local manualSeed = 999
--- manualSeed = math.random(1, 10000) -- for new results each run
+-- manualSeed = random.randint(1, 10000) -- for new results each run
 print(string.format("Random Seed:  %d", manualSeed)) -- Python's print("Random Seed: ", n)
-math.randomseed(manualSeed)
+random.seed(manualSeed)
 torch.manual_seed(manualSeed)
 
 -- Inputs

@@ -14,8 +14,8 @@
 --   (U+00C0-U+024F, U+1E00-U+1EFF), which covers French; lowercasing is ASCII (Lua's
 --   string.lower) after the accents are stripped, which gives the same words, since the
 --   remaining non-ASCII letters become spaces anyway. Python's re.sub calls are Lua's gsub.
--- - Python's random.choice is Lua's math.random (another generator); the RandomSampler follows
---   torch.manual_seed as in PyTorch, but draws other numbers than PyTorch's.
+-- - The RandomSampler follows torch.manual_seed as in PyTorch, but draws other numbers than
+--   PyTorch's (random.choice is Python's own, from nnrepl's `random` module).
 -- - The decoders make their SOS input on the encoder outputs' device (Python: the global device).
 -- - matplotlib is not available: the loss curve and the attention matrices are not drawn.
 -- - N_EPOCHS and PRINT_EVERY (environment) are new: the epochs and how often a loss line is
@@ -29,8 +29,7 @@ local device = torch.device(torch.cuda.is_available() and "cuda" or "cpu")
 
 local SOS_token, EOS_token, MAX_LENGTH = model.SOS_token, model.EOS_token, model.MAX_LENGTH
 
--- Python's random.choice
-local random = { choice = function(l) return l[math.random(#l)] end }
+local random = require "random"
 
 -- str.split(' '): every single space separates, so empty words can appear
 local function split(s, sep)

@@ -186,6 +186,25 @@ case("rotate keypoints center", "rotate_keypoints", { kp, CANVAS(H, W), 60.0, fa
 case("perspective keypoints", "perspective_keypoints",
   { kp, CANVAS(H, W), { { 0, 0 }, { 31, 0 }, { 31, 23 }, { 0, 23 } }, { { 2, 1 }, { 29, 3 }, { 30, 22 }, { 1, 20 } } })
 case("elastic keypoints", "elastic_keypoints", { kp, CANVAS(H, W), (torch.rand(1, H, W, 2) - 0.5) * 0.1 })
+-- rotated boxes (float32), some partly outside
+local rb = torch.cat({ torch.rand(6, 1) * W * 1.2 - 3, torch.rand(6, 1) * H * 1.2 - 3, torch.rand(6, 2) * 10 + 2,
+  torch.rand(6, 1) * 180 - 90 }, 1)
+local rinside = torch.cat({ torch.rand(4, 1) * (W - 10) + 5, torch.rand(4, 1) * (H - 10) + 5, torch.rand(4, 2) * 3 + 1,
+  torch.rand(4, 1) * 180 - 90 }, 1)
+for _, f in ipairs({ "XYWHR", "CXCYWHR", "XYXYXYXY" }) do
+  local r = G.convert_bounding_box_format(rb, "CXCYWHR", f)
+  case("clamp soft " .. f, "clamp_bounding_boxes", { r, FMT(f), CANVAS(H, W) }, { clamping_mode = "soft" })
+  case("clamp hard " .. f, "clamp_bounding_boxes", { r, FMT(f), CANVAS(H, W) }, { clamping_mode = "hard" })
+  case("resize " .. f, "resize_bounding_boxes", { r, CANVAS(H, W), { 17, 45 } }, { format = FMT(f) })
+  case("crop " .. f, "crop_bounding_boxes", { r, FMT(f), 3, -2, 15, 20 })
+  case("pad " .. f, "pad_bounding_boxes", { r, FMT(f), CANVAS(H, W), { 1, 2, 3, 4 } })
+  case("affine " .. f, "affine_bounding_boxes", { r, FMT(f), CANVAS(H, W), 25.0, { 2.0, -3.0 }, 0.9, { 10.0, 5.0 } })
+  case("rotate expand " .. f, "rotate_bounding_boxes", { r, FMT(f), CANVAS(H, W), -47.0, true })
+  case("perspective " .. f, "perspective_bounding_boxes",
+    { r, FMT(f), CANVAS(H, W), { { 0, 0 }, { 31, 0 }, { 31, 23 }, { 0, 23 } }, { { 2, 1 }, { 29, 3 }, { 30, 22 }, { 1, 20 } } })
+  case("elastic " .. f, "elastic_bounding_boxes",
+    { G.convert_bounding_box_format(rinside, "CXCYWHR", f), FMT(f), CANVAS(H, W), (torch.rand(1, H, W, 2) - 0.5) * 0.1 })
+end
 case("affine empty boxes", "affine_bounding_boxes", { torch.zeros(0, 4), FMT("XYXY"), CANVAS(H, W), 10.0, { 0.0, 0.0 }, 1.0, { 0.0, 0.0 } })
 
 file:close()
