@@ -108,6 +108,8 @@ local function install_repr()
     if not c then return s end
     local pad = string.rep(" ", #c.__name + 1)
     s = c.__name .. "(" .. s:sub(#"tensor(" + 1):gsub("\n       ", "\n" .. pad)
+    -- a class of your own (TVTensor:extend) prints as torch prints a subclass: no ", )"
+    if not (c == M.Image or c == M.Video or c == M.Mask or c == M.BoundingBoxes or c == M.KeyPoints) then return s end
     local extra = {}
     for _, k in ipairs(c == M.BoundingBoxes and META or c == M.KeyPoints and {"canvas_size"} or {}) do
       local v = t[k]
@@ -262,7 +264,5 @@ function M.set_return_type(return_type)
   end
   return setmetatable({}, {__close = function() end})
 end
-
-require("tv_tensors_repr")(M)
 
 return M

@@ -6,8 +6,8 @@
 -- Python's isinstance(x, torch.Tensor) is torch.is_tensor(x), isinstance(x, cls) for a tv_tensor
 -- class tv_tensors.isinstance(x, cls). The result of an in-place op (image:add_(1)) is the tv_tensor
 -- itself, where torchvision returns a pure tensor sharing its data (printed at the end).
--- tv_tensors.set_return_type (ops keeping the tv_tensor
--- class) is not implemented in nnrepl: that cell raises a clear error, caught and printed here.
+-- tv_tensors.set_return_type("TVTensor") (ops keeping the
+-- tv_tensor class) is not supported by nnrepl: that cell's error is caught and printed here.
 local torch = require "torch"
 local PIL = require "PIL"
 local tv_tensors = require("torchvision").tv_tensors
@@ -58,10 +58,12 @@ new_bboxes = bboxes + 3
 new_bboxes = tv_tensors.wrap(new_bboxes, {like = bboxes})
 assert(tv_tensors.isinstance(new_bboxes, tv_tensors.BoundingBoxes))
 
--- set_return_type("tv_tensor"): not in nnrepl
-local ok, err = pcall(function() return tv_tensors.set_return_type("tv_tensor") end)
-print(ok and "set_return_type worked" or ("tv_tensors.set_return_type is not available: " ..
-  tostring(err):match("[^\n]*") .. " (wrap the result with tv_tensors.wrap instead)"))
+-- set_return_type("TVTensor") (a global setting, or a <close> variable for a block): not in nnrepl
+local ok, err = pcall(function()
+  local _ <close> = tv_tensors.set_return_type("TVTensor")
+  new_bboxes = bboxes + 3
+end)
+print(ok and "set_return_type worked" or ("tv_tensors.set_return_type('TVTensor') failed: " .. tostring(err):match("[^\n]*")))
 
 -- Exceptions: in-place ops keep the class of their object, their result is a pure tensor
 image = tv_tensors.Image({{{0, 1}, {1, 0}}})
