@@ -324,7 +324,7 @@ end
 
 for _, name in ipairs({"tv_image_datasets", "tv_datasets", "tv_datasets_more", "tv_datasets_annot",
     "tv_datasets_batch2", "tv_datasets_voc", "tv_datasets_lfw", "tv_datasets_misc", "tv_datasets_batch3",
-    "tv_datasets_scenes"}) do -- ImageFolder, the CSV image dataset, ...
+    "tv_datasets_scenes", "tv_datasets_v2_wrap"}) do -- ImageFolder, the CSV image dataset, ...
   local extra = optional(name)
   if type(extra) == "function" then -- adds its classes, built on this file's helpers
     extra(datasets, {read_args = read_args, find_idx = find_idx, set_classes = set_classes, check_labels = check_labels,

@@ -268,6 +268,12 @@ function models.get_model_builder(name)
   if type(name) ~= "string" then U.errorf("get_model_builder: expected a model name, got %s", U.typename(name)) end
   local n = name:lower()
   local f = builder_of(n)
+  -- the detection builders (no weights enums here: their weights= raise)
+  local det = rawget(models, "detection")
+  if not builder_weights[n] and det and (n:match("^%a+rcnn_") or n:match("^retinanet_"))
+    and type(rawget(det, n)) == "function" then
+    return det[n]
+  end
   if not builder_weights[n] or type(f) ~= "function" then
     if builder_weights[n] then U.errorf("Unknown model %s (not available in nnrepl)", name) end
     U.errorf("Unknown model %s", name)

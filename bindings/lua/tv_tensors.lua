@@ -108,6 +108,8 @@ local function install_repr()
     if not c then return s end
     local pad = string.rep(" ", #c.__name + 1)
     s = c.__name .. "(" .. s:sub(#"tensor(" + 1):gsub("\n       ", "\n" .. pad)
+    -- a class of your own (TVTensor:extend) prints as torch prints a subclass: no ", )"
+    if not (c == M.Image or c == M.Video or c == M.Mask or c == M.BoundingBoxes or c == M.KeyPoints) then return s end
     local extra = {}
     for _, k in ipairs(c == M.BoundingBoxes and META or c == M.KeyPoints and {"canvas_size"} or {}) do
       local v = t[k]
@@ -130,6 +132,18 @@ local function spec(extra)
   for _, e in ipairs(extra or {}) do s[#s + 1] = e end
   for _, e in ipairs(common) do s[#s + 1] = e end
   return s
+end
+
+-- class MyTVTensor(tv_tensors.TVTensor): MyTVTensor = tv_tensors.TVTensor:extend("MyTVTensor");
+-- MyTVTensor(data, {dtype, device, requires_grad}) is data (its storage shared) of that class
+function M.TVTensor.extend(parent, name)
+  local cls = new_class(name, parent)
+  cls.extend = M.TVTensor.extend
+  cls.__new = function(...)
+    local o = U.parse(name, spec(), ...)
+    return tag(to_tensor(name, o.data, o), cls)
+  end
+  return cls
 end
 
 M.Image = new_class("Image", M.TVTensor)

@@ -57,7 +57,18 @@ return function(T, H)
   local R = U.REQUIRED
   require("tv_functional_keywords")(F, {to_image = {{"inpt", R}}, get_size = {{"inpt", R}}, to_pure_tensor = {{"inpt", R}}})
 
-  F.register_kernel = core.register_kernel
+  -- register_kernel(functional, tv_tensor_cls[, kernel]): functional may be its name ("hflip")
+  function F.register_kernel(...)
+    local o = U.parse("register_kernel", {{"functional", U.REQUIRED}, {"tv_tensor_cls", U.REQUIRED}, {"kernel"}}, ...)
+    local f = o.functional
+    if type(f) == "string" then
+      f = F[o.functional]
+      if f == nil then
+        U.errorf("Could not find functional with name '%s' in torchvision.transforms.v2.functional.", o.functional)
+      end
+    end
+    return core.register_kernel(f, o.tv_tensor_cls, o.kernel)
+  end
   for _, k in ipairs({"Transform", "check_type", "has_any", "has_all", "query_size", "query_chw", "get_bounding_boxes",
     "get_keypoints"}) do v2[k] = core[k] end
   local Transform = core.Transform
