@@ -126,8 +126,33 @@ static int reclaim_closed(lua_State *L)
     return 0;
 }
 
+/* collectgarbage("collect") from Lua code is a full collection too: the growth that starts the
+ * next one counts from what it left (else a peak before it would put the next one off until
+ * twice that peak) */
+static int collectgarbage_paced(lua_State *L)
+{
+    const char *opt = luaL_optstring(L, 1, "collect");
+    int full = !strcmp(opt, "collect");
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    if (full) held_after_full = held_bytes;
+    return lua_gettop(L);
+}
+
+static void pace_collectgarbage(lua_State *L)
+{
+    if (lua_getglobal(L, "collectgarbage") == LUA_TFUNCTION && lua_tocfunction(L, -1) != collectgarbage_paced) {
+        lua_pushcclosure(L, collectgarbage_paced, 1);
+        lua_setglobal(L, "collectgarbage");
+    } else {
+        lua_pop(L, 1);
+    }
+}
+
 static void reclaim_open(lua_State *L)
 {
+    pace_collectgarbage(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     reclaim_L = lua_tothread(L, -1);
     lua_pop(L, 1);

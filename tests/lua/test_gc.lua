@@ -30,6 +30,16 @@ T.test("a tensor pushed again reports no storage", function()
   T.check(w[1] == nil, "800 MB of new tensors started a full collection")
 end)
 
+T.test("after collectgarbage(), growth counts from what it left, not from an earlier peak", function()
+  local peak = {}
+  for i = 1, 150 do peak[i] = torch.empty(2 ^ 21) end -- 1.2 GB held: full collections follow the growth
+  peak = nil
+  local w = old_witness() -- collectgarbage() frees the peak
+  local kept = {}
+  for i = 1, 40 do kept[i] = torch.empty(2 ^ 21) end -- 320 MB: far more than what was left
+  T.check(w[1] == nil, "320 MB of new tensors after the peak's collection started a full collection")
+end)
+
 T.test("dead temporaries go in young collections", function()
   -- nn.Sequential's pattern: each output feeds the next op and is then dropped
   local w = old_witness()
