@@ -132,6 +132,9 @@ end)
 if torch.cuda.is_available() then
   T.test("on cuda", function()
     check_utils("cuda")
+    -- cuDNN's TF32 convolutions (on by default, as in PyTorch) round to 1e-3; compare full float32
+    local tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = false
     torch.manual_seed(0)
     local net = TN.TransformerNet()
     local x = torch.rand(2, 3, 16, 16) * 255
@@ -142,6 +145,7 @@ if torch.cuda.is_available() then
     local w = vgg(x)
     local g = vgg:to("cuda")(x:to("cuda"))
     T.check((g.relu4_3:cpu() - w.relu4_3):abs():max():item() <= 1e-3 * w.relu4_3:abs():max():item(), "Vgg16 on cuda")
+    torch.backends.cudnn.allow_tf32 = tf32
   end)
 else
   T.skip("no CUDA: the cuda checks")

@@ -4,7 +4,7 @@
 --   nnrepl tests/gpu/examples/fast_neural_style.lua DIR [cuda|cpu] [--generate]
 --
 -- 10 steps of neural_style.lua's train() loop (Adam lr 1e-3, content weight 1e5, style weight
--- 1e10) with the port's own TransformerNet, Vgg16 and utils, from DIR/fast_neural_style_init
+-- 1e10), in float64 (the Python side says why), with the port's own TransformerNet, Vgg16 and utils, from DIR/fast_neural_style_init
 -- .safetensors (TransformerNet) and _init_vgg.safetensors (Vgg16's slices), on the images of
 -- _data.safetensors; writes _nnrepl_losses.txt (the steps' total losses) and
 -- _nnrepl_final.safetensors.
@@ -36,14 +36,15 @@ end
 
 local transformer = TransformerNet()
 transformer:load_state_dict(torch.load(path("init.safetensors")))
-transformer = transformer:to(device)
+transformer = transformer:double():to(device)
 local optimizer = optim.Adam(transformer:parameters(), LR)
 local mse_loss = nn.MSELoss()
 
 local vgg = Vgg16(false, true)
 vgg:load_state_dict(torch.load(path("init_vgg.safetensors")))
-vgg = vgg:to(device)
+vgg = vgg:double():to(device)
 local data = torch.load(path("data.safetensors"))
+for k, v in pairs(data) do data[k] = v:double() end
 local style = data.style["repeat"](data.style, BATCH, 1, 1, 1):to(device)
 local features_style = vgg(utils.normalize_batch(style))
 local gram_style = {}
