@@ -10,7 +10,7 @@ end
 
 local function run(device)
   T.test("broadcast errors name PyTorch's dimension " .. device, function()
-    local function r(...) return torch.rand(..., { device = device }) end
+    local function r(a, b) return torch.rand(a, b, { device = device }) end
     T.eq(msg(function() return r(2, 3) * r(3, 2) end),
       "the size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1")
     local a = torch.ones(4, 3, 2, { device = device })
