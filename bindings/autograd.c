@@ -611,7 +611,7 @@ static int increment_version(lua_State *L)
 }
 
 /* ---- grad mode ---- */
-typedef struct { bool prev, prev_inference; bool closed; } grad_mode;
+typedef struct { bool prev, prev_inference; bool closed; bool on, inference; } grad_mode;
 
 /* Whether an inference_mode(true) region is open (the engine's inference mode): no_grad and
  * enable_grad inside one leave it so, as in PyTorch. */
@@ -649,9 +649,41 @@ static int with_mode(lua_State *L, bool on, bool inference, int fn_idx)
     m->prev = prev;
     m->prev_inference = prev_inference;
     m->closed = false;
+    m->on = on;
+    m->inference = inference;
     luaL_setmetatable(L, GRAD_MODE_MT);
     nn_set_grad_enabled(on);
     nn_set_inference_mode(inference);
+    return 1;
+}
+
+/* the function a decorator made: upvalues fn, grad mode, inference mode */
+static int mode_wrapped(lua_State *L)
+{
+    bool prev = nn_grad_enabled(), prev_inference = inference_on;
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    nn_set_grad_enabled(lua_toboolean(L, lua_upvalueindex(2)));
+    nn_set_inference_mode(lua_toboolean(L, lua_upvalueindex(3)));
+    int st = lua_pcall(L, n, LUA_MULTRET, 0);
+    nn_set_grad_enabled(prev);
+    nn_set_inference_mode(prev_inference);
+    if (st) return lua_error(L);
+    return lua_gettop(L);
+}
+
+/* torch.no_grad()(fn), Python's @torch.no_grad() decorator (also enable_grad, inference_mode):
+ * the mode the call to no_grad() set is undone, and fn comes back wrapped to run in that mode. */
+static int mode_call(lua_State *L)
+{
+    grad_mode *m = luaL_checkudata(L, 1, GRAD_MODE_MT);
+    lua_settop(L, 2);
+    mode_close(L);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushboolean(L, m->on);
+    lua_pushboolean(L, m->inference);
+    lua_pushcclosure(L, mode_wrapped, 3);
     return 1;
 }
 
@@ -717,6 +749,8 @@ void lt_open_autograd(lua_State *L)
     lua_setfield(L, -2, "__close");
     lua_pushcfunction(L, mode_close);
     lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, mode_call);
+    lua_setfield(L, -2, "__call");
     luaL_newmetatable(L, NODE_MT);
     lua_pushcfunction(L, node_gc);
     lua_setfield(L, -2, "__gc");

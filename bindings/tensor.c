@@ -570,6 +570,11 @@ static int binop_slow(lua_State *L, nn_op op)
 {
     if (!lt_is_operand(L, 1)) return luaL_typeerror(L, 1, "tensor or number");
     if (!lt_is_operand(L, 2)) return luaL_typeerror(L, 2, "tensor or number");
+    /* 2 * t and 2 + t are Python's t.__rmul__(2), t.__radd__(2): t first, as in the graph's next_functions */
+    if ((op == NN_OP_mul || op == NN_OP_add) && lua_type(L, 1) == LUA_TNUMBER && lua_type(L, 2) != LUA_TNUMBER) {
+        lua_settop(L, 2);
+        lua_rotate(L, 1, 1);
+    }
     nn_tensor *a = lt_operand(L, 1);
     if (!a) return lt_fail(L, 0);
     nn_tensor *b = lt_operand(L, 2);

@@ -1,11 +1,12 @@
 /* The small value objects of the API: dtypes (unique objects, torch.float32 ==
  * torch.float), devices (torch.device("cuda:1")) and torch.Size. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lt.h"
 
-static const char SIZE_MT[1], DTYPE_MT[1], DEVICE_MT[1];
+static const char SIZE_MT[1], DTYPE_MT[1], DEVICE_MT[1], IPAIRS_ITER[1];
 
 static void *toudata(lua_State *L, int idx, const char *key)
 {
@@ -327,11 +328,74 @@ static int size_dim(lua_State *L)
     return 1;
 }
 
-/* s[i] (0-based, negative from the end) or a method; upvalue 1: the methods */
+/* one bound of a slice "a:b:c" from s up to end (empty: none); 0 when it is not an integer */
+static int slice_bound(const char *s, const char *end, int *given, long long *v)
+{
+    while (s < end && *s == ' ') s++;
+    while (end > s && end[-1] == ' ') end--;
+    *given = s < end;
+    if (!*given) return 1;
+    char buf[32], *stop;
+    if (end - s >= (long)sizeof buf) return 0;
+    memcpy(buf, s, end - s);
+    buf[end - s] = 0;
+    *v = strtoll(buf, &stop, 10);
+    return *stop == 0 && stop != buf;
+}
+
+/* s["1:"], s[":-1"], s["::-1"]: a torch.Size, as Python's size[1:] */
+static int size_slice(lua_State *L, size_obj *o, const char *key)
+{
+    long long v[3] = {0, o->n, 1};
+    int given[3] = {0, 0, 0}, k = 0;
+    const char *p = key;
+    for (; k < 3; k++) {
+        const char *colon = strchr(p, ':');
+        const char *end = colon ? colon : p + strlen(p);
+        if (!slice_bound(p, end, &given[k], &v[k]))
+            return luaL_error(L, "torch.Size: bad slice \"%s\" (integers and ':' as in Python's size[1:])", key);
+        if (!given[k] && k == 2) v[k] = 1;
+        if (!colon) break;
+        p = colon + 1;
+    }
+    if (k == 3) return luaL_error(L, "torch.Size: bad slice \"%s\" (integers and ':' as in Python's size[1:])", key);
+    if (v[2] == 0) return luaL_error(L, "torch.Size: slice step cannot be zero");
+    long long lo = v[2] > 0 ? 0 : -1, hi = v[2] > 0 ? o->n : o->n - 1; /* Python's clamping */
+    if (!given[0]) v[0] = v[2] > 0 ? 0 : o->n - 1;
+    if (!given[1]) v[1] = v[2] > 0 ? o->n : -1;
+    for (int j = 0; j < 2; j++) {
+        if (!given[j]) continue;
+        if (v[j] < 0) v[j] += o->n;
+        if (v[j] < lo) v[j] = lo;
+        if (v[j] > hi) v[j] = hi;
+    }
+    int64_t buf[128]; /* a Size has at most 128 dims (size_concat) */
+    int m = 0;
+    for (long long i = v[0]; v[2] > 0 ? i < v[1] : i > v[1]; i += v[2]) buf[m++] = o->d[i];
+    lt_push_size(L, m, buf);
+    return 1;
+}
+
+/* Is the caller Lua's ipairs iterator? (ipairs asks s[1], s[2], ... until nil.) */
+static int called_by_ipairs(lua_State *L)
+{
+    lua_Debug ar;
+    if (!lua_getstack(L, 1, &ar) || !lua_getinfo(L, "f", &ar)) return 0;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, IPAIRS_ITER);
+    int yes = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return yes;
+}
+
+/* s[i] (0-based, negative from the end), s["a:b"] (a torch.Size) or a method; upvalue 1: the
+ * methods. Under ipairs, s[1], s[2], ... are the dims in order and s[n + 1] ends the loop:
+ * ipairs(s) walks s:totable(), as Python's `for d in size` (pairs(s) gives 0-based positions). */
 static int size_index(lua_State *L)
 {
     size_obj *o = check_size(L, 1);
     if (lua_type(L, 2) == LUA_TSTRING) {
+        const char *key = lua_tostring(L, 2);
+        if (strchr(key, ':')) return size_slice(L, o, key);
         lua_pushvalue(L, 2);
         lua_rawget(L, lua_upvalueindex(1));
         return 1;
@@ -339,6 +403,11 @@ static int size_index(lua_State *L)
     int isint;
     lua_Integer i = lua_tointegerx(L, 2, &isint);
     if (!isint) return luaL_error(L, "torch.Size indices must be integers, not %s", luaL_typename(L, 2));
+    if (called_by_ipairs(L)) {
+        if (i < 1 || i > o->n) return 0;
+        lua_pushinteger(L, o->d[i - 1]);
+        return 1;
+    }
     if (i < 0) i += o->n;
     if (i < 0 || i >= o->n) return luaL_error(L, "torch.Size index %d out of range for %d dims", (int)lua_tointeger(L, 2), o->n);
     lua_pushinteger(L, o->d[i]);
@@ -357,6 +426,26 @@ static int size_concat(lua_State *L)
     return 1;
 }
 
+/* pairs(s): (0, d0), (1, d1), ... as Python's enumerate(size) */
+static int size_next(lua_State *L)
+{
+    size_obj *o = check_size(L, 1);
+    lua_Integer i = lua_tointeger(L, 2) + 1;
+    if (i >= o->n) return 0;
+    lua_pushinteger(L, i);
+    lua_pushinteger(L, o->d[i]);
+    return 2;
+}
+
+static int size_pairs(lua_State *L)
+{
+    check_size(L, 1);
+    lua_pushcfunction(L, size_next);
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, -1);
+    return 3;
+}
+
 static int size_newindex(lua_State *L)
 {
     return luaL_error(L, "'torch.Size' object does not support item assignment");
@@ -366,8 +455,13 @@ static void open_size(lua_State *L, int torch)
 {
     static const luaL_Reg mm[] = {
         {"__tostring", size_tostring}, {"__len", size_len}, {"__eq", size_eq},
-        {"__concat", size_concat}, {"__newindex", size_newindex}, {NULL, NULL},
+        {"__concat", size_concat}, {"__newindex", size_newindex}, {"__pairs", size_pairs}, {NULL, NULL},
     };
+    /* ipairs' iterator, for size_index to recognise its caller */
+    lua_getglobal(L, "ipairs");
+    lua_newtable(L);
+    lua_call(L, 1, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, IPAIRS_ITER);
     static const luaL_Reg methods[] = {
         {"numel", size_numel}, {"totable", size_totable}, {"dim", size_dim}, {NULL, NULL},
     };

@@ -5,7 +5,7 @@ nn_status nn_broadcast_shapes(const char *fn, int na, const int64_t *a, int nb, 
 {
     int n = na > nb ? na : nb;
     int64_t r[NN_MAX_DIMS]; /* out may alias a or b */
-    for (int i = 0; i < n; i++) { /* shapes are aligned at their last dims */
+    for (int i = n - 1; i >= 0; i--) { /* aligned at their last dims; PyTorch reports the last mismatch first */
         int ia = i - (n - na), ib = i - (n - nb);
         int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
         if (sa == sb || sb == 1) r[i] = sa;

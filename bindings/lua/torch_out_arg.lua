@@ -79,3 +79,4 @@ for name, f in pairs(plain) do
     return write_out(name, U.call(f, table.unpack(args, 1, args.n)), out)
   end
 end
+return { split_out = split_out, write_out = write_out }

@@ -9,7 +9,8 @@
 # batches of 4 images (randn [4, 1, 28, 28], labels randint 0..9, generator seed 1) to
 # _data.safetensors; then train_one_epoch's step (zero_grad, model, CrossEntropyLoss, backward,
 # SGD lr 0.001 momentum 0.9) over them. Writes _torch_losses.txt and _torch_final.safetensors.
-# float32, TF32 off. tensorboardyt_tutorial.py's Net is the same network and training step.
+# float32, TF32 off. tensorboardyt_tutorial.py's Net and intermediate_source/tensorboard_tutorial.py's
+# Net are the same network and training step.
 import os
 import sys
 
