@@ -310,7 +310,7 @@ static int f_dtype(lua_State *L)
 static int f_device(lua_State *L)
 {
     nn_device d = lt_check(L, 1)->storage->device;
-    if (d.type == NN_CPU) d.index = -1;
+    if (d.type != NN_CUDA) d.index = -1;
     else if (d.index < 0) d.index = 0;
     lt_push_device(L, d);
     return 1;

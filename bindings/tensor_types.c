@@ -123,6 +123,7 @@ static int parse_device(const char *s, nn_device *d)
     const char *rest;
     if (!strncmp(s, "cpu", 3)) d->type = NN_CPU, rest = s + 3;
     else if (!strncmp(s, "cuda", 4)) d->type = NN_CUDA, rest = s + 4;
+    else if (!strncmp(s, "meta", 4)) d->type = NN_META, rest = s + 4;
     else return 0;
     d->index = -1;
     if (!*rest) return 1;
@@ -163,7 +164,7 @@ nn_device lt_check_device(lua_State *L, int idx)
     nn_device d;
     if (!lt_todevice(L, idx, &d)) {
         if (lua_type(L, idx) == LUA_TSTRING)
-            luaL_argerror(L, idx, lua_pushfstring(L, "expected one of cpu, cuda device type at start of device string: %s", lua_tostring(L, idx)));
+            luaL_argerror(L, idx, lua_pushfstring(L, "expected one of cpu, cuda, meta device type at start of device string: %s", lua_tostring(L, idx)));
         if (lua_type(L, idx) == LUA_TNUMBER) luaL_argerror(L, idx, "device index must be a non-negative integer");
         luaL_typeerror(L, idx, "device");
     }
@@ -183,10 +184,12 @@ static int device_new(lua_State *L)
     return 1;
 }
 
+static const char *devtype_name(int type) { return type == NN_CPU ? "cpu" : type == NN_META ? "meta" : "cuda"; }
+
 static int device_tostring(lua_State *L)
 {
     device_obj *o = lua_touserdata(L, 1);
-    const char *type = o->d.type == NN_CPU ? "cpu" : "cuda";
+    const char *type = devtype_name(o->d.type);
     if (o->d.index < 0) lua_pushstring(L, type);
     else lua_pushfstring(L, "%s:%d", type, (int)o->d.index);
     return 1;
@@ -195,7 +198,7 @@ static int device_tostring(lua_State *L)
 static int device_repr(lua_State *L)
 {
     device_obj *o = lua_touserdata(L, 1);
-    const char *type = o->d.type == NN_CPU ? "cpu" : "cuda";
+    const char *type = devtype_name(o->d.type);
     if (o->d.index < 0) lua_pushfstring(L, "device(type='%s')", type);
     else lua_pushfstring(L, "device(type='%s', index=%d)", type, (int)o->d.index);
     return 1;
@@ -212,7 +215,7 @@ static int device_index(lua_State *L)
 {
     device_obj *o = lua_touserdata(L, 1);
     const char *k = luaL_checkstring(L, 2);
-    if (!strcmp(k, "type")) lua_pushstring(L, o->d.type == NN_CPU ? "cpu" : "cuda");
+    if (!strcmp(k, "type")) lua_pushstring(L, devtype_name(o->d.type));
     else if (!strcmp(k, "index") && o->d.index >= 0) lua_pushinteger(L, o->d.index);
     else lua_pushnil(L);
     return 1;

@@ -419,6 +419,7 @@ static int m_item(lua_State *L)
 {
     nn_tensor *t = lt_check(L, 1);
     int64_t n = nn_numel(t);
+    if (t->storage->device.type == NN_META) return luaL_error(L, "Tensor.item() cannot be called on meta tensors");
     if (n != 1) return luaL_error(L, "a Tensor with %d elements cannot be converted to Scalar", (int)n);
     nn_tensor *h = host(L, t);
     int64_t zero[NN_MAX_DIMS] = {0};

@@ -32,7 +32,7 @@ nn_op_kind nn_op_kind_of(nn_op op) { return op_kinds[op]; }
 nn_autocast_kind nn_op_autocast(nn_op op) { return op_autocast[op]; }
 const char *nn_op_backward_name(nn_op op) { return op_backward[op]; }
 
-static const nn_backend *backends[NN_NDEVTYPES] = {[NN_CPU] = &nn_cpu_backend};
+static const nn_backend *backends[NN_NDEVTYPES] = {[NN_CPU] = &nn_cpu_backend, [NN_META] = &nn_meta_backend};
 
 void nn_register_backend(nn_devtype type, const nn_backend *b) { backends[type] = b; }
 

@@ -42,5 +42,8 @@ nn_status nn_dispatch(const nn_kargs *a);
 nn_status nn_not_implemented(const nn_kargs *a, nn_dtype dt);
 
 extern const nn_backend nn_cpu_backend;
+extern const nn_backend nn_meta_backend;
+/* the error for reading a meta tensor's data (what: the operation) */
+nn_status nn_meta_no_data(const char *what);
 
 #endif

@@ -571,6 +571,8 @@ static nn_status copy_bytes(void *ctx)
 static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
 {
     nn_device dd = dst->storage->device, sd = src->storage->device;
+    if (dd.type == NN_META) return NN_OK; /* into meta: nothing to move */
+    if (sd.type == NN_META) return nn_meta_no_data("copy_");
     const nn_backend *be = nn_backend_for(dd.type != NN_CPU ? dd : sd);
     if (!be || !be->copy) {
         char b1[16], b2[16];

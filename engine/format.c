@@ -318,6 +318,21 @@ static void size_suffix(char *buf, const nn_tensor *t)
     snprintf(buf + n, SUFFIX_LEN - n, t->ndim == 1 ? ",)" : ")");
 }
 
+static char *finish(strbuf *sb, const nn_tensor *t, char suffixes[][SUFFIX_LEN], int ns, int indent);
+
+/* A meta tensor has no values: "tensor(..., device='meta', size=(3, 4))", as PyTorch writes it. */
+static char *meta_repr(const nn_tensor *t)
+{
+    char suffixes[5][SUFFIX_LEN];
+    int ns = 0;
+    snprintf(suffixes[ns++], SUFFIX_LEN, "device='meta'");
+    size_suffix(suffixes[ns++], t);
+    if (t->dtype != nn_default_dtype()) snprintf(suffixes[ns++], SUFFIX_LEN, "dtype=torch.%s", nn_dtype_name(t->dtype));
+    strbuf sb = {0};
+    sb_puts(&sb, "tensor(...");
+    return finish(&sb, t, suffixes, ns, 7);
+}
+
 char *nn_tensor_repr(const nn_tensor *t)
 {
     const int indent = 7; /* strlen("tensor(") */
@@ -326,6 +341,7 @@ char *nn_tensor_repr(const nn_tensor *t)
     nn_device dev = t->storage->device;
     int64_t numel = nn_numel(t);
     nn_tensor *h = NULL;
+    if (dev.type == NN_META) return meta_repr(t);
     if (dev.type != NN_CPU) {
         char d[16];
         snprintf(suffixes[ns++], SUFFIX_LEN, "device='%s'", nn_device_str(d, dev));
@@ -366,7 +382,13 @@ char *nn_tensor_repr(const nn_tensor *t)
         nn_release(parts[1]);
     }
     nn_release(h);
+    return finish(&sb, t, suffixes, ns, indent);
+}
 
+/* the grad_fn or requires_grad suffix, then all suffixes and the closing parenthesis */
+static char *finish(strbuf *sb_, const nn_tensor *t, char suffixes[][SUFFIX_LEN], int ns, int indent)
+{
+    strbuf sb = *sb_;
     const char *gf = nn_grad_fn_name_hook ? nn_grad_fn_name_hook(t) : NULL;
     if (gf) snprintf(suffixes[ns++], SUFFIX_LEN, "grad_fn=<%.150s>", gf);
     else if (t->requires_grad) snprintf(suffixes[ns++], SUFFIX_LEN, "requires_grad=True");

@@ -13,6 +13,7 @@
 const char *nn_device_str(char *buf, nn_device d)
 {
     if (d.type == NN_CPU) strcpy(buf, "cpu");
+    else if (d.type == NN_META) strcpy(buf, "meta");
     else snprintf(buf, 16, "cuda:%d", d.index < 0 ? 0 : d.index);
     return buf;
 }

@@ -12,11 +12,11 @@
 
 #define NN_MAX_DIMS 8
 
-typedef enum { NN_CPU = 0, NN_CUDA = 1, NN_NDEVTYPES } nn_devtype;
+typedef enum { NN_CPU = 0, NN_CUDA = 1, NN_META = 2, NN_NDEVTYPES } nn_devtype; /* meta: no data (engine/meta.c) */
 typedef struct { int8_t type; int8_t index; } nn_device; /* index -1: "current" (resolved before use) */
 #define NN_DEVICE_CPU ((nn_device){NN_CPU, -1})
-static inline int nn_device_eq(nn_device a, nn_device b) { return a.type == b.type && (a.type == NN_CPU || a.index == b.index); }
-const char *nn_device_str(char *buf, nn_device d); /* "cpu", "cuda:0"; buf >= 16 bytes */
+static inline int nn_device_eq(nn_device a, nn_device b) { return a.type == b.type && (a.type != NN_CUDA || a.index == b.index); }
+const char *nn_device_str(char *buf, nn_device d); /* "cpu", "cuda:0", "meta"; buf >= 16 bytes */
 
 typedef struct nn_storage {
     int refcount;

@@ -22,8 +22,9 @@ local function guarded(api, fn)
   error(res, 0)
 end
 
--- the checks make_dual(primal, tangent) does
-function M.check_dual(p, t)
+-- the checks make_dual(primal, tangent) does; any_dtype: a tangent of another floating or
+-- complex dtype is accepted (forward_ad.make_dual keeps it as given, as PyTorch does)
+function M.check_dual(p, t, any_dtype)
   if not p:is_floating_point() and not p:is_complex() then
     U.errorf("Expected primal to be floating point or complex, but got: %s", tostring(p.dtype))
   end
@@ -34,7 +35,7 @@ function M.check_dual(p, t)
     U.errorf("Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size %s while the given forward gradient is of size %s.",
       "[" .. table.concat(p:size():totable(), ", ") .. "]", "[" .. table.concat(t:size():totable(), ", ") .. "]")
   end
-  if p.dtype ~= t.dtype then
+  if p.dtype ~= t.dtype and not any_dtype then
     U.errorf("Trying to set a forward gradient of dtype %s on a Tensor of dtype %s, this is not supported here: convert the tangent with :to(primal.dtype)",
       tostring(t.dtype), tostring(p.dtype))
   end

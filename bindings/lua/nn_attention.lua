@@ -23,8 +23,37 @@ local M = {}
 local sdpa_spec = { { "query", REQ }, { "key", REQ }, { "value", REQ }, { "attn_mask" }, { "dropout_p", 0.0 },
   { "is_causal", false }, { "scale" }, { "enable_gqa", false } }
 
+-- Would PyTorch run a fused kernel (CPU flash; CUDA flash, memory-efficient or cuDNN) here? Those
+-- return (B, H, L, E) laid out as (B, L, H, E), so y:transpose(1, 2):view(B, L, H * E) works;
+-- the math kernel returns it contiguous. (PyTorch's gates, in short: 4-D inputs of one batch and
+-- head count and one head dim, a 2-D or 4-D mask without grad, a supported dtype, and on CPU no
+-- dropout.)
+local cpu_fused = { [torch.float32] = true, [torch.float64] = true, [torch.bfloat16] = true, [torch.float16] = true }
+local cuda_fused = { [torch.float32] = true, [torch.bfloat16] = true, [torch.float16] = true }
+local function fused_layout(q, k, v, mask, dropout_p)
+  if q:dim() ~= 4 or k:dim() ~= 4 or v:dim() ~= 4 then return false end
+  local B, H, E = q:size(0), q:size(1), q:size(3)
+  if k:size(0) ~= B or v:size(0) ~= B or k:size(1) ~= H or v:size(1) ~= H or v:size(3) ~= E then return false end
+  if q:size(2) == 0 or k:size(2) == 0 or q:stride(3) ~= 1 or k:stride(3) ~= 1 or v:stride(3) ~= 1 then return false end
+  if mask ~= nil then
+    if mask.requires_grad then return false end
+    local d = mask:dim()
+    if d == 4 then
+      if (mask:size(0) ~= 1 and mask:size(0) ~= B) or (mask:size(1) ~= 1 and mask:size(1) ~= H) then return false end
+    elseif d ~= 2 then
+      return false
+    end
+  end
+  local sdp = torch.backends.cuda._sdp
+  if q.device.type == "cuda" then
+    return (sdp.flash or sdp.mem_efficient or sdp.cudnn) and cuda_fused[q.dtype] == true and E % 8 == 0
+  end
+  return sdp.flash and dropout_p == 0 and cpu_fused[q.dtype] == true
+end
+
 function F.scaled_dot_product_attention(...)
   local o = U.parse("scaled_dot_product_attention", sdpa_spec, ...)
+  if o.attn_mask == false then o.attn_mask = nil end -- Python's None as ports write it
   local q, k, v = o.query, o.key, o.value
   if o.enable_gqa then U.error("scaled_dot_product_attention: enable_gqa is not supported") end
   if q:dim() < 2 or k:dim() < 2 or v:dim() < 2 then
@@ -50,9 +79,12 @@ function F.scaled_dot_product_attention(...)
       scores = scores + mask
     end
   end
+  local fused = fused_layout(q, k, v, o.attn_mask, o.dropout_p)
   local weights = F.softmax(scores, -1)
   if o.dropout_p > 0 then weights = F.dropout(weights, o.dropout_p, true) end
-  return weights:matmul(v)
+  local y = weights:matmul(v)
+  if fused then y = y:transpose(1, 2):contiguous():transpose(1, 2) end
+  return y
 end
 
 -- ---- MultiheadAttention ----
@@ -157,6 +189,8 @@ local mha_forward_spec = { { "query", REQ }, { "key", REQ }, { "value", REQ }, {
 
 function MultiheadAttention:forward(...)
   local o = U.parse("MultiheadAttention.forward", mha_forward_spec, ...)
+  if o.attn_mask == false then o.attn_mask = nil end -- Python's None as ports write it
+  if o.key_padding_mask == false then o.key_padding_mask = nil end
   local query, key, value = o.query, o.key, o.value
   -- self-attention (one tensor as query, key and value) projects in one product, as PyTorch does
   local packed = rawequal(query, key) and rawequal(key, value) and self._qkv_same_embed_dim

@@ -62,7 +62,7 @@ function fwad.make_dual(tensor, tangent, ...)
   if not reg then U.errorf("make_dual: level %d is not an active forward AD level", level) end
   if not torch.is_tensor(tensor) then U.errorf("make_dual: expected a Tensor as primal, got %s", U.typename(tensor)) end
   if not torch.is_tensor(tangent) then U.errorf("make_dual: expected a Tensor as tangent, got %s", U.typename(tangent)) end
-  JVP.check_dual(tensor, tangent)
+  JVP.check_dual(tensor, tangent, true)
   if reg.tangent[tensor] then
     U.errorf("Making a dual Tensor based on a Tensor that already has a forward gradient at the same level %d is not supported.", level)
   end
@@ -100,10 +100,17 @@ function fwad.unpack_dual(tensor, ...)
     return fwad.UnpackedDualTensor(p:view_as(p), t)
   end
   if not tensor.requires_grad or #reg.duals == 0 then return fwad.UnpackedDualTensor(tensor, nil) end
-  local tangents = {}
-  for i, d in ipairs(reg.duals) do tangents[i] = reg.tangent[d] end
+  local tangents, dtype = {}, tensor.dtype
+  for i, d in ipairs(reg.duals) do
+    tangents[i] = reg.tangent[d]
+    dtype = torch.promote_types(dtype, tangents[i].dtype)
+  end
   local r = JVP.linear_map("unpack_dual", { tensor }, reg.duals)(tangents, false)
-  return fwad.UnpackedDualTensor(tensor, r[1])
+  -- a tangent of a wider dtype than its primal (make_dual keeps it) widens the result's, as
+  -- PyTorch's tangent formulas promote
+  local t = r[1]
+  if t ~= nil and t.dtype ~= dtype then t = t:to(dtype) end
+  return fwad.UnpackedDualTensor(tensor, t)
 end
 
 torch.autograd.forward_ad = fwad

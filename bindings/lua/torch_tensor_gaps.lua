@@ -1,7 +1,7 @@
 -- Tensor attributes and methods that ported PyTorch scripts reach for: the views x.H / x.mT /
--- x.mH / x:adjoint(), the facts x.is_cpu / nbytes / itemsize / layout (torch.strided and the
--- other torch.layout values), the device and format flags that are false here (is_meta,
--- is_sparse, is_quantized, ...), legacy x:new(...), new_empty_strided, sum_to_size,
+-- x.mH / x:adjoint(), the facts x.is_cpu / is_meta / nbytes / itemsize / layout (torch.strided and
+-- the other torch.layout values), the device and format flags that are false here (is_sparse,
+-- is_quantized, ...), legacy x:new(...), new_empty_strided, sum_to_size,
 -- split_with_sizes and the unsafe_ split forms, nonzero_static, set_ / is_set_to, the
 -- deprecated resize / resize_as, in-place aliases (greater_, logical_xor_, baddbmm_ ...),
 -- hardshrink, prelu, share_memory_ / is_shared, dim_order, module_load, to_dense.
@@ -64,11 +64,12 @@ fields.H = function(x)
 end
 function Tensor:adjoint() return fields.mH(self) end
 
-fields.is_cpu = function(x) return not x.is_cuda end
+fields.is_cpu = function(x) return x.device.type == "cpu" end
+fields.is_meta = function(x) return x.device.type == "meta" end
 fields.itemsize = function(x) return x:element_size() end
 fields.nbytes = function(x) return x:numel() * x:element_size() end
 fields.layout = function() return torch.strided end
-for _, name in ipairs({ "is_meta", "is_sparse", "is_sparse_csr", "is_quantized", "is_nested", "is_mkldnn", "is_xpu", "is_mps",
+for _, name in ipairs({ "is_sparse", "is_sparse_csr", "is_quantized", "is_nested", "is_mkldnn", "is_xpu", "is_mps",
   "is_ipu", "is_maia", "is_mtia", "is_xla", "is_vulkan" }) do
   fields[name] = function() return false end
 end

@@ -93,7 +93,7 @@ T.test("devices", function()
   T.check(not torch.zeros(1).is_cuda, "is_cuda")
   T.eq(torch.zeros(1):get_device(), -1, "get_device is -1 on the CPU")
   T.raises(function() torch.device("tpu") end,
-    "bad argument #1 to 'device' (expected one of cpu, cuda device type at start of device string: tpu)")
+    "bad argument #1 to 'device' (expected one of cpu, cuda, meta device type at start of device string: tpu)")
   T.raises(function() torch.device("cuda:x") end, "~expected one of cpu, cuda")
   if not torch.cuda.is_available() then
     T.eq(torch.cuda.device_count(), 0, "no CUDA devices")

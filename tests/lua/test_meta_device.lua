@@ -1,0 +1,103 @@
+-- The meta device: tensors with shape, dtype and strides and no data. Ops give meta results of
+-- the shapes PyTorch gives (worked out by hand below); reading data is an error.
+local T = ...
+local F = torch.nn.functional
+local meta = { device = "meta" }
+
+local function sz(t) return t:size():totable() end
+
+T.test("factories, attributes and printing", function()
+  local x = torch.empty(3, 4, meta)
+  T.eq(tostring(x.device), "meta", "device")
+  T.eq(x.device.type, "meta", "device type")
+  T.check(x.is_meta and not x.is_cpu and not x.is_cuda, "is_meta")
+  T.eq(x:stride(), { 4, 1 }, "strides")
+  T.eq(tostring(x), "tensor(..., device='meta', size=(3, 4))", "repr")
+  T.eq(tostring(torch.zeros(5, { device = "meta", dtype = torch.float64 })), "tensor(..., device='meta', size=(5,), dtype=torch.float64)", "repr dtype")
+  T.eq(tostring(torch.ones({}, { device = "meta", dtype = torch.int64 })), "tensor(..., device='meta', size=(), dtype=torch.int64)", "repr 0-dim int64")
+  T.eq(tostring(torch.randn(2, 3, { device = "meta", requires_grad = true })), "tensor(..., device='meta', size=(2, 3), requires_grad=True)", "repr requires_grad")
+  T.eq(sz(torch.full({ 2, 2 }, 7, meta)), { 2, 2 }, "full")
+  T.eq(torch.empty_like(x).device.type, "meta", "empty_like")
+  T.eq(x:new_zeros(3).device.type, "meta", "new_zeros")
+  T.eq(tostring(torch.device("meta")), "meta", "torch.device")
+  T.eq(torch.tensor({ 1, 2 }):to("meta").device.type, "meta", "to('meta')")
+end)
+
+T.test("ops give meta results of the right shapes", function()
+  local x, y = torch.randn(3, 4, meta), torch.randn(4, meta)
+  local s = (x * y + 1):relu()
+  T.eq(sz(s), { 3, 4 }, "elementwise with broadcasting")
+  T.eq(s.device.type, "meta", "result on meta")
+  T.eq(sz(x:matmul(torch.empty(4, 7, meta))), { 3, 7 }, "matmul")
+  T.eq(sz(torch.empty(5, 3, 4, meta):bmm(torch.empty(5, 4, 2, meta))), { 5, 3, 2 }, "bmm")
+  T.eq(sz(x:sum(1)), { 3 }, "sum over a dim")
+  T.eq(sz(x:mean()), {}, "mean")
+  T.eq(x:argmax(1).dtype, torch.int64, "argmax dtype")
+  T.eq(sz(x:t()), { 4, 3 }, "t")
+  T.eq(x:t():stride(), { 1, 4 }, "t strides")
+  T.eq(sz(x:view(2, 6)), { 2, 6 }, "view")
+  T.eq(sz(x:reshape(-1)), { 12 }, "reshape")
+  T.eq(sz(x[1]), { 4 }, "index")
+  T.eq(sz(x:narrow(1, 1, 2)), { 3, 2 }, "narrow")
+  T.eq(sz(torch.cat({ x, x }, 0)), { 6, 4 }, "cat")
+  T.eq(sz(F.softmax(x, -1)), { 3, 4 }, "softmax")
+  local lin = nn.Linear(4, 5, { device = "meta" })
+  T.eq(lin.weight.device.type, "meta", "Linear(device='meta')")
+  T.eq(sz(lin(x)), { 3, 5 }, "linear")
+  local conv = nn.Conv2d(3, 8, 3, { stride = 2, padding = 1 }):to("meta")
+  T.eq(sz(conv(torch.randn(2, 3, 16, 16, meta))), { 2, 8, 8, 8 }, "conv2d: (16 + 2 - 3) // 2 + 1 = 8")
+  T.eq(sz(F.max_pool2d(torch.empty(1, 2, 9, 9, meta), 2)), { 1, 2, 4, 4 }, "max_pool2d")
+  local loss = F.cross_entropy(torch.randn(4, 10, meta), torch.zeros(4, { dtype = torch.int64, device = "meta" }))
+  T.eq(sz(loss), {}, "cross_entropy")
+  T.raises(function() return x + torch.ones(3, 4) end, "~found at least two devices, meta and cpu")
+end)
+
+T.test("autograd on meta", function()
+  local w = torch.randn(4, 2, { device = "meta", requires_grad = true })
+  local l = torch.randn(3, 4, meta):matmul(w):tanh():sum()
+  l:backward()
+  T.eq(w.grad.device.type, "meta", "grad on meta")
+  T.eq(sz(w.grad), { 4, 2 }, "grad shape")
+end)
+
+T.test("reading data is an error", function()
+  local x = torch.ones(1, meta)
+  T.raises(function() return x:item() end, "~Tensor.item() cannot be called on meta tensors")
+  T.raises(function() return x:tolist() end, "~Cannot copy out of meta tensor; no data!")
+  T.raises(function() return x:cpu() end, "~Cannot copy out of meta tensor; no data!")
+  T.raises(function() return torch.zeros(1):copy_(x) end, "~Cannot copy out of meta tensor; no data!")
+end)
+
+T.test("modules: to('meta') and to_empty", function()
+  local m = nn.Sequential(nn.Linear(4, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 2))
+  m:to("meta")
+  T.eq(m[0].weight.device.type, "meta", "parameter moved")
+  T.eq(m[1].running_mean.device.type, "meta", "buffer moved")
+  T.check(m[0].weight.requires_grad, "still a parameter")
+  T.eq(sz(m(torch.randn(3, 4, meta))), { 3, 2 }, "forward on meta")
+  T.raises(function() m:to("cpu") end, "~Please use torch.nn.Module.to_empty()")
+  m:to_empty({ device = "cpu" })
+  T.eq(m[0].weight.device.type, "cpu", "to_empty: parameters on cpu")
+  T.eq(m[1].num_batches_tracked.device.type, "cpu", "to_empty: buffers on cpu")
+  -- fresh storage that works: set it, then a forward computed by hand
+  for _, p in ipairs(m:parameters()) do nn.init.constant_(p, 0.5) end
+  m:eval()
+  m[1].running_mean:zero_(); m[1].running_var:fill_(1)
+  -- Linear(4,5) of ones: 0.5*4 + 0.5 = 2.5; BatchNorm eval: 0.5 * 2.5 / sqrt(1 + 1e-5) + 0.5; ReLU; Linear(5,2)
+  local bn = 0.5 * 2.5 / math.sqrt(1 + 1e-5) + 0.5
+  T.near(m(torch.ones(1, 4)):tolist()[1], { 0.5 * 5 * bn + 0.5, 0.5 * 5 * bn + 0.5 }, 1e-5, "forward after to_empty")
+end)
+
+if torch.cuda.is_available() then
+  T.test("cuda <-> meta", function()
+    local x = torch.randn(3, 4, { device = "cuda" })
+    local m = x:to("meta")
+    T.eq(m.device.type, "meta", "cuda to meta")
+    T.raises(function() return m:to("cuda") end, "~Cannot copy out of meta tensor; no data!")
+    local lin = nn.Linear(4, 2):to("meta"):to_empty({ device = "cuda" })
+    T.eq(lin.weight.device.type, "cuda", "to_empty on cuda")
+    T.eq(sz(lin(x)), { 3, 2 }, "forward on cuda after to_empty")
+  end)
+else
+  T.skip("no CUDA device", 1)
+end
