@@ -11,6 +11,7 @@ import sys
 import torch
 import torchvision
 import torchvision.transforms.v2.functional as F
+from torchvision.transforms import InterpolationMode
 from torchvision import tv_tensors
 
 d = sys.argv[1]
@@ -66,7 +67,12 @@ with open(os.path.join(d, "geometry.jsonl")) as f:
         name = f"{c['name']} [{c['kind']}]"
         inpt = wrap(c["kind"], tensor(c["inpt"]), c["meta"])
         try:
-            ref = getattr(F, c["fn"])(inpt, *decode(c["args"]), **(decode(c["kwargs"]) or {}))  # Lua's {} reads as []
+            kwargs = decode(c["kwargs"]) or {}  # Lua's {} reads as []
+            args = decode(c["args"])
+            if isinstance(kwargs.get("interpolation"), str):  # nnrepl takes the mode's name
+                kwargs["interpolation"] = InterpolationMode(kwargs["interpolation"])
+            args = [InterpolationMode(a) if isinstance(a, str) and a in ("nearest", "bilinear", "bicubic") else a for a in args]
+            ref = getattr(F, c["fn"])(inpt, *args, **kwargs)
         except Exception as e:
             print(f"FAIL {name}: torchvision raised {type(e).__name__}: {e}")
             failed += 1
