@@ -341,7 +341,7 @@ if torch.cuda.is_available() then
   T.test("CUDA: samples moved to the GPU", function()
     local ds = D.FER2013(dir .. "/fer", {transform = function(im) return tv.transforms.functional.pil_to_tensor(im):to("cuda") end})
     local x = ds:get(0)
-    T.eq({x.device.type, x:sum():item()}, {"cuda", tv.transforms.functional.pil_to_tensor(D.FER2013(dir .. "/fer"):get(0)):sum():item()},
+    T.eq({x.device.type, x:sum():item()}, {"cuda", tv.transforms.functional.pil_to_tensor((D.FER2013(dir .. "/fer"):get(0))):sum():item()},
       "a transform to cuda")
   end)
 else
