@@ -121,7 +121,7 @@ check "det: Faster R-CNN training losses printed" matches "$out" "^\{'loss_class
 check "det: inference output printed" matches "$out" "^\{'boxes': tensor\(.*'labels': tensor\(.*'scores': tensor\("
 m='[0-9]+\.[0-9]{4} \([0-9]+\.[0-9]{4}\)'
 check "det: 3 training lines (6 images, batches of 2)" \
-  test "$(count "$out" "^Epoch: \[0\]  \[[0-2]/3\]  eta: [0-9]:[0-9]{2}:[0-9]{2}  lr: [0-9.]{8}  loss: $m  loss_classifier: $m  loss_box_reg: $m  loss_mask: $m  loss_objectness: $m  loss_rpn_box_reg: $m  time: [0-9.]+  data: [0-9.]+$")" -eq 3
+  test "$(count "$out" "^Epoch: \[0\]  \[[0-2]/3\]  eta: [0-9]:[0-9]{2}:[0-9]{2}  lr: [0-9.]{8}  loss: $m  loss_classifier: $m  loss_box_reg: $m  loss_mask: $m  loss_objectness: $m  loss_rpn_box_reg: $m  time: [0-9.]+  data: [0-9.]+(  max mem: [0-9]+)?$")" -eq 3
 # warm-up over min(1000, 3 - 1) = 2 steps from 0.005 / 1000: half-way after the first step
 check "det: warm-up lr after step 1 (0.005 * 0.5005)" matches "$out" '^Epoch: \[0\]  \[0/3\]  eta: [0-9:]+  lr: 0\.00250[23]  '
 check "det: lr 0.005 after the warm-up" matches "$out" '^Epoch: \[0\]  \[2/3\]  eta: [0-9:]+  lr: 0\.005000  '

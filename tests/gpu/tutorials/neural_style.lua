@@ -11,7 +11,7 @@ local model_lib = require "model"
 local get_style_model_and_losses, get_input_optimizer = model_lib.get_style_model_and_losses, model_lib.get_input_optimizer
 local models = require("torchvision").models
 
-local K, H, W = 5, 32, 48
+local K, H, W = 3, 32, 48
 local style_weight, content_weight = 1000000, 1
 local run = P.start("neural_style", ...)
 local device = run.device
