@@ -22,7 +22,7 @@
 --
 -- Lua tables have no order: the keys of hparam_dict, metric_dict and layout are written sorted.
 -- Not supported, with an error that says what to do instead: labels in add_image_with_boxes
--- (needs PIL's fonts), rescale ~= 1 (PIL's Lanczos resize),
+-- (needs PIL's fonts),
 -- add_video (needs moviepy's GIF encoder), add_figure (matplotlib), add_onnx_graph (onnx).
 local torch = require "torch"
 local time = require "time"
@@ -517,12 +517,15 @@ function SummaryWriter:add_image_with_boxes(...)
     end
   end
   local rescale = o.rescale or 1
-  if rescale ~= 1 then
-    U.error("add_image_with_boxes: rescale other than 1 needs PIL's Lanczos resize, which nnrepl does not have; "
-      .. "resize the image tensor first and pass rescale=1")
+  if type(rescale) ~= "number" or rescale <= 0 then
+    U.errorf("add_image_with_boxes: rescale must be a positive number, got %s", tostring(rescale))
   end
   local hwc = H.to_hwc("add_image_with_boxes", o.img_tensor, o.dataformats or "CHW"):clone()
   for _, box in ipairs(boxes:tolist()) do draw_box(hwc, box) end
+  -- then the whole image resized by rescale with Pillow's LANCZOS, as PyTorch's make_image does
+  local sh, sw = math.floor(hwc:size(0) * rescale), math.floor(hwc:size(1) * rescale)
+  if sh < 1 or sw < 1 then U.errorf("add_image_with_boxes: rescale %s leaves no pixels", tostring(rescale)) end
+  if sh ~= hwc:size(0) or sw ~= hwc:size(1) then hwc = image_C.resize(hwc, "hwc", sh, sw, "lanczos") end
   local png = image_C.encode_png(hwc, 6)
   self:_writer():image(o.tag, png, hwc:size(0), hwc:size(1), hwc:size(2), step_of("add_image_with_boxes", o.global_step),
     walltime_of("add_image_with_boxes", o.walltime))

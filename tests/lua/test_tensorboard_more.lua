@@ -443,8 +443,9 @@ T.test("add_image_with_boxes: red 2-pixel outlines as PIL draws them", function(
     { dataformats = "HWC", labels = { "a", "b" } }) -- labels of the wrong length are dropped, as in PyTorch
   T.raises(function() w:add_image_with_boxes("x", img, torch.tensor({ { 0, 0, 1, 1 } }), 0, nil, 1, "CHW", { "cat" }) end,
     "~labels need text rendering")
-  T.raises(function() w:add_image_with_boxes("x", img, torch.tensor({ { 0, 0, 1, 1 } }), 0, nil, 2) end,
-    "~rescale other than 1")
+  w:add_image_with_boxes("big", img, torch.tensor({ { 2.7, 3, 7, 8 } }), 5, nil, 1.5) -- drawn, then LANCZOS-resized
+  T.raises(function() w:add_image_with_boxes("x", img, torch.tensor({ { 0, 0, 1, 1 } }), 0, nil, 0) end,
+    "~rescale must be a positive number")
   T.raises(function() w:add_image_with_boxes("x", img, torch.tensor({ 0, 0, 1 })) end, "~box_tensor must be N x 4")
   w:close()
   local evs = only_file(dir)
@@ -480,6 +481,19 @@ T.test("add_image_with_boxes: red 2-pixel outlines as PIL draws them", function(
       T.eq(px[y + 1][x + 1], on_box(y, x, 1, 1, 3, 4) and { 255, 0, 0 } or { 255, 255, 255 })
     end
   end
+  -- rescale 1.5: the drawn 10 x 12 image through Pillow's LANCZOS (checked against Pillow in
+  -- tests/parity/image_parity.py) to 15 x 18
+  h, wd, c, px = image_of(evs[4])
+  T.eq({ h, wd, c, evs[4].step }, { 15, 18, 3, 5 })
+  local drawn = torch.zeros(10, 12, 3, { dtype = torch.uint8 })
+  for y = 0, 9 do
+    for x = 0, 11 do
+      local v = on_box(y, x, 2, 3, 7, 8) and { 255, 0, 0 } or { 0, 127, 0 }
+      for k = 1, 3 do drawn[y][x][k - 1] = v[k] end
+    end
+  end
+  local Image = require("tv_io").Image
+  T.eq(px, Image.fromarray(drawn):resize({ 18, 15 }, Image.LANCZOS)._data:tolist(), "the LANCZOS-resized drawing")
 end)
 
 -- ---- custom scalars ----
