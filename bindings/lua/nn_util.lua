@@ -365,6 +365,32 @@ od_methods.pop = od_methods.remove
 
 function od_methods.has(t, k) return od_live(t, od_meta(t), k) and true or false end
 
+-- Python's OrderedDict.move_to_end(key, last=True) and popitem(last=True) (which returns k, v)
+function od_methods.move_to_end(t, k, last)
+  local mt = od_meta(t)
+  if type(last) == "table" then last = U.parse("move_to_end", { { "last", true } }, last).last end
+  if not od_live(t, mt, k) then U.error(U.pyrepr(k)) end -- Python's KeyError: 'k'
+  od_drop(mt, k)
+  if last == false then
+    table.insert(mt._order, 1, k)
+    for j, key in ipairs(mt._order) do mt._pos[key] = j end
+  else
+    od_append(mt, k)
+  end
+end
+
+function od_methods.popitem(t, last)
+  local order, mt = od_meta(t)._order, od_meta(t)
+  if type(last) == "table" then last = U.parse("popitem", { { "last", true } }, last).last end
+  local from, to, step = #order, 1, -1
+  if last == false then from, to, step = 1, #order, 1 end
+  for j = from, to, step do
+    local k = order[j]
+    if od_live(t, mt, k) then return k, od_methods.remove(t, k) end
+  end
+  U.error("dictionary is empty")
+end
+
 function od_methods.copy(t)
   local c = OD.new()
   for _, k in ipairs(od_meta(t)._order) do
