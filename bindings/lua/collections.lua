@@ -4,7 +4,8 @@
 -- Counter, defaultdict and OrderedDict keep insertion order: pairs(), :keys(), :values(),
 -- :items() follow it, # counts the entries, d[k] = nil deletes. Their methods are found through
 -- the same table as the entries, so a key named like a method (keys, update, ...) hides it
--- while present, and a missing one reads as the method: use d:get(k, default) for such keys.
+-- while present, and a missing one reads as the method: use d:get(k, default) for such keys
+-- (and for keys that start with "__", which read as nil when missing).
 --   Counter(iterable or mapping): c[k] is 0 when missing; most_common(n) (ties in first-seen
 --   order, a list of {k, n} that `for k, n in c:most_common(3) do` walks), update, subtract,
 --   elements (an iterator), total, c + d and c - d (positive counts only), tostring as Python.
@@ -53,6 +54,7 @@ local function new_dict(name, methods, missing, tostr)
   mt.__index = function(t, k)
     local m = methods[k] or od_methods[k]
     if m ~= nil then return m end
+    if type(k) == "string" and k:sub(1, 2) == "__" then return nil end -- Lua's own probes (__name, __class)
     return missing(t, k)
   end
   return d, mt
@@ -146,7 +148,8 @@ end
 
 local function combine(a, b, sign)
   if not is_counter(a) or not is_counter(b) then
-    U.errorf("unsupported operand type(s) for %s: '%s' and '%s'", sign > 0 and "+" or "-", U.typename(a), U.typename(b))
+    local function name(v) return is_counter(v) and "Counter" or U.typename(v) end
+    U.errorf("unsupported operand type(s) for %s: '%s' and '%s'", sign > 0 and "+" or "-", name(a), name(b))
   end
   local out = Counter.new()
   for k, n in pairs(a) do
