@@ -6,7 +6,7 @@
 --     with cache_info() (a CacheInfo(hits=, misses=, maxsize=, currsize=) namedtuple) and
 --     cache_clear(). lru_cache(nil) is maxsize=None (unbounded). Arguments are the key as Python
 --     hashes them: numbers by value (1 and 1.0 are one key unless {typed = true}), strings by
---     value, a trailing keyword table by its contents, other tables, tensors and functions by identity.
+--     value, a trailing keyword table (not empty) by its contents, other tables, tensors and functions by identity.
 --   functools.cmp_to_key(cmp): a key function whose results compare with < as cmp orders them.
 --   functools.wraps(wrapped)(wrapper): returns wrapper (a Lua function has no attributes to copy;
 --     a callable table gets __wrapped__ and wrapped's __name / __doc).
@@ -136,7 +136,7 @@ local function make_key(typed, ...)
   local n, out = select("#", ...), {}
   for i = 1, n do
     local v = select(i, ...)
-    if i == n and U.is_opts(v) then -- keywords by their contents, in sorted key order
+    if i == n and U.is_opts(v) and next(v) ~= nil then -- keywords by their contents, in sorted key order
       local keys = {}
       for k in pairs(v) do keys[#keys + 1] = tostring(k) end
       table.sort(keys)
