@@ -211,84 +211,82 @@ function M.product(...)
   end
 end
 
-local function pick(pool, idx, r)
-  local out = {}
-  for i = 1, r do out[i] = pool[idx[i]] end
-  return out
+-- An iterator over pool[idx[1]], ..., pool[idx[r]] for idx as it starts, then after each
+-- advance() (which moves idx on to the next positions, or returns false when there are none)
+local function index_walk(pool, idx, r, advance)
+  local first, done = true, false
+  return function()
+    if done then return nil end
+    if first then first = false
+    elseif not advance() then done = true; return nil end
+    local out = {}
+    for i = 1, r do out[i] = pool[idx[i]] end
+    return out
+  end
+end
+
+-- the items of iterable as a list, their count, and r checked (r nil: the count)
+local function pool_and_r(fname, iterable, r, required)
+  if required and r == nil then U.errorf("%s() missing required argument 'r'", fname) end
+  local pool = M.list(iterable)
+  return pool, #pool, check_r(fname, r) or #pool
 end
 
 -- permutations(iterable, r=None): r-length arrangements in lexicographic order of positions
 function M.permutations(iterable, r)
-  local pool = M.list(iterable)
-  local n = #pool
-  r = check_r("permutations", r) or n
+  local pool, n, r = pool_and_r("permutations", iterable, r)
   if r > n then return function() return nil end end
   local idx, used = {}, {}
   for i = 1, r do idx[i] = i; used[i] = true end
-  local first, done = true, false
-  return function()
-    if done then return nil end
-    if first then first = false; return pick(pool, idx, r) end
-    for j = r, 1, -1 do
+  return index_walk(pool, idx, r, function()
+    for j = r, 1, -1 do -- the rightmost slot that can take a larger unused position
       used[idx[j]] = nil
       local v = idx[j] + 1
       while v <= n and used[v] do v = v + 1 end
       if v <= n then
         idx[j], used[v] = v, true
-        local free = 1
+        local free = 1 -- the slots after it take the smallest unused positions
         for k = j + 1, r do
           while used[free] do free = free + 1 end
           idx[k], used[free] = free, true
         end
-        return pick(pool, idx, r)
+        return true
       end
     end
-    done = true
-  end
+    return false
+  end)
 end
 
 -- combinations(iterable, r): r-length subsequences in lexicographic order of positions
 function M.combinations(iterable, r)
-  if r == nil then U.error("combinations() missing required argument 'r'") end
-  local pool = M.list(iterable)
-  local n = #pool
-  r = check_r("combinations", r)
+  local pool, n, r = pool_and_r("combinations", iterable, r, true)
   if r > n then return function() return nil end end
   local idx = {}
   for i = 1, r do idx[i] = i end
-  local first, done = true, false
-  return function()
-    if done then return nil end
-    if first then first = false; return pick(pool, idx, r) end
+  return index_walk(pool, idx, r, function()
     local i = r
     while i >= 1 and idx[i] == i + n - r do i = i - 1 end
-    if i == 0 then done = true; return nil end
+    if i == 0 then return false end
     idx[i] = idx[i] + 1
     for j = i + 1, r do idx[j] = idx[j - 1] + 1 end
-    return pick(pool, idx, r)
-  end
+    return true
+  end)
 end
 
 -- combinations_with_replacement(iterable, r): as combinations, an item may repeat
 function M.combinations_with_replacement(iterable, r)
-  if r == nil then U.error("combinations_with_replacement() missing required argument 'r'") end
-  local pool = M.list(iterable)
-  local n = #pool
-  r = check_r("combinations_with_replacement", r)
+  local pool, n, r = pool_and_r("combinations_with_replacement", iterable, r, true)
   if n == 0 and r > 0 then return function() return nil end end
   local idx = {}
   for i = 1, r do idx[i] = 1 end
-  local first, done = true, false
-  return function()
-    if done then return nil end
-    if first then first = false; return pick(pool, idx, r) end
+  return index_walk(pool, idx, r, function()
     local i = r
     while i >= 1 and idx[i] == n do i = i - 1 end
-    if i == 0 then done = true; return nil end
+    if i == 0 then return false end
     local v = idx[i] + 1
     for j = i, r do idx[j] = v end
-    return pick(pool, idx, r)
-  end
+    return true
+  end)
 end
 
 -- zip_longest(*iterables, fillvalue=None): lists of one item from each, the exhausted filled
