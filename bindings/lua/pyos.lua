@@ -85,13 +85,19 @@ function M.stat(p, ...)
 end
 function M.lstat(p) return stat_result(C.stat(str("lstat", p), false)) end
 
+-- whole seconds and the fraction apart, so that large times keep their nanoseconds
+local function to_ns(t)
+  local sec = math.floor(t)
+  return sec * 1000000000 + math.floor((t - sec) * 1e9 + 0.5)
+end
+
 -- times: {atime, mtime} in seconds, or ns = {atime_ns, mtime_ns}; neither: now
 function M.utime(p, ...)
   local o = U.parse("utime", { { "times", nil }, { "ns", nil } }, ...)
   local a, m
   if o.times and o.ns then U.error("ValueError: utime: you may specify either 'times' or 'ns' but not both") end
   if o.times then
-    a, m = math.floor(o.times[1] * 1e9 + 0.5), math.floor(o.times[2] * 1e9 + 0.5)
+    a, m = to_ns(o.times[1]), to_ns(o.times[2])
   elseif o.ns then
     a, m = o.ns[1], o.ns[2]
   else
