@@ -6,12 +6,7 @@ local U = require "nn_util"
 
 local P = {}
 
-local function check(fname, v)
-  if type(v) ~= "string" then
-    U.errorf("TypeError: %s() argument must be str, not %s", fname, U.typename(v))
-  end
-  return v
-end
+local check = C.str
 
 -- index of the last "/" in p, or 0
 local function last_sep(p) return p:match(".*()/") or 0 end

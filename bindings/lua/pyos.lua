@@ -17,12 +17,7 @@ M.sep, M.pathsep, M.linesep, M.curdir, M.pardir, M.extsep, M.devnull, M.name =
   "/", ":", "\n", ".", "..", ".", "/dev/null", "posix"
 M.F_OK, M.R_OK, M.W_OK, M.X_OK = 0, 4, 2, 1
 
-local function str(fname, v)
-  if type(v) ~= "string" then
-    U.errorf("TypeError: %s: path should be string, not %s", fname, U.typename(v))
-  end
-  return v
-end
+local str = C.str
 
 -- the names in a folder, sorted (Python's order is arbitrary)
 function M.listdir(p)

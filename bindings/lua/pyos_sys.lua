@@ -12,4 +12,12 @@ local S = {}
 for name, f in pairs(raw) do
   S[name] = function(...) return rethrow(pcall(f, ...)) end
 end
+-- v, when it is a path string; else Python's TypeError for function fname
+function S.str(fname, v)
+  if type(v) ~= "string" then
+    U.errorf("TypeError: %s: path should be string, not %s", fname, U.typename(v))
+  end
+  return v
+end
+
 return S

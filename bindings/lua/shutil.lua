@@ -8,12 +8,7 @@ require "pyos"
 
 local M = {}
 
-local function str(fname, v)
-  if type(v) ~= "string" then
-    U.errorf("TypeError: %s: path should be string, not %s", fname, U.typename(v))
-  end
-  return v
-end
+local str = C.str
 
 local function same_file(a, b)
   local s, t = C.stat(a, true, true), C.stat(b, true, true)
