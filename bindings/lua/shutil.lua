@@ -1,5 +1,5 @@
 -- shutil: Python's shutil for nnrepl (`import shutil` -> `local shutil = require "shutil"`):
--- copyfile, copymode, copystat, copy, copy2, copytree, rmtree, move, which, disk_usage.
+-- copyfile, copymode, copystat, copy, copy2, copytree, ignore_patterns, rmtree, move, which, disk_usage.
 -- Keyword arguments are a trailing table (shutil.copytree(a, b, {dirs_exist_ok = true})).
 local C = require "pyos_sys"
 local U = require "nn_util"
@@ -100,6 +100,21 @@ function M.copytree(src, dst, ...)
   if not ok then errors[#errors + 1] = tostring(err) end
   raise_errors(errors)
   return dst
+end
+
+-- an ignore function for copytree: the names matching any of the fnmatch patterns (*, ?, [...])
+function M.ignore_patterns(...)
+  local pats = {}
+  for i = 1, select("#", ...) do pats[i] = require("glob")._fnmatch_pattern(str("ignore_patterns", (select(i, ...)))) end
+  return function(_, names)
+    local out = {}
+    for _, name in ipairs(names) do
+      for _, pat in ipairs(pats) do
+        if name:find(pat) then out[name] = true; break end
+      end
+    end
+    return out
+  end
 end
 
 -- deletes a folder and everything in it (symlinks are removed, never followed);
