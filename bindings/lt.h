@@ -166,5 +166,6 @@ void lt_open_profiler(lua_State *L); /* profiler.c: torch._profiler (engine/prof
 void lt_open_tracer(lua_State *L);   /* tracer.c: torch._tracer (engine/tracer.h) */
 int luaopen_time(lua_State *L);     /* time.c */
 int luaopen_hashlib(lua_State *L);  /* hashlib.c */
+int luaopen_pyos(lua_State *L);     /* pyos.c: require "_pyos", the system calls of os.* and shutil */
 
 #endif

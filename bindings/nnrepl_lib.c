@@ -59,6 +59,8 @@ int luaopen_torch(lua_State *L)
     lua_setfield(L, -2, "time");
     lua_pushcfunction(L, luaopen_hashlib);
     lua_setfield(L, -2, "hashlib");
+    lua_pushcfunction(L, luaopen_pyos);
+    lua_setfield(L, -2, "_pyos");
     for (int i = 0; nn_lua_sources[i].name; i++) {
         lua_pushinteger(L, i);
         lua_pushcclosure(L, load_embedded, 1);

@@ -50,4 +50,6 @@ function M.glob(pathname)
   return out
 end
 
+M._fnmatch_pattern = to_lua_pattern -- for shutil.ignore_patterns
+
 return M

@@ -1,10 +1,12 @@
--- Python's os.getpid(), which Lua's os library lacks: os.getpid() is this process's id (the
--- distributed examples print it to tell their ranks apart).
+-- Python's os names that Lua's os library lacks: os.getpid() is this process's id (the
+-- distributed examples print it to tell their ranks apart); pyos.lua adds os.path, os.listdir,
+-- os.makedirs, os.walk, os.environ and the rest.
 local torch = require "torch"
 local C = torch._io
 
 if os.getpid == nil then
   function os.getpid() return C.getpid() end
 end
+require "pyos"
 
 return torch

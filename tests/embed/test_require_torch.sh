@@ -45,5 +45,11 @@ check "bundled Lua modules" '
 local torch = require "torch"
 assert(type(require("time")) == "table")
 print "ok"'
+check "Python os names on os" '
+local torch = require "torch"
+assert(os.path.join("a", "/b") == "/b" and os.getcwd() == os.path.realpath("/tmp") and os.listdir("/")[1])
+os.environ.NNREPL_EMBED = "x"
+assert(os.getenv("NNREPL_EMBED") == "x" and require("shutil").which("sh"))
+print "ok"'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
