@@ -153,9 +153,9 @@ local function make_encoder(o)
     if math.type(v) == "integer" then return tostring(v) end
     if t == "number" then return float_text(v, allow_nan) end
     if t == "string" then return encode_string(v, ensure_ascii) end
+    local mt = getmetatable(v)
+    if mt and mt.__name == "torch.Size" then return container(v:totable(), level, true) end
     if t == "table" and not is_tensor(v) then
-      local mt = getmetatable(v)
-      if mt and mt.__name == "torch.Size" then return container(v:totable(), level, true) end
       if v.__class == nil and (mt == nil or mt.__name == nil) then
         return container(v, level, arrays[v] or is_sequence(v))
       end
@@ -172,11 +172,12 @@ local function make_encoder(o)
   return encode
 end
 
-local DUMPS = { { "skipkeys", false }, { "ensure_ascii", true }, { "check_circular", true }, { "allow_nan", true },
+-- (the leading "obj" only numbers the keyword table as argument #2 in errors)
+local DUMPS = { { "obj", nil }, { "skipkeys", false }, { "ensure_ascii", true }, { "check_circular", true }, { "allow_nan", true },
   { "indent", nil }, { "separators", nil }, { "default", nil }, { "sort_keys", false } }
 
 local function dumps(obj, ...)
-  return make_encoder(U.parse("dumps", DUMPS, ...))(obj, 0)
+  return make_encoder(U.parse("dumps", DUMPS, true, ...))(obj, 0)
 end
 
 -- ---- decoding ----
@@ -245,7 +246,7 @@ local function make_decoder(text, o)
       return tonumber(s), e + 1 -- past 64 bits, a float (Python's int has no limit)
     end
     if o.parse_float then return o.parse_float(s), e + 1 end
-    return tonumber(s) + 0.0, e + 1
+    return tonumber(s), e + 1
   end
 
   local scan_value
@@ -321,14 +322,14 @@ local function make_decoder(text, o)
   end
 end
 
-local LOADS = { { "object_hook", nil }, { "parse_float", nil }, { "parse_int", nil }, { "parse_constant", nil },
+local LOADS = { { "s", nil }, { "object_hook", nil }, { "parse_float", nil }, { "parse_int", nil }, { "parse_constant", nil },
   { "object_pairs_hook", nil }, { "strict", true } }
 
 local function loads(s, ...)
   if type(s) ~= "string" then
     U.errorf("TypeError: the JSON object must be str, bytes or bytearray, not %s", U.typename(s))
   end
-  return make_decoder(s, U.parse("loads", LOADS, ...))()
+  return make_decoder(s, U.parse("loads", LOADS, true, ...))()
 end
 
 -- ---- files ----
