@@ -250,49 +250,49 @@ local function make_decoder(text, o)
   end
 
   local scan_value
+  -- the items of an object or array up to its closing character: item(i) reads one and returns
+  -- the index past it; the result is the index past the closing character
+  local function items(i, close, what, item)
+    i = ws(i)
+    if text:sub(i, i) == close then return i + 1 end
+    while true do
+      i = ws(item(i))
+      local c = text:sub(i, i)
+      if c == close then return i + 1 end
+      if c ~= "," then fail("Expecting ',' delimiter", i) end
+      local comma = i
+      i = ws(i + 1)
+      if text:sub(i, i) == close then fail("Illegal trailing comma before end of " .. what, comma) end
+    end
+  end
+
   local function parse_object(i)
     local d, pairs_ = {}, o.object_pairs_hook and {}
-    i = ws(i)
-    if text:sub(i, i) ~= "}" then
-      while true do
-        if text:sub(i, i) ~= '"' then fail("Expecting property name enclosed in double quotes", i) end
-        local k, v
-        k, i = scan_string(i + 1)
-        i = ws(i)
-        if text:sub(i, i) ~= ":" then fail("Expecting ':' delimiter", i) end
-        v, i = scan_value(ws(i + 1))
-        if pairs_ then pairs_[#pairs_ + 1] = { k, v } else d[k] = v end
-        i = ws(i)
-        local c = text:sub(i, i)
-        if c == "}" then break end
-        if c ~= "," then fail("Expecting ',' delimiter", i) end
-        local comma = i
-        i = ws(i + 1)
-        if text:sub(i, i) == "}" then fail("Illegal trailing comma before end of object", comma) end
-      end
-    end
-    if pairs_ then return o.object_pairs_hook(pairs_), i + 1 end
-    if o.object_hook then return o.object_hook(d), i + 1 end
-    return d, i + 1
+    i = items(i, "}", "object", function(j)
+      if text:sub(j, j) ~= '"' then fail("Expecting property name enclosed in double quotes", j) end
+      local k, v
+      k, j = scan_string(j + 1)
+      j = ws(j)
+      if text:sub(j, j) ~= ":" then fail("Expecting ':' delimiter", j) end
+      v, j = scan_value(ws(j + 1))
+      if pairs_ then pairs_[#pairs_ + 1] = { k, v } else d[k] = v end
+      return j
+    end)
+    if pairs_ then return o.object_pairs_hook(pairs_), i end
+    if o.object_hook then return o.object_hook(d), i end
+    return d, i
   end
 
   local function parse_array(i)
     local a = {}
-    i = ws(i)
-    if text:sub(i, i) ~= "]" then
-      while true do
-        a[#a + 1], i = scan_value(i)
-        i = ws(i)
-        local c = text:sub(i, i)
-        if c == "]" then break end
-        if c ~= "," then fail("Expecting ',' delimiter", i) end
-        local comma = i
-        i = ws(i + 1)
-        if text:sub(i, i) == "]" then fail("Illegal trailing comma before end of array", comma) end
-      end
-    end
+    i = items(i, "]", "array", function(j)
+      local v
+      v, j = scan_value(j)
+      a[#a + 1] = v
+      return j
+    end)
     if #a == 0 then arrays[a] = true end
-    return a, i + 1
+    return a, i
   end
 
   local words = { n = "null", t = "true", f = "false", N = "NaN", I = "Infinity", ["-"] = "-Infinity" }
