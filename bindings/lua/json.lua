@@ -1,5 +1,6 @@
--- JSON for the Lua side: a string's and a float's encoding, and a decoder (torch.save's
--- metadata, torch.profiler's Chrome traces).
+-- JSON: Python's json module for ports (`import json` -> `local json = require "json"`), and
+-- the Lua side's own helpers (M.string, M.float, M.decode: torch.save's metadata,
+-- torch.profiler's Chrome traces). The Python API is in json_py.lua.
 local M = {}
 
 function M.string(s)
@@ -114,5 +115,7 @@ function M.decode(text, on_error)
   if pos <= #text then fail("trailing text") end
   return v, keys
 end
+
+require("json_py")(M)
 
 return M
