@@ -68,6 +68,7 @@ function M.verify(value, arg, valid)
 end
 
 function M.root(cls, root)
+  root = require("pyos_sys").pathlike(root)
   if type(root) ~= "string" then U.errorf("%s: root must be a path, got %s", cls, U.typename(root)) end
   root = root:gsub("/+$", "")
   return root == "" and "/" or root
