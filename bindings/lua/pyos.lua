@@ -4,7 +4,7 @@
 --   os.path (os_path.lua), os.listdir, os.scandir, os.walk, os.makedirs, os.mkdir, os.rmdir,
 --   os.removedirs, os.unlink, os.replace, os.symlink, os.readlink, os.getcwd, os.chdir, os.stat,
 --   os.lstat, os.chmod, os.utime, os.access, os.environ, os.cpu_count, os.sep, os.pathsep,
---   os.linesep, os.curdir, os.pardir, os.extsep, os.devnull, os.name, os.F_OK/R_OK/W_OK/X_OK.
+--   os.fspath (a pathlib.Path -> its string), os.linesep, os.curdir, os.pardir, os.extsep, os.devnull, os.name, os.F_OK/R_OK/W_OK/X_OK.
 -- OS failures raise Python's text: "[Errno 17] File exists: 'x'".
 local C = require "pyos_sys"
 local U = require "nn_util"
@@ -52,6 +52,7 @@ function M.replace(src, dst) C.rename(str("replace", src), str("replace", dst)) 
 function M.symlink(src, dst) C.symlink(str("symlink", src), str("symlink", dst)) end
 function M.readlink(p) return C.readlink(str("readlink", p)) end
 function M.getcwd() return C.getcwd() end
+function M.fspath(p) return str("fspath", p) end
 function M.chdir(p) C.chdir(str("chdir", p)) end
 function M.chmod(p, mode) C.chmod(str("chmod", p), mode) end
 function M.access(p, mode) return C.access(str("access", p), mode) end

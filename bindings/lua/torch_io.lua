@@ -164,6 +164,7 @@ local function encode(v, path, ctx)
 end
 
 function torch.save(obj, path, ...)
+  path = require("pyos_sys").pathlike(path)
   if type(path) ~= "string" then
     error(string.format("bad argument #2 to 'save' (file path expected, got %s)", type(path)), 2)
   end
@@ -271,6 +272,7 @@ end
 local LOAD_KEYS = { map_location = true, weights_only = true, mmap = true }
 
 function torch.load(path, map_location, opts)
+  path = require("pyos_sys").pathlike(path)
   if type(path) ~= "string" then
     error(string.format("bad argument #1 to 'load' (file path expected, got %s)", type(path)), 2)
   end

@@ -68,6 +68,7 @@ function M.verify(value, arg, valid)
 end
 
 function M.root(cls, root)
+  root = require("pyos_sys").pathlike(root)
   if type(root) ~= "string" then U.errorf("%s: root must be a path, got %s", cls, U.typename(root)) end
   root = root:gsub("/+$", "")
   return root == "" and "/" or root
@@ -124,35 +125,11 @@ function M.lines(cls, path)
   return out
 end
 
--- Python's csv.reader fields of one line (quotes, doubled quotes), for delimiter d;
+-- Python's csv.reader fields of one line (csv.lua's parser), for delimiter d;
 -- skip_space: skipinitialspace (spaces after a delimiter are dropped)
 function M.csv_fields(line, d, skip_space)
-  local fields, i, n = {}, 1, #line
-  while true do
-    if skip_space then i = line:find("[^ ]", i) or n + 1 end
-    local field
-    if line:sub(i, i) == '"' then
-      local parts, j = {}, i + 1
-      while true do
-        local q = line:find('"', j, true)
-        if not q then parts[#parts + 1] = line:sub(j); i = n + 1; break end
-        parts[#parts + 1] = line:sub(j, q - 1)
-        if line:sub(q + 1, q + 1) == '"' then parts[#parts + 1] = '"'; j = q + 2
-        else i = q + 1; break end
-      end
-      local c = line:find(d, i, true) or n + 1
-      field = table.concat(parts) .. line:sub(i, c - 1)
-      i = c
-    else
-      local c = line:find(d, i, true) or n + 1
-      field = line:sub(i, c - 1)
-      i = c
-    end
-    fields[#fields + 1] = field
-    if i > n then return fields end
-    i = i + 1
-    if i > n then fields[#fields + 1] = ""; return fields end
-  end
+  if line == "" then return { "" } end
+  return require("csv").parse_line(line, { delimiter = d, skipinitialspace = skip_space or false })
 end
 
 -- csv.DictReader: a list of {column -> value} over the rows after the header

@@ -135,7 +135,7 @@ local folder_keys = {"root", "loader", "extensions", "transform", "target_transf
 
 -- the shared constructor: o has the keys above; cls names the class in messages
 local function folder_init(self, cls, o)
-  local root = o.root
+  local root = require("pyos_sys").pathlike(o.root)
   if type(root) ~= "string" then error(cls .. ": root must be a path, got " .. type(root), 4) end
   root = root:gsub("(.)/+$", "%1")
   if o.loader == nil then error(cls .. ": loader is required", 4) end
@@ -188,6 +188,7 @@ M.ImageFolder = ImageFolder
 -- ImageFolder(root, {transform, target_transform, loader, is_valid_file, extensions, allow_empty}), or
 -- Python's positional order ImageFolder(root, transform, target_transform, loader, is_valid_file, allow_empty)
 function ImageFolder:__init(root, opts, ...)
+  root = require("pyos_sys").pathlike(root)
   if type(root) == "table" and opts == nil then root, opts = root.root, root end
   -- a transform (a function, or a callable object such as Compose) rather than an options table
   if type(opts) == "function" or (type(opts) == "table" and getmetatable(opts) ~= nil) then

@@ -161,6 +161,7 @@ local function wrap_mode(hwc, mode) return wrap(hwc, mode == "YCbCr" and {mode =
 function Image.isImageType(x) return getmetatable(x) == ImageObj end
 
 function Image.open(path)
+  path = require("pyos_sys").pathlike(path)
   if type(path) ~= "string" then error("Image.open: expected a path, got " .. type(path), 2) end
   local f = io.open(path, "rb")
   local magic = f and f:read(2) or ""
@@ -287,6 +288,7 @@ end
 
 -- img:save(path[, format][, {quality=}]): PNG or JPEG by format or by the extension
 function ImageObj:save(path, format, opts)
+  path = require("pyos_sys").pathlike(path)
   if is_opts(format) then format, opts = nil, format end
   opts = check_opts("save", opts, {"quality", "compress_level", "format"})
   format = format or opts.format

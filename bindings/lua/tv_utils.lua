@@ -87,6 +87,7 @@ function M.make_grid(tensor, ...) return make_grid("make_grid", tensor, grid_opt
 
 -- save_image(tensor, path, ...make_grid's options..., {format=}): PNG or JPEG by extension
 function M.save_image(tensor, path, ...)
+  path = require("pyos_sys").pathlike(path)
   if type(path) ~= "string" then error("save_image: expected a file path, got " .. type(path), 2) end
   local o = grid_opts("save_image", {"format"}, ...)
   local grid = make_grid("save_image", tensor, o)

@@ -1,0 +1,150 @@
+-- csv (bindings/lua/csv.lua): expected values are what Python's csv module gives for the same
+-- input (its documented excel dialect and quoting rules), written out literally.
+local T = ...
+local csv = require "csv"
+
+local function rows(it)
+  local out = {}
+  for r in it do out[#out + 1] = r end
+  return out
+end
+
+-- a file-like sink collecting what is written
+local function sink()
+  local buf = { parts = {} }
+  function buf.write(_, s) buf.parts[#buf.parts + 1] = s; return #s end
+  function buf.text() return table.concat(buf.parts) end
+  return buf
+end
+
+T.test("reader: quoting, doubled quotes, empty lines", function()
+  T.eq(rows(csv.reader({ "a,b,c" })), { { "a", "b", "c" } })
+  T.eq(rows(csv.reader({ '"x,y",2,"say ""hi"""' })), { { "x,y", "2", 'say "hi"' } })
+  T.eq(rows(csv.reader({ "a,b\r\n", "\r\n", "c\n" })), { { "a", "b" }, {}, { "c" } }, "a blank line is []")
+  T.eq(rows(csv.reader({ "a,,", ",", "" })), { { "a", "", "" }, { "", "" }, {} })
+  T.eq(rows(csv.reader({ ' a, "b"' })), { { " a", ' "b"' } }, "spaces stay; a quote after a space is data")
+  T.eq(rows(csv.reader({ ' a, "b,c"' }, { skipinitialspace = true })), { { "a", "b,c" } })
+  T.eq(rows(csv.reader({ '"ab"cd,e' })), { { "abcd", "e" } }, "text after a closing quote is kept")
+  T.eq(rows(csv.reader({ 'a"b,c' })), { { 'a"b', "c" } }, "a quote inside an unquoted field is data")
+end)
+
+T.test("reader: a quoted field over lines, end of data", function()
+  T.eq(rows(csv.reader({ '1,"two\n', 'lines",3\n', "4\n" })), { { "1", "two\nlines", "3" }, { "4" } })
+  T.eq(rows(csv.reader({ '"no end' })), { { "no end" } }, "unterminated at the end: the field so far")
+  T.raises(function() rows(csv.reader({ '"no end' }, { strict = true })) end, "_csv.Error: unexpected end of data")
+  T.raises(function() rows(csv.reader({ '"a"b' }, { strict = true })) end, "_csv.Error: ',' expected after '\"'")
+  T.raises(function() rows(csv.reader({ "a\nb" })) end,
+    "_csv.Error: new-line character seen in unquoted field - do you need to open the file with newline=''?")
+  local r = csv.reader({ "a", '"b', 'c"', "d" })
+  T.eq(r(), { "a" })
+  T.eq(r.line_num, 1)
+  T.eq(r(), { "bc" }, "list items without line ends join")
+  T.eq(r.line_num, 3)
+end)
+
+T.test("reader: dialects and parameters", function()
+  T.eq(rows(csv.reader({ "a;|b;c|" }, { delimiter = ";", quotechar = "|" })), { { "a", "b;c" } })
+  T.eq(rows(csv.reader({ "a;b|;|c" }, { delimiter = ";", quotechar = "|" })), { { "a", "b|", "c" } })
+  T.eq(rows(csv.reader({ "a\tb c" }, "excel-tab")), { { "a", "b c" } })
+  T.eq(rows(csv.reader({ "a\tb" }, csv.excel_tab)), { { "a", "b" } })
+  T.eq(rows(csv.reader({ [[a\,b,c]] }, { escapechar = "\\" })), { { "a,b", "c" } })
+  T.eq(rows(csv.reader({ '"a\\"b"' }, { doublequote = false, escapechar = "\\" })), { { 'a"b' } })
+  T.eq(rows(csv.reader({ '"a""b"' }, { doublequote = false })), { { 'a"b"' } }, "without doublequote a quote ends the quoting")
+  T.eq(rows(csv.reader({ '"a",b' }, { quoting = csv.QUOTE_NONE })), { { '"a"', "b" } })
+  local r = rows(csv.reader({ '1,"2",-3.5e1,' }, { quoting = csv.QUOTE_NONNUMERIC }))
+  T.eq(r, { { 1.0, "2", -35.0, "" } }, "unquoted numbers become floats")
+  T.eq(math.type(r[1][1]), "float")
+  T.raises(function() rows(csv.reader({ "x" }, { quoting = csv.QUOTE_NONNUMERIC })) end,
+    "ValueError: could not convert string to float: 'x'")
+  T.raises(function() csv.reader({}, { delimiter = ";;" }) end, 'TypeError: "delimiter" must be a 1-character string')
+  T.raises(function() csv.reader({}, { quoting = 9 }) end, 'TypeError: bad "quoting" value')
+  T.raises(function() csv.reader({}, { delim = ";" }) end, "TypeError: reader: 'delim' is an invalid keyword argument")
+  T.raises(function() csv.reader({}, "nope") end, "_csv.Error: unknown dialect")
+  T.raises(function() csv.reader(5) end, "TypeError: argument 1 must be an iterator, not int")
+  csv.register_dialect("pipes", { delimiter = "|" })
+  T.eq(rows(csv.reader({ "a|b" }, "pipes")), { { "a", "b" } })
+  T.eq(csv.get_dialect("pipes").delimiter, "|")
+  T.eq(csv.list_dialects(), { "excel", "excel-tab", "pipes", "unix" })
+  csv.unregister_dialect("pipes")
+  T.raises(function() csv.get_dialect("pipes") end, "_csv.Error: unknown dialect")
+end)
+
+T.test("writer: QUOTE_MINIMAL and \\r\\n", function()
+  local s = sink()
+  local w = csv.writer(s)
+  T.eq(w:writerow({ "a", "b,c", 'q"x', 1, 2.5, true, "two\nlines" }), 39, "the length written")
+  T.eq(s.text(), 'a,"b,c","q""x",1,2.5,True,"two\nlines"\r\n')
+  s = sink(); w = csv.writer(s)
+  w:writerows({ { "" }, { "", "" }, {}, { 1.0, csv.None, " sp" } })
+  T.eq(s.text(), '""\r\n,\r\n\r\n1.0,, sp\r\n', "a lone empty field is quoted")
+  s = sink(); w = csv.writer(s)
+  w:writerow({ n = 3, "a", nil, "c" })
+  T.eq(s.text(), "a,,c\r\n", "nil inside a row with n")
+end)
+
+T.test("writer: other quoting and dialects", function()
+  local function one(row, ...)
+    local s = sink()
+    csv.writer(s, ...):writerow(row)
+    return s.text()
+  end
+  T.eq(one({ "a", 1, 2.0 }, { quoting = csv.QUOTE_ALL }), '"a","1","2.0"\r\n')
+  T.eq(one({ "a", 1, 2.0, csv.None }, { quoting = csv.QUOTE_NONNUMERIC }), '"a",1,2.0,""\r\n')
+  T.eq(one({ "a", 1, csv.None }, { quoting = csv.QUOTE_STRINGS }), '"a",1,\r\n')
+  T.eq(one({ "a", 1, csv.None }, { quoting = csv.QUOTE_NOTNULL }), '"a","1",\r\n')
+  T.eq(one({ "a,b", "c" }, { quoting = csv.QUOTE_NONE, escapechar = "\\" }), "a\\,b,c\r\n")
+  T.raises(function() one({ "a,b" }, { quoting = csv.QUOTE_NONE }) end, "_csv.Error: need to escape, but no escapechar set")
+  T.eq(one({ 'a"b' }, { doublequote = false, escapechar = "\\" }), '"a\\"b"\r\n')
+  T.eq(one({ "a", 1 }, "unix"), '"a","1"\n')
+  T.eq(one({ "a", "b c" }, "excel-tab"), "a\tb c\r\n")
+  T.eq(one({ "a", "b" }, { delimiter = ";", lineterminator = "\n" }), "a;b\n")
+  T.raises(function() csv.writer({}) end, 'TypeError: argument 1 must have a "write" method')
+end)
+
+T.test("DictReader, DictWriter", function()
+  local r = csv.DictReader({ "name,age", "bob,3", "", "al,4,x,y", "cy" }, { restkey = "rest", restval = "?" })
+  T.eq(rows(r), { { name = "bob", age = "3" }, { name = "al", age = "4", rest = { "x", "y" } }, { name = "cy", age = "?" } })
+  T.eq(r.fieldnames, { "name", "age" })
+  T.eq(r.line_num, 5)
+  local r2 = csv.DictReader({ "1;2" }, { fieldnames = { "a", "b" }, delimiter = ";" })
+  T.eq(rows(r2), { { a = "1", b = "2" } })
+  T.eq(rows(csv.DictReader({ "1,2" }, { "x", "y" })), { { x = "1", y = "2" } }, "positional fieldnames")
+  local s = sink()
+  local w = csv.DictWriter(s, { "x", "y" })
+  w:writeheader()
+  w:writerow({ x = 1 })
+  w:writerows({ { y = "b,c", x = 2 } })
+  T.eq(s.text(), 'x,y\r\n1,\r\n2,"b,c"\r\n')
+  T.raises(function() w:writerow({ x = 1, z = 2 }) end, "ValueError: dict contains fields not in fieldnames: 'z'")
+  s = sink()
+  csv.DictWriter(s, { "x" }, { extrasaction = "ignore", restval = "NA" }):writerows({ { z = 1 } })
+  T.eq(s.text(), "NA\r\n")
+  T.raises(function() csv.DictWriter(s, { "x" }, { extrasaction = "skip" }) end,
+    "ValueError: extrasaction (skip) must be 'raise' or 'ignore'")
+end)
+
+T.test("files round trip", function()
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  local w = csv.writer(f)
+  w:writerow({ "id", "text" })
+  w:writerow({ 1, 'multi\nline, "quoted"' })
+  f:close()
+  f = assert(io.open(path, "rb"))
+  T.eq(f:read("a"), 'id,text\r\n1,"multi\nline, ""quoted"""\r\n')
+  f:close()
+  f = assert(io.open(path, "rb"))
+  T.eq(rows(csv.reader(f)), { { "id", "text" }, { "1", 'multi\nline, "quoted"' } })
+  f:close()
+  f = assert(io.open(path, "rb"))
+  T.eq(rows(csv.DictReader(f)), { { id = "1", text = 'multi\nline, "quoted"' } })
+  f:close()
+  os.remove(path)
+end)
+
+T.test("cuda: csv holds no tensors", function()
+  if not torch.cuda.is_available() then T.skip("no CUDA", 1) return end
+  local s = sink()
+  csv.writer(s):writerow(torch.tensor({ 1, 2 }, { device = "cuda" }):tolist())
+  T.eq(s.text(), "1,2\r\n")
+end)
