@@ -113,11 +113,7 @@ return function(T, H)
           "or tv_tensors.KeyPoints. This will likely change in the future.")
       end
     end
-    function cls:forward(...)
-      local inputs, several = core.pack_inputs(...)
-      if several then inputs.n = nil end
-      local flat, spec = core.tree_flatten(inputs)
-      self:check_inputs(flat)
+    function cls:_apply_flat(flat)
       local needs = self:_needs_transform_list(flat)
       local state
       local out = {}
@@ -131,9 +127,7 @@ return function(T, H)
           out[i] = inpt
         end
       end
-      local tree = core.tree_unflatten(out, spec)
-      if several then tree.n = select("#", ...) end
-      return core.unpack_outputs(tree, several)
+      return out
     end
     function cls:extra_repr() return self._v1:extra_repr() end
     cls.get_params = V1.get_params

@@ -327,14 +327,22 @@ function Transform:_apply_flat(flat_inputs)
   return flat_outputs
 end
 
-function Transform:forward(...)
+-- f(flat, inputs) -> flat outputs, over the sample the arguments make; the outputs come back in
+-- its nesting, several as several
+function M.over_sample(f, ...)
   local inputs, several = pack_inputs(...)
   if several then inputs.n = nil end
   local flat, spec = M.tree_flatten(inputs)
-  self:check_inputs(flat)
-  local out = M.tree_unflatten(self:_apply_flat(flat), spec)
+  local out = M.tree_unflatten(f(flat, inputs), spec)
   if several then out.n = select("#", ...) end
   return unpack_outputs(out, several)
+end
+
+function Transform:forward(...)
+  return M.over_sample(function(flat)
+    self:check_inputs(flat)
+    return self:_apply_flat(flat)
+  end, ...)
 end
 
 -- A transform applied with probability p (one draw per sample, before the inputs' params).

@@ -31,19 +31,8 @@ local function parse_labels_getter(getter)
   U.errorf("labels_getter should either be 'default', a callable, or None (false), but got %s.", U.pystr(getter))
 end
 
--- a forward over the whole sample: f(flat_inputs, inputs) gives the flat outputs, returned in the
--- sample's nesting (several arguments give several results)
-local function over_sample(f, ...)
-  local inputs, several = core.pack_inputs(...)
-  if several then inputs.n = nil end
-  local flat, spec = core.tree_flatten(inputs)
-  local tree = core.tree_unflatten(f(flat, inputs), spec)
-  if several then tree.n = select("#", ...) end
-  return core.unpack_outputs(tree, several)
-end
-
 return function(v2, T, H)
-  local shared = {parse_labels_getter = parse_labels_getter, over_sample = over_sample}
+  local shared = {parse_labels_getter = parse_labels_getter, over_sample = core.over_sample}
   require("tv_v2_meta")(v2, shared)
   require("tv_v2_mix")(v2, shared)
   require("tv_v2_misc")(v2, T, H)
