@@ -54,6 +54,14 @@ static int keep_method(lua_State *L)
     keepers_set = 1;
     return 0;
 }
+
+/* torch._alias(t): a second Lua value for the same tensor (no attributes of its own, the same
+ * data, grad_fn and version): torchvision's as_subclass(Tensor) */
+static int alias_value(lua_State *L)
+{
+    lt_push(L, nn_retain(lt_check(L, 1)));
+    return 1;
+}
 const char LT_DTYPES[1];
 
 /* Lua does not see tensor memory: every pushed tensor reports the bytes its collection
@@ -642,6 +650,8 @@ void lt_open_tensor(lua_State *L)
     lua_setfield(L, torch, "Tensor");
     lua_pushcfunction(L, keep_method);
     lua_setfield(L, torch, "_keep_method");
+    lua_pushcfunction(L, alias_value);
+    lua_setfield(L, torch, "_alias");
     lua_pushvalue(L, methods);
     lua_setfield(L, mt, "__methods");
 

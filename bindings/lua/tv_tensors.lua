@@ -64,6 +64,16 @@ local function install_keepers()
       end)
     end
   end
+  -- an in-place op returns a pure tensor value of the same tensor; the tv_tensor stays one
+  for name, orig in pairs(torch.Tensor) do
+    if type(name) == "string" and name:match("^%l[%w_]*[^_]_$") and name ~= "requires_grad_" and type(orig) == "function" then
+      torch._keep_method(name, function(self, ...)
+        local out = orig(self, ...)
+        if rawequal(out, self) then return torch._alias(out) end
+        return out
+      end)
+    end
+  end
 end
 
 local META = {"format", "canvas_size", "clamping_mode"}
@@ -78,7 +88,7 @@ end
 local function to_tensor(fname, data, o)
   local t
   if torch.is_tensor(data) then
-    t = data:view(data.shape)
+    t = torch._alias(data)
   elseif type(data) == "table" or type(data) == "number" or type(data) == "boolean" then
     t = torch.as_tensor(data)
   else
@@ -86,7 +96,7 @@ local function to_tensor(fname, data, o)
   end
   if o.dtype ~= nil or o.device ~= nil then
     t = t:to({dtype = o.dtype or t.dtype, device = o.device or t.device})
-    if t == data then t = t:view(t.shape) end
+    if rawequal(t, data) then t = torch._alias(t) end
   end
   if o.requires_grad ~= nil then t:requires_grad_(o.requires_grad) end
   return t
@@ -242,7 +252,7 @@ function M.wrap(...)
   if not torch.is_tensor(t) then U.errorf("wrap: expected a tensor, got %s", U.typename(t)) end
   local c = kind[like]
   if not c then U.errorf("wrap: like must be a tv_tensor, got %s", U.typename(like)) end
-  t = t:view(t.shape)
+  t = torch._alias(t)
   if c == M.BoundingBoxes then
     local mode = o.clamping_mode -- false is Python's None (no clamping)
     if mode == nil then mode = like.clamping_mode end

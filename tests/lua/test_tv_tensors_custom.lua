@@ -63,6 +63,28 @@ T.test("the methods keeping tv_tensors report bad arguments under their own name
   T.eq(x:to(torch.float64).dtype, torch.float64)
 end)
 
+T.test("an in-place op returns a pure tensor of the same data; the tv_tensor stays one", function()
+  local img = tvt.Image(torch.zeros(1, 2, 2))
+  local y = img:add_(1)
+  T.check(not rawequal(y, img) and tvt.is_pure_tensor(y), "add_ returns a pure tensor value")
+  T.check(nn.isinstance(img, tvt.Image), "img is still an Image")
+  y:mul_(3)
+  T.eq(img:sum():item(), 12.0, "the two values share one tensor")
+  T.eq(y._version, img._version, "and its version counter")
+  local boxes = tvt.BoundingBoxes({{0, 0, 4, 4}}, {format = "XYXY", canvas_size = {8, 8}})
+  T.check(tvt.is_pure_tensor(boxes:clamp_(0, 2)), "clamp_ too")
+  T.eq(boxes.format, "XYXY")
+  T.check(nn.isinstance(boxes:requires_grad_(false), tvt.BoundingBoxes), "requires_grad_ keeps the kind")
+end)
+
+T.test("wrapping a tensor keeps its autograd history, as as_subclass does", function()
+  local x = torch.ones(1, 2, 2, {requires_grad = true})
+  local img = tvt.Image(x * 2)
+  T.eq(img.grad_fn:name(), "MulBackward0")
+  local m = tvt.wrap(x * 3, {like = img})
+  T.eq(m.grad_fn:name(), "MulBackward0")
+end)
+
 if torch.cuda.is_available() then
   T.test("cuda: a custom tv_tensor on the GPU", function()
     local C = tvt.TVTensor:extend("C")
