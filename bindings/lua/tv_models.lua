@@ -407,6 +407,7 @@ models.detection = require("tv_models_detection")(models) -- Faster R-CNN
 require("tv_models_weights")(models) -- the *_Weights enums, list_models, get_model, get_weight, ...
 require("tv_models_segmentation")(models, helpers) -- models.segmentation: fcn, deeplabv3, lraspp
 require("tv_models_video")(models, helpers) -- models.video: r3d_18, mc3_18, r2plus1d_18, s3d
+require("tv_models_detection_weights")(models) -- models.detection's *_Weights enums
 require("tv_models_pretrained")(models) -- weights= from torch.hub's local cache
 require("tv_models_submodules")(models) -- models.resnet, models.vgg, ...: each family's builders and classes
 

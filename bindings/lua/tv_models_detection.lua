@@ -1,4 +1,4 @@
--- torchvision.models.detection: Faster R-CNN (fasterrcnn_resnet50_fpn, fasterrcnn_mobilenet_v3_large_fpn,
+-- torchvision.models.detection: Faster R-CNN (fasterrcnn_resnet50_fpn, fasterrcnn_mobilenet_v3_large_fpn and _320_fpn,
 -- FasterRCNN and its parts), Mask R-CNN (maskrcnn_resnet50_fpn) and RetinaNet (retinanet_resnet50_fpn),
 -- with torchvision's submodules (detection.faster_rcnn.FastRCNNPredictor, detection.rpn,
 -- detection.roi_heads, detection.transform, detection.anchor_utils, detection._utils,
@@ -30,7 +30,8 @@ return function(models)
   models._utils = models._utils or {}
   models._utils.IntermediateLayerGetter = backbone_utils.IntermediateLayerGetter
   for _, k in ipairs({ "FasterRCNN", "GeneralizedRCNN", "fasterrcnn_resnet50_fpn", "FastRCNNPredictor",
-    "fasterrcnn_mobilenet_v3_large_fpn", "fasterrcnn_resnet50_fpn_v2", "FastRCNNConvFCHead",
+    "fasterrcnn_mobilenet_v3_large_fpn", "fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_resnet50_fpn_v2",
+    "FastRCNNConvFCHead",
     "TwoMLPHead" }) do
     D[k] = faster_rcnn[k]
   end

@@ -239,53 +239,68 @@ end
 
 -- ---- builders ----
 
--- how to build the layout torchvision gives a model with pretrained weights
-local hints = {
-  fasterrcnn_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
-    "layers) build FasterRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
-    "3), {num_classes=91})",
-  fasterrcnn_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
-  maskrcnn_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
-  retinanet_resnet50_fpn_v2 = ". The pretrained model has the same layout as the one built without weights",
-  fasterrcnn_mobilenet_v3_large_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable " ..
-    "backbone layers) build FasterRCNN(_mobilenet_extractor(mobilenet_v3_large{norm_layer=" ..
-    "torchvision.ops.misc.FrozenBatchNorm2d}, true, 3), {num_classes=91, rpn_anchor_generator=..., " ..
-    "rpn_score_thresh=0.05}) as fasterrcnn_mobilenet_v3_large_fpn does",
-  maskrcnn_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
-    "layers) build MaskRCNN(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
-    "3), {num_classes=91})",
-  retinanet_resnet50_fpn = ". For the layout of the pretrained model (FrozenBatchNorm2d, 3 trainable backbone " ..
-    "layers) build RetinaNet(_resnet_fpn_extractor(resnet50{norm_layer=torchvision.ops.misc.FrozenBatchNorm2d}, " ..
-    "3, {2, 3, 4}, LastLevelP6P7(256, 256)), {num_classes=91})",
-}
+-- Pretrained weights come from torch.hub's local cache, as the classification builders' do
+-- (tv_models_pretrained.lua): weights= loads the COCO checkpoint, weights_backbone= the ImageNet one.
 
--- weights / weights_backbone: nnrepl downloads nothing
-local function no_weights(fname, o)
-  for _, k in ipairs({ "weights", "weights_backbone" }) do
-    local w = o[k]
-    if w ~= nil and w ~= false then
-      U.errorf("%s: %s=%s asks for pretrained weights, but nnrepl downloads nothing at run time; build the " ..
-        "model without weights and load a local checkpoint with model:load_state_dict(torch.load(path)) " ..
-        "(torchvision's state_dict keys)%s", fname, k, tostring(w), hints[fname] or "")
-    end
-  end
-end
+-- the builders whose COCO_V1 checkpoints predate FrozenBatchNorm2d's eps (torchvision's overwrite_eps)
+local EPS_ZERO = { fasterrcnn_resnet50_fpn = true, maskrcnn_resnet50_fpn = true, retinanet_resnet50_fpn = true }
 
--- a builder's keywords: the weights ones, num_classes, trainable_backbone_layers and FasterRCNN's
+-- a builder's keywords: the weights ones, num_classes, trainable_backbone_layers and the model's
 -- (their defaults left nil, so that a builder can tell the keys given)
 local function builder_opts(fname, keys, ...)
   local spec = { { "weights" }, { "progress", true }, { "num_classes" }, { "weights_backbone" },
-    { "trainable_backbone_layers" } }
+    { "trainable_backbone_layers" }, { "pretrained" }, { "pretrained_backbone" } }
   for _, k in ipairs(keys) do spec[#spec + 1] = { k[1] } end
   if select("#", ...) > 1 or (select("#", ...) == 1 and not U.is_opts((...)) and (...) ~= nil) then
     U.errorf("%s() takes keyword arguments only, as %s({num_classes=2})", fname, fname)
   end
-  local o = U.parse(fname, spec, ...)
-  no_weights(fname, o)
-  return o
+  return U.parse(fname, spec, ...)
 end
-
 M._builder_opts = builder_opts
+
+-- torchvision's weights handling at the start of a builder: weights and weights_backbone verified
+-- against their enums (pretrained / pretrained_backbone = true mean their defaults), weights_backbone
+-- dropped under weights, num_classes from the weights' categories (91 when neither gives it).
+-- Returns weights, weights_backbone and whether anything pretrained is loaded.
+local function resolve_weights(fname, o, backbone_name)
+  local function member(enum, w, legacy)
+    if w == false then w = nil end
+    if w == nil and legacy then w = enum.DEFAULT end
+    return enum:verify(w)
+  end
+  local w = member(models._builder_weights[fname], o.weights, o.pretrained)
+  local wb = member(models.get_model_weights(backbone_name), o.weights_backbone, o.pretrained_backbone)
+  if w then
+    wb = nil
+    local n = #w.meta.categories
+    if o.num_classes ~= nil and o.num_classes ~= n then
+      U.errorf("The parameter 'num_classes' expected value %d but got %s instead.", n, tostring(o.num_classes))
+    end
+    o.num_classes = n
+  end
+  return w, wb, w ~= nil or wb ~= nil
+end
+M._resolve_weights = resolve_weights
+
+-- the end of a builder: the checkpoint of weights loaded into model
+local function load_weights(fname, model, w, o)
+  if not w then return model end
+  model:load_state_dict(w:get_state_dict({ progress = o.progress, check_hash = true }))
+  if EPS_ZERO[fname] and w.name == "COCO_V1" then
+    for _, m in ipairs(model:modules()) do
+      if nn.isinstance(m, layers.FrozenBatchNorm2d) then m.eps = 0.0 end
+    end
+  end
+  return model
+end
+M._load_weights = load_weights
+
+-- the ResNet-50 of the v1 builders: FrozenBatchNorm2d when anything pretrained is loaded
+local function resnet50_backbone(wb, trained, o)
+  return models.resnet50({ weights = wb, progress = o.progress,
+    norm_layer = trained and layers.FrozenBatchNorm2d or nn.BatchNorm2d })
+end
+M._resnet50_backbone = resnet50_backbone
 
 -- the model's keywords of a builder's options
 local function model_kw(o, keys)
@@ -298,26 +313,30 @@ M._model_kw = model_kw
 -- fasterrcnn_resnet50_fpn{weights=nil, progress=true, num_classes=91, weights_backbone=nil,
 -- trainable_backbone_layers=nil, ... FasterRCNN's keywords}
 function M.fasterrcnn_resnet50_fpn(...)
-  local o = builder_opts("fasterrcnn_resnet50_fpn", faster_keys, ...)
-  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
-  local backbone = models.resnet50({ norm_layer = nn.BatchNorm2d })
-  backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable)
-  return FasterRCNN(backbone, model_kw(o, faster_keys))
+  local fname = "fasterrcnn_resnet50_fpn"
+  local o = builder_opts(fname, faster_keys, ...)
+  local w, wb, trained = resolve_weights(fname, o, "resnet50")
+  local trainable = backbone_utils._validate_trainable_layers(trained, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(resnet50_backbone(wb, trained, o), trainable)
+  return load_weights(fname, FasterRCNN(backbone, model_kw(o, faster_keys)), w, o)
 end
 
 -- fasterrcnn_resnet50_fpn_v2{weights=nil, num_classes=91, weights_backbone=nil, trainable_backbone_layers=nil,
 -- ... FasterRCNN's keywords}: BatchNorm2d in the FPN, a 2-conv RPN head, a 4-conv + 1-fc box head
 function M.fasterrcnn_resnet50_fpn_v2(...)
-  local o = builder_opts("fasterrcnn_resnet50_fpn_v2", faster_keys, ...)
+  local fname = "fasterrcnn_resnet50_fpn_v2"
+  local o = builder_opts(fname, faster_keys, ...)
+  local w, wb, trained = resolve_weights(fname, o, "resnet50")
   local kw = model_kw(o, faster_keys)
-  return FasterRCNN(M._v2_parts(o, kw), kw)
+  return load_weights(fname, FasterRCNN(M._v2_parts(o, kw, wb, trained), kw), w, o)
 end
 
--- the v2 builders' shared parts: a ResNet-50 + FPN with BatchNorm2d, and in kw a 2-conv RPN head
--- and a 4-conv + 1-fc box head (added to kw); returns the backbone
-function M._v2_parts(o, kw)
-  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
-  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50(), trainable, { norm_layer = nn.BatchNorm2d })
+-- the v2 builders' shared parts: a ResNet-50 (weights_backbone wb) + FPN with BatchNorm2d, and in kw
+-- a 2-conv RPN head and a 4-conv + 1-fc box head (added to kw); returns the backbone
+function M._v2_parts(o, kw, wb, trained)
+  local trainable = backbone_utils._validate_trainable_layers(trained, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50({ weights = wb, progress = o.progress }),
+    trainable, { norm_layer = nn.BatchNorm2d })
   kw.rpn_anchor_generator = default_anchorgen()
   kw.rpn_head = rpn.RPNHead(backbone.out_channels, kw.rpn_anchor_generator:num_anchors_per_location()[1],
     { conv_depth = 2 })
@@ -326,19 +345,36 @@ function M._v2_parts(o, kw)
   return backbone
 end
 
--- fasterrcnn_mobilenet_v3_large_fpn{weights=nil, num_classes=91, weights_backbone=nil,
--- trainable_backbone_layers=nil, ... FasterRCNN's keywords (rpn_score_thresh defaults to 0.05)}
-function M.fasterrcnn_mobilenet_v3_large_fpn(...)
-  local o = builder_opts("fasterrcnn_mobilenet_v3_large_fpn", faster_keys, ...)
-  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 6, 3)
-  local backbone = models.mobilenet_v3_large({ norm_layer = nn.BatchNorm2d })
+-- the MobileNetV3-Large builders: FrozenBatchNorm2d when anything pretrained is loaded, three
+-- levels of 5 x 3 anchors, and the builder's own defaults for FasterRCNN's keywords
+local function mobilenet_fasterrcnn(fname, defaults, ...)
+  local o = builder_opts(fname, faster_keys, ...)
+  local w, wb, trained = resolve_weights(fname, o, "mobilenet_v3_large")
+  local trainable = backbone_utils._validate_trainable_layers(trained, o.trainable_backbone_layers, 6, 3)
+  local backbone = models.mobilenet_v3_large({ weights = wb, progress = o.progress,
+    norm_layer = trained and layers.FrozenBatchNorm2d or nn.BatchNorm2d })
   backbone = backbone_utils._mobilenet_extractor(backbone, true, trainable)
   local sizes, ratios = {}, {}
   for i = 1, 3 do sizes[i], ratios[i] = { 32, 64, 128, 256, 512 }, { 0.5, 1.0, 2.0 } end
   local kw = model_kw(o, faster_keys)
   kw.rpn_anchor_generator = rpn.AnchorGenerator(sizes, ratios)
-  if o.rpn_score_thresh == nil then kw.rpn_score_thresh = 0.05 end
-  return FasterRCNN(backbone, kw)
+  for k, v in pairs(defaults) do
+    if o[k] == nil then kw[k] = v end
+  end
+  return load_weights(fname, FasterRCNN(backbone, kw), w, o)
+end
+
+-- fasterrcnn_mobilenet_v3_large_fpn{weights=nil, num_classes=91, weights_backbone=nil,
+-- trainable_backbone_layers=nil, ... FasterRCNN's keywords (rpn_score_thresh defaults to 0.05)}
+function M.fasterrcnn_mobilenet_v3_large_fpn(...)
+  return mobilenet_fasterrcnn("fasterrcnn_mobilenet_v3_large_fpn", { rpn_score_thresh = 0.05 }, ...)
+end
+
+-- fasterrcnn_mobilenet_v3_large_320_fpn{...}: the low-resolution variant (min_size 320, max_size 640,
+-- 150 proposals before and after NMS at test time, rpn_score_thresh 0.05)
+function M.fasterrcnn_mobilenet_v3_large_320_fpn(...)
+  return mobilenet_fasterrcnn("fasterrcnn_mobilenet_v3_large_320_fpn", { min_size = 320, max_size = 640,
+    rpn_pre_nms_top_n_test = 150, rpn_post_nms_top_n_test = 150, rpn_score_thresh = 0.05 }, ...)
 end
 
 return M

@@ -92,19 +92,23 @@ end
 -- maskrcnn_resnet50_fpn{weights=nil, num_classes=91, weights_backbone=nil, trainable_backbone_layers=nil,
 -- ... MaskRCNN's keywords}
 function M.maskrcnn_resnet50_fpn(...)
-  local o = faster_rcnn._builder_opts("maskrcnn_resnet50_fpn", mask_keys, ...)
-  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
-  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50({ norm_layer = nn.BatchNorm2d }), trainable)
-  return MaskRCNN(backbone, faster_rcnn._model_kw(o, mask_keys))
+  local fname = "maskrcnn_resnet50_fpn"
+  local o = faster_rcnn._builder_opts(fname, mask_keys, ...)
+  local w, wb, trained = faster_rcnn._resolve_weights(fname, o, "resnet50")
+  local trainable = backbone_utils._validate_trainable_layers(trained, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(faster_rcnn._resnet50_backbone(wb, trained, o), trainable)
+  return faster_rcnn._load_weights(fname, MaskRCNN(backbone, faster_rcnn._model_kw(o, mask_keys)), w, o)
 end
 
 -- maskrcnn_resnet50_fpn_v2{...}: fasterrcnn_resnet50_fpn_v2's parts and a mask head with BatchNorm2d
 function M.maskrcnn_resnet50_fpn_v2(...)
-  local o = faster_rcnn._builder_opts("maskrcnn_resnet50_fpn_v2", mask_keys, ...)
+  local fname = "maskrcnn_resnet50_fpn_v2"
+  local o = faster_rcnn._builder_opts(fname, mask_keys, ...)
+  local w, wb, trained = faster_rcnn._resolve_weights(fname, o, "resnet50")
   local kw = faster_rcnn._model_kw(o, mask_keys)
-  local backbone = faster_rcnn._v2_parts(o, kw)
+  local backbone = faster_rcnn._v2_parts(o, kw, wb, trained)
   kw.mask_head = MaskRCNNHeads(backbone.out_channels, { 256, 256, 256, 256 }, 1, { norm_layer = nn.BatchNorm2d })
-  return MaskRCNN(backbone, kw)
+  return faster_rcnn._load_weights(fname, MaskRCNN(backbone, kw), w, o)
 end
 
 return M

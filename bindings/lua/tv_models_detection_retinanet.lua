@@ -267,25 +267,29 @@ end
 -- retinanet_resnet50_fpn{weights=nil, num_classes=91, weights_backbone=nil, trainable_backbone_layers=nil,
 -- ... RetinaNet's keywords}
 function M.retinanet_resnet50_fpn(...)
-  local o = faster_rcnn._builder_opts("retinanet_resnet50_fpn", retina_keys, ...)
-  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
-  local backbone = models.resnet50({ norm_layer = nn.BatchNorm2d })
-  backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable, { 2, 3, 4 }, fpn.LastLevelP6P7(256, 256))
-  return RetinaNet(backbone, faster_rcnn._model_kw(o, retina_keys))
+  local fname = "retinanet_resnet50_fpn"
+  local o = faster_rcnn._builder_opts(fname, retina_keys, ...)
+  local w, wb, trained = faster_rcnn._resolve_weights(fname, o, "resnet50")
+  local trainable = backbone_utils._validate_trainable_layers(trained, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(faster_rcnn._resnet50_backbone(wb, trained, o), trainable,
+    { 2, 3, 4 }, fpn.LastLevelP6P7(256, 256))
+  return faster_rcnn._load_weights(fname, RetinaNet(backbone, faster_rcnn._model_kw(o, retina_keys)), w, o)
 end
 
 -- retinanet_resnet50_fpn_v2{...}: P6 from C5, GroupNorm(32) in the heads, the GIoU box loss
 function M.retinanet_resnet50_fpn_v2(...)
-  local o = faster_rcnn._builder_opts("retinanet_resnet50_fpn_v2", retina_keys, ...)
-  local trainable = backbone_utils._validate_trainable_layers(false, o.trainable_backbone_layers, 5, 3)
-  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50(), trainable, { 2, 3, 4 },
-    fpn.LastLevelP6P7(2048, 256))
+  local fname = "retinanet_resnet50_fpn_v2"
+  local o = faster_rcnn._builder_opts(fname, retina_keys, ...)
+  local w, wb, trained = faster_rcnn._resolve_weights(fname, o, "resnet50")
+  local trainable = backbone_utils._validate_trainable_layers(trained, o.trainable_backbone_layers, 5, 3)
+  local backbone = backbone_utils._resnet_fpn_extractor(models.resnet50({ weights = wb, progress = o.progress }),
+    trainable, { 2, 3, 4 }, fpn.LastLevelP6P7(2048, 256))
   local kw = faster_rcnn._model_kw(o, retina_keys)
   kw.anchor_generator = default_anchorgen()
   kw.head = Head(backbone.out_channels, kw.anchor_generator:num_anchors_per_location()[1], kw.num_classes,
     { norm_layer = function(c) return nn.GroupNorm(32, c) end })
   kw.head.regression_head._loss_type = "giou"
-  return RetinaNet(backbone, kw)
+  return faster_rcnn._load_weights(fname, RetinaNet(backbone, kw), w, o)
 end
 
 return M

@@ -1,5 +1,5 @@
--- torchvision.transforms._presets.SemanticSegmentation and VideoClassification: the inference
--- transforms of the segmentation and video weights (weights.transforms()).
+-- torchvision.transforms._presets.ObjectDetection, SemanticSegmentation and VideoClassification: the
+-- inference transforms of the detection, segmentation and video weights (weights.transforms()).
 local torch = require "torch"
 local U = require "nn_util"
 
@@ -31,6 +31,17 @@ local function preset(name, fields, forward)
   end
   return cls
 end
+
+-- a PIL-like image or a uint8 tensor to float in [0, 1] (the detection models resize and normalize themselves)
+local OD = { __name = "ObjectDetection" }
+OD.__index = OD
+OD.__call = function(self, img) return self:forward(img) end
+OD.__tostring = function() return "ObjectDetection()" end
+function OD:forward(img)
+  if not torch.is_tensor(img) then img = TF.pil_to_tensor(img) end
+  return TF.convert_image_dtype(img, torch.float32)
+end
+function M.ObjectDetection() return setmetatable({}, OD) end
 
 -- resize (the shorter side to resize_size, antialiased), to float in [0, 1], normalize
 local SS = preset("SemanticSegmentation", { "resize_size", "mean", "std", "interpolation" }, function(self, img)

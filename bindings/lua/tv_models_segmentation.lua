@@ -18,30 +18,7 @@ return function(models, H)
 local fail, parse = H.fail, H.parse
 local OD = U.OrderedDict
 
--- ---- weights enums (shared with tv_models_video) ----
-
--- a *_Weights enum with members {name, file, num_params, min_size, extra meta, transforms}, put in family (the
--- submodule table, which list_models(module=...) selects) and registered as the builder's weights
--- (builder_opts verifies weights= against it; get_model, get_weight find it)
-local function weights_enum(enum_name, builder, family, members)
-  local enum = setmetatable({ __enum_name = enum_name, __names = {} }, models.WeightsEnum)
-  for _, m in ipairs(members) do
-    local meta = { num_params = m[3], min_size = m[4] }
-    for k, v in pairs(m[5] or {}) do meta[k] = v end
-    local w = setmetatable({ enum = enum, name = m[1], url = "https://download.pytorch.org/models/" .. m[2], meta = meta,
-      transforms = m[6] }, models.Weights)
-    w.value = w
-    enum[m[1]] = w
-    enum.__names[#enum.__names + 1] = m[1]
-  end
-  enum.DEFAULT = enum[enum.__names[#enum.__names]]
-  family[enum_name] = enum
-  models._family_enums[enum_name] = enum
-  models._builder_weights[builder] = enum
-  models._builder_family[builder] = family
-  return enum
-end
-models._weights_enum = weights_enum
+local weights_enum = models._weights_enum
 
 -- builder_opts plus weights_backbone / pretrained_backbone (verified against the backbone's enum)
 local function seg_opts(fname, backbone, spec, ...)
@@ -302,7 +279,8 @@ seg.lraspp.lraspp_mobilenet_v3_large = seg.lraspp_mobilenet_v3_large
 local presets = require "tv_models_presets"
 local function voc_transforms() return presets.SemanticSegmentation({ resize_size = 520 }) end
 local function coco_voc(enum_name, builder, family, file, num_params)
-  weights_enum(enum_name, builder, seg, { { "COCO_WITH_VOC_LABELS_V1", file, num_params, { 1, 1 }, nil, voc_transforms } })
+  weights_enum(enum_name, builder, seg, { { "COCO_WITH_VOC_LABELS_V1", file, num_params, { 1, 1 },
+    { categories = require("tv_models_meta")._VOC_CATEGORIES }, voc_transforms } })
   family[enum_name] = seg[enum_name]
 end
 coco_voc("FCN_ResNet50_Weights", "fcn_resnet50", seg.fcn, "fcn_resnet50_coco-1167a1af.pth", 35322218)

@@ -1,11 +1,12 @@
 -- torchvision.models' weights API: the *_Weights enums (members IMAGENET1K_V1, IMAGENET1K_V2, ...,
--- and DEFAULT), each member with url, meta (num_params, min_size; no category names) and
+-- and DEFAULT), each member with url, meta (num_params, min_size, categories) and
 -- transforms() (the ImageClassification preset: resize, center crop, rescale, normalize);
 -- get_model, get_model_builder, get_model_weights, get_weight and list_models. nnrepl downloads
 -- nothing: a builder given weights= names the file to fetch and says how to load it instead
 -- (tv_models.lua's builder_opts). The enums are built from the table below.
 local torch = require "torch"
 local U = require "nn_util"
+local CATEGORIES = require "tv_models_meta"
 
 return function(models)
 
@@ -216,7 +217,7 @@ for _, e in ipairs(WEIGHTS) do
     local crop, resize, interp, mean, std = m[4], m[5], m[6] or BL, m[7], m[8]
     local min = m[9] or e[3]
     local w = setmetatable({enum = enum, name = m[1], url = BASE .. m[2],
-      meta = {num_params = m[3], min_size = {min, min}},
+      meta = {num_params = m[3], min_size = {min, min}, categories = CATEGORIES._IMAGENET_CATEGORIES},
       transforms = function() return image_classification({crop_size = crop, resize_size = resize, interpolation = interp,
         mean = mean, std = std}) end}, Weights)
     w.value = w
@@ -227,6 +228,31 @@ for _, e in ipairs(WEIGHTS) do
   models[e[1]] = enum
   builder_weights[e[2]] = enum
 end
+
+-- ---- the submodules' weights enums (segmentation, video, detection) ----
+
+-- a *_Weights enum with members {name, file, num_params, min_size, extra meta, transforms}, put in family (the
+-- submodule table, which list_models(module=...) selects) and registered as the builder's weights
+-- (builder_opts verifies weights= against it; get_model, get_weight find it)
+local function weights_enum(enum_name, builder, family, members)
+  local enum = setmetatable({ __enum_name = enum_name, __names = {} }, WeightsEnum)
+  for _, m in ipairs(members) do
+    local meta = { num_params = m[3], min_size = m[4] }
+    for k, v in pairs(m[5] or {}) do meta[k] = v end
+    local w = setmetatable({ enum = enum, name = m[1], url = "https://download.pytorch.org/models/" .. m[2], meta = meta,
+      transforms = m[6] }, Weights)
+    w.value = w
+    enum[m[1]] = w
+    enum.__names[#enum.__names + 1] = m[1]
+  end
+  enum.DEFAULT = enum[enum.__names[#enum.__names]]
+  family[enum_name] = enum
+  family_enums[enum_name] = enum
+  builder_weights[builder] = enum
+  builder_family[builder] = family
+  return enum
+end
+models._weights_enum = weights_enum
 
 -- ---- the registry ----
 
@@ -244,12 +270,13 @@ local function glob(p) return "^" .. p:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gs
 
 -- list_models({module, include, exclude}): the builders' names, sorted; include / exclude: fnmatch
 -- patterns (a string or a list); module: torchvision.models (the classification models),
--- models.segmentation or models.video.
+-- models.segmentation, models.video or models.detection.
 function models.list_models(...)
   local o = U.parse("list_models", {{"module"}, {"include"}, {"exclude"}}, ...)
-  if o.module ~= nil and o.module ~= models and o.module ~= models.segmentation and o.module ~= models.video then
-    U.error("list_models: module must be torchvision.models, models.segmentation or models.video (no detection, " ..
-      "optical_flow or quantization models)")
+  if o.module ~= nil and o.module ~= models and o.module ~= models.segmentation and o.module ~= models.video
+    and o.module ~= models.detection then
+    U.error("list_models: module must be torchvision.models, models.segmentation, models.video or models.detection " ..
+      "(no optical_flow or quantization models)")
   end
   local function pats(p) return type(p) == "string" and {p} or p end
   local names = builder_names()
@@ -268,12 +295,6 @@ function models.get_model_builder(name)
   if type(name) ~= "string" then U.errorf("get_model_builder: expected a model name, got %s", U.typename(name)) end
   local n = name:lower()
   local f = builder_of(n)
-  -- the detection builders (no weights enums here: their weights= raise)
-  local det = rawget(models, "detection")
-  if not builder_weights[n] and det and (n:match("^%a+rcnn_") or n:match("^retinanet_"))
-    and type(rawget(det, n)) == "function" then
-    return det[n]
-  end
   if not builder_weights[n] or type(f) ~= "function" then
     if builder_weights[n] then U.errorf("Unknown model %s (not available in nnrepl)", name) end
     U.errorf("Unknown model %s", name)

@@ -6,6 +6,7 @@ local tv = require "torchvision"
 local D = tv.models.detection
 local nn = torch.nn
 local gradcheck = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "gradcheck.lua")(T)
+local no_hub = dofile(debug.getinfo(1, "S").source:match("^@(.*/)") .. "hub_dir.lua")
 
 local MEAN, STD = { 0.485, 0.456, 0.406 }, { 0.229, 0.224, 0.225 }
 
@@ -617,7 +618,10 @@ T.test("retinanet_resnet50_fpn layout", function()
   local n = 0
   for _, p in ipairs(frozen:parameters()) do n = n + p:numel() end
   T.eq(n, 34014999, "torchvision's RetinaNet_ResNet50_FPN_Weights.COCO_V1 num_params")
-  T.raises(function() D.retinanet_resnet50_fpn({ weights = "DEFAULT" }) end, "~retinanet_resnet50_fpn: weights=DEFAULT")
+  no_hub(function()
+    T.raises(function() D.retinanet_resnet50_fpn({ weights = "DEFAULT" }) end,
+      "~retinanet_resnet50_fpn_coco-eeacb38b.pth is not in the cache")
+  end)
   T.raises(function() D.RetinaNet(frozen.backbone) end, "~missing required argument 'num_classes'")
 end)
 
@@ -737,7 +741,10 @@ T.test("maskrcnn_resnet50_fpn layout", function()
   T.eq(sd["roi_heads.mask_predictor.conv5_mask.weight"].shape:totable(), { 256, 256, 2, 2 })
   T.eq(sd["roi_heads.mask_predictor.mask_fcn_logits.weight"].shape:totable(), { 91, 256, 1, 1 })
   T.check(tostring(frozen.roi_heads.mask_roi_pool):find("output_size=(14, 14)", 1, true) ~= nil)
-  T.raises(function() D.maskrcnn_resnet50_fpn({ weights = "DEFAULT" }) end, "~maskrcnn_resnet50_fpn: weights=DEFAULT")
+  no_hub(function()
+    T.raises(function() D.maskrcnn_resnet50_fpn({ weights = "DEFAULT" }) end,
+      "~maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth is not in the cache")
+  end)
   local v2 = D.maskrcnn_resnet50_fpn_v2()
   n = 0
   for _, p in ipairs(v2:parameters()) do n = n + p:numel() end
@@ -747,10 +754,14 @@ T.test("maskrcnn_resnet50_fpn layout", function()
 end)
 
 T.test("fasterrcnn_resnet50_fpn and FasterRCNN argument errors", function()
-  T.raises(function() D.fasterrcnn_resnet50_fpn({ weights = "DEFAULT" }) end,
-    "~weights=DEFAULT asks for pretrained weights, but nnrepl downloads nothing")
-  T.raises(function() D.fasterrcnn_resnet50_fpn({ weights_backbone = "IMAGENET1K_V1" }) end,
-    "~weights_backbone=IMAGENET1K_V1 asks for pretrained weights")
+  no_hub(function()
+    T.raises(function() D.fasterrcnn_resnet50_fpn({ weights = "DEFAULT" }) end,
+      "~fasterrcnn_resnet50_fpn_coco-258fb6c6.pth is not in the cache, and nnrepl downloads nothing at run time")
+    T.raises(function() D.fasterrcnn_resnet50_fpn({ weights_backbone = "IMAGENET1K_V1" }) end,
+      "~resnet50-0676ba61.pth is not in the cache")
+  end)
+  T.raises(function() D.fasterrcnn_resnet50_fpn({ weights = "IMAGENET1K_V1" }) end,
+    "Invalid value IMAGENET1K_V1 for enum FasterRCNN_ResNet50_FPN_Weights.")
   T.raises(function() D.fasterrcnn_resnet50_fpn({ num_clases = 3 }) end, "~unknown keyword 'num_clases'")
   local bb = D.resnet_fpn_backbone({ backbone_name = "resnet18", trainable_layers = 5 })
   T.raises(function() D.FasterRCNN(bb) end, "num_classes should not be None when box_predictor is not specified")

@@ -421,7 +421,10 @@ T.test("registry and submodules", function()
   T.eq(models.list_models({ module = video }), { "mc3_18", "r2plus1d_18", "r3d_18", "s3d" }, "list_models(video)")
   local cls = models.list_models({ module = models })
   local all = models.list_models()
-  T.eq(#all, #cls + 10, "list_models() lists every family")
+  T.eq(#all, #cls + 18, "list_models() lists every family")
+  T.eq(models.list_models({ module = models.detection }), { "fasterrcnn_mobilenet_v3_large_320_fpn",
+    "fasterrcnn_mobilenet_v3_large_fpn", "fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2", "retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2" }, "list_models(detection)")
   T.check(not MU.contains(cls, "fcn_resnet50") and MU.contains(all, "fcn_resnet50"), "classification list excludes fcn")
   T.eq(models.list_models({ module = video, include = "r*" }), { "r2plus1d_18", "r3d_18" }, "include within a module")
   T.raises(function() models.list_models({ module = {} }) end, "~list_models: module must be", "unknown module")

@@ -155,7 +155,8 @@ T.test("weights enums", function()
   local W = models.ResNet50_Weights
   T.check(W.DEFAULT == W.IMAGENET1K_V2, "DEFAULT is the newest")
   T.eq(W.IMAGENET1K_V1.url, "https://download.pytorch.org/models/resnet50-0676ba61.pth", "url")
-  T.eq(W.IMAGENET1K_V2.meta, {num_params = 25557032, min_size = {1, 1}}, "meta")
+  local meta = W.IMAGENET1K_V2.meta
+  T.eq({meta.num_params, meta.min_size, #meta.categories, meta.categories[1]}, {25557032, {1, 1}, 1000, "tench"}, "meta")
   T.eq(tostring(W.IMAGENET1K_V2), "ResNet50_Weights.IMAGENET1K_V2", "member tostring")
   T.eq(#W:members(), 2, "members")
   T.check(models.ViT_H_14_Weights.DEFAULT == models.ViT_H_14_Weights.IMAGENET1K_SWAG_E2E_V1, "ViT_H_14 default")

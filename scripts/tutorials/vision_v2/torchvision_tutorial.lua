@@ -12,8 +12,7 @@
 -- * pretrained weights (weights="DEFAULT") come from torch.hub's cache, where torchvision would
 --   download them: <torch.hub.get_dir()>/checkpoints/ holds maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth,
 --   fasterrcnn_resnet50_fpn_coco-258fb6c6.pth and mobilenet_v2-7ebf99e0.pth (copy them from a
---   machine with network); the detection models are built in torchvision's pretrained layout
---   (FrozenBatchNorm2d, 3 trainable backbone layers) and loaded with load_state_dict.
+--   machine with network).
 --   --weights none builds every model without weights (weights=None: all layers trainable).
 -- * new flags to run it small: --epochs, --test-size (the tutorial's 50 test images),
 --   --min-size / --max-size (the models' input resizing, torchvision's 800 / 1333), --print-freq.
@@ -136,23 +135,11 @@ function PennFudanDataset:__len() return #self.imgs end
 local detection = torchvision.models.detection
 local FastRCNNPredictor = detection.faster_rcnn.FastRCNNPredictor
 local MaskRCNNPredictor = detection.mask_rcnn.MaskRCNNPredictor
-local size_kw = {min_size = args.min_size, max_size = args.max_size}
-
--- a COCO-pretrained detection model from torch.hub's cache (see the header), or one without weights
-local checkpoints = {
-  fasterrcnn_resnet50_fpn = {detection.FasterRCNN, "https://download.pytorch.org/models/fasterrcnn_resnet50_fpn_coco-258fb6c6.pth"},
-  maskrcnn_resnet50_fpn = {detection.MaskRCNN, "https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"},
-}
-local function pretrained_detection(name)
-  local kw = {num_classes = 91, min_size = args.min_size, max_size = args.max_size}
-  if args.weights == "none" then return detection[name](kw) end
-  local cls, url = table.unpack(checkpoints[name])
-  local backbone = torchvision.models.resnet50({norm_layer = torchvision.ops.misc.FrozenBatchNorm2d})
-  local model = cls(detection.backbone_utils._resnet_fpn_extractor(backbone, 3), kw)
-  model:load_state_dict(torch.hub.load_state_dict_from_url(url))
-  return model
-end
 local weights = args.weights ~= "none" and args.weights or nil
+-- a COCO-pretrained detection model (weights="DEFAULT", from torch.hub's cache), or one without weights
+local function pretrained_detection(name)
+  return detection[name]({weights = weights, min_size = args.min_size, max_size = args.max_size})
+end
 
 -- 1 - finetuning from a pretrained model
 local model = pretrained_detection("fasterrcnn_resnet50_fpn")
