@@ -500,7 +500,9 @@ function Pattern:subn(repl, s, ...)
     if items then expand(items, s, ov, out)
     else
       local r = repl(new_match(self, s, 0, #s, ov))
-      if r ~= nil and type(r) ~= "string" then U.errorf("TypeError: expected str instance, %s found", U.typename(r)) end
+      if r ~= nil and type(r) ~= "string" then -- Python's join message, with the item's place in its list
+        U.errorf("TypeError: sequence item %d: expected str instance, %s found", #out, U.typename(r))
+      end
       out[#out + 1] = r
     end
     last = ov[2]
