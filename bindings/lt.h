@@ -167,5 +167,6 @@ void lt_open_tracer(lua_State *L);   /* tracer.c: torch._tracer (engine/tracer.h
 int luaopen_time(lua_State *L);     /* time.c */
 int luaopen_hashlib(lua_State *L);  /* hashlib.c */
 int luaopen_pyos(lua_State *L);     /* pyos.c: require "_pyos", the system calls of os.* and shutil */
+int luaopen_re_pcre2(lua_State *L); /* re.c: require "_re", the PCRE2 layer of re.lua */
 
 #endif

@@ -61,6 +61,8 @@ int luaopen_torch(lua_State *L)
     lua_setfield(L, -2, "hashlib");
     lua_pushcfunction(L, luaopen_pyos);
     lua_setfield(L, -2, "_pyos");
+    lua_pushcfunction(L, luaopen_re_pcre2);
+    lua_setfield(L, -2, "_re");
     for (int i = 0; nn_lua_sources[i].name; i++) {
         lua_pushinteger(L, i);
         lua_pushcclosure(L, load_embedded, 1);

@@ -14,7 +14,7 @@
 --   prints a bytes object (b'...').
 -- - unicodeToAscii uses nnrepl's `unicodedata` (its NFD decomposes Latin letters); lowercasing
 --   is ASCII after the accents are stripped, which gives the same words since every other
---   character becomes a space. Python's re.sub calls are Lua's gsub.
+--   character becomes a space. re.sub is Python's (nnrepl's `re`).
 -- - random.choice is Python's own algorithm (nnrepl's `random`), unseeded as in the tutorial.
 -- - lengths go to the CPU for packing, as pack_padded_sequence requires (the current tutorial
 --   does the same); the decoders make their tensors on the input's device.
@@ -26,6 +26,7 @@
 -- - --chat runs evaluateInput on stdin (the tutorial leaves that line commented out); "q" or
 --   "quit", or the end of the input, stops it.
 local unicodedata = require "unicodedata"
+local re = require "re"
 local random = require "random"
 local model = require "model"
 local EncoderRNN, LuongAttnDecoderRNN, GreedySearchDecoder = model.EncoderRNN, model.LuongAttnDecoderRNN, model.GreedySearchDecoder
@@ -242,9 +243,9 @@ end
 -- lowercase, trim, and turn everything but letters and .!? into spaces
 local function normalizeString(s)
   s = unicodeToAscii(strip(s)):lower()
-  s = s:gsub("([.!?])", " %1")
-  s = s:gsub("[^a-zA-Z.!?]+", " ")
-  s = strip(s:gsub("%s+", " "))
+  s = re.sub("([.!?])", " \\1", s)
+  s = re.sub("[^a-zA-Z.!?]+", " ", s)
+  s = strip(re.sub("\\s+", " ", s))
   return s
 end
 

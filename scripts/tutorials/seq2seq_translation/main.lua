@@ -13,7 +13,7 @@
 -- - unicodeToAscii uses nnrepl's `unicodedata` module, whose NFD decomposes Latin letters only
 --   (U+00C0-U+024F, U+1E00-U+1EFF), which covers French; lowercasing is ASCII (Lua's
 --   string.lower) after the accents are stripped, which gives the same words, since the
---   remaining non-ASCII letters become spaces anyway. Python's re.sub calls are Lua's gsub.
+--   remaining non-ASCII letters become spaces anyway. re.sub is Python's (nnrepl's `re`).
 -- - The RandomSampler follows torch.manual_seed as in PyTorch, but draws other numbers than
 --   PyTorch's (random.choice is Python's own, from nnrepl's `random` module).
 -- - The decoders make their SOS input on the encoder outputs' device (Python: the global device).
@@ -21,6 +21,7 @@
 -- - N_EPOCHS and PRINT_EVERY (environment) are new: the epochs and how often a loss line is
 --   printed (defaults 80 and 5, the tutorial's).
 local unicodedata = require "unicodedata"
+local re = require "re"
 local model = require "model"
 local EncoderRNN, AttnDecoderRNN = model.EncoderRNN, model.AttnDecoderRNN
 local TensorDataset, DataLoader, RandomSampler = torch.utils.data.TensorDataset, torch.utils.data.DataLoader, torch.utils.data.RandomSampler
@@ -82,8 +83,8 @@ local function strip(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 -- Lowercase, trim, and remove non-letter characters
 local function normalizeString(s)
   s = unicodeToAscii(strip(s)):lower()
-  s = s:gsub("([.!?])", " %1")
-  s = s:gsub("[^a-zA-Z!?]+", " ")
+  s = re.sub("([.!?])", " \\1", s)
+  s = re.sub("[^a-zA-Z!?]+", " ", s)
   return strip(s)
 end
 
