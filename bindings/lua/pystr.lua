@@ -230,26 +230,23 @@ function S.count(s, x, start, stop)
   end
 end
 
-function S.index(s, x, start, stop)
-  self_str(s, "index")
-  str_arg(x, "index")
-  local at = first_index(s, x, slice_args("index", s, start, stop))
-  if not at then U.error("substring not found") end
-  return at
+-- index / rindex: the first / last position, ValueError when absent
+local function indexer(fn, locate)
+  return function(s, x, start, stop)
+    self_str(s, fn)
+    str_arg(x, fn)
+    local at = locate(s, x, slice_args(fn, s, start, stop))
+    if not at then U.error("substring not found") end
+    return at
+  end
 end
+S.index = indexer("index", first_index)
+S.rindex = indexer("rindex", last_index)
 
 function S.rfind(s, x, start, stop)
   self_str(s, "rfind")
   str_arg(x, "rfind")
   return last_index(s, x, slice_args("rfind", s, start, stop)) or -1
-end
-
-function S.rindex(s, x, start, stop)
-  self_str(s, "rindex")
-  str_arg(x, "rindex")
-  local at = last_index(s, x, slice_args("rindex", s, start, stop))
-  if not at then U.error("substring not found") end
-  return at
 end
 
 -- Python's tailmatch: x at the start (or end) of s[i:j]
