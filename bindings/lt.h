@@ -168,5 +168,7 @@ int luaopen_time(lua_State *L);     /* time.c */
 int luaopen_hashlib(lua_State *L);  /* hashlib.c */
 int luaopen_pyos(lua_State *L);     /* pyos.c: require "_pyos", the system calls of os.* and shutil */
 int luaopen_re_pcre2(lua_State *L); /* re.c: require "_re", the PCRE2 layer of re.lua */
+int luaopen_unicodedata(lua_State *L); /* unicodedata.c: Python's unicodedata through utf8proc */
+int luaopen_pystr(lua_State *L);    /* pystr.c: require "_pystr", the Unicode half of Python's str methods */
 
 #endif

@@ -63,6 +63,10 @@ int luaopen_torch(lua_State *L)
     lua_setfield(L, -2, "_pyos");
     lua_pushcfunction(L, luaopen_re_pcre2);
     lua_setfield(L, -2, "_re");
+    lua_pushcfunction(L, luaopen_unicodedata);
+    lua_setfield(L, -2, "unicodedata");
+    lua_pushcfunction(L, luaopen_pystr);
+    lua_setfield(L, -2, "_pystr");
     for (int i = 0; nn_lua_sources[i].name; i++) {
         lua_pushinteger(L, i);
         lua_pushcclosure(L, load_embedded, 1);

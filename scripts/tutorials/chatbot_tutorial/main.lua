@@ -50,19 +50,6 @@ local function open(path, mode)
   return f
 end
 
--- str.split(sep): every separator splits, so empty parts appear
-local function split(s, sep)
-  local out, start = {}, 1
-  while true do
-    local i, j = s:find(sep, start, true)
-    if not i then out[#out + 1] = s:sub(start); return out end
-    out[#out + 1] = s:sub(start, i - 1)
-    start = j + 1
-  end
-end
-
-local function strip(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
-
 -- how Python prints a bytes object
 local function bytes_repr(s)
   local q = (s:find("'", 1, true) and not s:find('"', 1, true)) and '"' or "'"
@@ -96,7 +83,7 @@ local function loadLines(fileName, fields)
   local lines = {}
   local f = open(fileName, "rb")
   for line in f:lines("L") do
-    local values = split(latin1(line), " +++$+++ ")
+    local values = latin1(line):split(" +++$+++ ")
     local lineObj = {}
     for i, field in ipairs(fields) do
       lineObj[field] = values[i]
@@ -112,7 +99,7 @@ local function loadConversations(fileName, lines, fields)
   local conversations = {}
   local f = open(fileName, "rb")
   for line in f:lines("L") do
-    local values = split(latin1(line), " +++$+++ ")
+    local values = latin1(line):split(" +++$+++ ")
     local convObj = {}
     for i, field in ipairs(fields) do
       convObj[field] = values[i]
@@ -133,8 +120,8 @@ local function extractSentencePairs(conversations)
   local qa_pairs = {}
   for _, conversation in ipairs(conversations) do
     for i = 1, #conversation.lines - 1 do
-      local inputLine = strip(conversation.lines[i].text)
-      local targetLine = strip(conversation.lines[i + 1].text)
+      local inputLine = conversation.lines[i].text:strip()
+      local targetLine = conversation.lines[i + 1].text:strip()
       if inputLine ~= "" and targetLine ~= "" then
         qa_pairs[#qa_pairs + 1] = { inputLine, targetLine }
       end
@@ -190,7 +177,7 @@ function Voc.new(name)
 end
 
 function Voc:addSentence(sentence)
-  for _, word in ipairs(split(sentence, " ")) do
+  for _, word in ipairs(sentence:split(" ")) do
     self:addWord(word)
   end
 end
@@ -242,10 +229,10 @@ end
 
 -- lowercase, trim, and turn everything but letters and .!? into spaces
 local function normalizeString(s)
-  s = unicodeToAscii(strip(s)):lower()
+  s = unicodeToAscii(s:strip()):lower()
   s = re.sub("([.!?])", " \\1", s)
   s = re.sub("[^a-zA-Z.!?]+", " ", s)
-  s = strip(re.sub("\\s+", " ", s))
+  s = re.sub("\\s+", " ", s):strip()
   return s
 end
 
@@ -253,12 +240,12 @@ end
 local function readVocs(datafile, corpus_name)
   print("Reading lines...")
   local f = open(datafile, "rb")
-  local text = strip(f:read("a"))
+  local text = f:read("a"):strip()
   f:close()
   local pairs_ = {}
-  for _, l in ipairs(split(text, "\n")) do
+  for _, l in ipairs(text:split("\n")) do
     local pair = {}
-    for _, s in ipairs(split(l, "\t")) do pair[#pair + 1] = normalizeString(s) end
+    for _, s in ipairs(l:split("\t")) do pair[#pair + 1] = normalizeString(s) end
     pairs_[#pairs_ + 1] = pair
   end
   local voc = Voc.new(corpus_name)
@@ -267,7 +254,7 @@ end
 
 -- both sentences shorter than MAX_LENGTH words (the EOS token needs the last place)
 local function filterPair(p)
-  return #split(p[1], " ") < MAX_LENGTH and #split(p[2], " ") < MAX_LENGTH
+  return #p[1]:split(" ") < MAX_LENGTH and #p[2]:split(" ") < MAX_LENGTH
 end
 
 local function filterPairs(pairs_)
@@ -311,7 +298,7 @@ local function trimRareWords(voc, pairs_, MIN_COUNT)
   for _, pair in ipairs(pairs_) do
     local keep = true
     for _, sentence in ipairs(pair) do
-      for _, word in ipairs(split(sentence, " ")) do
+      for _, word in ipairs(sentence:split(" ")) do
         if voc.word2index[word] == nil then keep = false; break end
       end
     end
@@ -326,7 +313,7 @@ pairs = trimRareWords(voc, pairs, MIN_COUNT)
 
 local function indexesFromSentence(voc, sentence)
   local out = {}
-  for _, word in ipairs(split(sentence, " ")) do
+  for _, word in ipairs(sentence:split(" ")) do
     local i = voc.word2index[word]
     if i == nil then error({ KeyError = word }) end
     out[#out + 1] = i
@@ -390,7 +377,7 @@ local function batch2TrainData(voc, pair_batch)
   -- longest input first (a stable sort, as Python's list.sort)
   for i, pair in ipairs(pair_batch) do pair.pos = i end
   table.sort(pair_batch, function(a, b)
-    local la, lb = #split(a[1], " "), #split(b[1], " ")
+    local la, lb = #a[1]:split(" "), #b[1]:split(" ")
     if la ~= lb then return la > lb end
     return a.pos < b.pos
   end)

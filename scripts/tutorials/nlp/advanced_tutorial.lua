@@ -162,18 +162,12 @@ torch.manual_seed(1)
 local EMBEDDING_DIM = 5
 local HIDDEN_DIM = 4
 
-local function split(s)
-  local words = {}
-  for w in s:gmatch("%S+") do words[#words + 1] = w end
-  return words
-end
-
 local training_data = { {
-  split("the wall street journal reported today that apple corporation made money"),
-  split("B I I I O O O B I O O"),
+  ("the wall street journal reported today that apple corporation made money"):split(),
+  ("B I I I O O O B I O O"):split(),
 }, {
-  split("georgia tech is a university in georgia"),
-  split("B I O O O O B"),
+  ("georgia tech is a university in georgia"):split(),
+  ("B I O O O O B"):split(),
 } }
 
 local word_to_ix, n_words = {}, 0

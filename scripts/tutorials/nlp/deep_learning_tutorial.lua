@@ -26,19 +26,13 @@ print(F.softmax(data, { dim = 0 }):sum())
 print(F.log_softmax(data, { dim = 0 }))
 
 -- Logistic regression bag-of-words classifier
-local function split(s)
-  local words = {}
-  for w in s:gmatch("%S+") do words[#words + 1] = w end
-  return words
-end
+data = { { ("me gusta comer en la cafeteria"):split(), "SPANISH" },
+         { ("Give it to me"):split(), "ENGLISH" },
+         { ("No creo que sea una buena idea"):split(), "SPANISH" },
+         { ("No it is not a good idea to get lost at sea"):split(), "ENGLISH" } }
 
-data = { { split("me gusta comer en la cafeteria"), "SPANISH" },
-         { split("Give it to me"), "ENGLISH" },
-         { split("No creo que sea una buena idea"), "SPANISH" },
-         { split("No it is not a good idea to get lost at sea"), "ENGLISH" } }
-
-local test_data = { { split("Yo creo que si"), "SPANISH" },
-                    { split("it is lost on me"), "ENGLISH" } }
+local test_data = { { ("Yo creo que si"):split(), "SPANISH" },
+                    { ("it is lost on me"):split(), "ENGLISH" } }
 
 local word_to_ix, words = {}, {}
 for _, set in ipairs({ data, test_data }) do

@@ -58,16 +58,10 @@ print(out)
 print(R.tuple(hidden[1], hidden[2]))
 
 -- Example: an LSTM for part-of-speech tagging
-local function split(s)
-  local words = {}
-  for w in s:gmatch("%S+") do words[#words + 1] = w end
-  return words
-end
-
 local training_data = {
   -- tags: DET determiner, NN noun, V verb
-  { split("The dog ate the apple"), { "DET", "NN", "V", "DET", "NN" } },
-  { split("Everybody read that book"), { "NN", "V", "DET", "NN" } },
+  { ("The dog ate the apple"):split(), { "DET", "NN", "V", "DET", "NN" } },
+  { ("Everybody read that book"):split(), { "NN", "V", "DET", "NN" } },
 }
 local word_to_ix, words = {}, {}
 for _, pair in ipairs(training_data) do

@@ -42,12 +42,6 @@ local hello_embed = embeds(lookup_tensor)
 print(hello_embed)
 
 -- An example: N-gram language modeling
-local function split(s)
-  local words = {}
-  for w in s:gmatch("%S+") do words[#words + 1] = w end
-  return words
-end
-
 -- the vocabulary of a list of words, numbered by first appearance: the words, word -> index
 local function make_vocab(text)
   local vocab, to_ix = {}, {}
@@ -62,7 +56,7 @@ end
 
 local CONTEXT_SIZE = 2
 local EMBEDDING_DIM = 10
-local test_sentence = split([[When forty winters shall besiege thy brow,
+local test_sentence = ([[When forty winters shall besiege thy brow,
 And dig deep trenches in thy beauty's field,
 Thy youth's proud livery so gazed on now,
 Will be a totter'd weed of small worth held:
@@ -75,7 +69,7 @@ If thou couldst answer 'This fair child of mine
 Shall sum my count, and make my old excuse,'
 Proving his beauty by succession thine!
 This were to be new made when thou art old,
-And see thy blood warm when thou feel'st it cold.]])
+And see thy blood warm when thou feel'st it cold.]]):split()
 local trigrams = {}
 for i = 1, #test_sentence - 2 do
   trigrams[#trigrams + 1] = R.T({ test_sentence[i], test_sentence[i + 1] }, test_sentence[i + 2])
@@ -108,12 +102,12 @@ print(R.list(losses))
 
 -- Exercise: computing word embeddings with a continuous bag-of-words model
 CONTEXT_SIZE = 2
-local raw_text = split([[We are about to study the idea of a computational process.
+local raw_text = ([[We are about to study the idea of a computational process.
 Computational processes are abstract beings that inhabit computers.
 As they evolve, processes manipulate other abstract things called data.
 The evolution of a process is directed by a pattern of rules
 called a program. People create programs to direct processes. In effect,
-we conjure the spirits of the computer with our spells.]])
+we conjure the spirits of the computer with our spells.]]):split()
 
 vocab, word_to_ix = make_vocab(raw_text)
 local vocab_size = #vocab

@@ -32,13 +32,6 @@ local SOS_token, EOS_token, MAX_LENGTH = model.SOS_token, model.EOS_token, model
 
 local random = require "random"
 
--- str.split(' '): every single space separates, so empty words can appear
-local function split(s, sep)
-  local out = {}
-  for part in (s .. sep):gmatch("(.-)" .. sep) do out[#out + 1] = part end
-  return out
-end
-
 local Lang = {}
 Lang.__index = Lang
 
@@ -53,7 +46,7 @@ function Lang.new(name)
 end
 
 function Lang:addSentence(sentence)
-  for _, word in ipairs(split(sentence, " ")) do
+  for _, word in ipairs(sentence:split(" ")) do
     self:addWord(word)
   end
 end
@@ -78,14 +71,12 @@ local function unicodeToAscii(s)
   return table.concat(out)
 end
 
-local function strip(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
-
 -- Lowercase, trim, and remove non-letter characters
 local function normalizeString(s)
-  s = unicodeToAscii(strip(s)):lower()
+  s = unicodeToAscii(s:strip()):lower()
   s = re.sub("([.!?])", " \\1", s)
   s = re.sub("[^a-zA-Z!?]+", " ", s)
-  return strip(s)
+  return s:strip()
 end
 
 local function readLangs(lang1, lang2, reverse)
@@ -94,13 +85,13 @@ local function readLangs(lang1, lang2, reverse)
   local path = string.format("data/%s-%s.txt", lang1, lang2)
   local f, err = io.open(path, "rb")
   if not f then error(string.format("cannot open %s (%s): download https://download.pytorch.org/tutorial/data.zip and extract it to the current folder", path, err), 0) end
-  local lines = split(strip(f:read("a")), "\n")
+  local lines = f:read("a"):strip():split("\n")
   f:close()
 
   local pairs_ = {}
   for _, l in ipairs(lines) do
     local pair = {}
-    for _, s in ipairs(split(l, "\t")) do pair[#pair + 1] = normalizeString(s) end
+    for _, s in ipairs(l:split("\t")) do pair[#pair + 1] = normalizeString(s) end
     pairs_[#pairs_ + 1] = pair
   end
 
@@ -130,15 +121,8 @@ local eng_prefixes = {
   "they are", "they re ",
 }
 
-local function startswith(s, prefixes)
-  for _, p in ipairs(prefixes) do
-    if s:sub(1, #p) == p then return true end
-  end
-  return false
-end
-
 local function filterPair(p)
-  return #split(p[1], " ") < MAX_LENGTH and #split(p[2], " ") < MAX_LENGTH and startswith(p[2], eng_prefixes)
+  return #p[1]:split(" ") < MAX_LENGTH and #p[2]:split(" ") < MAX_LENGTH and p[2]:startswith(eng_prefixes)
 end
 
 local function filterPairs(pairs_)
@@ -175,7 +159,7 @@ print(list_repr(random.choice(pairs)))
 
 local function indexesFromSentence(lang, sentence)
   local out = {}
-  for _, word in ipairs(split(sentence, " ")) do
+  for _, word in ipairs(sentence:split(" ")) do
     local i = lang.word2index[word]
     if i == nil then error(string.format("KeyError: '%s' is not a word of %s", word, lang.name), 2) end
     out[#out + 1] = i
