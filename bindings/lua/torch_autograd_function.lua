@@ -73,7 +73,9 @@ Function._Ctx = Ctx -- for torch_autograd_function_jvp.lua
 
 local function apply(cls, ...)
   local args = table.pack(...)
-  local ctx = setmetatable({ needs_input_grad = {}, _non_differentiable = {}, _name = cls.__name .. "Backward" }, Ctx)
+  -- the node's name: "<Class>Backward", or _node_name where nnrepl's own functions give PyTorch's op names
+  local ctx = setmetatable({ needs_input_grad = {}, _non_differentiable = {}, _name = cls._node_name or cls.__name .. "Backward" },
+    Ctx)
   local any = false
   local grad_mode = torch.is_grad_enabled()
   for i = 1, args.n do

@@ -746,8 +746,81 @@ def("cross_entropy", function(...)
   return nll * (1 - eps) + ret * (eps / C)
 end)
 
--- mse_loss, l1_loss: elementwise loss f(input - target), optional per-element weight
-local function pointwise_loss(fname, names, f)
+-- An elementwise loss and its reduction as one autograd node with PyTorch's name
+-- (MseLossBackward0, ...): loss(x, t, p) the elementwise values, grads(x, t, p, need) their
+-- derivatives for x, t and p when p is a tensor (nil where need[i] is false); p: the loss's
+-- parameter; w: per-element weights multiplied in (false: none). Tensors p and w come expanded to
+-- x's shape. The backward's ops record a graph under create_graph.
+local function loss_node(name, loss, grads)
+  local Fn = torch.autograd.Function:extend(name)
+  Fn._node_name = name
+  function Fn.forward(ctx, x, t, reduction, p, w)
+    ctx:save_for_backward(x, t)
+    ctx.reduction, ctx.p, ctx.w = reduction, p, w
+    local l = loss(x, t, p)
+    if w then l = l * w end
+    return reduce(l, reduction)
+  end
+  function Fn.backward(ctx, grad)
+    local x, t = table.unpack(ctx.saved_tensors)
+    local need = ctx.needs_input_grad
+    if ctx.reduction == "mean" then grad = grad / x:numel() end
+    local gw = need[5] and grad * loss(x, t, ctx.p) or nil
+    if ctx.w then grad = grad * ctx.w end
+    local gx, gt, gp = grads(x, t, ctx.p, need)
+    return gx and grad * gx, gt and grad * gt, nil, gp and grad * gp, gw
+  end
+  return Fn
+end
+
+-- The same for a loss of d = input - target alone (mse, smooth L1, Huber): d is kept from the
+-- forward; grad(d, p) gives the derivative as k * g (k a number folded into the incoming gradient first,
+-- so that the backward costs two kernels).
+local function diff_loss_node(name, loss, grad_of)
+  local Fn = torch.autograd.Function:extend(name)
+  Fn._node_name = name
+  function Fn.forward(ctx, x, t, reduction, p)
+    local d = x - t
+    ctx:save_for_backward(x, t)
+    ctx.d, ctx.reduction, ctx.p = d, reduction, p
+    return reduce(loss(d, p), reduction)
+  end
+  function Fn.backward(ctx, grad)
+    -- under create_graph d is made again from the inputs, so that the graph reaches them
+    local d = ctx.d
+    if torch.is_grad_enabled() then
+      local x, t = table.unpack(ctx.saved_tensors)
+      d = x - t
+    end
+    local g, k = grad_of(d, ctx.p)
+    if ctx.reduction == "mean" then k = k / d:numel() end
+    local gx = g * (grad * k)
+    local need = ctx.needs_input_grad
+    return need[1] and gx or nil, need[2] and -gx or nil, nil, nil
+  end
+  return Fn
+end
+
+-- input and target at their broadcast shape, as PyTorch's functional losses call the op
+local function broadcast_pair(x, t)
+  if same_size(x, t) then return x, t end
+  return torch.broadcast_tensors(x, t)
+end
+
+local MSE = diff_loss_node("MseLossBackward0", function(d) return d ^ 2 end, function(d) return d, 2 end)
+local SMOOTH_L1 = diff_loss_node("SmoothL1LossBackward0", function(d, beta)
+  local a = d:abs()
+  return torch.where(a:lt(beta), a ^ 2 * (0.5 / beta), a - 0.5 * beta)
+end, function(d, beta) return torch.where(d:abs():lt(beta), d / beta, d:sign()), 1 end)
+local HUBER = diff_loss_node("HuberLossBackward0", function(d, delta)
+  local a = d:abs()
+  return torch.where(a:lt(delta), a ^ 2 * 0.5, (a - 0.5 * delta) * delta)
+end, function(d, delta) return torch.where(d:abs():lt(delta), d, d:sign() * delta), 1 end)
+
+-- mse_loss, l1_loss, smooth_l1_loss, huber_loss: elementwise loss f(input - target). Without
+-- weight, as PyTorch: the op's own node when node is given (l1_loss is PyTorch's composite); with
+-- weight (mse_loss, l1_loss, huber_loss): PyTorch's composite, sum(f * weight) / sum(weight) for "mean".
+local function pointwise_loss(fname, names, f, node, param)
   local s = sig(fname, names)
   def(fname, function(...)
     local r = s:parse(...)
@@ -757,59 +830,78 @@ local function pointwise_loss(fname, names, f)
         "to incorrect results due to broadcasting. Please ensure they have the same size.", tostring(t.shape), tostring(x.shape)))
     end
     local reduction = s:reduction(r)
-    local loss = f(x - t, r, s)
+    local p = param and param(r, s)
     local w = s.index.weight and s:tensor(r, "weight", true)
-    if w then
-      if not same_size(w, x) then fail(fname, "Weights and input must have the same size.") end
-      loss = loss * w
-      if reduction == "mean" then return loss:sum() / w:sum() end
+    if not w then
+      if node and p ~= 0 then
+        local bx, bt = broadcast_pair(x, t)
+        return node.apply(bx, bt, reduction, p)
+      end
+      return reduce(f(x - t, p), reduction)
     end
+    if not same_size(w, x) then fail(fname, "Weights and input must have the same size.") end
+    local loss = f(x - t, p) * w
+    if reduction == "mean" then return loss:sum() / w:sum() end
     return reduce(loss, reduction)
   end)
 end
 
 pointwise_loss("mse_loss", { "input", "target", "size_average", "reduce", "reduction", "weight" },
-  function(d) return d ^ 2 end)
+  function(d) return d ^ 2 end, MSE)
 pointwise_loss("l1_loss", { "input", "target", "size_average", "reduce", "reduction", "weight" },
   function(d) return d:abs() end)
-pointwise_loss("smooth_l1_loss", { "input", "target", "size_average", "reduce", "reduction", "beta" }, function(d, r, s)
+-- beta 0 is l1_loss, as PyTorch's smooth_l1_loss calls it then
+pointwise_loss("smooth_l1_loss", { "input", "target", "size_average", "reduce", "reduction", "beta" }, function(d, beta)
+  return beta == 0 and d:abs() or torch.where(d:abs():lt(beta), d ^ 2 * (0.5 / beta), d:abs() - 0.5 * beta)
+end, SMOOTH_L1, function(r, s)
   local beta = s:number(r, "beta", 1.0)
   if beta < 0 then fail("smooth_l1_loss", "smooth_l1_loss does not support negative values for beta.") end
-  local a = d:abs()
-  if beta == 0 then return a end
-  return torch.where(a:lt(beta), a ^ 2 * (0.5 / beta), a - 0.5 * beta)
+  return beta
 end)
-pointwise_loss("huber_loss", { "input", "target", "reduction", "delta", "weight" }, function(d, r, s)
-  local delta = s:number(r, "delta", 1.0)
-  if delta <= 0 then fail("huber_loss", "huber_loss does not support non-positive values for delta.") end
+pointwise_loss("huber_loss", { "input", "target", "reduction", "delta", "weight" }, function(d, delta)
   local a = d:abs()
   return torch.where(a:lt(delta), a ^ 2 * 0.5, (a - 0.5 * delta) * delta)
+end, HUBER, function(r, s)
+  local delta = s:number(r, "delta", 1.0)
+  if delta <= 0 then fail("huber_loss", "huber_loss does not support non-positive values for delta.") end
+  return delta
 end)
 
 -- The elementwise loss -(t log x + (1 - t) log(1 - x)), each log clamped to >= -100 as PyTorch,
 -- so 0 and 1 give finite losses, with PyTorch's gradients: (x - t) / max(x (1 - x), 1e-12) for
 -- the input (finite at 0 and 1, where the clamps' own derivatives would give 0 * inf = nan)
 -- and log(1 - x) - log(x), clamped alike, for the target.
-local BCE = torch.autograd.Function:extend("BinaryCrossEntropyBackward0")
 local function bce_logs(x)
   return x:log():clamp(-100), (1 - x):log():clamp(-100)
 end
-function BCE.forward(ctx, x, t)
-  ctx:save_for_backward(x, t)
+local BCE = loss_node("BinaryCrossEntropyBackward0", function(x, t)
   local log_x, log_1mx = bce_logs(x)
   return -(t * log_x + (1 - t) * log_1mx)
-end
-function BCE.backward(ctx, grad)
-  local x, t = table.unpack(ctx.saved_tensors)
-  local need = ctx.needs_input_grad
-  local gx = need[1] and grad * (x - t) / ((1 - x) * x):clamp_min(1e-12) or nil
+end, function(x, t, _, need)
+  local gx = need[1] and (x - t) / ((1 - x) * x):clamp_min(1e-12) or nil
   local gt
   if need[2] then
     local log_x, log_1mx = bce_logs(x)
-    gt = grad * (log_1mx - log_x)
+    gt = log_1mx - log_x
   end
   return gx, gt
-end
+end)
+
+-- (1 - t) x - lw log_sigmoid(x), lw = 1 + (pos_weight - 1) t; p: pos_weight or false
+local BCE_LOGITS = loss_node("BinaryCrossEntropyWithLogitsBackward0", function(x, t, pw)
+  local ls = log_sigmoid(x)
+  if pw then ls = ls * ((pw - 1) * t + 1) end
+  return (1 - t) * x - ls
+end, function(x, t, pw, need)
+  local lw = pw and (pw - 1) * t + 1 or 1
+  local gx = need[1] and (1 - t) - (-x):sigmoid() * lw or nil
+  local gt
+  if need[2] then
+    gt = -x
+    if pw then gt = gt - log_sigmoid(x) * (pw - 1) end
+  end
+  return gx, gt, need[4] and -t * log_sigmoid(x) or nil
+end)
 
 local bce_sig = sig("binary_cross_entropy", { "input", "target", "weight", "size_average", "reduce", "reduction" })
 def("binary_cross_entropy", function(...)
@@ -826,9 +918,7 @@ def("binary_cross_entropy", function(...)
   if not x.is_cuda and x:numel() > 0 and (x:lt(0):logical_or(x:gt(1))):any():item() then
     fail("binary_cross_entropy", "all elements of input should be between 0 and 1")
   end
-  local loss = BCE.apply(x, t)
-  if w then loss = loss * w end
-  return reduce(loss, reduction)
+  return BCE.apply(x, t, reduction, false, w and w:expand_as(x) or false)
 end)
 
 local bcel_sig = sig("binary_cross_entropy_with_logits", { "input", "target", "weight", "size_average", "reduce",
@@ -843,12 +933,7 @@ def("binary_cross_entropy_with_logits", function(...)
     fail("binary_cross_entropy_with_logits", string.format("Target size (%s) must be the same as input size (%s)",
       tostring(t.shape), tostring(x.shape)))
   end
-  -- (1 - t) * x - lw * log_sigmoid(x), lw = 1 + (pos_weight - 1) * t
-  local ls = log_sigmoid(x)
-  if pw then ls = ls * ((pw - 1) * t + 1) end
-  local loss = (1 - t) * x - ls
-  if w then loss = loss * w end
-  return reduce(loss, reduction)
+  return BCE_LOGITS.apply(x, t, reduction, pw and pw:expand_as(x) or false, w and w:expand_as(x) or false)
 end)
 
 return F

@@ -19,7 +19,7 @@ if ! command -v "$py" >/dev/null; then
 fi
 
 ref=$("$py" "$here/re_ref.py" "$cases") || { echo "FAIL: re_ref.py"; echo "0 passed, 1 failed"; exit 1; }
-got=$("$bin" "$here/re_run.lua" "$cases" | sed 's/\t/ /') || { echo "FAIL: re_run.lua"; echo "0 passed, 1 failed"; exit 1; }
+got=$(timeout 120 "$bin" "$here/re_run.lua" "$cases" | sed 's/\t/ /') || { echo "FAIL: re_run.lua"; echo "0 passed, 1 failed"; exit 1; }
 n=$(wc -l <<<"$ref")
 check "both sides ran every case ($n)" [ "$(wc -l <<<"$got")" -eq "$n" -a "$n" -ge 150 ]
 while IFS= read -r want; do

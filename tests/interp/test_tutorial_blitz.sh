@@ -38,7 +38,9 @@ check "nn: exit 0" [ $? -eq 0 ]
 check "nn: the tree" has "$out" $'Net(\n  (conv1): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1))\n  (conv2): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))\n  (fc1): Linear(in_features=400, out_features=120, bias=True)'
 check "nn: 10 parameters, conv1's weight" has "$out" $'\n10\ntorch.Size([6, 1, 5, 5])\n'
 check "nn: output [1, 10] from Addmm" matches "$out" 'grad_fn=<AddmmBackward0>\)$'
-check "nn: the loss" matches "$out" '^tensor\([0-9]+\.[0-9]{4}, grad_fn=<[A-Za-z]+Backward0>\)$'
+check "nn: the loss" matches "$out" '^tensor\([0-9]+\.[0-9]{4}, grad_fn=<MseLossBackward0>\)$'
+chain=$(grep -oE '^<[A-Za-z0-9]+ object at 0x' <<<"$out" | tr '\n' ' ')
+check "nn: the grad_fn chain as PyTorch prints it ($chain)" [ "$chain" = "<MseLossBackward0 object at 0x <AddmmBackward0 object at 0x <AccumulateGrad object at 0x " ]
 check "nn: no grad before backward" has "$out" $'conv1.bias.grad before backward\nnil\nconv1.bias.grad after backward\ntensor(['
 
 # ---- cifar10_tutorial on a tiny CIFAR-10 (tests/interp/make_tiny_cifar10.lua): 40 images in

@@ -164,3 +164,32 @@ T.test("losses", function()
     function(u, v) return F.binary_cross_entropy_with_logits(u, v) end,
     { torch.tensor({ 40.0, -40.0, 3.0 }, f64), torch.tensor({ 0.3, 0.6, 1.0 }, f64) })
 end)
+
+T.test("the losses' autograd nodes carry PyTorch's names and link straight to their inputs", function()
+  local x = torch.randn(2, 3, { requires_grad = true })
+  local lin = x * 2
+  local t = torch.rand(2, 3)
+  local names = {
+    { F.mse_loss(lin, t), "MseLossBackward0" },
+    { F.mse_loss(lin, t, { reduction = "none" }), "MseLossBackward0" },
+    { F.smooth_l1_loss(lin, t), "SmoothL1LossBackward0" },
+    { F.smooth_l1_loss(lin, t, { beta = 0 }), "MeanBackward0" }, -- l1_loss, as PyTorch calls it then
+    { F.huber_loss(lin, t), "HuberLossBackward0" },
+    { F.l1_loss(lin, t), "MeanBackward0" },
+    { F.binary_cross_entropy(lin:sigmoid(), t), "BinaryCrossEntropyBackward0" },
+    { F.binary_cross_entropy_with_logits(lin, t, { pos_weight = torch.ones(3) }), "BinaryCrossEntropyWithLogitsBackward0" },
+    { F.mse_loss(lin, t, { weight = torch.ones(2, 3) }), "DivBackward0" }, -- PyTorch's composite with weight
+  }
+  for i, c in ipairs(names) do
+    T.eq(c[1].grad_fn:name(), c[2], "loss " .. i)
+  end
+  T.eq(names[1][1].grad_fn.next_functions[1][1]:name(), "MulBackward0", "MseLossBackward0 -> the input's node")
+  -- a target that broadcasts: expanded first, as PyTorch's broadcast_tensors
+  local xb = torch.randn(2, 1, { dtype = torch.float64, requires_grad = true })
+  local tb = torch.rand(2, 3, { dtype = torch.float64 })
+  local l = F.mse_loss(xb, tb)
+  T.eq(l.grad_fn.next_functions[1][1]:name(), "ExpandBackward0")
+  l:backward()
+  local want = ((xb:detach():expand(2, 3) - tb) * 2 / 6):sum(1, true)
+  T.check(torch.allclose(xb.grad, want), "the gradient sums over the broadcast dim")
+end)

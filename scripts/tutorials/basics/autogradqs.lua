@@ -6,9 +6,6 @@
 --
 -- Differences from the original:
 -- * `with torch.no_grad():` is a block holding `local _ <close> = torch.no_grad()`.
--- * The loss's grad_fn prints as <MeanBackward0 ...>: nnrepl builds
---   binary_cross_entropy_with_logits from smaller ops, where PyTorch has one
---   BinaryCrossEntropyWithLogitsBackward0 node (the gradients are the same).
 -- * Booleans print as true / false where Python prints True / False.
 -- * The comment's torchviz / TORCH_LOGS graph drawing has no equivalent.
 local x = torch.ones(5)
