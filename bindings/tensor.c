@@ -629,6 +629,30 @@ static int unop(lua_State *L, nn_op op)
 static int t_unm(lua_State *L) { return unop(L, NN_OP_neg); }
 static int t_bnot(lua_State *L) { return unop(L, NN_OP_bitwise_not); }
 
+/* torch._swap_tensors(a, b): the two Lua values trade the tensors they hold, with their GC
+ * accounting and attribute tables, so every reference to a now sees b's tensor (swap_tensors) */
+static int swap_tensors(lua_State *L)
+{
+    lt_check(L, 1);
+    lt_check(L, 2);
+    lt_tensor *a = lua_touserdata(L, 1), *b = lua_touserdata(L, 2);
+    lt_tensor tmp = *a;
+    *a = *b;
+    *b = tmp;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, ATTRS);
+    lua_pushvalue(L, 1);
+    lua_rawget(L, -2);
+    lua_pushvalue(L, 2);
+    lua_rawget(L, -3); /* ATTRS, attrs(a), attrs(b) */
+    lua_pushvalue(L, 1);
+    lua_insert(L, -2);
+    lua_rawset(L, -4); /* ATTRS[a] = attrs(b) */
+    lua_pushvalue(L, 2);
+    lua_insert(L, -2);
+    lua_rawset(L, -3); /* ATTRS[b] = attrs(a) */
+    return 0;
+}
+
 void lt_open_tensor(lua_State *L)
 {
     int torch = lua_gettop(L);
@@ -652,6 +676,8 @@ void lt_open_tensor(lua_State *L)
     lua_setfield(L, torch, "_keep_method");
     lua_pushcfunction(L, alias_value);
     lua_setfield(L, torch, "_alias");
+    lua_pushcfunction(L, swap_tensors);
+    lua_setfield(L, torch, "_swap_tensors");
     lua_pushvalue(L, methods);
     lua_setfield(L, mt, "__methods");
 

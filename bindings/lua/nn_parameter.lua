@@ -35,6 +35,7 @@ function Parameter.is(v) return set[v] == true end
 
 -- Mark an existing tensor as a parameter (in place; used when a module converts one).
 function Parameter.mark(t) set[t] = true; return t end
+function Parameter.unmark(t) set[t] = nil; return t end
 
 -- Parameters print with PyTorch's prefix: wrap the Tensor metatable's __tostring.
 local tensor_mt = getmetatable(torch.empty(0))

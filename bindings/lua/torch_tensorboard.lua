@@ -31,7 +31,7 @@ local function fail(fmt, ...) error(string.format(fmt, ...), 3) end
 -- Positional values in spec order and/or a trailing keyword table.
 local function args(fname, spec, ...)
   local n = select("#", ...)
-  local last = select(n, ...)
+  local last = n > 0 and select(n, ...) or nil -- select(0, ...) raises: SummaryWriter()
   local out = {}
   if n > 0 and type(last) == "table" and getmetatable(last) == nil and rawget(last, 1) == nil and n > spec.min then
     local known = {}
