@@ -166,6 +166,7 @@ void lt_open_profiler(lua_State *L); /* profiler.c: torch._profiler (engine/prof
 void lt_open_tracer(lua_State *L);   /* tracer.c: torch._tracer (engine/tracer.h) */
 int luaopen_time(lua_State *L);     /* time.c */
 int luaopen_hashlib(lua_State *L);  /* hashlib.c */
+int luaopen_pymath(lua_State *L);   /* pymath.c: require "_pymath", the libm half of Python's math names */
 int luaopen_pyos(lua_State *L);     /* pyos.c: require "_pyos", the system calls of os.* and shutil */
 int luaopen_re_pcre2(lua_State *L); /* re.c: require "_re", the PCRE2 layer of re.lua */
 int luaopen_unicodedata(lua_State *L); /* unicodedata.c: Python's unicodedata through utf8proc */

@@ -59,6 +59,8 @@ int luaopen_torch(lua_State *L)
     lua_setfield(L, -2, "time");
     lua_pushcfunction(L, luaopen_hashlib);
     lua_setfield(L, -2, "hashlib");
+    lua_pushcfunction(L, luaopen_pymath);
+    lua_setfield(L, -2, "_pymath");
     lua_pushcfunction(L, luaopen_pyos);
     lua_setfield(L, -2, "_pyos");
     lua_pushcfunction(L, luaopen_re_pcre2);

@@ -190,7 +190,8 @@ local function decode_error(text, msg, pos) -- pos: the 0-based byte offset
 end
 
 local escapes = { ['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t' }
-local constants = { NaN = 0 / 0, Infinity = math.huge, ["-Infinity"] = -math.huge }
+-- NaN is a positive nan, as Python's float("nan") (0 / 0 has the sign bit set)
+local constants = { NaN = -(0 / 0), Infinity = math.huge, ["-Infinity"] = -math.huge }
 
 -- Python's scanner, positions as its C version reports them (1-based byte indices inside).
 local function make_decoder(text, o)
