@@ -400,6 +400,15 @@ static const luaL_Reg fields[] = {
 };
 
 /* __index(x, k): upvalue 1 the method table, upvalue 2 the field getters. */
+
+/* x[i] and x[i] = v: PyTorch's IndexError text for a row past either end */
+static void check_row(lua_State *L, const nn_tensor *t, lua_Integer i)
+{
+    int64_t size = t->shape[0];
+    if (i < -size || i >= size)
+        luaL_error(L, "index %I is out of bounds for dimension 0 with size %I", i, (lua_Integer)size);
+}
+
 static int t_index(lua_State *L)
 {
     if (lua_type(L, 2) == LUA_TSTRING) {
@@ -429,6 +438,7 @@ static int t_index(lua_State *L)
     lua_Integer i = lua_tointegerx(L, 2, &isint);
     if (!isint) return lt_index_get(L); /* tensor and list keys */
     if (t->ndim == 0) return luaL_error(L, "invalid index of a 0-dim tensor; use tensor:item() to get the number");
+    check_row(L, t, i);
     lt_push(L, nn_select(t, 0, i));
     return 1;
 }
@@ -529,6 +539,7 @@ static int t_newindex(lua_State *L)
     if (!isint) return lt_index_set(L), 0; /* tensor and list keys */
     if (!lt_is_operand(L, 3)) return luaL_error(L, "cannot assign a %s to a tensor element (tensor or number expected)", luaL_typename(L, 3));
     if (t->ndim == 0) return luaL_error(L, "invalid index of a 0-dim tensor");
+    check_row(L, t, i);
     nn_tensor *view = nn_select(t, 0, i);
     if (!view) return lt_fail(L, 0);
     nn_tensor *v = lt_operand(L, 3);

@@ -56,7 +56,10 @@ function GELU:extra_repr() return "approximate=" .. U.pyrepr(self.approximate) e
 local function plain_activation(name, method)
   local cls = Module:extend(name)
   function cls:__init(...) U.parse(name, {}, ...) end
-  function cls:forward(x) return x[method](x) end
+  function cls:forward(x)
+    U.check_tensor(method, "input", 1, x)
+    return x[method](x)
+  end
   M[name] = cls
   return cls
 end

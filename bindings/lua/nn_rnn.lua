@@ -203,6 +203,7 @@ function RNNBase:forward(input, hx)
   local lstm = mode == "LSTM"
   local packed = Packed.is(input) and input or nil -- each sequence stops at its own length
   if packed then input = self.batch_first and packed._padded:transpose(0, 1) or packed._padded end
+  if not torch.is_tensor(input) then U.errorf("%s expected a tensor as input, got %s", name, U.typename(input)) end
   local batched = input:dim() == 3
   if not batched and input:dim() ~= 2 then
     U.errorf("%s: Expected input to be 2D or 3D, got %dD tensor instead", name, input:dim())
@@ -224,6 +225,7 @@ function RNNBase:forward(input, hx)
       end
       h0, c0 = hx[1], hx[2]
     else
+      if not torch.is_tensor(hx) then U.errorf("%s: hx must be a tensor, got %s", name, U.typename(hx)) end
       h0 = hx
     end
     if not batched then
@@ -346,11 +348,15 @@ local function cell(name, mode_of)
     cell_weights(self, name, o.input_size, o.hidden_size, o.bias, GATES[self.mode], { device = o.device, dtype = o.dtype })
   end
   cls.forward = function(self, input, hx)
+    if not torch.is_tensor(input) then U.errorf("%s expected a tensor as input, got %s", name, U.typename(input)) end
     local batched = input:dim() == 2
     if not batched and input:dim() ~= 1 then
       U.errorf("%s: Expected input to be 1D or 2D, got %dD instead", name, input:dim())
     end
     local x = batched and input or input:unsqueeze(0)
+    if x:size(1) ~= self.input_size then
+      U.errorf("input has inconsistent input_size: got %d expected %d", x:size(1), self.input_size)
+    end
     local lstm = self.mode == "LSTM"
     local h, c
     if hx == nil then

@@ -68,6 +68,18 @@ end
 -- functions, whose errors would otherwise name the library's line)
 function U.call(f, ...) return finish(pcall(f, ...)) end
 
+-- U.call for a wrapper that the user knows as `name`: an argument error of f ("bad argument #2
+-- to 'plain' (...)", or '?' when f has no name) names `name` instead
+local function finish_as(name, ok, ...)
+  if ok then return ... end
+  local err = ...
+  if type(err) ~= "string" then error(err, 0) end
+  err = err:gsub("^[^\n]-:%d+: ", "", 1)
+  err = err:gsub("^(bad argument #%d+ to )'[^']*'", function(head) return head .. "'" .. name .. "'" end, 1)
+  return U.error(err)
+end
+function U.call_as(name, f, ...) return finish_as(name, pcall(f, ...)) end
+
 function U.F(name, ...)
   local f = torch.nn.functional
   f = f and f[name]

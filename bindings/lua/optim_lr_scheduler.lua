@@ -9,10 +9,12 @@
 -- and takes the first step. get_last_lr() is a Lua list (one lr per group).
 -- state_dict() holds every field but the optimizer and functions.
 local torch = require "torch"
+local U = require "nn_util"
 
 local M = {}
 
-local function fail(fmt, ...) error(string.format(fmt, ...), 3) end
+-- errors at the user's line, outside the library
+local function fail(fmt, ...) U.error(string.format(fmt, ...)) end
 
 local function pyrepr(v)
   local optim = torch.optim
@@ -64,7 +66,7 @@ local REQUIRED = setmetatable({}, { __name = "required" }) -- a spec default tha
 
 local function groups_of(opt)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
-    fail("%s is not an Optimizer", type(opt) == "table" and "the first argument" or type(opt))
+    fail("%s is not an Optimizer", type(opt) == "table" and "the first argument" or U.typename(opt))
   end
   return opt.param_groups
 end

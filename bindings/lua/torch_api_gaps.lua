@@ -17,7 +17,7 @@ torch.nan = 0.0 / 0.0
 local function method_form(name)
   return function(input, ...)
     U.check_tensor(name, "input", 1, input)
-    return U.call(input[name], input, ...)
+    return U.call_as(name, input[name], input, ...)
   end
 end
 

@@ -22,6 +22,7 @@
 -- The main thread always draws the index order from the sampler, so a seed
 -- gives the same batches with and without workers.
 local torch = require "torch"
+local U = require "nn_util"
 local C = torch._data
 
 torch.utils = torch.utils or {}
@@ -29,6 +30,8 @@ local data = {}
 torch.utils.data = data
 
 local unpack, pack = table.unpack, table.pack
+-- errors point at the user's line, outside this library
+local raise = U.error
 
 -- ---- small helpers ----
 
@@ -39,7 +42,7 @@ local function check_keys(fname, opts, allowed)
   local set = {}
   for _, k in ipairs(allowed) do set[k] = true end
   for k in pairs(opts) do
-    if not set[k] then error(string.format("%s: unknown keyword '%s'", fname, tostring(k)), 3) end
+    if not set[k] then raise(string.format("%s: unknown keyword '%s'", fname, tostring(k))) end
   end
 end
 
@@ -62,13 +65,16 @@ local function iterate(obj, what)
       return function() i = i + 1; return obj[i] end
     end
   end
-  error(string.format("%s must be a sampler (with an iter method), a list or an iterator function, got %s", what, type(obj)), 3)
+  raise(string.format("%s must be a sampler (with an iter method), a list or an iterator function, got %s", what, type(obj)))
 end
 
 local function len(obj, what)
+  if type(obj) ~= "table" and type(obj) ~= "userdata" and type(obj) ~= "string" then
+    raise(string.format("object of type '%s' has no len()", U.typename(obj)))
+  end
   local ok, n = pcall(function() return #obj end)
   if not ok or not is_int(n) then
-    error(string.format("%s has no length (define __len)%s", what, ok and "" or (": " .. tostring(n))), 3)
+    raise(string.format("%s has no length (define __len)%s", what, ok and "" or (": " .. tostring(n))))
   end
   return n
 end
@@ -92,7 +98,7 @@ local function class(name, parent)
   end
   meta.__len = function(self)
     local f = cls.__len
-    if not f then error(name .. " does not define __len", 2) end
+    if not f then raise(name .. " does not define __len") end
     return f(self)
   end
   meta.__tostring = function(self)
@@ -102,12 +108,12 @@ local function class(name, parent)
   end
   meta.__add = function(a, b)
     local f = cls.__add
-    if not f then error("attempt to add two " .. name .. " objects", 2) end
+    if not f then raise("attempt to add two " .. name .. " objects") end
     return f(a, b)
   end
   meta.__call = function(self, ...)
     local f = cls.__call
-    if not f then error("attempt to call a " .. name .. " object", 2) end
+    if not f then raise("attempt to call a " .. name .. " object") end
     return f(self, ...)
   end
   setmetatable(cls, {
@@ -125,7 +131,7 @@ end
 local Object = class("Object")
 function Object:__init() end
 function Object:extend(name)
-  if type(name) ~= "string" then error("extend expects a class name (string)", 2) end
+  if type(name) ~= "string" then raise("extend expects a class name (string)") end
   return class(name, self)
 end
 
@@ -148,7 +154,7 @@ local Dataset = Object:extend("Dataset")
 data.Dataset = Dataset
 
 function Dataset:__getitem(i)
-  error(string.format("%s must define __getitem(i)", getmetatable(self).__name), 2)
+  raise(string.format("%s must define __getitem(i)", getmetatable(self).__name))
 end
 
 -- the sample at i: one value as itself, several as a list
@@ -168,7 +174,7 @@ local function sample_at(ds, i)
   if is_plain(ds) then
     local n = #ds
     if i < 0 then i = i + n end
-    if i < 0 or i >= n then error(string.format("list index %d out of range for a dataset of size %d", i, n), 3) end
+    if i < 0 or i >= n then raise(string.format("list index %d out of range for a dataset of size %d", i, n)) end
     return ds[i + 1]
   end
   return as_sample(ds:__getitem(i))
@@ -202,17 +208,21 @@ function TensorDataset:__init(...)
   local tensors = {...}
   if #tensors == 1 and is_plain(tensors[1]) then tensors = tensors[1] end
   for i, t in ipairs(tensors) do
-    if not torch.is_tensor(t) then error(string.format("TensorDataset: argument %d is not a tensor (%s)", i, type(t)), 3) end
+    if not torch.is_tensor(t) then raise(string.format("TensorDataset: argument %d is not a tensor (%s)", i, type(t))) end
   end
   local n = tensors[1] and tensors[1]:size(0)
   for _, t in ipairs(tensors) do
-    if t:size(0) ~= n then error("Size mismatch between tensors", 3) end
+    if t:size(0) ~= n then raise("Size mismatch between tensors") end
   end
   self.tensors = tensors
 end
 
 function TensorDataset:__getitem(i)
   local ts, out = self.tensors, {}
+  local n = ts[1] and ts[1]:size(0)
+  if n and math.type(i) == "integer" and (i < -n or i >= n) then
+    raise(string.format("index %d is out of bounds for dimension 0 with size %d", i, n))
+  end
   for k = 1, #ts do out[k] = ts[k][i] end
   return unpack(out, 1, #ts)
 end
@@ -244,7 +254,7 @@ data.Subset = Subset
 function Subset:__init(dataset, indices)
   self.dataset = dataset
   if torch.is_tensor(indices) then indices = indices:tolist() end
-  if type(indices) ~= "table" then error("Subset: indices must be a list or a tensor", 3) end
+  if type(indices) ~= "table" then raise("Subset: indices must be a list or a tensor") end
   self.indices = indices
 end
 
@@ -252,7 +262,7 @@ function Subset:__getitem(i)
   local n = #self.indices
   if i < 0 then i = i + n end
   local j = self.indices[i + 1]
-  if j == nil or i < 0 then error(string.format("Subset: index %d is out of range for a subset of size %d", i, n), 2) end
+  if j == nil or i < 0 then raise(string.format("Subset: index %d is out of range for a subset of size %d", i, n)) end
   if is_plain(self.dataset) then return sample_at(self.dataset, j) end
   return self.dataset:__getitem(j)
 end
@@ -270,12 +280,12 @@ local ConcatDataset = Dataset:extend("ConcatDataset")
 data.ConcatDataset = ConcatDataset
 
 function ConcatDataset:__init(datasets)
-  if type(datasets) ~= "table" or #datasets == 0 then error("datasets should not be an empty iterable", 3) end
+  if type(datasets) ~= "table" or #datasets == 0 then raise("datasets should not be an empty iterable") end
   self.datasets = {}
   self.cumulative_sizes = {}
   local total = 0
   for k, d in ipairs(datasets) do
-    if isinstance(d, data.IterableDataset) then error("ConcatDataset does not support IterableDataset", 3) end
+    if isinstance(d, data.IterableDataset) then raise("ConcatDataset does not support IterableDataset") end
     self.datasets[k] = d
     total = total + len(d, "a dataset of ConcatDataset")
     self.cumulative_sizes[k] = total
@@ -287,10 +297,10 @@ function ConcatDataset:__len() return self.cumulative_sizes[#self.cumulative_siz
 function ConcatDataset:__getitem(i)
   local n = #self
   if i < 0 then
-    if -i > n then error("absolute value of index should not exceed dataset length", 2) end
+    if -i > n then raise("absolute value of index should not exceed dataset length") end
     i = i + n
   end
-  if i >= n then error(string.format("ConcatDataset: index %d is out of range for a dataset of size %d", i, n), 2) end
+  if i >= n then raise(string.format("ConcatDataset: index %d is out of range for a dataset of size %d", i, n)) end
   local cs = self.cumulative_sizes
   local lo, hi = 1, #cs -- first k with cs[k] > i
   while lo < hi do
@@ -314,13 +324,13 @@ end
 function data.random_split(dataset, lengths, generator)
   generator = generator_arg("random_split", generator)
   local n = len(dataset, "random_split's dataset")
-  if type(lengths) ~= "table" then error("random_split: lengths must be a list", 2) end
+  if type(lengths) ~= "table" then raise("random_split: lengths must be a list") end
   local sum = 0
   for _, l in ipairs(lengths) do sum = sum + l end
   if math.abs(sum - 1) <= 1e-9 and sum <= 1 then
     local counts, total = {}, 0
     for i, frac in ipairs(lengths) do
-      if frac < 0 or frac > 1 then error(string.format("Fraction at index %d is not between 0 and 1", i - 1), 2) end
+      if frac < 0 or frac > 1 then raise(string.format("Fraction at index %d is not between 0 and 1", i - 1)) end
       counts[i] = math.floor(n * frac)
       total = total + counts[i]
     end
@@ -338,11 +348,11 @@ function data.random_split(dataset, lengths, generator)
   sum = 0
   for _, l in ipairs(lengths) do
     if not is_int(l) and not (type(l) == "number" and l == math.floor(l)) then
-      error("random_split: lengths must be integers, or fractions that sum to 1", 2)
+      raise("random_split: lengths must be integers, or fractions that sum to 1")
     end
     sum = sum + l
   end
-  if sum ~= n then error("Sum of input lengths does not equal the length of the input dataset!", 2) end
+  if sum ~= n then raise("Sum of input lengths does not equal the length of the input dataset!") end
   local perm = C.randperm(n, generator)
   local out, offset = {}, 0
   for k, l in ipairs(lengths) do
@@ -361,12 +371,12 @@ data.StackDataset = StackDataset
 function StackDataset:__init(...)
   local args = pack(...)
   local named = args.n == 1 and is_plain(args[1]) and args[1][1] == nil and next(args[1]) ~= nil
-  if args.n == 0 then error("At least one dataset should be passed", 3) end
+  if args.n == 0 then raise("At least one dataset should be passed") end
   self.datasets, self._named = named and args[1] or {unpack(args, 1, args.n)}, named
   local n
   for _, d in pairs(self.datasets) do
     local m = len(d, "a dataset of StackDataset")
-    if n and m ~= n then error("Size mismatch between datasets", 3) end
+    if n and m ~= n then raise("Size mismatch between datasets") end
     n = m
   end
   self._length = n
@@ -387,10 +397,10 @@ local IterableDataset = Dataset:extend("IterableDataset")
 data.IterableDataset = IterableDataset
 
 function IterableDataset:__iter()
-  error(string.format("%s must define __iter()", getmetatable(self).__name), 2)
+  raise(string.format("%s must define __iter()", getmetatable(self).__name))
 end
 function IterableDataset:__getitem()
-  error(string.format("%s is an IterableDataset: it has no __getitem; iterate it with :iter()", getmetatable(self).__name), 2)
+  raise(string.format("%s is an IterableDataset: it has no __getitem; iterate it with :iter()", getmetatable(self).__name))
 end
 function IterableDataset:__add(other) return data.ChainDataset({self, other}) end
 
@@ -398,7 +408,7 @@ function IterableDataset:__add(other) return data.ChainDataset({self, other}) en
 function IterableDataset:iter()
   local it = self:__iter()
   if type(it) ~= "function" then
-    error(string.format("%s:__iter() must return an iterator function, got %s", getmetatable(self).__name, type(it)), 2)
+    raise(string.format("%s:__iter() must return an iterator function, got %s", getmetatable(self).__name, type(it)))
   end
   return it
 end
@@ -423,9 +433,9 @@ local ChainDataset = IterableDataset:extend("ChainDataset")
 data.ChainDataset = ChainDataset
 
 function ChainDataset:__init(datasets)
-  if type(datasets) ~= "table" then error("ChainDataset: datasets must be a list of IterableDatasets", 3) end
+  if type(datasets) ~= "table" then raise("ChainDataset: datasets must be a list of IterableDatasets") end
   for k, d in ipairs(datasets) do
-    if not isinstance(d, IterableDataset) then error("ChainDataset only supports IterableDataset", 3) end
+    if not isinstance(d, IterableDataset) then raise("ChainDataset only supports IterableDataset") end
   end
   self.datasets = datasets
 end
@@ -459,7 +469,7 @@ local Sampler = Object:extend("Sampler")
 data.Sampler = Sampler
 function Sampler:__init(data_source) end
 function Sampler:iter()
-  error(getmetatable(self).__name .. " must define iter() (an iterator over indices)", 2)
+  raise(getmetatable(self).__name .. " must define iter() (an iterator over indices)")
 end
 -- the epoch's indices as a list (the samplers below draw them in one go)
 function Sampler:indices()
@@ -511,11 +521,11 @@ function RandomSampler:__init(data_source, ...)
   self._num_samples = o.num_samples
   self.generator = o.generator
   if type(self.replacement) ~= "boolean" then
-    error("replacement should be a boolean value, but got replacement=" .. pyrepr(self.replacement), 3)
+    raise("replacement should be a boolean value, but got replacement=" .. pyrepr(self.replacement))
   end
   local ns = self:num_samples()
   if not is_int(ns) or ns <= 0 then
-    error("num_samples should be a positive integer value, but got num_samples=" .. pyrepr(ns), 3)
+    raise("num_samples should be a positive integer value, but got num_samples=" .. pyrepr(ns))
   end
 end
 function RandomSampler:num_samples()
@@ -565,25 +575,25 @@ function WeightedRandomSampler:__init(weights, num_samples, ...)
   local replacement = o.replacement
   if replacement == nil then replacement = true end
   if not is_int(num_samples) or num_samples <= 0 then
-    error("num_samples should be a positive integer value, but got num_samples=" .. pyrepr(num_samples), 3)
+    raise("num_samples should be a positive integer value, but got num_samples=" .. pyrepr(num_samples))
   end
   if type(replacement) ~= "boolean" then
-    error("replacement should be a boolean value, but got replacement=" .. pyrepr(replacement), 3)
+    raise("replacement should be a boolean value, but got replacement=" .. pyrepr(replacement))
   end
   if torch.is_tensor(weights) then
     if weights:dim() ~= 1 then
-      error(string.format("weights should be a 1d sequence but given weights have shape %s", tostring(weights.shape):match("%b()")), 3)
+      raise(string.format("weights should be a 1d sequence but given weights have shape %s", tostring(weights.shape):match("%b()")))
     end
     weights = weights:tolist()
   end
   local total = 0
   for _, w in ipairs(weights) do
     if type(w) ~= "number" or w ~= w or w < 0 or w == math.huge then
-      error("invalid multinomial distribution (encountering probability entry < 0, inf or nan)", 3)
+      raise("invalid multinomial distribution (encountering probability entry < 0, inf or nan)")
     end
     total = total + w
   end
-  if total <= 0 then error("invalid multinomial distribution (sum of probabilities <= 0)", 3) end
+  if total <= 0 then raise("invalid multinomial distribution (sum of probabilities <= 0)") end
   self.weights, self.num_samples, self.replacement, self.generator = weights, num_samples, replacement, o.generator
   self._total = total
 end
@@ -614,7 +624,7 @@ function WeightedRandomSampler:indices()
       keys[k] = math.log(u[k] > 0 and u[k] or 1e-300) / w[k]
     end
   end
-  if n > #order then error("cannot sample n_sample > prob_dist.size(-1) samples without replacement", 2) end
+  if n > #order then raise("cannot sample n_sample > prob_dist.size(-1) samples without replacement") end
   table.sort(order, function(a, b) return keys[a] > keys[b] end)
   for k = 1, n do out[k] = order[k] - 1 end
   return out
@@ -629,10 +639,10 @@ function BatchSampler:__init(sampler, batch_size, drop_last)
     batch_size, drop_last = batch_size.batch_size, batch_size.drop_last
   end
   if type(batch_size) == "boolean" or not is_int(batch_size) or batch_size <= 0 then
-    error("batch_size should be a positive integer value, but got batch_size=" .. pyrepr(batch_size), 3)
+    raise("batch_size should be a positive integer value, but got batch_size=" .. pyrepr(batch_size))
   end
   if type(drop_last) ~= "boolean" then
-    error("drop_last should be a boolean value, but got drop_last=" .. pyrepr(drop_last), 3)
+    raise("drop_last should be a boolean value, but got drop_last=" .. pyrepr(drop_last))
   end
   self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 end
@@ -689,17 +699,17 @@ function DistributedSampler:__init(dataset, opts, ...)
   local dist = torch.distributed
   if num_replicas == nil or rank == nil then
     if not (dist and dist.is_available and dist.is_available() and dist.is_initialized and dist.is_initialized()) then
-      error("DistributedSampler: num_replicas and rank are needed when the default process group is not initialized " ..
-        "(call torch.distributed.init_process_group first, or pass them)", 3)
+      raise("DistributedSampler: num_replicas and rank are needed when the default process group is not initialized " ..
+        "(call torch.distributed.init_process_group first, or pass them)")
     end
     num_replicas = num_replicas or dist.get_world_size()
     rank = rank or dist.get_rank()
   end
   if not is_int(num_replicas) or num_replicas < 1 then
-    error("DistributedSampler: num_replicas must be a positive integer, got " .. pyrepr(num_replicas), 3)
+    raise("DistributedSampler: num_replicas must be a positive integer, got " .. pyrepr(num_replicas))
   end
   if not is_int(rank) or rank >= num_replicas or rank < 0 then
-    error(string.format("Invalid rank %s, rank should be in the interval [0, %d]", pyrepr(rank), num_replicas - 1), 3)
+    raise(string.format("Invalid rank %s, rank should be in the interval [0, %d]", pyrepr(rank), num_replicas - 1))
   end
   self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
   self.epoch = 0
@@ -742,7 +752,7 @@ function DistributedSampler:iter() return list_iter(self:indices()) end
 
 local function collate(batch, depth)
   local elem = batch[1]
-  if elem == nil then error("default_collate: empty batch", depth) end
+  if elem == nil then raise("default_collate: empty batch") end
   local t = type(elem)
   if torch.is_tensor(elem) then return torch.stack(batch, 0) end
   if t == "number" then
@@ -756,7 +766,7 @@ local function collate(batch, depth)
       local n = #elem
       for k = 2, #batch do
         if type(batch[k]) ~= "table" or #batch[k] ~= n then
-          error("each element in list of batch should be of equal size", depth)
+          raise("each element in list of batch should be of equal size")
         end
       end
       local out = {}
@@ -775,7 +785,7 @@ local function collate(batch, depth)
     end
     return out
   end
-  error("default_collate: batch must contain tensors, numbers, dicts or lists; found " .. t, depth)
+  raise("default_collate: batch must contain tensors, numbers, dicts or lists; found " .. t)
 end
 
 function data.default_collate(batch) return collate(batch, 3) end
@@ -804,7 +814,7 @@ function DataLoader:__init(dataset, ...)
   elseif is_plain(args[args.n]) and args[args.n][1] == nil then
     o = args[args.n]
     for k = 1, args.n - 1 do
-      if o[positional[k]] ~= nil then error("DataLoader: " .. positional[k] .. " given twice", 3) end
+      if o[positional[k]] ~= nil then raise("DataLoader: " .. positional[k] .. " given twice") end
       o[positional[k]] = args[k]
     end
   else
@@ -812,7 +822,7 @@ function DataLoader:__init(dataset, ...)
     for k = 1, args.n do o[positional[k] or "?"] = args[k] end
   end
   check_keys("DataLoader", o, loader_keys)
-  if dataset == nil then error("DataLoader: a dataset is required", 3) end
+  if dataset == nil then raise("DataLoader: a dataset is required") end
   local batch_size = o.batch_size
   if batch_size == nil then batch_size = 1 end
   local shuffle, sampler, batch_sampler = o.shuffle, o.sampler, o.batch_sampler
@@ -823,38 +833,38 @@ function DataLoader:__init(dataset, ...)
   local timeout = o.timeout or 0
 
   if not is_int(num_workers) or num_workers < 0 then
-    error("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.", 3)
+    raise("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
   end
-  if type(timeout) ~= "number" or timeout < 0 then error("timeout option should be non-negative", 3) end
+  if type(timeout) ~= "number" or timeout < 0 then raise("timeout option should be non-negative") end
   if num_workers == 0 and prefetch_factor ~= nil then
-    error("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to enable " ..
-      "multiprocessing, otherwise set prefetch_factor to None.", 3)
+    raise("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to enable " ..
+      "multiprocessing, otherwise set prefetch_factor to None.")
   end
   if num_workers > 0 and prefetch_factor == nil then prefetch_factor = 2 end
   if prefetch_factor ~= nil and (not is_int(prefetch_factor) or prefetch_factor < 0) then
-    error("prefetch_factor option should be non-negative", 3)
+    raise("prefetch_factor option should be non-negative")
   end
-  if persistent and num_workers == 0 then error("persistent_workers option needs num_workers > 0", 3) end
+  if persistent and num_workers == 0 then raise("persistent_workers option needs num_workers > 0") end
   local iterable = isinstance(dataset, IterableDataset)
   if iterable then
     for _, key in ipairs({"shuffle", "sampler", "batch_sampler"}) do
       local v = o[key]
       if v ~= nil and v ~= false then
-        error(string.format("DataLoader with IterableDataset: expected unspecified %s option, but got %s=%s",
-          key, key, pyrepr(v)), 3)
+        raise(string.format("DataLoader with IterableDataset: expected unspecified %s option, but got %s=%s",
+          key, key, pyrepr(v)))
       end
     end
   end
-  if sampler ~= nil and shuffle then error("sampler option is mutually exclusive with shuffle", 3) end
+  if sampler ~= nil and shuffle then raise("sampler option is mutually exclusive with shuffle") end
   if batch_sampler ~= nil then
     if batch_size ~= 1 or shuffle or sampler ~= nil or drop_last then
-      error("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last", 3)
+      raise("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
     end
     batch_size, drop_last = nil, false
   elseif batch_size == false then -- batch_size=None: no automatic batching
     batch_size = nil
     if drop_last then
-      error("batch_size=None option disables auto-batching and is mutually exclusive with drop_last", 3)
+      raise("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
     end
   end
   if iterable then -- the stream is its own order: no sampler

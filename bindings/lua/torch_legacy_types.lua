@@ -73,8 +73,8 @@ function Tensor:type(dtype, non_blocking)
     return U.call(self.to, self, device, T.dtype)
   end
   if type(dtype) == "string" then U.errorf("invalid type: '%s'", dtype) end
-  if opts then return U.call(self.to, self, dtype, opts) end
-  return U.call(self.to, self, dtype)
+  if opts then return U.call_as("type", self.to, self, dtype, opts) end
+  return U.call_as("type", self.to, self, dtype)
 end
 
 -- torch.typename(x): a tensor's type name, else the Lua type name

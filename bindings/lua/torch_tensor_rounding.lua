@@ -57,14 +57,14 @@ for _, name in ipairs({ "div", "divide" }) do
   local plain, plain_ = torch[name], Tensor[name .. "_"]
   local function divide(a, b, opts, ...)
     local mode, rest = split_opts(opts)
-    if mode == nil then return plain(a, b, opts, ...) end
+    if mode == nil then return U.call_as(name, plain, a, b, opts, ...) end
     if rest then U.errorf("%s: unknown keyword '%s'", name, (next(rest))) end
     return rounded(name, a, b, mode)
   end
   torch[name], Tensor[name] = divide, divide
   Tensor[name .. "_"] = function(self, b, opts, ...)
     local mode, rest = split_opts(opts)
-    if mode == nil then return plain_(self, b, opts, ...) end
+    if mode == nil then return U.call_as(name .. "_", plain_, self, b, opts, ...) end
     if rest then U.errorf("%s_: unknown keyword '%s'", name, (next(rest))) end
     local q = rounded(name .. "_", self, b, mode)
     if q.dtype ~= self.dtype and not (self.dtype.is_floating_point or integral(q.dtype)) then

@@ -4,6 +4,7 @@
 -- The three-argument form is unchanged.
 local torch = require "torch"
 require "torch_more_ops" -- torch.nonzero
+local U = require "nn_util"
 
 local where3 = torch.where
 
@@ -11,5 +12,5 @@ function torch.where(condition, ...)
   if select("#", ...) == 0 and torch.is_tensor(condition) then
     return torch.nonzero(condition, { as_tuple = true })
   end
-  return where3(condition, ...)
+  return U.call_as("where", where3, condition, ...)
 end
