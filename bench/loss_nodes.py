@@ -1,0 +1,31 @@
+# PyTorch's side of bench/loss_nodes.lua (same cases and output lines).
+import statistics
+import torch, torch.nn.functional as F
+
+reps, calls = 5, 20
+
+def median_us(fn):
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(calls):
+            fn()
+        e1.record(); e1.synchronize()
+        times.append(e0.elapsed_time(e1) / calls * 1e3)
+    return statistics.median(times)
+
+LOSSES = [("mse_loss", lambda x, t: F.mse_loss(x, t)),
+          ("smooth_l1_loss", lambda x, t: F.smooth_l1_loss(x, t)),
+          ("huber_loss", lambda x, t: F.huber_loss(x, t)),
+          ("binary_cross_entropy", lambda x, t: F.binary_cross_entropy(x.sigmoid(), t)),
+          ("binary_cross_entropy_with_logits", lambda x, t: F.binary_cross_entropy_with_logits(x, t))]
+for rows, cols in [(64, 10), (4096, 4096)]:
+    torch.manual_seed(0)
+    x = torch.randn(rows, cols, device="cuda", requires_grad=True)
+    t = torch.rand(rows, cols, device="cuda")
+    for name, f in LOSSES:
+        us = median_us(lambda: f(x, t).backward())
+        print(f"loss {name} {rows}x{cols} us {us:.1f}")
