@@ -122,7 +122,7 @@ end
 -- ---- state dicts as leaves ----
 
 local function is_container(v)
-  return type(v) == "table" and not torch.is_tensor(v) and (getmetatable(v) == nil or OD.is(v))
+  return type(v) == "table" and not torch.is_tensor(v) and (getmetatable(v) == nil or OD.is(v) or require("optim_state_dict").is(v))
 end
 
 local function holds_tensor(v)

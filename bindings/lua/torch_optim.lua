@@ -65,13 +65,9 @@ local function typename(v)
   return type(v)
 end
 
--- A deep copy of plain tables (tensors and other values shared).
-local function copy_plain(v)
-  if type(v) ~= "table" or getmetatable(v) ~= nil then return v end
-  local t = {}
-  for k, x in pairs(v) do t[k] = copy_plain(x) end
-  return t
-end
+-- A deep copy of plain tables and of a state_dict's (tensors and other values shared).
+local SD = require "optim_state_dict"
+local copy_plain = SD.copy_plain
 
 -- ---- Optimizer ----
 
@@ -251,7 +247,7 @@ function Optimizer:state_dict()
       state[key] = entry
     end
   end
-  return { state = state, param_groups = groups }
+  return SD.wrap({ state = state, param_groups = groups }, self) -- prints as PyTorch's dict
 end
 
 local function cast_state(p, key, v)

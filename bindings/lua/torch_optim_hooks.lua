@@ -102,7 +102,7 @@ end
 
 local function hooked_load_state_dict(load_state_dict)
   return function(self, sd, ...)
-    if type(sd) == "table" and getmetatable(sd) == nil then -- a shallow copy, as PyTorch's
+    if type(sd) == "table" and (getmetatable(sd) == nil or require("optim_state_dict").is(sd)) then -- a shallow copy, as PyTorch's
       local c = {}
       for k, v in pairs(sd) do c[k] = v end
       sd = c

@@ -195,7 +195,9 @@ local function real_param(name, p)
   if p:is_complex() then U.errorf("%s does not support complex parameters", name) end
 end
 
-define("Adafactor", spec_of({ { "lr", 1e-2 }, { "beta2_decay", -0.8 }, { "eps", { nil, 1e-3 } }, { "d", 1.0 }, { "weight_decay", 0.0 } }),
+-- PyTorch's Adafactor takes foreach and maximize only (no capturable, differentiable)
+define("Adafactor", { { "lr", 1e-2 }, { "beta2_decay", -0.8 }, { "eps", { nil, 1e-3 } }, { "d", 1.0 }, { "weight_decay", 0.0 },
+  { "foreach" }, { "maximize", false } },
   function(o)
     nonneg(o.lr, "learning rate")
     if type(o.beta2_decay) ~= "number" or not (o.beta2_decay <= 0) then U.errorf("beta2_decay should be <= 0 but is: %s", tostring(o.beta2_decay)) end

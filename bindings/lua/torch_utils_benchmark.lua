@@ -80,20 +80,18 @@ function Measurement:__tostring()
   if t.description then lines[#lines + 1] = t.description end
   lines[#lines + 1] = t.stmt_text
   if t.setup_text ~= "pass" then lines[#lines + 1] = "setup: " .. t.setup_text end
+  -- PyTorch's layout: "Median: " and the IQR line from 2 and 4 measurements on, "runs ," for one
   local n = #self.raw_times
-  if n > 1 then
-    local median, unit = with_unit(self.median)
+  local median, unit = with_unit(self.median)
+  local scale = median / self.median
+  lines[#lines + 1] = string.format("  %s%.2f %s", n > 1 and "Median: " or "", median, unit)
+  if n >= 4 then
     local s = sorted_times(self)
-    local scale = median / self.median
-    lines[#lines + 1] = string.format("  Median: %.2f %s", median, unit)
     lines[#lines + 1] = string.format("  IQR:    %.2f %s (%.2f to %.2f)", self.iqr * scale, unit,
       quantile(s, 0.25) * scale, quantile(s, 0.75) * scale)
-  else
-    local mean, unit = with_unit(self.mean)
-    lines[#lines + 1] = string.format("  %.2f %s", mean, unit)
   end
-  lines[#lines + 1] = string.format("  %d measurement%s, %d runs per measurement, %d thread%s", n, n == 1 and "" or "s",
-    self.number_per_run, t.num_threads, t.num_threads == 1 and "" or "s")
+  lines[#lines + 1] = string.format("  %d measurement%s, %d runs %s %d thread%s", n, n > 1 and "s" or "",
+    self.number_per_run, n > 1 and "per measurement," or ",", t.num_threads, t.num_threads > 1 and "s" or "")
   return table.concat(lines, "\n")
 end
 

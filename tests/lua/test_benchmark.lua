@@ -50,3 +50,33 @@ T.test("source statements, setup, errors, torch.seed", function()
   torch.manual_seed(3)
   T.eq(torch.rand(3):tolist(), r, "manual_seed still reproduces")
 end)
+
+-- Measurement's printout against PyTorch's f-string (torch/utils/benchmark/utils/common.py,
+-- Measurement.__repr__) evaluated by CPython on the same times: one, two and five blocks
+T.test("Measurement prints as PyTorch's formula gives (CPython)", function()
+  local B = torch.utils.benchmark
+  for _, times in ipairs({ { 3.7929e-2 }, { 0.162, 0.17 }, { 2e-4, 3e-4, 2.5e-4, 9e-4, 1e-4 } }) do
+    local m = B.Measurement.new(100, times, { stmt_text = "f(x)", setup_text = "pass", num_threads = 1 })
+    local got = tostring(m):gsub("^[^\n]*\n", "")
+    local list = {}
+    for i, t in ipairs(times) do list[i] = string.format("%.17g", t) end
+    local py = table.concat({
+      "import math, statistics",
+      "raw = [" .. table.concat(list, ", ") .. "]; times = sorted(t / 100 for t in raw); n = len(times)",
+      "q = lambda p: (lambda pos: times[int(pos)] + (times[min(int(pos) + 1, n - 1)] - times[int(pos)]) * (pos - int(pos)))((n - 1) * p)",
+      "med = statistics.median(times); p25, p75 = q(0.25), q(0.75)",
+      "u = {-3: 'ns', -2: 'us', -1: 'ms'}.get(int(math.log10(med) // 3), 's'); sc = {'ns': 1e-9, 'us': 1e-6, 'ms': 1e-3, 's': 1}[u]",
+      "lines = ['f(x)', f\"  {'Median: ' if n > 1 else ''}{med / sc:.2f} {u}\"]",
+      "lines += [f'  IQR:    {(p75 - p25) / sc:.2f} {u} ({p25 / sc:.2f} to {p75 / sc:.2f})'] if n >= 4 else []",
+      "lines += [f\"  {n} measurement{'s' if n > 1 else ''}, 100 runs {'per measurement,' if n > 1 else ','} 1 thread\"]",
+      "print('\\n'.join(lines))" }, "\n")
+    local path = os.tmpname()
+    local f = io.open(path, "w"); f:write(py); f:close()
+    local p = io.popen("python3 " .. path .. " 2>/dev/null")
+    local want = p and p:read("a") or ""
+    if p then p:close() end
+    os.remove(path)
+    if want == "" then return T.skip("python3 is not available") end
+    T.eq(got, (want:gsub("\n$", "")), #times .. " blocks")
+  end
+end)
