@@ -37,8 +37,8 @@ check "profiler: the stack table" has "$out" "Source Location"
 check "profiler: 9 tables" [ "$(count "$out" '^Self CPU time total: ')" -eq 9 ]
 check "profiler: the schedule's traces" [ -s "$tmp/trace_4.json" ] && [ -s "$tmp/trace_8.json" ] && [ ! -e "$tmp/trace_6.json" ]
 if command -v python3 >/dev/null; then
-  n=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["traceEvents"]; print(sum(1 for e in t if e.get("name") == "conv2d" and e.get("ph") == "X"))' "$tmp/trace.json")
-  check "profiler: trace.json holds 20 conv2d ($n)" [ "$n" = 20 ]
+  n=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["traceEvents"]; print(sum(1 for e in t if e.get("name") == "conv2d" and e.get("ph") == "X" and e.get("cat") == "cpu_op"))' "$tmp/trace.json")
+  check "profiler: trace.json holds 20 conv2d ops ($n)" [ "$n" = 20 ]
   n=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["traceEvents"]; print(sorted({e["name"] for e in t if e["name"].startswith("ProfilerStep#")}))' "$tmp/trace_4.json")
   check "profiler: trace_4 records steps 2 and 3 ($n)" [ "$n" = "['ProfilerStep#2', 'ProfilerStep#3']" ]
 else

@@ -193,3 +193,18 @@ T.test("the losses' autograd nodes carry PyTorch's names and link straight to th
   local want = ((xb:detach():expand(2, 3) - tb) * 2 / 6):sum(1, true)
   T.check(torch.allclose(xb.grad, want), "the gradient sums over the broadcast dim")
 end)
+
+T.test("a loss node backward twice under retain_graph, and under create_graph", function()
+  local f64 = { dtype = torch.float64 }
+  for _, f in ipairs({ F.mse_loss, F.smooth_l1_loss, F.huber_loss, F.binary_cross_entropy_with_logits }) do
+    local x = torch.randn(4, { dtype = torch.float64, requires_grad = true })
+    local t = torch.rand(4, f64)
+    local l = f(x, t)
+    l:backward({ retain_graph = true })
+    local g1 = x.grad:clone()
+    l:backward()
+    T.check(torch.allclose(x.grad, g1 * 2), "the second backward gives the same gradient")
+    local g = torch.autograd.grad(f(x, t), { x }, nil, { create_graph = true })[1]
+    T.check(g.requires_grad and torch.allclose(g, g1), "create_graph: the same gradient, differentiable")
+  end
+end)
