@@ -5,32 +5,14 @@
 --   nnrepl scripts/tutorials/recipes/save_load_across_devices.lua
 --
 -- Differences from the original:
+-- * The Net class comes from cifar_net.lua (the CIFAR-10 tutorial's CNN, the recipe's own).
 -- * The GPU sections (4 and 5) run only under torch.cuda.is_available(): the recipe needs a GPU.
 -- * Section 6 saves net.module's state_dict: net is wrapped in nn.DataParallel first (on the CPU
 --   DataParallel runs the module as it is, as PyTorch's does without GPUs).
 -- * (extra) each load prints where the weights landed and the largest difference from net.
-local F = nn.functional
 
 -- 2. Define and initialize the neural network
-local Net = nn.Module:extend("Net")
-function Net:__init()
-  self.conv1 = nn.Conv2d(3, 6, 5)
-  self.pool = nn.MaxPool2d(2, 2)
-  self.conv2 = nn.Conv2d(6, 16, 5)
-  self.fc1 = nn.Linear(16 * 5 * 5, 120)
-  self.fc2 = nn.Linear(120, 84)
-  self.fc3 = nn.Linear(84, 10)
-end
-
-function Net:forward(x)
-  x = self.pool(F.relu(self.conv1(x)))
-  x = self.pool(F.relu(self.conv2(x)))
-  x = x:flatten({ start_dim = 1 })
-  x = F.relu(self.fc1(x))
-  x = F.relu(self.fc2(x))
-  x = self.fc3(x)
-  return x
-end
+local Net = require "cifar_net" -- the recipe's class Net(nn.Module), as the CIFAR-10 tutorial's
 
 local net = Net()
 print(net)

@@ -10,7 +10,6 @@
 -- epochs, a loss line every RECIPE_LOG_EVERY (2000) mini-batches.
 local torchvision = require "torchvision"
 local transforms = torchvision.transforms
-local F = nn.functional
 
 local EPOCHS = tonumber(os.getenv("RECIPE_EPOCHS") or "2")
 local LOG_EVERY = tonumber(os.getenv("RECIPE_LOG_EVERY") or "2000")
@@ -27,25 +26,7 @@ local testloader = torch.utils.data.DataLoader(testset, { batch_size = 4, shuffl
 local classes = { "plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck" } -- luacheck: ignore
 
 -- 3. Build the neural network
-local Net = nn.Module:extend("Net")
-function Net:__init()
-  self.conv1 = nn.Conv2d(3, 6, 5)
-  self.pool = nn.MaxPool2d(2, 2)
-  self.conv2 = nn.Conv2d(6, 16, 5)
-  self.fc1 = nn.Linear(16 * 5 * 5, 120)
-  self.fc2 = nn.Linear(120, 84)
-  self.fc3 = nn.Linear(84, 10)
-end
-
-function Net:forward(x)
-  x = self.pool(F.relu(self.conv1(x)))
-  x = self.pool(F.relu(self.conv2(x)))
-  x = x:flatten({ start_dim = 1 })
-  x = F.relu(self.fc1(x))
-  x = F.relu(self.fc2(x))
-  x = self.fc3(x)
-  return x
-end
+local Net = require "cifar_net" -- the recipe's class Net(nn.Module), as the CIFAR-10 tutorial's
 
 -- 4. Define a Loss function and optimizer
 local net = Net()
