@@ -6,7 +6,8 @@
 -- Data: nothing is downloaded; CIFAR-10's binary version must be extracted under ./data
 -- (./data/cifar-10-batches-bin/data_batch_1.bin ... test_batch.bin).
 -- Differences from the original: enumerate(trainloader, 0) is trainloader:enumerate() (i from 0);
--- classes is a Lua list. Tiny runs (the recipe's values are the defaults): RECIPE_EPOCHS (2)
+-- classes is a Lua list; the Net class comes from cifar_net.lua (the CIFAR-10 tutorial's CNN, the
+-- recipe's own). Tiny runs (the recipe's values are the defaults): RECIPE_EPOCHS (2)
 -- epochs, a loss line every RECIPE_LOG_EVERY (2000) mini-batches.
 local torchvision = require "torchvision"
 local transforms = torchvision.transforms
