@@ -21,14 +21,44 @@ local function one(fname, name, v)
   return U.check_int(fname, name, v)
 end
 
--- (N, C, L) or (C, L) through f on (N, C, 1, L), back to the 1-d shape
+-- PyTorch's message for a 1-d op's input of the wrong rank
+local rank_error = {
+  conv1d = "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: %s",
+  max_pool1d = "max_pool1d() Expected 2D or 3D input tensor, but got %s",
+}
+
+-- (N, C, L) or (C, L) through f on (N, C, 1, L), back to the 1-d shape; the 2-d op's errors name
+-- the 1-d one
 local function as_2d(fname, x, f)
   if not torch.is_tensor(x) then U.errorf("%s: input must be a Tensor, got %s", fname, U.typename(x)) end
   if x:dim() ~= 2 and x:dim() ~= 3 then
-    U.errorf("%s: expected a 2-D (unbatched) or 3-D (batched) input, got %d-D", fname, x:dim())
+    if rank_error[fname] then U.errorf(rank_error[fname], U.shape_str(x)) end
+    U.errorf("Expected 2 to 3 dimensions, but got %d-dimensional tensor for argument #1 'self' (while checking arguments for %s)",
+      x:dim(), fname)
   end
-  local out, extra = f(x:unsqueeze(-2))
+  local out, extra = U.call_as(fname, f, x:unsqueeze(-2))
   return out:squeeze(-2), extra and extra:squeeze(-2) or nil
+end
+
+-- PyTorch's conv1d checks of the input against the weight, in 1-d shapes (the 2-d kernel's
+-- messages would show the added dim)
+local function check_conv1d(x, w, o, pad, stride, dil)
+  if not torch.is_tensor(x) or (x:dim() ~= 2 and x:dim() ~= 3) then return end
+  local groups = o.groups
+  local c = x:size(-2)
+  if math.type(groups) == "integer" and groups > 0 and c ~= w:size(1) * groups then
+    local shape = U.shape_str(x)
+    if x:dim() == 2 then shape = U.shape_str(x:unsqueeze(0)) end
+    U.errorf("Given groups=%d, weight of size %s, expected input%s to have %d channels, but got %d channels instead",
+      groups, U.shape_str(w), shape, w:size(1) * groups, c)
+  end
+  if type(pad) == "table" and math.type(pad[2]) == "integer" and math.type(dil) == "integer" then
+    local len, k = x:size(-1) + 2 * pad[2], dil * (w:size(2) - 1) + 1
+    if k > len then
+      U.errorf("Calculated padded input size per channel: (%d). Kernel size: (%d). Kernel size can't be greater than actual input size",
+        len, k)
+    end
+  end
 end
 
 local conv1d_spec = { { "input", REQ }, { "weight", REQ }, { "bias" }, { "stride", 1 }, { "padding", 0 }, { "dilation", 1 },
@@ -38,6 +68,7 @@ function F.conv1d(...)
   local o = U.parse("conv1d", conv1d_spec, ...)
   if not torch.is_tensor(o.weight) or o.weight:dim() ~= 3 then U.error("conv1d: weight must be a 3-D tensor [out, in/groups, k]") end
   local pad = type(o.padding) == "string" and o.padding or { 0, one("conv1d", "padding", o.padding) }
+  check_conv1d(o.input, o.weight, o, pad, o.stride, one("conv1d", "dilation", o.dilation))
   return (as_2d("conv1d", o.input, function(x)
     return F.conv2d(x, o.weight:unsqueeze(2), o.bias, { 1, one("conv1d", "stride", o.stride) }, pad,
       { 1, one("conv1d", "dilation", o.dilation) }, o.groups)
@@ -49,6 +80,14 @@ function F.max_pool1d(...)
     { "ceil_mode", false }, { "return_indices", false } }, ...)
   local k = one("max_pool1d", "kernel_size", o.kernel_size)
   local s = o.stride ~= nil and (type(o.stride) ~= "table" or #o.stride > 0) and one("max_pool1d", "stride", o.stride) or k
+  local x, p, d = o.input, one("max_pool1d", "padding", o.padding), one("max_pool1d", "dilation", o.dilation)
+  if torch.is_tensor(x) and (x:dim() == 2 or x:dim() == 3) and k > 0 and s > 0 and d > 0 and p >= 0 and p <= k // 2 then
+    -- PyTorch's pooling_output_shape
+    local span = x:size(-1) + 2 * p - d * (k - 1) - 1
+    local len = (o.ceil_mode and -((-span) // s) or span // s) + 1
+    if o.ceil_mode and (len - 1) * s >= x:size(-1) + p then len = len - 1 end
+    if len <= 0 then U.errorf("max_pool1d() Invalid computed output size: %d", len) end
+  end
   local out, idx = as_2d("max_pool1d", o.input, function(x)
     return F.max_pool2d(x, { 1, k }, { 1, s }, { 0, one("max_pool1d", "padding", o.padding) },
       { 1, one("max_pool1d", "dilation", o.dilation) }, { ceil_mode = o.ceil_mode, return_indices = o.return_indices })

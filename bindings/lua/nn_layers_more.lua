@@ -270,14 +270,18 @@ function LRN:extra_repr()
   return string.format("%d, alpha=%s, beta=%s, k=%s", self.size, U.pystr(self.alpha), U.pystr(self.beta), U.pystr(self.k))
 end
 
-function F.channel_shuffle(x, groups)
+F.channel_shuffle = U.checked("channel_shuffle", { "input:Tensor", "groups:int" }, function(x, groups)
+  if x:dim() <= 2 then
+    U.errorf("channel_shuffle expects input to have at least 3 dimensions, but got input with sizes %s", U.shape_str(x))
+  end
+  if groups <= 0 then U.errorf("Number of groups to divide channels in must be positive. Value of groups:%d", groups) end
   local C = x:size(1)
   if C % groups ~= 0 then U.errorf("Number of channels must be divisible by groups. Got %d channels and %d groups.", C, groups) end
   local shape = x:size()
   local s = { shape[0], groups, C // groups }
   for d = 2, x:dim() - 1 do s[#s + 1] = shape[d] end
   return x:reshape(s):transpose(1, 2):reshape(shape)
-end
+end)
 torch.channel_shuffle = F.channel_shuffle
 
 local ChannelShuffle = Module:extend("ChannelShuffle")
@@ -286,12 +290,19 @@ function ChannelShuffle:__init(groups) self.groups = U.check_int("ChannelShuffle
 function ChannelShuffle:forward(x) return F.channel_shuffle(x, self.groups) end
 function ChannelShuffle:extra_repr() return "groups=" .. self.groups end
 
-function F.adaptive_max_pool1d(input, output_size, return_indices)
+F.adaptive_max_pool1d = U.checked("adaptive_max_pool1d", { "input:Tensor", "output_size:ints" }, function(input, output_size, return_indices)
+  if input:dim() < 2 or input:dim() > 3 then
+    U.errorf("Expected 2 to 3 dimensions, but got %d-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
+      input:dim())
+  end
+  if type(output_size) == "table" and #output_size ~= 1 then
+    U.errorf("adaptive_max_pool1d() argument 'output_size' should contain one int (got %d)", #output_size)
+  end
   local n = type(output_size) == "table" and output_size[1] or output_size
   local v, i = F.adaptive_max_pool2d(input:unsqueeze(-2), { 1, n }, true)
   if return_indices then return v:squeeze(-2), i:squeeze(-2) end
   return v:squeeze(-2)
-end
+end)
 
 local AdaptiveMaxPool1d = Module:extend("AdaptiveMaxPool1d")
 M.AdaptiveMaxPool1d = AdaptiveMaxPool1d

@@ -483,6 +483,87 @@ function U.tensor_arg(fname, name, v)
   return v
 end
 
+-- f wrapped as torch.fname: its leading arguments checked against kinds, a list of
+-- "name:Kind" ("name:Kind?" when nil is allowed; a keyword table ends the checks where an
+-- argument is optional), with PyTorch's "fname(): argument 'other' (position 2) must be
+-- Tensor, not str"; the errors of the ops inside are raised at the user's line naming fname.
+-- Kinds: Tensor, Number, int, Tensor|Number, Tensors (a list of tensors), ints (an int, a list
+-- of ints or a torch.Size), Function, str, Module. kinds.plain: f is called directly (for a
+-- function that calls the user's code, whose errors keep their own position).
+local kind_ok
+kind_ok = {
+  Tensor = torch.is_tensor,
+  Number = function(v) return type(v) == "number" or type(v) == "boolean" end, -- a bool is a Python number
+  int = function(v) return math.type(v) == "integer" or math.type(v) == "float" and v == math.floor(v) end,
+  Tensors = function(v)
+    if type(v) ~= "table" or torch.is_tensor(v) or U.is_opts(v) and next(v) ~= nil then return false end
+    for i = 1, #v do if not torch.is_tensor(v[i]) then return false end end
+    return true
+  end,
+  ints = function(v)
+    if kind_ok.int(v) or is_size(v) then return true end
+    if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+    for i = 1, #v do if not kind_ok.int(v[i]) then return false end end
+    return #v > 0 or next(v) == nil
+  end,
+  Function = function(v) return type(v) == "function" or (getmetatable(v) or {}).__call ~= nil end,
+  str = function(v) return type(v) == "string" end,
+  Module = function(v) return torch.nn ~= nil and torch.nn.Module.is_module(v) end,
+}
+local kind_text = { Tensors = "tuple of Tensors", ints = "tuple of ints", Function = "callable" }
+
+-- the test and the text of a kind, "A|B" for either
+local function kind_of(kind)
+  local tests, texts = {}, {}
+  for part in kind:gmatch("[^|]+") do
+    tests[#tests + 1] = assert(kind_ok[part], kind)
+    texts[#texts + 1] = kind_text[part] or part
+  end
+  return function(v)
+    for _, t in ipairs(tests) do if t(v) then return true end end
+    return false
+  end, table.concat(texts, " or ")
+end
+
+function U.checked(fname, kinds, f)
+  local spec = {}
+  -- a method's kinds start with "self": positions count from the argument after it, as Python's
+  local shift = kinds[1] == "self" and 1 or 0
+  for i, k in ipairs(kinds) do
+    local name, kind, opt = k:match("^([%w_]+):([%w|]+)(%??)$")
+    if k == "self" then name, kind, opt = "self", "Tensor", "" end
+    local ok, text = kind_of(kind)
+    spec[i] = { name = name, kind = kind, ok = ok, text = text, optional = opt == "?" }
+  end
+  return function(...)
+    for i, s in ipairs(spec) do
+      local v, pos = (select(i, ...)), i - shift
+      if s.optional and (v == nil or U.is_opts(v) and s.kind ~= "Tensors") then break end
+      if not s.ok(v) then
+        local got = U.typename(v)
+        if s.name == "self" then
+          U.errorf("descriptor '%s' requires a 'torch._C.TensorBase' object but received a '%s'", fname, got)
+        end
+        if s.kind == "Tensors" and type(v) == "table" and not torch.is_tensor(v) then
+          for j = 1, #v do
+            if not torch.is_tensor(v[j]) then
+              U.errorf("expected Tensor as element %d in argument %d, but got %s", j - 1, pos - 1, U.typename(v[j]))
+            end
+          end
+        end
+        U.errorf("%s(): argument '%s' (position %d) must be %s, not %s", fname, s.name, pos, s.text, got)
+      end
+    end
+    if kinds.plain then return f(...) end
+    return U.call_as(fname, f, ...)
+  end
+end
+
+-- U.checked for each t[name] of specs (name -> kinds)
+function U.check_all(t, specs)
+  for name, kinds in pairs(specs) do t[name] = U.checked(name, kinds, assert(t[name], name)) end
+end
+
 -- dim wrapped into [0, ndim) (a scalar counts as one dim), or PyTorch's error
 function U.wrap_dim(dim, ndim)
   if math.type(dim) ~= "integer" then U.errorf("dim must be an integer, got %s", U.typename(dim)) end

@@ -94,4 +94,11 @@ function memory_format.convert_conv3d_weight_memory_format(module, mf)
   return convert({ "Conv3d", "ConvTranspose3d" }, module, mf)
 end
 
+fusion.fuse_linear_bn_eval = U.checked("fuse_linear_bn_eval", { "linear:Module", "bn:Module", plain = true },
+  fusion.fuse_linear_bn_eval)
+U.check_all(memory_format, {
+  convert_conv2d_weight_memory_format = { "module:Module", plain = true },
+  convert_conv3d_weight_memory_format = { "module:Module", plain = true },
+})
+
 return { fusion = fusion, memory_format = memory_format }

@@ -130,4 +130,9 @@ function M.remove_spectral_norm(module, name)
   return module
 end
 
+U.check_all(M, {
+  weight_norm = { "module:Module", plain = true }, remove_weight_norm = { "module:Module", plain = true },
+  spectral_norm = { "module:Module", plain = true }, remove_spectral_norm = { "module:Module", plain = true },
+})
+
 return M

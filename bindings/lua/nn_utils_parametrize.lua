@@ -249,6 +249,7 @@ end
 -- ---- parametrize ----
 
 function P.is_parametrized(module, tensor_name)
+  if not Module.is_module(module) then return false end -- PyTorch's getattr(module, "parametrizations", None)
   local pd = values_of(module).parametrizations
   if pd == nil or not Module.isinstance_of(pd, ModuleDict) then return false end
   if tensor_name == nil then return #pd._modules:keys() > 0 end
@@ -609,5 +610,15 @@ function parametrizations.spectral_norm(module, ...)
   P.register_parametrization(module, o.name, SpectralNorm(weight, o.n_power_iterations, dim, o.eps))
   return module
 end
+
+U.check_all(P, {
+  refresh = { "module:Module", plain = true },
+  register_parametrization = { "module:Module", "tensor_name:str", "parametrization:Module", plain = true },
+  remove_parametrizations = { "module:Module", "tensor_name:str", plain = true },
+})
+U.check_all(parametrizations, {
+  orthogonal = { "module:Module", plain = true }, weight_norm = { "module:Module", plain = true },
+  spectral_norm = { "module:Module", plain = true },
+})
 
 return P

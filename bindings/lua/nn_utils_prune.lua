@@ -345,6 +345,12 @@ function M.custom_from_mask(module, name, mask)
   return module
 end
 
+-- a module and a parameter name first, as PyTorch's functions take them
+for _, fname in ipairs({ "identity", "random_unstructured", "l1_unstructured", "random_structured", "ln_structured",
+  "custom_from_mask" }) do
+  M[fname] = U.checked(fname, { "module:Module", "name:str", plain = true }, M[fname])
+end
+
 local function_classes = { [M.identity] = Identity, [M.random_unstructured] = RandomUnstructured,
   [M.l1_unstructured] = L1Unstructured, [M.random_structured] = RandomStructured, [M.ln_structured] = LnStructured,
   [M.custom_from_mask] = CustomFromMask }
@@ -412,5 +418,8 @@ function M.is_pruned(module)
   end
   return false
 end
+
+M.remove = U.checked("remove", { "module:Module", "name:str", plain = true }, M.remove)
+M.is_pruned = U.checked("is_pruned", { "module:Module", plain = true }, M.is_pruned)
 
 return M

@@ -246,6 +246,22 @@ function torch.bincount(x, ...)
   return counts:index_add_(0, x:to(torch.int64), w ~= nil and w:to(dtype) or torch.ones(x:numel(), { dtype = dtype, device = x.device }))
 end
 
+-- PyTorch's argument-type errors, and the inner ops' errors naming the function called
+U.check_all(torch, {
+  square = { "input:Tensor" }, hypot = { "input:Tensor", "other:Tensor|Number" }, logaddexp = {},
+  logit = { "input:Tensor", "eps:Number?" }, nan_to_num = { "input:Tensor", "nan:Number?", "posinf:Number?", "neginf:Number?" },
+  addcmul = { "input:Tensor", "tensor1:Tensor", "tensor2:Tensor", "value:Number?" },
+  addcdiv = { "input:Tensor", "tensor1:Tensor", "tensor2:Tensor", "value:Number?" },
+  count_nonzero = { "input:Tensor" }, cross = { "input:Tensor", "other:Tensor", "dim:int?" },
+  cdist = { "x1:Tensor", "x2:Tensor", "p:Number?" }, diff = { "input:Tensor", "n:int?", "dim:int?" },
+  unique = { "input:Tensor" }, bincount = { "input:Tensor", "weights:Tensor?", "minlength:int?" },
+})
+U.check_all(Tensor, {
+  square_ = { "self" }, logit_ = { "self", "eps:Number?" },
+  addcmul_ = { "self", "tensor1:Tensor", "tensor2:Tensor", "value:Number?" },
+  addcdiv_ = { "self", "tensor1:Tensor", "tensor2:Tensor", "value:Number?" },
+})
+
 for _, name in ipairs({ "square", "hypot", "logaddexp", "logit", "nan_to_num", "addcmul", "addcdiv",
   "count_nonzero", "cross", "diff", "unique", "bincount" }) do
   Tensor[name] = torch[name]

@@ -55,8 +55,8 @@ function torch.dsplit(x, sections)
   return torch.tensor_split(x, sections, 2)
 end
 
-function torch.swapaxes(x, a, b) return x:transpose(a, b) end
-torch.swapdims = torch.swapaxes
+torch.swapaxes = U.checked("swapaxes", { "input:Tensor", "axis0:int", "axis1:int" }, function(x, a, b) return x:transpose(a, b) end)
+torch.swapdims = U.checked("swapdims", { "input:Tensor", "dim0:int", "dim1:int" }, function(x, a, b) return x:transpose(a, b) end)
 
 -- unflatten(x, dim, sizes): dim split into sizes (one of them may be -1), as a view
 function torch.unflatten(x, dim, sizes)

@@ -8,7 +8,7 @@ local U = require "nn_util"
 local F = torch.nn.functional
 local Tensor = torch.Tensor
 
-torch.absolute = function(...) return torch.abs(...) end
+torch.absolute = U.checked("absolute", { "input:Tensor" }, function(...) return torch.abs(...) end)
 Tensor.absolute = function(self) return self:abs() end
 Tensor.absolute_ = function(self) return self:abs_() end
 
@@ -40,7 +40,7 @@ function Tensor:float_power_(exponent)
 end
 
 function Tensor:index_fill(dim, index, value) return self:clone():index_fill_(dim, index, value) end
-torch.index_fill = function(input, ...) return input:index_fill(...) end
+torch.index_fill = U.checked("index_fill", { "input:Tensor" }, function(input, ...) return input:index_fill(...) end)
 
 function Tensor:is_signed() return self.dtype.is_signed end
 
@@ -84,6 +84,14 @@ function F.hardtanh_(input, min_val, max_val) return F.hardtanh(input, min_val o
 function F.threshold_(input, threshold, value) return F.threshold(input, threshold, value, true) end
 function F.rrelu_(input, lower, upper, training) return F.rrelu(input, lower or 1.0 / 8, upper or 1.0 / 3, training or false, true) end
 
+U.check_all(F, {
+  relu_ = { "input:Tensor" }, elu_ = { "input:Tensor", "alpha:Number?" }, celu_ = { "input:Tensor", "alpha:Number?" },
+  selu_ = { "input:Tensor" }, leaky_relu_ = { "input:Tensor", "negative_slope:Number?" },
+  hardtanh_ = { "input:Tensor", "min_val:Number?", "max_val:Number?" },
+  threshold_ = { "input:Tensor", "threshold:Number", "value:Number" },
+  rrelu_ = { "input:Tensor", "lower:Number?", "upper:Number?" },
+})
+
 -- the deprecated upsampling names, as PyTorch defines them on interpolate
 function F.upsample_nearest(input, size, scale_factor)
   return F.interpolate(input, { size = size, scale_factor = scale_factor, mode = "nearest" })
@@ -95,6 +103,7 @@ end
 -- the *_with_indices names: the pools with return_indices
 function F.adaptive_max_pool1d_with_indices(input, output_size) return F.adaptive_max_pool1d(input, output_size, true) end
 function F.adaptive_max_pool2d_with_indices(input, output_size) return F.adaptive_max_pool2d(input, output_size, true) end
+F.adaptive_max_pool2d_with_indices = U.checked("adaptive_max_pool2d_with_indices", { "input:Tensor" }, F.adaptive_max_pool2d_with_indices)
 function F.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
   return F.max_pool1d(input, kernel_size, { stride = stride, padding = padding or 0, dilation = dilation or 1,
     ceil_mode = ceil_mode or false, return_indices = true })

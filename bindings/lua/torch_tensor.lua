@@ -168,6 +168,13 @@ function torch.movedim(x, source, destination)
 end
 torch.moveaxis = torch.movedim
 
+-- PyTorch's argument-type errors, and the inner ops' errors naming the function called
+U.check_all(torch, {
+  isnan = { "input:Tensor" }, isinf = { "input:Tensor" }, isfinite = { "input:Tensor" }, isclose = {}, allclose = {},
+  movedim = { "input:Tensor", "source:ints", "destination:ints" }, moveaxis = { "input:Tensor", "source:ints", "destination:ints" },
+})
+U.check_all(Tensor, { type_as = { "self", "other:Tensor" } })
+
 for _, name in ipairs({ "isnan", "isinf", "isfinite", "equal", "isclose", "allclose", "cumsum", "cumprod", "movedim", "moveaxis" }) do
   Tensor[name] = torch[name]
 end

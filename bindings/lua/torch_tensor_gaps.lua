@@ -200,7 +200,9 @@ Tensor.unsafe_split_with_sizes = Tensor.split_with_sizes
 torch.split_with_sizes = function(x, ...) return x:split_with_sizes(...) end
 torch.unsafe_split = function(x, ...) return x:split(...) end
 torch.unsafe_chunk = function(x, ...) return x:chunk(...) end
-torch.unsafe_split_with_sizes = torch.split_with_sizes
+torch.unsafe_split_with_sizes = function(x, ...) return x:split_with_sizes(...) end
+U.check_all(torch, { split_with_sizes = { "input:Tensor", "split_sizes:ints" }, unsafe_split = { "input:Tensor" },
+  unsafe_chunk = { "input:Tensor", "chunks:int" }, unsafe_split_with_sizes = { "input:Tensor", "split_sizes:ints" } })
 
 -- nonzero_static(size=, fill_value=-1): nonzero()'s rows, cut or padded with fill_value to `size` rows
 function Tensor:nonzero_static(...)
@@ -213,7 +215,7 @@ function Tensor:nonzero_static(...)
   local pad = torch.full({ size - have, self:dim() }, o.fill_value, { dtype = torch.int64, device = self.device })
   return torch.cat({ nz, pad }, 0)
 end
-torch.nonzero_static = function(x, ...) return x:nonzero_static(...) end
+torch.nonzero_static = U.checked("nonzero_static", { "input:Tensor" }, function(x, ...) return x:nonzero_static(...) end)
 
 -- ---- storage sharing ----
 
@@ -267,6 +269,8 @@ function Tensor:resize(...)
   return resize(self, size, "resize")
 end
 function Tensor:resize_as(other) return resize(self, other:size():totable(), "resize_as") end
+U.check_all(Tensor, { is_set_to = { "self", "tensor:Tensor" }, resize_as = { "self", "the_template:Tensor" },
+  new_empty_strided = { "self", "size:ints", "stride:ints" } })
 
 -- ---- in-place aliases and small methods ----
 

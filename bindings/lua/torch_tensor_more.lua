@@ -293,6 +293,30 @@ function Tensor:fill_diagonal_(value, wrap)
   return self
 end
 
+-- PyTorch's argument-type errors, and the inner ops' errors naming the function called
+local sections = "indices_or_sections"
+U.check_all(torch, {
+  broadcast_to = { "input:Tensor", "size:ints" }, ravel = { "input:Tensor" },
+  atleast_1d = { "input:Tensor" }, atleast_2d = { "input:Tensor" }, atleast_3d = { "input:Tensor" },
+  hstack = { "tensors:Tensors" }, vstack = { "tensors:Tensors" }, dstack = { "tensors:Tensors" },
+  column_stack = { "tensors:Tensors" },
+  tensor_split = { "input:Tensor", sections .. ":Tensor|ints", "dim:int?" },
+  hsplit = { "input:Tensor", sections .. ":Tensor|ints" }, vsplit = { "input:Tensor", sections .. ":Tensor|ints" },
+  take = { "input:Tensor", "index:Tensor" }, take_along_dim = { "input:Tensor", "indices:Tensor", "dim:int?" },
+  logical_xor = { "input:Tensor", "other:Tensor|Number" }, deg2rad = { "input:Tensor" }, rad2deg = { "input:Tensor" },
+  positive = { "input:Tensor" }, heaviside = { "input:Tensor", "values:Tensor|Number" },
+  copysign = { "input:Tensor", "other:Tensor|Number" }, signbit = { "input:Tensor" },
+  ldexp = { "input:Tensor", "other:Tensor|Number" }, float_power = { "input:Tensor|Number", "exponent:Tensor|Number" },
+  isin = { "elements:Tensor|Number" }, searchsorted = { "sorted_sequence:Tensor" },
+  bucketize = { "input:Tensor|Number", "boundaries:Tensor" },
+  nansum = { "input:Tensor" }, nanmean = { "input:Tensor" }, var_mean = { "input:Tensor" }, std_mean = { "input:Tensor" },
+  quantile = { "input:Tensor", "q:Tensor|Number", "dim:int?" },
+})
+U.check_all(Tensor, {
+  unfold = { "self", "dimension:int", "size:int", "step:int" }, new_tensor = { "self" },
+  index_fill_ = { "self", "dim:int", "index:Tensor", "value:Tensor|Number" }, fill_diagonal_ = { "self", "fill_value:Number" },
+})
+
 for _, name in ipairs({ "broadcast_to", "ravel", "tensor_split", "hsplit", "vsplit", "take", "take_along_dim", "logical_xor",
   "floor_divide", "deg2rad", "rad2deg", "positive", "heaviside", "copysign", "signbit", "ldexp",
   "float_power", "isin", "nansum", "nanmean", "quantile" }) do

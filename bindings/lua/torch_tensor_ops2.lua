@@ -312,6 +312,8 @@ function torch.index_reduce(x, dim, index, source, reduce, ...)
 end
 install("index_reduce", true)
 
+U.check_all(torch, { narrow_copy = { "input:Tensor", "dim:int", "start:int", "length:int" },
+  diag_embed = { "input:Tensor", "offset:int?", "dim1:int?", "dim2:int?" } })
 for _, name in ipairs({ "select_scatter", "slice_scatter", "diagonal_scatter", "diag_embed", "narrow_copy" }) do install(name) end
 
 -- ---- in-place randoms (torch.rand / randn, so torch.manual_seed reproduces them) ----
@@ -390,6 +392,11 @@ end
 function Tensor:addmm_(mat1, mat2, opts)
   return inplace(self, function(s) return torch.addmm(s, mat1, mat2, opts) end)
 end
+U.check_all(Tensor, {
+  random_ = { "self", "from:Number?", "to:Number?" }, exponential_ = { "self", "lambd:Number?" },
+  cauchy_ = { "self", "median:Number?", "sigma:Number?" }, log_normal_ = { "self", "mean:Number?", "std:Number?" },
+  bernoulli_ = { "self", "p:Tensor|Number?" }, addmm_ = { "self", "mat1:Tensor", "mat2:Tensor" },
+})
 for _, name in ipairs({ "lerp", "tril", "triu", "nan_to_num", "copysign" }) do
   Tensor[name .. "_"] = function(self, ...)
     local args = table.pack(...)
@@ -581,6 +588,7 @@ function torch.lcm(a, b)
   return torch.where(g:eq(0), torch.zeros_like(g), torch.floor_divide(a, safe) * b):abs()
 end
 
+U.check_all(torch, { renorm = { "input:Tensor", "p:Number", "dim:int", "maxnorm:Number" }, dist = {} })
 for _, name in ipairs({ "inner", "vdot", "matrix_power", "matrix_exp", "dist", "unique_consecutive", "is_nonzero",
   "isreal", "gcd", "lcm" }) do install(name) end
 install("renorm", true)

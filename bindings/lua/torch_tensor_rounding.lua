@@ -74,7 +74,8 @@ for _, name in ipairs({ "div", "divide" }) do
   end
 end
 
-function torch.floor_divide(a, b) return rounded("floor_divide", a, b, "floor") end
+torch.floor_divide = U.checked("floor_divide", { "input:Tensor|Number", "other:Tensor|Number" },
+  function(a, b) return rounded("floor_divide", a, b, "floor") end)
 Tensor.floor_divide = torch.floor_divide
 -- a // b, as Python's // on tensors
 debug.getregistry()["torch.Tensor"].__idiv = torch.floor_divide

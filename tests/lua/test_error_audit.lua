@@ -106,3 +106,96 @@ T.test("lr_scheduler errors point at the user's line and name Python's type", fu
   local opt = optim.SGD(nn.Linear(2, 1):parameters(), { lr = 0.1 })
   T.eq(S.StepLR(opt, 3):get_last_lr()[1], 0.1, "valid StepLR")
 end)
+
+T.test("torch functions made of ops check their arguments as PyTorch's parser does", function()
+  local x = torch.randn(2, 3)
+  clean(function() return torch.hypot() end, "hypot(): argument 'input' (position 1) must be Tensor, not NoneType")
+  clean(function() return torch.hypot(x, "x") end, "hypot(): argument 'other' (position 2) must be Tensor or Number, not str")
+  clean(function() return torch.addcmul(x, "x", x) end, "addcmul(): argument 'tensor1' (position 2) must be Tensor, not str")
+  clean(function() return torch.cross({}, x) end, "cross(): argument 'input' (position 1) must be Tensor, not table")
+  clean(function() return torch.broadcast_to(x, "x") end, "broadcast_to(): argument 'size' (position 2) must be tuple of ints, not str")
+  clean(function() return torch.hstack(x) end, "hstack(): argument 'tensors' (position 1) must be tuple of Tensors, not torch.FloatTensor")
+  clean(function() return torch.vstack({ x, "x" }) end, "expected Tensor as element 1 in argument 0, but got str")
+  clean(function() return torch.movedim(x) end, "movedim(): argument 'source' (position 2) must be tuple of ints, not NoneType")
+  clean(function() return torch.swapaxes(x, "a", 1) end, "swapaxes(): argument 'axis0' (position 2) must be int, not str")
+  clean(function() return torch.narrow_copy(x, 0, 0) end, "narrow_copy(): argument 'length' (position 4) must be int, not NoneType")
+  clean(function() return torch.isnan("x") end, "isnan(): argument 'input' (position 1) must be Tensor, not str")
+  clean(function() return torch.floor_divide() end, "floor_divide(): argument 'input' (position 1) must be Tensor or Number, not NoneType")
+  clean(function() return torch.absolute(-1) end, "absolute(): argument 'input' (position 1) must be Tensor, not int")
+  -- a method's positions count after self
+  clean(function() return x:addcmul_(nil, x) end, "addcmul_(): argument 'tensor1' (position 1) must be Tensor, not NoneType")
+  clean(function() return x:unfold(0, "x", 1) end, "unfold(): argument 'size' (position 2) must be int, not str")
+  clean(function() return x:exponential_("x") end, "exponential_(): argument 'lambd' (position 1) must be Number, not str")
+  clean(function() return x:type_as(nil) end, "type_as(): argument 'other' (position 1) must be Tensor, not NoneType")
+  clean(function() return torch.Tensor.addcmul_("x", x, x) end,
+    "descriptor 'addcmul_' requires a 'torch._C.TensorBase' object but received a 'str'")
+  -- the errors of the ops inside name the function called
+  clean(function() return torch.hypot(x, torch.randn(5, 7)) end,
+    "bad argument #2 to 'hypot' (the size of tensor a (3) must match the size of tensor b (7) at non-singleton dimension 1)")
+  clean(function() return x:count_nonzero("x") end, "~to 'count_nonzero' (")
+  -- valid calls are unchanged
+  T.eq(torch.hypot(torch.tensor({ 3.0 }), 4):tolist(), { 5.0 }, "hypot with a number")
+  T.eq(torch.addcmul(torch.zeros(2), torch.ones(2), torch.ones(2), { value = 2 }):tolist(), { 2.0, 2.0 }, "addcmul value")
+  T.eq(torch.logit(torch.tensor({ 0.5 }), { eps = 0.1 }):tolist(), { 0.0 }, "logit eps keyword")
+  T.eq(torch.swapaxes(x, 0, 1).shape:totable(), { 3, 2 }, "swapaxes")
+  T.eq(torch.hstack({ torch.ones(2), torch.zeros(1) }):tolist(), { 1.0, 1.0, 0.0 }, "hstack")
+  T.eq(torch.floor_divide(7, torch.tensor({ 2 })):tolist(), { 3 }, "floor_divide of a number")
+  T.eq((torch.tensor({ 7 }) // 2):tolist(), { 3 }, "//")
+end)
+
+T.test("channel_shuffle, adaptive_max_pool1d and the functional in-place activations check their input", function()
+  clean(function() return F.channel_shuffle() end, "channel_shuffle(): argument 'input' (position 1) must be Tensor, not NoneType")
+  clean(function() return F.channel_shuffle(torch.randn(2, 4, 3), "x") end,
+    "channel_shuffle(): argument 'groups' (position 2) must be int, not str")
+  -- PyTorch's ChanelShuffle.cpp checks
+  clean(function() return F.channel_shuffle(torch.randn(2, 4), 2) end,
+    "channel_shuffle expects input to have at least 3 dimensions, but got input with sizes [2, 4]")
+  clean(function() return F.channel_shuffle(torch.randn(2, 4, 3), 0) end,
+    "Number of groups to divide channels in must be positive. Value of groups:0")
+  clean(function() return F.adaptive_max_pool1d("x", 2) end, "adaptive_max_pool1d(): argument 'input' (position 1) must be Tensor, not str")
+  clean(function() return F.adaptive_max_pool1d(torch.randn(1, 2, 3, 4), 2) end,
+    "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)")
+  clean(function() return F.relu_() end, "relu_(): argument 'input' (position 1) must be Tensor, not NoneType")
+  clean(function() return F.celu_(torch.randn(2), "x") end, "celu_(): argument 'alpha' (position 2) must be Number, not str")
+  T.eq(F.channel_shuffle(torch.arange(4):float():reshape(1, 4, 1), 2):reshape(-1):tolist(), { 0.0, 2.0, 1.0, 3.0 }, "shuffle")
+  T.eq(F.adaptive_max_pool1d(torch.tensor({ { { 1.0, 3.0, 2.0, 0.0 } } }), 2):reshape(-1):tolist(), { 3.0, 2.0 }, "pool")
+end)
+
+T.test("nn.utils functions check their module argument", function()
+  local U = nn.utils
+  clean(function() return U.prune.remove(nil, "weight") end, "remove(): argument 'module' (position 1) must be Module, not NoneType")
+  clean(function() return U.prune.identity(nn.Linear(2, 2), 3) end, "identity(): argument 'name' (position 2) must be str, not int")
+  clean(function() return U.prune.is_pruned("x") end, "is_pruned(): argument 'module' (position 1) must be Module, not str")
+  clean(function() return U.remove_weight_norm() end, "remove_weight_norm(): argument 'module' (position 1) must be Module, not NoneType")
+  clean(function() return U.parametrize.register_parametrization(nn.Linear(2, 2), "weight") end,
+    "register_parametrization(): argument 'parametrization' (position 3) must be Module, not NoneType")
+  clean(function() return U.parametrize.refresh({}) end, "refresh(): argument 'module' (position 1) must be Module, not table")
+  clean(function() return U.convert_conv2d_weight_memory_format() end,
+    "convert_conv2d_weight_memory_format(): argument 'module' (position 1) must be Module, not NoneType")
+  clean(function() return U.fuse_linear_bn_eval(nn.Linear(2, 2)) end,
+    "fuse_linear_bn_eval(): argument 'bn' (position 2) must be Module, not NoneType")
+  -- PyTorch's is_parametrized is getattr(module, "parametrizations", None): false for anything else
+  T.eq(U.parametrize.is_parametrized("x"), false, "is_parametrized of a string")
+  local m = U.prune.l1_unstructured(nn.Linear(2, 2), "weight", { amount = 0.5 })
+  T.eq(U.prune.is_pruned(m), true, "pruned")
+  T.eq(U.prune.is_pruned(U.prune.remove(m, "weight")), false, "removed")
+end)
+
+T.test("Conv1d and the 1-d pools speak of the 1-d op and the user's shapes", function()
+  local c = nn.Conv1d(3, 4, 3)
+  clean(function() return c(torch.randn(2, 5, 7)) end,
+    "Given groups=1, weight of size [4, 3, 3], expected input[2, 5, 7] to have 3 channels, but got 5 channels instead")
+  clean(function() return c(torch.randn(7)) end, "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: [7]")
+  clean(function() return nn.Conv1d(3, 4, 9)(torch.randn(2, 3, 5)) end,
+    "Calculated padded input size per channel: (5). Kernel size: (9). Kernel size can't be greater than actual input size")
+  clean(function() return c(torch.randn(2, 3, 7):long()) end, "~to 'conv1d' (")
+  clean(function() return nn.MaxPool1d(9)(torch.randn(2, 3, 5)) end, "max_pool1d() Invalid computed output size: 0")
+  clean(function() return nn.MaxPool1d(2)(torch.randn(5)) end, "max_pool1d() Expected 2D or 3D input tensor, but got [5]")
+  -- PyTorch's avg_pool1d runs avg_pool2d too, and its message shows the added dim
+  clean(function() return nn.AvgPool1d(9)(torch.randn(2, 3, 5)) end,
+    "~(Given input size: (3x1x5). Calculated output size: (3x1x0). Output size is too small)")
+  clean(function() return nn.AvgPool1d(2)(torch.randn(5)) end,
+    "Expected 2 to 3 dimensions, but got 1-dimensional tensor for argument #1 'self' (while checking arguments for avg_pool1d)")
+  T.eq(c(torch.randn(3, 7)).shape:totable(), { 4, 5 }, "unbatched conv1d")
+  T.eq(nn.MaxPool1d(2, { ceil_mode = true })(torch.randn(2, 3, 5)).shape:totable(), { 2, 3, 3 }, "ceil_mode")
+end)
