@@ -141,7 +141,7 @@ local unfold_spec = { { "input", REQ }, { "kernel_size", REQ }, { "dilation", 1 
 -- F.unfold(input [N, C, H, W], kernel_size, dilation, padding, stride) -> [N, C*kh*kw, L]
 function F.unfold(...)
   local o = U.parse("unfold", unfold_spec, ...)
-  local x = o.input
+  local x = U.check_tensor("im2col", "input", 1, o.input)
   local unbatched = x:dim() == 3
   if unbatched then x = x:unsqueeze(0) end
   if x:dim() ~= 4 then U.error("Input Error: Only 3D or 4D input Tensors are supported (got " .. x:dim() .. "D)") end
@@ -160,7 +160,7 @@ end
 function F.fold(...)
   local o = U.parse("fold", { { "input", REQ }, { "output_size", REQ }, { "kernel_size", REQ }, { "dilation", 1 },
     { "padding", 0 }, { "stride", 1 } }, ...)
-  local x = o.input
+  local x = U.check_tensor("col2im", "input", 1, o.input)
   local unbatched = x:dim() == 2
   if unbatched then x = x:unsqueeze(0) end
   if x:dim() ~= 3 then U.error("Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported") end

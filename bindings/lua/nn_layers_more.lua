@@ -178,7 +178,7 @@ end
 function F.instance_norm(...)
   local o = U.parse("instance_norm", { { "input", REQ }, { "running_mean" }, { "running_var" }, { "weight" }, { "bias" },
     { "use_input_stats", true }, { "momentum", 0.1 }, { "eps", 1e-5 } }, ...)
-  local x = o.input
+  local x = U.check_tensor("instance_norm", "input", 1, o.input)
   if x:dim() < 3 then U.errorf("instance_norm: expected an input with a batch, channels and at least one spatial dim, got %dD", x:dim()) end
   local dims = {}
   for d = 2, x:dim() - 1 do dims[#dims + 1] = d end
@@ -222,6 +222,7 @@ local function instance_norm(name, spatial)
     BatchNorm.__init(self, o.num_features, o.eps, o.momentum, o.affine, o.track_running_stats, { device = o.device, dtype = o.dtype })
   end
   function cls:forward(x)
+    U.check_tensor("instance_norm", "input", 1, x)
     local unbatched = x:dim() == spatial + 1
     if not unbatched and x:dim() ~= spatial + 2 then
       U.errorf("expected %dD or %dD input (got %dD input)", spatial + 1, spatial + 2, x:dim())

@@ -152,6 +152,7 @@ local function regroup(x, mid, order, tail)
 end
 
 local function last3(fname, x)
+  U.check_tensor(fname, "input", 1, x)
   if x:dim() < 3 then U.errorf("%s expects input to have at least 3 dimensions, but got input with %d dimension(s)", fname, x:dim()) end
   return x:size(-3), x:size(-2), x:size(-1)
 end

@@ -488,7 +488,7 @@ end
 -- argument is optional), with PyTorch's "fname(): argument 'other' (position 2) must be
 -- Tensor, not str"; the errors of the ops inside are raised at the user's line naming fname.
 -- Kinds: Tensor, Number, int, Tensor|Number, Tensors (a list of tensors), ints (an int, a list
--- of ints or a torch.Size), Function, str, Module. kinds.plain: f is called directly (for a
+-- of ints or a torch.Size), Function, str, Module, any (checked by f itself). kinds.plain: f is called directly (for a
 -- function that calls the user's code, whose errors keep their own position).
 local kind_ok
 kind_ok = {
@@ -509,7 +509,9 @@ kind_ok = {
   Function = function(v) return type(v) == "function" or (getmetatable(v) or {}).__call ~= nil end,
   str = function(v) return type(v) == "string" end,
   Module = function(v) return torch.nn ~= nil and torch.nn.Module.is_module(v) end,
+  any = function() return true end,
 }
+U.kind_ok = kind_ok
 local kind_text = { Tensors = "tuple of Tensors", ints = "tuple of ints", Function = "callable" }
 
 -- the test and the text of a kind, "A|B" for either

@@ -321,6 +321,7 @@ local function lambdas(name, opt, f)
     if #f ~= n then fail("Expected %d lr_lambdas, but got %d", n, #f) end
     return copy_plain(f)
   end
+  if name == "LambdaLR" and not U.kind_ok.Function(f) then fail("'%s' object is not callable", U.typename(f)) end
   local out = {}
   for i = 1, n do out[i] = f end
   return out
@@ -775,6 +776,8 @@ end
 local ChainedScheduler = LRScheduler:extend("ChainedScheduler")
 M.ChainedScheduler = ChainedScheduler
 function ChainedScheduler:__init(schedulers, optimizer)
+  if type(schedulers) == "string" then fail("'str' object has no attribute 'optimizer'") end
+  if type(schedulers) ~= "table" then fail("object of type '%s' has no len()", U.typename(schedulers)) end
   if #schedulers < 1 then fail("ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.") end
   optimizer = optimizer or schedulers[1].optimizer
   for i, s in ipairs(schedulers) do

@@ -242,4 +242,8 @@ function torch.get_deterministic_debug_mode()
   return torch.is_deterministic_algorithms_warn_only_enabled() and 1 or 2
 end
 
+-- as_strided's size and stride checked as PyTorch's parser does
+U.check_all(torch, { as_strided = { "input:Tensor", "size:ints", "stride:ints" } })
+U.check_all(Tensor, { as_strided = { "self", "size:ints", "stride:ints" }, as_strided_ = { "self", "size:ints", "stride:ints" } })
+
 return torch

@@ -788,7 +788,11 @@ local function collate(batch, depth)
   raise("default_collate: batch must contain tensors, numbers, dicts or lists; found " .. t)
 end
 
-function data.default_collate(batch) return collate(batch, 3) end
+function data.default_collate(batch)
+  if torch.is_tensor(batch) then raise("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor") end
+  if type(batch) ~= "table" then raise(string.format("'%s' object is not subscriptable", U.typename(batch))) end
+  return collate(batch, 3)
+end
 function data.default_convert(sample) return sample end
 
 -- get_worker_info(): nil in the main thread; set while worker_init_fn runs

@@ -487,12 +487,12 @@ function torch.multinomial(input, num_samples, ...)
   end)
 end
 
-function torch.bernoulli(input, p)
+torch.bernoulli = U.checked("bernoulli", { "input:Tensor" }, function(input, p)
   return torch.no_grad(function()
     local probs = p ~= nil and torch.full(input:size(), p, H.opts(input)) or input
     return torch.rand_like(probs):lt(probs):to(probs.dtype)
   end)
-end
+end)
 torch.Tensor.bernoulli = torch.bernoulli
 torch.Tensor.multinomial = torch.multinomial
 

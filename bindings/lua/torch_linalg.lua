@@ -504,6 +504,10 @@ end
 
 -- torch.svd (the old API): U, S, V (not Vh), reduced by default
 function torch.svd(A, some, compute_uv)
+  U.check_tensor("svd", "input", 1, A)
+  if not (A:is_floating_point() or A:is_complex()) then
+    U.errorf("linalg.svd: Expected a floating point or complex tensor as input. Got %s", U.scalar_name(A.dtype))
+  end
   local Uu, S, Vh = svd(A, some == false, true)
   return Uu, S, mT(Vh)
 end

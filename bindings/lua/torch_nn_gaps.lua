@@ -16,6 +16,23 @@ nn.Buffer = require("nn_module_gaps").Buffer
 nn.parameter = nn.parameter or {}
 nn.parameter.Parameter, nn.parameter.Buffer = nn.Parameter, nn.Buffer
 
+-- nn.init's functions check their number arguments as PyTorch's parser does, and the errors
+-- of the ops inside (an integer tensor's "expected a floating point dtype") name the init function
+local tensor_only = { "tensor:any" }
+U.check_all(nn.init, {
+  uniform_ = { "tensor:any", "a:Number?", "b:Number?" },
+  normal_ = { "tensor:any", "mean:Number?", "std:Number?" },
+  trunc_normal_ = { "tensor:any", "mean:Number?", "std:Number?", "a:Number?", "b:Number?" },
+  constant_ = { "tensor:any", "val:Tensor|Number?" },
+  xavier_uniform_ = { "tensor:any", "gain:Number?" },
+  xavier_normal_ = { "tensor:any", "gain:Number?" },
+  kaiming_uniform_ = { "tensor:any", "a:Number?", "mode:str?", "nonlinearity:str?" },
+  kaiming_normal_ = { "tensor:any", "a:Number?", "mode:str?", "nonlinearity:str?" },
+  orthogonal_ = { "tensor:any", "gain:Number?" },
+  sparse_ = { "tensor:any", "sparsity:Number?", "std:Number?" },
+  ones_ = tensor_only, zeros_ = tensor_only, eye_ = tensor_only, dirac_ = tensor_only,
+})
+
 -- nn.init.uniform(...) and the rest: the trailing-underscore functions, with PyTorch's FutureWarning
 for _, name in ipairs({ "uniform", "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
   "orthogonal", "sparse", "eye", "dirac" }) do

@@ -523,6 +523,7 @@ end
 -- round(x, {decimals=0}): half to even at 10^-decimals (decimals < 0: to tens, hundreds...)
 local c_round = torch.round
 function torch.round(x, ...)
+  check_tensor("round", "input", 1, x)
   local decimals = select("#", ...) > 0 and U.parse("round", { { "decimals", 0 } }, ...).decimals or 0
   decimals = U.check_int("round", "decimals", decimals)
   if decimals == 0 then return c_round(x) end

@@ -92,6 +92,21 @@ U.check_all(F, {
   rrelu_ = { "input:Tensor", "lower:Number?", "upper:Number?" },
 })
 
+-- the losses' targets and the activations' number arguments checked as PyTorch's parser does (a
+-- keyword table ends the checks: torch.hinge_embedding_loss and the others call these with one);
+-- the errors of the ops inside name the function
+U.check_all(F, {
+  soft_margin_loss = { "input:Tensor?", "target:Tensor?" }, hinge_embedding_loss = { "input:Tensor?", "target:Tensor?" },
+  multilabel_soft_margin_loss = { "input:Tensor?", "target:Tensor?" }, poisson_nll_loss = { "input:Tensor?", "target:Tensor?" },
+  pairwise_distance = { "x1:Tensor?", "x2:Tensor?" },
+  cosine_similarity = { "x1:Tensor?", "x2:Tensor?" }, grid_sample = { "input:Tensor?", "grid:Tensor?" },
+  pdist = { "input:Tensor?", "p:Tensor|Number?" }, celu = { "input:Tensor?", "alpha:Tensor|Number?" },
+  glu = { "input:Tensor?", "dim:int?" }, hardshrink = { "input:Tensor?", "lambd:Tensor|Number?" },
+  softshrink = { "input:Tensor?", "lambd:Tensor|Number?" }, alpha_dropout = { "input:Tensor?", "p:Tensor|Number?" },
+  rrelu = { "input:Tensor?", "lower:Tensor|Number?", "upper:Tensor|Number?" }, gumbel_softmax = { "logits:Tensor?", "tau:Tensor|Number?" },
+  layer_norm = { "input:Tensor?", "normalized_shape:ints" },
+})
+
 -- the deprecated upsampling names, as PyTorch defines them on interpolate
 function F.upsample_nearest(input, size, scale_factor)
   return F.interpolate(input, { size = size, scale_factor = scale_factor, mode = "nearest" })

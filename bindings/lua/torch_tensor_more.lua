@@ -38,9 +38,21 @@ end
 
 function torch.broadcast_to(x, shape) return x:expand(shape) end
 
-function torch.broadcast_tensors(...)
-  local ts = table.pack(...)
-  if ts.n == 1 and not torch.is_tensor(ts[1]) then ts = table.pack(table.unpack(ts[1])) end
+-- each argument a tensor (or one list of them), with PyTorch's "expected Tensor as element i in
+-- argument 0"; none gives none, as PyTorch's empty tuple
+local function tensor_list(ts)
+  if ts.n == 1 and type(ts[1]) == "table" and not torch.is_tensor(ts[1]) and not (U.is_opts(ts[1]) and next(ts[1]) ~= nil) then
+    ts = table.pack(table.unpack(ts[1]))
+  end
+  for i = 1, ts.n do
+    if not torch.is_tensor(ts[i]) then U.errorf("expected Tensor as element %d in argument 0, but got %s", i - 1, U.typename(ts[i])) end
+  end
+  return ts
+end
+
+local function broadcast_tensors(...)
+  local ts = tensor_list(table.pack(...))
+  if ts.n == 0 then return end
   local acc = ts[1]
   for i = 2, ts.n do acc = acc + ts[i] * 0 end
   local shape = acc:size()
@@ -48,6 +60,7 @@ function torch.broadcast_tensors(...)
   for i = 1, ts.n do out[i] = ts[i]:expand(shape) end
   return table.unpack(out, 1, ts.n)
 end
+function torch.broadcast_tensors(...) return U.call_as("broadcast_tensors", broadcast_tensors, ...) end
 
 function torch.ravel(x) return x:reshape(-1) end
 
@@ -195,7 +208,11 @@ torch.tril_indices = tri_indices("tril_indices", true)
 torch.triu_indices = tri_indices("triu_indices", false)
 
 function torch.cartesian_prod(...)
-  local args = table.pack(...)
+  local args = tensor_list(table.pack(...))
+  if args.n == 0 then U.error("meshgrid expects a non-empty TensorList") end
+  for i = 1, args.n do
+    if args[i]:dim() ~= 1 then U.errorf("Expect a 1D vector, but got shape %s", U.shape_str(args[i])) end
+  end
   args.n = args.n + 1
   args[args.n] = { indexing = "ij" }
   local grids = table.pack(torch.meshgrid(table.unpack(args, 1, args.n)))
