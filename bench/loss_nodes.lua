@@ -5,21 +5,12 @@
 --   nnrepl bench/loss_nodes.lua
 -- Prints per case: "loss <name> <rows>x<cols> us <t>"
 local F = torch.nn.functional
+local timing = require "gpu_step_timing" -- bench/gpu_step_timing.lua, next to this file
 local reps, calls = 5, 20
 
 local function median_us(fn)
   for _ = 1, 5 do fn() end
-  local times = {}
-  for r = 1, reps do
-    local e0, e1 = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
-    e0:record()
-    for _ = 1, calls do fn() end
-    e1:record()
-    e1:synchronize()
-    times[r] = e0:elapsed_time(e1) / calls * 1e3
-  end
-  table.sort(times)
-  return times[(reps + 1) // 2]
+  return (timing.timed(fn, calls, reps)) * 1e3
 end
 
 local LOSSES = {

@@ -1,21 +1,13 @@
 # PyTorch's side of bench/loss_nodes.lua (same cases and output lines).
-import statistics
 import torch, torch.nn.functional as F
+from gpu_step_timing import timed  # bench/gpu_step_timing.py, next to this file
 
 reps, calls = 5, 20
 
 def median_us(fn):
     for _ in range(5):
         fn()
-    times = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            fn()
-        e1.record(); e1.synchronize()
-        times.append(e0.elapsed_time(e1) / calls * 1e3)
-    return statistics.median(times)
+    return timed(lambda i: fn(), calls, reps)[0] * 1e3
 
 LOSSES = [("mse_loss", lambda x, t: F.mse_loss(x, t)),
           ("smooth_l1_loss", lambda x, t: F.smooth_l1_loss(x, t)),
