@@ -396,6 +396,21 @@ static int f_nll_loss(lua_State *L) { return class_loss(L, nn_nll_loss); }
 /* cross-entropy with class-index targets, fused (F.cross_entropy calls it when label_smoothing is 0) */
 static int f_cross_entropy_loss(lua_State *L) { return class_loss(L, nn_cross_entropy); }
 
+/* torch._pointwise_loss(kind, input, target, p) and torch._pointwise_loss_backward(kind, input, target, grad, p, scale)
+ * (nn_pointwise_loss): the fused kernels that F.mse_loss, smooth_l1_loss, huber_loss, binary_cross_entropy and
+ * binary_cross_entropy_with_logits's nodes call */
+static const char *const ploss_kinds[] = {"mse", "smooth_l1", "huber", "bce", "bce_logits", NULL};
+
+static int f_pointwise_loss(lua_State *L)
+{
+    bool backward = lua_tointeger(L, lua_upvalueindex(1));
+    int kind = luaL_checkoption(L, 1, NULL, ploss_kinds);
+    nn_tensor *x = lt_check(L, 2), *t = lt_check(L, 3), *g = backward ? lt_check(L, 4) : NULL;
+    double p = luaL_optnumber(L, backward ? 5 : 4, 0), s = backward ? luaL_optnumber(L, 6, 1) : 1;
+    lt_push_or_fail(L, nn_pointwise_loss(kind, x, t, g, p, s), 2);
+    return 1;
+}
+
 /* ---- normalisation ---- */
 
 static double number_arg(lua_State *L, const fargs *a, int i, const char *name)
@@ -627,6 +642,8 @@ void lt_open_nnfunc(lua_State *L)
     };
     for (size_t k = 0; k < sizeof fns / sizeof *fns; k++) reg(L, torch, methods, fns[k].name, fns[k].f, 0, true, false);
     reg(L, torch, methods, "batch_norm", f_batch_norm, 0, true, false);
+    reg(L, torch, methods, "_pointwise_loss", f_pointwise_loss, 0, true, false);
+    reg(L, torch, methods, "_pointwise_loss_backward", f_pointwise_loss, 1, true, false);
     reg(L, torch, methods, "softmax", f_softmax, 0, true, true);
     reg(L, torch, methods, "log_softmax", f_softmax, 1, true, true);
     reg(L, torch, methods, "index_select", f_index_select, 0, true, true);

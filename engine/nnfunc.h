@@ -37,6 +37,13 @@ nn_tensor *nn_nll_loss_backward(nn_tensor *grad_out, int ndim, const int64_t *sh
  * NllLossBackward0 (gradient for x: weight[t] * (softmax(x) - onehot(t)), scaled as the loss). */
 nn_tensor *nn_cross_entropy(nn_tensor *x, nn_tensor *target, nn_tensor *weight, int reduction, int64_t ignore_index);
 
+/* ---- the pointwise losses (engine/pointwise_loss.c; kinds NN_PLOSS_* of pointwise_loss_math.h) ----
+ * The elementwise loss of x against t (same shape, float dtypes; computed in their promoted dtype,
+ * float32 under autocast), p: smooth_l1's beta or huber's delta. With g (0-dim or x's shape), the
+ * gradient for x instead: dloss/dx * g * s. One kernel each way, no autograd: F.*'s nodes in
+ * torch_functional.lua call them. */
+nn_tensor *nn_pointwise_loss(int kind, nn_tensor *x, nn_tensor *t, nn_tensor *g, double p, double s);
+
 /* ---- indexing (engine/index.c) ---- index: 1-D or 0-D, int64 or int32 */
 /* x's slices at the indices along dim; out-of-range indices are an error. Autograd: IndexSelectBackward0. */
 nn_tensor *nn_index_select(nn_tensor *x, int dim, nn_tensor *index);

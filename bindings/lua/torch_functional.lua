@@ -747,18 +747,28 @@ def("cross_entropy", function(...)
 end)
 
 -- An elementwise loss and its reduction as one autograd node with PyTorch's name
--- (MseLossBackward0, ...): loss(x, t, p) the elementwise values, grads(x, t, p, need) their
--- derivatives for x, t and p when p is a tensor (nil where need[i] is false); p: the loss's
--- parameter; w: per-element weights multiplied in (false: none). Tensors p and w come expanded to
--- x's shape. The backward's ops record a graph under create_graph.
+-- (MseLossBackward0, ...). kind names the fused kernels (torch._pointwise_loss and its backward:
+-- one pass each way) that run for float inputs on one device; loss(x, t, p), the elementwise
+-- values, and grads(x, t, p, need), their derivatives for x, t and p when p is a tensor (nil where
+-- need[i] is false), are the composite ops that run otherwise, for the target's and pos_weight's
+-- gradients, and under create_graph (their backward's ops record a graph). p: the loss's
+-- parameter; w: per-element weights multiplied in (false: none); k: the constant of the fused
+-- gradient (mse's 2). Tensors p and w come expanded to x's shape.
 local release = getmetatable(torch.empty(0)).__close -- frees a tensor's memory now, not at collection
-local function loss_node(name, loss, grads)
+local function fusable(x, t, p)
+  return not torch.is_tensor(p) and x.dtype.is_floating_point and t.dtype.is_floating_point and x.device == t.device
+end
+local function fused_grad(kind, k, x, t, grad, p, reduction)
+  return torch._pointwise_loss_backward(kind, x, t, grad, p or 0, reduction == "mean" and k / x:numel() or k)
+end
+local function loss_node(name, kind, loss, grads)
   local Fn = torch.autograd.Function:extend(name)
   Fn._node_name = name
   function Fn.forward(ctx, x, t, reduction, p, w)
     ctx:save_for_backward(x, t)
     ctx.reduction, ctx.p, ctx.w = reduction, p, w
-    local l = loss(x, t, p)
+    ctx.fused = fusable(x, t, p)
+    local l = ctx.fused and torch._pointwise_loss(kind, x, t) or loss(x, t, p)
     if w then
       local lw = l * w
       release(l)
@@ -772,10 +782,16 @@ local function loss_node(name, loss, grads)
   function Fn.backward(ctx, grad)
     local x, t = table.unpack(ctx.saved_tensors)
     local need = ctx.needs_input_grad
+    local own = not torch.is_grad_enabled() -- the temporaries are not part of a graph: freed now
+    if ctx.fused and own and not need[2] and not need[5] then
+      local g = ctx.w and grad * ctx.w or grad
+      local gx = need[1] and fused_grad(kind, 1, x, t, g, nil, ctx.reduction) or nil
+      if g ~= grad then release(g) end
+      return gx, nil, nil, nil, nil
+    end
     if ctx.reduction == "mean" then grad = grad / x:numel() end
     local gw = need[5] and grad * loss(x, t, ctx.p) or nil
     if ctx.w then grad = grad * ctx.w end
-    local own = not torch.is_grad_enabled() -- the temporaries are not part of a graph: freed now
     local function scaled(g)
       if not g then return nil end
       local r = grad * g
@@ -788,41 +804,54 @@ local function loss_node(name, loss, grads)
   return Fn
 end
 
--- The same for a loss of d = input - target alone (mse, smooth L1, Huber): d is kept from the
--- forward; grad(d, p) gives the derivative as k * g (k a number folded into the incoming gradient first,
--- so that the backward costs two kernels). Temporaries are freed as soon as they are used: held
--- until the collector runs, they made the GPU's caching allocator grow (2x slower on 64 MB inputs).
-local function diff_loss_node(name, loss, grad_of)
+-- The same for a loss of d = input - target alone (mse, smooth L1, Huber), whose target gradient
+-- is the input's negated. Unfused, d is kept from the forward and grad(d, p) gives the derivative
+-- as k * g (k a number folded into the incoming gradient first, so that the backward costs two
+-- kernels). Temporaries are freed as soon as they are used: held until the collector runs, they
+-- made the GPU's caching allocator grow (2x slower on 64 MB inputs).
+local function diff_loss_node(name, kind, k_fused, loss, grad_of)
   local Fn = torch.autograd.Function:extend(name)
   Fn._node_name = name
   function Fn.forward(ctx, x, t, reduction, p)
-    local d = x - t
     ctx:save_for_backward(x, t)
-    ctx.d, ctx.reduction, ctx.p = d, reduction, p
-    local l = loss(d, p)
+    ctx.reduction, ctx.p = reduction, p
+    local l
+    if fusable(x, t, p) then
+      ctx.fused = true
+      l = torch._pointwise_loss(kind, x, t, p)
+    else
+      local d = x - t
+      ctx.d = d
+      l = loss(d, p)
+    end
     if reduction == "none" then return l end
     local r = reduce(l, reduction)
     release(l)
     return r
   end
   function Fn.backward(ctx, grad)
+    local need = ctx.needs_input_grad
     -- d is used once and freed (a second backward under retain_graph makes it again); under
     -- create_graph it is made again from the inputs, so that the graph reaches them
     local d, own = ctx.d, not torch.is_grad_enabled()
     ctx.d = nil
-    if not d or not own then
-      local x, t = table.unpack(ctx.saved_tensors)
-      if d then release(d) end
-      d = x - t
+    local x, t = table.unpack(ctx.saved_tensors)
+    local gx
+    if ctx.fused and own then
+      gx = fused_grad(kind, k_fused, x, t, grad, ctx.p, ctx.reduction)
+    else
+      if not d or not own then
+        if d then release(d) end
+        d = x - t
+      end
+      local g, k = grad_of(d, ctx.p)
+      if ctx.reduction == "mean" then k = k / d:numel() end
+      gx = g * (grad * k)
+      if own then
+        if not rawequal(g, d) then release(g) end
+        release(d)
+      end
     end
-    local g, k = grad_of(d, ctx.p)
-    if ctx.reduction == "mean" then k = k / d:numel() end
-    local gx = g * (grad * k)
-    if own then
-      if not rawequal(g, d) then release(g) end
-      release(d)
-    end
-    local need = ctx.needs_input_grad
     return need[1] and gx or nil, need[2] and -gx or nil, nil, nil
   end
   return Fn
@@ -834,16 +863,16 @@ local function broadcast_pair(x, t)
   return torch.broadcast_tensors(x, t)
 end
 
-local MSE = diff_loss_node("MseLossBackward0", function(d) return d ^ 2 end, function(d) return d, 2 end)
+local MSE = diff_loss_node("MseLossBackward0", "mse", 2, function(d) return d ^ 2 end, function(d) return d, 2 end)
 -- smooth L1's and Huber's gradients are d clamped to [-beta, beta] (scaled by 1 / beta) and to
 -- [-delta, delta]: one kernel each
-local SMOOTH_L1 = diff_loss_node("SmoothL1LossBackward0", function(d, beta)
+local SMOOTH_L1 = diff_loss_node("SmoothL1LossBackward0", "smooth_l1", 1, function(d, beta)
   local a = d:abs()
   return torch.where(a:lt(beta), a ^ 2 * (0.5 / beta), a - 0.5 * beta)
 end, function(d, beta) return d:clamp(-beta, beta), 1 / beta end)
 -- Huber's loss as min(|d|, delta) * (|d| - min(|d|, delta) / 2): PyTorch's two branches, the same
 -- roundings, in five kernels
-local HUBER = diff_loss_node("HuberLossBackward0", function(d, delta)
+local HUBER = diff_loss_node("HuberLossBackward0", "huber", 1, function(d, delta)
   local a = d:abs()
   local m = a:clamp_max(delta)
   return m * (a - m * 0.5)
@@ -906,7 +935,7 @@ end)
 local function bce_logs(x)
   return x:log():clamp(-100), (1 - x):log():clamp(-100)
 end
-local BCE = loss_node("BinaryCrossEntropyBackward0", function(x, t)
+local BCE = loss_node("BinaryCrossEntropyBackward0", "bce", function(x, t)
   local log_x, log_1mx = bce_logs(x)
   return -(t * log_x + (1 - t) * log_1mx)
 end, function(x, t, _, need)
@@ -920,7 +949,7 @@ end, function(x, t, _, need)
 end)
 
 -- (1 - t) x - lw log_sigmoid(x), lw = 1 + (pos_weight - 1) t; p: pos_weight or false
-local BCE_LOGITS = loss_node("BinaryCrossEntropyWithLogitsBackward0", function(x, t, pw)
+local BCE_LOGITS = loss_node("BinaryCrossEntropyWithLogitsBackward0", "bce_logits", function(x, t, pw)
   local ls = log_sigmoid(x)
   if pw then ls = ls * ((pw - 1) * t + 1) end
   return (1 - t) * x - ls
@@ -945,6 +974,12 @@ def("binary_cross_entropy", function(...)
   if not same_size(x, t) then
     fail("binary_cross_entropy", string.format("Using a target size (%s) that is different to the input size (%s) is " ..
       "deprecated. Please ensure they have the same size.", tostring(t.shape), tostring(x.shape)))
+  end
+  if x.is_cuda and torch.is_autocast_enabled("cuda") then -- banned from CUDA autocast, as PyTorch's
+    fail("binary_cross_entropy", "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n" ..
+      "Many models use a sigmoid layer right before the binary cross entropy layer.\n" ..
+      "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n" ..
+      "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")
   end
   -- PyTorch's CPU kernel checks the range (its CUDA kernel asserts on the device instead)
   if not x.is_cuda and x:numel() > 0 and (x:lt(0):logical_or(x:gt(1))):any():item() then

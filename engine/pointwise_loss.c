@@ -1,0 +1,69 @@
+/* nn_pointwise_loss (nnfunc.h): the frontend of ops.def's pointwise_loss. The operands go to the
+ * kernel contiguous and in one dtype; autocast runs the op in float32 (PyTorch's policy for
+ * these losses). */
+#include "autocast.h"
+#include "backend.h"
+#include "nnfunc.h"
+#include "pointwise_loss_math.h"
+
+/* the CPU kernel lives in cpu/pointwise_loss.c, reached only weakly from the kernel table */
+nn_status nn_cpu_pointwise_loss(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_pointwise_loss;
+
+static const char *const kind_names[NN_PLOSS_COUNT] = {"mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+                                                      "binary_cross_entropy_with_logits"};
+
+static nn_status check(int kind, nn_tensor *const *in, int n)
+{
+    if (kind < 0 || kind >= NN_PLOSS_COUNT) return nn_error(NN_ERR_ARG, "pointwise_loss: unknown loss %d", kind);
+    const char *fn = kind_names[kind];
+    for (int k = 0; k < n; k++)
+        if (!nn_dtype_is_float(in[k]->dtype))
+            return nn_error(NN_ERR_DTYPE, "%s: expected floating point tensors, got %s", fn, nn_dtype_name(in[k]->dtype));
+    char b1[160], b2[160];
+    nn_tensor *x = in[0];
+    for (int k = 1; k < n; k++) {
+        nn_tensor *o = in[k];
+        bool ok = o->ndim == x->ndim;
+        for (int d = 0; ok && d < x->ndim; d++) ok = o->shape[d] == x->shape[d];
+        if (!ok && !(k == 2 && o->ndim == 0))
+            return nn_error(NN_ERR_SHAPE, "%s: expected %s of shape %s, got %s", fn, k == 1 ? "target" : "the gradient",
+                            nn_shape_str(b1, x->ndim, x->shape), nn_shape_str(b2, o->ndim, o->shape));
+    }
+    return NN_OK;
+}
+
+nn_tensor *nn_pointwise_loss(int kind, nn_tensor *x, nn_tensor *t, nn_tensor *g, double p, double s)
+{
+    nn_tensor *in[3] = {x, t, g};
+    int n = g ? 3 : 2;
+    if (check(kind, in, n)) return NULL;
+    nn_tensor *cast[3] = {NULL, NULL, NULL};
+    if (nn_autocast_on()) {
+        if (nn_autocast_inputs(NN_OP_pointwise_loss, n, in, cast)) return NULL;
+        for (int k = 0; k < n; k++)
+            if (cast[k]) in[k] = cast[k];
+    }
+    nn_dtype dt = in[0]->dtype;
+    for (int k = 1; k < n; k++) dt = nn_promote_types(dt, in[k]->dtype);
+    nn_tensor *ready[3] = {NULL, NULL, NULL}, *out = NULL;
+    nn_status st = NN_OK;
+    for (int k = 0; k < n && !st; k++) {
+        nn_tensor *c = nn_to_dtype(in[k], dt);
+        ready[k] = c ? nn_contiguous(c) : NULL;
+        nn_release(c);
+        if (!ready[k]) st = nn_last_status();
+    }
+    if (!st && !(out = nn_empty(x->ndim, x->shape, dt, x->storage->device))) st = nn_last_status();
+    if (!st) {
+        nn_kargs a = {.op = NN_OP_pointwise_loss, .out = {out}, .in = {ready[0], ready[1], ready[2]}, .nin = n, .f = {p, s}, .i = {kind}};
+        st = nn_dispatch(&a);
+    }
+    for (int k = 0; k < n; k++) nn_release(ready[k]);
+    nn_autocast_release(n, cast);
+    if (st) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
