@@ -191,6 +191,7 @@ function parallel.chunk_sizes(n, k)
 end
 
 function DP:__init(module, ...)
+  if module == nil then U.error("DataParallel.__init__() missing 1 required positional argument: 'module'") end
   local o = U.parse("DataParallel", { { "device_ids" }, { "output_device" }, { "dim", 0 } }, ...)
   self.module = module
   self.dim = o.dim
@@ -590,6 +591,10 @@ function DP:_refresh_replicas(n)
 end
 
 function DP:forward(...)
+  local mt = getmetatable(self.module)
+  if type(self.module) ~= "function" and not (mt and mt.__call) then -- Python's call of a non-callable
+    U.errorf("'%s' object is not callable", U.typename(self.module))
+  end
   if #self.device_ids == 0 then return self.module(...) end
   local ts, versions = snapshot(self.module, self.device_ids[1])
   local args = table.pack(...)

@@ -253,3 +253,25 @@ T.test("schedulers and default_collate with wrong arguments", function()
   clean(function() return data.default_collate(torch.zeros(2)) end, "stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
   T.eq(data.default_collate({ 1, 2 }):tolist(), { 1, 2 }, "collate numbers")
 end)
+
+T.test("DataParallel and nn.utils.rnn check their arguments", function()
+  clean(function() return nn.DataParallel() end, "DataParallel.__init__() missing 1 required positional argument: 'module'")
+  -- with no GPU PyTorch's DataParallel keeps any module and fails when it calls it
+  clean(function() return nn.DataParallel("x")(torch.randn(2, 3)) end, "'str' object is not callable")
+  local R = nn.utils.rnn
+  clean(function() return R.invert_permutation("x") end, "empty_like(): argument 'input' (position 1) must be Tensor, not str")
+  clean(function() return R.pack_padded_sequence(torch.randn(3, 2), 99) end,
+    "'lengths' argument should be a 1D CPU int64 tensor, but got 0D cpu Long tensor")
+  clean(function() return R.pack_padded_sequence(torch.randn(3, 2), torch.ones(2, 2)) end,
+    "'lengths' argument should be a 1D CPU int64 tensor, but got 2D cpu Long tensor")
+  clean(function() return R.pack_padded_sequence(torch.randn(3, 2), "x") end, "new(): invalid data type 'str'")
+  clean(function() return R.pack_sequence() end, "'NoneType' object is not iterable")
+  clean(function() return R.pack_sequence(-1) end, "'int' object is not iterable")
+  clean(function() return R.pack_sequence({ torch.randn(2), "x" }) end, "'str' object has no attribute 'size'")
+  clean(function() return R.pad_sequence({ torch.randn(2), "x" }) end, "expected Tensor as element 1 in argument 0, but got str")
+  clean(function() return R.unpad_sequence(torch.randn(3, 2)) end, "'NoneType' object is not iterable")
+  clean(function() return R.unpad_sequence(torch.tensor(1.0), {}) end, "Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+  local p = R.pack_padded_sequence(torch.randn(3, 2), torch.tensor({ 3, 2 }))
+  T.eq(p.batch_sizes:tolist(), { 2, 2, 1 }, "pack_padded_sequence with tensor lengths")
+  T.eq(#R.unpad_sequence(torch.randn(3, 2), { 3, 1 }), 2, "unpad_sequence")
+end)
