@@ -355,9 +355,9 @@ end
 
 function ConvTranspose2d:forward(x, output_size)
   local opad = self.output_padding
+  U.check_tensor("conv_transpose2d", "input", 1, x)
   if output_size ~= nil then -- the output_padding that gives this size (PyTorch's _output_padding)
-    local n = #output_size
-    local want = { output_size[n - 1], output_size[n] }
+    local want = U.transpose_output_size(2, x, output_size)
     opad = {}
     for i = 1, 2 do
       local base = (x:size(x:dim() - 3 + i) - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1
