@@ -464,6 +464,12 @@ function PairwiseDistance:__init(...)
   local o = U.parse("PairwiseDistance", { { "p", 2.0 }, { "eps", 1e-6 }, { "keepdim", false } }, ...)
   self.norm, self.eps, self.keepdim = o.p, o.eps, o.keepdim
 end
-function PairwiseDistance:forward(x1, x2) return U.F("pairwise_distance", x1, x2, self.norm, self.eps, self.keepdim) end
+function PairwiseDistance:forward(...)
+  U.require_args("PairwiseDistance.forward", { "x1", "x2" }, select("#", ...))
+  local x1, x2 = ...
+  U.check_tensor("pairwise_distance", "x1", 1, x1)
+  U.check_tensor("pairwise_distance", "x2", 2, x2)
+  return U.F("pairwise_distance", x1, x2, self.norm, self.eps, self.keepdim)
+end
 
 return M

@@ -592,6 +592,21 @@ function U.transpose_output_size(nd, x, output_size)
   return want
 end
 
+-- Python's TypeError for a call that lacks required positional arguments (names: the missing ones)
+function U.missing_args(fname, names)
+  local q = {}
+  for i, n in ipairs(names) do q[i] = "'" .. n .. "'" end
+  local list = q[1]
+  if #q == 2 then list = q[1] .. " and " .. q[2] elseif #q > 2 then list = table.concat(q, ", ", 1, #q - 1) .. ", and " .. q[#q] end
+  U.errorf("%s() missing %d required positional argument%s: %s", fname, #q, #q > 1 and "s" or "", list)
+end
+
+-- U.missing_args for the names past the n given (n: select("#", ...) of the call)
+function U.require_args(fname, names, n)
+  if n >= #names then return end
+  U.missing_args(fname, table.move(names, n + 1, #names, 1, {}))
+end
+
 -- dim wrapped into [0, ndim) (a scalar counts as one dim), or PyTorch's error
 function U.wrap_dim(dim, ndim)
   if math.type(dim) ~= "integer" then U.errorf("dim must be an integer, got %s", U.typename(dim)) end

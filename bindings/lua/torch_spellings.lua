@@ -105,6 +105,7 @@ U.check_all(F, {
   softshrink = { "input:Tensor?", "lambd:Tensor|Number?" }, alpha_dropout = { "input:Tensor?", "p:Tensor|Number?" },
   rrelu = { "input:Tensor?", "lower:Tensor|Number?", "upper:Tensor|Number?" }, gumbel_softmax = { "logits:Tensor?", "tau:Tensor|Number?" },
   layer_norm = { "input:Tensor?", "normalized_shape:ints" },
+  kl_div = { "input:Tensor?", "target:Tensor?" }, instance_norm = { "input:Tensor?" },
 })
 
 -- the deprecated upsampling names, as PyTorch defines them on interpolate
