@@ -356,3 +356,30 @@ T.test("nn.utils conversions, get_total_norm, global_unstructured and the uninit
   P.global_unstructured({ { m, "weight" } }, P.L1Unstructured, { amount = 1 })
   T.eq(P.is_pruned(m), true, "global_unstructured prunes")
 end)
+
+T.test("LinearLR/ConstantLR factors, MultiStepLR milestones, DataLoader datasets and F.rrelu_ keywords", function()
+  local S = optim.lr_scheduler
+  local opt = optim.SGD({ torch.zeros(1, { requires_grad = true }) }, { lr = 0.1 })
+  clean(function() return S.ConstantLR(opt, "x") end, "'>' not supported between instances of 'str' and 'float'")
+  clean(function() return S.LinearLR(opt, torch.ones(2, 3)) end, "Boolean value of Tensor with more than one value is ambiguous")
+  clean(function() return S.LinearLR(opt, 0.5, "x") end, "'>' not supported between instances of 'str' and 'float'")
+  clean(function() return S.MultiStepLR(opt, 99) end, "'int' object is not iterable")
+  T.eq(S.MultiStepLR(opt, { 2, 4 }):get_last_lr()[1], 0.1, "MultiStepLR")
+  T.check(S.ConstantLR(opt, torch.tensor(0.5)) ~= nil, "a one-element tensor factor compares as its value")
+  local data = torch.utils.data
+  local D = data.Dataset:extend("NoGetitem")
+  function D:__len() return 2 end
+  clean(function() for _ in data.DataLoader(D()) do end end, "~must define __getitem")
+  clean(function() for _ in data.DataLoader(setmetatable({}, { __len = function() return 2 end })) do end end,
+    "'table' object is not subscriptable")
+  clean(function() for _ in data.DataLoader(torch.tensor(1.0)) do end end, "len() of a 0-d tensor")
+  -- a tensor is a dataset of its rows and a string one of its characters, as in PyTorch
+  local rows = {}
+  for b in data.DataLoader(torch.arange(6):reshape(3, 2), { batch_size = 2 }) do rows[#rows + 1] = b:tolist() end
+  T.eq(rows, { { { 0, 1 }, { 2, 3 } }, { { 4, 5 } } }, "a tensor dataset")
+  local chars = {}
+  for c in data.DataLoader("abc") do chars[#chars + 1] = c end
+  T.eq(chars, { "a", "b", "c" }, "a string dataset")
+  clean(function() return F.rrelu_(torch.randn(2), { foo = 1 }) end, "~to 'rrelu_' (unknown keyword 'foo')")
+  T.eq(F.rrelu_(torch.ones(2), { lower = 0.1 }):tolist(), { 1.0, 1.0 }, "rrelu_ keywords")
+end)
