@@ -592,6 +592,19 @@ function U.transpose_output_size(nd, x, output_size)
   return want
 end
 
+-- PyTorch's error when the shapes of tensors a and b do not broadcast together
+function U.check_broadcast(a, b)
+  local na, nb = a:dim(), b:dim()
+  local n = math.max(na, nb)
+  for i = 1, n do
+    local sa = i <= na and a:size(na - i) or 1
+    local sb = i <= nb and b:size(nb - i) or 1
+    if sa ~= sb and sa ~= 1 and sb ~= 1 then
+      U.errorf("The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d", sa, sb, n - i)
+    end
+  end
+end
+
 -- Python's TypeError for a call that lacks required positional arguments (names: the missing ones)
 function U.missing_args(fname, names)
   local q = {}

@@ -531,7 +531,8 @@ function L.pinv(A, ...)
   local Sinv = torch.where(keep, 1 / torch.where(keep, S, torch.ones_like(S)), torch.zeros_like(S))
   return mT(Vh):matmul(Sinv:unsqueeze(-1) * mT(Uu))
 end
-torch.pinverse = function(A, rcond) return L.pinv(A, { rtol = rcond or 1e-15 }) end
+torch.pinverse = U.checked("pinverse", { "input:Tensor", "rcond:Number?" },
+  function(A, rcond) return L.pinv(A, { rtol = rcond or 1e-15 }) end)
 
 -- matrix_rank(A, atol=None, rtol=None, hermitian=False) -> int64
 function L.matrix_rank(A, ...)

@@ -610,6 +610,7 @@ end
 -- logaddexp2(a, b) = log2(2^a + 2^b), without overflow
 function torch.logaddexp2(a, b)
   a, b = operand("logaddexp2", "input", a), operand("logaddexp2", "other", b)
+  U.check_broadcast(a, b)
   local m = torch.maximum(a, b)
   local same_inf = a:eq(b):logical_and(m:abs():eq(math.huge))
   return torch.where(same_inf, m, m + torch.exp2(-(a - b):abs()):log1p() / math.log(2))
