@@ -67,6 +67,9 @@ function Linear:forward(x)
     U.errorf("Linear(in_features=%d, out_features=%d) got input of shape %s, expected [*, %d]",
       self.in_features, self.out_features, U.shape_str(x), self.in_features)
   end
+  if not (x:is_floating_point() or x:is_complex()) and x.dtype ~= self.weight.dtype then -- PyTorch's addmm text
+    U.errorf("mat1 and mat2 must have the same dtype, but got %s and %s", U.scalar_name(x.dtype), U.scalar_name(self.weight.dtype))
+  end
   return U.F("linear", x, self.weight, self.bias)
 end
 

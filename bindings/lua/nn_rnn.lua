@@ -384,7 +384,7 @@ local function cell(name, mode_of)
     if x:size(1) ~= self.input_size then
       U.errorf("input has inconsistent input_size: got %d expected %d", x:size(1), self.input_size)
     end
-    if input.dtype ~= self.weight_ih.dtype then -- PyTorch's addmm text
+    if not input:is_floating_point() and input.dtype ~= self.weight_ih.dtype then -- PyTorch's addmm text
       U.errorf("mat1 and mat2 must have the same dtype, but got %s and %s", U.scalar_name(input.dtype), U.scalar_name(self.weight_ih.dtype))
     end
     local lstm = self.mode == "LSTM"

@@ -37,7 +37,7 @@ function M.vector_to_parameters(vec, parameters)
     local rows = math.max(0, math.min(n, (vec:dim() > 0 and vec:size(0) or 0) - pointer))
     local got = rows * (vec:dim() > 0 and vec:numel() // math.max(vec:size(0), 1) or 1)
     if got ~= n then U.errorf("shape '%s' is invalid for input of size %d", U.shape_str(p), got) end
-    p.data = vec:narrow(0, pointer, n):view_as(p).data
+    p.data = vec:narrow(0, pointer, rows):view_as(p).data
     pointer = pointer + n
   end
 end

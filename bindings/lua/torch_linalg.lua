@@ -508,6 +508,7 @@ function torch.svd(A, some, compute_uv)
   if not (A:is_floating_point() or A:is_complex()) then
     U.errorf("linalg.svd: Expected a floating point or complex tensor as input. Got %s", U.scalar_name(A.dtype))
   end
+  if A:dim() < 2 then U.errorf("linalg.svd: The input tensor A must have at least 2 dimensions.") end
   local Uu, S, Vh = svd(A, some == false, true)
   return Uu, S, mT(Vh)
 end

@@ -652,6 +652,12 @@ function torch.frexp(x)
   return mantissa, e:to(torch.int32)
 end
 
+-- the errors of the ops inside raised under the function's name
+for _, name in ipairs({ "trapezoid", "trapz", "cumulative_trapezoid", "logspace" }) do
+  local f = torch[name]
+  torch[name] = function(...) return U.call_as(name, f, ...) end
+end
+
 for _, name in ipairs({ "cov", "corrcoef", "nanquantile", "histogram", "aminmax", "cholesky_inverse", "logaddexp2",
   "isposinf", "isneginf", "mvlgamma", "frexp" }) do
   Tensor[name] = torch[name]

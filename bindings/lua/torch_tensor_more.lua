@@ -78,10 +78,14 @@ local function mapped(list, f)
   return out
 end
 
-function torch.hstack(list) return torch.cat(list, list[1]:dim() == 1 and 0 or 1) end
+function torch.hstack(list)
+  if #list == 0 then U.error("hstack expects a non-empty TensorList") end
+  return torch.cat(list, list[1]:dim() == 1 and 0 or 1)
+end
 function torch.vstack(list) return torch.cat(mapped(list, torch.atleast_2d), 0) end
 function torch.dstack(list) return torch.cat(mapped(list, torch.atleast_3d), 2) end
 function torch.column_stack(list)
+  if #list == 0 then U.error("column_stack expects a non-empty TensorList") end
   return torch.hstack(mapped(list, function(t) return t:dim() <= 1 and t:reshape(-1, 1) or t end))
 end
 
