@@ -250,8 +250,14 @@ local MultiStepLR = define("MultiStepLR",
   { { "milestones", REQUIRED }, { "gamma", 0.1 }, { "last_epoch", -1 }, { "verbose", false } },
   function(self, o, opt)
     local counts = {}
-    if type(o.milestones) ~= "table" and not torch.is_tensor(o.milestones) then U.errorf("'%s' object is not iterable", U.typename(o.milestones)) end -- Counter(milestones)
-    for _, m in ipairs(o.milestones) do counts[m] = (counts[m] or 0) + 1 end
+    local ms = o.milestones -- Python's Counter(milestones): any iterable, a string's characters too
+    if type(ms) == "string" then
+      local chars = {}
+      for c in ms:gmatch(".") do chars[#chars + 1] = c end
+      ms = chars
+    end
+    if type(ms) ~= "table" and not torch.is_tensor(ms) then U.errorf("'%s' object is not iterable", U.typename(ms)) end
+    for _, m in ipairs(ms) do counts[m] = (counts[m] or 0) + 1 end
     self.milestones = counts -- milestone -> how many times it is listed (Python's Counter)
     self.gamma = o.gamma
     LRScheduler.__init(self, opt, o.last_epoch, o.verbose)

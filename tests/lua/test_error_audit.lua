@@ -364,6 +364,8 @@ T.test("LinearLR/ConstantLR factors, MultiStepLR milestones, DataLoader datasets
   clean(function() return S.LinearLR(opt, torch.ones(2, 3)) end, "Boolean value of Tensor with more than one value is ambiguous")
   clean(function() return S.LinearLR(opt, 0.5, "x") end, "'>' not supported between instances of 'str' and 'float'")
   clean(function() return S.MultiStepLR(opt, 99) end, "'int' object is not iterable")
+  T.check(S.MultiStepLR(opt, "x") ~= nil, "a string is iterable, as for Python's Counter")
+  T.check(nn.DataParallel(nil) ~= nil, "DataParallel(None) is made, as PyTorch's on a machine without GPUs")
   T.eq(S.MultiStepLR(opt, { 2, 4 }):get_last_lr()[1], 0.1, "MultiStepLR")
   T.check(S.ConstantLR(opt, torch.tensor(0.5)) ~= nil, "a one-element tensor factor compares as its value")
   local data = torch.utils.data
@@ -413,11 +415,14 @@ T.test("Tensor methods: split sections, quantile q, sizes, sampler keywords, bro
   clean(function() return x:igamma(six) end, "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 5")
   clean(function() return x:xlogy(six) end, "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 5")
   clean(function() return x:logaddexp2(six) end, "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 5")
-  clean(function() return torch.pinverse(x, "x") end, "pinverse(): argument 'rcond' (position 2) must be Number, not str")
+  clean(function() return torch.pinverse(x, "x") end, "pinverse(): argument 'rcond' (position 2) must be float, not str")
   clean(function() return torch.pinverse(x, {}) end, "~pinverse")
   clean(function() return x:stft("x") end, "stft(): argument 'n_fft' (position 2) must be int, not str")
   clean(function() return x:istft("x") end, "istft(): argument 'n_fft' (position 2) must be int, not str")
   T.eq(torch.pinverse(torch.eye(2)):tolist(), { { 1.0, 0.0 }, { 0.0, 1.0 } }, "pinverse")
+  -- PyTorch's parser takes a 0-d tensor for a float, not a larger one
+  T.eq(torch.pinverse(torch.eye(2), torch.tensor(0.1)):tolist(), { { 1.0, 0.0 }, { 0.0, 1.0 } }, "pinverse with a 0-d rcond")
+  clean(function() return torch.pinverse(x, torch.ones(2)) end, "pinverse(): argument 'rcond' (position 2) must be float, not Tensor")
   T.eq(torch.xlogy(torch.zeros(2), torch.ones(1)):tolist(), { 0.0, 0.0 }, "xlogy broadcasts")
 end)
 
