@@ -430,11 +430,12 @@ local function conv_transpose_module(name, nd, fname)
   end
   function cls:forward(x, output_size)
     local opad = self.output_padding
+    U.check_tensor(fname, "input", 1, x)
     if output_size ~= nil then -- PyTorch's _output_padding
-      if torch.is_tensor(output_size) or getmetatable(output_size) then output_size = output_size:totable() end
+      local sizes = U.transpose_output_size(nd, x, output_size)
       opad = {}
       for i = 1, nd do
-        local want = output_size[#output_size - nd + i]
+        local want = sizes[i]
         local base = (x:size(x:dim() - nd - 1 + i) - 1) * self.stride[i] - 2 * self.padding[i]
           + self.dilation[i] * (self.kernel_size[i] - 1) + 1
         opad[i] = want - base

@@ -192,7 +192,11 @@ function Unfold:__init(...)
   local o = U.parse("Unfold", { { "kernel_size", REQ }, { "dilation", 1 }, { "padding", 0 }, { "stride", 1 } }, ...)
   self.kernel_size, self.dilation, self.padding, self.stride = o.kernel_size, o.dilation, o.padding, o.stride
 end
-function Unfold:forward(x) return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride) end
+function Unfold:forward(...)
+  U.require_args("Unfold.forward", { "input" }, select("#", ...))
+  local x = U.check_tensor("im2col", "input", 1, (...))
+  return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+end
 function Unfold:extra_repr()
   return string.format("kernel_size=%s, dilation=%s, padding=%s, stride=%s", U.pystr(self.kernel_size), U.pystr(self.dilation),
     U.pystr(self.padding), U.pystr(self.stride))
@@ -204,7 +208,11 @@ function Fold:__init(...)
   local o = U.parse("Fold", { { "output_size", REQ }, { "kernel_size", REQ }, { "dilation", 1 }, { "padding", 0 }, { "stride", 1 } }, ...)
   self.output_size, self.kernel_size, self.dilation, self.padding, self.stride = o.output_size, o.kernel_size, o.dilation, o.padding, o.stride
 end
-function Fold:forward(x) return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride) end
+function Fold:forward(...)
+  U.require_args("Fold.forward", { "input" }, select("#", ...))
+  local x = U.check_tensor("col2im", "input", 1, (...))
+  return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+end
 function Fold:extra_repr()
   return string.format("output_size=%s, kernel_size=%s, dilation=%s, padding=%s, stride=%s", U.pystr(self.output_size),
     U.pystr(self.kernel_size), U.pystr(self.dilation), U.pystr(self.padding), U.pystr(self.stride))
@@ -355,9 +363,9 @@ end
 
 function ConvTranspose2d:forward(x, output_size)
   local opad = self.output_padding
+  U.check_tensor("conv_transpose2d", "input", 1, x)
   if output_size ~= nil then -- the output_padding that gives this size (PyTorch's _output_padding)
-    local n = #output_size
-    local want = { output_size[n - 1], output_size[n] }
+    local want = U.transpose_output_size(2, x, output_size)
     opad = {}
     for i = 1, 2 do
       local base = (x:size(x:dim() - 3 + i) - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1

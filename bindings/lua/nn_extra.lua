@@ -661,6 +661,8 @@ function init.sparse_(...)
   if t:dim() ~= 2 then U.error("Only tensors with 2 dimensions are supported") end
   local rows, cols = t:size(0), t:size(1)
   local num_zeros = math.ceil(o.sparsity * rows)
+  -- Python's row_indices[:num_zeros]: clipped to the rows, a negative count leaves that many out
+  num_zeros = num_zeros >= 0 and math.min(num_zeros, rows) or math.max(rows + num_zeros, 0)
   local mask = {}
   for r = 1, rows do
     mask[r] = {}

@@ -67,6 +67,9 @@ function Linear:forward(x)
     U.errorf("Linear(in_features=%d, out_features=%d) got input of shape %s, expected [*, %d]",
       self.in_features, self.out_features, U.shape_str(x), self.in_features)
   end
+  if not (x:is_floating_point() or x:is_complex()) and x.dtype ~= self.weight.dtype then -- PyTorch's addmm text
+    U.errorf("mat1 and mat2 must have the same dtype, but got %s and %s", U.scalar_name(x.dtype), U.scalar_name(self.weight.dtype))
+  end
   return U.F("linear", x, self.weight, self.bias)
 end
 
@@ -273,7 +276,9 @@ end
 
 function Flatten:forward(x)
   check_input(self, x)
-  return x:flatten(self.start_dim, self.end_dim)
+  U.wrap_dim(self.start_dim, x:dim()) -- PyTorch's IndexError text
+  U.wrap_dim(self.end_dim, x:dim())
+  return U.call_as("flatten", x.flatten, x, self.start_dim, self.end_dim)
 end
 
 function Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
@@ -303,12 +308,21 @@ function Unflatten:forward(x)
   check_input(self, x)
   local n = x:dim()
   local dim = self.dim < 0 and self.dim + n or self.dim
+  if n == 0 then U.wrap_dim(self.dim, 0) end -- a 0-d tensor counts as one dim
   if dim < 0 or dim >= n then
     U.errorf("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -n, n - 1, self.dim)
   end
   local shape = {}
   for i = 0, dim - 1 do shape[#shape + 1] = x:size(i) end
-  for _, v in ipairs(self.unflattened_size) do shape[#shape + 1] = v end
+  local prod, infer = 1, false
+  for _, v in ipairs(self.unflattened_size) do
+    shape[#shape + 1] = v
+    if v == -1 then infer = true else prod = prod * v end
+  end
+  if not infer and prod ~= x:size(dim) then
+    U.errorf("unflatten: Provided sizes %s don't multiply up to the size of dim %d (%d) in the input tensor",
+      U.pystr(self.unflattened_size):gsub("^%((.*)%)$", "[%1]"):gsub(",%]$", "]"), self.dim, x:size(dim))
+  end
   for i = dim + 1, n - 1 do shape[#shape + 1] = x:size(i) end
   return x:view(shape)
 end
@@ -453,6 +467,12 @@ function PairwiseDistance:__init(...)
   local o = U.parse("PairwiseDistance", { { "p", 2.0 }, { "eps", 1e-6 }, { "keepdim", false } }, ...)
   self.norm, self.eps, self.keepdim = o.p, o.eps, o.keepdim
 end
-function PairwiseDistance:forward(x1, x2) return U.F("pairwise_distance", x1, x2, self.norm, self.eps, self.keepdim) end
+function PairwiseDistance:forward(...)
+  U.require_args("PairwiseDistance.forward", { "x1", "x2" }, select("#", ...))
+  local x1, x2 = ...
+  U.check_tensor("pairwise_distance", "x1", 1, x1)
+  U.check_tensor("pairwise_distance", "x2", 2, x2)
+  return U.F("pairwise_distance", x1, x2, self.norm, self.eps, self.keepdim)
+end
 
 return M

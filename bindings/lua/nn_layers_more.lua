@@ -247,8 +247,10 @@ instance_norm("InstanceNorm3d", 3)
 -- F.local_response_norm(x [N, C, ...], size, alpha=1e-4, beta=0.75, k=1): x / (k + alpha/size * sum of squares
 -- over the `size` neighbouring channels)^beta, the window centred (zero padded) as PyTorch's
 function F.local_response_norm(...)
+  local x = ... -- PyTorch's input.dim() of a non-tensor
+  if not torch.is_tensor(x) and not U.is_opts(x) then U.errorf("'%s' object has no attribute 'dim'", U.typename(x)) end
   local o = U.parse("local_response_norm", { { "input", REQ }, { "size", REQ }, { "alpha", 1e-4 }, { "beta", 0.75 }, { "k", 1.0 } }, ...)
-  local x = o.input
+  x = o.input
   if x:dim() < 3 then U.errorf("Expected 3D or higher dimensionality input (got %d dimensions)", x:dim()) end
   local sq = x * x
   local C = x:size(1)
@@ -266,7 +268,12 @@ function LRN:__init(...)
   local o = U.parse("LocalResponseNorm", { { "size", REQ }, { "alpha", 1e-4 }, { "beta", 0.75 }, { "k", 1.0 } }, ...)
   self.size, self.alpha, self.beta, self.k = o.size, o.alpha, o.beta, o.k
 end
-function LRN:forward(x) return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k) end
+function LRN:forward(...)
+  U.require_args("LocalResponseNorm.forward", { "input" }, select("#", ...))
+  local x = ...
+  if not torch.is_tensor(x) then U.errorf("'%s' object has no attribute 'dim'", U.typename(x)) end
+  return U.call_as("local_response_norm", F.local_response_norm, x, self.size, self.alpha, self.beta, self.k)
+end
 function LRN:extra_repr()
   return string.format("%d, alpha=%s, beta=%s, k=%s", self.size, U.pystr(self.alpha), U.pystr(self.beta), U.pystr(self.k))
 end

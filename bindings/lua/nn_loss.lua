@@ -19,9 +19,17 @@ end
 
 local reductions = { none = true, mean = true, sum = true }
 
+-- the names of forward's arguments where they are not (input, target)
+local forward_args = { PoissonNLLLoss = { "log_input", "target" }, MarginRankingLoss = { "input1", "input2", "target" },
+  CosineEmbeddingLoss = { "input1", "input2", "target" }, TripletMarginLoss = { "anchor", "positive", "negative" },
+  GaussianNLLLoss = { "input", "target", "var" } }
+
 -- forward(...) passes its tensors (input and target, or three) and then build_opts(self)
 local function loss_class(name, spec, fname, build_opts, allowed)
   local cls = Module:extend(name)
+  local args = forward_args[name] or { "input", "target" }
+  local is_arg = {}
+  for _, a in ipairs(args) do is_arg[a] = true end
   function cls:__init(...)
     local o = U.parse(name, spec, ...)
     local reduction = o.reduction
@@ -43,13 +51,20 @@ local function loss_class(name, spec, fname, build_opts, allowed)
   function cls:forward(...)
     local a = table.pack(...)
     local o = build_opts(self)
+    local named = {}
     if a.n > 0 and U.is_opts(a[a.n]) then -- forward's arguments by name: loss(x1, x2, {target = y})
       for k, v in pairs(a[a.n]) do
-        if o[k] ~= nil or k == "reduction" then U.errorf("%s.forward() got an unexpected keyword argument '%s'", name, k) end
-        o[k] = v
+        if o[k] ~= nil or not is_arg[k] then U.errorf("%s.forward() got an unexpected keyword argument '%s'", name, k) end
+        o[k], named[k] = v, true
       end
       a.n = a.n - 1
     end
+    local missing = {}
+    for i = a.n + 1, #args do
+      if not named[args[i]] then missing[#missing + 1] = args[i] end
+    end
+    if #missing > 0 then U.missing_args(name .. ".forward", missing) end
+    if a.n >= 1 then U.check_tensor(fname, args[1], 1, a[1]) end -- nil as well: PyTorch's parser text
     a.n = a.n + 1
     a[a.n] = o
     return U.F(fname, table.unpack(a, 1, a.n))

@@ -66,7 +66,10 @@ M.Buffer = Buffer
 -- nn.Container(name = module, ...): deprecated; a Module holding the modules given
 local Container = Module:extend("Container")
 M.Container = Container
-function Container:__init(modules)
+function Container:__init(modules, ...)
+  if select("#", ...) > 0 or modules ~= nil and not U.is_opts(modules) then -- Python's Container(**kwargs)
+    U.errorf("Container.__init__() takes 1 positional argument but %d were given", 2 + select("#", ...))
+  end
   U.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. Subclass that instead.")
   local names = {}
   for name in pairs(modules or {}) do names[#names + 1] = name end

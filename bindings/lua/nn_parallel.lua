@@ -190,7 +190,7 @@ function parallel.chunk_sizes(n, k)
   return out
 end
 
-function DP:__init(module, ...)
+local function dp_init(self, module, ...)
   local o = U.parse("DataParallel", { { "device_ids" }, { "output_device" }, { "dim", 0 } }, ...)
   self.module = module
   self.dim = o.dim
@@ -209,6 +209,11 @@ function DP:__init(module, ...)
   self.device_ids = ids
   self.output_device = device_index(o.output_device or ids[1])
   self.src_device_obj = torch.device("cuda:" .. ids[1])
+end
+
+function DP:__init(...)
+  if select("#", ...) == 0 then U.error("DataParallel.__init__() missing 1 required positional argument: 'module'") end
+  return dp_init(self, ...)
 end
 
 -- An instance of cls made without running its __init (a registered module with empty registries).
@@ -590,6 +595,10 @@ function DP:_refresh_replicas(n)
 end
 
 function DP:forward(...)
+  local mt = getmetatable(self.module)
+  if type(self.module) ~= "function" and not (mt and mt.__call) then -- Python's call of a non-callable
+    U.errorf("'%s' object is not callable", U.typename(self.module))
+  end
   if #self.device_ids == 0 then return self.module(...) end
   local ts, versions = snapshot(self.module, self.device_ids[1])
   local args = table.pack(...)

@@ -335,6 +335,33 @@ function RNNCellBase:extra_repr()
   return s
 end
 
+-- the checks of PyTorch's cell forward on hx (a tensor, or LSTMCell's pair), with its texts
+local function check_cell_hx(name, lstm, hx)
+  if hx == nil then return end
+  if not lstm then
+    if not torch.is_tensor(hx) then U.errorf("'%s' object has no attribute 'dim'", U.typename(hx)) end
+    if hx:dim() ~= 1 and hx:dim() ~= 2 then U.errorf("%s: Expected hidden to be 1D or 2D, got %dD instead", name, hx:dim()) end
+    return
+  end
+  if torch.is_tensor(hx) then U.error("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not Tensor") end
+  if type(hx) ~= "table" then U.errorf("'%s' object is not iterable", U.typename(hx)) end
+  for i, v in ipairs(hx) do
+    if not torch.is_tensor(v) then U.errorf("'%s' object has no attribute 'dim'", U.typename(v)) end
+    if v:dim() ~= 1 and v:dim() ~= 2 then U.errorf("%s: Expected hx[%d] to be 1D or 2D, got %dD instead", name, i - 1, v:dim()) end
+  end
+  if #hx ~= 2 then U.errorf("lstm_cell: expected two hidden states (h, c), got %d", #hx) end
+end
+
+-- PyTorch's check_rnn_cell_forward_hidden (x and h batched)
+local function check_cell_hidden(x, h, hidden_size, label)
+  if x:size(0) ~= h:size(0) then
+    U.errorf("Input batch size %d doesn't match hidden%d batch size %d", x:size(0), label, h:size(0))
+  end
+  if h:size(1) ~= hidden_size then
+    U.errorf("hidden%d has inconsistent hidden_size: got %d, expected %d", label, h:size(1), hidden_size)
+  end
+end
+
 local function cell(name, mode_of)
   local cls = RNNCellBase:extend(name)
   M[name] = cls
@@ -357,7 +384,11 @@ local function cell(name, mode_of)
     if x:size(1) ~= self.input_size then
       U.errorf("input has inconsistent input_size: got %d expected %d", x:size(1), self.input_size)
     end
+    if not input:is_floating_point() and input.dtype ~= self.weight_ih.dtype then -- PyTorch's addmm text
+      U.errorf("mat1 and mat2 must have the same dtype, but got %s and %s", U.scalar_name(input.dtype), U.scalar_name(self.weight_ih.dtype))
+    end
     local lstm = self.mode == "LSTM"
+    check_cell_hx(name, lstm, hx)
     local h, c
     if hx == nil then
       h = torch.zeros(x:size(0), self.hidden_size, { dtype = x.dtype, device = x.device })
@@ -371,6 +402,8 @@ local function cell(name, mode_of)
       h = h:unsqueeze(0)
       if c then c = c:unsqueeze(0) end
     end
+    check_cell_hidden(x, h, self.hidden_size, 0)
+    if c then check_cell_hidden(x, c, self.hidden_size, 1) end
     local h1, c1 = step(self.mode, F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
     if not batched then
       h1 = h1:squeeze(0)

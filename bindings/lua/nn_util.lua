@@ -566,6 +566,60 @@ function U.check_all(t, specs)
   for name, kinds in pairs(specs) do t[name] = U.checked(name, kinds, assert(t[name], name)) end
 end
 
+-- The nd spatial sizes of a ConvTranspose's output_size (a list, torch.Size or tensor), with the
+-- errors of PyTorch's _output_padding ("ConvTranspose2D: for 3D input, output_size must have 2 or 4
+-- elements (got 1)")
+function U.transpose_output_size(nd, x, output_size)
+  if torch.is_tensor(output_size) then output_size = output_size:tolist() end
+  if is_size(output_size) then output_size = output_size:totable() end
+  if type(output_size) ~= "table" then
+    if type(output_size) ~= "string" then U.errorf("object of type '%s' has no len()", U.typename(output_size)) end
+    local chars = {}
+    for c in output_size:gmatch(".") do chars[#chars + 1] = c end
+    output_size = chars
+  end
+  local non_spatial = x:dim() == nd + 2 and 2 or 1
+  local n = #output_size
+  if n ~= nd and n ~= nd + non_spatial then
+    U.errorf("ConvTranspose%dD: for %dD input, output_size must have %d or %d elements (got %d)", nd, x:dim(), nd,
+      nd + non_spatial, n)
+  end
+  local want = {}
+  for i = 1, nd do
+    want[i] = output_size[n - nd + i]
+    if type(want[i]) ~= "number" then U.errorf("'<=' not supported between instances of 'int' and '%s'", U.typename(want[i])) end
+  end
+  return want
+end
+
+-- PyTorch's error when the shapes of tensors a and b do not broadcast together
+function U.check_broadcast(a, b)
+  local na, nb = a:dim(), b:dim()
+  local n = math.max(na, nb)
+  for i = 1, n do
+    local sa = i <= na and a:size(na - i) or 1
+    local sb = i <= nb and b:size(nb - i) or 1
+    if sa ~= sb and sa ~= 1 and sb ~= 1 then
+      U.errorf("The size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d", sa, sb, n - i)
+    end
+  end
+end
+
+-- Python's TypeError for a call that lacks required positional arguments (names: the missing ones)
+function U.missing_args(fname, names)
+  local q = {}
+  for i, n in ipairs(names) do q[i] = "'" .. n .. "'" end
+  local list = q[1]
+  if #q == 2 then list = q[1] .. " and " .. q[2] elseif #q > 2 then list = table.concat(q, ", ", 1, #q - 1) .. ", and " .. q[#q] end
+  U.errorf("%s() missing %d required positional argument%s: %s", fname, #q, #q > 1 and "s" or "", list)
+end
+
+-- U.missing_args for the names past the n given (n: select("#", ...) of the call)
+function U.require_args(fname, names, n)
+  if n >= #names then return end
+  U.missing_args(fname, table.move(names, n + 1, #names, 1, {}))
+end
+
 -- dim wrapped into [0, ndim) (a scalar counts as one dim), or PyTorch's error
 function U.wrap_dim(dim, ndim)
   if math.type(dim) ~= "integer" then U.errorf("dim must be an integer, got %s", U.typename(dim)) end

@@ -62,6 +62,11 @@ function M.get_total_norm(tensors, ...)
   local p = norm_value("get_total_norm", o.norm_type)
   local list = M._tensors("get_total_norm", tensors)
   if #list == 0 then return torch.tensor(0.0) end
+  for _, t in ipairs(list) do -- the norm of each is linalg.vector_norm's, with its dtype check
+    if not (t:is_floating_point() or t:is_complex()) then
+      U.errorf("linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s", U.scalar_name(t.dtype))
+    end
+  end
   return checked(C.total_norm(list, p), p, o.error_if_nonfinite)
 end
 

@@ -23,6 +23,7 @@ function M.parameters_to_vector(parameters)
     device = same_device(device, p)
     vec[i] = p:reshape(-1)
   end
+  if #vec == 0 then U.error("torch.cat(): expected a non-empty list of Tensors") end
   return torch.cat(vec)
 end
 
@@ -32,7 +33,11 @@ function M.vector_to_parameters(vec, parameters)
   for _, p in ipairs(tensors("vector_to_parameters", parameters)) do
     device = same_device(device, p)
     local n = p:numel()
-    p.data = vec:narrow(0, pointer, n):view_as(p).data
+    -- PyTorch's vec[pointer:pointer + n].view_as(p): a short slice is view_as's error
+    local rows = math.max(0, math.min(n, (vec:dim() > 0 and vec:size(0) or 0) - pointer))
+    local got = rows * (vec:dim() > 0 and vec:numel() // math.max(vec:size(0), 1) or 1)
+    if got ~= n then U.errorf("shape '%s' is invalid for input of size %d", U.shape_str(p), got) end
+    p.data = vec:narrow(0, pointer, rows):view_as(p).data
     pointer = pointer + n
   end
 end

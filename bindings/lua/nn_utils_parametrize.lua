@@ -357,7 +357,11 @@ function P.cached()
   end })
 end
 
-function P.type_before_parametrizations(module) return module.__class end
+-- (PyTorch's returns type(module) for any value: a non-module gives its type's name here)
+function P.type_before_parametrizations(module)
+  if type(module) ~= "table" or module.__class == nil then return U.typename(module) end
+  return module.__class
+end
 
 -- PyTorch's transfer_parametrizations_and_params is left out.
 

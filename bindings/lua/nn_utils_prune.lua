@@ -368,7 +368,19 @@ function M.global_unstructured(parameters, ...)
   end
   method_cls = function_classes[method_cls or kwargs.pruning_method] or method_cls or kwargs.pruning_method
   if method_cls == nil then U.error("global_unstructured() missing required argument: 'pruning_method'") end
-  if type(parameters) ~= "table" then U.error("global_unstructured: parameters must be a list of {module, name} pairs") end
+  if type(parameters) ~= "table" then U.error("global_unstructured(): parameters is not an Iterable") end
+  local mt = getmetatable(method_cls)
+  if type(method_cls) ~= "function" and not (mt and mt.__call) then U.errorf("'%s' object is not callable", U.typename(method_cls)) end
+  for _, pair in ipairs(parameters) do -- Python's `for module, name in parameters` and getattr(module, name)
+    local n = type(pair) == "string" and #pair or type(pair) == "table" and #pair or nil
+    if n == nil then U.errorf("cannot unpack non-iterable %s object", U.typename(pair)) end
+    if n < 2 then U.errorf("not enough values to unpack (expected 2, got %d)", n) end
+    if n > 2 then U.error("too many values to unpack (expected 2)") end
+    local module, name = pair[1], pair[2]
+    if type(module) ~= "table" or module[name] == nil then
+      U.errorf("'%s' object has no attribute '%s'", U.typename(module), tostring(name))
+    end
+  end
   local method = method_cls(rest)
   if not is_method(method) then U.error("global_unstructured: pruning_method must be a BasePruningMethod class") end
   if method.PRUNING_TYPE ~= "unstructured" then

@@ -52,8 +52,18 @@ local function make(padded, lengths, enforce_sorted)
   return self
 end
 
-local function lengths_list(lengths)
-  if torch.is_tensor(lengths) then return lengths:to(torch.int64):tolist() end
+-- lengths as a list of integers; the errors of PyTorch's torch.as_tensor(lengths) and its
+-- _pack_padded_sequence's check (none_text: the function's own error for None)
+local function lengths_list(lengths, none_text)
+  if lengths == nil then U.error(none_text or "Could not infer dtype of NoneType") end
+  if type(lengths) == "number" then lengths = torch.tensor(lengths, { dtype = torch.int64 }) end
+  if torch.is_tensor(lengths) then
+    if lengths:dim() ~= 1 then
+      U.errorf("'lengths' argument should be a 1D CPU int64 tensor, but got %dD cpu Long tensor", lengths:dim())
+    end
+    return lengths:to(torch.int64):tolist()
+  end
+  if type(lengths) ~= "table" then U.errorf("new(): invalid data type '%s'", U.typename(lengths)) end
   local l = {}
   for i, v in ipairs(lengths) do l[i] = math.tointeger(v) or U.errorf("lengths must be integers, got %s", tostring(v)) end
   return l
@@ -62,8 +72,10 @@ end
 function M.pack_padded_sequence(...)
   local o = U.parse("pack_padded_sequence", { { "input", U.REQUIRED }, { "lengths", U.REQUIRED }, { "batch_first", false },
     { "enforce_sorted", true } }, ...)
-  local x = o.batch_first and o.input:transpose(0, 1) or o.input
+  U.check_tensor("pack_padded_sequence", "input", 1, o.input)
   local lengths = lengths_list(o.lengths)
+  if o.input:dim() < 2 then U.wrap_dim(1, o.input:dim()) end -- PyTorch's IndexError for input.size(1)
+  local x = o.batch_first and o.input:transpose(0, 1) or o.input
   if #lengths ~= x:size(1) then
     U.errorf("Expected `len(lengths)` to be equal to batch_size, but got %d (batch_size=%d)", #lengths, x:size(1))
   end
@@ -108,6 +120,9 @@ end
 function M.pad_sequence(sequences, ...)
   local o = U.parse("pad_sequence", { { "batch_first", false }, { "padding_value", 0.0 }, { "padding_side", "right" } }, ...)
   if type(sequences) ~= "table" or #sequences == 0 then U.error("pad_sequence: expected a non-empty list of tensors") end
+  for i, s in ipairs(sequences) do -- PyTorch's parser for its TensorList
+    if not torch.is_tensor(s) then U.errorf("expected Tensor as element %d in argument 0, but got %s", i - 1, U.typename(s)) end
+  end
   local T = 0
   for _, s in ipairs(sequences) do T = math.max(T, s:size(0)) end
   local padded = {}
@@ -126,8 +141,14 @@ end
 
 function M.pack_sequence(sequences, ...)
   local o = U.parse("pack_sequence", { { "enforce_sorted", true } }, ...)
+  if type(sequences) ~= "table" and not torch.is_tensor(sequences) then -- Python's iteration
+    U.errorf("'%s' object is not iterable", U.typename(sequences))
+  end
   local lengths = {}
-  for i, s in ipairs(sequences) do lengths[i] = s:size(0) end
+  for i, s in ipairs(sequences) do
+    if not torch.is_tensor(s) then U.errorf("'%s' object has no attribute 'size'", U.typename(s)) end
+    lengths[i] = s:size(0)
+  end
   return M.pack_padded_sequence(M.pad_sequence(sequences), lengths, { enforce_sorted = o.enforce_sorted })
 end
 
@@ -135,8 +156,8 @@ end
 function M.unpad_sequence(padded, lengths, ...)
   local o = U.parse("unpad_sequence", { { "batch_first", false } }, ...)
   if not torch.is_tensor(padded) then U.errorf("unpad_sequence: padded_sequences must be a Tensor, got %s", U.typename(padded)) end
-  if not o.batch_first then padded = padded:transpose(0, 1) end
-  local l = lengths_list(lengths)
+  local l = lengths_list(lengths, "'NoneType' object is not iterable")
+  if not o.batch_first then U.wrap_dim(1, padded:dim()); padded = padded:transpose(0, 1) end
   if #l ~= padded:size(0) then U.errorf("unpad_sequence: %d lengths for a batch of %d", #l, padded:size(0)) end
   local out = {}
   for i, n in ipairs(l) do out[i] = padded[i - 1]:narrow(0, 0, n) end
@@ -153,6 +174,7 @@ end
 -- invert_permutation(p): q with q[p[i]] = i (nil stays nil)
 function M.invert_permutation(p)
   if p == nil then return nil end
+  U.check_tensor("empty_like", "input", 1, p)
   local q = torch.empty_like(p)
   q:scatter_(0, p, torch.arange(0, p:numel(), { device = p.device, dtype = p.dtype }))
   return q

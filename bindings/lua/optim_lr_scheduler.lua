@@ -250,7 +250,14 @@ local MultiStepLR = define("MultiStepLR",
   { { "milestones", REQUIRED }, { "gamma", 0.1 }, { "last_epoch", -1 }, { "verbose", false } },
   function(self, o, opt)
     local counts = {}
-    for _, m in ipairs(o.milestones) do counts[m] = (counts[m] or 0) + 1 end
+    local ms = o.milestones -- Python's Counter(milestones): any iterable, a string's characters too
+    if type(ms) == "string" then
+      local chars = {}
+      for c in ms:gmatch(".") do chars[#chars + 1] = c end
+      ms = chars
+    end
+    if type(ms) ~= "table" and not torch.is_tensor(ms) then U.errorf("'%s' object is not iterable", U.typename(ms)) end
+    for _, m in ipairs(ms) do counts[m] = (counts[m] or 0) + 1 end
     self.milestones = counts -- milestone -> how many times it is listed (Python's Counter)
     self.gamma = o.gamma
     LRScheduler.__init(self, opt, o.last_epoch, o.verbose)
@@ -353,10 +360,23 @@ function MultiplicativeLR:get_lr()
   return out
 end
 
+-- a factor compared with a float as Python compares it: a number, or Python's TypeError text (a
+-- one-element tensor reads as its value, a larger one is ambiguous as a bool)
+local function comparable(v)
+  if type(v) == "number" then return v end
+  if torch.is_tensor(v) then
+    if v:numel() == 1 then return v:item() end
+    U.error("Boolean value of Tensor with more than one value is ambiguous")
+  end
+  U.errorf("'>' not supported between instances of '%s' and 'float'", U.typename(v))
+end
+
 -- ---- LinearLR ----
 local LinearLR = define("LinearLR",
   { { "start_factor", 1.0 / 3 }, { "end_factor", 1.0 }, { "total_iters", 5 }, { "last_epoch", -1 }, { "verbose", false } },
   function(self, o, opt)
+    comparable(o.start_factor)
+    comparable(o.end_factor)
     if o.start_factor > 1.0 or o.start_factor <= 0 then
       fail("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
     end
@@ -379,6 +399,7 @@ end
 local ConstantLR = define("ConstantLR",
   { { "factor", 1.0 / 3 }, { "total_iters", 5 }, { "last_epoch", -1 }, { "verbose", false } },
   function(self, o, opt)
+    comparable(o.factor)
     if o.factor > 1.0 or o.factor < 0 then fail("Constant multiplicative factor expected to be between 0 and 1.") end
     self.factor, self.total_iters = o.factor, o.total_iters
     LRScheduler.__init(self, opt, o.last_epoch, o.verbose)

@@ -122,9 +122,11 @@ torch.cpu = torch.cpu or {}
 torch.cpu.amp = torch.cpu.amp or {}
 torch.cpu.amp.autocast = make_autocast("torch.cpu.amp.autocast", "cpu")
 
-function torch.is_autocast_enabled(device) return C.is_enabled(device or "cuda") end
+local U = require "nn_util"
+torch.is_autocast_enabled = U.checked("is_autocast_enabled", { "device_type:str?" },
+  function(device) return C.is_enabled(device or "cuda") end)
 function torch.is_autocast_cpu_enabled() return C.is_enabled("cpu") end
-function torch.get_autocast_dtype(device) return C.get_dtype(device) end
+torch.get_autocast_dtype = U.checked("get_autocast_dtype", { "device_type:str" }, function(device) return C.get_dtype(device) end)
 function torch.get_autocast_gpu_dtype() return C.get_dtype("cuda") end
 function torch.get_autocast_cpu_dtype() return C.get_dtype("cpu") end
 -- set_autocast_enabled([device_type,] enabled)
@@ -191,6 +193,9 @@ end
 local function scaler_ctor(fname, fixed_device)
   return function(a, b)
     if is_opts(a) then return new_scaler(fname, fixed_device, a) end
+    if b ~= nil and not is_opts(b) then
+      error(string.format("%s: the options must be a keyword table, got %s", fname, require("nn_util").typename(b)), 2)
+    end
     return new_scaler(fname, fixed_device or a, b)
   end
 end

@@ -56,7 +56,9 @@ end
 
 -- empty_permuted(size, physical_layout, opts): size's shape, its memory laid out in
 -- physical_layout's order of dims (outermost first)
-function torch.empty_permuted(size, layout, opts)
+local empty_permuted
+torch.empty_permuted = U.checked("empty_permuted", { "size:ints", "physical_layout:ints" }, function(...) return empty_permuted(...) end)
+function empty_permuted(size, layout, opts)
   size = type(size) == "table" and getmetatable(size) == nil and size or torch.Size(size):totable()
   local n = #size
   if type(layout) ~= "table" or #layout ~= n then
@@ -141,7 +143,7 @@ for _, name in ipairs({ "view", "permute", "transpose", "t", "squeeze", "unsquee
   torch[name .. "_copy"] = function(input, ...)
     U.check_tensor(name .. "_copy", "input", 1, input)
     local f = name == "split_with_sizes" and input.split or input[name]
-    return copy_of(U.call(f, input, ...))
+    return copy_of(U.call_as(name .. "_copy", f, input, ...))
   end
 end
 function torch.alias_copy(input) return U.check_tensor("alias_copy", "input", 1, input):clone() end
@@ -167,7 +169,9 @@ end
 -- split_with_sizes and the unsafe_ split forms: torch_tensor_gaps.lua
 
 -- ---- histogramdd(input [..., D], bins, {range=, weight=, density=}): counts and per-dim edges ----
-function torch.histogramdd(...)
+local histogramdd
+function torch.histogramdd(...) return U.call_as("histogramdd", histogramdd, ...) end -- inner errors under its name
+function histogramdd(...)
   local o = U.parse("histogramdd", { { "input", REQ }, { "bins", 10 }, { "range" }, { "weight" }, { "density", false } }, ...)
   local x = U.check_tensor("histogramdd", "input", 1, o.input)
   if not x:is_floating_point() then U.errorf("torch.histogramdd: input tensor and bins tensors should have the same dtype, got %s", U.scalar_name(x.dtype)) end

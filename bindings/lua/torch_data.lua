@@ -74,6 +74,7 @@ local function len(obj, what)
   end
   local ok, n = pcall(function() return #obj end)
   if not ok or not is_int(n) then
+    if not ok and tostring(n):find("0-d tensor", 1, true) then raise("len() of a 0-d tensor") end -- Python's TypeError
     raise(string.format("%s has no length (define __len)%s", what, ok and "" or (": " .. tostring(n))))
   end
   return n
@@ -176,6 +177,12 @@ local function sample_at(ds, i)
     if i < 0 then i = i + n end
     if i < 0 or i >= n then raise(string.format("list index %d out of range for a dataset of size %d", i, n)) end
     return ds[i + 1]
+  end
+  if torch.is_tensor(ds) then return ds[i] end -- a tensor is a dataset of its rows, a string of its characters, as in PyTorch
+  if type(ds) == "string" then return ds:sub(i + 1, i + 1) end
+  if type(ds) ~= "table" or type(ds.__getitem) ~= "function" then
+    if type(ds) == "table" and ds.__class then raise("Subclasses of Dataset should implement __getitem__.") end
+    raise(string.format("'%s' object is not subscriptable", U.typename(ds)))
   end
   return as_sample(ds:__getitem(i))
 end

@@ -87,7 +87,10 @@ local function loss(name, spec)
   torch[name] = function(...)
     local o = U.parse(name, spec, ...)
     local kw = {}
-    for _, s in ipairs(spec) do kw[s[1]] = o[s[1]] end
+    for i, s in ipairs(spec) do
+      if s[1]:find("^input") or s[1] == "target" then U.check_tensor(name, s[1], i, o[s[1]]) end -- PyTorch's parser text
+      kw[s[1]] = o[s[1]]
+    end
     kw.reduction = reduction(name, o.reduction)
     return U.call(F()[name], kw)
   end

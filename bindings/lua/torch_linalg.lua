@@ -508,6 +508,7 @@ function torch.svd(A, some, compute_uv)
   if not (A:is_floating_point() or A:is_complex()) then
     U.errorf("linalg.svd: Expected a floating point or complex tensor as input. Got %s", U.scalar_name(A.dtype))
   end
+  if A:dim() < 2 then U.errorf("linalg.svd: The input tensor A must have at least 2 dimensions.") end
   local Uu, S, Vh = svd(A, some == false, true)
   return Uu, S, mT(Vh)
 end
@@ -531,7 +532,17 @@ function L.pinv(A, ...)
   local Sinv = torch.where(keep, 1 / torch.where(keep, S, torch.ones_like(S)), torch.zeros_like(S))
   return mT(Vh):matmul(Sinv:unsqueeze(-1) * mT(Uu))
 end
-torch.pinverse = function(A, rcond) return L.pinv(A, { rtol = rcond or 1e-15 }) end
+-- rcond: a number, or a 0-d tensor (PyTorch's parser takes one for a float)
+torch.pinverse = U.checked("pinverse", { "input:Tensor", "rcond:any?" }, function(A, rcond)
+  if rcond ~= nil and type(rcond) ~= "number" and not torch.is_tensor(rcond) then
+    U.errorf("pinverse(): argument 'rcond' (position 2) must be float, not %s", U.typename(rcond))
+  end
+  if torch.is_tensor(rcond) then
+    if rcond:dim() > 0 then U.error("pinverse(): argument 'rcond' (position 2) must be float, not Tensor") end
+    rcond = rcond:item()
+  end
+  return L.pinv(A, { rtol = rcond or 1e-15 })
+end)
 
 -- matrix_rank(A, atol=None, rtol=None, hermitian=False) -> int64
 function L.matrix_rank(A, ...)

@@ -62,4 +62,7 @@ function torch.pca_lowrank(...)
   return svd_lowrank(A, q, niter)
 end
 
+local pca_lowrank = torch.pca_lowrank
+function torch.pca_lowrank(...) return U.call_as("pca_lowrank", pca_lowrank, ...) end -- inner errors under its name
+
 return torch

@@ -96,8 +96,11 @@ function torch.meshgrid(...)
   local indexing = U.parse("meshgrid", { { "indexing", "ij" } }, opts or {}).indexing
   if indexing ~= "ij" and indexing ~= "xy" then U.errorf("torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: %s", tostring(indexing)) end
   local ts = args
-  if args.n == 1 and not torch.is_tensor(args[1]) then ts = table.pack(table.unpack(args[1])) end
+  if args.n == 1 and type(args[1]) == "table" and not torch.is_tensor(args[1]) then ts = table.pack(table.unpack(args[1])) end
   local n = ts.n or #ts
+  for i = 1, n do -- PyTorch's parser for its TensorList
+    if not torch.is_tensor(ts[i]) then U.errorf("expected Tensor as element %d in argument 0, but got %s", i - 1, U.typename(ts[i])) end
+  end
   local sizes = {}
   for i = 1, n do sizes[i] = ts[i]:numel() end
   local swap = indexing == "xy" and n >= 2

@@ -416,6 +416,7 @@ end
 local function clamp_bound(fname, name, x, v, fn, inplace)
   check_tensor(fname, "input", 1, x)
   if torch.is_tensor(v) then
+    U.check_broadcast(x, v)
     local r = fn(x, v)
     if inplace then return x:copy_(r) end
     return r

@@ -16,6 +16,19 @@ local shape_msg = "Can't access the shape of an uninitialized parameter or buffe
 
 local own = { requires_grad = true, device = true, dtype = true, cls_to_become = true }
 
+-- the device argument as PyTorch's torch.empty(0, device=d) reads it, with its errors
+local function device_arg(d)
+  if d == nil then return nil end
+  local mt = getmetatable(d)
+  if type(d) ~= "string" and math.type(d) ~= "integer" and not (mt and mt.__name == "torch.device") then
+    U.errorf("empty(): argument 'device' must be torch.device, not %s", torch.is_tensor(d) and "Tensor" or U.typename(d))
+  end
+  if math.type(d) == "integer" and d < 0 then U.error("Device index must not be negative") end
+  local ok, dev = pcall(torch.device, d)
+  if not ok then U.error((tostring(dev):gsub("^.-bad argument #%d+ to '[^']*' %((.*)%)$", "%1"))) end
+  return dev
+end
+
 local function class(name, default_grad, become)
   local cls = { __name = name }
   local methods = {}
@@ -41,7 +54,7 @@ local function class(name, default_grad, become)
     __tostring = function() return "<class 'torch.nn.parameter." .. name .. "'>" end,
     __call = function(c, ...)
       local o = U.parse(name, { { "requires_grad", default_grad }, { "device" }, { "dtype" } }, ...)
-      return setmetatable({ requires_grad = o.requires_grad, device = o.device and torch.device(o.device) or nil, dtype = o.dtype }, c)
+      return setmetatable({ requires_grad = o.requires_grad, device = device_arg(o.device), dtype = o.dtype }, c)
     end,
   })
   return cls

@@ -610,6 +610,7 @@ end
 -- logaddexp2(a, b) = log2(2^a + 2^b), without overflow
 function torch.logaddexp2(a, b)
   a, b = operand("logaddexp2", "input", a), operand("logaddexp2", "other", b)
+  U.check_broadcast(a, b)
   local m = torch.maximum(a, b)
   local same_inf = a:eq(b):logical_and(m:abs():eq(math.huge))
   return torch.where(same_inf, m, m + torch.exp2(-(a - b):abs()):log1p() / math.log(2))
@@ -649,6 +650,12 @@ function torch.frexp(x)
   local h = (e / 2):floor()
   local mantissa = (x:to(f64) * torch.exp2(-h) * torch.exp2(h - e)):to(x.dtype)
   return mantissa, e:to(torch.int32)
+end
+
+-- the errors of the ops inside raised under the function's name
+for _, name in ipairs({ "trapezoid", "trapz", "cumulative_trapezoid", "logspace" }) do
+  local f = torch[name]
+  torch[name] = function(...) return U.call_as(name, f, ...) end
 end
 
 for _, name in ipairs({ "cov", "corrcoef", "nanquantile", "histogram", "aminmax", "cholesky_inverse", "logaddexp2",

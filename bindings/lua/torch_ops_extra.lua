@@ -39,8 +39,11 @@ end
 -- block_diag(t1, t2, ...) or block_diag({t1, ...}): 0-d and 1-d inputs count as 1 x n blocks
 function torch.block_diag(...)
   local ts = table.pack(...)
-  if ts.n == 1 and not torch.is_tensor(ts[1]) then ts = table.pack(table.unpack(ts[1])) end
+  if ts.n == 1 and type(ts[1]) == "table" and not torch.is_tensor(ts[1]) then ts = table.pack(table.unpack(ts[1])) end
   if ts.n == 0 then return torch.empty(1, 0) end
+  for i = 1, ts.n do -- PyTorch's parser for its TensorList
+    if not torch.is_tensor(ts[i]) then U.errorf("expected Tensor as element %d in argument 0, but got %s", i - 1, U.typename(ts[i])) end
+  end
   local blocks, rows, cols = {}, 0, 0
   local dtype_probe = ts[1]:reshape(-1):narrow(0, 0, 0)
   for i = 1, ts.n do

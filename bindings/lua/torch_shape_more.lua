@@ -157,10 +157,10 @@ end
 -- copy); another tensor is converted (:to); anything else is torch.tensor(data, ...)
 function torch.as_tensor(data, ...)
   local o = U.parse("as_tensor", { { "dtype" }, { "device" } }, ...)
-  if not torch.is_tensor(data) then return U.call(torch.tensor, data, { dtype = o.dtype, device = o.device }) end
+  if not torch.is_tensor(data) then return U.call_as("as_tensor", torch.tensor, data, { dtype = o.dtype, device = o.device }) end
   local dtype, device = o.dtype or data.dtype, o.device or data.device
   if dtype == data.dtype and same_device(device, data.device) then return data end
-  return U.call(data.to, data, { dtype = dtype, device = device })
+  return U.call_as("as_tensor", data.to, data, { dtype = dtype, device = device })
 end
 
 -- asarray(obj, {dtype=, device=, copy=, requires_grad=false}): as_tensor, where copy=true always
@@ -176,10 +176,10 @@ function torch.asarray(obj, ...)
         tostring(dtype), tostring(torch.device(device)))
     end
     if same and not o.copy then r = obj
-    else r = U.call(obj.to, obj, { dtype = dtype, device = device, copy = true }) end
+    else r = U.call_as("asarray", obj.to, obj, { dtype = dtype, device = device, copy = true }) end
   else
     if o.copy == false then U.errorf("asarray: can't alias a Lua %s (copy=false): only a tensor can be shared", type(obj)) end
-    r = U.call(torch.tensor, obj, { dtype = o.dtype, device = o.device })
+    r = U.call_as("asarray", torch.tensor, obj, { dtype = o.dtype, device = o.device })
   end
   if o.requires_grad then r:requires_grad_(true) end
   return r

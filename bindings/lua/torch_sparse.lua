@@ -80,7 +80,7 @@ end
 -- ---- construction ----
 
 -- sparse_coo_tensor(indices, values, size?, {dtype=, device=, requires_grad=, is_coalesced=, check_invariants=})
-function torch.sparse_coo_tensor(...)
+local function sparse_coo_tensor(...)
   local n = select("#", ...)
   local args = table.pack(...)
   -- the size may be left out with the keyword table third
@@ -629,5 +629,7 @@ Sparse.__tostring = function(s)
   end
   return table.concat(parts) .. ")"
 end
+
+function torch.sparse_coo_tensor(...) return U.call_as("sparse_coo_tensor", sparse_coo_tensor, ...) end -- inner errors under its name
 
 return S

@@ -91,6 +91,7 @@ local function binary(name, value, grads, not_impl)
     local device = torch.is_tensor(a) and a.device or b.device
     a = torch.is_tensor(a) and a:to(dtype) or torch.full({}, a, { dtype = dtype, device = device })
     b = torch.is_tensor(b) and b:to(dtype) or torch.full({}, b, { dtype = dtype, device = device })
+    U.check_broadcast(a, b)
     if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled() then
       return Fn.apply(torch.broadcast_tensors(a, b))
     end

@@ -82,7 +82,10 @@ function F.selu_(input) return F.selu(input, true) end
 function F.leaky_relu_(input, negative_slope) return F.leaky_relu(input, negative_slope or 0.01, true) end
 function F.hardtanh_(input, min_val, max_val) return F.hardtanh(input, min_val or -1.0, max_val or 1.0, true) end
 function F.threshold_(input, threshold, value) return F.threshold(input, threshold, value, true) end
-function F.rrelu_(input, lower, upper, training) return F.rrelu(input, lower or 1.0 / 8, upper or 1.0 / 3, training or false, true) end
+function F.rrelu_(input, ...)
+  local o = U.parse("rrelu_", { { "lower", 1.0 / 8 }, { "upper", 1.0 / 3 }, { "training", false } }, ...)
+  return F.rrelu(input, o.lower, o.upper, o.training, true)
+end
 
 U.check_all(F, {
   relu_ = { "input:Tensor" }, elu_ = { "input:Tensor", "alpha:Number?" }, celu_ = { "input:Tensor", "alpha:Number?" },
@@ -105,6 +108,7 @@ U.check_all(F, {
   softshrink = { "input:Tensor?", "lambd:Tensor|Number?" }, alpha_dropout = { "input:Tensor?", "p:Tensor|Number?" },
   rrelu = { "input:Tensor?", "lower:Tensor|Number?", "upper:Tensor|Number?" }, gumbel_softmax = { "logits:Tensor?", "tau:Tensor|Number?" },
   layer_norm = { "input:Tensor?", "normalized_shape:ints" },
+  kl_div = { "input:Tensor?", "target:Tensor?" }, instance_norm = { "input:Tensor?" },
 })
 
 -- the deprecated upsampling names, as PyTorch defines them on interpolate

@@ -48,6 +48,7 @@ end
 
 function torch.stft(input, ...)
   local o = U.parse("stft", stft_spec, ...)
+  if math.type(o.n_fft) ~= "integer" then U.errorf("stft(): argument 'n_fft' (position 2) must be int, not %s", U.typename(o.n_fft)) end
   local n_fft = o.n_fft
   local hop = o.hop_length or n_fft // 4
   if o.return_complex == nil and not input:is_complex() then
@@ -79,6 +80,7 @@ local istft_spec = { { "n_fft", U.REQUIRED }, { "hop_length" }, { "win_length" }
 
 function torch.istft(input, ...)
   local o = U.parse("istft", istft_spec, ...)
+  if math.type(o.n_fft) ~= "integer" then U.errorf("istft(): argument 'n_fft' (position 2) must be int, not %s", U.typename(o.n_fft)) end
   local n_fft = o.n_fft
   local hop = o.hop_length or n_fft // 4
   if not input:is_complex() then U.error("istft requires a complex-valued input tensor") end

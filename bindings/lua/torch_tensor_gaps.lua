@@ -104,11 +104,41 @@ end
 
 function Tensor:to_dense(...)
   local o = U.parse("to_dense", { { "dtype" }, { "masked_grad" } }, ...)
+  local mt = getmetatable(o.dtype)
+  if o.dtype ~= nil and not (mt and mt.__name == "torch.dtype") then
+    U.errorf("to_dense(): argument 'dtype' must be torch.dtype, not %s", U.typename(o.dtype))
+  end
   if o.dtype ~= nil and o.dtype ~= self.dtype then return self:to(o.dtype) end
   return self
 end
 
 -- ---- new tensors like self ----
+
+-- a size given as one argument (an int, a list or a torch.Size) or as several ints, checked as
+-- PyTorch's parser does ("sum_to_size(): argument 'size' (position 1) must be tuple of ints, not str")
+local function size_args(fname, ...)
+  local n = select("#", ...)
+  local first = ...
+  local ok = n == 1 and (math.type(first) == "integer" or type(first) == "table" and getmetatable(first) == nil
+    or type(first) == "userdata" and getmetatable(first).__name == "torch.Size")
+  if n ~= 1 then
+    ok = n > 0
+    for i = 1, n do ok = ok and math.type((select(i, ...))) == "integer" end
+  end
+  if not ok then
+    local bad = n == 1 and first or nil
+    for i = 1, n do if math.type((select(i, ...))) ~= "integer" then bad = select(i, ...); break end end
+    U.errorf("%s(): argument 'size' (position 1) must be tuple of ints, not %s", fname, U.typename(bad))
+  end
+  local size = { ... }
+  if n == 1 and type(first) == "table" then size = first elseif n == 1 and type(first) == "userdata" then size = first:totable() end
+  for i, v in ipairs(size) do
+    if math.type(v) ~= "integer" then
+      U.errorf("%s(): argument 'size' (position 1) must be tuple of ints, but found element of type %s at pos %d", fname, U.typename(v), i - 1)
+    end
+  end
+  return size
+end
 
 local function size_list(v)
   if type(v) == "number" then return { v } end
@@ -154,7 +184,7 @@ end
 
 -- sum the dims that broadcast self from `size` back down to it
 function Tensor:sum_to_size(...)
-  local size = select("#", ...) == 1 and size_list((...)) or { ... }
+  local size = size_args("sum_to_size", ...)
   local n, k = self:dim(), #size
   local ok = k <= n
   for i = 1, math.min(k, n) do
@@ -265,7 +295,7 @@ local function resize(self, size, fname)
   return self:reshape(size)
 end
 function Tensor:resize(...)
-  local size = select("#", ...) == 1 and size_list((...)) or { ... }
+  local size = size_args("resize", ...)
   return resize(self, size, "resize")
 end
 function Tensor:resize_as(other) return resize(self, other:size():totable(), "resize_as") end

@@ -78,17 +78,31 @@ local function mapped(list, f)
   return out
 end
 
-function torch.hstack(list) return torch.cat(list, list[1]:dim() == 1 and 0 or 1) end
+function torch.hstack(list)
+  if #list == 0 then U.error("hstack expects a non-empty TensorList") end
+  return torch.cat(list, list[1]:dim() == 1 and 0 or 1)
+end
 function torch.vstack(list) return torch.cat(mapped(list, torch.atleast_2d), 0) end
 function torch.dstack(list) return torch.cat(mapped(list, torch.atleast_3d), 2) end
 function torch.column_stack(list)
+  if #list == 0 then U.error("column_stack expects a non-empty TensorList") end
   return torch.hstack(mapped(list, function(t) return t:dim() <= 1 and t:reshape(-1, 1) or t end))
 end
 
 -- tensor_split(x, n or {indices}, dim=0): n parts as even as can be (the first ones one longer), or cut at indices
 function torch.tensor_split(x, sections, dim)
   dim = dim or 0
-  if dim < 0 then dim = dim + x:dim() end
+  -- PyTorch's checks (TensorShape.cpp) with its texts
+  if x:dim() == 0 then U.errorf("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims") end
+  if torch.is_tensor(sections) then
+    local what = "tensor_split expected tensor_indices_or_sections to "
+    if sections.dtype ~= torch.int64 then U.errorf(what .. "have dtype of long, but got %s", U.scalar_name(sections.dtype)) end
+    if sections:dim() > 1 then
+      U.errorf(what .. "be a zero-dimensional or one-dimensional tensor, but got a tensor with %d dims", sections:dim())
+    end
+    if sections:dim() == 0 then sections = sections:item() end
+  end
+  dim = U.wrap_dim(dim, x:dim())
   local len, cuts = x:size(dim), {}
   if type(sections) == "number" then
     local n = U.check_int("tensor_split", "sections", sections, 1)
@@ -106,8 +120,14 @@ function torch.tensor_split(x, sections, dim)
   end
   return table.unpack(out)
 end
-function torch.hsplit(x, s) return torch.tensor_split(x, s, x:dim() == 1 and 0 or 1) end
-function torch.vsplit(x, s) return torch.tensor_split(x, s, 0) end
+function torch.hsplit(x, s)
+  if x:dim() < 1 then U.errorf("torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with %d dimensions!", x:dim()) end
+  return torch.tensor_split(x, s, x:dim() == 1 and 0 or 1)
+end
+function torch.vsplit(x, s)
+  if x:dim() < 2 then U.errorf("torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with %d dimensions!", x:dim()) end
+  return torch.tensor_split(x, s, 0)
+end
 
 function torch.take(x, index) return x:reshape(-1):index_select(0, index:reshape(-1)):reshape(index:size()) end
 
@@ -251,7 +271,12 @@ function torch.quantile(x, q, dim, keepdim, opts)
   local d = dim == nil and 0 or (dim < 0 and dim + x:dim() or dim)
   local sorted = data:sort(d)
   local n = data:size(d)
-  local qs = torch.is_tensor(q) and q:tolist() or { q }
+  if torch.is_tensor(q) then -- PyTorch's quantile_checks
+    if q:dim() > 1 then U.error("quantile() q must be a scalar or 1D tensor") end
+    if q.dtype ~= x.dtype then U.error("quantile() q tensor must be same dtype as the input tensor") end
+  end
+  if not (x:is_floating_point()) then U.error("quantile() input tensor must be either float or double dtype") end
+  local qs = torch.is_tensor(q) and (q:dim() == 0 and { q:item() } or q:tolist()) or { q }
   local outs = {}
   for i, qq in ipairs(qs) do
     if qq < 0 or qq > 1 then U.error("quantile() q values must be in the range [0, 1]") end
@@ -274,7 +299,7 @@ function torch.quantile(x, q, dim, keepdim, opts)
     end
     outs[i] = v
   end
-  if torch.is_tensor(q) then return torch.stack(outs, 0) end
+  if torch.is_tensor(q) and q:dim() > 0 then return torch.stack(outs, 0) end
   return outs[1]
 end
 

@@ -336,7 +336,21 @@ local top = { int64 = 2.0 ^ 63, int32 = 2.0 ^ 31, int16 = 2 ^ 15, int8 = 2 ^ 7, 
 
 -- random_(from, to) in [from, to); random_(to) in [0, to); random_() in [0, 2^mantissa]
 -- for floating dtypes, [0, max] for integer ones
-function Tensor:random_(from, to)
+-- a keyword table as the first argument of an in-place sampler: its values by name (PyTorch's keywords)
+local function sampler_keywords(fname, names, first, ...)
+  if not U.is_opts(first) then return first, ... end
+  local spec = {}
+  for i, n in ipairs(names) do spec[i] = { n } end
+  spec[#spec + 1] = { "generator" }
+  local o = U.parse(fname, spec, first)
+  local out = {}
+  for i, n in ipairs(names) do out[i] = o[n] end
+  return table.unpack(out, 1, #names)
+end
+
+function Tensor:random_(...)
+  local from, to = sampler_keywords("random_", { "from", "to" }, ...)
+  if from == nil and to ~= nil then from = 0 end
   if from ~= nil and to == nil then from, to = 0, from end
   if from == nil then from, to = 0, top[(tostring(self.dtype):gsub("^torch%.", ""))] or 2 ^ 24 + 1 end
   if from >= to then
@@ -348,8 +362,8 @@ function Tensor:random_(from, to)
   return fill_with(self, v + from)
 end
 
-function Tensor:exponential_(lambd)
-  lambd = lambd or 1
+function Tensor:exponential_(...)
+  local lambd = sampler_keywords("exponential_", { "lambd" }, ...) or 1
   need_float(self, "exponential_")
   if not (lambd > 0) then fail("exponential_ expects lambda > 0.0, but found lambda=%s", U.pyfloat(lambd)) end
   return fill_with(self, -((-uniform64(self)):log1p()) / lambd)
@@ -376,7 +390,8 @@ function Tensor:log_normal_(mean, std)
   return fill_with(self, (z * std + mean):exp())
 end
 
-function Tensor:bernoulli_(p)
+function Tensor:bernoulli_(...)
+  local p = sampler_keywords("bernoulli_", { "p" }, ...)
   if p == nil then p = 0.5 end
   if torch.is_tensor(p) then
     if p:numel() > 0 and (p:lt(0):any():item() or p:gt(1):any():item()) then fail("bernoulli_ expects p to be in [0, 1]") end
