@@ -114,8 +114,25 @@ static nn_status copy_into(nn_tensor *dst, nn_tensor *src)
     return nn_dispatch(&a);
 }
 
+/* float32 linspace in float arithmetic, as PyTorch's kernels (step_t is the float type itself):
+ * step, each product and each sum rounded to float. Written on the host, then copied. */
+static nn_status linspace_f32(nn_tensor *out, double start, double end, int64_t steps)
+{
+    nn_tensor *h = nn_empty(1, &steps, NN_F32, NN_DEVICE_CPU);
+    if (!h) return nn_last_status();
+    float *p = nn_data(h), fs = (float)start, fe = (float)end;
+    float step = steps > 1 ? (fe - fs) / (float)(steps - 1) : 0;
+    int64_t half = steps / 2;
+    for (int64_t i = 0; i < steps; i++) p[i] = i < half ? fs + step * (float)i : fe - step * (float)(steps - i - 1);
+    if (steps == 1) p[0] = fs;
+    nn_status s = nn_copy_(out, h);
+    nn_release(h);
+    return s;
+}
+
 /* PyTorch's linspace: start + i*step for the first half, end - (steps-1-i)*step for the second,
- * so both ends are exact. Computed in float64 (two aranges, the second one backwards), then cast. */
+ * so both ends are exact. float32 as linspace_f32; other dtypes computed in float64 (two
+ * aranges, the second one backwards), then cast (PyTorch's step_t is double for integers). */
 nn_tensor *nn_linspace(double start, double end, int64_t steps, nn_dtype dt, nn_device dev)
 {
     if (dt == NN_DTYPE_NONE) dt = nn_default_dtype();
@@ -125,6 +142,11 @@ nn_tensor *nn_linspace(double start, double end, int64_t steps, nn_dtype dt, nn_
     }
     nn_tensor *out = nn_empty(1, &steps, dt, dev);
     if (!out || steps == 0) return out;
+    if (dt == NN_F32) {
+        if (!linspace_f32(out, start, end, steps)) return out;
+        nn_release(out);
+        return NULL;
+    }
     nn_tensor *tmp = nn_empty(1, &steps, NN_F64, dev);
     nn_tensor *lo = NULL, *hi = NULL, *olo = NULL, *ohi = NULL;
     nn_status s = tmp ? NN_OK : nn_last_status();
