@@ -3,15 +3,28 @@
 -- mse_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits
 -- on a small [64, 10] batch (launch-bound) and a large [4096, 4096] one; CUDA events, median of 5
 -- repeats of 20 calls after a warm-up. bench/loss_nodes.py is PyTorch's side.
---   nnrepl bench/loss_nodes.lua
--- Prints per case: "loss <name> <rows>x<cols> us <t>"
+--   nnrepl bench/loss_nodes.lua [cpu]
+-- With cpu: on the CPU, [64, 10] and [1024, 1024], wall-clock medians (the PyTorch side's threads
+-- as LOSS_THREADS says). Prints per case: "loss <name> <rows>x<cols> us <t>"
 local F = torch.nn.functional
 local timing = require "gpu_step_timing" -- bench/gpu_step_timing.lua, next to this file
 local reps, calls = 5, 20
+local device = arg[1] or "cuda"
+
+local function wall_timed(fn)
+  local times = {}
+  for r = 1, reps do
+    local t0 = time.perf_counter()
+    for i = 1, calls do fn(i) end
+    times[r] = (time.perf_counter() - t0) * 1e3 / calls
+  end
+  table.sort(times)
+  return times[(reps + 1) // 2]
+end
 
 local function median_us(fn)
   for _ = 1, 5 do fn() end
-  return (timing.timed(fn, calls, reps)) * 1e3
+  return (device == "cpu" and wall_timed(fn) or timing.timed(fn, calls, reps)) * 1e3
 end
 
 local LOSSES = {
@@ -23,10 +36,10 @@ local LOSSES = {
   -- what mse_loss was before its node: three ops and their three nodes (nnrepl only)
   { "mse_composite", function(x, t) return ((x - t) ^ 2):mean() end },
 }
-for _, size in ipairs({ { 64, 10 }, { 4096, 4096 } }) do
+for _, size in ipairs({ { 64, 10 }, device == "cpu" and { 1024, 1024 } or { 4096, 4096 } }) do
   torch.manual_seed(0)
-  local x = torch.randn(size[1], size[2], { device = "cuda", requires_grad = true })
-  local t = torch.rand(size[1], size[2], { device = "cuda" })
+  local x = torch.randn(size[1], size[2], { device = device, requires_grad = true })
+  local t = torch.rand(size[1], size[2], { device = device })
   for _, l in ipairs(LOSSES) do
     local us = median_us(function()
       l[2](x, t):backward()

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The pointwise losses' forward + backward, nnrepl and PyTorch on the same GPU in one run, and the
 # ratio nnrepl / PyTorch (below 1: nnrepl is faster).
-#   bash bench/loss_nodes_run.sh NNREPL
+#   bash bench/loss_nodes_run.sh NNREPL [cpu]   (cpu: on the CPU; LOSS_THREADS for PyTorch's threads)
 set -uo pipefail
 nn=$1
+dev=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 res=$(mktemp)
-timeout 200 "$nn" "$here/loss_nodes.lua" 2>&1 | sed 's/^loss /nnrepl /' | tee -a "$res"
-timeout 200 python3 "$here/loss_nodes.py" 2>&1 | sed 's/^loss /torch /' | tee -a "$res"
+timeout 200 "$nn" "$here/loss_nodes.lua" $dev 2>&1 | sed 's/^loss /nnrepl /' | tee -a "$res"
+timeout 200 python3 "$here/loss_nodes.py" $dev 2>&1 | sed 's/^loss /torch /' | tee -a "$res"
 python3 - "$res" <<'PY'
 import sys
 t = {}

@@ -24,13 +24,15 @@ enum { NN_PLOSS_MSE, NN_PLOSS_SMOOTH_L1, NN_PLOSS_HUBER, NN_PLOSS_BCE, NN_PLOSS_
 /* nn_ploss_fwd_<suf>(kind, x, t, p) and nn_ploss_bwd_<suf>(kind, x, t, g, p, s) for one compute type */
 #define NN_PLOSS_DEFINE(T, SUF, LOG, LOG1P, EXP, ABS)                                                      \
     NN_PLOSS_FN T nn_ploss_floor100_##SUF(T v) { return v < (T)-100 ? (T)-100 : v; }                       \
+    /* both values computed, then one picked: a select the CPU loops vectorize (a branch would not) */    \
+    NN_PLOSS_FN T nn_ploss_pick_##SUF(int c, T a, T b) { return c ? a : b; }                               \
     NN_PLOSS_FN T nn_ploss_fwd_##SUF(int kind, T x, T t, T p)                                              \
     {                                                                                                      \
         T d = x - t, z = ABS(d);                                                                           \
         switch (kind) {                                                                                    \
         case NN_PLOSS_MSE: return d * d;                                                                   \
-        case NN_PLOSS_SMOOTH_L1: return z < p ? (T)0.5 * z * z / p : z - (T)0.5 * p;                       \
-        case NN_PLOSS_HUBER: return z < p ? (T)0.5 * z * z : p * (z - (T)0.5 * p);                         \
+        case NN_PLOSS_SMOOTH_L1: return nn_ploss_pick_##SUF(z < p, (T)0.5 * z * z / p, z - (T)0.5 * p);   \
+        case NN_PLOSS_HUBER: return nn_ploss_pick_##SUF(z < p, (T)0.5 * z * z, p * (z - (T)0.5 * p));     \
         case NN_PLOSS_BCE:                                                                                 \
             return (t - (T)1) * nn_ploss_floor100_##SUF(LOG1P(-x)) - t * nn_ploss_floor100_##SUF(LOG(x)); \
         default: {                                                                                         \
@@ -44,8 +46,10 @@ enum { NN_PLOSS_MSE, NN_PLOSS_SMOOTH_L1, NN_PLOSS_HUBER, NN_PLOSS_BCE, NN_PLOSS_
         T d = x - t;                                                                                       \
         switch (kind) {                                                                                    \
         case NN_PLOSS_MSE: return s * d * g;                                                                 \
-        case NN_PLOSS_SMOOTH_L1: return d <= -p ? -s * g : d >= p ? s * g : s * d * g / p;                  \
-        case NN_PLOSS_HUBER: return d <= -p ? -s * g * p : d >= p ? s * g * p : s * d * g;                  \
+        case NN_PLOSS_SMOOTH_L1:                                                                           \
+            return nn_ploss_pick_##SUF(d <= -p, -s * g, nn_ploss_pick_##SUF(d >= p, s * g, s * d * g / p));   \
+        case NN_PLOSS_HUBER:                                                                               \
+            return nn_ploss_pick_##SUF(d <= -p, -s * g * p, nn_ploss_pick_##SUF(d >= p, s * g * p, s * d * g)); \
         case NN_PLOSS_BCE: {                                                                               \
             T den = ((T)1 - x) * x;                                                                        \
             return g * s * d / (den < (T)1e-12 ? (T)1e-12 : den);                                          \

@@ -1,7 +1,13 @@
 /* CPU pointwise_loss (ops.def; engine/pointwise_loss.c): one loop per loss and direction over
  * contiguous operands, the math of pointwise_loss_math.h; float16 and bfloat16 compute in float. */
-#include "../pointwise_loss_math.h"
+#if defined(__GNUC__) && !defined(__clang__)
+/* the log / exp loops call libmvec (vmath.h); without traps, the selects of smooth L1 and Huber vectorize */
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#endif
+
 #include "kernels.h"
+#include "vmath.h"
+#include "../pointwise_loss_math.h"
 
 /* out[i] = the loss (g NULL) or its gradient, with g a 0-dim (gs 0) or full (gs 1) operand */
 #define PLOSS_LOOP(T, SUF, KIND)                                                                          \
