@@ -146,7 +146,7 @@ template <int OP> nn_status run_op(const Call &c)
 bool queueable(int op)
 {
     return op == NN_OP_add || op == NN_OP_sub || op == NN_OP_mul || op == NN_OP_div || op == NN_OP_maximum || op == NN_OP_minimum ||
-           op == NN_OP_threshold_backward;
+           op == NN_OP_threshold_backward || op == NN_OP_sigmoid_backward || op == NN_OP_tanh_backward;
 }
 
 /* A small dense float op joins the device's queue (small_ops.cu) in place of a launch. */
@@ -199,7 +199,7 @@ extern "C" nn_status nn_cuda_binary(const nn_kargs *a)
 #define BIN_CASE(name) case NN_OP_##name: return run_op<NN_OP_##name>(c);
     BIN_CASE(add) BIN_CASE(sub) BIN_CASE(mul) BIN_CASE(div) BIN_CASE(pow) BIN_CASE(remainder) BIN_CASE(fmod)
     BIN_CASE(maximum) BIN_CASE(minimum) BIN_CASE(eq) BIN_CASE(ne) BIN_CASE(lt) BIN_CASE(le) BIN_CASE(gt) BIN_CASE(ge)
-    BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward) BIN_CASE(bitwise_and) BIN_CASE(bitwise_or)
+    BIN_CASE(logical_and) BIN_CASE(logical_or) BIN_CASE(threshold_backward) BIN_CASE(sigmoid_backward) BIN_CASE(tanh_backward) BIN_CASE(bitwise_and) BIN_CASE(bitwise_or)
     BIN_CASE(bitwise_xor) BIN_CASE(bitwise_left_shift) BIN_CASE(bitwise_right_shift) BIN_CASE(fmax) BIN_CASE(fmin)
     BIN_CASE(nextafter) BIN_CASE(atan2)
 #undef BIN_CASE

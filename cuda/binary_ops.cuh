@@ -32,6 +32,11 @@ template <int OP, typename C> constexpr bool valid()
 
 template <int OP, typename C> using res_t = typename std::conditional<is_cmp<OP>(), bool, C>::type;
 
+/* a * b rounded on its own, never fused into a following add (the CPU rounds each product) */
+template <typename C> __device__ __forceinline__ C mul_rn(C a, C b) { return a * b; }
+template <> __device__ __forceinline__ float mul_rn<float>(float a, float b) { return __fmul_rn(a, b); }
+template <> __device__ __forceinline__ double mul_rn<double>(double a, double b) { return __dmul_rn(a, b); }
+
 template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C b, const BinP &p)
 {
     constexpr bool I = std::is_integral<C>::value;
@@ -105,6 +110,10 @@ template <int OP, typename C> __device__ __forceinline__ res_t<OP, C> bop(C a, C
         else return b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
     } else if constexpr (OP == NN_OP_threshold_backward) {
         return b > C(0) ? a : C(0);
+    } else if constexpr (OP == NN_OP_sigmoid_backward) {
+        return a * (C(1) - b) * b;
+    } else if constexpr (OP == NN_OP_tanh_backward) {
+        return a * (C(1) - mul_rn(b, b));
     } else {
         static_assert(OP == NN_OP_logical_or, "not a binary op");
         return a != 0 || b != 0;

@@ -60,7 +60,7 @@ nn_cuda_device *nn_cuda_dev(int index);
 
 /* ---- deferred small ops (small_ops.cu) ---- */
 enum { NN_SMALL_MAX = 2048 }; /* elements: one block of 1024 threads does the op in two rounds at most */
-/* out = a op b (add sub mul div maximum minimum threshold_backward) on n contiguous elements of
+/* out = a op b (add sub mul div maximum minimum threshold_backward sigmoid_ and tanh_backward) on n contiguous elements of
  * dt (float32, float16 or bfloat16), each input a tensor (IN_TENSOR), a value (IN_VALUE: va/vb)
  * or one broadcast element (IN_DEVSCALAR) */
 struct nn_small_op {

@@ -56,6 +56,8 @@ template <typename T> __device__ void run_one(const nn_small_op &o)
         case NN_OP_div: r = bop<NN_OP_div, float>(x, y, p); break;
         case NN_OP_maximum: r = bop<NN_OP_maximum, float>(x, y, p); break;
         case NN_OP_minimum: r = bop<NN_OP_minimum, float>(x, y, p); break;
+        case NN_OP_sigmoid_backward: r = bop<NN_OP_sigmoid_backward, float>(x, y, p); break;
+        case NN_OP_tanh_backward: r = bop<NN_OP_tanh_backward, float>(x, y, p); break;
         default: r = bop<NN_OP_threshold_backward, float>(x, y, p); break;
         }
         ((T *)o.out)[i] = st<T>(r);

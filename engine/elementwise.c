@@ -402,6 +402,9 @@ static nn_status binary_dtypes(const char *fn, nn_op op, const nn_tensor *a, con
         return NN_OK;
     case NN_OP_mul: case NN_OP_maximum: case NN_OP_minimum: case NN_OP_threshold_backward:
         return NN_OK;
+    case NN_OP_sigmoid_backward: case NN_OP_tanh_backward:
+        return nn_dtype_is_float(c) ? NN_OK
+                                    : nn_error(NN_ERR_DTYPE, "%s: \"%s\" not implemented for '%s'", fn, fn, nn_dtype_scalar_name(c));
     case NN_OP_div: case NN_OP_atan2:
         if (nn_dtype_is_integral(c)) *cdt = *odt = nn_default_dtype();
         return NN_OK;

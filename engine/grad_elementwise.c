@@ -146,6 +146,8 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
         }
     }
     if (op == NN_OP_conj_physical) r = gs_conj(&s, g);
+    /* a one-pass backward kernel (real dtypes, no graph being recorded) */
+    bool fused_ok = !nn_backward_creates_graph() && y && !nn_dtype_is_complex(y->dtype) && !nn_dtype_is_complex(g->dtype);
     x = gs_conj(&s, x), y = gs_conj(&s, y);
     switch (op) {
     case NN_OP_neg: r = gs_un(&s, NN_OP_neg, g); break;
@@ -154,9 +156,14 @@ static nn_status unary_backward(nn_node *n, nn_tensor *const *go, nn_tensor **gi
     case NN_OP_sqrt: r = gs_bin(&s, NN_OP_div, g, gs_muls(&s, y, 2)); break;
     case NN_OP_rsqrt: r = gs_bin(&s, NN_OP_mul, g, gs_muls(&s, gs_keep(&s, nn_pow_scalar(y, 3)), -0.5)); break;
     case NN_OP_abs: r = gs_bin(&s, NN_OP_mul, g, gs_un(&s, NN_OP_sign, x)); break;
-    case NN_OP_sigmoid: r = gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_mul, y, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), y))); break;
+    /* sigmoid and tanh: one pass (PyTorch's kernels' order); recording a graph, ops that have derivatives */
+    case NN_OP_sigmoid:
+        r = fused_ok ? gs_bin(&s, NN_OP_sigmoid_backward, g, y)
+                     : gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_mul, y, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), y)));
+        break;
     case NN_OP_tanh:
-        r = gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), gs_bin(&s, NN_OP_mul, y, y)));
+        r = fused_ok ? gs_bin(&s, NN_OP_tanh_backward, g, y)
+                     : gs_bin(&s, NN_OP_mul, g, gs_bin(&s, NN_OP_sub, gs_num(&s, 1), gs_bin(&s, NN_OP_mul, y, y)));
         break;
     case NN_OP_relu: /* one pass; recording a graph, a where() that has a derivative in g */
         r = nn_backward_creates_graph() ? gs_where(&s, gs_bin(&s, NN_OP_gt, y, gs_num(&s, 0)), g, gs_num(&s, 0))

@@ -225,6 +225,8 @@ static inline int64_t ipow(int64_t b, int64_t e)
         case NN_OP_logical_or: LOOP(ob[i] = a[i] != 0 || b[i] != 0) break;                      \
         case NN_OP_threshold_backward: /* a[i] read either way: no branch */                   \
             LOOP(const T g = a[i]; o[i] = b[i] > 0 ? g : (T)0) break;                           \
+        case NN_OP_sigmoid_backward: LOOP(o[i] = a[i] * ((T)1 - b[i]) * b[i]) break;            \
+        case NN_OP_tanh_backward: LOOP(o[i] = a[i] * ((T)1 - b[i] * b[i])) break;               \
         default: c->status = nn_error(NN_ERR_NOTIMPL, "%s is not a binary op", nn_op_name(c->op)); \
         }                                                                                       \
     }

@@ -185,6 +185,8 @@ static double ref_f(nn_op op, double x, double y, double alpha)
     case NN_OP_logical_and: return x != 0 && y != 0;
     case NN_OP_logical_or: return x != 0 || y != 0;
     case NN_OP_threshold_backward: return y > 0 ? x : 0;
+    case NN_OP_sigmoid_backward: return x * (1 - y) * y;
+    case NN_OP_tanh_backward: return x * (1 - y * y);
     default: return NAN;
     }
 }
@@ -256,11 +258,13 @@ static void check_binary_values(const char *what, nn_op op, const nn_tensor *out
 
 static const nn_op BINARY_OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_fmod,
                                    NN_OP_maximum, NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le,
-                                   NN_OP_gt, NN_OP_ge, NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward};
+                                   NN_OP_gt, NN_OP_ge, NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward,
+                                   NN_OP_sigmoid_backward, NN_OP_tanh_backward};
 #define NBINARY (int)(sizeof BINARY_OPS / sizeof *BINARY_OPS)
 
 static bool binary_supported(nn_op op, nn_dtype dt)
 {
+    if ((op == NN_OP_sigmoid_backward || op == NN_OP_tanh_backward) && !nn_dtype_is_float(dt)) return false; /* float only */
     return !(dt == NN_BOOL && (op == NN_OP_sub || op == NN_OP_pow || op == NN_OP_remainder || op == NN_OP_fmod));
 }
 

@@ -207,7 +207,7 @@ static void test_unary(void)
 
 static const nn_op BINARY[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_pow, NN_OP_remainder, NN_OP_fmod, NN_OP_maximum,
                                NN_OP_minimum, NN_OP_eq, NN_OP_ne, NN_OP_lt, NN_OP_le, NN_OP_gt, NN_OP_ge,
-                               NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward, NN_OP_bitwise_and,
+                               NN_OP_logical_and, NN_OP_logical_or, NN_OP_threshold_backward, NN_OP_sigmoid_backward, NN_OP_tanh_backward, NN_OP_bitwise_and,
                                NN_OP_bitwise_or, NN_OP_bitwise_xor, NN_OP_bitwise_left_shift, NN_OP_bitwise_right_shift,
                                NN_OP_fmax, NN_OP_fmin, NN_OP_nextafter, NN_OP_atan2};
 #define NBINARY (int)(sizeof BINARY / sizeof *BINARY)

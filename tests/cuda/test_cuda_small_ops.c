@@ -8,7 +8,8 @@
 
 #include "harness.h"
 
-static const nn_op OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_maximum, NN_OP_minimum, NN_OP_threshold_backward};
+static const nn_op OPS[] = {NN_OP_add, NN_OP_sub, NN_OP_mul, NN_OP_div, NN_OP_maximum, NN_OP_minimum, NN_OP_threshold_backward,
+                            NN_OP_sigmoid_backward, NN_OP_tanh_backward};
 enum { NOPS = sizeof OPS / sizeof OPS[0] };
 
 /* operands that keep the chain's values in range: y in [0.5, 1.5), a value near 1 */
