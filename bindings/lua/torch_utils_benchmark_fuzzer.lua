@@ -160,10 +160,9 @@ function FuzzedTensor:_make_tensor(params, state)
     for i, d in ipairs(order) do inverse[d + 1] = i - 1 end
     raw = raw:permute(order):contiguous():permute(inverse)
   end
-  local t = raw
-  for d = 1, dim do
-    if steps[d] ~= 1 then t = t:slice(d - 1, 0, size[d] * steps[d], steps[d]) end
-  end
+  local slices = {}
+  for d = 1, dim do slices[d] = string.format("0:%d:%d", size[d] * steps[d], steps[d]) end
+  local t = dim > 0 and raw[table.concat(slices, ", ")] or raw
   return t, { numel = t:numel(), order = order, steps = steps, is_contiguous = t:is_contiguous(),
     dtype = tostring(self.dtype) }
 end
