@@ -216,7 +216,7 @@ function Compare:extend_results(results)
   if type(results) ~= "table" then U.errorf("Compare: results must be a list of Measurements, got %s", U.typename(results)) end
   for _, r in ipairs(results) do
     if not benchmark.is_measurement(r) then
-      U.errorf("Expected an instance of `Measurement`, got %s instead.", U.typename(r))
+      U.errorf("Expected an instance of `Measurement`, got <class '%s'> instead.", U.typename(r))
     end
   end
   for _, r in ipairs(results) do self._results[#self._results + 1] = r end
