@@ -1,8 +1,9 @@
 -- timeit: Python's timeit module (`import timeit` -> `local timeit = require "timeit"`).
 --   timeit.Timer(stmt, setup, {timer =, globals =}): stmt and setup are Lua functions or Lua
 --   source ("pass" is nothing; an expression such as "x * y" is accepted as Python's); source
---   runs with `globals` (default: the Lua globals) readable and its own assignments kept apart,
---   as CPython's exec in a fresh local namespace.
+--   runs with `globals` (default: the Lua globals; names not in it are looked up in the Lua
+--   globals, as CPython's builtins) readable and its own assignments kept apart, as CPython's
+--   exec in a fresh local namespace.
 --   t:timeit(number = 1000000): seconds for number runs after one setup; t:repeat_(rep = 5,
 --   number = 1000000) (`repeat` is a Lua keyword; t["repeat"] works too): a list of timeit
 --   results; t:autorange(callback): number of 1, 2, 5, 10, 20, 50, ... until a run takes at
@@ -33,7 +34,13 @@ end
 function Timer.new(...)
   local o = U.parse("Timer", { { "stmt", "pass" }, { "setup", "pass" }, { "timer" }, { "globals" } }, ...)
   -- the snippets' own assignments go to a namespace of their own; reads fall through to globals
-  local env = setmetatable({}, { __index = o.globals or _G })
+  -- (a globals table falls back to Lua's globals, as CPython's to its builtins)
+  local g = o.globals and setmetatable({}, { __index = function(_, k)
+    local v = o.globals[k]
+    if v == nil then v = _G[k] end
+    return v
+  end }) or _G
+  local env = setmetatable({}, { __index = g })
   return setmetatable({ _stmt = compile("stmt", o.stmt, env), _setup = compile("setup", o.setup, env),
     _timer = o.timer or M.default_timer }, Timer)
 end

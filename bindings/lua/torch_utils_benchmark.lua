@@ -323,10 +323,10 @@ end
 function Timer:_with_threads(f)
   local prior = torch.get_num_threads()
   torch.set_num_threads(self._task_spec.num_threads)
-  local ok, a, b = pcall(f)
+  local ok, a = pcall(f)
   torch.set_num_threads(prior)
   if not ok then error(a, 0) end
-  return a, b
+  return a
 end
 
 -- seconds for `number` runs of stmt after setup (synchronized); timeit.Timer.timeit's loop
