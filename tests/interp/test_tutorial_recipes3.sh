@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The last PyTorch recipes' ports (scripts/tutorials/recipes/): benchmark, timer_quick_start and
-# tuning_guide, at small sizes. Times cannot be compared, so the checks are on structure: the
+# The last PyTorch recipes' ports (scripts/tutorials/recipes/): benchmark, timer_quick_start,
+# tuning_guide and inspecting_model_parameters, at small sizes. Times cannot be compared, so the checks are on structure: the
 # Measurement printouts' lines as torch/utils/benchmark/utils/common.py writes them, the IQR
 # against its quartiles (IQR = p75 - p25 to the two decimals printed), the Compare tables' rows
 # (the product of the sizes, grouped by thread count), their title as wide as the header (the
 # centring rule), the env column padded to the longest env, the fuzzed sizes within the
 # fuzzer's element limits; the tuning guide's counts worked out from the model (16 samples in
-# batches of 8 = 2; conv without bias + BatchNorm + Linear = 5 parameters).
+# batches of 8 = 2; conv without bias + BatchNorm + Linear = 5 parameters); the parameter counts
+# from the layers' sizes.
 # Usage: bash tests/interp/test_tutorial_recipes3.sh build/nnrepl
 bin=${1:?usage: test_tutorial_recipes3.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
@@ -75,5 +76,22 @@ check "tuning: anomaly detection off" has "$out" "anomaly detection: false"
 check "tuning: the traced ResNet-50" has "$out" "oneDNN fusion true; resnet50 traced: torch.Size([2, 1000])"
 check "tuning: bfloat16 inference" matches "$out" '^bfloat16 autocast: torch\.bfloat16, top-1 agrees with float32 on [0-2] of 2$'
 check "tuning: the GPU switches" has "$out" "matmul precision high, cudnn.benchmark true"
+
+# ---- inspecting_model_parameters: counts from the layers' sizes ----
+# MLP: 784*512+512 = 401,920; 512*512+512 = 262,656; 512*10+10 = 5,130; total 669,706; with the
+# first weight (401,408) frozen 268,298. CNN: 1*32*9+32 = 320; 32*64*9+64 = 18,496;
+# 9216*128+128 = 1,179,776 (9216 = 64 * 12 * 12: 28 -> 26 -> 24 -> pooled 12); 128*10+10 = 1,290
+out=$(cd "$tmp" && "$bin" "$dir/inspecting_model_parameters.lua" 2>"$tmp/err")
+check "inspecting: exit 0" [ $? -eq 0 ] || cat "$tmp/err"
+check "inspecting: shapes" has "$out" "[torch.Size([512, 784]), torch.Size([512]), torch.Size([512, 512]), torch.Size([512]), torch.Size([10, 512]), torch.Size([10])]"
+check "inspecting: named shapes" has "$out" $'linear_relu_stack.0.weight torch.Size([512, 784])\nlinear_relu_stack.0.bias torch.Size([512])'
+check "inspecting: the numel line" has "$out" "name='linear_relu_stack.0.weight', param.size()=torch.Size([512, 784]), param.numel()=401408"
+check "inspecting: total" has "$out" "Total model params: 669,706"
+check "inspecting: trainable after freezing" has "$out" $'linear_relu_stack.0.weight\', param.size()=torch.Size([512, 784]), param.numel()=401408, param.requires_grad=False'
+check "inspecting: 669,706 - 401,408" has "$out" "Total model trainable params: 268,298"
+check "inspecting: the CNN's total" has "$out" "Total model trainable params: 1,199,882"
+check "inspecting: the CNN's flattened features" has "$out" "(1): Linear(in_features=9216, out_features=128, bias=True)"
+check "inspecting: per layer (MLP)" has "$out" $'name=\'linear_relu_stack.0\' total_params=401,920\nname=\'linear_relu_stack.2\' total_params=262,656\nname=\'linear_relu_stack.4\' total_params=5,130'
+check "inspecting: per layer (CNN)" has "$out" $'name=\'features.0\' total_params=320\nname=\'features.2\' total_params=18,496\nname=\'classifier.1\' total_params=1,179,776\nname=\'classifier.3\' total_params=1,290'
 
 finish
