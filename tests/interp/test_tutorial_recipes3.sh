@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The last PyTorch recipes' ports (scripts/tutorials/recipes/): benchmark, timer_quick_start,
 # tuning_guide and inspecting_model_parameters, at small sizes. Times cannot be compared, so the
-# checks are on structure: the Measurement printouts' lines as torch/utils/benchmark/utils/common.py writes them, the IQR
+# checks are on structure: the Measurement printouts' lines as
+# torch/utils/benchmark/utils/common.py writes them, the IQR
 # against its quartiles (IQR = p75 - p25 to the two decimals printed), the Compare tables' rows
 # (the product of the sizes, grouped by thread count), their title as wide as the header (the
 # centring rule), the env column padded to the longest env, the fuzzed sizes within the
