@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The last PyTorch recipes' ports (scripts/tutorials/recipes/): benchmark, timer_quick_start,
-# tuning_guide and inspecting_model_parameters, at small sizes. Times cannot be compared, so the
+# tuning_guide, inspecting_model_parameters and calculating_layer_output_dimensions, at small
+# sizes. Times cannot be compared, so the
 # checks are on structure: the Measurement printouts' lines as
 # torch/utils/benchmark/utils/common.py writes them, the IQR
 # against its quartiles (IQR = p75 - p25 to the two decimals printed), the Compare tables' rows
@@ -94,5 +95,16 @@ check "inspecting: the CNN's total" has "$out" "Total model trainable params: 1,
 check "inspecting: the CNN's flattened features" has "$out" "(1): Linear(in_features=9216, out_features=128, bias=True)"
 check "inspecting: per layer (MLP)" has "$out" $'name=\'linear_relu_stack.0\' total_params=401,920\nname=\'linear_relu_stack.2\' total_params=262,656\nname=\'linear_relu_stack.4\' total_params=5,130'
 check "inspecting: per layer (CNN)" has "$out" $'name=\'features.0\' total_params=320\nname=\'features.2\' total_params=18,496\nname=\'classifier.1\' total_params=1,179,776\nname=\'classifier.3\' total_params=1,290'
+
+# ---- calculating_layer_output_dimensions: (28 + 0 - 1*(3-1) - 1)/1 + 1 = 26, then 24, pooled
+# (24 - 1*(2-1) - 1)/2 + 1 = 12: the formula's shapes equal the layers' own output shapes ----
+out=$(cd "$tmp" && "$bin" "$dir/calculating_layer_output_dimensions.lua" 2>"$tmp/err")
+check "dimensions: exit 0" [ $? -eq 0 ] || cat "$tmp/err"
+check "dimensions: the guess 64*10*10 fails on 9216 features" matches "$out" '^Error occured: .*\[1, 9216\].*6400'
+check "dimensions: one error only (the fixed model runs)" [ "$(count "$out" '^Error occured')" -eq 1 ]
+check "dimensions: the formula" has "$out" $'Input shape (c, h, w) : (1, 28, 28)\nPost Conv2d.0 shape   : (32, 26, 26)\nPost Conv2d.1 shape   : (64, 24, 24)\nPost MaxPool2d.0 shape: (64, 12, 12)'
+check "dimensions: the layers agree" has "$out" $'after conv1 shape: torch.Size([1, 32, 26, 26])\nafter conv2 shape: torch.Size([1, 64, 24, 24])\nafter pool shape: torch.Size([1, 64, 12, 12])'
+check "dimensions: Sequential features" has "$out" "post features shape: torch.Size([1, 64, 12, 12])"
+check "dimensions: the final Net" has "$out" "(extra) Net's output: torch.Size([1, 10])"
 
 finish
