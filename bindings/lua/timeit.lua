@@ -62,17 +62,22 @@ function Timer:repeat_(rep, number)
 end
 Timer["repeat"] = Timer.repeat_
 
-function Timer:autorange(callback)
+-- autorange's search with time_of(number) as the timer: numbers 1, 2, 5, 10, ... until one takes 0.2 s
+function M._autorange(time_of, callback)
   local i = 1
   while true do
     for _, j in ipairs({ 1, 2, 5 }) do
       local number = i * j
-      local taken = self:timeit(number)
+      local taken = time_of(number)
       if callback then callback(number, taken) end
       if taken >= 0.2 then return number, taken end
     end
     i = i * 10
   end
+end
+
+function Timer:autorange(callback)
+  return M._autorange(function(n) return self:timeit(n) end, callback)
 end
 
 local function opts_timer(fname, ...)

@@ -409,16 +409,8 @@ end
 -- autorange: blocks of 1, 2, 5, 10, 20, ... runs until one takes at least 0.2 s (Python's
 -- timeit.Timer.autorange; PyTorch's Timer raises NotImplementedError here)
 function Timer:autorange(callback)
-  local number = 1
-  while true do
-    for _, k in ipairs({ 1, 2, 5 }) do
-      local n = number * k
-      local t = self:_timeit(n)
-      if callback then callback(n, t) end
-      if t >= 0.2 then return Measurement.new(n, { t }, self._task_spec) end
-    end
-    number = number * 10
-  end
+  local n, t = require("timeit")._autorange(function(k) return self:_timeit(k) end, callback)
+  return Measurement.new(n, { t }, self._task_spec)
 end
 
 function Timer:collect_callgrind()
