@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The last PyTorch recipes' ports (scripts/tutorials/recipes/): benchmark, timer_quick_start,
 # tuning_guide, inspecting_model_parameters and calculating_layer_output_dimensions, at small
-# sizes. Times cannot be compared, so the
-# checks are on structure: the Measurement printouts' lines as
-# torch/utils/benchmark/utils/common.py writes them, the IQR
-# against its quartiles (IQR = p75 - p25 to the two decimals printed), the Compare tables' rows
-# (the product of the sizes, grouped by thread count), their title as wide as the header (the
-# centring rule), the env column padded to the longest env, the fuzzed sizes within the
-# fuzzer's element limits; the tuning guide's counts worked out from the model (16 samples in
-# batches of 8 = 2; conv without bias + BatchNorm + Linear = 5 parameters); the parameter counts
-# from the layers' sizes.
+# sizes. Times cannot be compared, so the checks are on structure: the Measurement printouts'
+# lines as torch/utils/benchmark/utils/common.py writes them, the IQR against its quartiles
+# (IQR = p75 - p25 to the two decimals printed), the Compare tables' rows (the product of the
+# sizes, grouped by thread count), their title as wide as the header (the centring rule), the
+# env column padded to the longest env, the fuzzed sizes within the fuzzer's element limits; the
+# tuning guide's counts worked out from the model (16 samples in batches of 8 = 2; conv without
+# bias + BatchNorm + Linear = 5 parameters); the parameter counts from the layers' sizes; the
+# output-size formula against the layers' own shapes.
 # Usage: bash tests/interp/test_tutorial_recipes3.sh build/nnrepl
 bin=${1:?usage: test_tutorial_recipes3.sh path/to/nnrepl}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
