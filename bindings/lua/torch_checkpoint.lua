@@ -13,10 +13,12 @@ torch.utils.checkpoint = checkpoint
 
 local Checkpoint = torch.autograd.Function:extend("CheckpointFunction") -- grad_fn CheckpointFunctionBackward, as PyTorch's
 
+-- the arguments after the first n are fn's parameters, passed only so that the output requires
+-- grad (backward's recomputation gives them their gradients)
 function Checkpoint.forward(ctx, fn, preserve, n, ...)
   ctx.fn, ctx.n, ctx.args = fn, n, table.pack(...)
   if preserve then ctx.rng = torch.get_rng_state() end
-  return fn(...)
+  return fn(table.unpack(ctx.args, 1, n))
 end
 
 function Checkpoint.backward(ctx, ...)
@@ -56,7 +58,7 @@ function Checkpoint.backward(ctx, ...)
     local a = args[i]
     result[3 + i] = torch.is_tensor(a) and a.requires_grad and a.grad or nil
   end
-  return table.unpack(result, 1, 3 + ctx.n)
+  return table.unpack(result, 1, 3 + ctx.args.n) -- nil for the parameters: the recomputation gave them theirs
 end
 
 -- checkpoint(fn, args..., [{use_reentrant=, preserve_rng_state=true}])
@@ -65,15 +67,23 @@ function checkpoint.checkpoint(fn, ...)
     U.errorf("checkpoint: the first argument must be a function or a module, got %s", U.typename(fn))
   end
   local args = table.pack(...)
-  local preserve = true
+  local preserve, reentrant = true, nil
   local last = args[args.n]
   if args.n > 0 and U.is_opts(last) then
     local o = U.parse("checkpoint", { { "use_reentrant" }, { "preserve_rng_state", true }, { "determinism_check" }, { "debug" } }, last)
-    preserve = o.preserve_rng_state
+    preserve, reentrant = o.preserve_rng_state, o.use_reentrant
     args.n = args.n - 1
   end
   if not torch.is_grad_enabled() then return fn(table.unpack(args, 1, args.n)) end
-  return Checkpoint.apply(fn, preserve, args.n, table.unpack(args, 1, args.n))
+  -- use_reentrant=false: a module's parameters count as inputs, so that with inputs that do not
+  -- require grad (a first layer's) the output still does, as PyTorch's non-reentrant checkpoint
+  -- (the reentrant one gives an output without grad then)
+  local n, extra = args.n, {}
+  if reentrant == false and type(fn) == "table" and type(fn.parameters) == "function" then
+    for _, p in ipairs(fn:parameters()) do if p.requires_grad then extra[#extra + 1] = p end end
+  end
+  for i, p in ipairs(extra) do args[n + i] = p end
+  return Checkpoint.apply(fn, preserve, n, table.unpack(args, 1, n + #extra))
 end
 
 -- checkpoint_sequential(functions, segments, input): a Sequential (or a list) run in segments,

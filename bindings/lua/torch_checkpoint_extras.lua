@@ -166,7 +166,12 @@ function checkpoint.checkpoint(fn, ...)
     end
   end
   if args.n > 0 and U.is_opts(last) and last.use_reentrant == false and last.determinism_check ~= "none" then
-    fn = checked(fn)
+    local module = type(fn) == "table" and type(fn.parameters) == "function" and fn or nil
+    local run = checked(fn)
+    fn = run
+    if module then -- still a module's parameters to the base checkpoint
+      fn = setmetatable({ parameters = function() return module:parameters() end }, { __call = function(_, ...) return run(...) end })
+    end
   end
   if args.n > 0 and U.is_opts(last) and (last.context_fn ~= nil) then
     if last.use_reentrant ~= false then

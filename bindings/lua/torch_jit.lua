@@ -52,6 +52,15 @@ function jit.is_tracing() return false end
 function jit.annotate(_, value) return value end
 function jit.wait(fut) return fut end
 
+-- oneDNN Graph fusion (the tuning guide's one-liner): a flag that is kept and read back; there is
+-- no JIT fuser for it to switch, as in a PyTorch built without oneDNN Graph
+local onednn_fusion = false
+function jit.enable_onednn_fusion(enabled)
+  if type(enabled) ~= "boolean" then U.errorf("enable_onednn_fusion(): argument 'enabled' must be bool, not %s", U.typename(enabled)) end
+  onednn_fusion = enabled
+end
+function jit.onednn_fusion_enabled() return onednn_fusion end
+
 local function no_torchscript(name, instead)
   return function() U.error(string.format("torch.jit.%s: TorchScript is not part of nnrepl; %s", name, instead)) end
 end

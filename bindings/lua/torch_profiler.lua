@@ -429,6 +429,51 @@ function Profile:export_chrome_trace(path)
   f:close()
 end
 
+-- export_memory_timeline(path, device): the memory held on device over the profile, as
+-- PyTorch's: a .json (any suffix but .html and .gz) holds [times, sizes], times in whole
+-- microseconds where memory changed, sizes a row of 9 per time: a leading 0, then bytes by
+-- category (PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL,
+-- unknown). nnrepl does not sort tensors into categories (PyTorch works them out from the
+-- profiled graph), so all bytes are in the last, unknown one; frees of storage allocated before
+-- the profile started are left out. .html (a matplotlib plot) prints what PyTorch prints
+-- without matplotlib; .gz is not written (no gzip here). device defaults to "cuda:0" with a GPU,
+-- else "cpu". Needs record_shapes, profile_memory and with_stack, as PyTorch's.
+function Profile:export_memory_timeline(path, device)
+  local missing = {}
+  for _, k in ipairs({ "record_shapes", "profile_memory", "with_stack" }) do
+    if not self[k] then missing[#missing + 1] = k .. "=True" end
+  end
+  if #missing > 0 then U.errorf("%s required for memory profiling.", table.concat(missing, ", ")) end
+  if type(path) ~= "string" then U.errorf("export_memory_timeline: path must be a string, got %s", U.typename(path)) end
+  device = tostring(torch.device(device or (torch.cuda.is_available() and "cuda:0" or "cpu")))
+  if path:sub(-5) == ".html" then
+    print("export_memory_timeline_html failed because matplotlib was not found.")
+    return
+  end
+  if path:sub(-3) == ".gz" then U.errorf("export_memory_timeline: gzip output is not supported here; use a .json path") end
+  collected(self)
+  local times, sizes, live = {}, {}, {}
+  for _, r in ipairs(self.raw) do
+    if r.kind == "memory" and r.device == device and (r.bytes > 0 or live[r.addr]) then
+      local t = math.floor(r.start_us)
+      if #times == 0 or t ~= times[#times] then
+        local row = {}
+        for i = 1, 9 do row[i] = #sizes > 0 and sizes[#sizes][i] or 0 end
+        times[#times + 1], sizes[#sizes + 1] = t, row
+      end
+      local row = sizes[#sizes]
+      if r.bytes > 0 then live[r.addr] = r.bytes; row[9] = row[9] + r.bytes
+      else row[9] = row[9] - live[r.addr]; live[r.addr] = nil end
+    end
+  end
+  local f, err = io.open(path, "w")
+  if not f then U.errorf("export_memory_timeline: cannot write '%s': %s", path, tostring(err)) end
+  local rows = {}
+  for i, row in ipairs(sizes) do rows[i] = "[" .. table.concat(row, ", ") .. "]" end
+  f:write("[[", table.concat(times, ", "), "], [", table.concat(rows, ", "), "]]")
+  f:close()
+end
+
 -- tensorboard_trace_handler(dir_name, worker_name=host_pid): an on_trace_ready writing
 -- <dir_name>/<worker_name>.<ms>.pt.trace.json, where TensorBoard's profiler plugin finds it
 function P.tensorboard_trace_handler(...)

@@ -41,9 +41,14 @@ if command -v python3 >/dev/null; then
   check "profiler: trace.json holds 20 conv2d ops ($n)" [ "$n" = 20 ]
   n=$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["traceEvents"]; print(sorted({e["name"] for e in t if e["name"].startswith("ProfilerStep#")}))' "$tmp/trace_4.json")
   check "profiler: trace_4 records steps 2 and 3 ($n)" [ "$n" = "['ProfilerStep#2', 'ProfilerStep#3']" ]
+  # the memory timeline: PyTorch's [times, sizes] (rows of 1 + 8 categories), ResNet-18's forward
+  # holding memory at its peak, all of it freed or kept by the end (never negative)
+  n=$(python3 -c 'import json, sys; t, s = json.load(open(sys.argv[1])); print(len(t) == len(s) > 0 and all(len(r) == 9 and r[0] == 0 and min(r) >= 0 for r in s) and max(r[8] for r in s) > 0 and t == sorted(set(t)))' "$tmp/memory_timeline.json")
+  check "profiler: memory_timeline.json's layout ($n)" [ "$n" = True ]
 else
-  skipped=$((skipped + 2))
+  skipped=$((skipped + 3))
 fi
+check "profiler: the HTML timeline needs matplotlib, as PyTorch says" has "$out" "export_memory_timeline_html failed because matplotlib was not found."
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -8,7 +8,7 @@ T.test("Timer with a fake clock", function()
   local function tick() now = now + 0.001; runs = runs + 1 end
   local t = bench.Timer(tick, { timer = function() return now end })
   local m = t:timeit(40)
-  T.eq(runs, 43, "40 runs after a warm-up of 3")
+  T.eq(runs, 41, "40 runs after a warm-up of max(40 // 100, 1) = 1")
   T.eq(m.number_per_run, 40, "number_per_run")
   T.near(m.mean, 0.001, 1e-12, "mean per run")
   T.eq(#m.raw_times, 1, "one block")
@@ -24,7 +24,7 @@ T.test("Timer with a fake clock", function()
 end)
 
 T.test("Measurement statistics and printing", function()
-  local m = bench.Measurement.new(1, { 4e-6, 1e-6, 3e-6, 2e-6 }, { stmt_text = "f()", setup_text = "pass", num_threads = 1 })
+  local m = bench.Measurement.new(1, { 4e-6, 1e-6, 3e-6, 2e-6 }, { stmt = "f()", setup = "pass", num_threads = 1 })
   T.near(m.mean, 2.5e-6, 1e-18, "mean")
   T.near(m.median, 2.5e-6, 1e-18, "median")
   T.near(m.iqr, 1.5e-6, 1e-18, "iqr: 3.25 - 1.75 (linear interpolation)")
@@ -35,11 +35,13 @@ T.test("Measurement statistics and printing", function()
 end)
 
 T.test("source statements, setup, errors, torch.seed", function()
-  local g = { x = 0, y = 0 }
-  local t = bench.Timer("x = x + 1", { setup = "y = y + 1", globals = g })
+  local c = { x = 0, y = 0 }
+  local g = { c = c }
+  local t = bench.Timer("c.x = c.x + 1", { setup = "c.y = c.y + 1; z = 5", globals = g })
   t:timeit(10)
-  T.eq(g.x, 13, "stmt runs in globals")
-  T.eq(g.y, 2, "setup once per block (warm-up and timed)")
+  T.eq(c.x, 11, "stmt runs in globals: 10 runs after a warm-up of 1")
+  T.eq(c.y, 2, "setup once per block (warm-up and timed)")
+  T.eq(g.z, nil, "globals are copied: setup's assignments do not leak (as PyTorch's dict copy)")
   T.raises(function() bench.Timer("x = = 1") end, "~Timer: stmt does not compile")
   T.raises(function() bench.Timer(function() end):timeit(0) end, "timeit: number must be a positive integer, got 0")
   local a = torch.seed()
@@ -52,11 +54,12 @@ T.test("source statements, setup, errors, torch.seed", function()
 end)
 
 -- Measurement's printout against PyTorch's f-string (torch/utils/benchmark/utils/common.py,
--- Measurement.__repr__) evaluated by CPython on the same times: one, two and five blocks
+-- Measurement.__repr__, its IQR warnings included) evaluated by CPython on the same times: one, two
+-- five (a gross IQR warning) and four blocks (the milder warning)
 T.test("Measurement prints as PyTorch's formula gives (CPython)", function()
   local B = torch.utils.benchmark
-  for _, times in ipairs({ { 3.7929e-2 }, { 0.162, 0.17 }, { 2e-4, 3e-4, 2.5e-4, 9e-4, 1e-4 } }) do
-    local m = B.Measurement.new(100, times, { stmt_text = "f(x)", setup_text = "pass", num_threads = 1 })
+  for _, times in ipairs({ { 3.7929e-2 }, { 0.162, 0.17 }, { 2e-4, 3e-4, 2.5e-4, 9e-4, 1e-4 }, { 1e-3, 1.1e-3, 1.2e-3, 1.3e-3 } }) do
+    local m = B.Measurement.new(100, times, { stmt = "f(x)", setup = "pass", num_threads = 1 })
     local got = tostring(m):gsub("^[^\n]*\n", "")
     local list = {}
     for i, t in ipairs(times) do list[i] = string.format("%.17g", t) end
@@ -69,6 +72,9 @@ T.test("Measurement prints as PyTorch's formula gives (CPython)", function()
       "lines = ['f(x)', f\"  {'Median: ' if n > 1 else ''}{med / sc:.2f} {u}\"]",
       "lines += [f'  IQR:    {(p75 - p25) / sc:.2f} {u} ({p25 / sc:.2f} to {p75 / sc:.2f})'] if n >= 4 else []",
       "lines += [f\"  {n} measurement{'s' if n > 1 else ''}, 100 runs {'per measurement,' if n > 1 else ','} 1 thread\"]",
+      "r = (p75 - p25) / med",
+      "w = 'This suggests significant environmental influence.' if not r < 0.25 else 'This could indicate system fluctuation.' if not r < 0.1 else ''",
+      "lines += [f'  WARNING: Interquartile range is {r * 100:.1f}% of the median measurement.\\n           {w}'] if w else []",
       "print('\\n'.join(lines))" }, "\n")
     local path = os.tmpname()
     local f = io.open(path, "w"); f:write(py); f:close()

@@ -312,3 +312,37 @@ T.test("CUDA ops carry their GPU time", function()
   cpu_only:stop()
   T.eq(find(cpu_only:key_averages(), "bmm").cuda_time_total, 0, "CUDA activity off: no GPU time")
 end)
+
+-- export_memory_timeline: PyTorch's [times, sizes] layout (a row of 1 + 8 categories per time,
+-- nnrepl's bytes all in the last, unknown one), its totals worked out from the tensors made:
+-- x (100 floats, 400 bytes) and z (50, 200) live at the end, y (400) freed
+T.test("export_memory_timeline: [times, sizes] with the live bytes", function()
+  local json = require "json"
+  local p = torch.profiler.profile({ profile_memory = true, record_shapes = true, with_stack = true })
+  local x = torch.randn(100)
+  local y = x * 2
+  local z = torch.empty(50)
+  y = nil
+  collectgarbage()
+  p:stop()
+  local path = os.tmpname()
+  p:export_memory_timeline(path, "cpu")
+  local tl = json.load(path)
+  os.remove(path)
+  local times, sizes = tl[1], tl[2]
+  T.eq(#times, #sizes, "a row per time")
+  local peak, ok = 0, true
+  for i, row in ipairs(sizes) do
+    if #row ~= 9 or row[1] ~= 0 then ok = false end
+    for c = 2, 8 do if row[c] ~= 0 then ok = false end end
+    if i > 1 and times[i] <= times[i - 1] then ok = false end
+    peak = math.max(peak, row[9])
+  end
+  T.check(ok, "rows of 9, categories other than unknown empty, times increasing")
+  T.eq(sizes[#sizes][9], 600, "x and z at the end")
+  T.check(peak >= 1000, "x, y and z at once: " .. peak)
+  T.check(x ~= nil and z ~= nil, "kept alive")
+  local q = torch.profiler.profile({ profile_memory = true })
+  q:stop()
+  T.raises(function() q:export_memory_timeline(path) end, "record_shapes=True, with_stack=True required for memory profiling.")
+end)

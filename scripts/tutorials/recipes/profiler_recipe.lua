@@ -10,8 +10,9 @@
 -- * No XPU. Without a GPU the original stops after section 3 (sys.exit(0)), and so does this port,
 --   unless RECIPE_PROFILER_DEVICE=cpu runs sections 5-7 on the CPU (then sorted by CPU time).
 -- * Section 7's trace handler writes trace_<step>.json in the current folder, not /tmp.
--- * prof.export_memory_timeline (an HTML plot through matplotlib) is not there: the memory
---   timeline section prints the memory table instead.
+-- * prof.export_memory_timeline's HTML plot needs matplotlib: the .html call prints what PyTorch
+--   prints without it; (extra) the timeline's points go to memory_timeline.json (PyTorch's
+--   [times, sizes] layout, every byte in the unknown category) and the memory table is printed.
 -- * Sizes: RECIPE_PROFILER_BATCH (5) images of RECIPE_PROFILER_SIZE (224) pixels.
 local models = require("torchvision").models
 local profiler = torch.profiler
@@ -128,5 +129,8 @@ do
   model(inputs)
 end
 
--- (not in nnrepl) prof.export_memory_timeline("memory_timeline.html"): the table instead
+local mem_device = device == "cuda" and "cuda:0" or device
+prof:export_memory_timeline("memory_timeline.html", mem_device)
+-- (extra) the timeline's points as JSON, and the memory table
+prof:export_memory_timeline("memory_timeline.json", mem_device)
 print(prof:key_averages():table({ sort_by = "self_cpu_memory_usage", row_limit = 5 }))
