@@ -17,6 +17,7 @@
 local torch = require "torch"
 local U = require "nn_util"
 local JVP = require "jvp_util"
+local VB = require "vmap_batched"
 local OD = U.OrderedDict
 
 local fail = U.errorf
@@ -248,9 +249,62 @@ local function grad_spec(name, ...)
   return U.parse(name, { { "argnums", 0 }, { "has_aux", false } }, ...)
 end
 
+-- grad_and_value inside a batched vmap (level L of size B): the inputs differentiated are leaves
+-- batched at L, an unbatched one expanded to [B, ...] (stride 0), so that the gradient of the
+-- per-sample outputs' sum gives every sample its own gradient
+local function grad_and_value_batched(name, f, o, args, idx, single)
+  local L = #VB.levels
+  local B = VB.levels[L].B
+  local _ <close> = enter()
+  local create = nested()
+  local leaves = {}
+  for _, i in ipairs(idx) do
+    local a = args[i]
+    if not is_tensor(a) and not is_node(a) then
+      fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
+    end
+    args[i] = map_tree(a, function(x)
+      if not x:is_floating_point() then VB.norule("grad of a non-float tensor") end
+      local u
+      if VB.is(x) then
+        if x._l ~= L or not VB.is_real(x._v) then VB.norule("grad of a tensor batched at another level") end
+        u = x._v
+      else
+        if not VB.is_real(x) then VB.norule("grad of a tensor batched at another level") end
+        local s = x:size():totable()
+        table.insert(s, 1, B)
+        u = x:unsqueeze(0):expand(s)
+      end
+      local l = create and u.requires_grad and u:view_as(u) or u:detach():requires_grad_()
+      leaves[#leaves + 1] = l
+      return VB.wrap(l, L)
+    end)
+  end
+  local out, aux
+  do
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  if not is_tensor(out) or out:dim() ~= 0 then VB.norule("grad of a non-scalar") end
+  local total = out
+  if VB.is(out) then
+    if out._l ~= L or not VB.is_real(out._v) then VB.norule("grad of an output batched at another level") end
+    total = out._v:sum()
+  elseif not VB.is_real(out) then
+    VB.norule("grad of an output batched at another level")
+  end
+  local m = grads_of({ total }, { nil }, leaves, false, create)
+  local trees = {}
+  for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+  local g = single and trees[1] or trees
+  if o.has_aux then return g, detach_unless(create, out), detach_tree(aux, create) end
+  return g, detach_unless(create, out)
+end
+
 local function grad_and_value_impl(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
+  if VB.active() then return grad_and_value_batched(name, f, o, args, idx, single) end
   local _ <close> = enter()
   local create = nested()
   local leaf_trees
@@ -642,6 +696,64 @@ local function sub_dims(d, k)
   return d
 end
 
+-- f run once on BatchedTensors (vmap_batched.lua): its outputs (a list, .n) stacked at out_dims,
+-- or nil when f used something without a batching rule (or failed): the caller then loops, with
+-- the random generator put back where it was
+func._vmap_batching = true
+func._vmap_last = nil  -- "batched" or "loop: <reason>", for tests
+local function batched_call(f, args, in_dims, out_dims, randomness, B)
+  require "vmap_rules"
+  local rng = randomness ~= "error" and torch.get_rng_state() or nil
+  local r = VB.run(B, randomness, function(L)
+    local function wrap_in(a, d)
+      if d == nil or d == false then return a end
+      if is_tensor(a) then
+        local nd = a:dim()
+        if d < 0 then d = d + nd end
+        return VB.wrap(d == 0 and a or a:movedim(d, 0), L)
+      end
+      if not is_node(a) then return a end
+      local out = OD.is(a) and OD.new() or {}
+      for k, e in pairs(a) do
+        local v = wrap_in(e, sub_dims(d, k))
+        if OD.is(out) then out:set(k, v) else out[k] = v end
+      end
+      return out
+    end
+    local wa = {}
+    for i = 1, args.n do wa[i] = wrap_in(args[i], sub_dims(in_dims, i)) end
+    local res = packed(f(table.unpack(wa, 1, args.n)))
+    local outs = { n = res.n }
+    for k = 1, res.n do
+      local od = out_dims
+      if type(out_dims) == "table" then od = out_dims[k] end
+      if od == nil or od == false then
+        map_tree(res[k], function(t)
+          if VB.is(t) and t._l == L then VB.norule("out_dims=None for a batched output") end
+          return t
+        end)
+        outs[k] = res[k]
+      else
+        if type(od) == "table" then od = od[1] end
+        flatten(res[k])  -- raises for a non-tensor leaf, as the loop does
+        outs[k] = map_tree(res[k], function(t)
+          local v = (VB.is(t) and t._l == L) and t._v or VB.batched(t, L)
+          if od ~= 0 then v = v:movedim(0, od) end
+          return v:contiguous()
+        end)
+      end
+    end
+    return outs
+  end)
+  if r[1] then
+    func._vmap_last = "batched"
+    return r[2]
+  end
+  func._vmap_last = "loop: " .. tostring(r[2])
+  if rng then torch.set_rng_state(rng) end
+  return nil
+end
+
 -- vmap(func, in_dims=0, out_dims=0, randomness="error", {chunk_size=nil})
 function func.vmap(f, ...)
   -- parsed by hand: in_dims may be a list with holes ({nil, 0}), which U.parse would take for
@@ -737,6 +849,10 @@ function func.vmap(f, ...)
       return out
     end
     if B == 0 then fail("vmap: the mapped dimension has size 0, which this loop-based vmap does not support") end
+    if func._vmap_batching then
+      local outs = batched_call(f, args, in_dims, out_dims, r, B)
+      if outs then return table.unpack(outs, 1, outs.n) end
+    end
     local rng = r == "same" and torch.get_rng_state() or nil
     local results = {}
     for b = 0, B - 1 do
