@@ -737,9 +737,9 @@ local function batched_call(f, args, in_dims, out_dims, randomness, B)
         if type(od) == "table" then od = od[1] end
         flatten(res[k])  -- raises for a non-tensor leaf, as the loop does
         outs[k] = map_tree(res[k], function(t)
-          local v = (VB.is(t) and t._l == L) and t._v or VB.batched(t, L)
+          local v = (VB.is(t) and t._l == L) and t._v or VB.batched(t, L):contiguous() -- not an alias of t
           if od ~= 0 then v = v:movedim(0, od) end
-          return v:contiguous()
+          return v
         end)
       end
     end

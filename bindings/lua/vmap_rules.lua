@@ -190,10 +190,11 @@ F_rules.linear = function(x, w, ...)
   local s = batched(x, L):size():totable()  -- {B, *, in}
   local inn = s[#s]
   local y
+  -- as W x^T: the weight's gradient [B, out, in] then comes out contiguous
   if xv then
-    y = torch.matmul(xv:reshape(s[1], -1, inn), wv:transpose(1, 2))
+    y = torch.matmul(wv, xv:reshape(s[1], -1, inn):transpose(1, 2)):transpose(1, 2)
   else
-    y = torch.matmul(x:reshape(-1, inn), wv:transpose(1, 2))
+    y = torch.matmul(wv, x:reshape(-1, inn):t()):transpose(1, 2)
   end
   if b ~= nil then
     local bv = at(b, L)
@@ -313,7 +314,12 @@ for _, name in ipairs({ "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss" })
     local k2 = {}
     for k, v in pairs(kw) do k2[k] = v end
     k2.reduction = "none"
-    local l = V.elementwise(function(x, y) return F[name](x, y, k2) end, { input, target }, 2)
+    -- both batched (an unbatched one expanded): equal per-sample shapes give the kernel equal shapes
+    local L = level_of(input, target)
+    local r = math.max(rank(input, L), rank(target, L))
+    local xv, tv = batched(input, L), batched(target, L)
+    xv, tv = V.pad(xv, r - (xv:dim() - 1)), V.pad(tv, r - (tv:dim() - 1))
+    local l = wrap(F[name](xv, tv, k2), L)
     if red == "none" then return l end
     if red == "sum" then return l:sum() end
     if red == "mean" then return l:mean() end
