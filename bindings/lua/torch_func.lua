@@ -8,10 +8,11 @@
 --   * jvp, linearize, jacfwd and hessian (jacfwd of jacrev) get forward-mode products J v by
 --     double backward (bindings/lua/jvp_util.lua): one extra backward per tangent (jacfwd: per
 --     input element), so every op on the path needs a differentiable backward.
---   * vmap runs func once per slice along the mapped dims and stacks the results: it loops
---     rather than batching kernels; random ops in func draw differently per sample whatever
---     `randomness` says ("same" replays the generator state for each sample); chunk_size is
---     accepted and ignored.
+--   * vmap first runs func once on BatchedTensors (vmap_batched.lua, rules in vmap_rules.lua;
+--     grad/grad_and_value inside give per-sample gradients); when func uses anything without a
+--     batching rule (or fails), it runs func again once per slice along the mapped dims and stacks
+--     the results. In that loop random ops draw differently per sample whatever `randomness`
+--     says ("same" replays the generator state for each sample); chunk_size is accepted and ignored.
 -- Lua specifics: argnums and dims are 0-based like PyTorch's; several outputs / (output, aux) are
 -- several return values; an argument list is a Lua list; kwargs go to forward as a trailing table.
 local torch = require "torch"

@@ -409,24 +409,19 @@ for _, name in ipairs({ "sum", "mean", "amax", "amin", "prod", "all", "any", "na
   "argmax", "argmin", "logsumexp" }) do
   methods[name] = dim_method(name, 1, "dim", true)
 end
-for _, name in ipairs({ "std", "var" }) do methods[name] = dim_method(name, 1, "dim", false) end
 for _, name in ipairs({ "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "sort", "argsort",
   "median", "mode", "logcumsumexp" }) do
   methods[name] = dim_method(name, 1, "dim", false)
 end
-function methods.std(self, ...)
-  if select("#", ...) == 0 then
-    local v = self._v:reshape(self._v:size(0), -1)
-    return wrap(v:std(1), self._l)
+for _, name in ipairs({ "std", "var" }) do
+  local with_dim = dim_method(name, 1, "dim", false)
+  methods[name] = function(self, ...)
+    if select("#", ...) == 0 then
+      local v = self._v:reshape(self._v:size(0), -1)
+      return wrap(v[name](v, 1), self._l)
+    end
+    return with_dim(self, ...)
   end
-  return dim_method("std", 1, "dim", false)(self, ...)
-end
-function methods.var(self, ...)
-  if select("#", ...) == 0 then
-    local v = self._v:reshape(self._v:size(0), -1)
-    return wrap(v:var(1), self._l)
-  end
-  return dim_method("var", 1, "dim", false)(self, ...)
 end
 for _, name in ipairs({ "max", "min" }) do
   local red = dim_method(name, 1, "dim", "values")

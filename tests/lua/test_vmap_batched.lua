@@ -49,6 +49,24 @@ local function agree(name, f, opts, args, manual, tol, want_mode)
   end
 end
 
+-- every result of f on sample b of the args, stacked over b (a list)
+local function per_all(B, f, ...)
+  local args = { ... }
+  local outs = {}
+  for b = 0, B - 1 do
+    local sl = {}
+    for i, a in ipairs(args) do sl[i] = a[b] end
+    outs[b + 1] = table.pack(f(table.unpack(sl)))
+  end
+  local r = {}
+  for k = 1, outs[1].n do
+    local col = {}
+    for b = 1, B do col[b] = outs[b][k] end
+    r[k] = torch.stack(col)
+  end
+  return r
+end
+
 -- the per-sample results fn(b) stacked at dim d
 local function per(B, fn, d)
   local rs = {}
@@ -85,17 +103,7 @@ T.test("reductions over a dim (negative, keyword) and over all per-sample dims",
     return a:sum(), a:mean(0), a:sum(-1, true), a:amax({ dim = 1 }), mx, ix, a:argmax(), a:std(1), a:var(),
       a:logsumexp(1), torch.sum(a, 0), a:norm(), a:max(), a:prod(1)
   end
-  agree("reductions", f, { 0 }, { M3 }, function()
-    local outs = {}
-    for i = 0, 3 do outs[i + 1] = table.pack(f(M3[i])) end
-    local r = {}
-    for k = 1, outs[1].n do
-      local col = {}
-      for i = 1, 4 do col[i] = outs[i][k] end
-      r[k] = torch.stack(col)
-    end
-    return r
-  end, 1e-5)
+  agree("reductions", f, { 0 }, { M3 }, function() return per_all(4, f, M3) end, 1e-5)
   agree("softmax / log_softmax", function(a) return a:softmax(-1), F.log_softmax(a, { dim = 0 }), F.softmax(a, 1) end,
     { 0 }, { M3 }, function()
       return { per(4, function(i) return M3[i]:softmax(-1) end), per(4, function(i) return F.log_softmax(M3[i], { dim = 0 }) end),
@@ -115,17 +123,7 @@ T.test("views and sizes are per sample", function()
       a:transpose(0, 1), a:t(), a.T, a:select(1, 2), a:narrow(1, 1, 2), a[1], a:chunk(3, 1)[2], a:expand(5, 2, 3),
       a:unsqueeze(1):expand(2, 4, 3), a:movedim(0, 1), a:flip(0)
   end
-  agree("views", f, { 0 }, { M3 }, function()
-    local outs = {}
-    for i = 0, 3 do outs[i + 1] = table.pack(f(M3[i])) end
-    local r = {}
-    for k = 1, outs[1].n do
-      local col = {}
-      for i = 1, 4 do col[i] = outs[i][k] end
-      r[k] = torch.stack(col)
-    end
-    return r
-  end)
+  agree("views", f, { 0 }, { M3 }, function() return per_all(4, f, M3) end)
   T.raises(function()
     func._vmap_batching = true
     vmap(function(a) return a + 1, a:item() end)(torch.ones(2))
@@ -177,17 +175,7 @@ T.test("conv2d (batched input folded into N, batched weight as groups), pools, a
       F.gelu(x), F.sigmoid(x), F.leaky_relu(x, 0.1), torch.tanh(x), F.silu(x), F.elu(x), F.softplus(x)
   end
   for _, xx in ipairs({ x4, x3 }) do
-    agree("pools and activations rank " .. (xx:dim() - 1), pools, { 0 }, { xx }, function()
-      local outs = {}
-      for i = 0, 2 do outs[i + 1] = table.pack(pools(xx[i])) end
-      local r = {}
-      for k = 1, outs[1].n do
-        local col = {}
-        for i = 1, 3 do col[i] = outs[i][k] end
-        r[k] = torch.stack(col)
-      end
-      return r
-    end, 1e-6)
+    agree("pools and activations rank " .. (xx:dim() - 1), pools, { 0 }, { xx }, function() return per_all(3, pools, xx) end, 1e-6)
   end
 end)
 
@@ -201,17 +189,7 @@ T.test("losses: per-sample reductions", function()
     return F.cross_entropy(x, t), F.cross_entropy(x, t, { reduction = "sum" }), F.cross_entropy(x, t, { reduction = "none" }),
       F.nll_loss(F.log_softmax(x, 1), t), F.cross_entropy(x, t:clamp(0), { ignore_index = 1 }), F.cross_entropy(x[0], t[0])
   end
-  agree("cross_entropy / nll_loss", losses, { 0 }, { logits, tg }, function()
-    local outs = {}
-    for i = 0, 3 do outs[i + 1] = table.pack(losses(logits[i], tg[i])) end
-    local r = {}
-    for k = 1, outs[1].n do
-      local col = {}
-      for i = 1, 4 do col[i] = outs[i][k] end
-      r[k] = torch.stack(col)
-    end
-    return r
-  end, 1e-6)
+  agree("cross_entropy / nll_loss", losses, { 0 }, { logits, tg }, function() return per_all(4, losses, logits, tg) end, 1e-6)
   local tgt = torch.randn(5, 3)
   agree("mse_loss / l1_loss", function(x, t) return F.mse_loss(x, t), F.mse_loss(x, t, { reduction = "sum" }), F.l1_loss(x, t) end,
     { { 0, false } }, { logits, tgt }, function()
