@@ -253,11 +253,9 @@ end
 -- grad_and_value inside a batched vmap (level L of size B): the inputs differentiated are leaves
 -- batched at L, an unbatched one expanded to [B, ...] (stride 0), so that the gradient of the
 -- per-sample outputs' sum gives every sample its own gradient
-local function grad_and_value_batched(name, f, o, args, idx, single)
-  local L = #VB.levels
-  local B = VB.levels[L].B
-  local _ <close> = enter()
-  local create = nested()
+-- replaces args[i] (i in idx) by trees of leaves batched at level L (size B): a batched input's
+-- own values, an unbatched one expanded; returns the list of leaves (the real tensors)
+local function batched_leaves(name, args, idx, create, L, B)
   local leaves = {}
   for _, i in ipairs(idx) do
     local a = args[i]
@@ -281,19 +279,33 @@ local function grad_and_value_batched(name, f, o, args, idx, single)
       return VB.wrap(l, L)
     end)
   end
+  return leaves
+end
+
+-- an output of f at level L as a real tensor with the batch at dim 0; nil for an unbatched one
+-- (it does not depend on the leaves)
+local function batched_output(t, L)
+  if VB.is(t) then
+    if t._l ~= L or not VB.is_real(t._v) then VB.norule("an output batched at another level") end
+    return t._v
+  end
+  if not VB.is_real(t) then VB.norule("an output batched at another level") end
+  return nil
+end
+
+local function grad_and_value_batched(name, f, o, args, idx, single)
+  local L = #VB.levels
+  local _ <close> = enter()
+  local create = nested()
+  local leaves = batched_leaves(name, args, idx, create, L, VB.levels[L].B)
   local out, aux
   do
     local _g <close> = torch.enable_grad()
     out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
   if not is_tensor(out) or out:dim() ~= 0 then VB.norule("grad of a non-scalar") end
-  local total = out
-  if VB.is(out) then
-    if out._l ~= L or not VB.is_real(out._v) then VB.norule("grad of an output batched at another level") end
-    total = out._v:sum()
-  elseif not VB.is_real(out) then
-    VB.norule("grad of an output batched at another level")
-  end
+  local ov = batched_output(out, L)
+  local total = ov and ov:sum() or out
   local m = grads_of({ total }, { nil }, leaves, false, create)
   local trees = {}
   for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
@@ -392,10 +404,12 @@ function func.vjp(f, ...)
   local idx = {}
   for i = 1, args.n do idx[i] = i end
   local out, aux, leaves, create
+  local L = VB.active() and #VB.levels or nil -- inside a batched vmap: per-sample vjps
   do
     local _ <close> = enter()
     create = nested()
-    leaves = make_leaves("vjp", args, idx, create)
+    if L then leaves = batched_leaves("vjp", args, idx, create, L, VB.levels[L].B)
+    else leaves = make_leaves("vjp", args, idx, create) end
     local _g <close> = torch.enable_grad()
     out, aux = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
@@ -410,6 +424,19 @@ function func.vjp(f, ...)
         fail("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
           i - 1, tostring(c:size()), i - 1, tostring(outs[i]:size()))
       end
+    end
+    if L then
+      -- the batched outputs against their cotangents (batched, or the same for every sample)
+      local os, gs = {}, {}
+      for i, y in ipairs(outs) do
+        local yv = batched_output(y, L)
+        if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.batched(cs[i], L) end
+      end
+      for _, g in ipairs(gs) do if not VB.is_real(g) then VB.norule("a cotangent batched at another level") end end
+      local m = grads_of(os, gs, leaves, true, create)
+      local res = {}
+      for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+      return res
     end
     local m = grads_of(outs, cs, leaves, true, create)
     local res = {}

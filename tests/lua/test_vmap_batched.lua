@@ -288,6 +288,27 @@ T.test("per-sample gradients: the tutorial's SimpleCNN (float32) and an MLP (flo
   end
 end)
 
+T.test("vjp inside vmap: per-sample vector-Jacobian products", function()
+  local w = torch.randn(3, { dtype = torch.float64 })
+  local Xd, Vd = X:double(), torch.randn(4, 2, { dtype = torch.float64 })
+  local g = function(a, x) return torch.stack({ (a * x):sin():sum(), (a - x):pow(2):sum() }) end
+  local f = function(x, v)
+    local out, fn = func.vjp(g, w, x)
+    local r = fn(v)
+    return out, r[1], r[2]
+  end
+  agree("vjp", f, { 0 }, { Xd, Vd }, function()
+    local outs, ga, gx = {}, {}, {}
+    for i = 0, 3 do
+      local a, x = w:clone():requires_grad_(), Xd[i]:clone():requires_grad_()
+      local y = g(a, x)
+      local gs = torch.autograd.grad({ y }, { a, x }, { Vd[i] })
+      outs[i + 1], ga[i + 1], gx[i + 1] = y:detach(), gs[1], gs[2]
+    end
+    return { torch.stack(outs), torch.stack(ga), torch.stack(gx) }
+  end, 1e-12)
+end)
+
 T.test("fallback: an op without a rule runs f again in the loop, with the same results", function()
   local f = function(a, b) return torch.outer(a, b):sum(0) + a end
   agree("torch.outer", f, { 0 }, { X, Y }, function() return { per(4, function(i) return torch.outer(X[i], Y[i]):sum(0) + X[i] end) } end, 1e-6, "loop")
