@@ -489,7 +489,49 @@ local function stacked(list, dim, m, n, like)
   return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
 end
 
+-- jacrev inside a batched vmap (level L): row j of every sample's Jacobian from one backward of
+-- the sum over the batch of output element j (the samples are independent)
+local function jac_batched(name, f, o, ...)
+  local args = table.pack(...)
+  local idx, single = check_argnums(name, o.argnums, args.n)
+  local L = #VB.levels
+  local B = VB.levels[L].B
+  local out, aux, leaves, create
+  do
+    local _ <close> = enter()
+    create = nested()
+    leaves = batched_leaves(name, args, idx, create, L, B)
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = flatten(out)
+  local wrapper = {}
+  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[l._v] = l; return l end) end
+  local mats = {}
+  for oi, y in ipairs(outs) do
+    local yv = batched_output(y, L)
+    local m = y:numel()
+    local rows = {}
+    for _, l in ipairs(leaves) do rows[l] = {} end
+    local flat = yv and yv.requires_grad and yv:reshape(B, -1) or nil
+    for j = 0, m - 1 do
+      local g = flat and torch.autograd.grad({ flat:select(1, j):sum() }, leaves, nil, { retain_graph = true, allow_unused = true, create_graph = create }) or {}
+      for i, l in ipairs(leaves) do
+        rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(B, -1)) or torch.zeros(B, l:numel() // B, { dtype = l.dtype, device = l.device })
+      end
+    end
+    local r = {}
+    for _, l in ipairs(leaves) do
+      local mat = #rows[l] > 0 and torch.stack(rows[l], 1) or torch.zeros(B, 0, l:numel() // B, { dtype = l.dtype, device = l.device })
+      r[wrapper[l]] = VB.wrap(mat, L)
+    end
+    mats[oi] = r
+  end
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
+end
+
 local function jac_impl(name, f, o, ...)
+  if VB.active() then return jac_batched(name, f, o, ...) end
   local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian(name, f, o, ...)
   local mats = {}
   for oi, y in ipairs(outs) do

@@ -309,6 +309,32 @@ T.test("vjp inside vmap: per-sample vector-Jacobian products", function()
   end, 1e-12)
 end)
 
+T.test("jacrev inside vmap: per-sample Jacobians", function()
+  local w = torch.randn(2, 3, { dtype = torch.float64 })
+  local Xd = X:double()
+  local g = function(a, x) return { (a:matmul(x)):tanh(), x:sum() * a } end
+  local f = function(x)
+    local j = func.jacrev(g, { argnums = { 0, 1 } })(w, x)
+    return j[1][1], j[1][2], j[2][1], j[2][2]
+  end
+  agree("jacrev", f, { 0 }, { Xd }, function()
+    local r = { {}, {}, {}, {} }
+    for i = 0, 3 do
+      -- by hand: y1 = tanh(a x): dy1/da[k, l] = (1 - y1^2)[k] x[l] (row k only); dy1/dx = (1 - y1^2) * a;
+      -- y2 = sum(x) a: dy2/da = sum(x) I, dy2/dx[k, l, m] = a[k, l]
+      local x = Xd[i]
+      local d = 1 - w:matmul(x):tanh():pow(2)
+      local ja = torch.zeros(2, 2, 3, { dtype = torch.float64 })
+      for k = 0, 1 do ja[k][k] = x * d[k] end
+      r[1][i + 1] = ja
+      r[2][i + 1] = d:unsqueeze(1) * w
+      r[3][i + 1] = torch.eye(6, { dtype = torch.float64 }):reshape(2, 3, 2, 3) * x:sum()
+      r[4][i + 1] = w:unsqueeze(2):expand(2, 3, 3)
+    end
+    return { torch.stack(r[1]), torch.stack(r[2]), torch.stack(r[3]), torch.stack(r[4]) }
+  end, 1e-12)
+end)
+
 T.test("fallback: an op without a rule runs f again in the loop, with the same results", function()
   local f = function(a, b) return torch.outer(a, b):sum(0) + a end
   agree("torch.outer", f, { 0 }, { X, Y }, function() return { per(4, function(i) return torch.outer(X[i], Y[i]):sum(0) + X[i] end) } end, 1e-6, "loop")
