@@ -8,15 +8,17 @@
 --   * jvp, linearize, jacfwd and hessian (jacfwd of jacrev) get forward-mode products J v by
 --     double backward (bindings/lua/jvp_util.lua): one extra backward per tangent (jacfwd: per
 --     input element), so every op on the path needs a differentiable backward.
---   * vmap runs func once per slice along the mapped dims and stacks the results: it loops
---     rather than batching kernels; random ops in func draw differently per sample whatever
---     `randomness` says ("same" replays the generator state for each sample); chunk_size is
---     accepted and ignored.
+--   * vmap first runs func once on BatchedTensors (vmap_batched.lua, rules in vmap_rules.lua;
+--     grad/grad_and_value inside give per-sample gradients); when func uses anything without a
+--     batching rule (or fails), it runs func again once per slice along the mapped dims and stacks
+--     the results. In that loop random ops draw differently per sample whatever `randomness`
+--     says ("same" replays the generator state for each sample); chunk_size is accepted and ignored.
 -- Lua specifics: argnums and dims are 0-based like PyTorch's; several outputs / (output, aux) are
 -- several return values; an argument list is a Lua list; kwargs go to forward as a trailing table.
 local torch = require "torch"
 local U = require "nn_util"
 local JVP = require "jvp_util"
+local VB = require "vmap_batched"
 local OD = U.OrderedDict
 
 local fail = U.errorf
@@ -248,9 +250,74 @@ local function grad_spec(name, ...)
   return U.parse(name, { { "argnums", 0 }, { "has_aux", false } }, ...)
 end
 
+-- grad_and_value inside a batched vmap (level L of size B): the inputs differentiated are leaves
+-- batched at L, an unbatched one expanded to [B, ...] (stride 0), so that the gradient of the
+-- per-sample outputs' sum gives every sample its own gradient
+-- replaces args[i] (i in idx) by trees of leaves batched at level L (size B): a batched input's
+-- own values, an unbatched one expanded; returns the list of leaves (the real tensors)
+local function batched_leaves(name, args, idx, create, L, B)
+  local leaves = {}
+  for _, i in ipairs(idx) do
+    local a = args[i]
+    if not is_tensor(a) and not is_node(a) then
+      fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
+    end
+    args[i] = map_tree(a, function(x)
+      if not x:is_floating_point() then VB.norule("grad of a non-float tensor") end
+      local u
+      if VB.is(x) then
+        if x._l ~= L or not VB.is_real(x._v) then VB.norule("grad of a tensor batched at another level") end
+        u = x._v
+      else
+        if not VB.is_real(x) then VB.norule("grad of a tensor batched at another level") end
+        local s = x:size():totable()
+        table.insert(s, 1, B)
+        u = x:unsqueeze(0):expand(s)
+      end
+      local l = create and u.requires_grad and u:view_as(u) or u:detach():requires_grad_()
+      leaves[#leaves + 1] = l
+      return VB.wrap(l, L)
+    end)
+  end
+  return leaves
+end
+
+-- an output of f at level L as a real tensor with the batch at dim 0; nil for an unbatched one
+-- (it does not depend on the leaves)
+local function batched_output(t, L)
+  if VB.is(t) then
+    if t._l ~= L or not VB.is_real(t._v) then VB.norule("an output batched at another level") end
+    return t._v
+  end
+  if not VB.is_real(t) then VB.norule("an output batched at another level") end
+  return nil
+end
+
+local function grad_and_value_batched(name, f, o, args, idx, single)
+  local L = #VB.levels
+  local _ <close> = enter()
+  local create = nested()
+  local leaves = batched_leaves(name, args, idx, create, L, VB.levels[L].B)
+  local out, aux
+  do
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  if not is_tensor(out) or out:dim() ~= 0 then VB.norule("grad of a non-scalar") end
+  local ov = batched_output(out, L)
+  local total = ov and ov:sum() or out
+  local m = grads_of({ total }, { nil }, leaves, false, create)
+  local trees = {}
+  for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+  local g = single and trees[1] or trees
+  if o.has_aux then return g, detach_unless(create, out), detach_tree(aux, create) end
+  return g, detach_unless(create, out)
+end
+
 local function grad_and_value_impl(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
+  if VB.active() then return grad_and_value_batched(name, f, o, args, idx, single) end
   local _ <close> = enter()
   local create = nested()
   local leaf_trees
@@ -337,10 +404,12 @@ function func.vjp(f, ...)
   local idx = {}
   for i = 1, args.n do idx[i] = i end
   local out, aux, leaves, create
+  local L = VB.active() and #VB.levels or nil -- inside a batched vmap: per-sample vjps
   do
     local _ <close> = enter()
     create = nested()
-    leaves = make_leaves("vjp", args, idx, create)
+    if L then leaves = batched_leaves("vjp", args, idx, create, L, VB.levels[L].B)
+    else leaves = make_leaves("vjp", args, idx, create) end
     local _g <close> = torch.enable_grad()
     out, aux = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
   end
@@ -355,6 +424,19 @@ function func.vjp(f, ...)
         fail("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
           i - 1, tostring(c:size()), i - 1, tostring(outs[i]:size()))
       end
+    end
+    if L then
+      -- the batched outputs against their cotangents (batched, or the same for every sample)
+      local os, gs = {}, {}
+      for i, y in ipairs(outs) do
+        local yv = batched_output(y, L)
+        if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.batched(cs[i], L) end
+      end
+      for _, g in ipairs(gs) do if not VB.is_real(g) then VB.norule("a cotangent batched at another level") end end
+      local m = grads_of(os, gs, leaves, true, create)
+      local res = {}
+      for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+      return res
     end
     local m = grads_of(outs, cs, leaves, true, create)
     local res = {}
@@ -407,7 +489,49 @@ local function stacked(list, dim, m, n, like)
   return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
 end
 
+-- jacrev inside a batched vmap (level L): row j of every sample's Jacobian from one backward of
+-- the sum over the batch of output element j (the samples are independent)
+local function jac_batched(name, f, o, ...)
+  local args = table.pack(...)
+  local idx, single = check_argnums(name, o.argnums, args.n)
+  local L = #VB.levels
+  local B = VB.levels[L].B
+  local out, aux, leaves, create
+  do
+    local _ <close> = enter()
+    create = nested()
+    leaves = batched_leaves(name, args, idx, create, L, B)
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = flatten(out)
+  local wrapper = {}
+  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[l._v] = l; return l end) end
+  local mats = {}
+  for oi, y in ipairs(outs) do
+    local yv = batched_output(y, L)
+    local m = y:numel()
+    local rows = {}
+    for _, l in ipairs(leaves) do rows[l] = {} end
+    local flat = yv and yv.requires_grad and yv:reshape(B, -1) or nil
+    for j = 0, m - 1 do
+      local g = flat and torch.autograd.grad({ flat:select(1, j):sum() }, leaves, nil, { retain_graph = true, allow_unused = true, create_graph = create }) or {}
+      for i, l in ipairs(leaves) do
+        rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(B, -1)) or torch.zeros(B, l:numel() // B, { dtype = l.dtype, device = l.device })
+      end
+    end
+    local r = {}
+    for _, l in ipairs(leaves) do
+      local mat = #rows[l] > 0 and torch.stack(rows[l], 1) or torch.zeros(B, 0, l:numel() // B, { dtype = l.dtype, device = l.device })
+      r[wrapper[l]] = VB.wrap(mat, L)
+    end
+    mats[oi] = r
+  end
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
+end
+
 local function jac_impl(name, f, o, ...)
+  if VB.active() then return jac_batched(name, f, o, ...) end
   local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian(name, f, o, ...)
   local mats = {}
   for oi, y in ipairs(outs) do
@@ -642,6 +766,64 @@ local function sub_dims(d, k)
   return d
 end
 
+-- f run once on BatchedTensors (vmap_batched.lua): its outputs (a list, .n) stacked at out_dims,
+-- or nil when f used something without a batching rule (or failed): the caller then loops, with
+-- the random generator put back where it was
+func._vmap_batching = true
+func._vmap_last = nil  -- "batched" or "loop: <reason>", for tests
+local function batched_call(f, args, in_dims, out_dims, randomness, B)
+  require "vmap_rules"
+  local rng = randomness ~= "error" and torch.get_rng_state() or nil
+  local r = VB.run(B, randomness, function(L)
+    local function wrap_in(a, d)
+      if d == nil or d == false then return a end
+      if is_tensor(a) then
+        local nd = a:dim()
+        if d < 0 then d = d + nd end
+        return VB.wrap(d == 0 and a or a:movedim(d, 0), L)
+      end
+      if not is_node(a) then return a end
+      local out = OD.is(a) and OD.new() or {}
+      for k, e in pairs(a) do
+        local v = wrap_in(e, sub_dims(d, k))
+        if OD.is(out) then out:set(k, v) else out[k] = v end
+      end
+      return out
+    end
+    local wa = {}
+    for i = 1, args.n do wa[i] = wrap_in(args[i], sub_dims(in_dims, i)) end
+    local res = packed(f(table.unpack(wa, 1, args.n)))
+    local outs = { n = res.n }
+    for k = 1, res.n do
+      local od = out_dims
+      if type(out_dims) == "table" then od = out_dims[k] end
+      if od == nil or od == false then
+        map_tree(res[k], function(t)
+          if VB.is(t) and t._l == L then VB.norule("out_dims=None for a batched output") end
+          return t
+        end)
+        outs[k] = res[k]
+      else
+        if type(od) == "table" then od = od[1] end
+        flatten(res[k])  -- raises for a non-tensor leaf, as the loop does
+        outs[k] = map_tree(res[k], function(t)
+          local v = (VB.is(t) and t._l == L) and t._v or VB.batched(t, L):contiguous() -- not an alias of t
+          if od ~= 0 then v = v:movedim(0, od) end
+          return v
+        end)
+      end
+    end
+    return outs
+  end)
+  if r[1] then
+    func._vmap_last = "batched"
+    return r[2]
+  end
+  func._vmap_last = "loop: " .. tostring(r[2])
+  if rng then torch.set_rng_state(rng) end
+  return nil
+end
+
 -- vmap(func, in_dims=0, out_dims=0, randomness="error", {chunk_size=nil})
 function func.vmap(f, ...)
   -- parsed by hand: in_dims may be a list with holes ({nil, 0}), which U.parse would take for
@@ -737,6 +919,10 @@ function func.vmap(f, ...)
       return out
     end
     if B == 0 then fail("vmap: the mapped dimension has size 0, which this loop-based vmap does not support") end
+    if func._vmap_batching then
+      local outs = batched_call(f, args, in_dims, out_dims, r, B)
+      if outs then return table.unpack(outs, 1, outs.n) end
+    end
     local rng = r == "same" and torch.get_rng_state() or nil
     local results = {}
     for b = 0, B - 1 do
