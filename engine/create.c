@@ -114,8 +114,9 @@ static nn_status copy_into(nn_tensor *dst, nn_tensor *src)
     return nn_dispatch(&a);
 }
 
-/* float32 linspace in float arithmetic, as PyTorch's kernels (step_t is the float type itself):
- * step, each product and each sum rounded to float. Written on the host, then copied. */
+/* float32 linspace in float arithmetic, as PyTorch's CUDA kernel: step rounded to float, and
+ * start + step * i (end - step * (steps - 1 - i) in the second half) as one fused multiply-add,
+ * rounded once (the kernel's contraction). Written on the host, then copied. */
 static nn_status linspace_f32(nn_tensor *out, double start, double end, int64_t steps)
 {
     nn_tensor *h = nn_empty(1, &steps, NN_F32, NN_DEVICE_CPU);
@@ -123,7 +124,7 @@ static nn_status linspace_f32(nn_tensor *out, double start, double end, int64_t 
     float *p = nn_data(h), fs = (float)start, fe = (float)end;
     float step = steps > 1 ? (fe - fs) / (float)(steps - 1) : 0;
     int64_t half = steps / 2;
-    for (int64_t i = 0; i < steps; i++) p[i] = i < half ? fs + step * (float)i : fe - step * (float)(steps - i - 1);
+    for (int64_t i = 0; i < steps; i++) p[i] = i < half ? fmaf(step, (float)i, fs) : fmaf(-step, (float)(steps - i - 1), fe);
     if (steps == 1) p[0] = fs;
     nn_status s = nn_copy_(out, h);
     nn_release(h);

@@ -1,18 +1,20 @@
--- torch.linspace(0, 1, {steps = n}), Python's steps=n keyword; float32 values as PyTorch's
--- kernels round them (float arithmetic), against the same formula emulated here.
+-- torch.linspace(0, 1, {steps = n}), Python's steps=n keyword; float32 values as PyTorch's CUDA
+-- kernel rounds them (float step, each value one fused multiply-add), against that formula
+-- emulated here: step * i is exact in float64, so the sum rounded to float64 and then to float32
+-- is the fused operation's single rounding (these cases never fall on a double-rounding tie).
 local T = ...
 
 -- x rounded to float32: one float op is the double op rounded once
 local function f32(x) return (string.unpack("f", string.pack("f", x))) end
 
 -- PyTorch's linspace in float: step = (end - start) / (steps - 1), start + step * i below
--- steps // 2, end - step * (steps - i - 1) from there
+-- steps // 2, end - step * (steps - i - 1) from there, each one rounding
 local function ref(a, b, n)
   a, b = f32(a), f32(b)
   if n == 1 then return { a } end
   local step, out = f32(f32(b - a) / (n - 1)), {}
   for i = 0, n - 1 do
-    out[i + 1] = i < n // 2 and f32(a + f32(step * i)) or f32(b - f32(step * (n - i - 1)))
+    out[i + 1] = i < n // 2 and f32(a + step * i) or f32(b - step * (n - i - 1))
   end
   return out
 end
