@@ -450,8 +450,11 @@ T.test("torch functions: autocast queries, tensor lists, copies, as_tensor, svd,
   clean(function() return torch.hinge_embedding_loss(x, 99) end, "hinge_embedding_loss(): argument 'target' (position 2) must be Tensor, not int")
   clean(function() return torch.GradScaler("cpu", "x") end, "GradScaler: the options must be a keyword table, got str")
   clean(function() return nn.Linear(3, 2)(torch.tensor({ { 1, 2, 3 } })) end, "mat1 and mat2 must have the same dtype, but got Long and Float")
+  -- with GPUs, DataParallel first finds the module on the CPU (PyTorch's check); without, it runs it as is
   clean(function() return nn.DataParallel(nn.Linear(3, 2))(torch.tensor({ { 1, 2, 3 } })) end,
-    "mat1 and mat2 must have the same dtype, but got Long and Float")
+    torch.cuda.is_available()
+      and "module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cpu"
+      or "mat1 and mat2 must have the same dtype, but got Long and Float")
   clean(function() return nn.Container("x") end, "Container.__init__() takes 1 positional argument but 2 were given")
   -- valid calls keep working
   T.eq(#{ torch.meshgrid({ torch.arange(2), torch.arange(3) }, { indexing = "xy" }) }, 2, "meshgrid of a list")
