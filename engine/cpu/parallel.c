@@ -1,0 +1,172 @@
+/* The CPU worker pool (parallel.h). One job at a time, published under a mutex: the owner sets
+ * it and bumps `gen`, worker k (1-based) runs range k if there is one, the owner runs range 0,
+ * then waits until `pending` falls to 0. Workers sleep on a condition variable between jobs. */
+#include "parallel.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_WORKERS 255 /* set_num_threads(n) beyond this still reports n, but uses 256 threads */
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    pthread_t owner;
+    bool owned;      /* owner is set (the constructor ran) */
+    bool busy;       /* the owner is inside nn_parallel_for: a nested call runs inline */
+    int want;        /* torch.get_num_threads() */
+    int nworkers;    /* worker threads running */
+    pthread_t *workers;
+    bool quit;
+    /* the job, under mu */
+    uint64_t gen;
+    uint64_t born;   /* gen when the workers started: a job published later is theirs */
+    int nranges, pending;
+    int64_t n;
+    nn_parallel_fn fn;
+    void *ctx;
+    int err_range;   /* the first failing range, or nranges */
+    nn_status err;
+    char msg[1024];
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
+static int64_t range_begin(int r) { return (int64_t)((__int128)P.n * r / P.nranges); }
+
+/* under mu: keep range r's error if it comes before the one kept */
+static void record(int r, nn_status st)
+{
+    if (st == NN_OK || r >= P.err_range) return;
+    P.err_range = r;
+    P.err = st;
+    strncpy(P.msg, nn_last_error(), sizeof P.msg - 1);
+    P.msg[sizeof P.msg - 1] = 0;
+}
+
+static void *worker_main(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    pthread_mutex_lock(&P.mu);
+    uint64_t seen = P.born;
+    for (;;) {
+        while (!P.quit && P.gen == seen) pthread_cond_wait(&P.wake, &P.mu);
+        if (P.quit) break;
+        seen = P.gen;
+        if (id >= P.nranges) continue;
+        int64_t b = range_begin(id), e = range_begin(id + 1);
+        nn_parallel_fn fn = P.fn;
+        void *ctx = P.ctx;
+        pthread_mutex_unlock(&P.mu);
+        nn_status st = fn(b, e, ctx);
+        pthread_mutex_lock(&P.mu);
+        record(id, st);
+        if (--P.pending == 0) pthread_cond_signal(&P.done);
+    }
+    pthread_mutex_unlock(&P.mu);
+    return NULL;
+}
+
+static void stop_workers(void)
+{
+    pthread_mutex_lock(&P.mu);
+    P.quit = true;
+    pthread_cond_broadcast(&P.wake);
+    pthread_mutex_unlock(&P.mu);
+    for (int i = 0; i < P.nworkers; i++) pthread_join(P.workers[i], NULL);
+    P.quit = false;
+    P.nworkers = 0;
+}
+
+/* want - 1 workers (the owner is the other thread); fewer if the system refuses more. Workers
+ * block every signal, so that SIGINT and the like still reach the interpreter's thread. */
+static void start_workers(void)
+{
+    int n = (P.want < MAX_WORKERS + 1 ? P.want : MAX_WORKERS + 1) - 1;
+    free(P.workers);
+    P.workers = n > 0 ? malloc((size_t)n * sizeof *P.workers) : NULL;
+    if (!P.workers) return;
+    P.born = P.gen;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    while (P.nworkers < n && pthread_create(&P.workers[P.nworkers], NULL, worker_main, (void *)(intptr_t)(P.nworkers + 1)) == 0)
+        P.nworkers++;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+nn_status nn_parallel_for(int64_t n, int64_t grain, nn_parallel_fn fn, void *ctx)
+{
+    if (n <= 0) return NN_OK;
+    if (grain < 1) grain = 1;
+    int want = __atomic_load_n(&P.want, __ATOMIC_RELAXED);
+    int64_t nr = n / grain < want ? n / grain : want;
+    if (nr < 2 || !P.owned || !pthread_equal(pthread_self(), P.owner) || P.busy) return fn(0, n, ctx);
+    int target = (want < MAX_WORKERS + 1 ? want : MAX_WORKERS + 1) - 1;
+    if (P.nworkers != target) {
+        stop_workers();
+        start_workers();
+    }
+    if (nr > P.nworkers + 1) nr = P.nworkers + 1;
+    if (nr < 2) return fn(0, n, ctx);
+    P.busy = true;
+    pthread_mutex_lock(&P.mu);
+    P.n = n, P.nranges = (int)nr, P.fn = fn, P.ctx = ctx;
+    P.pending = (int)nr - 1;
+    P.err_range = (int)nr, P.err = NN_OK;
+    P.gen++;
+    pthread_cond_broadcast(&P.wake);
+    int64_t e0 = range_begin(1);
+    pthread_mutex_unlock(&P.mu);
+    nn_status st = fn(0, e0, ctx);
+    pthread_mutex_lock(&P.mu);
+    record(0, st);
+    while (P.pending > 0) pthread_cond_wait(&P.done, &P.mu);
+    st = P.err;
+    pthread_mutex_unlock(&P.mu);
+    P.busy = false;
+    return st ? nn_error(st, "%s", P.msg) : NN_OK;
+}
+
+int nn_parallel_threads(void) { return __atomic_load_n(&P.want, __ATOMIC_RELAXED); }
+void nn_parallel_set_threads(int n) { __atomic_store_n(&P.want, n < 1 ? 1 : n, __ATOMIC_RELAXED); } /* resized on the next job */
+
+/* fork(): the prepare handler holds mu so that the child's copy is consistent; the child has
+ * only the forking thread, which becomes the owner of a pool with no workers yet. */
+static void before_fork(void) { pthread_mutex_lock(&P.mu); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&P.mu); }
+static void after_fork_child(void)
+{
+    pthread_mutex_unlock(&P.mu);
+    pthread_cond_init(&P.wake, NULL);
+    pthread_cond_init(&P.done, NULL);
+    free(P.workers);
+    P.workers = NULL;
+    P.nworkers = 0;
+    P.quit = P.busy = false;
+    P.owner = pthread_self();
+}
+
+static int default_threads(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    char *end;
+    long v = env ? strtol(env, &end, 10) : 0;
+    if (env && end != env && *end == 0 && v >= 1 && v <= 1 << 20) return (int)v;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1 && (online < 1 || CPU_COUNT(&set) < online))
+        online = CPU_COUNT(&set);
+    return online >= 1 ? (int)online : 1;
+}
+
+__attribute__((constructor)) static void pool_init(void)
+{
+    P.owner = pthread_self();
+    P.owned = true;
+    P.want = default_threads();
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
