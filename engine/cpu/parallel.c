@@ -21,6 +21,7 @@ static struct {
     bool busy;       /* the owner is inside nn_parallel_for: a nested call runs inline */
     int want;        /* torch.get_num_threads() */
     int nworkers;    /* worker threads running */
+    int sized;       /* the want they were started for (fewer when the system refused more) */
     pthread_t *workers;
     bool quit;
     /* the job, under mu */
@@ -83,9 +84,9 @@ static void stop_workers(void)
 
 /* want - 1 workers (the owner is the other thread); fewer if the system refuses more. Workers
  * block every signal, so that SIGINT and the like still reach the interpreter's thread. */
-static void start_workers(void)
+static void start_workers(int want)
 {
-    int n = (P.want < MAX_WORKERS + 1 ? P.want : MAX_WORKERS + 1) - 1;
+    int n = (want < MAX_WORKERS + 1 ? want : MAX_WORKERS + 1) - 1;
     free(P.workers);
     P.workers = n > 0 ? malloc((size_t)n * sizeof *P.workers) : NULL;
     if (!P.workers) return;
@@ -105,10 +106,10 @@ nn_status nn_parallel_for(int64_t n, int64_t grain, nn_parallel_fn fn, void *ctx
     int want = __atomic_load_n(&P.want, __ATOMIC_RELAXED);
     int64_t nr = n / grain < want ? n / grain : want;
     if (nr < 2 || !P.owned || !pthread_equal(pthread_self(), P.owner) || P.busy) return fn(0, n, ctx);
-    int target = (want < MAX_WORKERS + 1 ? want : MAX_WORKERS + 1) - 1;
-    if (P.nworkers != target) {
+    if (P.sized != want) {
         stop_workers();
-        start_workers();
+        start_workers(want);
+        P.sized = want;
     }
     if (nr > P.nworkers + 1) nr = P.nworkers + 1;
     if (nr < 2) return fn(0, n, ctx);
@@ -145,7 +146,7 @@ static void after_fork_child(void)
     pthread_cond_init(&P.done, NULL);
     free(P.workers);
     P.workers = NULL;
-    P.nworkers = 0;
+    P.nworkers = P.sized = 0;
     P.quit = P.busy = false;
     P.owner = pthread_self();
 }
