@@ -6,6 +6,9 @@ local pc = time.perf_counter
 local N = tonumber(arg[1]) or 1000000
 local counts = {}
 for c in (arg[2] or "1,2"):gmatch("%d+") do counts[#counts + 1] = tonumber(c) end
+-- OpenBLAS's idle threads spin (sched_yield) for tens of milliseconds after it loads and after each
+-- threaded product; on 2 cores they take the second one from the pool: the timing starts later
+time.sleep(0.3)
 torch.manual_seed(0)
 local x, y, out = torch.randn(N), torch.randn(N), torch.empty(N)
 local xt = torch.randn(1000, N // 1000):t()

@@ -65,7 +65,7 @@ static void test_ranges(void)
     reset();
     nn_parallel_for(N, 1, mark, NULL);
     CHECK(threads_used(&once) == 1 && once, "1 thread: inline");
-    nn_parallel_set_threads(3); /* resized: 2 workers */
+    nn_parallel_set_threads(3); /* 3 of the 4 threads */
     reset();
     nn_parallel_for(N, 1, mark, NULL);
     CHECK(threads_used(&once) == 3 && once, "3 threads");
