@@ -1,5 +1,5 @@
--- The CPU pool (engine/cpu/parallel.c): large elementwise ops, a cast, a fill, where and
--- F.mse_loss forward + backward at 1 thread and at more; best of 7 repeats of 10 calls.
+-- The CPU pool (engine/cpu/parallel.c): large elementwise ops, a cast, a fill, where, sums over a
+-- dim (and one of all, which stays on one thread) and F.mse_loss forward + backward at 1 thread and at more; best of 7 repeats of 10 calls.
 --   nnrepl bench/cpu_threads.lua [elements=1000000] [threads=1,2]
 -- Prints per op: "<op> <elements> <us at each thread count> <speedup of the last over the first>"
 local pc = time.perf_counter
@@ -34,6 +34,9 @@ local cases = {
   { "to_float16", function() return x:half() end },
   { "fill_", function() out:fill_(1.5) end },
   { "where", function() return torch.where(x:gt(0), x, y) end },
+  { "sum_dim1", function() return xt:t():sum(1) end },
+  { "sum_dim0", function() return xt:t():sum(0) end },
+  { "sum_all", function() return x:sum() end },
   { "mse_loss_fwd_bwd", function() F.mse_loss(xg, y):backward(); xg.grad = nil end },
 }
 local prior = torch.get_num_threads()

@@ -1,6 +1,7 @@
 -- The CPU's elementwise kernels on several threads (engine/cpu/parallel.c): every result bitwise
 -- that of the serial run (torch.set_num_threads(1) against 4) for each kernel family on large
--- tensors (from 32768 elements the work splits) of several layouts, errors included; a DataLoader
+-- tensors (from 32768 elements the work splits) of several layouts, errors included, and the
+-- reductions that split over their outputs; a DataLoader
 -- with workers alongside; torch.get_num_threads()'s default against CPython's count of the CPUs
 -- this process may use. (The pool's ranges, other threads and fork(): tests/c/test_parallel.c.)
 local T = ...
@@ -136,6 +137,18 @@ T.test("pointwise losses, forward and backward, float32 / float64 / float16", fu
       return out
     end)
   end
+end)
+
+T.test("reductions over dims: independent outputs split, each output folded as in one pass", function()
+  local x, t, cl = layouts.odd(), layouts.transposed(), layouts.channels_last()
+  local i = (layouts.odd() * 100):to(torch.int64)
+  local h = layouts.narrow():half()
+  serial_vs_parallel("reductions", function()
+    return { x:sum(4), x:sum(0), x:sum({ 1, 3 }), x:mean(2), x:var(4), x:std(1), x:amax(4), x:amin(0), x:prod(4),
+      x:norm(2, 4), x:norm(1, 0), t:sum(0), t:sum(1), t:mean(1), t:var(0), cl:sum({ 2, 3 }), cl:mean(1), cl:amax(1),
+      i:sum(4), i:sum(0), i:prod(2), i:gt(0):all(4), i:gt(0):any(0), h:sum(1), h:mean(0), x:sum(), t:var(),
+      x:abs():sum(4, { keepdim = true }), torch.count_nonzero(i, 4), x:nansum(3), x:logsumexp(4) }
+  end)
 end)
 
 T.test("an integer division by zero still raises, wherever the zero is", function()
