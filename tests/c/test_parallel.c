@@ -1,5 +1,5 @@
-/* The CPU worker pool (engine/cpu/parallel.h): ranges cover [0, n) once each, contiguous and in
- * order; the first failing range's error and message reach the caller; nested calls, calls from
+/* The CPU worker pool (engine/cpu/parallel.h): chunks cover [0, n) once each, each on one thread,
+ * and every thread takes some when they are slow; the first failing chunk's error and message reach the caller; nested calls, calls from
  * other threads and small work run inline; ops from several threads at once; a DataLoader's
  * worker threads; fork() (the child runs parallel work with no inherited workers). Results of the
  * kernels against their serial run are in tests/lua/test_parallel.lua. */
@@ -19,11 +19,12 @@
 static int hits[N];
 static pthread_t by[N];
 
-typedef struct { int64_t fail_at[2]; } job;
+typedef struct { int64_t fail_at[2]; bool slow; } job;
 
 static nn_status mark(int64_t b, int64_t e, void *ctx)
 {
     const job *j = ctx;
+    if (j && j->slow) usleep(2000); /* long enough for every worker to take chunks */
     for (int64_t i = b; i < e; i++) {
         __atomic_add_fetch(&hits[i], 1, __ATOMIC_RELAXED);
         by[i] = pthread_self();
@@ -35,55 +36,69 @@ static nn_status mark(int64_t b, int64_t e, void *ctx)
 
 static void reset(void) { memset(hits, 0, sizeof hits), memset(by, 0, sizeof by); }
 
-/* the number of different threads that ran [0, N), each index exactly once and ranges contiguous */
-static int threads_used(bool *once)
+/* every index run once, chunk k = [N*k/chunks, N*(k+1)/chunks) on one thread; the number of
+ * different threads that ran chunks */
+static int check_chunks(int chunks, bool *ok)
 {
-    int runs = 1;
-    *once = true;
+    *ok = true;
+    for (int i = 0; i < N; i++) *ok &= hits[i] == 1;
+    for (int k = 0; k < chunks; k++)
+        for (int64_t i = (int64_t)N * k / chunks + 1; i < (int64_t)N * (k + 1) / chunks; i++) *ok &= pthread_equal(by[i], by[i - 1]);
+    pthread_t seen[64];
+    int nseen = 0;
     for (int i = 0; i < N; i++) {
-        if (hits[i] != 1) *once = false;
-        if (i && !pthread_equal(by[i], by[i - 1])) runs++;
+        int s = 0;
+        while (s < nseen && !pthread_equal(seen[s], by[i])) s++;
+        if (s == nseen && nseen < 64) seen[nseen++] = by[i];
     }
-    return runs;
+    return nseen;
 }
 
 static void test_ranges(void)
 {
-    bool once;
+    bool ok;
     nn_parallel_set_threads(4);
     reset();
     CHECK(nn_parallel_for(N, 10, mark, NULL) == NN_OK);
-    CHECK(threads_used(&once) == 4 && once, "4 ranges, each index once");
-    CHECK(pthread_equal(by[0], pthread_self()), "the caller runs the first range");
+    int used = check_chunks(16, &ok);
+    CHECK(ok && used >= 1 && used <= 4, "16 chunks (4 a thread), each index once: %d threads", used);
     reset();
-    CHECK(nn_parallel_for(N, 400, mark, NULL) == NN_OK);
-    CHECK(threads_used(&once) == 2 && once, "grain 400: 2 ranges");
+    job slow = {{-1, -1}, true};
+    CHECK(nn_parallel_for(N, 10, mark, &slow) == NN_OK);
+    used = check_chunks(16, &ok);
+    CHECK(ok && used == 4, "slow chunks: every thread takes some (%d threads)", used);
+    reset();
+    CHECK(nn_parallel_for(N, 400, mark, &slow) == NN_OK);
+    used = check_chunks(2, &ok);
+    CHECK(ok && used == 2, "grain 400: 2 chunks (%d threads)", used);
     reset();
     CHECK(nn_parallel_for(N, 600, mark, NULL) == NN_OK);
-    CHECK(threads_used(&once) == 1 && once && pthread_equal(by[N - 1], pthread_self()), "n < 2 grain: inline");
+    CHECK(check_chunks(1, &ok) == 1 && ok && pthread_equal(by[0], pthread_self()), "n < 2 grain: inline");
     nn_parallel_set_threads(1);
     reset();
-    nn_parallel_for(N, 1, mark, NULL);
-    CHECK(threads_used(&once) == 1 && once, "1 thread: inline");
+    nn_parallel_for(N, 1, mark, &slow);
+    CHECK(check_chunks(1, &ok) == 1 && ok && pthread_equal(by[0], pthread_self()), "1 thread: inline");
     nn_parallel_set_threads(3); /* 3 of the 4 threads */
     reset();
-    nn_parallel_for(N, 1, mark, NULL);
-    CHECK(threads_used(&once) == 3 && once, "3 threads");
+    nn_parallel_for(N, 1, mark, &slow);
+    used = check_chunks(12, &ok);
+    CHECK(ok && used == 3, "3 threads: %d", used);
     nn_parallel_set_threads(4);
 }
 
 static void test_errors(void)
 {
-    /* ranges of 250: indices 600 and 900 fail in ranges 2 and 3; the first one's message wins */
+    /* 16 chunks: indices 600 and 900 fail in chunks 9 and 14; the first one's message wins, whichever
+     * thread ran it and whichever finished first */
     for (int rep = 0; rep < 20; rep++) {
         nn_clear_error();
-        job j = {{900, 600}};
+        job j = {{900, 600}, rep % 2 == 1};
         nn_status st = nn_parallel_for(N, 10, mark, &j);
         CHECK(st == NN_ERR_RUNTIME && !strcmp(nn_last_error(), "bad 600"), "%d %s", st, nn_last_error());
     }
-    job j0 = {{999, 3}}; /* the caller's own range */
+    job j0 = {{999, 3}, false}; /* the caller's own range */
     CHECK(nn_parallel_for(N, 10, mark, &j0) == NN_ERR_RUNTIME && !strcmp(nn_last_error(), "bad 3"), "%s", nn_last_error());
-    job none = {{-1, -1}};
+    job none = {{-1, -1}, false};
     CHECK(nn_parallel_for(N, 10, mark, &none) == NN_OK);
 }
 
@@ -96,8 +111,8 @@ static nn_status nested(int64_t b, int64_t e, void *ctx)
     if (b == 0) {
         reset();
         nn_parallel_for(N, 1, mark, NULL);
-        bool once;
-        __atomic_store_n(&nested_ok, threads_used(&once) == 1 && once && pthread_equal(by[0], pthread_self()), __ATOMIC_RELAXED);
+        bool ok;
+        __atomic_store_n(&nested_ok, check_chunks(1, &ok) == 1 && ok && pthread_equal(by[0], pthread_self()), __ATOMIC_RELAXED);
     }
     return NN_OK;
 }
@@ -107,8 +122,8 @@ static void *from_other_thread(void *arg)
     (void)arg;
     reset();
     nn_parallel_for(N, 1, mark, NULL);
-    bool once;
-    return (void *)(intptr_t)(threads_used(&once) == 1 && once && pthread_equal(by[0], pthread_self()));
+    bool ok;
+    return (void *)(intptr_t)(check_chunks(1, &ok) == 1 && ok && pthread_equal(by[0], pthread_self()));
 }
 
 static void test_inline(void)
@@ -202,9 +217,10 @@ static int child_work(void)
 {
     alarm(30); /* a hang is a failure, not a stuck test */
     reset();
-    if (nn_parallel_for(N, 1, mark, NULL)) return 1;
-    bool once;
-    if (threads_used(&once) != 4 || !once) return 2;
+    job slow = {{-1, -1}, true};
+    if (nn_parallel_for(N, 1, mark, &slow)) return 1;
+    bool ok;
+    if (check_chunks(16, &ok) != 4 || !ok) return 2;
     nn_tensor *r = work();
     int rc = same(r, REF) ? 0 : 3;
     nn_release(r);
@@ -239,10 +255,11 @@ static void test_fork(void)
     pthread_create(&t, NULL, fork_from_thread, NULL);
     pthread_join(t, &rc2);
     CHECK(rc2 == 0, "child of another thread: exit %d", (int)(intptr_t)rc2);
-    bool once;
+    bool ok;
     reset();
-    nn_parallel_for(N, 1, mark, NULL);
-    CHECK(threads_used(&once) == 4 && once, "the parent's pool still works");
+    job slow = {{-1, -1}, true};
+    nn_parallel_for(N, 1, mark, &slow);
+    CHECK(check_chunks(16, &ok) == 4 && ok, "the parent's pool still works");
 }
 
 int main(void)
