@@ -297,6 +297,7 @@ int nn_cpu_num_threads(void) { return nn_parallel_threads(); }
 void nn_cpu_set_num_threads(int n)
 {
     nn_parallel_set_threads(n);
-    openblas_set_num_threads(n);
-    all_threads = threads_now = n;
+    threads_all(); /* threads_now: OpenBLAS's count as it is */
+    all_threads = n; /* given to OpenBLAS by the next product that wants all threads (nn_cpu_gemm_threads):
+                      * setting it here would wake its threads, which spin for tens of milliseconds */
 }
