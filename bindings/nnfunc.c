@@ -411,6 +411,23 @@ static int f_pointwise_loss(lua_State *L)
     return 1;
 }
 
+/* torch._activation(kind, input, p, q) and torch._activation_backward(kind, input, grad, p, q) (nn_activation):
+ * the fused kernels that F.gelu, silu, mish, softplus, logsigmoid, leaky_relu, elu, hardswish and hardsigmoid's
+ * nodes call */
+static const char *const act_kinds[] = {"gelu", "gelu_tanh", "silu", "mish", "softplus", "log_sigmoid", "leaky_relu",
+                                        "elu", "hardswish", "hardsigmoid", NULL};
+
+static int f_activation(lua_State *L)
+{
+    bool backward = lua_tointeger(L, lua_upvalueindex(1));
+    int kind = luaL_checkoption(L, 1, NULL, act_kinds);
+    nn_tensor *x = lt_check(L, 2), *g = backward ? lt_check(L, 3) : NULL;
+    int k = backward ? 4 : 3;
+    double p = luaL_optnumber(L, k, 0), q = luaL_optnumber(L, k + 1, 0);
+    lt_push_or_fail(L, nn_activation(kind, x, g, p, q), 2);
+    return 1;
+}
+
 /* ---- normalisation ---- */
 
 static double number_arg(lua_State *L, const fargs *a, int i, const char *name)
@@ -644,6 +661,8 @@ void lt_open_nnfunc(lua_State *L)
     reg(L, torch, methods, "batch_norm", f_batch_norm, 0, true, false);
     reg(L, torch, methods, "_pointwise_loss", f_pointwise_loss, 0, true, false);
     reg(L, torch, methods, "_pointwise_loss_backward", f_pointwise_loss, 1, true, false);
+    reg(L, torch, methods, "_activation", f_activation, 0, true, false);
+    reg(L, torch, methods, "_activation_backward", f_activation, 1, true, false);
     reg(L, torch, methods, "softmax", f_softmax, 0, true, true);
     reg(L, torch, methods, "log_softmax", f_softmax, 1, true, true);
     reg(L, torch, methods, "index_select", f_index_select, 0, true, true);
