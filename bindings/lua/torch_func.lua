@@ -675,7 +675,10 @@ function jvp_batched(f, o, primals, ts)
   local args = table.pack(table.unpack(primals))
   local idx = {}
   for i = 1, args.n do idx[i] = i end
-  local leaves = batched_leaves(jvp_str, args, idx, create, L, B)
+  batched_leaves(jvp_str, args, idx, create, L, B)
+  -- the leaves in tree_leaves' order, the tangents' (batched_leaves walks pairs())
+  local leaves = {}
+  for i, l in ipairs(tree_leaves({ table.unpack(args, 1, args.n) })) do leaves[i] = l._v end
   local tv = {}
   for i, t in ipairs(ts) do
     tv[i] = VB.batched(t, L)
