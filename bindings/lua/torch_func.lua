@@ -12,7 +12,8 @@
 --     grad/grad_and_value inside give per-sample gradients); when func uses anything without a
 --     batching rule (or fails), it runs func again once per slice along the mapped dims and stacks
 --     the results. In that loop random ops draw differently per sample whatever `randomness`
---     says ("same" replays the generator state for each sample); chunk_size is accepted and ignored.
+--     says ("same" replays the generator state for each sample). chunk_size runs the batched
+--     pass on chunks of that many samples (the loop ignores it).
 -- Lua specifics: argnums and dims are 0-based like PyTorch's; several outputs / (output, aux) are
 -- several return values; an argument list is a Lua list; kwargs go to forward as a trailing table.
 local torch = require "torch"
@@ -957,6 +958,56 @@ local function batched_call(f, args, in_dims, out_dims, randomness, B)
   return nil
 end
 
+-- chunk_size: samples [s, s + n) of every mapped input, batched_call on each such chunk, the
+-- outputs concatenated at their out_dims (an unmapped output: the first chunk's); nil (the
+-- generator put back) when a chunk falls back to the loop
+local function chunked_call(f, args, in_dims, out_dims, randomness, B, n)
+  local rng = randomness ~= "error" and torch.get_rng_state() or nil
+  local function part(a, d, s, len)
+    if d == nil or d == false then return a end
+    if is_tensor(a) then return a:narrow(d, s, len) end
+    if not is_node(a) then return a end
+    local out = OD.is(a) and OD.new() or {}
+    for k, e in pairs(a) do
+      local v = part(e, sub_dims(d, k), s, len)
+      if OD.is(out) then out:set(k, v) else out[k] = v end
+    end
+    return out
+  end
+  local chunks = {}
+  for s = 0, B - 1, n do
+    local len = math.min(n, B - s)
+    local ca = { n = args.n }
+    for i = 1, args.n do ca[i] = part(args[i], sub_dims(in_dims, i), s, len) end
+    local outs = batched_call(f, ca, in_dims, out_dims, randomness, len)
+    if not outs then
+      if rng then torch.set_rng_state(rng) end
+      return nil
+    end
+    chunks[#chunks + 1] = outs
+  end
+  local outs = { n = chunks[1].n }
+  for k = 1, outs.n do
+    local od = out_dims
+    if type(out_dims) == "table" then od = out_dims[k] end
+    if type(od) == "table" then od = od[1] end
+    if od == nil or od == false then
+      outs[k] = chunks[1][k]
+    else
+      local per = {}
+      for c, ch in ipairs(chunks) do per[c] = flatten(ch[k]) end
+      local cat = {}
+      for j = 1, #per[1] do
+        local col = {}
+        for c = 1, #chunks do col[c] = per[c][j] end
+        cat[j] = torch.cat(col, od)
+      end
+      outs[k] = unflatten(chunks[1][k], cat)
+    end
+  end
+  return outs
+end
+
 -- vmap(func, in_dims=0, out_dims=0, randomness="error", {chunk_size=nil})
 function func.vmap(f, ...)
   -- parsed by hand: in_dims may be a list with holes ({nil, 0}), which U.parse would take for
@@ -992,7 +1043,7 @@ function func.vmap(f, ...)
   if o.chunk_size ~= nil and (math.type(o.chunk_size) ~= "integer" or o.chunk_size < 1) then
     fail("vmap: chunk_size should be None or greater than 0. (got %s)", tostring(o.chunk_size))
   end
-  local in_dims, out_dims = o.in_dims, o.out_dims
+  local in_dims, out_dims, chunk_size = o.in_dims, o.out_dims, o.chunk_size
   return function(...)
     local args = table.pack(...)
     local where = "vmap(f, in_dims=" .. dims_repr(in_dims) .. ", ...)(<inputs>)"
@@ -1053,7 +1104,12 @@ function func.vmap(f, ...)
     end
     if B == 0 then fail("vmap: the mapped dimension has size 0, which this loop-based vmap does not support") end
     if func._vmap_batching then
-      local outs = batched_call(f, args, in_dims, out_dims, r, B)
+      local outs
+      if chunk_size and chunk_size < B then
+        outs = chunked_call(f, args, in_dims, out_dims, r, B, chunk_size)
+      else
+        outs = batched_call(f, args, in_dims, out_dims, r, B)
+      end
       if outs then return table.unpack(outs, 1, outs.n) end
     end
     local rng = r == "same" and torch.get_rng_state() or nil
