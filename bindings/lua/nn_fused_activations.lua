@@ -1,9 +1,10 @@
 -- The activations with fused kernels (torch._activation and its backward: one pass each way, in
 -- PyTorch's order of operations), each f(x, p, q) as one autograd node with PyTorch's name
--- (GeluBackward0, SiluBackward0, ...). The composite of each, made of differentiable ops, runs for
--- inputs that are not floating point and while torch.onnx.export traces; under create_graph the
--- backward is the derivative written in differentiable ops, so second derivatives follow. Used by
--- torch_functional.lua and torch_functional_more.lua, which parse the arguments.
+-- (GeluBackward0, SiluBackward0, ...; torch._activation_node, in C). The composite of each, made of
+-- differentiable ops, runs for inputs that are not floating point and while torch.onnx.export
+-- traces; under create_graph the node's backward is the derivative written here in differentiable
+-- ops, so second derivatives follow. Used by torch_functional.lua and torch_functional_more.lua,
+-- which parse the arguments.
 local torch = require "torch"
 
 local SQRT_HALF, SQRT_2_OVER_PI = math.sqrt(0.5), math.sqrt(2 / math.pi)
@@ -17,7 +18,7 @@ end
 local function relu6(v) return v:clamp(0, 6) end
 local tracing = torch._tracer.running
 
--- kind (torch._activation's), PyTorch's node name, composite(x, p, q), and the gradient
+-- kind (torch._activation's), PyTorch's node name (as the C node's), composite(x, p, q), and the gradient
 -- grad(x, g, p, q) = g * f'(x) in differentiable ops (the backward under create_graph)
 local function sig(x) return x:sigmoid() end
 local ACTIVATIONS = {
@@ -50,25 +51,12 @@ local ACTIVATIONS = {
 
 local M = {}
 for _, a in ipairs(ACTIVATIONS) do
-  local kind, name, composite, grad_of = a[1], a[2], a[3], a[4]
-  local Fn = torch.autograd.Function:extend(name)
-  Fn._node_name = name
-  function Fn.forward(ctx, x, p, q)
-    ctx:save_for_backward(x)
-    ctx.p, ctx.q = p, q
-    return torch._activation(kind, x, p, q)
-  end
-  function Fn.backward(ctx, grad)
-    local x = ctx.saved_tensors[1]
-    if torch.is_grad_enabled() then return grad_of(x, grad, ctx.p, ctx.q), nil, nil end -- create_graph
-    if grad.dtype ~= x.dtype then grad = grad:to(x.dtype) end
-    return torch._activation_backward(kind, x, grad, ctx.p, ctx.q), nil, nil
-  end
+  local kind, composite, grad_of = a[1], a[3], a[4]
+  torch._activation_set_grad(kind, grad_of)
   M[kind] = function(x, p, q)
     -- the composite for other dtypes, and for torch.onnx.export's tracer (its ops export)
     if not x.dtype.is_floating_point or tracing() then return composite(x, p, q) end
-    if x.requires_grad and torch.is_grad_enabled() then return Fn.apply(x, p, q) end
-    return torch._activation(kind, x, p, q)
+    return torch._activation_node(kind, x, p, q)
   end
 end
 M.composite_softplus = softplus

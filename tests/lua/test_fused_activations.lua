@@ -103,6 +103,17 @@ local function run(device)
   end)
 end
 
+T.test("the node frees its saved input at backward, as PyTorch's (retain_graph keeps it)", function()
+  local x = torch.randn(5, { requires_grad = true })
+  local y = F.silu(x)
+  y:sum():backward({ retain_graph = true })
+  y:sum():backward()
+  T.raises(function() y:sum():backward() end, "~Trying to backward through the graph a second time")
+  local once = x:detach():requires_grad_()
+  F.silu(once):sum():backward()
+  T.near(x.grad:tolist(), (once.grad * 2):tolist(), 1e-6, "two passes accumulate twice one pass's gradient")
+end)
+
 T.test("torch._activation checks its operands", function()
   local x = torch.randn(2, 3)
   T.raises(function() torch._activation("swish", x) end, "~invalid option 'swish'")

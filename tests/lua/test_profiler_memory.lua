@@ -13,9 +13,6 @@ local function mem_profile(opts)
   opts = opts or {}
   opts.activities = opts.activities or { CPU }
   if opts.profile_memory == nil then opts.profile_memory = true end
-  -- twice: a finalizer run by the first collection can drop the last reference to a tensor,
-  -- which only the second frees (other test files leave such objects behind)
-  collectgarbage()
   collectgarbage()
   collectgarbage("stop")
   return profiler.profile(opts)
