@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "autocast.h"
+#include "autograd.h"
 #include "conv.h"
 #include "lt.h"
 #include "nnfunc.h"
@@ -411,6 +412,94 @@ static int f_pointwise_loss(lua_State *L)
     return 1;
 }
 
+/* torch._activation(kind, input, p, q) and torch._activation_backward(kind, input, grad, p, q) (nn_activation):
+ * the fused kernels that F.gelu, silu, mish, softplus, logsigmoid, leaky_relu, elu, hardswish and hardsigmoid's
+ * nodes call */
+static const char *const act_kinds[] = {"gelu", "gelu_tanh", "silu", "mish", "softplus", "log_sigmoid", "leaky_relu",
+                                        "elu", "hardswish", "hardsigmoid", NULL};
+
+static int f_activation(lua_State *L)
+{
+    bool backward = lua_tointeger(L, lua_upvalueindex(1));
+    int kind = luaL_checkoption(L, 1, NULL, act_kinds);
+    nn_tensor *x = lt_check(L, 2), *g = backward ? lt_check(L, 3) : NULL;
+    int k = backward ? 4 : 3;
+    double p = luaL_optnumber(L, k, 0), q = luaL_optnumber(L, k + 1, 0);
+    lt_push_or_fail(L, nn_activation(kind, x, g, p, q), 2);
+    return 1;
+}
+
+/* The activations' autograd node (PyTorch's name), in C so that its saved input goes with the
+ * backward (a Lua Function's context would hold it until the collector reached it, one cycle per
+ * node of a chain). Under create_graph the gradient comes from the kind's Lua function in
+ * differentiable ops, registered by torch._activation_set_grad(kind, fn). */
+static const char *const act_nodes[] = {"GeluBackward0", "GeluBackward0", "SiluBackward0", "MishBackward0", "SoftplusBackward0",
+                                        "LogSigmoidBackward0", "LeakyReluBackward0", "EluBackward0", "HardswishBackward0",
+                                        "HardsigmoidBackward0"};
+static int act_grad_ref[sizeof act_nodes / sizeof *act_nodes];
+
+static nn_status act_graph_grad(nn_node *n, nn_tensor *x, nn_tensor *g, nn_tensor **out)
+{
+    lua_State *L = lt_backward_state();
+    if (!L) return nn_error(NN_ERR_RUNTIME, "%s: its double backward needs backward started from Lua", n->name);
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, act_grad_ref[n->i[0]]);
+    lt_push(L, nn_retain(x));
+    lt_push(L, nn_retain(g));
+    lua_pushnumber(L, n->f[0]);
+    lua_pushnumber(L, n->f[1]);
+    nn_status st = NN_OK;
+    if (lua_pcall(L, 4, 1, 0) != LUA_OK) st = nn_error(NN_ERR_RUNTIME, "%s: %s", n->name, lua_tostring(L, -1));
+    else *out = nn_retain(lt_totensor(L, -1));
+    lua_settop(L, top);
+    return st;
+}
+
+static nn_status act_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
+{
+    nn_tensor *x = nn_node_saved(n, 0), *g = grad_out[0];
+    if (!x) return nn_last_status();
+    if (nn_backward_creates_graph() && nn_grad_enabled()) return act_graph_grad(n, x, g, &grad_in[0]);
+    nn_tensor *gc = nn_to_dtype(g, x->dtype);
+    grad_in[0] = gc ? nn_activation((int)n->i[0], x, gc, n->f[0], n->f[1]) : NULL;
+    nn_release(gc);
+    return grad_in[0] ? NN_OK : nn_last_status();
+}
+
+/* torch._activation_node(kind, input, p, q): the activation, recorded for autograd */
+static int f_activation_node(lua_State *L)
+{
+    int kind = luaL_checkoption(L, 1, NULL, act_kinds);
+    nn_tensor *x = lt_check(L, 2);
+    double p = luaL_optnumber(L, 3, 0), q = luaL_optnumber(L, 4, 0);
+    nn_tensor *y = nn_activation(kind, x, NULL, p, q);
+    if (y && nn_any_requires_grad(1, &x)) {
+        nn_node *n = nn_node_new(act_nodes[kind], act_backward, 1, &x);
+        if (!n) {
+            nn_release(y);
+            y = NULL;
+        } else {
+            n->i[0] = kind, n->f[0] = p, n->f[1] = q;
+            nn_node_set_output(n, y, 0);
+            nn_node_save(n, 0, x);
+            nn_node_release(n);
+        }
+    }
+    lt_push_or_fail(L, y, 2);
+    return 1;
+}
+
+/* torch._activation_set_grad(kind, fn): fn(x, g, p, q), the gradient in differentiable ops */
+static int f_activation_set_grad(lua_State *L)
+{
+    int kind = luaL_checkoption(L, 1, NULL, act_kinds);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    if (act_grad_ref[kind]) luaL_unref(L, LUA_REGISTRYINDEX, act_grad_ref[kind]);
+    act_grad_ref[kind] = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
 /* ---- normalisation ---- */
 
 static double number_arg(lua_State *L, const fargs *a, int i, const char *name)
@@ -644,6 +733,10 @@ void lt_open_nnfunc(lua_State *L)
     reg(L, torch, methods, "batch_norm", f_batch_norm, 0, true, false);
     reg(L, torch, methods, "_pointwise_loss", f_pointwise_loss, 0, true, false);
     reg(L, torch, methods, "_pointwise_loss_backward", f_pointwise_loss, 1, true, false);
+    reg(L, torch, methods, "_activation", f_activation, 0, true, false);
+    reg(L, torch, methods, "_activation_backward", f_activation, 1, true, false);
+    reg(L, torch, methods, "_activation_node", f_activation_node, 0, true, false);
+    reg(L, torch, methods, "_activation_set_grad", f_activation_set_grad, 0, true, false);
     reg(L, torch, methods, "softmax", f_softmax, 0, true, true);
     reg(L, torch, methods, "log_softmax", f_softmax, 1, true, true);
     reg(L, torch, methods, "index_select", f_index_select, 0, true, true);

@@ -79,11 +79,6 @@ extern "C" nn_status nn_cuda_pointwise_loss(const nn_kargs *a)
     int64_t n = nn_numel(a->out[0]);
     if (!n) return NN_OK;
     cudaStream_t s = nn_cuda_stream(nn_cuda_index(a));
-    switch (a->out[0]->dtype) {
-    case NN_F32: return by_kind<float>(a, n, s);
-    case NN_F64: return by_kind<double>(a, n, s);
-    case NN_F16: return by_kind<__half>(a, n, s);
-    case NN_BF16: return by_kind<__nv_bfloat16>(a, n, s);
-    default: return nn_not_implemented(a, a->out[0]->dtype);
-    }
+    NN_DISPATCH_FLOATS(a->out[0]->dtype, a, return by_kind<scalar_t>(a, n, s));
+    return NN_OK;
 }

@@ -44,6 +44,12 @@ nn_tensor *nn_cross_entropy(nn_tensor *x, nn_tensor *target, nn_tensor *weight, 
  * torch_functional.lua call them. */
 nn_tensor *nn_pointwise_loss(int kind, nn_tensor *x, nn_tensor *t, nn_tensor *g, double p, double s);
 
+/* ---- the fused activations (engine/activation.c; kinds NN_ACT_* of activation_math.h) ----
+ * The activation of x (a float dtype), p and q its parameters; with g (x's shape), the gradient
+ * for x instead: g times the derivative at x. One kernel each way, no autograd: F.*'s nodes in
+ * torch_functional.lua call them. */
+nn_tensor *nn_activation(int kind, nn_tensor *x, nn_tensor *g, double p, double q);
+
 /* ---- indexing (engine/index.c) ---- index: 1-D or 0-D, int64 or int32 */
 /* x's slices at the indices along dim; out-of-range indices are an error. Autograd: IndexSelectBackward0. */
 nn_tensor *nn_index_select(nn_tensor *x, int dim, nn_tensor *index);

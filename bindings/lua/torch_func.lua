@@ -12,7 +12,8 @@
 --     grad/grad_and_value inside give per-sample gradients); when func uses anything without a
 --     batching rule (or fails), it runs func again once per slice along the mapped dims and stacks
 --     the results. In that loop random ops draw differently per sample whatever `randomness`
---     says ("same" replays the generator state for each sample); chunk_size is accepted and ignored.
+--     says ("same" replays the generator state for each sample). chunk_size runs the batched
+--     pass on chunks of that many samples (the loop ignores it).
 -- Lua specifics: argnums and dims are 0-based like PyTorch's; several outputs / (output, aux) are
 -- several return values; an argument list is a Lua list; kwargs go to forward as a trailing table.
 local torch = require "torch"
@@ -358,6 +359,8 @@ function func.grad_and_value(f, ...)
   return function(...) return grad_and_value_impl("grad_and_value(f)(*args)", f, o, ...) end
 end
 
+local vjp_rerun -- (defined below)
+
 -- a plain table's keys in a fixed order: numbers first, then strings, each sorted
 local function sorted_keys(v)
   local keys = {}
@@ -391,6 +394,36 @@ local function unflatten(v, vals)
   return map_tree(v, function(t) return map[t] end)
 end
 
+-- a vjp_fn made outside vmap, called inside a batched vmap (level L) with batched cotangents:
+-- f runs again on the primals expanded to the batch (leaves batched at L), and one backward of
+-- the batched outputs against the cotangents gives every sample its own product
+function vjp_rerun(f, has_aux, primals, idx, cs)
+  local L = #VB.levels
+  local args = table.pack(table.unpack(primals, 1, primals.n))
+  local out, leaves, create
+  do
+    local _ <close> = enter()
+    create = nested()
+    leaves = batched_leaves("vjp", args, idx, create, L, VB.levels[L].B)
+    local _g <close> = torch.enable_grad()
+    out = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = flatten(out)
+  local os, gs = {}, {}
+  for i, y in ipairs(outs) do
+    local yv = batched_output(y, L)
+    if yv then
+      local c = VB.batched(cs[i], L)
+      if not VB.is_real(c) then VB.norule("a cotangent batched at another level") end
+      os[#os + 1] = yv; gs[#gs + 1] = c
+    end
+  end
+  local m = grads_of(os, gs, leaves, false, create)
+  local res = {}
+  for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+  return res
+end
+
 -- vjp(func, ...primals, {has_aux=false}) -> output, vjp_fn [, aux]; vjp_fn(cotangents) returns
 -- a list (PyTorch's tuple) with one gradient tree per primal
 function func.vjp(f, ...)
@@ -403,6 +436,7 @@ function func.vjp(f, ...)
   end
   local idx = {}
   for i = 1, args.n do idx[i] = i end
+  local primals = table.pack(table.unpack(args, 1, args.n))
   local out, aux, leaves, create
   local L = VB.active() and #VB.levels or nil -- inside a batched vmap: per-sample vjps
   do
@@ -423,6 +457,11 @@ function func.vjp(f, ...)
       if table.concat(c:size():totable(), ",") ~= table.concat(outs[i]:size():totable(), ",") then
         fail("Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
           i - 1, tostring(c:size()), i - 1, tostring(outs[i]:size()))
+      end
+    end
+    if not L and VB.active() then
+      for _, c in ipairs(cs) do
+        if VB.is(c) then return vjp_rerun(f, has_aux, primals, idx, cs) end
       end
     end
     if L then
@@ -588,6 +627,7 @@ local function tree_spec(v)
 end
 
 local jvp_str = "jvp(f, primals, tangents)"
+local jvp_batched, jacfwd_batched -- (defined below)
 
 local function only_tensors(list, argname)
   if #list == 0 then fail("%s: Expected %s to contain at least one Tensor.", jvp_str, argname) end
@@ -613,6 +653,55 @@ local function output_tensors(out)
   return flatten(out)
 end
 
+-- the outputs of f batched at level L as real tensors (batch at dim 0) in a compact list, and
+-- where each output is in it (nil for an unbatched one: it depends on no leaf)
+local function batched_outputs(outs, L)
+  local live, pos = {}, {}
+  for k, y in ipairs(outs) do
+    local yv = batched_output(y, L)
+    if yv then live[#live + 1] = yv; pos[k] = #live end
+  end
+  return live, pos
+end
+
+-- jvp inside a batched vmap (level L): the primals as leaves batched at L (unbatched ones
+-- expanded), the tangents batched at L; the samples are independent, so one product J t of the
+-- batched function gives every sample its own
+function jvp_batched(f, o, primals, ts)
+  if o.strict then VB.norule("jvp with strict=True") end
+  local L = #VB.levels
+  local B = VB.levels[L].B
+  local _ <close> = enter()
+  local create = nested()
+  local args = table.pack(table.unpack(primals))
+  local idx = {}
+  for i = 1, args.n do idx[i] = i end
+  batched_leaves(jvp_str, args, idx, create, L, B)
+  -- the leaves in tree_leaves' order, the tangents' (batched_leaves walks pairs())
+  local leaves = {}
+  for i, l in ipairs(tree_leaves({ table.unpack(args, 1, args.n) })) do leaves[i] = l._v end
+  local tv = {}
+  for i, t in ipairs(ts) do
+    tv[i] = VB.batched(t, L)
+    if not VB.is_real(tv[i]) then VB.norule("a tangent batched at another level") end
+  end
+  local out, aux
+  do
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux(jvp_str, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = output_tensors(out)
+  local live, pos = batched_outputs(outs, L)
+  local r = JVP.linear_map(jvp_str, live, leaves)(tv, create)
+  local res = {}
+  for k, y in ipairs(outs) do
+    local v = pos[k] and r[pos[k]]
+    res[k] = v ~= nil and VB.wrap(v, L) or torch.zeros_like(y):detach()
+  end
+  if o.has_aux then return detach_tree(out, create), unflatten(out, res), detach_tree(aux, create) end
+  return detach_tree(out, create), unflatten(out, res)
+end
+
 -- jvp(func, primals, tangents, {strict=false, has_aux=false}) -> output, jvp_out [, aux]: the
 -- output of func(table.unpack(primals)) and J times tangents, computed by double backward
 function func.jvp(f, primals, tangents, ...)
@@ -628,6 +717,7 @@ function func.jvp(f, primals, tangents, ...)
   only_tensors(ps, "primals")
   only_tensors(ts, "tangents")
   for i, p in ipairs(ps) do JVP.check_dual(p, ts[i]) end
+  if VB.active() then return jvp_batched(f, o, primals, ts) end
   local _ <close> = enter()
   local create = nested()
   local leaves, tangent_of = {}, {}
@@ -713,9 +803,53 @@ function func.linearize(f, ...)
   return detach_tree(out, create), jvp_fn
 end
 
+-- jacfwd inside a batched vmap (level L): column j of every sample's Jacobian from one product
+-- of the batched function with the basis vector e_j given to every sample
+function jacfwd_batched(f, o, ...)
+  local args = table.pack(...)
+  local idx, single = check_argnums("jacfwd", o.argnums, args.n)
+  local L = #VB.levels
+  local B = VB.levels[L].B
+  local out, aux, leaves, create
+  do
+    local _ <close> = enter()
+    create = nested()
+    leaves = batched_leaves("jacfwd", args, idx, create, L, B)
+    local _g <close> = torch.enable_grad()
+    out, aux = split_aux("jacfwd", o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+  end
+  local outs = flatten(out)
+  local wrapper = {}
+  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[l._v] = l; return l end) end
+  local live, pos = batched_outputs(outs, L)
+  local apply = JVP.linear_map("jacfwd", live, leaves)
+  local mats = {}
+  for k = 1, #outs do mats[k] = {} end
+  for i, l in ipairs(leaves) do
+    local n = l:numel() // B
+    local cols = {}
+    for k = 1, #outs do cols[k] = {} end
+    for j = 0, n - 1 do
+      local e = torch.zeros(n, { dtype = l.dtype, device = l.device })
+      e[j] = 1
+      local r = apply({ [i] = e:unsqueeze(0):expand(B, n):reshape(l:size()) }, create)
+      for k, y in ipairs(outs) do
+        local v = pos[k] and r[pos[k]]
+        cols[k][j + 1] = v ~= nil and v:reshape(B, -1) or torch.zeros(B, y:numel(), { dtype = y.dtype, device = y.device })
+      end
+    end
+    for k, y in ipairs(outs) do
+      local mat = n > 0 and torch.stack(cols[k], 2) or torch.zeros(B, y:numel(), 0, { dtype = l.dtype, device = l.device })
+      mats[k][wrapper[l]] = VB.wrap(mat, L)
+    end
+  end
+  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
+end
+
 -- jacfwd(func, argnums=0, has_aux=false, {randomness=}): the Jacobian, shaped and nested as
 -- jacrev's, column by column: J e_j for every basis vector e_j of the inputs (forward mode)
 local function jacfwd_impl(f, o, ...)
+  if VB.active() then return jacfwd_batched(f, o, ...) end
   local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian("jacfwd", f, o, ...)
   local apply = JVP.linear_map("jacfwd", outs, leaves)
   local mats = {}
@@ -824,6 +958,56 @@ local function batched_call(f, args, in_dims, out_dims, randomness, B)
   return nil
 end
 
+-- chunk_size: samples [s, s + n) of every mapped input, batched_call on each such chunk, the
+-- outputs concatenated at their out_dims (an unmapped output: the first chunk's); nil (the
+-- generator put back) when a chunk falls back to the loop
+local function chunked_call(f, args, in_dims, out_dims, randomness, B, n)
+  local rng = randomness ~= "error" and torch.get_rng_state() or nil
+  local function part(a, d, s, len)
+    if d == nil or d == false then return a end
+    if is_tensor(a) then return a:narrow(d, s, len) end
+    if not is_node(a) then return a end
+    local out = OD.is(a) and OD.new() or {}
+    for k, e in pairs(a) do
+      local v = part(e, sub_dims(d, k), s, len)
+      if OD.is(out) then out:set(k, v) else out[k] = v end
+    end
+    return out
+  end
+  local chunks = {}
+  for s = 0, B - 1, n do
+    local len = math.min(n, B - s)
+    local ca = { n = args.n }
+    for i = 1, args.n do ca[i] = part(args[i], sub_dims(in_dims, i), s, len) end
+    local outs = batched_call(f, ca, in_dims, out_dims, randomness, len)
+    if not outs then
+      if rng then torch.set_rng_state(rng) end
+      return nil
+    end
+    chunks[#chunks + 1] = outs
+  end
+  local outs = { n = chunks[1].n }
+  for k = 1, outs.n do
+    local od = out_dims
+    if type(out_dims) == "table" then od = out_dims[k] end
+    if type(od) == "table" then od = od[1] end
+    if od == nil or od == false then
+      outs[k] = chunks[1][k]
+    else
+      local per = {}
+      for c, ch in ipairs(chunks) do per[c] = flatten(ch[k]) end
+      local cat = {}
+      for j = 1, #per[1] do
+        local col = {}
+        for c = 1, #chunks do col[c] = per[c][j] end
+        cat[j] = torch.cat(col, od)
+      end
+      outs[k] = unflatten(chunks[1][k], cat)
+    end
+  end
+  return outs
+end
+
 -- vmap(func, in_dims=0, out_dims=0, randomness="error", {chunk_size=nil})
 function func.vmap(f, ...)
   -- parsed by hand: in_dims may be a list with holes ({nil, 0}), which U.parse would take for
@@ -859,7 +1043,7 @@ function func.vmap(f, ...)
   if o.chunk_size ~= nil and (math.type(o.chunk_size) ~= "integer" or o.chunk_size < 1) then
     fail("vmap: chunk_size should be None or greater than 0. (got %s)", tostring(o.chunk_size))
   end
-  local in_dims, out_dims = o.in_dims, o.out_dims
+  local in_dims, out_dims, chunk_size = o.in_dims, o.out_dims, o.chunk_size
   return function(...)
     local args = table.pack(...)
     local where = "vmap(f, in_dims=" .. dims_repr(in_dims) .. ", ...)(<inputs>)"
@@ -920,7 +1104,12 @@ function func.vmap(f, ...)
     end
     if B == 0 then fail("vmap: the mapped dimension has size 0, which this loop-based vmap does not support") end
     if func._vmap_batching then
-      local outs = batched_call(f, args, in_dims, out_dims, r, B)
+      local outs
+      if chunk_size and chunk_size < B then
+        outs = chunked_call(f, args, in_dims, out_dims, r, B, chunk_size)
+      else
+        outs = batched_call(f, args, in_dims, out_dims, r, B)
+      end
       if outs then return table.unpack(outs, 1, outs.n) end
     end
     local rng = r == "same" and torch.get_rng_state() or nil

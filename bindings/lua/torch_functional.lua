@@ -8,6 +8,7 @@
 -- the caller's line and names the F function, as PyTorch's traceback would.
 local torch = require "torch"
 local U = require "nn_util"
+local ACT = require "nn_fused_activations" -- gelu, silu, softplus, ...: fused kernels in one node each
 
 torch.nn = torch.nn or {}
 local F = torch.nn.functional or {}
@@ -234,21 +235,15 @@ function F.relu6(input, inplace)
   return input:clamp(0, 6)
 end
 
--- f(x), or with inplace f's value written into x. When autograd records, f reads a copy,
--- as the values f's backward keeps must not be the ones overwritten.
-local function apply(x, f, inplace)
-  if not inplace then return f(x) end
-  local src = x
-  if x.requires_grad and torch.is_grad_enabled() then src = x:clone() end
-  return x:copy_(f(src))
-end
+-- f(x), or with inplace f's value written into x (f reading a copy when autograd records)
+local apply = U.maybe_inplace
 
 local leaky_sig = sig("leaky_relu", { "input", "negative_slope", "inplace" })
 def("leaky_relu", function(...)
   local r = leaky_sig:parse(...)
   local x = leaky_sig:tensor(r, "input")
   local slope = leaky_sig:number(r, "negative_slope", 0.01)
-  return apply(x, function(v) return torch.where(v:gt(0), v, v * slope) end, leaky_sig:bool(r, "inplace", false))
+  return apply(x, function(v) return ACT.leaky_relu(v, slope) end, leaky_sig:bool(r, "inplace", false))
 end)
 
 local elu_sig = sig("elu", { "input", "alpha", "inplace" })
@@ -256,26 +251,22 @@ def("elu", function(...)
   local r = elu_sig:parse(...)
   local x = elu_sig:tensor(r, "input")
   local alpha = elu_sig:number(r, "alpha", 1.0)
-  -- exp of the clamped input: no inf (and no nan gradient) on the positive side
-  return apply(x, function(v) return torch.where(v:gt(0), v, (v:clamp(nil, 0):exp() - 1) * alpha) end,
-    elu_sig:bool(r, "inplace", false))
+  return apply(x, function(v) return ACT.elu(v, alpha) end, elu_sig:bool(r, "inplace", false))
 end)
 
 local gelu_sig = sig("gelu", { "input", "approximate" })
-local SQRT_HALF, SQRT_2_OVER_PI = sqrt(0.5), sqrt(2 / math.pi)
 def("gelu", function(...)
   local r = gelu_sig:parse(...)
   local x = gelu_sig:tensor(r, "input")
   local approximate = r.approximate or "none"
-  if approximate == "none" then return x * ((x * SQRT_HALF):erf() + 1) * 0.5 end
-  if approximate == "tanh" then return x * (((x + x ^ 3 * 0.044715) * SQRT_2_OVER_PI):tanh() + 1) * 0.5 end
+  if approximate == "none" then return ACT.gelu(x) end
+  if approximate == "tanh" then return ACT.gelu_tanh(x) end
   argerror("gelu", gelu_sig:argno(r, "approximate"), "approximate argument must be either none or tanh.")
 end)
 
-local function silu(v) return v * v:sigmoid() end
 function F.silu(input, inplace)
   check_input("silu", input)
-  return apply(input, silu, inplace_flag("silu", inplace, 2))
+  return apply(input, ACT.silu, inplace_flag("silu", inplace, 2))
 end
 
 local softplus_sig = sig("softplus", { "input", "beta", "threshold" })
@@ -283,10 +274,7 @@ def("softplus", function(...)
   local r = softplus_sig:parse(...)
   local x = softplus_sig:tensor(r, "input")
   local beta, threshold = softplus_sig:number(r, "beta", 1.0), softplus_sig:number(r, "threshold", 20.0)
-  local bx = x * beta
-  -- log1p(exp(.)) of the clamped value: no overflow where the linear branch is taken
-  local soft = bx:clamp(nil, threshold):exp():log1p() / beta
-  return torch.where(bx:gt(threshold), x, soft)
+  return ACT.softplus(x, beta, threshold)
 end)
 
 -- log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for either sign
@@ -294,7 +282,7 @@ local function log_sigmoid(x) return x:clamp(nil, 0) - (-x:abs()):exp():log1p() 
 
 function F.logsigmoid(input)
   check_input("logsigmoid", input)
-  return log_sigmoid(input)
+  return ACT.log_sigmoid(input)
 end
 
 -- ---- softmax ----

@@ -8,6 +8,7 @@ local torch = require "torch"
 local U = require "nn_util"
 local F = torch.nn.functional
 local REQ = U.REQUIRED
+local ACT = require "nn_fused_activations"
 
 local tensor_arg = U.tensor_arg
 
@@ -25,7 +26,7 @@ end
 function F.mish(...)
   local o = U.parse("mish", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("mish", "input", o.input)
-  return maybe_inplace(x, function(v) return v * F.softplus(v):tanh() end, o.inplace)
+  return maybe_inplace(x, ACT.mish, o.inplace)
 end
 
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -48,13 +49,13 @@ end
 function F.hardsigmoid(...)
   local o = U.parse("hardsigmoid", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("hardsigmoid", "input", o.input)
-  return maybe_inplace(x, function(v) return F.relu6(v + 3) / 6 end, o.inplace)
+  return maybe_inplace(x, ACT.hardsigmoid, o.inplace)
 end
 
 function F.hardswish(...)
   local o = U.parse("hardswish", { { "input", REQ }, { "inplace", false } }, ...)
   local x = tensor_arg("hardswish", "input", o.input)
-  return maybe_inplace(x, function(v) return v * F.relu6(v + 3) / 6 end, o.inplace)
+  return maybe_inplace(x, ACT.hardswish, o.inplace)
 end
 
 function F.softsign(input)

@@ -66,6 +66,54 @@ torch_rules.stack = list_rule("stack", 1)
 
 torch_rules.is_tensor = function() return true end
 
+-- outer(a, b) of per-sample vectors: a[:, None] * b[None, :] per sample
+torch_rules.outer = function(a, b)
+  local L = level_of(a, b)
+  if rank(a, L) ~= 1 or rank(b, L) ~= 1 then norule("torch.outer of non-vectors") end
+  local av, bv = at(a, L), at(b, L)
+  local A = av and av:unsqueeze(2) or a:unsqueeze(1)
+  local Bv = bv and bv:unsqueeze(1) or b:unsqueeze(0)
+  return wrap(A * Bv, L)
+end
+torch_rules.ger = torch_rules.outer
+
+-- einsum: the batch dim as a fresh letter in front of every batched operand's subscripts and
+-- of the output's (the implicit output made explicit first: the letters used once, sorted)
+torch_rules.einsum = function(eq, ...)
+  local ops = table.pack(...)
+  if ops.n == 1 and type(ops[1]) == "table" and getmetatable(ops[1]) == nil then ops = table.pack(table.unpack(ops[1])) end
+  if type(eq) ~= "string" then norule("einsum without an equation") end
+  eq = eq:gsub("%s", "")
+  local lhs, rhs = eq:match("^(.-)%->(.*)$")
+  if not lhs then
+    lhs = eq
+    if lhs:find(".", 1, true) then norule("einsum: an implicit output with an ellipsis") end
+    local count, letters = {}, {}
+    for ch in lhs:gmatch("%a") do
+      if not count[ch] then letters[#letters + 1] = ch end
+      count[ch] = (count[ch] or 0) + 1
+    end
+    local once = {}
+    for _, ch in ipairs(letters) do if count[ch] == 1 then once[#once + 1] = ch end end
+    table.sort(once) -- PyTorch's order: upper case before lower case, as byte order
+    rhs = table.concat(once)
+  end
+  local z
+  for ch in ("zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"):gmatch(".") do
+    if not eq:find(ch, 1, true) then z = ch; break end
+  end
+  if not z then norule("einsum with every letter used") end
+  local L = level_of(table.unpack(ops, 1, ops.n))
+  local terms, vs, i = {}, {}, 0
+  for t in (lhs .. ","):gmatch("([^,]*),") do
+    i = i + 1
+    local v = at(ops[i], L)
+    if v then terms[i] = z .. t; vs[i] = v else terms[i] = t; vs[i] = ops[i] end
+  end
+  if i ~= ops.n then norule("einsum: operands and subscripts differ in number") end
+  return wrap(torch.einsum(table.concat(terms, ",") .. "->" .. z .. rhs, table.unpack(vs, 1, ops.n)), L)
+end
+
 -- ---------------------------------------------------------------- torch.nn.functional.*
 
 -- activations: the function on the value; an inplace flag is dropped (see vmap_batched.lua)
@@ -204,49 +252,89 @@ F_rules.linear = function(x, w, ...)
   return wrap(y:reshape(s), L)
 end
 
-F_rules.conv2d = function(x, w, ...)
-  local o = opt_args(table.pack(...), { "bias", "stride", "padding", "dilation", "groups" })
-  local b, stride, padding, dilation, groups = o.bias, o.stride or 1, o.padding or 0, o.dilation or 1, o.groups or 1
-  local L = level_of(x, w, b)
-  local n = rank(x, L)
-  if n ~= 3 and n ~= 4 then norule("F.conv2d of this rank") end
-  if rank(w, L) ~= 4 then norule("F.conv2d with a weight of this rank") end
-  local wv = at(w, L)
-  if wv == nil then
-    if b ~= nil and level_of(b) == L then
-      -- a batched bias: added per sample after the convolution
-      return F.conv2d(x, w, nil, stride, padding, dilation, groups) + b:view(-1, 1, 1)
+-- convNd with sd spatial dims: per-sample input [N, C, *S] or [C, *S]
+local function conv_rule(name, sd)
+  return function(x, w, ...)
+    local o = opt_args(table.pack(...), { "bias", "stride", "padding", "dilation", "groups" })
+    local b, stride, padding, dilation, groups = o.bias, o.stride or 1, o.padding or 0, o.dilation or 1, o.groups or 1
+    local L = level_of(x, w, b)
+    local n = rank(x, L)
+    if n ~= sd + 1 and n ~= sd + 2 then norule("F." .. name .. " of this rank") end
+    if rank(w, L) ~= sd + 2 then norule("F." .. name .. " with a weight of this rank") end
+    local wv = at(w, L)
+    if wv == nil then
+      if b ~= nil and level_of(b) == L then
+        -- a batched bias: added per sample after the convolution
+        local bs = { -1 }
+        for i = 1, sd do bs[i + 1] = 1 end
+        return F[name](x, w, nil, stride, padding, dilation, groups) + b:view(bs)
+      end
+      -- batched input only: the batch folded into N
+      local xv = at(x, L)
+      if n == sd + 1 then return wrap(F[name](xv, w, b, stride, padding, dilation, groups), L) end
+      local B, N = xv:size(0), xv:size(1)
+      local s = xv:size():totable()
+      table.remove(s, 1)
+      s[1] = B * N
+      local y = F[name](xv:reshape(s), w, b, stride, padding, dilation, groups)
+      local ys = y:size():totable()
+      ys[1] = N
+      table.insert(ys, 1, B)
+      return wrap(y:reshape(ys), L)
     end
-    -- batched input only: the batch folded into N
-    local xv = at(x, L)
-    if n == 3 then return wrap(F.conv2d(xv, w, b, stride, padding, dilation, groups), L) end
-    local B, N = xv:size(0), xv:size(1)
-    local s = xv:size():totable()
-    table.remove(s, 1)
-    s[1] = B * N
-    local y = F.conv2d(xv:reshape(s), w, b, stride, padding, dilation, groups)
-    local ys = y:size():totable()
-    ys[1] = N
-    table.insert(ys, 1, B)
-    return wrap(y:reshape(ys), L)
+    -- batched weight [B, Cout, Cin/g, *k]: one convolution with B * groups groups over the
+    -- samples' channels side by side ([N, B * Cin, *S])
+    local xv = batched(x, L)
+    if n == sd + 1 then xv = xv:unsqueeze(1) end
+    local xs = xv:size():totable() -- {B, N, C, *S}
+    local B, N, C = xs[1], xs[2], xs[3]
+    local Cout = wv:size(1)
+    local ws = wv:size():totable()
+    table.remove(ws, 1)
+    ws[1] = B * Cout
+    local bb = nil
+    if b ~= nil then bb = batched(b, L):reshape(B * Cout) end
+    local fs = { N, B * C }
+    for i = 4, #xs do fs[#fs + 1] = xs[i] end
+    local y = F[name](xv:transpose(0, 1):reshape(fs), wv:reshape(ws), bb, stride, padding, dilation, B * groups)
+    local os = { N, B, Cout }
+    for i = 3, y:dim() do os[#os + 1] = y:size(i - 1) end
+    y = y:reshape(os):transpose(0, 1)
+    if n == sd + 1 then y = y:squeeze(1) end
+    return wrap(y, L)
   end
-  -- batched weight [B, Cout, Cin/g, kh, kw]: one convolution with B * groups groups over the
-  -- samples' channels side by side ([N, B * Cin, H, W])
-  local xv = batched(x, L)
-  if n == 3 then xv = xv:unsqueeze(1) end
-  local B, N, C, H, W = xv:size(0), xv:size(1), xv:size(2), xv:size(3), xv:size(4)
-  local Cout = wv:size(1)
-  local ws = wv:size():totable()
-  table.remove(ws, 1)
-  ws[1] = B * Cout
-  local bb = nil
-  if b ~= nil then bb = batched(b, L):reshape(B * Cout) end
-  local y = F.conv2d(xv:transpose(0, 1):reshape(N, B * C, H, W), wv:reshape(ws), bb, stride, padding, dilation,
-    B * groups)
-  local Ho, Wo = y:size(2), y:size(3)
-  y = y:reshape(N, B, Cout, Ho, Wo):transpose(0, 1)
-  if n == 3 then y = y:squeeze(1) end
-  return wrap(y, L)
+end
+F_rules.conv1d = conv_rule("conv1d", 1)
+F_rules.conv2d = conv_rule("conv2d", 2)
+F_rules.conv3d = conv_rule("conv3d", 3)
+
+-- batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) of a
+-- per-sample [N, C, *S]: the samples side by side as B * C channels ([N, B * C, *S]), so that
+-- each sample has its own statistics (training) or its own running ones (eval), as functorch's.
+-- Training with running statistics (updated in place) is left to the loop.
+F_rules.batch_norm = function(x, ...)
+  local o = opt_args(table.pack(...), { "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps" })
+  local rm, rv, w, b = o.running_mean, o.running_var, o.weight, o.bias
+  local training = o.training == true
+  if training and (rm ~= nil or rv ~= nil) then norule("F.batch_norm training with running statistics") end
+  local L = level_of(x, rm, rv, w, b)
+  local n = rank(x, L)
+  if n < 2 then norule("F.batch_norm of this rank") end
+  local xv = batched(x, L) -- [B, N, C, *S]
+  local xs = xv:size():totable()
+  local B, N, C = xs[1], xs[2], xs[3]
+  local fs = { N, B * C }
+  for i = 4, #xs do fs[#fs + 1] = xs[i] end
+  local function per_channel(t)
+    if t == nil then return nil end
+    if rank(t, L) ~= 1 then norule("F.batch_norm with statistics of this rank") end
+    return batched(t, L):reshape(B * C)
+  end
+  local y = F.batch_norm(xv:transpose(0, 1):reshape(fs), per_channel(rm), per_channel(rv), per_channel(w),
+    per_channel(b), training, o.momentum or 0.1, o.eps or 1e-5)
+  local os = { N, B, C }
+  for i = 4, #xs do os[#os + 1] = xs[i] end
+  return wrap(y:reshape(os):transpose(0, 1), L)
 end
 
 -- dropout(input, p=0.5, training=true, inplace=false)

@@ -169,10 +169,16 @@ static void test_arange(void)
     CHECK(!nn_arange(0, INFINITY, 1, false, NN_DTYPE_NONE, NN_DEVICE_CPU) && error_has("unsupported range"));
 }
 
-/* PyTorch's formula, in double, then rounded to dt */
+/* PyTorch's formula, in double, then rounded to dt. float32 as PyTorch's CUDA kernel: the ends and
+ * the step rounded to float, each value one fused multiply-add (step * i is exact in double, so the
+ * double sum rounded to float is that single rounding in these cases). */
 static double linspace_ref(double start, double end, int64_t steps, int64_t i, nn_dtype dt)
 {
     if (steps == 1) return as_dtype(start, dt);
+    if (dt == NN_F32) {
+        float fs = (float)start, fe = (float)end, fstep = (fe - fs) / (float)(steps - 1);
+        return (float)(i < steps / 2 ? fs + (double)fstep * (double)i : fe - (double)fstep * (double)(steps - 1 - i));
+    }
     double step = (end - start) / (double)(steps - 1);
     return as_dtype(i < steps / 2 ? start + (double)i * step : end - (double)(steps - 1 - i) * step, dt);
 }

@@ -336,9 +336,10 @@ T.test("jacrev inside vmap: per-sample Jacobians", function()
 end)
 
 T.test("fallback: an op without a rule runs f again in the loop, with the same results", function()
-  local f = function(a, b) return torch.outer(a, b):sum(0) + a end
-  agree("torch.outer", f, { 0 }, { X, Y }, function() return { per(4, function(i) return torch.outer(X[i], Y[i]):sum(0) + X[i] end) } end, 1e-6, "loop")
-  T.check(func._vmap_last:find("outer", 1, true) ~= nil or func._vmap_last:find("Tensor", 1, true) ~= nil, "the reason names the op: " .. func._vmap_last)
+  local Sq = torch.randn(4, 3, 3)
+  local f = function(a) return a:sum(0) * torch.trace(a) end
+  agree("torch.trace", f, { 0 }, { Sq }, function() return { per(4, function(i) return Sq[i]:sum(0) * torch.trace(Sq[i]) end) } end, 1e-6, "loop")
+  T.check(func._vmap_last:find("diagonal", 1, true) ~= nil or func._vmap_last:find("Tensor", 1, true) ~= nil, "the reason names the op: " .. func._vmap_last)
   local g = function(a) if a:sum():item() > 0 then return a * 2 end return -a end
   agree("a branch on item()", g, { 0 }, { X }, function() return { per(4, function(i) return g(X[i]) end) } end, 1e-6, "loop")
   -- everything is restored after a batched attempt that failed
@@ -374,4 +375,167 @@ T.test("dropout: randomness same / different batched, error falls back", functio
   close(r1[0] - x[0], r1[3] - x[3], 1e-6, "the same draw for every sample")
   vmap(function(a) return a + torch.randn(20) end, 0, 0, "different")(x)
   T.check(func._vmap_last:sub(1, 5) == "loop:", "an unbatched random op under 'different': the loop")
+end)
+
+-- ---------------------------------------------------------------- second pass
+
+local D = torch.float64
+torch.manual_seed(7)
+local Wd = torch.randn(2, 3, { dtype = D })
+local Xd, Vd, Cd = torch.randn(4, 3, { dtype = D }), torch.randn(4, 3, { dtype = D }), torch.randn(4, 2, { dtype = D })
+local tanhW = function(x) return Wd:matmul(x):tanh() end
+-- closed forms of g(x) = tanh(W x): J = diag(1 - t^2) W; of h(x) = sum(tanh(W x)):
+-- H = W^T diag(-2 t (1 - t^2)) W
+local function J_of(x) local t = Wd:matmul(x):tanh(); return (1 - t:pow(2)):unsqueeze(1) * Wd end
+local function H_of(x) local t = Wd:matmul(x):tanh(); return Wd:t():matmul((-2 * t * (1 - t:pow(2))):unsqueeze(1) * Wd) end
+
+T.test("jvp, jacfwd and hessian inside vmap: per sample", function()
+  agree("jvp", function(x, v)
+    local out, jv = func.jvp(tanhW, { x }, { v })
+    return out, jv
+  end, { 0 }, { Xd, Vd }, function()
+    return { per(4, function(i) return tanhW(Xd[i]) end), per(4, function(i) return J_of(Xd[i]):matmul(Vd[i]) end) }
+  end, 1e-12)
+  agree("jvp, tangent unbatched", function(x) return select(2, func.jvp(tanhW, { x }, { Vd[0] })) end, { 0 }, { Xd },
+    function() return { per(4, function(i) return J_of(Xd[i]):matmul(Vd[0]) end) } end, 1e-12)
+  agree("jvp, primal unbatched, tangent batched", function(v) return select(2, func.jvp(tanhW, { Xd[1] }, { v })) end, { 0 }, { Vd },
+    function() return { per(4, function(i) return J_of(Xd[1]):matmul(Vd[i]) end) } end, 1e-12)
+  -- two primals (a dict and a tensor), has_aux
+  local two = function(p, x) return (p.w:matmul(x) + p.b):sin(), x:sum() end
+  local P = { w = Wd, b = torch.randn(2, { dtype = D }) }
+  local Tb = torch.randn(4, 2, { dtype = D })
+  agree("jvp of a dict primal, has_aux", function(x, tb)
+    local _, jv, aux = func.jvp(two, { P, x }, { { w = Wd * 0.5, b = tb }, x * 2 }, { has_aux = true })
+    return jv, aux
+  end, { 0 }, { Xd, Tb }, function()
+    -- d sin(w x + b) = cos(w x + b) * (dw x + w dx + db)
+    return { per(4, function(i)
+      local x = Xd[i]
+      return P.w:matmul(x):add(P.b):cos() * ((Wd * 0.5):matmul(x) + P.w:matmul(x * 2) + Tb[i])
+    end), per(4, function(i) return Xd[i]:sum() end) }
+  end, 1e-12)
+  agree("jacfwd", function(x) return func.jacfwd(tanhW)(x) end, { 0 }, { Xd },
+    function() return { per(4, function(i) return J_of(Xd[i]) end) } end, 1e-12)
+  agree("jacfwd, argnums {0, 1}", function(x)
+    local j = func.jacfwd(function(w, y) return w:matmul(y):tanh() end, { argnums = { 0, 1 } })(Wd, x)
+    return j[1], j[2]
+  end, { 0 }, { Xd }, function()
+    local ja, jx = {}, {}
+    for i = 0, 3 do
+      local x = Xd[i]
+      local d = 1 - Wd:matmul(x):tanh():pow(2)
+      local m = torch.zeros(2, 2, 3, { dtype = D })
+      for k = 0, 1 do m[k][k] = x * d[k] end
+      ja[i + 1], jx[i + 1] = m, J_of(x)
+    end
+    return { torch.stack(ja), torch.stack(jx) }
+  end, 1e-12)
+  local h = function(x) return tanhW(x):sum() end
+  agree("hessian", function(x) return func.hessian(h)(x) end, { 0 }, { Xd },
+    function() return { per(4, function(i) return H_of(Xd[i]) end) } end, 1e-12)
+  agree("jacfwd(jacfwd)", function(x) return func.jacfwd(func.jacfwd(h))(x) end, { 0 }, { Xd },
+    function() return { per(4, function(i) return H_of(Xd[i]) end) } end, 1e-12)
+  agree("hessian in_dims {None, 0}", function(w, x) return func.hessian(function(y) return w:matmul(y):tanh():sum() end)(x) end,
+    { { false, 0 } }, { Wd, Xd }, function() return { per(4, function(i) return H_of(Xd[i]) end) } end, 1e-12)
+end)
+
+T.test("a vjp_fn made outside vmap, vmapped over cotangents", function()
+  local _, vjp_fn = func.vjp(tanhW, Xd[0])
+  agree("vmap(vjp_fn)", function(c) return vjp_fn(c)[1] end, { 0 }, { Cd },
+    function() return { per(4, function(i) return J_of(Xd[0]):t():matmul(Cd[i]) end) } end, 1e-12)
+  -- the tutorial's manual jacrev: the unit vectors as cotangents give the Jacobian's rows
+  agree("vmap(vjp_fn)(eye)", function(c) return vjp_fn(c)[1] end, { 0 }, { torch.eye(2, { dtype = D }) },
+    function() return { J_of(Xd[0]) } end, 1e-12)
+  local _, fn2 = func.vjp(function(w, x) return { w:matmul(x):sin(), x:exp() } end, Wd, Xd[1])
+  local C3 = torch.randn(4, 3, { dtype = D })
+  agree("two primals, two outputs, one cotangent unbatched", function(c2, c3)
+    local r = fn2({ c2, c3 })
+    return r[1], r[2]
+  end, { { 0, false } }, { Cd, C3[0] }, function()
+    local gw, gx = {}, {}
+    for i = 0, 3 do
+      local w, x = Wd:clone():requires_grad_(), Xd[1]:clone():requires_grad_()
+      local g = torch.autograd.grad({ w:matmul(x):sin(), x:exp() }, { w, x }, { Cd[i], C3[0] })
+      gw[i + 1], gx[i + 1] = g[1], g[2]
+    end
+    return { torch.stack(gw), torch.stack(gx) }
+  end, 1e-12)
+end)
+
+T.test("chunk_size: the batch in chunks, each batched", function()
+  local Xs = torch.randn(7, 3, { dtype = D })
+  local calls = 0
+  local f = function(x, y) calls = calls + 1; return x:sin() * y, x:sum() end
+  agree("chunk_size 3 of 7", f, { { 0, false }, { 1, 0 }, "error", { chunk_size = 3 } }, { Xs, Xd[0] }, function()
+    return { per(7, function(i) return Xs[i]:sin() * Xd[0] end, 1), per(7, function(i) return Xs[i]:sum() end) }
+  end, 1e-12)
+  calls = 0
+  vmap(f, { 0, false }, 0, "error", { chunk_size = 3 })(Xs, Xd[0])
+  T.eq(calls, 3, "f runs once per chunk")
+  calls = 0
+  vmap(f, { 0, false }, 0, "error", { chunk_size = 10 })(Xs, Xd[0])
+  T.eq(calls, 1, "a chunk larger than the batch: one run")
+  agree("per-sample grads in chunks of 2", grad(function(x) return tanhW(x):sum() end), { 0, 0, "error", { chunk_size = 2 } }, { Xd },
+    function() return { per(4, function(i) return J_of(Xd[i]):sum(0) end) } end, 1e-12)
+  local Sq = torch.randn(5, 3, 3, { dtype = D })
+  agree("a chunk falls back: the loop", function(a) return a:sum(0) * torch.trace(a) end, { 0, 0, "error", { chunk_size = 2 } },
+    { Sq }, function() return { per(5, function(i) return Sq[i]:sum(0) * torch.trace(Sq[i]) end) } end, 1e-12, "loop")
+end)
+
+T.test("outer, einsum, conv1d", function()
+  agree("outer", function(a, b) return torch.outer(a, b), torch.outer(a, y:double()), torch.ger(y:double(), b) end, { 0 }, { Xd, Vd },
+    function()
+      return { per(4, function(i) return torch.outer(Xd[i], Vd[i]) end), per(4, function(i) return torch.outer(Xd[i], y:double()) end),
+        per(4, function(i) return torch.outer(y:double(), Vd[i]) end) }
+    end, 1e-12)
+  local A = torch.randn(4, 2, 3, { dtype = D })
+  local Bm = torch.randn(3, 5, { dtype = D })
+  local es = function(a, b, x)
+    return torch.einsum("ij,jk->ik", a, b), torch.einsum("ij,j", a, x), torch.einsum("ij->", a), torch.einsum("...j,jk->...k", a, b),
+      torch.einsum("i,i->", x, x), torch.einsum("ij,jk", { a, b }), torch.einsum("ii", a:matmul(b):narrow(1, 0, 2))
+  end
+  agree("einsum, batched and unbatched operands", es, { { 0, false, 0 } }, { A, Bm, Xd }, function()
+    local r = per_all(4, function(a, x) return es(a, Bm, x) end, A, Xd)
+    return r
+  end, 1e-12)
+  torch.manual_seed(8)
+  local x3 = torch.randn(3, 2, 4, 9, { dtype = D }) -- per sample [N=2, C=4, L=9]
+  local x2 = torch.randn(3, 4, 9, { dtype = D })    -- per sample [C, L]
+  local w = torch.randn(3, 6, 2, 3, { dtype = D })  -- per sample [Cout=6, Cin/g=2, k=3] (groups 2)
+  local b = torch.randn(3, 6, { dtype = D })
+  local conv = function(xx, w_, b_) return F.conv1d(xx, w_, b_, 2, 1, 1, 2) end
+  agree("conv1d input batched", conv, { { 0, false, false } }, { x3, w[0], b[0] }, function() return { per(3, function(i) return conv(x3[i], w[0], b[0]) end) } end, 1e-12)
+  agree("conv1d input batched, 2-d", conv, { { 0, false, false } }, { x2, w[0], b[0] }, function() return { per(3, function(i) return conv(x2[i], w[0], b[0]) end) } end, 1e-12)
+  agree("conv1d weight and bias batched", conv, { { 0, 0, 0 } }, { x3, w, b }, function() return { per(3, function(i) return conv(x3[i], w[i], b[i]) end) } end, 1e-12)
+  agree("conv1d weight batched, 2-d input unbatched", conv, { { false, 0, false } }, { x2[0], w, b[0] }, function() return { per(3, function(i) return conv(x2[0], w[i], b[0]) end) } end, 1e-12)
+  agree("conv1d bias batched only", conv, { { 0, false, 0 } }, { x3, w[0], b }, function() return { per(3, function(i) return conv(x3[i], w[0], b[i]) end) } end, 1e-12)
+end)
+
+T.test("batch_norm: eval (running statistics, batched or not) and training (per-sample statistics)", function()
+  torch.manual_seed(9)
+  local x = torch.randn(3, 5, 4, 2, { dtype = D }) -- per sample [N=5, C=4, L=2]
+  local rm, rv = torch.randn(3, 4, { dtype = D }), torch.rand(3, 4, { dtype = D }) + 0.5
+  local w, b = torch.randn(3, 4, { dtype = D }), torch.randn(3, 4, { dtype = D })
+  local bn = function(xx, m, v, ww, bb, tr) return F.batch_norm(xx, m, v, ww, bb, tr, 0.1, 1e-5) end
+  agree("eval, statistics unbatched", function(xx) return bn(xx, rm[0], rv[0], w[0], b[0], false) end, { 0 }, { x },
+    function() return { per(3, function(i) return bn(x[i], rm[0], rv[0], w[0], b[0], false) end) } end, 1e-12)
+  agree("eval, everything batched", function(xx, m, v, ww, bb) return bn(xx, m, v, ww, bb, false) end, { 0 }, { x, rm, rv, w, b },
+    function() return { per(3, function(i) return bn(x[i], rm[i], rv[i], w[i], b[i], false) end) } end, 1e-12)
+  agree("eval, input unbatched, statistics batched", function(m, v) return bn(x[0], m, v, nil, nil, false) end, { 0 }, { rm, rv },
+    function() return { per(3, function(i) return bn(x[0], rm[i], rv[i], nil, nil, false) end) } end, 1e-12)
+  agree("training without running statistics: each sample's own", function(xx, ww) return bn(xx, nil, nil, ww, b[1], true) end,
+    { 0 }, { x, w }, function() return { per(3, function(i) return bn(x[i], nil, nil, w[i], b[1], true) end) } end, 1e-12)
+  -- nn.BatchNorm1d in eval through an ensemble of buffers, and in training with
+  -- track_running_stats=False; in training with running statistics (updated in place) the loop
+  local m = nn.BatchNorm1d(4):double()
+  m.running_mean:copy_(rm[1]); m.running_var:copy_(rv[1])
+  m:eval()
+  agree("nn.BatchNorm1d eval", function(xx) return m(xx) end, { 0 }, { x }, function() return { per(3, function(i) return m(x[i]) end) } end, 1e-12)
+  local m2 = nn.BatchNorm1d(4, { track_running_stats = false }):double()
+  agree("nn.BatchNorm1d track_running_stats=False", function(xx) return m2(xx) end, { 0 }, { x },
+    function() return { per(3, function(i) return m2(x[i]) end) } end, 1e-12)
+  func._vmap_batching = true
+  local m3 = nn.BatchNorm1d(4):double()
+  vmap(function(xx) return m3(xx) end)(x)
+  T.check(func._vmap_last:find("running statistics", 1, true) ~= nil, "training with running statistics: the loop (" .. func._vmap_last .. ")")
 end)

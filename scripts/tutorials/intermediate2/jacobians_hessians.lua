@@ -149,8 +149,8 @@ local function predict_with_output_summed(weight, bias, x)
 end
 
 local batch_jacobian1 = jacrev(predict_with_output_summed, { argnums = 2 })(weight, bias, x):movedim(1, 0)
--- atol added: nnrepl's vmap runs one sample at a time, so its float32 sums round differently
--- from the batched matmul (about 1e-6 here); PyTorch's vmap batches them into the same kernel
+-- atol added: the two ways sum in different orders, so float32 rounds differently (about 1e-6
+-- here); PyTorch's tutorial passes without it on its kernels
 assert(torch.allclose(batch_jacobian0, batch_jacobian1, { atol = 1e-5 }))
 
 local compute_batch_hessian = vmap(hessian(predict, { argnums = 2 }), { in_dims = { false, false, 0 } })

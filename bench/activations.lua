@@ -1,0 +1,33 @@
+-- The fused activations' forward + backward (one kernel each way since session 26): gelu (both
+-- forms), silu, mish, softplus, logsigmoid, leaky_relu, elu, hardswish, hardsigmoid, float32, on a
+-- [64, 512] batch (launch-bound) and a [4096, 4096] one; CUDA events, median of 5 repeats of 20
+-- calls after a warm-up. bench/activations.py is PyTorch's side; bench/activations_run.sh both.
+--   nnrepl bench/activations.lua
+-- Prints per case: "act <name> <rows>x<cols> us <t>"
+local F = torch.nn.functional
+local timing = require "gpu_step_timing" -- bench/gpu_step_timing.lua, next to this file
+local reps, calls = 5, 20
+
+local ACTS = {
+  { "gelu", function(x) return F.gelu(x) end },
+  { "gelu_tanh", function(x) return F.gelu(x, { approximate = "tanh" }) end },
+  { "silu", function(x) return F.silu(x) end },
+  { "mish", function(x) return F.mish(x) end },
+  { "softplus", function(x) return F.softplus(x) end },
+  { "logsigmoid", function(x) return F.logsigmoid(x) end },
+  { "leaky_relu", function(x) return F.leaky_relu(x, 0.2) end },
+  { "elu", function(x) return F.elu(x) end },
+  { "hardswish", function(x) return F.hardswish(x) end },
+  { "hardsigmoid", function(x) return F.hardsigmoid(x) end },
+}
+for _, size in ipairs({ { 64, 512 }, { 4096, 4096 } }) do
+  torch.manual_seed(0)
+  local x = torch.randn(size[1], size[2], { device = "cuda", requires_grad = true })
+  local g = torch.randn(size[1], size[2], { device = "cuda" })
+  for _, a in ipairs(ACTS) do
+    local f = a[2]
+    for _ = 1, 5 do f(x):backward(g) end
+    local ms = timing.timed(function() f(x):backward(g) end, calls, reps)
+    print(string.format("act %s %dx%d us %.1f", a[1], size[1], size[2], ms * 1e3))
+  end
+end

@@ -1,0 +1,43 @@
+/* nn_activation (nnfunc.h): the frontend of ops.def's activation. The operands go to the kernel
+ * contiguous and in one float dtype; the result has the input's dtype. */
+#include "activation_math.h"
+#include "backend.h"
+#include "nnfunc.h"
+
+/* the CPU kernel lives in cpu/activation.c, reached only weakly from the kernel table */
+nn_status nn_cpu_activation(const nn_kargs *a);
+static nn_kernel const link_cpu_kernels __attribute__((used)) = nn_cpu_activation;
+
+nn_tensor *nn_activation(int kind, nn_tensor *x, nn_tensor *g, double p, double q)
+{
+    if (kind < 0 || kind >= NN_ACT_COUNT) {
+        nn_error(NN_ERR_ARG, "activation: unknown activation %d", kind);
+        return NULL;
+    }
+    if (!nn_dtype_is_float(x->dtype) || (g && g->dtype != x->dtype)) {
+        nn_error(NN_ERR_DTYPE, "activation: expected a floating point input (and a gradient of its dtype), got %s%s%s",
+                 nn_dtype_name(x->dtype), g ? " and " : "", g ? nn_dtype_name(g->dtype) : "");
+        return NULL;
+    }
+    char b1[160], b2[160];
+    bool same = !g || g->ndim == x->ndim;
+    for (int d = 0; same && g && d < x->ndim; d++) same = g->shape[d] == x->shape[d];
+    if (!same) {
+        nn_error(NN_ERR_SHAPE, "activation: expected the gradient of shape %s, got %s", nn_shape_str(b1, x->ndim, x->shape),
+                 nn_shape_str(b2, g->ndim, g->shape));
+        return NULL;
+    }
+    nn_tensor *xc = nn_contiguous(x), *gc = g && xc ? nn_contiguous(g) : NULL, *out = NULL;
+    nn_status st = !xc || (g && !gc) ? nn_last_status() : NN_OK;
+    if (!st && !(out = nn_empty(x->ndim, x->shape, x->dtype, x->storage->device))) st = nn_last_status();
+    if (!st) {
+        nn_kargs a = {.op = NN_OP_activation, .out = {out}, .in = {xc, gc}, .nin = g ? 2 : 1, .f = {p, q}, .i = {kind}};
+        st = nn_dispatch(&a);
+    }
+    nn_release(xc), nn_release(gc);
+    if (st) {
+        nn_release(out);
+        return NULL;
+    }
+    return out;
+}
