@@ -139,6 +139,26 @@ T.test("pointwise losses, forward and backward, float32 / float64 / float16", fu
   end
 end)
 
+T.test("fused activations, forward and backward, each layout, float32 / float64 / bfloat16", function()
+  for _, name in ipairs(names) do
+    local x0 = layouts[name]()
+    for _, dt in ipairs({ torch.float32, torch.float64, torch.bfloat16 }) do
+      serial_vs_parallel("activations " .. name .. " " .. tostring(dt), function()
+        local out = {}
+        for _, f in ipairs({ F.gelu, function(x) return F.gelu(x, { approximate = "tanh" }) end, F.silu, F.mish, F.softplus,
+          F.logsigmoid, function(x) return F.leaky_relu(x, 0.2) end, F.elu, F.hardswish, F.hardsigmoid }) do
+          local x = x0:to(dt):requires_grad_(true)
+          local y = f(x)
+          y:sum():backward()
+          out[#out + 1] = y:detach()
+          out[#out + 1] = x.grad
+        end
+        return out
+      end)
+    end
+  end
+end)
+
 T.test("reductions over dims: independent outputs split, each output folded as in one pass", function()
   local x, t, cl = layouts.odd(), layouts.transposed(), layouts.channels_last()
   local i = (layouts.odd() * 100):to(torch.int64)
