@@ -20,9 +20,7 @@ nn_tensor *nn_activation(int kind, nn_tensor *x, nn_tensor *g, double p, double 
         return NULL;
     }
     char b1[160], b2[160];
-    bool same = !g || g->ndim == x->ndim;
-    for (int d = 0; same && g && d < x->ndim; d++) same = g->shape[d] == x->shape[d];
-    if (!same) {
+    if (g && !nn_same_shape(g, x)) {
         nn_error(NN_ERR_SHAPE, "activation: expected the gradient of shape %s, got %s", nn_shape_str(b1, x->ndim, x->shape),
                  nn_shape_str(b2, g->ndim, g->shape));
         return NULL;

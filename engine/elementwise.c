@@ -100,13 +100,6 @@ static nn_status check_fits(const char *fn, double v, nn_dtype dt)
 
 /* ---- shapes, devices, aliasing ---- */
 
-static bool same_shape(const nn_tensor *a, const nn_tensor *b)
-{
-    if (a->ndim != b->ndim) return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d]) return false;
-    return true;
-}
 
 /* Outputs go to the device of the first operand that is not a CPU scalar. */
 static nn_device pick_device(nn_tensor *const *ts, int n)
@@ -119,7 +112,7 @@ static nn_device pick_device(nn_tensor *const *ts, int n)
 /* other must broadcast to self's shape without growing it */
 static nn_status check_into(const char *fn, const nn_tensor *self, const nn_tensor *other)
 {
-    if (same_shape(self, other)) return NN_OK;
+    if (nn_same_shape(self, other)) return NN_OK;
     int nd;
     int64_t shape[NN_MAX_DIMS];
     nn_status st = nn_broadcast_shapes(fn, self->ndim, self->shape, other->ndim, other->shape, &nd, shape);
@@ -154,7 +147,7 @@ static void byte_range(const nn_tensor *t, int64_t *lo, int64_t *hi)
 
 static bool same_view(const nn_tensor *a, const nn_tensor *b)
 {
-    return a->storage == b->storage && a->dtype == b->dtype && a->offset == b->offset && same_shape(a, b) &&
+    return a->storage == b->storage && a->dtype == b->dtype && a->offset == b->offset && nn_same_shape(a, b) &&
            !memcmp(a->strides, b->strides, a->ndim * sizeof *a->strides);
 }
 
@@ -456,7 +449,7 @@ static nn_tensor *binary_out(nn_op op, nn_tensor *a, nn_tensor *b, double alpha)
     int nd = a->ndim;
     const int64_t *shape = a->shape;
     int64_t bshape[NN_MAX_DIMS];
-    if (!same_shape(a, b)) {
+    if (!nn_same_shape(a, b)) {
         if (nn_broadcast_shapes(fn, a->ndim, a->shape, b->ndim, b->shape, &nd, bshape)) return NULL;
         shape = bshape;
     }
@@ -584,7 +577,7 @@ static nn_status copy_across(nn_tensor *dst, nn_tensor *src)
     if (nn_numel(dst) == 0) return NN_OK;
     nn_tensor *s = nn_is_contiguous(src) ? nn_retain(src) : clone_raw(src);
     if (!s) return nn_last_status();
-    bool direct = nn_is_contiguous(dst) && dst->dtype == src->dtype && same_shape(dst, src);
+    bool direct = nn_is_contiguous(dst) && dst->dtype == src->dtype && nn_same_shape(dst, src);
     nn_tensor *t = direct ? nn_retain(dst) : nn_empty(src->ndim, src->shape, src->dtype, dd);
     nn_status st = t ? NN_OK : nn_last_status();
     if (!st) {

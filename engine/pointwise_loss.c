@@ -24,9 +24,7 @@ static nn_status check(int kind, nn_tensor *const *in, int n)
     nn_tensor *x = in[0];
     for (int k = 1; k < n; k++) {
         nn_tensor *o = in[k];
-        bool ok = o->ndim == x->ndim;
-        for (int d = 0; ok && d < x->ndim; d++) ok = o->shape[d] == x->shape[d];
-        if (!ok && !(k == 2 && o->ndim == 0))
+        if (!nn_same_shape(o, x) && !(k == 2 && o->ndim == 0))
             return nn_error(NN_ERR_SHAPE, "%s: expected %s of shape %s, got %s", fn, k == 1 ? "target" : "the gradient",
                             nn_shape_str(b1, x->ndim, x->shape), nn_shape_str(b2, o->ndim, o->shape));
     }

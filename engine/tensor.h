@@ -75,6 +75,14 @@ const char *nn_type_str(char *buf, const struct nn_tensor *t);
 bool nn_inference_mode_enabled(void);
 void nn_set_inference_mode(bool on);
 static inline bool nn_is_inference(const struct nn_tensor *t) { return t->storage->inference; }
+/* a and b have the same shape */
+static inline bool nn_same_shape(const struct nn_tensor *a, const struct nn_tensor *b)
+{
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
 
 /* Allocation and lifetime */
 nn_tensor *nn_empty(int ndim, const int64_t *shape, nn_dtype dt, nn_device dev);

@@ -49,9 +49,10 @@ local ACTIVATIONS = {
     function(x, g) return torch.where(x:gt(-3):logical_and(x:lt(3)), g / 6, g * 0) end },
 }
 
-local M = {}
+local M = { composite = {} } -- M.composite[kind]: the composite alone
 for _, a in ipairs(ACTIVATIONS) do
   local kind, composite, grad_of = a[1], a[3], a[4]
+  M.composite[kind] = composite
   torch._activation_set_grad(kind, grad_of)
   M[kind] = function(x, p, q)
     -- the composite for other dtypes, and for torch.onnx.export's tracer (its ops export)
@@ -59,6 +60,5 @@ for _, a in ipairs(ACTIVATIONS) do
     return torch._activation_node(kind, x, p, q)
   end
 end
-M.composite_softplus = softplus
 
 return M

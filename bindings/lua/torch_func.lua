@@ -199,16 +199,21 @@ local function check_argnums(name, argnums, n)
   return out, type(argnums) ~= "table"
 end
 
+-- args[i], which must be a tensor or a tree of them (the argument differentiated)
+local function differentiated_arg(name, args, i)
+  local a = args[i]
+  if not is_tensor(a) and not is_node(a) then
+    fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
+  end
+  return a
+end
+
 -- replaces args[i] (i in idx) by trees of detached requires-grad copies (keep: aliases on the graph
 -- of those that require grad); returns the list of leaves
 local function make_leaves(name, args, idx, keep)
   local leaves = {}
   for _, i in ipairs(idx) do
-    local a = args[i]
-    if not is_tensor(a) and not is_node(a) then
-      fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
-    end
-    args[i] = map_tree(a, function(x)
+    args[i] = map_tree(differentiated_arg(name, args, i), function(x)
       if not x:is_floating_point() and not x:is_complex() then
         fail("%s: only Tensors of floating point and complex dtype can require gradients, got %s", name, tostring(x.dtype))
       end
@@ -251,19 +256,14 @@ local function grad_spec(name, ...)
   return U.parse(name, { { "argnums", 0 }, { "has_aux", false } }, ...)
 end
 
--- grad_and_value inside a batched vmap (level L of size B): the inputs differentiated are leaves
--- batched at L, an unbatched one expanded to [B, ...] (stride 0), so that the gradient of the
--- per-sample outputs' sum gives every sample its own gradient
--- replaces args[i] (i in idx) by trees of leaves batched at level L (size B): a batched input's
--- own values, an unbatched one expanded; returns the list of leaves (the real tensors)
+-- grad_and_value inside a batched vmap (level L of size B): replaces args[i] (i in idx) by trees of
+-- leaves batched at L, a batched input's own values, an unbatched one expanded to [B, ...] (stride
+-- 0), so that the gradient of the per-sample outputs' sum gives every sample its own gradient;
+-- returns the list of leaves (the real tensors)
 local function batched_leaves(name, args, idx, create, L, B)
   local leaves = {}
   for _, i in ipairs(idx) do
-    local a = args[i]
-    if not is_tensor(a) and not is_node(a) then
-      fail("%s: expected argument %d to be a Tensor or a table of Tensors, got %s", name, i - 1, U.typename(a))
-    end
-    args[i] = map_tree(a, function(x)
+    args[i] = map_tree(differentiated_arg(name, args, i), function(x)
       if not x:is_floating_point() then VB.norule("grad of a non-float tensor") end
       local u
       if VB.is(x) then

@@ -15,7 +15,6 @@ local F = torch.nn.functional or {}
 torch.nn.functional = F
 
 local Tensor_mt = getmetatable(torch.empty(0))
-local sqrt = math.sqrt
 
 local function is_tensor(v) return getmetatable(v) == Tensor_mt end
 
@@ -277,8 +276,7 @@ def("softplus", function(...)
   return ACT.softplus(x, beta, threshold)
 end)
 
--- log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for either sign
-local function log_sigmoid(x) return x:clamp(nil, 0) - (-x:abs()):exp():log1p() end
+local log_sigmoid = ACT.composite.log_sigmoid -- in differentiable ops: the BCE-with-logits node's composite
 
 function F.logsigmoid(input)
   check_input("logsigmoid", input)
