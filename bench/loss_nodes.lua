@@ -4,9 +4,10 @@
 -- on a small [64, 10] batch (launch-bound) and a large [4096, 4096] one; CUDA events, median of 5
 -- repeats of 20 calls after a warm-up. bench/loss_nodes.py is PyTorch's side.
 --   nnrepl bench/loss_nodes.lua [cpu]
--- With cpu: on the CPU, [64, 10] and [1024, 1024], wall-clock medians (the PyTorch side's threads
--- as LOSS_THREADS says). Prints per case: "loss <name> <rows>x<cols> us <t>"
+-- With cpu: on the CPU, [64, 10] and [1024, 1024], wall-clock medians (both sides' threads as
+-- LOSS_THREADS says, else torch.get_num_threads()'s default). Prints per case: "loss <name> <rows>x<cols> us <t>"
 local F = torch.nn.functional
+if os.getenv("LOSS_THREADS") then torch.set_num_threads(tonumber(os.getenv("LOSS_THREADS"))) end
 local timing = require "gpu_step_timing" -- bench/gpu_step_timing.lua, next to this file
 local reps, calls = 5, 20
 local device = arg[1] or "cuda"

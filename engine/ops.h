@@ -134,8 +134,9 @@ nn_tensor *nn_linear(nn_tensor *x, nn_tensor *w, nn_tensor *b); /* F.linear: x @
 nn_tensor *nn_mm_widened(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_dot(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_outer(nn_tensor *a, nn_tensor *b);
-/* The threads of the CPU backend: only OpenBLAS's matrix products run on several (engine/cpu/blas.c);
- * torch.set_num_threads / get_num_threads. n >= 1. */
+/* The threads of the CPU backend (torch.set_num_threads / get_num_threads, n >= 1): the pool that
+ * large elementwise ops, copies, fills and pointwise losses split over (engine/cpu/parallel.h), and
+ * OpenBLAS's matrix products (engine/cpu/blas.c). */
 int nn_cpu_num_threads(void);
 void nn_cpu_set_num_threads(int n);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "parallel.h"
 
 typedef struct {
     char *p;               /* element [0,0] of batch 0 */
@@ -290,9 +291,13 @@ void nn_cpu_gemm_threads(int64_t m, int64_t n, int64_t k)
     if (want != threads_now) openblas_set_num_threads(threads_now = want);
 }
 
-int nn_cpu_num_threads(void) { return threads_all(); }
+/* torch.get_num_threads: the CPU pool's size (engine/cpu/parallel.h); set_num_threads sets it
+ * and OpenBLAS's count */
+int nn_cpu_num_threads(void) { return nn_parallel_threads(); }
 void nn_cpu_set_num_threads(int n)
 {
-    openblas_set_num_threads(n);
-    all_threads = threads_now = n;
+    nn_parallel_set_threads(n);
+    threads_all(); /* threads_now: OpenBLAS's count as it is */
+    all_threads = n; /* given to OpenBLAS by the next product that wants all threads (nn_cpu_gemm_threads):
+                      * setting it here would wake its threads, which spin for tens of milliseconds */
 }

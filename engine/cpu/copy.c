@@ -1,4 +1,4 @@
-/* CPU copy (with dtype casts) and fills. */
+/* CPU copy (with dtype casts) and fills; large ones split over the CPU's threads (iter.h). */
 #include <string.h>
 
 #include "iter.h"
@@ -34,7 +34,7 @@ nn_status nn_cpu_copy(const nn_kargs *a)
     nn_iter_init(&it, 2, ops);
     cast_ctx c = {ops[0]->dtype, ops[1]->dtype};
     if (c.dt_out != c.dt_in && (nn_dtype_is_complex(c.dt_out) || nn_dtype_is_complex(c.dt_in))) return nn_cpu_complex_copy(a);
-    nn_iter_run(&it, c.dt_out == c.dt_in ? row_same : row_cast, &c);
+    nn_iter_run_parallel(&it, c.dt_out == c.dt_in ? row_same : row_cast, &c);
     return NN_OK;
 }
 
@@ -57,7 +57,7 @@ nn_status nn_cpu_fill(const nn_kargs *a)
         else nn_store_f64(c.bytes, out->dtype, a->f[0]);
         nn_iter it;
         nn_iter_init(&it, 1, &out);
-        nn_iter_run(&it, row_fill, &c);
+        nn_iter_run_parallel(&it, row_fill, &c);
         return NN_OK;
     }
     case NN_OP_arange: { /* out is contiguous: element j is start + j*step */

@@ -18,6 +18,7 @@
 
 #include "iter.h"
 #include "kernels.h"
+#include "parallel.h"
 #include "vmath.h"
 
 typedef enum { K_F32, K_F64, K_I64, K_BOOL } kind; /* K_BOOL: 0/1 bytes, results only */
@@ -30,6 +31,7 @@ static kind kind_of(nn_dtype dt) { return dt == NN_F64 ? K_F64 : nn_dtype_is_flo
 typedef union { float f[CHUNK]; double d[CHUNK]; int64_t i[CHUNK]; uint8_t b[CHUNK]; } chunk;
 
 typedef struct ectx {
+    nn_status status; /* first: nn_iter_run_parallel_status gives each thread its own copy */
     nn_op op;
     int nin;
     kind k;          /* compute kind */
@@ -38,7 +40,6 @@ typedef struct ectx {
     nn_dtype dt[3];  /* out, in0, in1 */
     double f0, f1;   /* add/sub: alpha; clamp: bounds; pow_scalar: exponent */
     int64_t i0, i1;  /* add/sub: integer alpha; clamp: which bounds; pow_scalar: integer exponent */
-    nn_status status;
     void (*fn)(struct ectx *c, void *out, const void *a, const void *b, int64_t n);
 } ectx;
 
@@ -148,7 +149,8 @@ static bool same_shape(const nn_tensor *a, const nn_tensor *b)
     return true;
 }
 
-/* Operands that are contiguous in out's shape, or single elements, run as one row. */
+/* Operands that are contiguous in out's shape, or single elements, run as one row; a large
+ * op's rows are split over the CPU's threads. */
 static nn_status run(ectx *c, nn_tensor *const *ops, int nops, nn_iter_row row)
 {
     nn_tensor *out = ops[0];
@@ -163,13 +165,14 @@ static nn_status run(ectx *c, nn_tensor *const *ops, int nops, nn_iter_row row)
         else if (nn_numel(t) == 1) s[k] = 0;
         else flat = false;
     }
-    if (flat) row(p, s, nn_numel(out), c);
-    else {
-        nn_iter it;
-        nn_iter_init(&it, nops, ops);
-        nn_iter_run(&it, row, c);
+    nn_iter it;
+    if (flat && nn_numel(out) < NN_PARALLEL_MIN) {
+        row(p, s, nn_numel(out), c);
+        return c->status;
     }
-    return c->status;
+    if (flat) nn_iter_init_row(&it, nops, p, s, nn_numel(out));
+    else nn_iter_init(&it, nops, ops);
+    return nn_iter_run_parallel_status(&it, row, c, sizeof *c);
 }
 
 /* ---- integer helpers ---- */
@@ -421,7 +424,7 @@ nn_status nn_cpu_unary(const nn_kargs *a)
         not_ctx nc = {ops[0]->dtype, ops[1]->dtype};
         nn_iter it;
         nn_iter_init(&it, 2, ops);
-        nn_iter_run(&it, not_row, &nc);
+        nn_iter_run_parallel(&it, not_row, &nc);
         return NN_OK;
     }
     c.ok = c.k;
@@ -478,6 +481,6 @@ nn_status nn_cpu_ternary(const nn_kargs *a)
     c.same = c.dt[2] == c.dt[0] && c.dt[3] == c.dt[0];
     nn_iter it;
     nn_iter_init(&it, 4, ops);
-    nn_iter_run(&it, where_row, &c);
+    nn_iter_run_parallel(&it, where_row, &c);
     return NN_OK;
 }

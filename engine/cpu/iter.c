@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "parallel.h"
+
 static void iter_init(nn_iter *it, int nops, nn_tensor *const *ops, bool memory_order);
 
 void nn_iter_init(nn_iter *it, int nops, nn_tensor *const *ops) { iter_init(it, nops, ops, true); }
@@ -119,4 +121,83 @@ void nn_iter_run(const nn_iter *it, nn_iter_row row, void *ctx)
         }
         if (d < 0) return;
     }
+}
+
+void nn_iter_init_row(nn_iter *it, int nops, char *const *data, const int64_t *strides, int64_t n)
+{
+    it->nops = nops;
+    it->ndim = n ? 1 : -1;
+    it->shape[0] = n;
+    for (int k = 0; k < nops; k++) it->data[k] = data[k], it->strides[k][0] = strides[k];
+}
+
+/* ---- parallel: the work is cut into units of up to NN_ITER_BLOCK elements of one row ---- */
+
+typedef struct {
+    const nn_iter *it;
+    nn_iter_row row;
+    const void *ctx;
+    size_t ctx_size;  /* 0: the rows share ctx (read only) */
+    int64_t rowlen, bpr; /* elements a row, units a row */
+} par_job;
+
+static nn_status run_units(int64_t ub, int64_t ue, void *arg)
+{
+    const par_job *j = arg;
+    const nn_iter *it = j->it;
+    _Alignas(16) unsigned char own[256];
+    void *ctx = (void *)j->ctx;
+    if (j->ctx_size) ctx = memcpy(own, j->ctx, j->ctx_size);
+    int outer = it->ndim - 1; /* dims 0 .. outer-1 pick the row */
+    int64_t idx[NN_MAX_DIMS] = {0}, inner[NN_ITER_MAX_OPS], r = ub / j->bpr;
+    char *ptr[NN_ITER_MAX_OPS];
+    for (int k = 0; k < it->nops; k++) {
+        ptr[k] = it->data[k];
+        inner[k] = it->strides[k][outer];
+    }
+    for (int d = outer - 1; d >= 0; d--) { /* row r's index and pointers */
+        idx[d] = r % it->shape[d];
+        r /= it->shape[d];
+        for (int k = 0; k < it->nops; k++) ptr[k] += idx[d] * it->strides[k][d];
+    }
+    for (int64_t u = ub; u < ue;) {
+        int64_t b = u % j->bpr, e = ue - u + b < j->bpr ? ue - u + b : j->bpr; /* units [b, e) of this row */
+        int64_t lo = b * NN_ITER_BLOCK, hi = e * NN_ITER_BLOCK < j->rowlen ? e * NN_ITER_BLOCK : j->rowlen;
+        char *p[NN_ITER_MAX_OPS];
+        for (int k = 0; k < it->nops; k++) p[k] = ptr[k] + lo * inner[k];
+        j->row(p, inner, hi - lo, ctx);
+        u += e - b;
+        if (j->ctx_size && *(nn_status *)ctx) break;
+        for (int d = outer - 1; d >= 0; d--) { /* the next row */
+            for (int k = 0; k < it->nops; k++) ptr[k] += it->strides[k][d];
+            if (++idx[d] < it->shape[d]) break;
+            for (int k = 0; k < it->nops; k++) ptr[k] -= it->strides[k][d] * it->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return j->ctx_size ? *(nn_status *)ctx : NN_OK;
+}
+
+static nn_status run_parallel(const nn_iter *it, nn_iter_row row, void *ctx, size_t ctx_size)
+{
+    if (it->ndim < 0) return NN_OK;
+    int64_t total = 1;
+    for (int d = 0; d < it->ndim; d++) total *= it->shape[d];
+    if (it->ndim == 0 || total < NN_PARALLEL_MIN || ctx_size > 256) {
+        nn_iter_run(it, row, ctx);
+        return ctx_size ? *(nn_status *)ctx : NN_OK;
+    }
+    par_job j = {it, row, ctx, ctx_size, it->shape[it->ndim - 1], 0};
+    j.bpr = (j.rowlen + NN_ITER_BLOCK - 1) / NN_ITER_BLOCK;
+    int64_t unit = j.rowlen < NN_ITER_BLOCK ? j.rowlen : NN_ITER_BLOCK;
+    nn_status st = nn_parallel_for(total / j.rowlen * j.bpr, (NN_PARALLEL_MIN / 2 + unit - 1) / unit, run_units, &j);
+    if (ctx_size) *(nn_status *)ctx = st;
+    return st;
+}
+
+void nn_iter_run_parallel(const nn_iter *it, nn_iter_row row, const void *ctx) { run_parallel(it, row, (void *)ctx, 0); }
+
+nn_status nn_iter_run_parallel_status(const nn_iter *it, nn_iter_row row, void *ctx, size_t ctx_size)
+{
+    return run_parallel(it, row, ctx, ctx_size);
 }

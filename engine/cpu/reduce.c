@@ -12,12 +12,14 @@
  * Rows are converted to a small double/int64 buffer first, so each op is
  * written once per path; contiguous float32 rows skip the buffer for sum,
  * amax/amin and var (loops in fixed blocks that -O2 vectorizes), and float32
- * column sums take four rows per pass over the accumulators. */
+ * column sums take four rows per pass over the accumulators. Independent outputs of a large
+ * reduction split over the CPU's threads (parallel.h); the reduction of one output never does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "parallel.h"
 #include "reduce_plan.h"
 
 enum { CHUNK = 256, VEC_MIN = 16, TILE = 2048 };
@@ -359,6 +361,68 @@ static double finish(const rctx *c, double v, double nred, double corr, bool sqr
     }
 }
 
+/* The outputs split into units: tile u % ntiles (TILE accumulators of the innermost kept dim
+ * with vec, else the one output) of the kept position u / ntiles, in the odometer's order. Each
+ * output folds its reduced elements as in one pass, so the threads' results are bitwise those of
+ * one thread; only independent outputs are split (a full reduction runs on one thread). */
+typedef struct {
+    const nn_kargs *a;
+    const rctx *c;
+    const plan *p;
+    bool vec;
+    int nko;
+    int64_t K, vs, vo, ntiles;
+} red_job;
+
+static nn_status reduce_units(int64_t ub, int64_t ue, void *arg)
+{
+    const red_job *j = arg;
+    const plan *p = j->p;
+    rctx c = *j->c; /* the var passes change it */
+    const nn_kargs *a = j->a;
+    nn_dtype odt = a->out[0]->dtype;
+    bool is_var = c.op == NN_OP_var;
+    double acc[TILE], ctr[TILE]; /* int64 accumulators use acc's slots */
+    int64_t idx[NN_MAX_DIMS] = {0}, pos = ub / j->ntiles, tile = ub % j->ntiles;
+    const int64_t *st[2] = {p->kin, p->kout};
+    char *ptr[2] = {nn_data(a->in[0]), nn_data(a->out[0])};
+    for (int d = j->nko - 1; d >= 0; d--) {
+        idx[d] = pos % p->ks[d];
+        pos /= p->ks[d];
+        ptr[0] += idx[d] * p->kin[d], ptr[1] += idx[d] * p->kout[d];
+    }
+    for (int64_t u = ub; u < ue; u++) {
+        int64_t j0 = tile * TILE, t = j->K - j0 < TILE ? j->K - j0 : TILE;
+        char *xb = ptr[0] + j0 * j->vs, *ob = ptr[1] + j0 * j->vo;
+        if (is_var) { /* two passes: the mean, then squared deviations from it */
+            c.acc = A_SUM;
+            c.centers = NULL;
+            acc_init(&c, acc, t);
+            walk_reduced(p, &c, acc, xb, j->vec, j->vs, t);
+            for (int64_t k = 0; k < t; k++) ctr[k] = acc[k] / (double)p->nred;
+            c.acc = A_SQDEV;
+            c.center = ctr[0];
+            c.centers = ctr;
+        }
+        acc_init(&c, acc, t);
+        walk_reduced(p, &c, acc, xb, j->vec, j->vs, t);
+        for (int64_t k = 0; k < t; k++) {
+            char *o = ob + k * j->vo;
+            if (c.ints) nn_store_i64(o, odt, ((int64_t *)acc)[k]);
+            else {
+                double v = finish(&c, acc[k], (double)p->nred, a->f[0], a->i[0] == 1);
+                if (odt == NN_F32) *(float *)o = (float)v;
+                else nn_store_f64(o, odt, v);
+            }
+        }
+        if (++tile == j->ntiles) {
+            tile = 0;
+            odo_next(j->nko, idx, p->ks, ptr, st, 2);
+        }
+    }
+    return NN_OK;
+}
+
 static nn_status reduce_run(const nn_kargs *a, rctx *c)
 {
     nn_tensor *x = a->in[0], *out = a->out[0];
@@ -369,43 +433,14 @@ static nn_status reduce_run(const nn_kargs *a, rctx *c)
      * accumulators go in tiles of TILE so they stay in L1 while the rows stream by */
     bool vec = p.nk > 0 && p.nr > 0 && p.nred > 0 && p.ks[p.nk - 1] >= VEC_MIN && p.kin[p.nk - 1] != 0 &&
                abs64(p.kin[p.nk - 1]) < abs64(p.rin[p.nr - 1]);
-    int64_t K = vec ? p.ks[p.nk - 1] : 1;
-    int64_t vs = vec ? p.kin[p.nk - 1] : 0, vo = vec ? p.kout[p.nk - 1] : 0;
-    bool is_var = c->op == NN_OP_var;
-    double acc[TILE], ctr[TILE]; /* int64 accumulators use acc's slots */
-    nn_dtype odt = out->dtype;
-    int nko = vec ? p.nk - 1 : p.nk;
-    int64_t idx[NN_MAX_DIMS] = {0};
-    const int64_t *st[2] = {p.kin, p.kout};
-    char *ptr[2] = {nn_data(x), nn_data(out)};
-    do {
-        for (int64_t j0 = 0; j0 < K; j0 += TILE) {
-            int64_t t = K - j0 < TILE ? K - j0 : TILE;
-            char *xb = ptr[0] + j0 * vs, *ob = ptr[1] + j0 * vo;
-            if (is_var) { /* two passes: the mean, then squared deviations from it */
-                c->acc = A_SUM;
-                c->centers = NULL;
-                acc_init(c, acc, t);
-                walk_reduced(&p, c, acc, xb, vec, vs, t);
-                for (int64_t j = 0; j < t; j++) ctr[j] = acc[j] / (double)p.nred;
-                c->acc = A_SQDEV;
-                c->center = ctr[0];
-                c->centers = ctr;
-            }
-            acc_init(c, acc, t);
-            walk_reduced(&p, c, acc, xb, vec, vs, t);
-            for (int64_t j = 0; j < t; j++) {
-                char *o = ob + j * vo;
-                if (c->ints) nn_store_i64(o, odt, ((int64_t *)acc)[j]);
-                else {
-                    double v = finish(c, acc[j], (double)p.nred, a->f[0], a->i[0] == 1);
-                    if (odt == NN_F32) *(float *)o = (float)v;
-                    else nn_store_f64(o, odt, v);
-                }
-            }
-        }
-    } while (odo_next(nko, idx, p.ks, ptr, st, 2));
-    return NN_OK;
+    red_job j = {a, c, &p, vec, vec ? p.nk - 1 : p.nk, vec ? p.ks[p.nk - 1] : 1, vec ? p.kin[p.nk - 1] : 0,
+                 vec ? p.kout[p.nk - 1] : 0, 0};
+    j.ntiles = (j.K + TILE - 1) / TILE;
+    int64_t units = j.ntiles;
+    for (int d = 0; d < j.nko; d++) units *= p.ks[d];
+    if (nn_numel(x) < NN_PARALLEL_MIN || units < 2) return reduce_units(0, units, &j);
+    int64_t per_unit = (p.nred ? p.nred : 1) * (j.K < TILE ? j.K : TILE); /* input elements a unit reads */
+    return nn_parallel_for(units, (NN_PARALLEL_MIN / 2 + per_unit - 1) / per_unit, reduce_units, &j);
 }
 
 /* max_dim min_dim argmax argmin over the one dim in a->dims; ties keep the first index, NaN wins. */

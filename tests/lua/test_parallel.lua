@@ -1,0 +1,222 @@
+-- The CPU's elementwise kernels on several threads (engine/cpu/parallel.c): every result bitwise
+-- that of the serial run (torch.set_num_threads(1) against 4) for each kernel family on large
+-- tensors (from 32768 elements the work splits) of several layouts, errors included, and the
+-- reductions that split over their outputs; a DataLoader
+-- with workers alongside; torch.get_num_threads()'s default against CPython's count of the CPUs
+-- this process may use. (The pool's ranges, other threads and fork(): tests/c/test_parallel.c.)
+local T = ...
+local data = torch.utils.data
+
+local default_threads = torch.get_num_threads() -- before any test sets it
+
+-- bitwise equal: values, NaN positions and signs (a float64 view of float16/32 values is exact)
+local function same_bits(a, b)
+  if a.dtype ~= b.dtype or T.show(a.shape:totable()) ~= T.show(b.shape:totable()) then return false end
+  if not a:is_floating_point() then return torch.equal(a, b) end
+  local na, nb = a:isnan(), b:isnan()
+  return torch.equal(na, nb) and torch.equal(a:masked_fill(na, 0), b:masked_fill(nb, 0))
+    and torch.equal(torch.signbit(a), torch.signbit(b))
+end
+
+-- f() with 1 thread and with 4: the results (a tensor or a list of them) bitwise the same
+local function serial_vs_parallel(name, f)
+  local prior = torch.get_num_threads()
+  torch.set_num_threads(1)
+  local want = f()
+  torch.set_num_threads(4)
+  local ok, got = pcall(f)
+  torch.set_num_threads(prior)
+  if not ok then error(got, 0) end
+  if torch.is_tensor(want) then want, got = { want }, { got } end
+  for i = 1, #want do T.check(same_bits(want[i], got[i]), name .. ": result " .. i .. " as the serial run's") end
+end
+
+-- the layouts: each a function of a seed giving a large float32 tensor
+torch.manual_seed(0)
+local layouts = {
+  contiguous = function() return torch.randn(300001) * 3 end,
+  transposed = function() return (torch.randn(301, 257) * 3):t() end,
+  channels_last = function() return (torch.randn(4, 16, 33, 35) * 3):contiguous({ memory_format = torch.channels_last }) end,
+  slice = function() return (torch.randn(700, 301) * 3):as_strided({ 333, 97 }, { 602, 3 }, 5) end, -- every 2nd row, 3rd column
+  narrow = function() return (torch.randn(513, 300) * 3):narrow(1, 7, 251) end,
+  odd = function() return torch.randn(3, 5, 7, 11, 43) * 3 end,
+}
+local names = {}
+for k in pairs(layouts) do names[#names + 1] = k end
+table.sort(names)
+
+T.test("unary float ops, each layout, float32 / float64 / float16", function()
+  for _, lay in ipairs(names) do
+    local x32 = layouts[lay]()
+    for _, dt in ipairs({ torch.float32, torch.float64, torch.float16 }) do
+      local x = x32:to(dt)
+      serial_vs_parallel(lay .. " " .. tostring(dt), function()
+        return { x:exp(), x:sin(), x:sigmoid(), x:tanh(), x:sqrt(), x:log1p(), x:neg(), x:abs(), x:relu(),
+          x:clamp(-1, 0.5), x:clamp({ min = 0.1 }), x:pow(3), x:rsqrt(), x:erf(), x:sign(), x:expm1() }
+      end)
+    end
+  end
+end)
+
+T.test("unary integer and bool ops", function()
+  local x = (layouts.transposed() * 100):to(torch.int64)
+  local x32 = layouts.channels_last():mul(50):to(torch.int32)
+  local u8 = layouts.slice():mul(60):to(torch.uint8)
+  serial_vs_parallel("int", function()
+    return { x:neg(), x:abs(), x:clamp(-30, 40), x32:clamp(-5, 7), u8:clamp(3, 200), x:pow(2), x:bitwise_not(),
+      x:logical_not(), x32:sign(), u8:bitwise_not(), x:gt(0):logical_not() }
+  end)
+end)
+
+T.test("binary ops: broadcasts, a scalar operand, mixed dtypes", function()
+  local a = layouts.odd()
+  local b = torch.randn(5, 1, 11, 1) -- broadcast against [3, 5, 7, 11, 43]
+  local row = torch.randn(43)
+  local h = layouts.odd():half()
+  local s = torch.tensor(1.5)
+  local c, d = layouts.transposed(), layouts.transposed()
+  serial_vs_parallel("float", function()
+    return { a + b, a * row, a - s, torch.add(a, b, { alpha = 0.3 }), a / b, a:pow(b:abs()), torch.maximum(a, b),
+      torch.minimum(a, row), a:gt(b), a:le(row), torch.atan2(a, b), torch.remainder(a, b), torch.fmod(a, row),
+      h + b, h * h, h:to(torch.bfloat16) * s, c * d, c + d:t():t(), torch.hypot(c, d), a:eq(a:round()) }
+  end)
+  local i = (layouts.odd() * 100):to(torch.int64)
+  local j = (torch.randn(5, 1, 11, 1) * 20):to(torch.int32)
+  local nz = j:masked_fill(j:eq(0), 3)
+  local u = (layouts.odd():abs() * 50):to(torch.uint8)
+  serial_vs_parallel("integer", function()
+    return { i + j, i * j, i - u, torch.remainder(i, nz), torch.fmod(i, nz), torch.floor_divide(i, nz),
+      i:bitwise_and(j), i:bitwise_xor(u), i:bitwise_left_shift(3), i:bitwise_right_shift(j:abs():remainder(8)),
+      i:lt(j), i:logical_and(u), i + 0.5, u * u, i / nz }
+  end)
+end)
+
+T.test("where, copies and casts, fills", function()
+  local x, y = layouts.transposed(), layouts.transposed()
+  local cl, src = layouts.channels_last(), layouts.slice()
+  serial_vs_parallel("where", function()
+    return { torch.where(x:gt(0), x, y), torch.where(x:gt(0), x, 0.0), torch.where(cl:lt(0), cl:half(), cl:double()),
+      torch.where(x:gt(1), x:to(torch.int64), y:to(torch.int32)) }
+  end)
+  serial_vs_parallel("copy", function()
+    local into = torch.zeros(4, 16, 33, 35)
+    into:copy_(cl)
+    local sl = torch.zeros(700, 301)
+    sl:as_strided({ 333, 97 }, { 602, 3 }, 5):copy_(src)
+    return { x:contiguous(), x:half(), x:to(torch.int32), x:half():float(), cl:contiguous(), cl:to(torch.bfloat16),
+      (x * 100):to(torch.uint8), x:gt(0):to(torch.float64), x:double():half(), into, sl, x:clone() }
+  end)
+  serial_vs_parallel("fill", function()
+    local a = torch.zeros(700, 301)
+    a:narrow(1, 3, 250):fill_(2.5)
+    local b = torch.empty(300001, { dtype = torch.float16 }):fill_(1 / 3)
+    local c = torch.zeros(4, 16, 33, 35):contiguous({ memory_format = torch.channels_last }):fill_(-7)
+    return { a, b, c, torch.full({ 513, 300 }, 42, { dtype = torch.int64 }), torch.ones(99999, { dtype = torch.int8 }) }
+  end)
+end)
+
+T.test("pointwise losses, forward and backward, float32 / float64 / float16", function()
+  local x0, t0 = torch.randn(3, 100003), torch.rand(3, 100003)
+  for _, dt in ipairs({ torch.float32, torch.float64, torch.float16 }) do
+    serial_vs_parallel("losses " .. tostring(dt), function()
+      local out = {}
+      for _, f in ipairs({
+        function(x, t) return F.mse_loss(x, t, { reduction = "none" }) end,
+        function(x, t) return F.mse_loss(x, t) end,
+        function(x, t) return F.smooth_l1_loss(x, t, { reduction = "none", beta = 0.5 }) end,
+        function(x, t) return F.huber_loss(x, t, { delta = 0.7 }) end,
+        function(x, t) return F.binary_cross_entropy(torch.sigmoid(x), t, { reduction = "none" }) end,
+        function(x, t) return F.binary_cross_entropy_with_logits(x, t) end,
+      }) do
+        local x = x0:to(dt):requires_grad_(true)
+        local l = f(x, t0:to(dt))
+        l:sum():backward()
+        out[#out + 1] = l:detach()
+        out[#out + 1] = x.grad
+      end
+      return out
+    end)
+  end
+end)
+
+T.test("fused activations, forward and backward, each layout, float32 / float64 / bfloat16", function()
+  for _, name in ipairs(names) do
+    local x0 = layouts[name]()
+    for _, dt in ipairs({ torch.float32, torch.float64, torch.bfloat16 }) do
+      serial_vs_parallel("activations " .. name .. " " .. tostring(dt), function()
+        local out = {}
+        for _, f in ipairs({ F.gelu, function(x) return F.gelu(x, { approximate = "tanh" }) end, F.silu, F.mish, F.softplus,
+          F.logsigmoid, function(x) return F.leaky_relu(x, 0.2) end, F.elu, F.hardswish, F.hardsigmoid }) do
+          local x = x0:to(dt):requires_grad_(true)
+          local y = f(x)
+          y:sum():backward()
+          out[#out + 1] = y:detach()
+          out[#out + 1] = x.grad
+        end
+        return out
+      end)
+    end
+  end
+end)
+
+T.test("reductions over dims: independent outputs split, each output folded as in one pass", function()
+  local x, t, cl = layouts.odd(), layouts.transposed(), layouts.channels_last()
+  local i = (layouts.odd() * 100):to(torch.int64)
+  local h = layouts.narrow():half()
+  serial_vs_parallel("reductions", function()
+    return { x:sum(4), x:sum(0), x:sum({ 1, 3 }), x:mean(2), x:var(4), x:std(1), x:amax(4), x:amin(0), x:prod(4),
+      x:norm(2, 4), x:norm(1, 0), t:sum(0), t:sum(1), t:mean(1), t:var(0), cl:sum({ 2, 3 }), cl:mean(1), cl:amax(1),
+      i:sum(4), i:sum(0), i:prod(2), i:gt(0):all(4), i:gt(0):any(0), h:sum(1), h:mean(0), x:sum(), t:var(),
+      x:abs():sum(4, { keepdim = true }), torch.count_nonzero(i, 4), x:nansum(3), x:logsumexp(4) }
+  end)
+end)
+
+T.test("an integer division by zero still raises, wherever the zero is", function()
+  local n = 300000
+  for _, at in ipairs({ 0, 1000, n // 2, n - 1 }) do
+    local b = torch.ones(n, { dtype = torch.int64 })
+    b[at] = 0
+    local a = torch.arange(n)
+    for _, th in ipairs({ 1, 4 }) do
+      local prior = torch.get_num_threads()
+      torch.set_num_threads(th)
+      local ok1, e1 = pcall(torch.remainder, a, b)
+      local ok2, e2 = pcall(torch.fmod, a:view(600, 500):t(), b:view(600, 500):t())
+      torch.set_num_threads(prior)
+      T.check(not ok1 and tostring(e1):find("ZeroDivisionError", 1, true), "remainder, zero at " .. at .. ", " .. th .. " threads")
+      T.check(not ok2 and tostring(e2):find("ZeroDivisionError", 1, true), "fmod, zero at " .. at .. ", " .. th .. " threads")
+    end
+    T.raises(function() torch.floor_divide(a, b) end, "~ZeroDivisionError")
+  end
+end)
+
+T.test("a DataLoader with workers beside parallel ops", function()
+  local prior = torch.get_num_threads()
+  local x = torch.randn(64, 40000)
+  local ds = data.TensorDataset(x, torch.arange(64))
+  local function epoch(workers, threads)
+    torch.set_num_threads(threads)
+    local out = {}
+    for xb, yb in data.DataLoader(ds, { batch_size = 8, num_workers = workers }) do
+      out[#out + 1] = (xb:exp() * xb + 1):sum(1)
+      out[#out + 1] = yb
+    end
+    return out
+  end
+  local want, got = epoch(0, 1), epoch(2, 4)
+  torch.set_num_threads(prior)
+  T.eq(#got, #want, "batches")
+  for i = 1, #want do T.check(same_bits(want[i], got[i]), "batch result " .. i) end
+end)
+
+T.test("get_num_threads: the CPUs this process may use by default; set_num_threads sets it", function()
+  local p = io.popen("python3 -c 'import os; print(os.environ.get(\"OMP_NUM_THREADS\") or len(os.sched_getaffinity(0)))' 2>/dev/null")
+  local want = p and tonumber(p:read("a"))
+  if p then p:close() end
+  if not want then return T.skip("python3 is not available") end
+  T.eq(default_threads, want, "default")
+  local prior = torch.get_num_threads()
+  torch.set_num_threads(3)
+  T.eq(torch.get_num_threads(), 3, "set")
+  torch.set_num_threads(prior)
+end)
