@@ -38,27 +38,8 @@ local function say(line)
   if bar then bar:write(line) else print(line) end
 end
 
--- the model
-local Net = nn.Module:extend("Net")
-
-function Net:__init()
-  self.conv1 = nn.Conv2d(3, 6, 5)
-  self.pool = nn.MaxPool2d(2, 2)
-  self.conv2 = nn.Conv2d(6, 16, 5)
-  self.fc1 = nn.Linear(16 * 5 * 5, 120)
-  self.fc2 = nn.Linear(120, 84)
-  self.fc3 = nn.Linear(84, 10)
-end
-
-function Net:forward(x)
-  x = self.pool(torch.relu(self.conv1(x)))
-  x = self.pool(torch.relu(self.conv2(x)))
-  x = x:view(-1, 16 * 5 * 5)
-  x = torch.relu(self.fc1(x))
-  x = torch.relu(self.fc2(x))
-  x = self.fc3(x)
-  return x
-end
+-- the model (scripts/doc003_net.lua)
+local Net = require "doc003_net"
 
 -- training
 local function train(model, device, train_loader, optimizer, criterion, epoch)

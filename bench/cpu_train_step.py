@@ -1,0 +1,75 @@
+# PyTorch's side of bench/cpu_train_step.lua: the same models, batches, optimizer and timing.
+# Usage: python3 bench/cpu_train_step.py [threads] [repeats]
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc000_net import Net as Net000  # noqa: E402
+
+threads = int(sys.argv[1]) if len(sys.argv) > 1 else None
+reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+if threads:
+    torch.set_num_threads(threads)
+torch.manual_seed(0)
+
+
+class Net003(nn.Module):  # scripts/doc003_net.lua
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = x.view(-1, 16 * 5 * 5)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+cases = [
+    ("mlp_doc001", mlp, 128, (1, 28, 28), 10, 0.1, 0),
+    ("cnn_doc000", Net000, 32, (3, 32, 32), 101, 0.001, 0.9),
+    ("cnn_doc003", Net003, 4, (3, 32, 32), 10, 0.001, 0.9),
+    ("cnn_doc003", Net003, 128, (3, 32, 32), 10, 0.01, 0.9),
+]
+
+for name, make, batch, shape, classes, lr, momentum in cases:
+    model = make()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    xs = [torch.randn(batch, *shape) for _ in range(4)]
+    ys = [torch.randint(0, classes, (batch,)) for _ in range(4)]
+
+    def step(i):
+        loss = F.cross_entropy(model(xs[i % 4]), ys[i % 4])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 <= 0.2 or n < 5:
+        step(n)
+        n += 1
+    per = max(5, n)
+    times = []
+    for _ in range(reps):
+        w0 = time.perf_counter()
+        for i in range(per):
+            step(i)
+        times.append((time.perf_counter() - w0) / per * 1e6)
+    print(f"torch {name} {batch} us {statistics.median(times):.1f}")
