@@ -5,10 +5,12 @@
 -- document). Prints "nnrepl <case> <batch> us <time>": the median over repeats of the mean
 -- step of a run of steps, after a warm-up. bench/cpu_train_step.py is PyTorch's side;
 -- bench/ratio_run.sh cpu_train_step NNREPL [threads] runs both and prints the ratios.
--- Usage: nnrepl bench/cpu_train_step.lua [threads] [repeats]
+-- Usage: nnrepl bench/cpu_train_step.lua [threads] [repeats] [own]
+-- (own: convolutions on nnrepl's own kernels instead of oneDNN; PyTorch's side ignores it)
 local threads = tonumber(arg and arg[1])
 local reps = tonumber(arg and arg[2]) or 7
 if threads then torch.set_num_threads(threads) end
+if arg and arg[3] == "own" then torch.backends.mkldnn.enabled = false end
 torch.manual_seed(0)
 
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/../scripts/?.lua;" .. package.path

@@ -1,9 +1,11 @@
 /* torch._backends: get(name) and set(name, bool) for the switches of engine/cuda_flags.h;
  * bindings/lua/torch_backends.lua builds torch.backends and set_float32_matmul_precision
  * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark", "cudnn.deterministic", and "deterministic" and
- * "deterministic.warn_only" for torch.use_deterministic_algorithms (bindings/lua/torch_shape_more.lua). */
+ * "deterministic.warn_only" for torch.use_deterministic_algorithms (bindings/lua/torch_shape_more.lua), and
+ * "mkldnn.enabled" (engine/cpu/conv_dnnl.h). */
 #include <string.h>
 
+#include "cpu/conv_dnnl.h"
 #include "cuda_flags.h"
 #include "lt.h"
 
@@ -16,6 +18,7 @@ static bool *flag(lua_State *L)
     if (!strcmp(name, "cudnn.deterministic")) return &nn_cudnn_deterministic;
     if (!strcmp(name, "deterministic")) return &nn_deterministic_algorithms;
     if (!strcmp(name, "deterministic.warn_only")) return &nn_deterministic_warn_only;
+    if (!strcmp(name, "mkldnn.enabled")) return &nn_mkldnn_enabled;
     luaL_argerror(L, 1, lua_pushfstring(L, "no switch named '%s'", name));
     return NULL;
 }

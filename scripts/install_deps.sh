@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nnrepl needs, only those missing (apt-get, with sudo when not root).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config liblua5.4-dev lua5.4 libopenblas-dev libedit-dev zlib1g-dev tmux libpng-dev libturbojpeg0-dev dataset-fashion-mnist libgloo-dev libkissfft-dev libssl-dev libpcre2-dev libutf8proc-dev)
+pkgs=(build-essential cmake pkg-config liblua5.4-dev lua5.4 libopenblas-dev libdnnl-dev libedit-dev zlib1g-dev tmux libpng-dev libturbojpeg0-dev dataset-fashion-mnist libgloo-dev libkissfft-dev libssl-dev libpcre2-dev libutf8proc-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,7 @@
 --   torch.backends.cudnn.benchmark = true            -- time conv algorithms once per shape (default false)
 --   torch.backends.cudnn.enabled = false             -- nn.RNN/LSTM/GRU on CUDA without cuDNN (default true)
 --   torch.backends.cudnn.deterministic = true        -- convolutions take deterministic engines only (default false)
+--   torch.backends.mkldnn.enabled = false            -- float32 CPU convolutions without oneDNN (default true)
 --   torch.set_float32_matmul_precision("high")       -- "highest" (TF32 off), "high" or "medium" (on)
 --   torch.get_float32_matmul_precision()
 -- A change takes effect at the next op. Other keys are kept as plain fields, as Python's
@@ -70,7 +71,8 @@ local function absent() return false end
 backends.cuda.is_built = function() return torch.cuda.is_available() end
 backends.mps = { is_available = absent, is_built = absent }
 backends.mkl = { is_available = absent }
-backends.mkldnn = { is_available = absent, enabled = false }
+-- float32 CPU convolutions run through oneDNN (engine/cpu/conv_dnnl.c); enabled = false: nnrepl's own kernels
+backends.mkldnn = switches("torch.backends.mkldnn", { enabled = "mkldnn.enabled" }, { is_available = function() return true end })
 backends.openmp = { is_available = absent }
 backends.opt_einsum = { is_available = absent, get_opt_einsum = function() return nil end, enabled = false, strategy = nil }
 backends.cpu = { get_cpu_capability = function() return "DEFAULT" end }

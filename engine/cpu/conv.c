@@ -16,13 +16,17 @@
  * Sizes come from the tensors' shapes: H, W from the input, oh, ow from the output (the frontend
  * computed them), so an output taller/wider than symmetric padding gives only reads more zeros past
  * the bottom/right edge. Scratch (the column buffer, at most MAX_COL_BYTES unless one image needs
- * more) is allocated per call and freed before returning. */
+ * more) is allocated per run of chunks and freed before returning. With several CPU threads the
+ * batch is split over them (conv_job below). float32 goes to oneDNN first (conv_dnnl.c); these
+ * kernels run what it does not take, float64 and the 16-bit types. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_dnnl.h"
 #include "kernels.h"
+#include "parallel.h"
 
 typedef struct {
     int64_t N, C, H, W;   /* input */
@@ -153,8 +157,8 @@ static void out_end(nn_tensor *out, nn_dtype cdt, const operand *o)
 }
 
 /* C (M x N, row-major, ldc) = beta*C + op(A) @ op(B) */
-static void gemm(nn_dtype cdt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
-                 int64_t ldb, double beta, void *C, int64_t ldc)
+static void gemm(nn_dtype cdt, bool set_threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
 {
     if (M == 0 || N == 0) return;
     if (K == 0) { /* BLAS may skip scaling C when K is 0 */
@@ -166,7 +170,7 @@ static void gemm(nn_dtype cdt, bool ta, bool tb, int64_t M, int64_t N, int64_t K
         return;
     }
     enum CBLAS_TRANSPOSE tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
-    nn_cpu_gemm_threads(M, N, K);
+    if (set_threads) nn_cpu_gemm_threads(M, N, K);
     if (cdt == NN_F32)
         cblas_sgemm(CblasRowMajor, tA, tB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
     else
@@ -318,51 +322,230 @@ static void release(operand *o, int n)
     for (int k = 0; k < n; k++) free(o[k].owned);
 }
 
+/* One call of a kernel: the batch goes in chunks of B images (one GEMM each per group), and the
+ * chunks in nparts contiguous runs, one per thread of the CPU pool (parallel.h), each with its
+ * own scratch. Runs write disjoint parts of the output, except in backward_weight, where run p > 0
+ * sums its images' gradient into partial[p] and the runs are added up in order at the end (so
+ * the result depends on the thread count only, not on timing). */
+typedef struct conv_job conv_job;
+typedef void (*chunk_fn)(const conv_job *j, int64_t n0, int64_t nb, char *col, char *aux, char *dst);
+struct conv_job {
+    const nn_kargs *a;
+    geom g;
+    nn_dtype cdt;
+    size_t es;
+    operand op[4];
+    int64_t B, nchunks;
+    int nparts;
+    bool direct, pooled; /* pooled: GEMMs run on the calling thread (OpenBLAS set to one beforehand) */
+    chunk_fn chunk;
+    char **partial;      /* backward_weight: each run's sum (run 0's is the output) */
+};
+
+/* C (M x N, row-major, ldc) = beta*C + op(A) @ op(B), for a job's GEMM */
+static void job_gemm(const conv_job *j, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                     const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    gemm(j->cdt, !j->pooled, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+static nn_status run_parts(int64_t pb, int64_t pe, void *arg)
+{
+    const conv_job *j = arg;
+    for (int64_t p = pb; p < pe; p++) {
+        int64_t c0 = j->nchunks * p / j->nparts, c1 = j->nchunks * (p + 1) / j->nparts;
+        char *col, *aux;
+        nn_status st = scratch(j->a, &j->g, j->B, !j->direct, j->es, &col, &aux);
+        if (st) return st;
+        for (int64_t c = c0; c < c1; c++) {
+            int64_t n0 = c * j->B, nb = j->g.N - n0 < j->B ? j->g.N - n0 : j->B;
+            j->chunk(j, n0, nb, col, aux, j->partial ? j->partial[p] : NULL);
+        }
+        free(col);
+    }
+    return NN_OK;
+}
+
+/* Most runs at once: each is a thread calling BLAS, and OpenBLAS has a fixed number of buffers */
+#define MAX_PARTS 32
+
+/* Sets B, nchunks, nparts. With one run the GEMMs may use OpenBLAS's threads; with several, the
+ * chunks shrink so that every thread gets some. */
+static void job_plan(conv_job *j)
+{
+    int64_t B = chunk_images(&j->g, j->es), N = j->g.N;
+    int threads = nn_parallel_width();
+    if (threads > MAX_PARTS) threads = MAX_PARTS;
+    int64_t work = N * j->g.G * j->g.Og * j->g.K * j->g.L; /* multiply-adds */
+    if (threads > 1 && N > 1 && work >= NN_PARALLEL_MIN * 16) {
+        int64_t per = (N + threads - 1) / threads;
+        if (B > per) B = per;
+    }
+    j->B = B;
+    j->nchunks = N > 0 ? (N + B - 1) / B : 0;
+    j->nparts = (int)(j->nchunks < threads ? j->nchunks : threads);
+    if (j->nparts < 1 || work < NN_PARALLEL_MIN * 16) j->nparts = j->nchunks > 0 ? 1 : 0;
+    j->pooled = j->nparts > 1;
+}
+
+static nn_status job_run(conv_job *j)
+{
+    if (j->nparts == 0) return NN_OK;
+    if (j->nparts == 1) return run_parts(0, 1, j);
+    nn_cpu_gemm_threads(1, 1, 1); /* OpenBLAS on one thread: each run calls it from its own */
+    return nn_parallel_for(j->nparts, 1, run_parts, j);
+}
+
+/* ---- float32 through oneDNN (conv_dnnl.c): the batch split over the CPU pool, each part on one
+ * OpenMP thread, so that oneDNN's threads do not spin beside the pool's; a single image (or a
+ * small problem) goes whole, on oneDNN's own threads ---- */
+typedef struct {
+    int dir;
+    nn_dnnl_operand x, w, y; /* the whole tensors */
+    const float *b;
+    const int64_t *params;
+    int64_t N;
+    int nparts, threads; /* threads: oneDNN's per part */
+    float **partial;     /* backward weight: part p's sum (part 0's is the output) */
+    bool *ok;
+} dnnl_job;
+
+static nn_dnnl_operand operand_of(const nn_tensor *t)
+{
+    nn_dnnl_operand o = {nn_data(t), {0}, {0}};
+    for (int i = 0; i < 4; i++) o.shape[i] = t->shape[i], o.strides[i] = t->strides[i];
+    return o;
+}
+
+static nn_dnnl_operand images(const nn_dnnl_operand *t, int64_t n0, int64_t n1)
+{
+    nn_dnnl_operand s = *t;
+    s.p += n0 * t->strides[0];
+    s.shape[0] = n1 - n0;
+    return s;
+}
+
+static nn_status dnnl_parts(int64_t pb, int64_t pe, void *arg)
+{
+    const dnnl_job *j = arg;
+    for (int64_t p = pb; p < pe; p++) {
+        int64_t n0 = j->N * p / j->nparts, n1 = j->N * (p + 1) / j->nparts;
+        nn_dnnl_operand x = images(&j->x, n0, n1), y = images(&j->y, n0, n1), w = j->w;
+        if (j->partial && p > 0) {
+            w.p = j->partial[p];
+            nn_contiguous_strides(4, w.shape, w.strides);
+        }
+        j->ok[p] = nn_dnnl_conv2d(j->dir, &x, &w, j->b, &y, j->params, j->threads);
+    }
+    return NN_OK;
+}
+
+/* out (any strides) += the dense sum */
+static void add_dense(const nn_dnnl_operand *out, const float *sum)
+{
+    const int64_t *n = out->shape, *s = out->strides;
+    for (int64_t a = 0, k = 0; a < n[0]; a++)
+        for (int64_t b = 0; b < n[1]; b++)
+            for (int64_t c = 0; c < n[2]; c++)
+                for (int64_t d = 0; d < n[3]; d++, k++) out->p[a * s[0] + b * s[1] + c * s[2] + d * s[3]] += sum[k];
+}
+
+/* The convolution through oneDNN; false: not done (the own kernels then run) */
+static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_tensor *w, const nn_tensor *b, const nn_tensor *y)
+{
+    if (!nn_dnnl_accepts(x, w, b, y)) return false;
+    dnnl_job j = {.dir = dir, .x = operand_of(x), .w = operand_of(w), .y = operand_of(y), .b = b ? nn_data(b) : NULL, .params = a->i,
+                  .N = x->shape[0]};
+    int width = nn_parallel_width(), threads = width < MAX_PARTS ? width : MAX_PARTS;
+    double work = (double)nn_numel(y) * (double)(w->shape[1] * w->shape[2] * w->shape[3]); /* multiply-adds */
+    bool large = work >= NN_PARALLEL_MIN * 16.0;
+    j.nparts = large && threads > 1 && j.N > 1 ? (int)(j.N < threads ? j.N : threads) : 1;
+    j.threads = j.nparts > 1 || !large ? 1 : width;
+    bool ok[MAX_PARTS] = {false}, all = true;
+    float *partial[MAX_PARTS] = {0}, *sums = NULL;
+    size_t wn = (size_t)nn_numel(w);
+    if (dir == NN_DNNL_BWD_WEIGHTS && j.nparts > 1) {
+        if (!(sums = malloc((size_t)(j.nparts - 1) * wn * sizeof *sums))) return false;
+        for (int p = 1; p < j.nparts; p++) partial[p] = sums + (size_t)(p - 1) * wn;
+        j.partial = partial;
+    }
+    j.ok = ok;
+    nn_status st = j.nparts > 1 ? nn_parallel_for(j.nparts, 1, dnnl_parts, &j) : dnnl_parts(0, 1, &j);
+    for (int p = 0; p < j.nparts; p++) all = all && ok[p];
+    if (st) nn_clear_error();
+    all = all && !st;
+    for (int p = 1; all && sums && p < j.nparts; p++) add_dense(&j.w, partial[p]);
+    free(sums);
+    return all;
+}
+
+static void forward_chunk(const conv_job *j, int64_t n0, int64_t nb, char *col, char *aux, char *unused)
+{
+    (void)unused;
+    const geom *g = &j->g;
+    size_t es = j->es;
+    int64_t ld = nb * g->L;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        char *yg = j->op[3].p + (n0 * g->O + gi * g->Og) * g->L * (int64_t)es, *C = nb > 1 ? aux : yg;
+        const char *wg = j->op[1].p + gi * g->Og * g->K * (int64_t)es, *Bm = col;
+        double beta = 0;
+        if (j->op[2].p) {
+            for (int64_t o = 0; o < g->Og; o++) {
+                int64_t bo = (gi * g->Og + o) * j->op[2].s[0];
+                fill_row(C + o * ld * (int64_t)es, ld,
+                         j->cdt == NN_F32 ? ((const float *)j->op[2].p)[bo] : ((const double *)j->op[2].p)[bo], j->cdt);
+            }
+            beta = 1;
+        }
+        for (int64_t k = 0; k < nb; k++) {
+            const char *xg = j->op[0].p + ((n0 + k) * j->op[0].s[0] + gi * g->Cg * j->op[0].s[1]) * (int64_t)es;
+            if (j->direct) Bm = xg;
+            else im2col(g, xg, j->op[0].s + 1, col + k * g->L * (int64_t)es, ld, es);
+        }
+        job_gemm(j, false, false, g->Og, ld, g->K, wg, g->K, Bm, ld, beta, C, ld);
+        if (nb > 1) scatter_rows(yg, aux, g, nb, es);
+    }
+}
+
 nn_status nn_cpu_conv2d(const nn_kargs *a)
 {
     nn_tensor *x = a->in[0], *w = a->in[1], *b = a->nin > 2 ? a->in[2] : NULL, *y = a->out[0];
     nn_dtype cdt = compute_type(y->dtype);
     if (cdt == NN_DTYPE_NONE || x->dtype != y->dtype || w->dtype != y->dtype) return nn_not_implemented(a, y->dtype);
-    geom g;
-    geom_init(&g, x->shape, w->shape, y->shape, a->i);
-    nn_status st = geom_check(a, &g);
+    if (dnnl_conv(NN_DNNL_FWD, a, x, w, b, y)) return NN_OK;
+    conv_job j = {.a = a, .cdt = cdt, .es = nn_dtype_size(cdt), .chunk = forward_chunk};
+    geom_init(&j.g, x->shape, w->shape, y->shape, a->i);
+    nn_status st = geom_check(a, &j.g);
     if (st) return st;
-    size_t es = nn_dtype_size(cdt);
-    operand op[4] = {0}; /* x, w, bias, y */
-    char *col = NULL, *aux = NULL;
-    if ((st = take(x, cdt, false, &op[0])) || (st = take(w, cdt, true, &op[1])) || (b && (st = take(b, cdt, false, &op[2]))) ||
-        (st = out_begin(y, cdt, &op[3])))
+    if ((st = take(x, cdt, false, &j.op[0])) || (st = take(w, cdt, true, &j.op[1])) || (b && (st = take(b, cdt, false, &j.op[2]))) ||
+        (st = out_begin(y, cdt, &j.op[3])))
         goto done;
-    int64_t B = chunk_images(&g, es);
-    bool direct = B == 1 && pointwise(&g) && dense_image(op[0].s + 1, &g); /* the image itself is col */
-    if ((st = scratch(a, &g, B, !direct, es, &col, &aux))) goto done;
-    for (int64_t n0 = 0; n0 < g.N; n0 += B) {
-        int64_t nb = g.N - n0 < B ? g.N - n0 : B, ld = nb * g.L;
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            char *yg = op[3].p + (n0 * g.O + gi * g.Og) * g.L * (int64_t)es, *C = nb > 1 ? aux : yg;
-            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es, *Bm = col;
-            double beta = 0;
-            if (b) {
-                for (int64_t o = 0; o < g.Og; o++) {
-                    int64_t bo = (gi * g.Og + o) * op[2].s[0];
-                    fill_row(C + o * ld * (int64_t)es, ld, cdt == NN_F32 ? ((const float *)op[2].p)[bo] : ((const double *)op[2].p)[bo], cdt);
-                }
-                beta = 1;
-            }
-            for (int64_t k = 0; k < nb; k++) {
-                const char *xg = op[0].p + ((n0 + k) * op[0].s[0] + gi * g.Cg * op[0].s[1]) * (int64_t)es;
-                if (direct) Bm = xg;
-                else im2col(&g, xg, op[0].s + 1, col + k * g.L * (int64_t)es, ld, es);
-            }
-            gemm(cdt, false, false, g.Og, ld, g.K, wg, g.K, Bm, ld, beta, C, ld);
-            if (nb > 1) scatter_rows(yg, aux, &g, nb, es);
-        }
-    }
-    out_end(y, cdt, &op[3]);
+    job_plan(&j);
+    j.direct = j.B == 1 && pointwise(&j.g) && dense_image(j.op[0].s + 1, &j.g); /* the image itself is col */
+    if (!(st = job_run(&j))) out_end(y, cdt, &j.op[3]);
 done:
-    free(col);
-    release(op, 4);
+    release(j.op, 4);
     return st;
+}
+
+static void backward_input_chunk(const conv_job *j, int64_t n0, int64_t nb, char *col, char *aux, char *unused)
+{
+    (void)unused;
+    const geom *g = &j->g;
+    size_t es = j->es;
+    int64_t ld = nb * g->L;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        const char *gog = j->op[0].p + (n0 * g->O + gi * g->Og) * g->L * (int64_t)es, *A = gog;
+        const char *wg = j->op[1].p + gi * g->Og * g->K * (int64_t)es;
+        char *gxg = j->op[2].p + (n0 * g->C + gi * g->Cg) * g->H * g->W * (int64_t)es;
+        if (nb > 1) {
+            gather_rows(aux, gog, g, nb, es);
+            A = aux;
+        }
+        job_gemm(j, true, false, g->K, ld, g->Og, wg, g->K, A, ld, 0, j->direct ? gxg : col, ld);
+        if (!j->direct)
+            for (int64_t k = 0; k < nb; k++) col2im(g, col + k * g->L * (int64_t)es, ld, gxg + k * g->C * g->H * g->W * (int64_t)es, es);
+    }
 }
 
 nn_status nn_cpu_conv2d_backward_input(const nn_kargs *a)
@@ -370,38 +553,41 @@ nn_status nn_cpu_conv2d_backward_input(const nn_kargs *a)
     nn_tensor *go = a->in[0], *w = a->in[1], *gx = a->out[0];
     nn_dtype cdt = compute_type(gx->dtype);
     if (cdt == NN_DTYPE_NONE || go->dtype != gx->dtype || w->dtype != gx->dtype) return nn_not_implemented(a, gx->dtype);
-    geom g;
-    geom_init(&g, gx->shape, w->shape, go->shape, a->i);
-    nn_status st = geom_check(a, &g);
+    if (dnnl_conv(NN_DNNL_BWD_DATA, a, gx, w, NULL, go)) return NN_OK;
+    conv_job j = {.a = a, .cdt = cdt, .es = nn_dtype_size(cdt), .chunk = backward_input_chunk};
+    geom_init(&j.g, gx->shape, w->shape, go->shape, a->i);
+    nn_status st = geom_check(a, &j.g);
     if (st) return st;
-    size_t es = nn_dtype_size(cdt);
-    operand op[3] = {0}; /* grad_out, w, grad_input */
-    char *col = NULL, *aux = NULL;
-    if ((st = take(go, cdt, true, &op[0])) || (st = take(w, cdt, true, &op[1])) || (st = out_begin(gx, cdt, &op[2]))) goto done;
-    int64_t B = chunk_images(&g, es);
-    bool direct = B == 1 && pointwise(&g); /* the GEMM writes grad_input itself */
-    if ((st = scratch(a, &g, B, !direct, es, &col, &aux))) goto done;
-    if (!direct) memset(op[2].p, 0, (size_t)nn_numel(gx) * es);
-    for (int64_t n0 = 0; n0 < g.N; n0 += B) {
-        int64_t nb = g.N - n0 < B ? g.N - n0 : B, ld = nb * g.L;
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *gog = op[0].p + (n0 * g.O + gi * g.Og) * g.L * (int64_t)es, *A = gog;
-            const char *wg = op[1].p + gi * g.Og * g.K * (int64_t)es;
-            char *gxg = op[2].p + (n0 * g.C + gi * g.Cg) * g.H * g.W * (int64_t)es;
-            if (nb > 1) {
-                gather_rows(aux, gog, &g, nb, es);
-                A = aux;
-            }
-            gemm(cdt, true, false, g.K, ld, g.Og, wg, g.K, A, ld, 0, direct ? gxg : col, ld);
-            if (!direct)
-                for (int64_t k = 0; k < nb; k++) col2im(&g, col + k * g.L * (int64_t)es, ld, gxg + k * g.C * g.H * g.W * (int64_t)es, es);
-        }
-    }
-    out_end(gx, cdt, &op[2]);
+    if ((st = take(go, cdt, true, &j.op[0])) || (st = take(w, cdt, true, &j.op[1])) || (st = out_begin(gx, cdt, &j.op[2]))) goto done;
+    job_plan(&j);
+    j.direct = j.B == 1 && pointwise(&j.g); /* the GEMM writes grad_input itself */
+    if (!j.direct) memset(j.op[2].p, 0, (size_t)nn_numel(gx) * j.es);
+    if (!(st = job_run(&j))) out_end(gx, cdt, &j.op[2]);
 done:
-    free(col);
-    release(op, 3);
+    release(j.op, 3);
     return st;
+}
+
+/* dst: the run's sum of grad_weight (zeroed beforehand) */
+static void backward_weight_chunk(const conv_job *j, int64_t n0, int64_t nb, char *col, char *aux, char *dst)
+{
+    const geom *g = &j->g;
+    size_t es = j->es;
+    int64_t ld = nb * g->L;
+    for (int64_t gi = 0; gi < g->G; gi++) {
+        const char *gog = j->op[0].p + (n0 * g->O + gi * g->Og) * g->L * (int64_t)es, *A = gog, *Bm = col;
+        char *gwg = dst + gi * g->Og * g->K * (int64_t)es;
+        if (nb > 1) {
+            gather_rows(aux, gog, g, nb, es);
+            A = aux;
+        }
+        for (int64_t k = 0; k < nb; k++) {
+            const char *xg = j->op[1].p + ((n0 + k) * j->op[1].s[0] + gi * g->Cg * j->op[1].s[1]) * (int64_t)es;
+            if (j->direct) Bm = xg;
+            else im2col(g, xg, j->op[1].s + 1, col + k * g->L * (int64_t)es, ld, es);
+        }
+        job_gemm(j, false, true, g->Og, g->K, ld, A, ld, Bm, ld, 1, gwg, g->K);
+    }
 }
 
 nn_status nn_cpu_conv2d_backward_weight(const nn_kargs *a)
@@ -409,38 +595,35 @@ nn_status nn_cpu_conv2d_backward_weight(const nn_kargs *a)
     nn_tensor *go = a->in[0], *x = a->in[1], *gw = a->out[0];
     nn_dtype cdt = compute_type(gw->dtype);
     if (cdt == NN_DTYPE_NONE || go->dtype != gw->dtype || x->dtype != gw->dtype) return nn_not_implemented(a, gw->dtype);
-    geom g;
-    geom_init(&g, x->shape, gw->shape, go->shape, a->i);
-    nn_status st = geom_check(a, &g);
+    if (dnnl_conv(NN_DNNL_BWD_WEIGHTS, a, x, gw, NULL, go)) return NN_OK;
+    conv_job j = {.a = a, .cdt = cdt, .es = nn_dtype_size(cdt), .chunk = backward_weight_chunk};
+    geom_init(&j.g, x->shape, gw->shape, go->shape, a->i);
+    nn_status st = geom_check(a, &j.g);
     if (st) return st;
-    size_t es = nn_dtype_size(cdt);
-    operand op[3] = {0}; /* grad_out, x, grad_weight */
-    char *col = NULL, *aux = NULL;
-    if ((st = take(go, cdt, true, &op[0])) || (st = take(x, cdt, false, &op[1])) || (st = out_begin(gw, cdt, &op[2]))) goto done;
-    int64_t B = chunk_images(&g, es);
-    bool direct = B == 1 && pointwise(&g) && dense_image(op[1].s + 1, &g);
-    if ((st = scratch(a, &g, B, !direct, es, &col, &aux))) goto done;
-    if (g.N == 0) memset(op[2].p, 0, (size_t)nn_numel(gw) * es);
-    for (int64_t n0 = 0; n0 < g.N; n0 += B) {
-        int64_t nb = g.N - n0 < B ? g.N - n0 : B, ld = nb * g.L;
-        for (int64_t gi = 0; gi < g.G; gi++) {
-            const char *gog = op[0].p + (n0 * g.O + gi * g.Og) * g.L * (int64_t)es, *A = gog, *Bm = col;
-            char *gwg = op[2].p + gi * g.Og * g.K * (int64_t)es;
-            if (nb > 1) {
-                gather_rows(aux, gog, &g, nb, es);
-                A = aux;
-            }
-            for (int64_t k = 0; k < nb; k++) {
-                const char *xg = op[1].p + ((n0 + k) * op[1].s[0] + gi * g.Cg * op[1].s[1]) * (int64_t)es;
-                if (direct) Bm = xg;
-                else im2col(&g, xg, op[1].s + 1, col + k * g.L * (int64_t)es, ld, es);
-            }
-            gemm(cdt, false, true, g.Og, g.K, ld, A, ld, Bm, ld, n0 ? 1 : 0, gwg, g.K);
-        }
+    char *partial[MAX_PARTS] = {0}, *sums = NULL;
+    if ((st = take(go, cdt, true, &j.op[0])) || (st = take(x, cdt, false, &j.op[1])) || (st = out_begin(gw, cdt, &j.op[2]))) goto done;
+    job_plan(&j);
+    j.direct = j.B == 1 && pointwise(&j.g) && dense_image(j.op[1].s + 1, &j.g);
+    size_t bytes = (size_t)nn_numel(gw) * j.es;
+    if (j.nparts > 1 && !(sums = calloc((size_t)(j.nparts - 1), bytes ? bytes : 1))) {
+        st = nn_error(NN_ERR_NOMEM, "%s: out of memory for %d partial gradients", nn_op_name(a->op), j.nparts - 1);
+        goto done;
     }
-    out_end(gw, cdt, &op[2]);
+    partial[0] = j.op[2].p;
+    for (int p = 1; p < j.nparts; p++) partial[p] = sums + (size_t)(p - 1) * bytes;
+    j.partial = partial;
+    memset(j.op[2].p, 0, bytes);
+    if ((st = job_run(&j))) goto done;
+    int64_t n = nn_numel(gw);
+    for (int p = 1; p < j.nparts; p++) {
+        if (cdt == NN_F32)
+            for (int64_t k = 0; k < n; k++) ((float *)j.op[2].p)[k] += ((const float *)partial[p])[k];
+        else
+            for (int64_t k = 0; k < n; k++) ((double *)j.op[2].p)[k] += ((const double *)partial[p])[k];
+    }
+    out_end(gw, cdt, &j.op[2]);
 done:
-    free(col);
-    release(op, 3);
+    free(sums);
+    release(j.op, 3);
     return st;
 }

@@ -28,6 +28,7 @@ typedef nn_status (*nn_parallel_fn)(int64_t begin, int64_t end, void *ctx);
 nn_status nn_parallel_for(int64_t n, int64_t grain, nn_parallel_fn fn, void *ctx);
 
 int nn_parallel_threads(void);       /* torch.get_num_threads() */
+int nn_parallel_width(void);         /* threads an nn_parallel_for called here would use: 1 off the owner thread or inside a range */
 void nn_parallel_set_threads(int n); /* the pool only; nn_cpu_set_num_threads also sets OpenBLAS's */
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "parallel.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -111,6 +112,16 @@ static nn_status check_io(const nn_kargs *a, int nout)
     return NN_OK;
 }
 
+/* fn over planes [0, n) (n = N*C), split over the CPU pool when the work (about per_plane element
+ * visits a plane) is large; planes are independent, so the result is the serial one */
+static nn_status over_planes(int64_t n, int64_t per_plane, nn_parallel_fn fn, void *ctx)
+{
+    if (per_plane < 1) per_plane = 1;
+    if (n * per_plane < NN_PARALLEL_MIN) return fn(0, n, ctx);
+    int64_t grain = NN_PARALLEL_MIN / 2 / per_plane;
+    return nn_parallel_for(n, grain > 1 ? grain : 1, fn, ctx);
+}
+
 /* ---- windows ---- */
 
 typedef struct { int64_t kh, kw, sh, sw, ph, pw, dh, dw; } win;
@@ -137,6 +148,14 @@ static void avg_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t n, in
     *start = b, *end = e;
 }
 
+/* The outputs [lo, hi) of count whose column o*s + off lies in [0, n) */
+static void valid_cols(int64_t count, int64_t s, int64_t off, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s, h = n - off > 0 ? (n - off + s - 1) / s : 0;
+    *lo = l < count ? l : count;
+    *hi = h < count ? (h > *lo ? h : *lo) : count;
+}
+
 static int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return o * in / out; }
 static int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
 
@@ -161,32 +180,100 @@ INLINE void take_max(double v, int64_t idx, double *best, int64_t *arg)
     *arg = (*arg & ~take) | (idx & take);
 }
 
-INLINE void max_body(const maxargs *m, const char *in, char *out, int64_t *ind, nn_dtype dt)
+INLINE void max_body(const maxargs *m, int64_t q0, int64_t q1, const char *in, char *out, int64_t *ind, nn_dtype dt)
 {
     const planes *x = &m->x;
-    for (int64_t n = 0; n < x->N; n++)
-        for (int64_t c = 0; c < x->C; c++) {
-            const char *p = in + (n * x->sN + c * x->sC) * (int64_t)nn_dtype_size(dt);
-            int64_t base = (n * x->C + c) * m->oh * m->ow;
-            for (int64_t oy = 0; oy < m->oh; oy++) {
-                int64_t h0, h1, dh = 1, dw = 1;
-                if (m->adaptive) h0 = adaptive_start(oy, x->H, m->oh), h1 = adaptive_end(oy, x->H, m->oh);
-                else max_window(oy, m->w.kh, m->w.sh, m->w.ph, m->w.dh, x->H, &h0, &h1), dh = m->w.dh;
-                for (int64_t ox = 0; ox < m->ow; ox++) {
-                    int64_t w0, w1;
-                    if (m->adaptive) w0 = adaptive_start(ox, x->W, m->ow), w1 = adaptive_end(ox, x->W, m->ow);
-                    else max_window(ox, m->w.kw, m->w.sw, m->w.pw, m->w.dw, x->W, &w0, &w1), dw = m->w.dw;
-                    double best = -INFINITY;
-                    int64_t arg = h0 * x->W + w0;
-                    for (int64_t h = h0; h < h1; h += dh)
-                        for (int64_t w = w0; w < w1; w += dw) {
-                            take_max(ld(p, h * x->sH + w * x->sW, dt), h * x->W + w, &best, &arg);
-                        }
-                    st(out, base + oy * m->ow + ox, dt, best);
-                    ind[base + oy * m->ow + ox] = arg;
-                }
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t n = q / x->C, c = q % x->C;
+        const char *p = in + (n * x->sN + c * x->sC) * (int64_t)nn_dtype_size(dt);
+        int64_t base = (n * x->C + c) * m->oh * m->ow;
+        for (int64_t oy = 0; oy < m->oh; oy++) {
+            int64_t h0, h1, dh = 1, dw = 1;
+            if (m->adaptive) h0 = adaptive_start(oy, x->H, m->oh), h1 = adaptive_end(oy, x->H, m->oh);
+            else max_window(oy, m->w.kh, m->w.sh, m->w.ph, m->w.dh, x->H, &h0, &h1), dh = m->w.dh;
+            for (int64_t ox = 0; ox < m->ow; ox++) {
+                int64_t w0, w1;
+                if (m->adaptive) w0 = adaptive_start(ox, x->W, m->ow), w1 = adaptive_end(ox, x->W, m->ow);
+                else max_window(ox, m->w.kw, m->w.sw, m->w.pw, m->w.dw, x->W, &w0, &w1), dw = m->w.dw;
+                double best = -INFINITY;
+                int64_t arg = h0 * x->W + w0;
+                for (int64_t h = h0; h < h1; h += dh)
+                    for (int64_t w = w0; w < w1; w += dw) {
+                        take_max(ld(p, h * x->sH + w * x->sW, dt), h * x->W + w, &best, &arg);
+                    }
+                st(out, base + oy * m->ow + ox, dt, best);
+                ind[base + oy * m->ow + ox] = arg;
             }
         }
+    }
+}
+
+typedef struct {
+    maxargs m;
+    const char *in;
+    char *out;
+    int64_t *ind;
+    nn_dtype dt;
+    int64_t *cols; /* typed scans: window column j's outputs [cols[2j], cols[2j+1]), then each output's first column */
+} max_job;
+
+/* max_body for float32/float64 windows (not adaptive) in the element type. The scan runs window
+ * position by position over a whole output row (each output's running max and index kept in the
+ * output itself), so the outputs' compare chains are independent instead of one long chain per
+ * output; each output still sees its window's positions in the same order (rows, then columns)
+ * and a larger value or a NaN takes over, branch-free as in take_max. U: the signed integer of T's
+ * width. */
+#define MAX_TYPED(T, U, NAME)                                                                                          \
+    static void NAME(const maxargs *m, const int64_t *cols, int64_t q0, int64_t q1, const char *in, char *out,         \
+                     int64_t *ind)                                                                                     \
+    {                                                                                                                  \
+        const planes *x = &m->x;                                                                                       \
+        const win *w = &m->w;                                                                                          \
+        const int64_t *first = cols + 2 * w->kw;                                                                       \
+        for (int64_t q = q0; q < q1; q++) {                                                                            \
+            int64_t n = q / x->C, c = q % x->C;                                                                        \
+            const T *p = (const T *)in + n * x->sN + c * x->sC;                                                        \
+            for (int64_t oy = 0; oy < m->oh; oy++) {                                                                   \
+                T *ob = (T *)out + (q * m->oh + oy) * m->ow;                                                           \
+                int64_t *ib = ind + (q * m->oh + oy) * m->ow, h0, h1;                                                  \
+                max_window(oy, w->kh, w->sh, w->ph, w->dh, x->H, &h0, &h1);                                            \
+                for (int64_t ox = 0; ox < m->ow; ox++) {                                                               \
+                    ob[ox] = -INFINITY;                                                                                \
+                    ib[ox] = h0 * x->W + first[ox];                                                                    \
+                }                                                                                                      \
+                for (int64_t h = h0; h < h1; h += w->dh)                                                               \
+                    for (int64_t j = 0; j < w->kw; j++) {                                                              \
+                        int64_t off = j * w->dw - w->pw, step = w->sw * x->sW, idx = h * x->W + off, sw = w->sw;       \
+                        int64_t lo = cols[2 * j], hi = cols[2 * j + 1];                                                \
+                        const T *row = p + h * x->sH + off * x->sW;                                                    \
+                        for (int64_t ox = lo; ox < hi; ox++) {                                                         \
+                            T v = row[ox * step], best = ob[ox];                                                       \
+                            U take = -(U)((v > best) | (v != v)), vb, bb;                                              \
+                            memcpy(&vb, &v, sizeof v);                                                                 \
+                            memcpy(&bb, &best, sizeof v);                                                              \
+                            bb = (bb & ~take) | (vb & take);                                                           \
+                            memcpy(&ob[ox], &bb, sizeof v);                                                            \
+                            ib[ox] = (ib[ox] & ~(int64_t)take) | ((idx + ox * sw) & (int64_t)take);                   \
+                        }                                                                                              \
+                    }                                                                                                  \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+MAX_TYPED(float, int32_t, max_body_f32)
+MAX_TYPED(double, int64_t, max_body_f64)
+#undef MAX_TYPED
+
+static nn_status max_range(int64_t q0, int64_t q1, void *arg)
+{
+    const max_job *j = arg;
+    if (j->cols && j->dt == NN_F32) max_body_f32(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
+    else if (j->cols) max_body_f64(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
+    else {
+#define CALL(T) max_body(&j->m, q0, q1, j->in, j->out, j->ind, T)
+        BY_DTYPE(j->dt, CALL);
+#undef CALL
+    }
+    return NN_OK;
 }
 
 static nn_status max_common(const nn_kargs *a, bool adaptive)
@@ -195,40 +282,61 @@ static nn_status max_common(const nn_kargs *a, bool adaptive)
     if (s) return s;
     if (a->out[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "%s: indices must be int64", nn_op_name(a->op));
     nn_tensor *y = a->out[0];
-    maxargs m = {planes_of(a->in[0]), y->shape[y->ndim - 2], y->shape[y->ndim - 1], win_of(a->i), adaptive};
-    const char *in = nn_data(a->in[0]);
-    char *out = nn_data(y);
-    int64_t *ind = nn_data(a->out[1]);
-#define CALL(T) max_body(&m, in, out, ind, T)
-    BY_DTYPE(y->dtype, CALL);
-#undef CALL
-    return NN_OK;
+    max_job j = {{planes_of(a->in[0]), y->shape[y->ndim - 2], y->shape[y->ndim - 1], win_of(a->i), adaptive}, nn_data(a->in[0]),
+                 nn_data(y), nn_data(a->out[1]), y->dtype, NULL};
+    if (!adaptive && (y->dtype == NN_F32 || y->dtype == NN_F64)) {
+        const win *w = &j.m.w;
+        if (!(j.cols = malloc((size_t)(2 * w->kw + j.m.ow + 1) * sizeof *j.cols))) return nn_error(NN_ERR_NOMEM, "out of memory in max_pool2d");
+        for (int64_t k = 0; k < w->kw; k++) valid_cols(j.m.ow, w->sw, k * w->dw - w->pw, j.m.x.W, &j.cols[2 * k], &j.cols[2 * k + 1]);
+        for (int64_t ox = 0, e; ox < j.m.ow; ox++) max_window(ox, w->kw, w->sw, w->pw, w->dw, j.m.x.W, &j.cols[2 * w->kw + ox], &e);
+    }
+    s = over_planes(j.m.x.N * j.m.x.C, j.m.x.H * j.m.x.W + j.m.oh * j.m.ow, max_range, &j);
+    free(j.cols);
+    return s;
 }
 
 nn_status nn_cpu_max_pool2d(const nn_kargs *a) { return max_common(a, false); }
 nn_status nn_cpu_adaptive_max_pool2d(const nn_kargs *a) { return max_common(a, true); }
 
 /* grad_input (zeroed) [plane][idx] += grad_out, for max_pool2d and adaptive_max_pool2d */
-INLINE nn_status max_backward_body(const planes *g, const char *go, const planes *ix, const int64_t *ind, const planes *x, char *gi,
-                                   nn_dtype dt, nn_dtype adt)
+INLINE nn_status max_backward_body(const planes *g, int64_t q0, int64_t q1, const char *go, const planes *ix, const int64_t *ind,
+                                   const planes *x, char *gi, nn_dtype dt, nn_dtype adt)
 {
     int64_t hw = x->H * x->W;
-    for (int64_t n = 0; n < g->N; n++)
-        for (int64_t c = 0; c < g->C; c++) {
-            const char *gp = go + (n * g->sN + c * g->sC) * (int64_t)nn_dtype_size(dt);
-            const int64_t *ip = ind + n * ix->sN + c * ix->sC;
-            int64_t base = (n * x->C + c) * hw;
-            for (int64_t oy = 0; oy < g->H; oy++)
-                for (int64_t ox = 0; ox < g->W; ox++) {
-                    int64_t k = ip[oy * ix->sH + ox * ix->sW];
-                    if (k < 0 || k >= hw)
-                        return nn_error(NN_ERR_INDEX, "max_pool2d_backward: index %lld out of range for a %lld x %lld plane", (long long)k,
-                                        (long long)x->H, (long long)x->W);
-                    double v = ld(gp, oy * g->sH + ox * g->sW, dt);
-                    st(gi, base + k, adt, ld(gi, base + k, adt) + v);
-                }
-        }
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t n = q / g->C, c = q % g->C;
+        const char *gp = go + (n * g->sN + c * g->sC) * (int64_t)nn_dtype_size(dt);
+        const int64_t *ip = ind + n * ix->sN + c * ix->sC;
+        int64_t base = (n * x->C + c) * hw;
+        for (int64_t oy = 0; oy < g->H; oy++)
+            for (int64_t ox = 0; ox < g->W; ox++) {
+                int64_t k = ip[oy * ix->sH + ox * ix->sW];
+                if (k < 0 || k >= hw)
+                    return nn_error(NN_ERR_INDEX, "max_pool2d_backward: index %lld out of range for a %lld x %lld plane", (long long)k,
+                                    (long long)x->H, (long long)x->W);
+                double v = ld(gp, oy * g->sH + ox * g->sW, dt);
+                st(gi, base + k, adt, ld(gi, base + k, adt) + v);
+            }
+    }
     return NN_OK;
+}
+
+typedef struct {
+    planes g, ix, x;
+    const char *go;
+    const int64_t *ind;
+    char *gi;
+    nn_dtype dt;
+} max_backward_job;
+
+static nn_status max_backward_range(int64_t q0, int64_t q1, void *arg)
+{
+    const max_backward_job *j = arg;
+    nn_status s;
+#define CALL(T, A) s = max_backward_body(&j->g, q0, q1, j->go, &j->ix, j->ind, &j->x, j->gi, T, A)
+    BY_DTYPE_ACC(j->dt, CALL);
+#undef CALL
+    return s;
 }
 
 nn_status nn_cpu_max_pool2d_backward(const nn_kargs *a)
@@ -237,16 +345,13 @@ nn_status nn_cpu_max_pool2d_backward(const nn_kargs *a)
     if (s) return s;
     if (a->in[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "max_pool2d_backward: indices must be int64");
     nn_tensor *gx = a->out[0];
-    planes g = planes_of(a->in[0]), ix = planes_of(a->in[1]), x = planes_of(gx);
-    if (ix.N != g.N || ix.C != g.C || ix.H != g.H || ix.W != g.W || x.N != g.N || x.C != g.C)
+    max_backward_job j = {planes_of(a->in[0]), planes_of(a->in[1]), planes_of(gx), nn_data(a->in[0]), nn_data(a->in[1]), NULL, gx->dtype};
+    if (j.ix.N != j.g.N || j.ix.C != j.g.C || j.ix.H != j.g.H || j.ix.W != j.g.W || j.x.N != j.g.N || j.x.C != j.g.C)
         return nn_error(NN_ERR_SHAPE, "max_pool2d_backward: grad_output, indices and grad_input do not match");
     accum acc;
     if ((s = accum_begin(gx, &acc))) return s;
-    const char *go = nn_data(a->in[0]);
-    const int64_t *ind = nn_data(a->in[1]);
-#define CALL(T, A) s = max_backward_body(&g, go, &ix, ind, &x, acc.p, T, A)
-    BY_DTYPE_ACC(gx->dtype, CALL);
-#undef CALL
+    j.gi = acc.p;
+    s = over_planes(j.g.N * j.g.C, j.x.H * j.x.W + j.g.H * j.g.W, max_backward_range, &j);
     accum_end(gx, &acc);
     return s;
 }
@@ -279,49 +384,72 @@ INLINE void avg_cell(const avgargs *m, int64_t oy, int64_t ox, int64_t *h0, int6
     else *div = (double)((*h1 - *h0) * (*w1 - *w0));
 }
 
-INLINE void avg_body(const avgargs *m, const char *in, char *out, nn_dtype dt)
+INLINE void avg_body(const avgargs *m, int64_t q0, int64_t q1, const char *in, char *out, nn_dtype dt)
 {
     const planes *x = &m->x;
-    for (int64_t n = 0; n < x->N; n++)
-        for (int64_t c = 0; c < x->C; c++) {
-            const char *p = in + (n * x->sN + c * x->sC) * (int64_t)nn_dtype_size(dt);
-            int64_t base = (n * x->C + c) * m->y.H * m->y.W;
-            for (int64_t oy = 0; oy < m->y.H; oy++)
-                for (int64_t ox = 0; ox < m->y.W; ox++) {
-                    int64_t h0, h1, w0, w1;
-                    double div, sum = 0;
-                    avg_cell(m, oy, ox, &h0, &h1, &w0, &w1, &div);
-                    if (h0 >= h1 || w0 >= w1) {
-                        st(out, base + oy * m->y.W + ox, dt, 0);
-                        continue;
-                    }
-                    for (int64_t h = h0; h < h1; h++)
-                        for (int64_t w = w0; w < w1; w++) sum += ld(p, h * x->sH + w * x->sW, dt);
-                    st(out, base + oy * m->y.W + ox, dt, sum / div);
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t n = q / x->C, c = q % x->C;
+        const char *p = in + (n * x->sN + c * x->sC) * (int64_t)nn_dtype_size(dt);
+        int64_t base = (n * x->C + c) * m->y.H * m->y.W;
+        for (int64_t oy = 0; oy < m->y.H; oy++)
+            for (int64_t ox = 0; ox < m->y.W; ox++) {
+                int64_t h0, h1, w0, w1;
+                double div, sum = 0;
+                avg_cell(m, oy, ox, &h0, &h1, &w0, &w1, &div);
+                if (h0 >= h1 || w0 >= w1) {
+                    st(out, base + oy * m->y.W + ox, dt, 0);
+                    continue;
                 }
-        }
+                for (int64_t h = h0; h < h1; h++)
+                    for (int64_t w = w0; w < w1; w++) sum += ld(p, h * x->sH + w * x->sW, dt);
+                st(out, base + oy * m->y.W + ox, dt, sum / div);
+            }
+    }
 }
 
-INLINE void avg_backward_body(const avgargs *m, const char *go, char *gi, nn_dtype dt, nn_dtype adt)
+INLINE void avg_backward_body(const avgargs *m, int64_t q0, int64_t q1, const char *go, char *gi, nn_dtype dt, nn_dtype adt)
 {
     const planes *x = &m->x, *y = &m->y;
-    for (int64_t n = 0; n < x->N; n++)
-        for (int64_t c = 0; c < x->C; c++) {
-            const char *gp = go + (n * y->sN + c * y->sC) * (int64_t)nn_dtype_size(dt);
-            int64_t base = (n * x->C + c) * x->H * x->W;
-            for (int64_t oy = 0; oy < y->H; oy++)
-                for (int64_t ox = 0; ox < y->W; ox++) {
-                    int64_t h0, h1, w0, w1;
-                    double div;
-                    avg_cell(m, oy, ox, &h0, &h1, &w0, &w1, &div);
-                    double v = ld(gp, oy * y->sH + ox * y->sW, dt) / div;
-                    for (int64_t h = h0; h < h1; h++)
-                        for (int64_t w = w0; w < w1; w++) {
-                            int64_t k = base + h * x->W + w;
-                            st(gi, k, adt, ld(gi, k, adt) + v);
-                        }
-                }
-        }
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t n = q / x->C, c = q % x->C;
+        const char *gp = go + (n * y->sN + c * y->sC) * (int64_t)nn_dtype_size(dt);
+        int64_t base = (n * x->C + c) * x->H * x->W;
+        for (int64_t oy = 0; oy < y->H; oy++)
+            for (int64_t ox = 0; ox < y->W; ox++) {
+                int64_t h0, h1, w0, w1;
+                double div;
+                avg_cell(m, oy, ox, &h0, &h1, &w0, &w1, &div);
+                double v = ld(gp, oy * y->sH + ox * y->sW, dt) / div;
+                for (int64_t h = h0; h < h1; h++)
+                    for (int64_t w = w0; w < w1; w++) {
+                        int64_t k = base + h * x->W + w;
+                        st(gi, k, adt, ld(gi, k, adt) + v);
+                    }
+            }
+    }
+}
+
+typedef struct {
+    avgargs m;
+    const char *src;
+    char *dst; /* the output, or where grad_input adds up */
+    nn_dtype dt;
+    bool backward;
+} avg_job;
+
+static nn_status avg_range(int64_t q0, int64_t q1, void *arg)
+{
+    const avg_job *j = arg;
+    if (!j->backward) {
+#define FWD(T) avg_body(&j->m, q0, q1, j->src, j->dst, T)
+        BY_DTYPE(j->dt, FWD);
+#undef FWD
+    } else {
+#define BWD(T, A) avg_backward_body(&j->m, q0, q1, j->src, j->dst, T, A)
+        BY_DTYPE_ACC(j->dt, BWD);
+#undef BWD
+    }
+    return NN_OK;
 }
 
 static nn_status avg_common(const nn_kargs *a, bool adaptive, bool backward)
@@ -338,21 +466,18 @@ static nn_status avg_common(const nn_kargs *a, bool adaptive, bool backward)
     m.x = planes_of(backward ? out : in);
     m.y = planes_of(backward ? in : out);
     if (m.x.N != m.y.N || m.x.C != m.y.C) return nn_error(NN_ERR_SHAPE, "%s: input and output planes do not match", nn_op_name(a->op));
-    const char *src = nn_data(in);
+    avg_job j = {m, nn_data(in), NULL, out->dtype, backward};
+    int64_t work = m.x.H * m.x.W + m.y.H * m.y.W;
     if (!backward) {
-        char *dst = nn_data(out);
-#define FWD(T) avg_body(&m, src, dst, T)
-        BY_DTYPE(out->dtype, FWD);
-#undef FWD
-        return NN_OK;
+        j.dst = nn_data(out);
+        return over_planes(m.x.N * m.x.C, work, avg_range, &j);
     }
     accum acc;
     if ((s = accum_begin(out, &acc))) return s;
-#define BWD(T, A) avg_backward_body(&m, src, acc.p, T, A)
-    BY_DTYPE_ACC(out->dtype, BWD);
-#undef BWD
+    j.dst = acc.p;
+    s = over_planes(m.x.N * m.x.C, work, avg_range, &j);
     accum_end(out, &acc);
-    return NN_OK;
+    return s;
 }
 
 nn_status nn_cpu_avg_pool2d(const nn_kargs *a) { return avg_common(a, false, false); }

@@ -54,11 +54,16 @@ T.test("set_float32_matmul_precision", function()
   defaults()
 end)
 
-T.test("what nnrepl does not have answers as PyTorch's builds without it", function()
+T.test("what nnrepl does not have answers as PyTorch's builds without it; mkldnn it has", function()
   T.eq(B.mps.is_available(), false, "mps")
   T.eq(B.mps.is_built(), false, "mps built")
-  T.eq({ B.mkl.is_available(), B.mkldnn.is_available(), B.openmp.is_available(), B.opt_einsum.is_available() },
-    { false, false, false, false }, "mkl, mkldnn, openmp, opt_einsum")
+  T.eq({ B.mkl.is_available(), B.openmp.is_available(), B.opt_einsum.is_available() }, { false, false, false },
+    "mkl, openmp, opt_einsum")
+  -- oneDNN (mkldnn) runs the float32 CPU convolutions; the switch turns it off (test_parallel.lua checks both ways)
+  T.eq({ B.mkldnn.is_available(), B.mkldnn.enabled }, { true, true }, "mkldnn available and on")
+  B.mkldnn.enabled = false
+  T.eq(torch._backends.get("mkldnn.enabled"), false, "mkldnn switched off")
+  B.mkldnn.enabled = true
   T.eq(B.cuda.is_built(), torch.cuda.is_available(), "cuda built")
   T.eq(B.cpu.get_cpu_capability(), "DEFAULT", "cpu capability")
   T.eq({ B.cuda.matmul.allow_fp16_reduced_precision_reduction, B.cuda.matmul.allow_bf16_reduced_precision_reduction },

@@ -1,7 +1,8 @@
 -- The CPU's elementwise kernels on several threads (engine/cpu/parallel.c): every result bitwise
 -- that of the serial run (torch.set_num_threads(1) against 4) for each kernel family on large
--- tensors (from 32768 elements the work splits) of several layouts, errors included, and the
--- reductions that split over their outputs; a DataLoader
+-- tensors (from 32768 elements the work splits) of several layouts, errors included, the
+-- reductions that split over their outputs and the pools that split over planes; convolutions
+-- (oneDNN's and the own kernels) against float64 and the same from run to run; a DataLoader
 -- with workers alongside; torch.get_num_threads()'s default against CPython's count of the CPUs
 -- this process may use. (The pool's ranges, other threads and fork(): tests/c/test_parallel.c.)
 local T = ...
@@ -169,6 +170,96 @@ T.test("reductions over dims: independent outputs split, each output folded as i
       i:sum(4), i:sum(0), i:prod(2), i:gt(0):all(4), i:gt(0):any(0), h:sum(1), h:mean(0), x:sum(), t:var(),
       x:abs():sum(4, { keepdim = true }), torch.count_nonzero(i, 4), x:nansum(3), x:logsumexp(4) }
   end)
+end)
+
+T.test("pools split over planes: forward, indices and backward, float32 / float64 / bfloat16", function()
+  local F = torch.nn.functional
+  local inputs = { plain = torch.randn(16, 24, 31, 33) * 3, channels_last = (torch.randn(16, 24, 31, 33) * 3):contiguous({
+    memory_format = torch.channels_last }), slice = (torch.randn(16, 48, 31, 66) * 3):narrow(1, 5, 24):narrow(3, 1, 33) }
+  for _, lay in ipairs({ "channels_last", "plain", "slice" }) do
+    for _, dt in ipairs({ torch.float32, torch.float64, torch.bfloat16 }) do
+      local x0 = inputs[lay]:to(dt)
+      serial_vs_parallel("pools " .. lay .. " " .. tostring(dt), function()
+        local x = x0:detach():requires_grad_()
+        local m, idx = F.max_pool2d(x, 3, 2, 1, 1, true, true)
+        local outs = { m, idx, F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1, true, false), F.adaptive_avg_pool2d(x, { 5, 7 }),
+          F.adaptive_max_pool2d(x, 4), F.max_pool2d(x, 2, 2, 0, 2) }
+        local total = outs[1]:sum() + outs[3]:sum() * 2 + outs[4]:sum() * 3 + outs[5]:sum() + outs[6]:sum() + outs[7]:sum()
+        total:backward()
+        outs[2] = idx
+        outs[#outs + 1] = x.grad
+        for k, v in ipairs(outs) do outs[k] = v:detach() end
+        return outs
+      end)
+    end
+  end
+end)
+
+T.test("convolutions (oneDNN, and the own kernels split over the batch): within float32 rounding of float64, the same every run", function()
+  local F = torch.nn.functional
+  local function conv(x0, w0, b0, o)
+    local x, w, b = x0:detach():requires_grad_(), w0:detach():requires_grad_(), b0:detach():requires_grad_()
+    local y = F.conv2d(x, w, b, o.stride, o.padding, o.dilation, o.groups)
+    local g = torch.sin(torch.arange(y:numel(), { dtype = y.dtype }):view(y.shape))
+    y:backward(g)
+    return { y:detach(), x.grad, w.grad, b.grad }
+  end
+  -- N, C, H, W, O, k and options; the first two are document 000's layers
+  local cases = { { 32, 3, 32, 32, 32, 3, {} }, { 32, 32, 15, 15, 64, 3, {} }, { 13, 16, 20, 20, 32, 3, { stride = 2, padding = 1, groups = 2 } },
+    { 9, 8, 17, 19, 12, 3, { dilation = 2, padding = 2 } }, { 40, 16, 9, 9, 24, 1, {} }, { 1, 8, 64, 64, 16, 5, { padding = 2 } },
+    { 130, 6, 14, 14, 16, 5, {} } }
+  local prior = torch.get_num_threads()
+  local function check(ci, c, dnnl)
+    local N, C, H, W, O, k, o = table.unpack(c)
+    local name = string.format("conv %dx%dx%dx%d -> %d k%d%s", N, C, H, W, O, k, dnnl and "" or " (own kernels)")
+    local x, w, b = torch.randn(N, C, H, W), torch.randn(O, C // (o.groups or 1), k, k) * 0.2, torch.randn(O)
+    if ci % 2 == 0 then x = x:contiguous({ memory_format = torch.channels_last }) end
+    torch.set_num_threads(1)
+    local ref = conv(x:double(), w:double(), b:double(), o)
+    torch.set_num_threads(4)
+    torch.backends.mkldnn.enabled = dnnl
+    local ok, got = pcall(conv, x, w, b, o)
+    local again = ok and conv(x, w, b, o)
+    torch.backends.mkldnn.enabled = true
+    torch.set_num_threads(prior)
+    if not ok then error(got, 0) end
+    for i, what in ipairs({ "output", "grad_input", "grad_weight", "grad_bias" }) do
+      local scale = ref[i]:abs():max():item() + 1
+      local err = (got[i]:double() - ref[i]):abs():max():item()
+      T.check(err <= 2e-6 * scale * math.sqrt(C * k * k + N * H * W), string.format("%s %s: %.3g from float64 (scale %.3g)", name, what, err, scale))
+      T.check(same_bits(got[i], again[i]), name .. " " .. what .. ": the same in a second run")
+    end
+  end
+  for ci, c in ipairs(cases) do
+    check(ci, c, true)
+    check(ci, c, false)
+  end
+  T.raises(function() torch.backends.mkldnn.enabled = 1 end, "torch.backends.mkldnn.enabled must be a boolean, got number")
+  T.check(torch.backends.mkldnn.is_available(), "mkldnn available")
+end)
+
+T.test("a DataLoader's workers run convolutions and pools alone (off the pool's thread)", function()
+  local F = torch.nn.functional
+  local prior = torch.get_num_threads()
+  torch.set_num_threads(4)
+  local w = torch.randn(16, 3, 3, 3)
+  local ds = setmetatable({}, { __index = {
+    __len = function() return 8 end,
+    __getitem = function(_, i)
+      local g = torch.Generator():manual_seed(i)
+      local x = torch.randn(12, 3, 40, 40, { generator = g })
+      return F.max_pool2d(F.conv2d(x, w, nil, 1, 1), 2)
+    end } })
+  local got = {}
+  for xb in data.DataLoader(ds, { batch_size = 2, num_workers = 2 }) do got[#got + 1] = xb end
+  torch.set_num_threads(1)
+  local k = 0
+  for xb in data.DataLoader(ds, { batch_size = 2 }) do
+    k = k + 1
+    T.check(torch.allclose(got[k], xb, 1e-5, 1e-5), "batch " .. k .. " as in the main thread")
+  end
+  torch.set_num_threads(prior)
+  T.eq(k, #got, "batches")
 end)
 
 T.test("an integer division by zero still raises, wherever the zero is", function()
