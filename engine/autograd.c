@@ -519,6 +519,7 @@ struct nn_node_extra {
 struct nn_grad_hooks {
     struct nn_hook_list post, pre;
     struct nn_node_extra acc; /* those of the leaf's AccumulateGrad nodes */
+    uint32_t pass;    /* the pass the four below belong to (0: none), as nn_node's */
     bool computes;    /* this pass: its gradient is computed */
     int pending;      /* this pass: AccumulateGrad nodes of the leaf still to run */
     bool accumulated; /* this pass: some gradient reached the leaf */
@@ -819,8 +820,87 @@ uint64_t nn_backward_pass_id(void) { return pass_id; }
 bool nn_backward_computes(const nn_tensor *t)
 {
     if (!pass_id) return false;
-    if (!t->grad_fn) return t->grad_hooks && t->grad_hooks->computes;
-    return t->grad_fn->visited && (!pass_want || t->grad_fn->need == 2);
+    if (!t->grad_fn) return t->grad_hooks && t->grad_hooks->pass == (uint32_t)pass_id && t->grad_hooks->computes;
+    return t->grad_fn->pass == (uint32_t)pass_id && (!pass_want || t->grad_fn->need == 2);
+}
+
+/* ---- nested passes ----
+ * A pass's state lives on the nodes it reaches (deps, need, grad_buf) and on their leaves' hook
+ * records (pending, accumulated, computes, sum), tagged with the pass (the low 32 bits of its
+ * number, never 0: the tag sits where nn_node had padding); the pass clears state and tag as it
+ * ends. A pass started while another runs (autograd.grad or backward() from a custom Function's
+ * backward, from a hook, in a checkpoint's recomputation) sets the outer pass's state aside on
+ * this stack as it first reaches each such node, starts it clean, and puts it back when it ends,
+ * after an error too. Passes nest strictly on a thread, so one stack serves (PyTorch keeps the
+ * state per GraphTask instead). A plain pass only tests the tag. */
+typedef struct {
+    nn_node *node;               /* a node's state, or */
+    struct nn_grad_hooks *hooks; /* a leaf's */
+    uint32_t pass;
+    int count;                   /* deps, or pending */
+    uint8_t need;
+    bool computes, accumulated;
+    nn_tensor *buf[NN_NODE_MAX_OUT]; /* grad_buf, or sum in buf[0] (references) */
+} stashed;
+static _Thread_local struct { stashed *v; int n, cap; } stash;
+
+/* join_pass's way for a node that has state of an outer pass or a leaf with hook records */
+static nn_status join_pass_slow(nn_node *x, uint32_t id)
+{
+    struct nn_grad_hooks *h = x->leaf ? x->leaf->grad_hooks : NULL;
+    if ((x->pass || (h && h->pass && h->pass != id)) && stash.n + 2 > stash.cap) {
+        int cap = stash.cap ? stash.cap * 2 : 16;
+        stashed *v = realloc(stash.v, sizeof *v * cap);
+        if (!v) return nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        stash.v = v, stash.cap = cap;
+    }
+    if (x->pass) {
+        stashed *s = &stash.v[stash.n++];
+        *s = (stashed){.node = x, .pass = x->pass, .count = x->deps, .need = x->need};
+        memcpy(s->buf, x->grad_buf, sizeof s->buf);
+        memset(x->grad_buf, 0, sizeof x->grad_buf);
+        x->deps = 0, x->need = 0;
+    }
+    x->pass = id;
+    if (!h) return NN_OK;
+    if (h->pass != id) {
+        if (h->pass) {
+            stashed *s = &stash.v[stash.n++];
+            *s = (stashed){.hooks = h, .pass = h->pass, .count = h->pending, .computes = h->computes, .accumulated = h->accumulated,
+                           .buf = {h->sum}};
+            h->pending = 0, h->computes = false, h->accumulated = false, h->sum = NULL;
+        }
+        h->pass = id;
+    }
+    h->pending++;
+    return NN_OK;
+}
+
+/* x joins the running pass, numbered id: an outer pass's state on it and its leaf is set aside,
+ * all or nothing (x keeps its tag on an error) */
+static inline nn_status join_pass(nn_node *x, uint32_t id)
+{
+    if (x->pass || (x->leaf && x->leaf->grad_hooks)) return join_pass_slow(x, id);
+    x->pass = id;
+    return NN_OK;
+}
+
+/* The state set aside since the stack held `base` entries back where it was (after the
+ * ending pass cleared its own). */
+static void restore_stashed(int base)
+{
+    while (stash.n > base) {
+        stashed *s = &stash.v[--stash.n];
+        if (s->node) {
+            nn_node *x = s->node;
+            x->pass = s->pass, x->deps = s->count, x->need = s->need;
+            memcpy(x->grad_buf, s->buf, sizeof s->buf);
+        } else {
+            struct nn_grad_hooks *h = s->hooks;
+            h->pass = s->pass, h->pending = s->count, h->computes = s->computes, h->accumulated = s->accumulated;
+            h->sum = s->buf[0];
+        }
+    }
 }
 
 typedef struct { nn_node **v; int n, cap; } node_list;
@@ -1027,7 +1107,11 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
     retaining = retain_graph, creating = create_graph;
     uint64_t was_pass = pass_id;
     const nn_grad_targets *was_want = pass_want;
-    pass_id = ++pass_count, pass_want = want;
+    pass_id = ++pass_count;
+    if (!(uint32_t)pass_id) pass_id = ++pass_count; /* a tag is never 0 */
+    const uint32_t id = (uint32_t)pass_id;
+    pass_want = want;
+    int was_stash = stash.n;
 
     /* seeds: a leaf root takes its gradient now, a node gets it in its buffer */
     for (int r = 0; r < nroots && !st; r++) {
@@ -1051,12 +1135,12 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
             continue;
         }
         nn_node *start = root->grad_fn;
-        st = accumulate(&start->grad_buf[root->output_nr], g);
-        nn_release(g);
-        if (!st && !start->visited) {
-            start->visited = true;
+        if (start->pass != id) { /* joined before its buffer takes the seed */
             if (!push(&all, start) || !push(&starts, start)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+            else st = join_pass(start, id);
         }
+        if (!st) st = accumulate(&start->grad_buf[root->output_nr], g);
+        nn_release(g);
     }
 
     /* collect the graph and count, for each node, the edges that lead into it */
@@ -1064,12 +1148,12 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
         for (int i = 0; i < all.v[k]->nin; i++) {
             nn_node *c = all.v[k]->next[i].node;
             if (!c) continue;
-            c->deps++;
-            if (!c->visited) {
-                c->visited = true;
-                if (c->leaf && c->leaf->grad_hooks) c->leaf->grad_hooks->pending++;
+            if (c->pass != id) {
                 if (!push(&all, c)) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+                else st = join_pass(c, id);
+                if (st) break;
             }
+            c->deps++;
         }
     if (!st && want) st = mark_needed(&starts, want);
     for (int k = 0; k < all.n && !st; k++)
@@ -1086,8 +1170,10 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
         }
         nn_tensor *gin_small[8] = {0}, **gin = gin_small;
         if (x->nin > 8 && !(gin = calloc(x->nin, sizeof *gin))) st = nn_error(NN_ERR_NOMEM, "out of memory in backward");
+        bool run = false; /* whether x's backward is due (a target's own node is not, when nothing below it is wanted) */
         if (!st && !skip) {
-            bool any = false, run = !want;
+            bool any = false;
+            run = !want;
             for (int k = 0; k < x->nout; k++) any |= x->grad_buf[k] != NULL;
             for (int i = 0; want && i < want->n && !st; i++) /* a target's gradient is taken here */
                 if (want->t[i]->grad_fn == x && x->grad_buf[want->t[i]->output_nr]) st = give_target(want, i, x->grad_buf[want->t[i]->output_nr]);
@@ -1108,7 +1194,7 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
             x->grad_buf[k] = NULL;
         }
         while (live.n > was_live) nn_release(live.v[--live.n]);
-        if (!retain_graph && !skip && has_saved(x)) { /* backward again through this node is then an error */
+        if (!retain_graph && run && has_saved(x)) { /* backward again through this node is then an error */
             release_saved(x);
             x->released = true;
         }
@@ -1131,21 +1217,25 @@ nn_status nn_backward_ex(int nroots, nn_tensor *const *roots, nn_tensor *const *
         if (all.v[k]->pass_end) st = all.v[k]->pass_end->fn(all.v[k]->pass_end->ctx);
     for (int k = 0; k < all.n; k++) { /* reset the pass state, also after an error */
         nn_node *x = all.v[k];
-        x->visited = false;
+        if (x->pass != id) continue; /* not joined (an error on the way): an outer pass's */
+        x->pass = 0;
         x->deps = 0;
         x->need = 0;
-        if (x->leaf && x->leaf->grad_hooks) {
-            x->leaf->grad_hooks->pending = 0;
-            x->leaf->grad_hooks->accumulated = false;
-            x->leaf->grad_hooks->computes = false;
-            nn_release(x->leaf->grad_hooks->sum);
-            x->leaf->grad_hooks->sum = NULL;
+        struct nn_grad_hooks *h = x->leaf ? x->leaf->grad_hooks : NULL;
+        if (h && (h->pass == id || !h->pass)) { /* (or made during the pass) */
+            h->pass = 0;
+            h->pending = 0;
+            h->accumulated = false;
+            h->computes = false;
+            nn_release(h->sum);
+            h->sum = NULL;
         }
         for (int j = 0; j < NN_NODE_MAX_OUT; j++) {
             nn_release(x->grad_buf[j]);
             x->grad_buf[j] = NULL;
         }
     }
+    restore_stashed(was_stash);
     for (int i = 0; st && capture && i < want->n; i++) { /* nothing half-computed on an error */
         nn_release(want->out[i]);
         want->out[i] = NULL;

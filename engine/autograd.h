@@ -53,12 +53,14 @@ struct nn_node {
     struct nn_pass_end *pass_end; /* run after every backward pass through this node */
     struct nn_hook_list *pre_hooks; /* Tensor.register_hook on this node's outputs; NULL: none */
     struct nn_node_extra *extra; /* Node.register_hook / register_prehook and Node.metadata; NULL: none */
-    int nout;
     uint64_t seq;           /* creation order; backward runs the latest-made ready node first */
-    /* set while a backward pass runs */
+    int nout;
+    /* set while a backward pass runs, for the pass tagged `pass` (0: none runs through the node;
+     * a pass nested in another sets the outer one's state aside while it runs, engine/autograd.c) */
+    uint32_t pass;
     int deps;
-    bool visited;
     uint8_t need;           /* a pass with targets: 0 not yet known, 1 being worked out, 2 a target is at or below it, 3 none is */
+    bool visited;           /* not the engine's: a mark for walks of the graph outside backward (the DDP reducer's) */
     nn_tensor *grad_buf[NN_NODE_MAX_OUT];
     nn_tensor *retained[NN_NODE_MAX_OUT]; /* weak: outputs that asked for retain_grad */
     int nin;

@@ -580,6 +580,86 @@ static void test_freeing(void)
     nn_release(c), nn_release(w), nn_release(x);
 }
 
+/* ---- a pass started inside another (from a node's backward) ---- */
+
+static nn_status failing_backward(nn_node *n, nn_tensor *const *gout, nn_tensor **gin)
+{
+    (void)n, (void)gout, (void)gin;
+    return nn_error(NN_ERR_RUNTIME, "FailBackward: on purpose");
+}
+
+/* sum(f(h) * h) recorded with grad mode on, f(h) = h through a node whose backward fails when fail */
+static nn_tensor *nested_root(nn_tensor *h, bool fail)
+{
+    bool was = nn_grad_enabled();
+    nn_set_grad_enabled(true);
+    nn_tensor *f = nn_retain(h);
+    if (fail) {
+        nn_set_grad_enabled(false);
+        nn_release(f);
+        f = nn_clone(h);
+        nn_set_grad_enabled(true);
+        nn_node *n = nn_node_new("FailBackward", failing_backward, 1, &h);
+        nn_node_set_output(n, f, 0);
+        nn_node_release(n);
+    }
+    nn_tensor *p = nn_binary(NN_OP_mul, f, h), *y = sum_all(p);
+    nn_release(f), nn_release(p);
+    nn_set_grad_enabled(was);
+    return y;
+}
+
+static int nested_calls;
+static char nested_error[200];
+
+/* Square(h) = h^2, its backward g * 2h with 2h taken by a pass nested in the running one: first
+ * one that fails inside (its error kept), then d sum(h * h) / dh, stopping at h, a non-leaf of
+ * the outer graph whose node holds part of the outer pass's gradient already. */
+static nn_status square_backward(nn_node *n, nn_tensor *const *gout, nn_tensor **gin)
+{
+    nn_tensor *h = nn_node_saved(n, 0), *g = NULL;
+    if (!h) return nn_last_status();
+    nested_calls++;
+    nn_grad_targets want = {1, &h, &g};
+    nn_tensor *bad = nested_root(h, true), *y = nested_root(h, false);
+    if (nn_backward_ex(1, &bad, NULL, true, false, &want) == NN_OK) snprintf(nested_error, sizeof nested_error, "(no error)");
+    else snprintf(nested_error, sizeof nested_error, "%s", nn_last_error());
+    nn_status st = nn_backward_ex(1, &y, NULL, false, false, &want);
+    nn_release(bad), nn_release(y);
+    if (st) return st;
+    gin[0] = nn_binary(NN_OP_mul, gout[0], g);
+    nn_release(g);
+    return gin[0] ? NN_OK : nn_last_status();
+}
+
+static void test_nested_passes(void)
+{
+    double xv[3] = {-0.5, 1.5, 2.0}, cv[3] = {3, -1, 0.25};
+    size_t bytes = nn_live_storage_bytes();
+    nn_tensor *x = vec(NN_F64, 3, xv, true), *c = vec(NN_F64, 3, cv, false);
+    nn_tensor *h = nn_binary(NN_OP_mul, x, x);
+    nn_set_grad_enabled(false);
+    nn_tensor *z = nn_binary(NN_OP_mul, h, h);
+    nn_set_grad_enabled(true);
+    nn_node *sq = nn_node_new("SquareBackward", square_backward, 1, &h);
+    nn_node_save(sq, 0, h);
+    nn_node_set_output(sq, z, 0);
+    nn_node_release(sq);
+    nn_tensor *a = nn_binary(NN_OP_mul, h, c); /* made after Square: its path runs first */
+    nn_tensor *sz = sum_all(z), *sa = sum_all(a), *loss = nn_binary(NN_OP_add, sz, sa);
+    CHECK(nn_backward(loss, NULL, false) == NN_OK, "%s", nn_last_error());
+    CHECK(nested_calls == 1, "Square ran %d times", nested_calls);
+    CHECK(has(nested_error, "FailBackward: on purpose"), "the failing nested pass: %s", nested_error);
+    double want[3];
+    for (int i = 0; i < 3; i++) want[i] = 4 * xv[i] * xv[i] * xv[i] + 2 * cv[i] * xv[i]; /* d sum(x^4 + c x^2) */
+    CHECK(equals(x->grad, want, 3), "x.grad %g %g %g", x->grad ? at(x->grad, 0) : 0, x->grad ? at(x->grad, 1) : 0,
+          x->grad ? at(x->grad, 2) : 0);
+    nn_release(h), nn_release(z), nn_release(a), nn_release(sz), nn_release(sa), nn_release(loss);
+    CHECK(x->refcount == 1, "the graph is gone: refcount %d", x->refcount);
+    nn_release(x), nn_release(c);
+    CHECK(nn_live_storage_bytes() == bytes, "no storage leaked: %zu bytes before, %zu after", bytes, nn_live_storage_bytes());
+}
+
 int main(void)
 {
     test_accumulate_and_retain();
@@ -591,5 +671,6 @@ int main(void)
     test_values_at_kinks();
     test_names();
     test_freeing();
+    test_nested_passes();
     return CHECK_REPORT();
 }
