@@ -7,7 +7,7 @@
 -- use_deterministic_algorithms with its getters.
 -- In C (bindings/tensor_create.c, tensor_views.c, autograd.c): set_default_device /
 -- get_default_device (every factory reads it), empty_strided, set_num_threads / get_num_threads
--- (the CPU backend's threads: its pool for large elementwise ops and OpenBLAS's; engine/cpu/parallel.h),
+-- (the CPU backend's threads: its pool, which also splits matrix products and convolutions; engine/cpu/parallel.h),
 -- is_inference_mode_enabled, and the
 -- Tensor methods _as_strided (a bounds-checked view of the storage), _set_view_ and
 -- _storage_info this file builds on.

@@ -8,6 +8,7 @@
  *  integers and bool: a plain loop in int64 (wrapping), alpha and beta as integers.
  * With beta == 0 the old contents of out are never read. */
 #include <cblas.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,20 +122,16 @@ static nn_status gemm_float(const nn_kargs *a, size_t es)
             wc = C.buf;
         }
         CBLAS_TRANSPOSE ta = A.trans ? CblasTrans : CblasNoTrans, tb = B.trans ? CblasTrans : CblasNoTrans;
-        nn_cpu_gemm_threads(m, n, k);
         if (out->dtype == NN_C64 || out->dtype == NN_C128) {
+            nn_cpu_blas_init();
             const float fa[2] = {(float)alpha, 0}, fb[2] = {(float)beta, 0};
             const double da[2] = {alpha, 0}, db[2] = {beta, 0};
             if (out->dtype == NN_C64)
                 cblas_cgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, fa, pa, (int)A.ld, pb, (int)B.ld, fb, wc, (int)C.ld);
             else
                 cblas_zgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, da, pa, (int)A.ld, pb, (int)B.ld, db, wc, (int)C.ld);
-        } else if (f64)
-            cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, (const double *)pa, (int)A.ld,
-                        (const double *)pb, (int)B.ld, beta, (double *)wc, (int)C.ld);
-        else
-            cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, (float)alpha, (const float *)pa, (int)A.ld,
-                        (const float *)pb, (int)B.ld, (float)beta, (float *)wc, (int)C.ld);
+        } else
+            nn_cpu_gemm(f64, A.trans, B.trans, m, n, k, alpha, pa, A.ld, pb, B.ld, beta, wc, C.ld);
         if (!C.direct) unpack(pc, C.buf, &C.m, es);
     }
 done:
@@ -178,9 +175,7 @@ static nn_status gemm_half(const nn_kargs *a)
         if (b == 0 || B.bs) to_float(fb, B.p + b * B.bs * 2, &B, dt);
         char *pc = C.p + b * C.bs * 2;
         if (beta != 0) to_float(fc, pc, &C, dt);
-        nn_cpu_gemm_threads(m, n, k);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, (float)a->f[0], fa, (int)max1(k), fb,
-                    (int)max1(n), (float)beta, fc, (int)max1(n));
+        nn_cpu_gemm(false, false, false, m, n, k, a->f[0], fa, max1(k), fb, max1(n), beta, fc, max1(n));
         from_float(pc, fc, &C, dt);
     }
 done:
@@ -273,31 +268,84 @@ nn_status nn_cpu_bmm(const nn_kargs *a)
     }
 }
 
-/* OpenBLAS splits a product over its threads from 64^3 multiply-adds on, but below about 200^3 the
- * split costs more than it saves, and its threads then spin on the cores the next ops need (the
- * tutorials' CIFAR CNN on 2 cores: 1.34 -> 0.78 ms a step at batch 4, 16.4 -> 11.2 at 64). Such
- * products run on one thread; the rest on all (torch.set_num_threads, or OpenBLAS's default). */
-static int all_threads, threads_now;
+/* ---- products over the CPU pool ----
+ * OpenBLAS runs on one thread only. A large product is cut into blocks of C's columns (or rows),
+ * each a product of its own on a thread of the CPU pool (parallel.h), so that one pool of threads
+ * serves every op: OpenBLAS's own threads spin for milliseconds after each product, on the cores
+ * the next ops need (the documents' CNNs on 16 threads: the step ran slower than on 4). The
+ * blocks depend on the thread count only, so a result is the same from run to run at one count
+ * (float32 may differ in the last bits between counts: OpenBLAS picks its kernel by size). */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_one_thread(void) { openblas_set_num_threads(1); }
+void nn_cpu_blas_init(void) { pthread_once(&blas_once, blas_one_thread); }
 
-static int threads_all(void)
+typedef struct {
+    bool f64, ta, tb, cols; /* cols: blocks of C's columns, else of its rows */
+    int64_t m, n, k, lda, ldb, ldc, block;
+    double alpha, beta;
+    const char *A, *B;
+    char *C;
+} gemm_job;
+
+/* C's columns (or rows) [i0, i1) */
+static void gemm_part(const gemm_job *j, int64_t i0, int64_t i1)
 {
-    if (!all_threads) all_threads = threads_now = openblas_get_num_threads();
-    return all_threads;
+    size_t es = j->f64 ? 8 : 4;
+    const char *A = j->A, *B = j->B;
+    char *C = j->C;
+    int64_t m = j->m, n = j->n;
+    if (j->cols) {
+        B += (j->tb ? i0 * j->ldb : i0) * (int64_t)es;
+        C += i0 * (int64_t)es;
+        n = i1 - i0;
+    } else {
+        A += (j->ta ? i0 : i0 * j->lda) * (int64_t)es;
+        C += i0 * j->ldc * (int64_t)es;
+        m = i1 - i0;
+    }
+    enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans, tb = j->tb ? CblasTrans : CblasNoTrans;
+    if (j->f64)
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)j->k, j->alpha, (const double *)A, (int)j->lda, (const double *)B, (int)j->ldb,
+                    j->beta, (double *)C, (int)j->ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)j->k, (float)j->alpha, (const float *)A, (int)j->lda, (const float *)B,
+                    (int)j->ldb, (float)j->beta, (float *)C, (int)j->ldc);
 }
 
-void nn_cpu_gemm_threads(int64_t m, int64_t n, int64_t k)
+static nn_status gemm_blocks(int64_t b, int64_t e, void *arg)
 {
-    int all = threads_all(), want = (double)m * (double)n * (double)k < 8e6 ? 1 : all;
-    if (want != threads_now) openblas_set_num_threads(threads_now = want);
+    const gemm_job *j = arg;
+    int64_t dim = j->cols ? j->n : j->m, i1 = e * j->block;
+    gemm_part(j, b * j->block, i1 < dim ? i1 : dim);
+    return NN_OK;
 }
 
-/* torch.get_num_threads: the CPU pool's size (engine/cpu/parallel.h); set_num_threads sets it
- * and OpenBLAS's count */
+/* Blocks of at least this many multiply-adds (a few tens of microseconds on one core) */
+#define GEMM_BLOCK_WORK 1e6
+#define MAX_BLOCKS 32
+
+void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
+                 int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    nn_cpu_blas_init();
+    gemm_job j = {f64, ta, tb, n >= m, m, n, k, lda, ldb, ldc, 0, alpha, beta, A, B, C};
+    int64_t dim = j.cols ? n : m, other = j.cols ? m : n;
+    double work = (double)m * (double)n * (double)k;
+    int width = nn_parallel_width();
+    if (width < 2 || work < 2 * GEMM_BLOCK_WORK || dim < 32) {
+        gemm_part(&j, 0, dim);
+        return;
+    }
+    /* blocks of a multiple of 16 columns (rows), about GEMM_BLOCK_WORK each, at least one a thread
+     * and at most MAX_BLOCKS (OpenBLAS has buffers for a fixed number of threads at once) */
+    int64_t block = (int64_t)(GEMM_BLOCK_WORK / ((double)other * (double)k)) + 1, fair = (dim + width - 1) / width;
+    if (block > fair) block = fair;
+    if (block < (dim + MAX_BLOCKS - 1) / MAX_BLOCKS) block = (dim + MAX_BLOCKS - 1) / MAX_BLOCKS;
+    block = (block + 15) / 16 * 16;
+    j.block = block;
+    nn_parallel_for((dim + block - 1) / block, 1, gemm_blocks, &j);
+}
+
+/* torch.get_num_threads: the CPU pool's size (engine/cpu/parallel.h); set_num_threads sets it */
 int nn_cpu_num_threads(void) { return nn_parallel_threads(); }
-void nn_cpu_set_num_threads(int n)
-{
-    nn_parallel_set_threads(n);
-    threads_all(); /* threads_now: OpenBLAS's count as it is */
-    all_threads = n; /* given to OpenBLAS by the next product that wants all threads (nn_cpu_gemm_threads):
-                      * setting it here would wake its threads, which spin for tens of milliseconds */
-}
+void nn_cpu_set_num_threads(int n) { nn_parallel_set_threads(n); }

@@ -157,8 +157,8 @@ static void out_end(nn_tensor *out, nn_dtype cdt, const operand *o)
 }
 
 /* C (M x N, row-major, ldc) = beta*C + op(A) @ op(B) */
-static void gemm(nn_dtype cdt, bool set_threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+static void gemm(nn_dtype cdt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
+                 double beta, void *C, int64_t ldc)
 {
     if (M == 0 || N == 0) return;
     if (K == 0) { /* BLAS may skip scaling C when K is 0 */
@@ -169,12 +169,7 @@ static void gemm(nn_dtype cdt, bool set_threads, bool ta, bool tb, int64_t M, in
             }
         return;
     }
-    enum CBLAS_TRANSPOSE tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
-    if (set_threads) nn_cpu_gemm_threads(M, N, K);
-    if (cdt == NN_F32)
-        cblas_sgemm(CblasRowMajor, tA, tB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, tA, tB, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    nn_cpu_gemm(cdt == NN_F64, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* The output columns [lo, hi) whose input column ox*s + off lies in [0, n). */
@@ -337,17 +332,10 @@ struct conv_job {
     operand op[4];
     int64_t B, nchunks;
     int nparts;
-    bool direct, pooled; /* pooled: GEMMs run on the calling thread (OpenBLAS set to one beforehand) */
+    bool direct;
     chunk_fn chunk;
     char **partial;      /* backward_weight: each run's sum (run 0's is the output) */
 };
-
-/* C (M x N, row-major, ldc) = beta*C + op(A) @ op(B), for a job's GEMM */
-static void job_gemm(const conv_job *j, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-                     const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
-{
-    gemm(j->cdt, !j->pooled, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-}
 
 static nn_status run_parts(int64_t pb, int64_t pe, void *arg)
 {
@@ -369,8 +357,8 @@ static nn_status run_parts(int64_t pb, int64_t pe, void *arg)
 /* Most runs at once: each is a thread calling BLAS, and OpenBLAS has a fixed number of buffers */
 #define MAX_PARTS 32
 
-/* Sets B, nchunks, nparts. With one run the GEMMs may use OpenBLAS's threads; with several, the
- * chunks shrink so that every thread gets some. */
+/* Sets B, nchunks, nparts. With one run a large GEMM splits over the pool itself (nn_cpu_gemm);
+ * with several, the chunks shrink so that every thread gets some. */
 static void job_plan(conv_job *j)
 {
     int64_t B = chunk_images(&j->g, j->es), N = j->g.N;
@@ -385,14 +373,12 @@ static void job_plan(conv_job *j)
     j->nchunks = N > 0 ? (N + B - 1) / B : 0;
     j->nparts = (int)(j->nchunks < threads ? j->nchunks : threads);
     if (j->nparts < 1 || work < NN_PARALLEL_MIN * 16) j->nparts = j->nchunks > 0 ? 1 : 0;
-    j->pooled = j->nparts > 1;
 }
 
 static nn_status job_run(conv_job *j)
 {
     if (j->nparts == 0) return NN_OK;
     if (j->nparts == 1) return run_parts(0, 1, j);
-    nn_cpu_gemm_threads(1, 1, 1); /* OpenBLAS on one thread: each run calls it from its own */
     return nn_parallel_for(j->nparts, 1, run_parts, j);
 }
 
@@ -502,7 +488,7 @@ static void forward_chunk(const conv_job *j, int64_t n0, int64_t nb, char *col, 
             if (j->direct) Bm = xg;
             else im2col(g, xg, j->op[0].s + 1, col + k * g->L * (int64_t)es, ld, es);
         }
-        job_gemm(j, false, false, g->Og, ld, g->K, wg, g->K, Bm, ld, beta, C, ld);
+        gemm(j->cdt, false, false, g->Og, ld, g->K, wg, g->K, Bm, ld, beta, C, ld);
         if (nb > 1) scatter_rows(yg, aux, g, nb, es);
     }
 }
@@ -542,7 +528,7 @@ static void backward_input_chunk(const conv_job *j, int64_t n0, int64_t nb, char
             gather_rows(aux, gog, g, nb, es);
             A = aux;
         }
-        job_gemm(j, true, false, g->K, ld, g->Og, wg, g->K, A, ld, 0, j->direct ? gxg : col, ld);
+        gemm(j->cdt, true, false, g->K, ld, g->Og, wg, g->K, A, ld, 0, j->direct ? gxg : col, ld);
         if (!j->direct)
             for (int64_t k = 0; k < nb; k++) col2im(g, col + k * g->L * (int64_t)es, ld, gxg + k * g->C * g->H * g->W * (int64_t)es, es);
     }
@@ -586,7 +572,7 @@ static void backward_weight_chunk(const conv_job *j, int64_t n0, int64_t nb, cha
             if (j->direct) Bm = xg;
             else im2col(g, xg, j->op[1].s + 1, col + k * g->L * (int64_t)es, ld, es);
         }
-        job_gemm(j, false, true, g->Og, g->K, ld, A, ld, Bm, ld, 1, gwg, g->K);
+        gemm(j->cdt, false, true, g->Og, g->K, ld, A, ld, Bm, ld, 1, gwg, g->K);
     }
 }
 

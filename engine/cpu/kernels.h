@@ -42,8 +42,11 @@ void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, n
  * (engine/cpu/softmax.c: the exp loop alone, so that it vectorizes) */
 double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max);
 
-/* Before a BLAS product of m x k by k x n: OpenBLAS's thread count for a product that size
- * (one thread for small ones; engine/cpu/blas.c) */
-void nn_cpu_gemm_threads(int64_t m, int64_t n, int64_t k);
+/* C (m x n, row-major, ldc) = beta*C + alpha*op(A) @ op(B), float32 (f64: float64) through
+ * OpenBLAS, a large product split over the CPU pool (engine/cpu/blas.c) */
+void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
+                 int64_t ldb, double beta, void *C, int64_t ldc);
+/* OpenBLAS on one thread (once; before any direct cblas call) */
+void nn_cpu_blas_init(void);
 
 #endif

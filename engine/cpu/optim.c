@@ -19,6 +19,7 @@
 
 #include "kernels.h"
 #include "memory_format.h"
+#include "parallel.h"
 
 #define MAX_STATE 3
 
@@ -244,6 +245,29 @@ static nn_status update_scratch(const nn_kargs *a, nn_tensor *p, nn_tensor *g, n
     return s;
 }
 
+/* A large parameter's update split over the CPU pool: each element's update is independent, so
+ * the parts (whole blocks, as the vector loops see them alone) give the serial result bitwise. */
+enum { UPD_BLOCK = 1024 };
+typedef struct {
+    const nn_kargs *a;
+    upd u;
+    bool f64;
+} upd_job;
+
+static nn_status upd_blocks(int64_t b, int64_t e, void *arg)
+{
+    const upd_job *j = arg;
+    upd u = j->u;
+    int64_t lo = b * UPD_BLOCK, hi = e * UPD_BLOCK < u.n ? e * UPD_BLOCK : u.n, es = j->f64 ? 8 : 4;
+    u.n = hi - lo;
+    u.p = (char *)u.p + lo * es;
+    u.g = (const char *)u.g + lo * es;
+    for (int r = 0; r < MAX_STATE; r++)
+        if (u.s[r]) u.s[r] = (char *)u.s[r] + lo * es;
+    update(j->a, &u, j->f64);
+    return NN_OK;
+}
+
 static nn_status optim_step(const nn_kargs *a)
 {
     int roles[MAX_STATE], step_role, m = a->nlist;
@@ -272,7 +296,9 @@ static nn_status optim_step(const nn_kargs *a)
         u.p = nn_data(p);
         u.g = nn_data(g);
         for (int r = 0; r < nst; r++) u.s[r] = st[r] ? nn_data(st[r]) : NULL;
-        update(a, &u, p->dtype == NN_F64);
+        upd_job j = {a, u, p->dtype == NN_F64};
+        if (u.n < NN_PARALLEL_MIN) update(a, &u, j.f64);
+        else nn_parallel_for((u.n + UPD_BLOCK - 1) / UPD_BLOCK, NN_PARALLEL_MIN / 2 / UPD_BLOCK, upd_blocks, &j);
     }
     return NN_OK;
 }

@@ -86,14 +86,22 @@ static nn_status accum_begin(nn_tensor *out, accum *acc)
 {
     size_t n = (size_t)nn_numel(out);
     acc->owned = NULL;
-    if (out->dtype == NN_F32 || out->dtype == NN_F64) {
+    if (out->dtype == NN_F32 || out->dtype == NN_F64) { /* zeroed plane by plane by the ranges (zero_planes) */
         acc->p = nn_data(out);
-        memset(acc->p, 0, n * nn_dtype_size(out->dtype));
         return NN_OK;
     }
     if (!(acc->owned = calloc(n ? n : 1, sizeof(double)))) return nn_error(NN_ERR_NOMEM, "out of memory for a pooling gradient");
     acc->p = acc->owned;
     return NN_OK;
+}
+
+/* A backward range's planes [q0, q1) of grad_input (hw elements each) zeroed, where they are
+ * grad_input itself (float32/float64; the 16-bit types' float64 buffer starts zeroed) */
+static void zero_planes(char *gi, nn_dtype adt, nn_dtype dt, int64_t q0, int64_t q1, int64_t hw)
+{
+    if (adt != dt) return;
+    size_t es = nn_dtype_size(dt);
+    memset(gi + q0 * hw * (int64_t)es, 0, (size_t)((q1 - q0) * hw) * es);
 }
 
 static void accum_end(nn_tensor *out, accum *acc)
@@ -303,6 +311,7 @@ INLINE nn_status max_backward_body(const planes *g, int64_t q0, int64_t q1, cons
                                    const planes *x, char *gi, nn_dtype dt, nn_dtype adt)
 {
     int64_t hw = x->H * x->W;
+    zero_planes(gi, adt, dt, q0, q1, hw);
     for (int64_t q = q0; q < q1; q++) {
         int64_t n = q / g->C, c = q % g->C;
         const char *gp = go + (n * g->sN + c * g->sC) * (int64_t)nn_dtype_size(dt);
@@ -410,6 +419,7 @@ INLINE void avg_body(const avgargs *m, int64_t q0, int64_t q1, const char *in, c
 INLINE void avg_backward_body(const avgargs *m, int64_t q0, int64_t q1, const char *go, char *gi, nn_dtype dt, nn_dtype adt)
 {
     const planes *x = &m->x, *y = &m->y;
+    zero_planes(gi, adt, dt, q0, q1, x->H * x->W);
     for (int64_t q = q0; q < q1; q++) {
         int64_t n = q / x->C, c = q % x->C;
         const char *gp = go + (n * y->sN + c * y->sC) * (int64_t)nn_dtype_size(dt);

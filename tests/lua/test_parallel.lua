@@ -238,6 +238,30 @@ T.test("convolutions (oneDNN, and the own kernels split over the batch): within 
   T.check(torch.backends.mkldnn.is_available(), "mkldnn available")
 end)
 
+T.test("products split over the pool: within float32 rounding of float64, the same every run", function()
+  local prior = torch.get_num_threads()
+  -- m, k, n: wide, tall, skinny, the documents' Linear layers, below the split
+  for _, c in ipairs({ { 512, 300, 700 }, { 2000, 64, 17 }, { 3, 5000, 4000 }, { 32, 2304, 256 }, { 128, 784, 32 }, { 20, 30, 40 } }) do
+    local m, k, n = table.unpack(c)
+    local a, b = torch.randn(m, k), torch.randn(k, n)
+    local name = string.format("%dx%d @ %dx%d", m, k, k, n)
+    torch.set_num_threads(1)
+    local ref = a:double():mm(b:double())
+    torch.set_num_threads(4)
+    local got = { a:mm(b), b:t():mm(a:t()):t(), torch.addmm(torch.ones(m, n), a, b, { beta = 0.5, alpha = 2 }),
+      a:half():mm(b:half()):float() }
+    local again = a:mm(b)
+    torch.set_num_threads(prior)
+    local want = { ref, ref, ref * 2 + 0.5, ref }
+    for i, g in ipairs(got) do
+      local tol = (i == 4 and 2e-3 or 2e-6) * math.sqrt(k) * (want[i]:abs():max():item() + 1)
+      local err = (g:double() - want[i]):abs():max():item()
+      T.check(err <= tol, string.format("%s product %d: %.3g from float64 (tolerance %.3g)", name, i, err, tol))
+    end
+    T.check(same_bits(got[1], again), name .. ": the same in a second run")
+  end
+end)
+
 T.test("a DataLoader's workers run convolutions and pools alone (off the pool's thread)", function()
   local F = torch.nn.functional
   local prior = torch.get_num_threads()
@@ -260,6 +284,32 @@ T.test("a DataLoader's workers run convolutions and pools alone (off the pool's 
   end
   torch.set_num_threads(prior)
   T.eq(k, #got, "batches")
+end)
+
+T.test("optimizer steps split a large parameter: bitwise the serial steps", function()
+  local optim = torch.optim
+  local makers = {
+    function(ps) return optim.SGD(ps, { lr = 0.1, momentum = 0.9, dampening = 0.1, weight_decay = 0.01 }) end,
+    function(ps) return optim.SGD(ps, { lr = 0.1, momentum = 0.9, nesterov = true }) end,
+    function(ps) return optim.Adam(ps, { lr = 0.01, weight_decay = 0.1, amsgrad = true }) end,
+    function(ps) return optim.AdamW(ps, { lr = 0.01 }) end,
+    function(ps) return optim.RMSprop(ps, { lr = 0.01, momentum = 0.5, centered = true }) end,
+    function(ps) return optim.Adagrad(ps, { lr = 0.1 }) end,
+  }
+  local p0, g0 = torch.randn(300001), torch.randn(300001)
+  for i, make in ipairs(makers) do
+    for _, dt in ipairs({ torch.float32, torch.float64 }) do
+      serial_vs_parallel("optimizer " .. i .. " " .. tostring(dt), function()
+        local p = p0:to(dt):clone():requires_grad_()
+        local opt = make({ p })
+        for step = 1, 3 do
+          p.grad = g0:to(dt) * step
+          opt:step()
+        end
+        return p:detach()
+      end)
+    end
+  end
 end)
 
 T.test("an integer division by zero still raises, wherever the zero is", function()
