@@ -2,6 +2,7 @@
  * runs -e and -l in order, then the script with `arg` and `...` set as lua.c sets
  * them, then the REPL if -i; with no script, the REPL on a terminal, else the program
  * on stdin. Errors print "nnrepl: <message>" with a traceback and exit with status 1. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,8 +208,20 @@ static int pmain(lua_State *L) {
   return 1;
 }
 
+/* A training step frees its tensors and makes them again each step. By default glibc gives freed
+ * memory at the heap's top back to the system, so every step faults the pages in again, and once
+ * the CPU pool's threads have touched them, giving them back interrupts every core (document
+ * 000's CNN on 16 threads: 5.2 -> 3.5 ms a step; bench/NOTES.md, session 27). Blocks under 32 MB
+ * come from the heap, and up to 256 MB freed at its top stays; MALLOC_MMAP_THRESHOLD_ and
+ * MALLOC_TRIM_THRESHOLD_, when set, are left to glibc. */
+static void keep_freed_memory(void) {
+  if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (!getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && interp_launch_requested(argv)) return interp_launch(argc, argv);
+  keep_freed_memory();
   interp_launch_child_init();
   lua_State *L = luaL_newstate();
   if (L == NULL) {

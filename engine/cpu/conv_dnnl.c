@@ -3,9 +3,9 @@
  * pool and runs each part here on one OpenMP thread). The tensors keep their own layouts (any strides, so NCHW and channels-last alike);
  * oneDNN picks the layouts its kernels want and reorders into and out of them.
  * Primitives are built once per shape and parameters and kept (CACHE_MAX of them; past that,
- * each call builds and frees its own). Scratch (the scratchpad and the reordered copies) is
- * allocated per call, so calls from several threads (a DataLoader's workers, which run on one
- * OpenMP thread each) do not share any. Whatever oneDNN refuses returns false, and conv.c's
+ * each call builds and frees its own). Scratch (the scratchpad and the reordered copies) lives
+ * in an arena of the calling thread, so calls from several threads (the pool's parts, a
+ * DataLoader's workers, each on one OpenMP thread) share none. Whatever oneDNN refuses returns false, and conv.c's
  * im2col kernels run instead. */
 #include <dnnl.h>
 #include <pthread.h>
@@ -20,10 +20,10 @@ bool nn_mkldnn_enabled = true;
 
 enum { CACHE_MAX = 256, MAX_ARGS = 4 };
 
-/* A call's shape: the direction, the image, weight and output tensors' sizes and strides, the
- * bias's presence, stride, padding, dilation, groups. */
+/* A call's shape: the direction, the bias's presence, the OpenMP threads, the image, weight and
+ * output tensors' sizes and strides, stride, padding, dilation, groups. */
 typedef struct {
-    int dir, bias;
+    int dir, bias, threads;
     int64_t x[8], w[8], y[8]; /* sizes, then strides */
     int64_t p[7];
 } conv_key;
@@ -51,24 +51,69 @@ static struct {
     bool tried;
     conv_prim *cache[CACHE_MAX];
     int n;
+    struct thread_ctx *threads;
 } D = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static pthread_key_t stream_key;
-static void stream_free(void *s) { dnnl_stream_destroy(s); }
+/* Each thread's stream and scratch arena (reordered copies and scratchpad), kept between calls:
+ * buffers this size malloc'ed and freed per call come from mmap, and the page faults of the parts
+ * running at once serialize in the kernel. The arena only grows, and goes with its thread. */
+typedef struct thread_ctx {
+    dnnl_stream_t stream;
+    char *arena;
+    size_t cap;
+    struct thread_ctx *prev, *next; /* all of them, from D.threads (so a leak checker sees them held) */
+} thread_ctx;
 
-static dnnl_stream_t thread_stream(void)
+static pthread_key_t ctx_key;
+static void ctx_free(void *p)
 {
-    dnnl_stream_t s = pthread_getspecific(stream_key);
-    if (!s && dnnl_stream_create(&s, D.engine, dnnl_stream_default_flags) == dnnl_success) pthread_setspecific(stream_key, s);
-    return s;
+    thread_ctx *t = p;
+    pthread_mutex_lock(&D.mu);
+    if (t->prev) t->prev->next = t->next;
+    else if (D.threads == t) D.threads = t->next;
+    if (t->next) t->next->prev = t->prev;
+    pthread_mutex_unlock(&D.mu);
+    if (t->stream) dnnl_stream_destroy(t->stream);
+    free(t->arena);
+    free(t);
 }
+
+static thread_ctx *thread_context(void)
+{
+    thread_ctx *t = pthread_getspecific(ctx_key);
+    if (t) return t;
+    if (!(t = calloc(1, sizeof *t))) return NULL;
+    if (dnnl_stream_create(&t->stream, D.engine, dnnl_stream_default_flags) != dnnl_success || pthread_setspecific(ctx_key, t)) {
+        ctx_free(t);
+        return NULL;
+    }
+    pthread_mutex_lock(&D.mu);
+    t->next = D.threads;
+    if (D.threads) D.threads->prev = t;
+    D.threads = t;
+    pthread_mutex_unlock(&D.mu);
+    return t;
+}
+
+/* The thread's arena, at least n bytes (64-byte aligned) */
+static char *arena(thread_ctx *t, size_t n)
+{
+    if (n <= t->cap) return t->arena;
+    free(t->arena);
+    t->cap = 0;
+    if (!(t->arena = aligned_alloc(64, (n + 63) / 64 * 64))) return NULL;
+    t->cap = n;
+    return t->arena;
+}
+
+static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
 static bool engine_ready(void)
 {
     pthread_mutex_lock(&D.mu);
     if (!D.tried) {
         D.tried = true;
-        if (dnnl_engine_create(&D.engine, dnnl_cpu, 0) != dnnl_success || pthread_key_create(&stream_key, stream_free)) D.engine = NULL;
+        if (dnnl_engine_create(&D.engine, dnnl_cpu, 0) != dnnl_success || pthread_key_create(&ctx_key, ctx_free)) D.engine = NULL;
     }
     pthread_mutex_unlock(&D.mu);
     return D.engine != NULL;
@@ -208,17 +253,22 @@ static conv_prim *prim_get(const conv_key *k, bool *owned)
 /* Run c on the user's buffers ptr[i] (in c->args' order) */
 static bool prim_run(const conv_prim *c, void *const *ptr)
 {
-    dnnl_stream_t s = thread_stream();
-    if (!s) return false;
+    thread_ctx *t = thread_context();
+    if (!t) return false;
+    dnnl_stream_t s = t->stream;
+    size_t need = align64(c->scratch), off[MAX_ARGS] = {0};
+    for (int i = 0; i < c->nargs; i++)
+        if (c->args[i].reorder) off[i] = need, need += align64(dnnl_memory_desc_get_size(&c->args[i].prim));
+    char *base = arena(t, need ? need : 64);
+    if (!base) return false;
     dnnl_memory_t user[MAX_ARGS] = {0}, prim[MAX_ARGS] = {0}, scratch = NULL;
-    void *buf[MAX_ARGS] = {0}, *sbuf = NULL;
     dnnl_exec_arg_t args[MAX_ARGS + 1];
     bool ok = true;
     for (int i = 0; ok && i < c->nargs; i++) {
         const conv_arg *a = &c->args[i];
         ok = dnnl_memory_create(&user[i], &a->user, D.engine, ptr[i]) == dnnl_success;
         if (ok && a->reorder) {
-            ok = (buf[i] = malloc(dnnl_memory_desc_get_size(&a->prim) + 64)) && dnnl_memory_create(&prim[i], &a->prim, D.engine, buf[i]) == dnnl_success;
+            ok = dnnl_memory_create(&prim[i], &a->prim, D.engine, base + off[i]) == dnnl_success;
             if (ok && !a->output) {
                 dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, prim[i]}};
                 ok = dnnl_primitive_execute(a->reorder, s, 2, r) == dnnl_success;
@@ -230,8 +280,8 @@ static bool prim_run(const conv_prim *c, void *const *ptr)
     if (ok && c->scratch) {
         dnnl_memory_desc_t smd;
         dnnl_dims_t sd = {(dnnl_dim_t)c->scratch};
-        ok = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a) == dnnl_success && (sbuf = malloc(c->scratch)) &&
-             dnnl_memory_create(&scratch, &smd, D.engine, sbuf) == dnnl_success;
+        ok = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a) == dnnl_success &&
+             dnnl_memory_create(&scratch, &smd, D.engine, base) == dnnl_success;
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
     }
     ok = ok && dnnl_primitive_execute(c->prim, s, n, args) == dnnl_success;
@@ -244,10 +294,8 @@ static bool prim_run(const conv_prim *c, void *const *ptr)
     for (int i = 0; i < c->nargs; i++) {
         if (user[i]) dnnl_memory_destroy(user[i]);
         if (prim[i]) dnnl_memory_destroy(prim[i]);
-        free(buf[i]);
     }
     if (scratch) dnnl_memory_destroy(scratch);
-    free(sbuf);
     return ok;
 }
 
@@ -272,6 +320,10 @@ bool nn_dnnl_conv2d(int dir, const nn_dnnl_operand *x, const nn_dnnl_operand *w,
     put(k.x, x), put(k.w, w), put(k.y, y);
     for (int i = 0; i < 7; i++) k.p[i] = params[i];
     if (k.p[6] < 1) k.p[6] = 1;
+    /* oneDNN splits a primitive's work for the threads it was made with, and asks OpenMP for that
+     * many when it runs: made and run on the same count */
+    k.threads = threads;
+    omp_set_num_threads(threads);
     bool owned;
     conv_prim *c = prim_get(&k, &owned);
     if (!c) return false;
@@ -280,7 +332,6 @@ bool nn_dnnl_conv2d(int dir, const nn_dnnl_operand *x, const nn_dnnl_operand *w,
     if (dir == NN_DNNL_FWD) ptr[0] = x->p, ptr[1] = w->p, ptr[2] = b ? (void *)b : y->p, ptr[3] = y->p;
     else if (dir == NN_DNNL_BWD_DATA) ptr[0] = y->p, ptr[1] = w->p, ptr[2] = x->p;
     else ptr[0] = x->p, ptr[1] = y->p, ptr[2] = w->p;
-    omp_set_num_threads(threads);
     bool ok = prim_run(c, ptr);
     if (owned) prim_free(c);
     return ok;
