@@ -2,7 +2,7 @@
 -- SGD step with momentum) on fixed random batches: document 001's MLP (784->32->10, batch 128),
 -- document 000's CNN (scripts/doc000_net.lua, batch 32 of 3x32x32, 101 classes) and document
 -- 003's CIFAR CNN (scripts/doc003_net.lua, batch 4 as in PyTorch's tutorial and 128 as in the
--- document). Prints "nnrepl <case> <batch> us <time>": the median over repeats of the mean
+-- document) and document 004's AlexNet (torchvision's, 10 classes, 227x227, batch 8). Prints "nnrepl <case> <batch> us <time>": the median over repeats of the mean
 -- step of a run of steps, after a warm-up. bench/cpu_train_step.py is PyTorch's side;
 -- bench/ratio_run.sh cpu_train_step NNREPL [threads] runs both and prints the ratios.
 -- Usage: nnrepl bench/cpu_train_step.lua [threads] [repeats] [own]
@@ -21,11 +21,14 @@ local function mlp()
   return nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10))
 end
 
+local function alexnet() return require("torchvision").models.alexnet({ num_classes = 10 }) end
+
 local cases = {
   { "mlp_doc001", mlp, 128, { 1, 28, 28 }, 10, 0.1, 0 },
   { "cnn_doc000", require "doc000_net", 32, { 3, 32, 32 }, 101, 0.001, 0.9 },
   { "cnn_doc003", require "doc003_net", 4, { 3, 32, 32 }, 10, 0.001, 0.9 },
   { "cnn_doc003", require "doc003_net", 128, { 3, 32, 32 }, 10, 0.01, 0.9 },
+  { "alexnet_doc004", alexnet, 8, { 3, 227, 227 }, 10, 1e-4, 0.9 },
 }
 
 local function median(t)

@@ -42,11 +42,17 @@ def mlp():
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10))
 
 
+def alexnet():
+    import torchvision
+    return torchvision.models.alexnet(num_classes=10)
+
+
 cases = [
     ("mlp_doc001", mlp, 128, (1, 28, 28), 10, 0.1, 0),
     ("cnn_doc000", Net000, 32, (3, 32, 32), 101, 0.001, 0.9),
     ("cnn_doc003", Net003, 4, (3, 32, 32), 10, 0.001, 0.9),
     ("cnn_doc003", Net003, 128, (3, 32, 32), 10, 0.01, 0.9),
+    ("alexnet_doc004", alexnet, 8, (3, 227, 227), 10, 1e-4, 0.9),
 ]
 
 for name, make, batch, shape, classes, lr, momentum in cases:
