@@ -11,17 +11,6 @@ local timing = require "gpu_step_timing" -- bench/gpu_step_timing.lua, next to t
 local reps, calls = 5, 20
 local device = arg[1] or "cuda"
 
-local function wall_timed(fn)
-  local times = {}
-  for r = 1, reps do
-    local t0 = time.perf_counter()
-    for _ = 1, calls do fn() end
-    times[r] = (time.perf_counter() - t0) * 1e3 / calls
-  end
-  table.sort(times)
-  return times[(reps + 1) // 2]
-end
-
 local ACTS = {
   { "gelu", function(x) return F.gelu(x) end },
   { "gelu_tanh", function(x) return F.gelu(x, { approximate = "tanh" }) end },
@@ -42,7 +31,7 @@ for _, size in ipairs({ { 64, 512 }, device == "cpu" and { 1024, 1024 } or { 409
     local f = a[2]
     for _ = 1, 5 do f(x):backward(g) end
     local step = function() f(x):backward(g) end
-    local ms = device == "cpu" and wall_timed(step) or timing.timed(step, calls, reps)
+    local ms = (device == "cpu" and timing.wall_timed or timing.timed)(step, calls, reps)
     print(string.format("act %s %dx%d us %.1f", a[1], size[1], size[2], ms * 1e3))
   end
 end

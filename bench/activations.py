@@ -1,20 +1,12 @@
 # PyTorch's side of bench/activations.lua (same cases and output lines).
 # python3 bench/activations.py [cpu]; on the CPU, ACT_THREADS sets torch's threads (default: its own)
-import os, statistics, sys, time, torch, torch.nn.functional as F
-from gpu_step_timing import timed  # bench/gpu_step_timing.py, next to this file
+import os, sys, torch, torch.nn.functional as F
+from gpu_step_timing import timed, wall_timed  # bench/gpu_step_timing.py, next to this file
 
 reps, calls = 5, 20
 device = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 if os.environ.get("ACT_THREADS"):
     torch.set_num_threads(int(os.environ["ACT_THREADS"]))
-
-def wall_timed(fn):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls): fn()
-        times.append((time.perf_counter() - t0) * 1e3 / calls)
-    return statistics.median(times)
 
 ACTS = [("gelu", lambda x: F.gelu(x)), ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh")),
         ("silu", lambda x: F.silu(x)), ("mish", lambda x: F.mish(x)), ("softplus", lambda x: F.softplus(x)),
@@ -27,5 +19,5 @@ for rows, cols in [(64, 512), (1024, 1024) if device == "cpu" else (4096, 4096)]
     for name, f in ACTS:
         for _ in range(5): f(x).backward(g)
         step = lambda: f(x).backward(g)
-        ms = wall_timed(step) if device == "cpu" else timed(lambda i: step(), calls, reps)[0]
+        ms = (wall_timed if device == "cpu" else timed)(lambda i: step(), calls, reps)[0]
         print(f"act {name} {rows}x{cols} us {ms * 1e3:.1f}")
