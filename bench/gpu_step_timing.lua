@@ -1,4 +1,4 @@
--- Shared by bench/mlp_gpu.lua and bench/cnn_gpu.lua: time a training step with CUDA events
+-- Shared by bench/mlp_gpu.lua, bench/cnn_gpu.lua and others: time a training step with CUDA events
 -- (the median and min over reps repeats of `steps` steps, no per-step sync), eagerly and as
 -- one captured CUDA graph replayed on static copies of the batch.
 local M = {}
@@ -13,6 +13,18 @@ function M.timed(fn, steps, reps)
     e1:record()
     e1:synchronize()
     times[r] = e0:elapsed_time(e1) / steps
+  end
+  table.sort(times)
+  return times[(reps + 1) // 2], times[1]
+end
+
+-- the same on the CPU: wall-clock time (time.perf_counter)
+function M.wall_timed(fn, steps, reps)
+  local times = {}
+  for r = 1, reps do
+    local t0 = time.perf_counter()
+    for i = 1, steps do fn(i) end
+    times[r] = (time.perf_counter() - t0) * 1e3 / steps
   end
   table.sort(times)
   return times[(reps + 1) // 2], times[1]

@@ -1,6 +1,6 @@
 # PyTorch's side of bench/gpu_step_timing.lua: time a training step with CUDA events (median
 # and min over reps repeats of `steps` steps), eagerly and captured in a CUDA graph.
-import statistics, torch
+import statistics, time, torch
 
 
 def timed(fn, steps, reps):
@@ -13,6 +13,16 @@ def timed(fn, steps, reps):
         times.append(e0.elapsed_time(e1) / steps)
     return statistics.median(times), min(times)
 
+
+
+def wall_timed(fn, steps, reps):
+    """the same on the CPU: wall-clock time (time.perf_counter)"""
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for i in range(steps): fn(i)
+        times.append((time.perf_counter() - t0) * 1e3 / steps)
+    return statistics.median(times), min(times)
 
 def report(what, forward_loss, opt, xs, ys, steps, reps, warmup):
     """forward_loss(x, y) -> loss; prints '<what> step: ...' and '<what> graph step: ...'."""

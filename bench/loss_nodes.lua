@@ -12,20 +12,9 @@ local timing = require "gpu_step_timing" -- bench/gpu_step_timing.lua, next to t
 local reps, calls = 5, 20
 local device = arg[1] or "cuda"
 
-local function wall_timed(fn)
-  local times = {}
-  for r = 1, reps do
-    local t0 = time.perf_counter()
-    for i = 1, calls do fn(i) end
-    times[r] = (time.perf_counter() - t0) * 1e3 / calls
-  end
-  table.sort(times)
-  return times[(reps + 1) // 2]
-end
-
 local function median_us(fn)
   for _ = 1, 5 do fn() end
-  return (device == "cpu" and wall_timed(fn) or timing.timed(fn, calls, reps)) * 1e3
+  return ((device == "cpu" and timing.wall_timed or timing.timed)(fn, calls, reps)) * 1e3
 end
 
 local LOSSES = {

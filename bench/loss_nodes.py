@@ -1,25 +1,17 @@
 # PyTorch's side of bench/loss_nodes.lua (same cases and output lines).
 # python3 bench/loss_nodes.py [cpu]; on the CPU, LOSS_THREADS sets torch's threads (default: its own)
-import os, statistics, sys, time, torch, torch.nn.functional as F
-from gpu_step_timing import timed  # bench/gpu_step_timing.py, next to this file
+import os, sys, torch, torch.nn.functional as F
+from gpu_step_timing import timed, wall_timed  # bench/gpu_step_timing.py, next to this file
 
 reps, calls = 5, 20
 device = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 if os.environ.get("LOSS_THREADS"):
     torch.set_num_threads(int(os.environ["LOSS_THREADS"]))
 
-def wall_timed(fn):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls): fn()
-        times.append((time.perf_counter() - t0) * 1e3 / calls)
-    return statistics.median(times)
-
 def median_us(fn):
     for _ in range(5):
         fn()
-    return (wall_timed(fn) if device == "cpu" else timed(lambda i: fn(), calls, reps)[0]) * 1e3
+    return (wall_timed if device == "cpu" else timed)(lambda i: fn(), calls, reps)[0] * 1e3
 
 LOSSES = [("mse_loss", lambda x, t: F.mse_loss(x, t)),
           ("smooth_l1_loss", lambda x, t: F.smooth_l1_loss(x, t)),

@@ -2,6 +2,7 @@
  * contiguous and in one float dtype; the result has the input's dtype. */
 #include "activation_math.h"
 #include "backend.h"
+#include "contig_map.h"
 #include "nnfunc.h"
 
 /* the CPU kernel lives in cpu/activation.c, reached only weakly from the kernel table */
@@ -25,17 +26,6 @@ nn_tensor *nn_activation(int kind, nn_tensor *x, nn_tensor *g, double p, double 
                  nn_shape_str(b2, g->ndim, g->shape));
         return NULL;
     }
-    nn_tensor *xc = nn_contiguous(x), *gc = g && xc ? nn_contiguous(g) : NULL, *out = NULL;
-    nn_status st = !xc || (g && !gc) ? nn_last_status() : NN_OK;
-    if (!st && !(out = nn_empty(x->ndim, x->shape, x->dtype, x->storage->device))) st = nn_last_status();
-    if (!st) {
-        nn_kargs a = {.op = NN_OP_activation, .out = {out}, .in = {xc, gc}, .nin = g ? 2 : 1, .f = {p, q}, .i = {kind}};
-        st = nn_dispatch(&a);
-    }
-    nn_release(xc), nn_release(gc);
-    if (st) {
-        nn_release(out);
-        return NULL;
-    }
-    return out;
+    nn_tensor *in[2] = {x, g};
+    return nn_contig_map_op(NN_OP_activation, kind, g ? 2 : 1, in, x->dtype, p, q);
 }

@@ -3,6 +3,7 @@
  * these losses). */
 #include "autocast.h"
 #include "backend.h"
+#include "contig_map.h"
 #include "nnfunc.h"
 #include "pointwise_loss_math.h"
 
@@ -44,24 +45,7 @@ nn_tensor *nn_pointwise_loss(int kind, nn_tensor *x, nn_tensor *t, nn_tensor *g,
     }
     nn_dtype dt = in[0]->dtype;
     for (int k = 1; k < n; k++) dt = nn_promote_types(dt, in[k]->dtype);
-    nn_tensor *ready[3] = {NULL, NULL, NULL}, *out = NULL;
-    nn_status st = NN_OK;
-    for (int k = 0; k < n && !st; k++) {
-        nn_tensor *c = nn_to_dtype(in[k], dt);
-        ready[k] = c ? nn_contiguous(c) : NULL;
-        nn_release(c);
-        if (!ready[k]) st = nn_last_status();
-    }
-    if (!st && !(out = nn_empty(x->ndim, x->shape, dt, x->storage->device))) st = nn_last_status();
-    if (!st) {
-        nn_kargs a = {.op = NN_OP_pointwise_loss, .out = {out}, .in = {ready[0], ready[1], ready[2]}, .nin = n, .f = {p, s}, .i = {kind}};
-        st = nn_dispatch(&a);
-    }
-    for (int k = 0; k < n; k++) nn_release(ready[k]);
+    nn_tensor *out = nn_contig_map_op(NN_OP_pointwise_loss, kind, n, in, dt, p, s);
     nn_autocast_release(n, cast);
-    if (st) {
-        nn_release(out);
-        return NULL;
-    }
     return out;
 }
