@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../device.h"
 #include "kernels.h"
@@ -11,6 +12,17 @@
  * where they border free space, so a loop of `c = a + b` on 1 MB tensors grew past 4 GB with a
  * few MB alive (tests/lua/test_api.lua). Pinned (page-locked) memory comes from the GPU
  * backend, when there is one. */
+/* A block of several MB asks for transparent huge pages where the system gives them on request
+ * (/sys/kernel/mm/transparent_hugepage/enabled "madvise"): its first touch then faults 2 MB at
+ * a time instead of 4 KB (AlexNet's 151 MB weight gradient, made anew each step: 37,000 faults) */
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+static void huge_pages(char *p, size_t n)
+{
+    if (n < 4 * HUGE_PAGE) return;
+    uintptr_t b = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), e = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
+    if (e > b) madvise((void *)b, e - b, MADV_HUGEPAGE);
+}
+
 static void *cpu_alloc(int device_index, size_t nbytes, bool pinned)
 {
     (void)device_index;
@@ -21,6 +33,7 @@ static void *cpu_alloc(int device_index, size_t nbytes, bool pinned)
     if (!raw) return NULL;
     char *p = (char *)(((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63);
     ((void **)p)[-1] = raw;
+    huge_pages(p, nbytes);
     return p;
 }
 

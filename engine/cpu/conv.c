@@ -383,8 +383,8 @@ static nn_status job_run(conv_job *j)
 }
 
 /* ---- float32 through oneDNN (conv_dnnl.c): the batch split over the CPU pool, each part on one
- * OpenMP thread, so that oneDNN's threads do not spin beside the pool's; a single image (or a
- * small problem) goes whole, on oneDNN's own threads ---- */
+ * OpenMP thread, so that oneDNN's threads do not spin beside the pool's; a large problem of fewer
+ * images than threads goes whole, on oneDNN's own threads ---- */
 typedef struct {
     int dir;
     nn_dnnl_operand x, w, y; /* the whole tensors */
@@ -445,7 +445,11 @@ static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_t
     int width = nn_parallel_width(), threads = width < MAX_PARTS ? width : MAX_PARTS;
     double work = (double)nn_numel(y) * (double)(w->shape[1] * w->shape[2] * w->shape[3]); /* multiply-adds */
     bool large = work >= NN_PARALLEL_MIN * 16.0;
+    /* images enough for every thread: a part each on the pool; fewer, and a few million
+     * multiply-adds a thread: the whole batch to oneDNN's own threads (AlexNet's layers at batch
+     * 8); else a part an image */
     j.nparts = large && threads > 1 && j.N > 1 ? (int)(j.N < threads ? j.N : threads) : 1;
+    if (j.nparts > 1 && j.N < threads && work >= 4e6 * width) j.nparts = 1;
     j.threads = j.nparts > 1 || !large ? 1 : width;
     bool ok[MAX_PARTS] = {false}, all = true;
     float *partial[MAX_PARTS] = {0}, *sums = NULL;
