@@ -1,12 +1,12 @@
 /* float32 conv2d, conv2d_backward_input and conv2d_backward_weight on the CPU through oneDNN
- * (libdnnl), as PyTorch runs them: its direct JIT kernels (conv.c splits the batch over the CPU
- * pool and runs each part here on one OpenMP thread). The tensors keep their own layouts (any strides, so NCHW and channels-last alike);
- * oneDNN picks the layouts its kernels want and reorders into and out of them.
- * Primitives are built once per shape and parameters and kept (CACHE_MAX of them; past that,
- * each call builds and frees its own). Scratch (the scratchpad and the reordered copies) lives
- * in an arena of the calling thread, so calls from several threads (the pool's parts, a
- * DataLoader's workers, each on one OpenMP thread) share none. Whatever oneDNN refuses returns false, and conv.c's
- * im2col kernels run instead. */
+ * (libdnnl), as PyTorch runs them: its JIT kernels. conv.c splits the batch over the CPU pool and
+ * runs each part here on one OpenMP thread (or a large batch of few images whole, on several).
+ * The tensors keep their own layouts (any strides: NCHW and channels-last alike); oneDNN picks
+ * the layouts its kernels want, and reorders into and out of them. Primitives are made once per
+ * shape, parameters and thread count and kept (CACHE_MAX of them; past that, each call makes and
+ * frees its own). Scratch (the scratchpad and the reordered copies) lives in an arena of the
+ * calling thread, so that calls from several threads (the pool's parts, a DataLoader's workers)
+ * share none. Whatever oneDNN refuses returns false, and conv.c's im2col kernels run instead. */
 #include <dnnl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,9 +54,8 @@ static struct {
     struct thread_ctx *threads;
 } D = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* Each thread's stream and scratch arena (reordered copies and scratchpad), kept between calls:
- * buffers this size malloc'ed and freed per call come from mmap, and the page faults of the parts
- * running at once serialize in the kernel. The arena only grows, and goes with its thread. */
+/* Each thread's stream and scratch arena (reordered copies and scratchpad), kept between calls so
+ * that a call allocates nothing. The arena only grows, and goes with its thread. */
 typedef struct thread_ctx {
     dnnl_stream_t stream;
     char *arena;
