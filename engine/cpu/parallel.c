@@ -143,12 +143,18 @@ static void add_workers(int want)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+int nn_parallel_width(void)
+{
+    if (!P.owned || !pthread_equal(pthread_self(), P.owner) || P.busy) return 1;
+    return nn_parallel_threads();
+}
+
 nn_status nn_parallel_for(int64_t n, int64_t grain, nn_parallel_fn fn, void *ctx)
 {
     if (n <= 0) return NN_OK;
     if (grain < 1) grain = 1;
-    int want = __atomic_load_n(&P.want, __ATOMIC_RELAXED);
-    if (n / grain < 2 || want < 2 || !P.owned || !pthread_equal(pthread_self(), P.owner) || P.busy) return fn(0, n, ctx);
+    int want = nn_parallel_width();
+    if (n / grain < 2 || want < 2) return fn(0, n, ctx);
     if (P.sized < want) {
         add_workers(want);
         P.sized = want;
@@ -181,11 +187,6 @@ nn_status nn_parallel_for(int64_t n, int64_t grain, nn_parallel_fn fn, void *ctx
 }
 
 int nn_parallel_threads(void) { return __atomic_load_n(&P.want, __ATOMIC_RELAXED); }
-int nn_parallel_width(void)
-{
-    if (!P.owned || !pthread_equal(pthread_self(), P.owner) || P.busy) return 1;
-    return nn_parallel_threads();
-}
 void nn_parallel_set_threads(int n) { __atomic_store_n(&P.want, n < 1 ? 1 : n, __ATOMIC_RELAXED); } /* resized on the next job */
 
 /* fork(): the prepare handler holds mu so that the child's copy is consistent; the child has
