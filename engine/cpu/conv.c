@@ -357,6 +357,17 @@ static nn_status run_parts(int64_t pb, int64_t pe, void *arg)
 /* Most runs at once: each is a thread calling BLAS, and OpenBLAS has a fixed number of buffers */
 #define MAX_PARTS 32
 
+/* The weight gradient's runs: run 0 sums into first (the output), runs 1 .. nparts-1 into zeroed
+ * buffers of bytes each, added up in order at the end. Returns the block to free (NULL: none
+ * needed, or out of memory when nparts > 1). */
+static char *partial_sums(int nparts, size_t bytes, char *first, char **partial)
+{
+    char *sums = nparts > 1 ? calloc((size_t)(nparts - 1), bytes ? bytes : 1) : NULL;
+    partial[0] = first;
+    for (int p = 1; sums && p < nparts; p++) partial[p] = sums + (size_t)(p - 1) * bytes;
+    return sums;
+}
+
 /* Sets B, nchunks, nparts. With one run a large GEMM splits over the pool itself (nn_cpu_gemm);
  * with several, the chunks shrink so that every thread gets some. */
 static void job_plan(conv_job *j)
@@ -392,7 +403,7 @@ typedef struct {
     const int64_t *params;
     int64_t N;
     int nparts, threads; /* threads: oneDNN's per part */
-    float **partial;     /* backward weight: part p's sum (part 0's is the output) */
+    char **partial;      /* backward weight: part p's sum (part 0's is the output) */
     bool *ok;
 } dnnl_job;
 
@@ -418,7 +429,7 @@ static nn_status dnnl_parts(int64_t pb, int64_t pe, void *arg)
         int64_t n0 = j->N * p / j->nparts, n1 = j->N * (p + 1) / j->nparts;
         nn_dnnl_operand x = images(&j->x, n0, n1), y = images(&j->y, n0, n1), w = j->w;
         if (j->partial && p > 0) {
-            w.p = j->partial[p];
+            w.p = (float *)j->partial[p];
             nn_contiguous_strides(4, w.shape, w.strides);
         }
         j->ok[p] = nn_dnnl_conv2d(j->dir, &x, &w, j->b, &y, j->params, j->threads);
@@ -452,11 +463,9 @@ static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_t
     if (j.nparts > 1 && j.N < threads && work >= 4e6 * width) j.nparts = 1;
     j.threads = j.nparts > 1 || !large ? 1 : width;
     bool ok[MAX_PARTS] = {false}, all = true;
-    float *partial[MAX_PARTS] = {0}, *sums = NULL;
-    size_t wn = (size_t)nn_numel(w);
+    char *partial[MAX_PARTS] = {0}, *sums = NULL;
     if (dir == NN_DNNL_BWD_WEIGHTS && j.nparts > 1) {
-        if (!(sums = malloc((size_t)(j.nparts - 1) * wn * sizeof *sums))) return false;
-        for (int p = 1; p < j.nparts; p++) partial[p] = sums + (size_t)(p - 1) * wn;
+        if (!(sums = partial_sums(j.nparts, (size_t)nn_numel(w) * sizeof(float), NULL, partial))) return false;
         j.partial = partial;
     }
     j.ok = ok;
@@ -464,7 +473,7 @@ static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_t
     for (int p = 0; p < j.nparts; p++) all = all && ok[p];
     if (st) nn_clear_error();
     all = all && !st;
-    for (int p = 1; all && sums && p < j.nparts; p++) add_dense(&j.w, partial[p]);
+    for (int p = 1; all && sums && p < j.nparts; p++) add_dense(&j.w, (const float *)partial[p]);
     free(sums);
     return all;
 }
@@ -595,12 +604,10 @@ nn_status nn_cpu_conv2d_backward_weight(const nn_kargs *a)
     job_plan(&j);
     j.direct = j.B == 1 && pointwise(&j.g) && dense_image(j.op[1].s + 1, &j.g);
     size_t bytes = (size_t)nn_numel(gw) * j.es;
-    if (j.nparts > 1 && !(sums = calloc((size_t)(j.nparts - 1), bytes ? bytes : 1))) {
+    if (!(sums = partial_sums(j.nparts, bytes, j.op[2].p, partial)) && j.nparts > 1) {
         st = nn_error(NN_ERR_NOMEM, "%s: out of memory for %d partial gradients", nn_op_name(a->op), j.nparts - 1);
         goto done;
     }
-    partial[0] = j.op[2].p;
-    for (int p = 1; p < j.nparts; p++) partial[p] = sums + (size_t)(p - 1) * bytes;
     j.partial = partial;
     memset(j.op[2].p, 0, bytes);
     if ((st = job_run(&j))) goto done;
