@@ -322,7 +322,6 @@ static nn_status gemm_blocks(int64_t b, int64_t e, void *arg)
 
 /* Blocks of at least this many multiply-adds (a few tens of microseconds on one core) */
 #define GEMM_BLOCK_WORK 1e6
-#define MAX_BLOCKS 32
 
 void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
                  int64_t ldb, double beta, void *C, int64_t ldc)
@@ -337,10 +336,10 @@ void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, do
         return;
     }
     /* blocks of a multiple of 16 columns (rows), about GEMM_BLOCK_WORK each, at least one a thread
-     * and at most MAX_BLOCKS (OpenBLAS has buffers for a fixed number of threads at once) */
+     * and at most NN_CPU_BLAS_CALLERS (OpenBLAS has buffers for a fixed number of threads at once) */
     int64_t block = (int64_t)(GEMM_BLOCK_WORK / ((double)other * (double)k)) + 1, fair = (dim + width - 1) / width;
     if (block > fair) block = fair;
-    if (block < (dim + MAX_BLOCKS - 1) / MAX_BLOCKS) block = (dim + MAX_BLOCKS - 1) / MAX_BLOCKS;
+    if (block < (dim + NN_CPU_BLAS_CALLERS - 1) / NN_CPU_BLAS_CALLERS) block = (dim + NN_CPU_BLAS_CALLERS - 1) / NN_CPU_BLAS_CALLERS;
     block = (block + 15) / 16 * 16;
     j.block = block;
     nn_parallel_for((dim + block - 1) / block, 1, gemm_blocks, &j);

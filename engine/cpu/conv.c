@@ -354,8 +354,8 @@ static nn_status run_parts(int64_t pb, int64_t pe, void *arg)
     return NN_OK;
 }
 
-/* Most runs at once: each is a thread calling BLAS, and OpenBLAS has a fixed number of buffers */
-#define MAX_PARTS 32
+/* Most runs at once: each is a thread calling BLAS */
+#define MAX_PARTS NN_CPU_BLAS_CALLERS
 
 /* The weight gradient's runs: run 0 sums into first (the output), runs 1 .. nparts-1 into zeroed
  * buffers of bytes each, added up in order at the end. Returns the block to free (NULL: none

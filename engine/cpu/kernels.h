@@ -46,6 +46,9 @@ double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n,
  * OpenBLAS, a large product split over the CPU pool (engine/cpu/blas.c) */
 void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
                  int64_t ldb, double beta, void *C, int64_t ldc);
+/* Most threads calling OpenBLAS at once (it has buffers for a fixed number): the parts a product
+ * or a convolution is split into */
+#define NN_CPU_BLAS_CALLERS 32
 /* OpenBLAS on one thread (once; before any direct cblas call) */
 void nn_cpu_blas_init(void);
 
