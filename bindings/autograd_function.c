@@ -44,8 +44,9 @@ static nn_status fn_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor *
     lua_State *L = lt_backward_state();
     if (!L) return nn_error(NN_ERR_RUNTIME, "%s: a Lua function run during backward needs backward started from Lua", c->name);
     int top = lua_gettop(L);
-    if (!lua_checkstack(L, c->nouts + 2)) return nn_error(NN_ERR_NOMEM, "%s: out of Lua stack", c->name);
+    if (!lua_checkstack(L, c->nouts + 3)) return nn_error(NN_ERR_NOMEM, "%s: out of Lua stack", c->name);
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    lua_pushboolean(L, nn_backward_retains_graph()); /* false: ctx lets its saved tensors go after */
     for (int j = 0; j < c->nouts; j++) {
         int k = c->output_nr[j];
         if (k < 0) lua_pushnil(L);
@@ -61,7 +62,7 @@ static nn_status fn_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor *
     }
     nn_node *outer = running;
     running = n;
-    int rc = lua_pcall(L, c->nouts, LUA_MULTRET, 0);
+    int rc = lua_pcall(L, c->nouts + 1, LUA_MULTRET, 0);
     running = outer;
     if (rc != LUA_OK) {
         nn_status st = nn_error(NN_ERR_RUNTIME, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in a custom Function's backward");
@@ -105,7 +106,8 @@ static nn_status fn_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor *
  * arguments, outs its results (a list, n = #outs... given as outs.n); the tensors among the
  * results that need a gradient (not in the set outs.non_differentiable) become the node's
  * outputs. A result that already has a history or is a leaf that requires grad (an argument
- * returned as it is) is replaced by an alias. Returns the results. */
+ * returned as it is) is replaced by an alias. Returns the results. backward is called as
+ * backward(retain_graph, g1, ..., gk). */
 static int function_node(lua_State *L)
 {
     const char *name = luaL_checkstring(L, 1);
@@ -206,6 +208,8 @@ void lt_open_autograd_function(lua_State *L)
 {
     lua_pushcfunction(L, function_saved_output);
     lua_setfield(L, -2, "_function_saved_output");
+    lua_pushstring(L, nn_saved_freed_message);
+    lua_setfield(L, -2, "_saved_freed_message");
     lua_pushcfunction(L, function_node);
     lua_setfield(L, -2, "_function_node");
 }

@@ -226,15 +226,18 @@ static nn_tensor *unpacked(nn_node *n, int slot)
     return keep_live(t);
 }
 
+const char nn_saved_freed_message[] =
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already been "
+    "freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors "
+    "after calling backward.";
+
 nn_tensor *nn_node_saved(nn_node *n, int slot)
 {
     nn_tensor *t = n->saved[slot];
     if (!n->released && n->packed[slot]) return unpacked(n, slot);
     if (n->released || !t) {
-        nn_error(NN_ERR_RUNTIME, "Trying to backward through the graph a second time (or directly access saved tensors after "
-                                 "they have already been freed). Saved intermediate values of the graph are freed when you call "
-                                 ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-                                 "graph a second time or if you need to access saved tensors after calling backward.");
+        nn_error(NN_ERR_RUNTIME, "%s", nn_saved_freed_message);
         return NULL;
     }
     if (t->storage->version != n->saved_version[slot]) {

@@ -133,6 +133,9 @@ typedef struct {
  * whose backward consumes a saved buffer (cuDNN's RNN reserve) works on a copy then. */
 bool nn_backward_retains_graph(void);
 
+/* the error for a saved value used after a backward without retain_graph freed it */
+extern const char nn_saved_freed_message[];
+
 /* Whether the backward pass running on this thread records its own graph (create_graph, for
  * double backward): grad mode is on while nodes run, a saved output comes back with its node
  * as grad_fn, and a backward kernel that has no derivative here fails naming the node. */

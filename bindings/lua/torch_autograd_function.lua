@@ -39,6 +39,7 @@ end
 
 -- ctx.saved_tensors: what save_for_backward kept, checked against in-place changes since
 local function saved_tensors(ctx)
+  if rawget(ctx, "_freed") then error(C._saved_freed_message, 0) end
   local s = rawget(ctx, "_saved")
   if not s then return {} end
   local out = {}
@@ -67,6 +68,17 @@ Ctx.__index = function(ctx, k)
   return Ctx[k]
 end
 
+-- after a backward pass without retain_graph, what save_for_backward kept is let go, as the
+-- engine frees a built-in node's saved tensors (so it is reclaimed without waiting for the result)
+local function free_saved(ctx, ...)
+  if rawget(ctx, "_saved") then
+    rawset(ctx, "_saved", nil)
+    rawset(ctx, "_packed", nil)
+    rawset(ctx, "_freed", true)
+  end
+  return ...
+end
+
 local Function = { __name = "torch.autograd.Function" }
 Function.__index = Function
 Function._Ctx = Ctx -- for torch_autograd_function_jvp.lua
@@ -88,7 +100,10 @@ local function apply(cls, ...)
   local given = {}
   for j = 1, outs.n do given[j] = outs[j] end
   outs.non_differentiable = ctx._non_differentiable
-  C._function_node(ctx._name, args, args.n, outs, function(...) return cls.backward(ctx, ...) end)
+  C._function_node(ctx._name, args, args.n, outs, function(retain, ...)
+    if retain then return cls.backward(ctx, ...) end
+    return free_saved(ctx, cls.backward(ctx, ...))
+  end)
   -- a result kept by ctx (saved, or a field) is kept without its history: with it, the graph
   -- would hold itself through the registry, where the collector cannot see the cycle
   local function unhooked(v)

@@ -137,3 +137,42 @@ T.test("the graph and its context are freed with the result", function()
   collectgarbage()
   T.check(weak.ctx == nil and weak.y == nil, "collected")
 end)
+
+T.test("saved tensors are let go after a backward without retain_graph", function()
+  local weak = setmetatable({}, { __mode = "v" })
+  local Sq = torch.autograd.Function:extend("Sq")
+  function Sq.forward(ctx, t)
+    local kept = t * 1
+    weak.kept = kept
+    ctx:save_for_backward(kept)
+    ctx.tag = "field"
+    weak.ctx = ctx
+    return t * t
+  end
+  function Sq.backward(ctx, g) local t = table.unpack(ctx.saved_tensors); return g * 2 * t end
+  local x = torch.tensor({ 1.0, -2.0, 3.0 }):requires_grad_()
+  local y = Sq.apply(x)
+  y:sum():backward({ retain_graph = true })
+  T.eq(x.grad:tolist(), { 2.0, -4.0, 6.0 }, "first pass")
+  y:sum():backward() -- retain_graph kept them: the second pass runs, then lets them go
+  T.eq(x.grad:tolist(), { 4.0, -8.0, 12.0 }, "second pass accumulates")
+  collectgarbage()
+  collectgarbage()
+  T.check(weak.kept == nil, "the saved tensor was collected while the result lives")
+  T.eq(weak.ctx.tag, "field", "fields set on ctx stay")
+  T.raises(function() return weak.ctx.saved_tensors end, "~Trying to backward through the graph a second time")
+  T.raises(function() y:sum():backward() end, "~Trying to backward through the graph a second time")
+  local ga = torch.autograd.grad(Sq.apply(x):sum(), x)[1] -- autograd.grad frees them too
+  T.eq(ga:tolist(), { 2.0, -4.0, 6.0 }, "autograd.grad")
+end)
+
+T.test("a Function that saved nothing can be differentiated twice", function()
+  local Twice = torch.autograd.Function:extend("Twice")
+  function Twice.forward(ctx, t) return t * 2 end
+  function Twice.backward(ctx, g) return g * 2 end
+  local x = torch.ones(3):requires_grad_()
+  local y = Twice.apply(x):sum()
+  y:backward()
+  y:backward()
+  T.eq(x.grad:tolist(), { 4.0, 4.0, 4.0 }, "two passes")
+end)
