@@ -2,10 +2,10 @@
  * bindings/lua/torch_backends.lua builds torch.backends and set_float32_matmul_precision
  * on them. Names: "matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark", "cudnn.deterministic", and "deterministic" and
  * "deterministic.warn_only" for torch.use_deterministic_algorithms (bindings/lua/torch_shape_more.lua), and
- * "mkldnn.enabled" (engine/cpu/conv_dnnl.h). */
+ * "mkldnn.enabled" (engine/cpu/kernels.h). */
 #include <string.h>
 
-#include "cpu/conv_dnnl.h"
+#include "cpu/kernels.h"
 #include "cuda_flags.h"
 #include "lt.h"
 

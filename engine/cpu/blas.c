@@ -1,6 +1,7 @@
 /* The CPU matrix product: out[b] = beta*out[b] + alpha*(in0[b] @ in1[b]) for 3-D
  * [B,m,k] x [B,k,n] operands of any strides.
- *  float32/float64: cblas_sgemm/dgemm per batch. A matrix with unit stride in
+ *  float32/float64: nn_cpu_gemm per batch (float32 through oneDNN's matmul where it takes it,
+ *    else cblas_sgemm; cblas_dgemm). A matrix with unit stride in
  *    either dim is passed in place (row-major, or transposed); anything else is
  *    packed into a contiguous buffer, once when its batch stride is 0.
  *  complex64/complex128: the same through cblas_cgemm/zgemm.
@@ -10,9 +11,11 @@
 #include <cblas.h>
 #include <pthread.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_dnnl.h"
 #include "kernels.h"
 #include "parallel.h"
 
@@ -269,40 +272,35 @@ nn_status nn_cpu_bmm(const nn_kargs *a)
 }
 
 /* ---- products over the CPU pool ----
- * OpenBLAS runs on one thread only. A large product is cut into blocks of C's columns (or rows),
+ * oneDNN and OpenBLAS run on one thread only. A large product is cut into blocks of C's columns (or rows),
  * each a product of its own on a thread of the CPU pool (parallel.h), so that one pool of threads
  * serves every op: OpenBLAS's own threads spin for milliseconds after each product, on the cores
  * the next ops need (the documents' CNNs on 16 threads: the step ran slower than on 4). The
  * blocks depend on the thread count only, so a result is the same from run to run at one count
- * (float32 may differ in the last bits between counts: OpenBLAS picks its kernel by size). */
+ * (float32 may differ in the last bits between counts: the kernels are picked by size). */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_one_thread(void) { openblas_set_num_threads(1); }
 void nn_cpu_blas_init(void) { pthread_once(&blas_once, blas_one_thread); }
 
 typedef struct {
-    bool f64, ta, tb, cols; /* cols: blocks of C's columns, else of its rows */
-    int64_t m, n, k, lda, ldb, ldc, block;
+    bool f64, ta, tb;
+    int64_t m, n, k, lda, ldb, ldc;
+    int64_t rb, cb, ncb; /* blocks of rb rows by cb columns of C, ncb of them across */
     double alpha, beta;
     const char *A, *B;
     char *C;
 } gemm_job;
 
-/* C's columns (or rows) [i0, i1) */
-static void gemm_part(const gemm_job *j, int64_t i0, int64_t i1)
+/* C's rows [r0, r1) by columns [c0, c1) */
+static void gemm_part(const gemm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
 {
     size_t es = j->f64 ? 8 : 4;
-    const char *A = j->A, *B = j->B;
-    char *C = j->C;
-    int64_t m = j->m, n = j->n;
-    if (j->cols) {
-        B += (j->tb ? i0 * j->ldb : i0) * (int64_t)es;
-        C += i0 * (int64_t)es;
-        n = i1 - i0;
-    } else {
-        A += (j->ta ? i0 : i0 * j->lda) * (int64_t)es;
-        C += i0 * j->ldc * (int64_t)es;
-        m = i1 - i0;
-    }
+    const char *A = j->A + (j->ta ? r0 : r0 * j->lda) * (int64_t)es, *B = j->B + (j->tb ? c0 * j->ldb : c0) * (int64_t)es;
+    char *C = j->C + (r0 * j->ldc + c0) * (int64_t)es;
+    int64_t m = r1 - r0, n = c1 - c0;
+    if (!j->f64 && nn_dnnl_sgemm(j->ta, j->tb, m, n, j->k, (float)j->alpha, (const float *)A, j->lda, (const float *)B, j->ldb,
+                                 (float)j->beta, (float *)C, j->ldc))
+        return;
     enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans, tb = j->tb ? CblasTrans : CblasNoTrans;
     if (j->f64)
         cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)j->k, j->alpha, (const double *)A, (int)j->lda, (const double *)B, (int)j->ldb,
@@ -312,27 +310,34 @@ static void gemm_part(const gemm_job *j, int64_t i0, int64_t i1)
                     (int)j->ldb, (float)j->beta, (float *)C, (int)j->ldc);
 }
 
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
 static nn_status gemm_blocks(int64_t b, int64_t e, void *arg)
 {
     const gemm_job *j = arg;
-    int64_t dim = j->cols ? j->n : j->m, i1 = e * j->block;
-    gemm_part(j, b * j->block, i1 < dim ? i1 : dim);
+    for (int64_t i = b; i < e; i++) {
+        int64_t r = i / j->ncb * j->rb, c = i % j->ncb * j->cb;
+        gemm_part(j, r, min64(r + j->rb, j->m), c, min64(c + j->cb, j->n));
+    }
     return NN_OK;
 }
 
 /* Blocks of at least this many multiply-adds (a few tens of microseconds on one core) */
 #define GEMM_BLOCK_WORK 1e6
 
+static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
+
 void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
                  int64_t ldb, double beta, void *C, int64_t ldc)
 {
     nn_cpu_blas_init();
-    gemm_job j = {f64, ta, tb, n >= m, m, n, k, lda, ldb, ldc, 0, alpha, beta, A, B, C};
-    int64_t dim = j.cols ? n : m, other = j.cols ? m : n;
+    gemm_job j = {f64, ta, tb, m, n, k, lda, ldb, ldc, m, n, 1, alpha, beta, A, B, C};
+    bool cols = n >= m;
+    int64_t dim = cols ? n : m, other = cols ? m : n;
     double work = (double)m * (double)n * (double)k;
     int width = nn_parallel_width();
     if (width < 2 || work < 2 * GEMM_BLOCK_WORK || dim < 32) {
-        gemm_part(&j, 0, dim);
+        gemm_part(&j, 0, m, 0, n);
         return;
     }
     /* blocks of a multiple of 16 columns (rows), about GEMM_BLOCK_WORK each, at least one a thread
@@ -340,9 +345,24 @@ void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, do
     int64_t block = (int64_t)(GEMM_BLOCK_WORK / ((double)other * (double)k)) + 1, fair = (dim + width - 1) / width;
     if (block > fair) block = fair;
     if (block < (dim + NN_CPU_BLAS_CALLERS - 1) / NN_CPU_BLAS_CALLERS) block = (dim + NN_CPU_BLAS_CALLERS - 1) / NN_CPU_BLAS_CALLERS;
-    block = (block + 15) / 16 * 16;
-    j.block = block;
-    nn_parallel_for((dim + block - 1) / block, 1, gemm_blocks, &j);
+    int64_t rows = 1, colsn = 1, along = (dim + round16(block) - 1) / round16(block);
+    if (cols) colsn = along;
+    else rows = along;
+    /* large both ways: one block a thread instead, cut rows by columns as near C's proportions as
+     * the thread count allows, so that each block reads less of A and B (1024 x 1024 on 16 threads:
+     * 4 x 4 blocks of 256 x 256 rather than 32 slices of 32) */
+    int64_t total = width < NN_CPU_BLAS_CALLERS ? width : NN_CPU_BLAS_CALLERS;
+    if (other >= 64 && along >= total) {
+        double best = INFINITY, want = log((double)m / (double)n);
+        for (int64_t r = 1; r <= total; r++) {
+            if (total % r || r * 16 > m || total / r * 16 > n) continue;
+            double miss = fabs(log((double)r / (double)(total / r)) - want);
+            if (miss < best) best = miss, rows = r, colsn = total / r;
+        }
+    }
+    j.rb = round16((m + rows - 1) / rows), j.cb = round16((n + colsn - 1) / colsn);
+    j.ncb = (n + j.cb - 1) / j.cb;
+    nn_parallel_for((m + j.rb - 1) / j.rb * j.ncb, 1, gemm_blocks, &j);
 }
 
 /* torch.get_num_threads: the CPU pool's size (engine/cpu/parallel.h); set_num_threads sets it */

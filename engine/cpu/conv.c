@@ -393,17 +393,23 @@ static nn_status job_run(conv_job *j)
     return nn_parallel_for(j->nparts, 1, run_parts, j);
 }
 
-/* ---- float32 through oneDNN (conv_dnnl.c): the batch split over the CPU pool, each part on one
- * OpenMP thread, so that oneDNN's threads do not spin beside the pool's; a large problem of fewer
- * images than threads goes whole, on oneDNN's own threads ---- */
+/* ---- float32 through oneDNN (conv_dnnl.c), split over the CPU pool, each part on one OpenMP
+ * thread: no OpenMP team ever forms, whose threads by default spin for milliseconds after each
+ * region on the cores the pool's next ops need (AlexNet's step on 16 threads, batch 8: a max pool
+ * after a convolution took 3.1 ms instead of 0.7; bench/NOTES.md, session 28). The parts are runs
+ * of images and, when there are fewer images than threads, blocks of channels as well: of the
+ * output channels for the forward and the weight gradient, of the input channels for the input
+ * gradient, of whole groups in a grouped convolution. ---- */
+enum { CHANNEL_BLOCK = 16, MAX_DNNL_PARTS = 2 * MAX_PARTS };
+
 typedef struct {
     int dir;
     nn_dnnl_operand x, w, y; /* the whole tensors */
     const float *b;
     const int64_t *params;
-    int64_t N;
-    int nparts, threads; /* threads: oneDNN's per part */
-    char **partial;      /* backward weight: part p's sum (part 0's is the output) */
+    int64_t N, G, units;     /* channel blocks: units of CHANNEL_BLOCK channels, or of one group when G > 1 */
+    int nb, nc;              /* parts: nb runs of images times nc ranges of channel blocks */
+    char **partial;          /* backward weight: run r's sum, dense (run 0's is the output) */
     bool *ok;
 } dnnl_job;
 
@@ -414,11 +420,12 @@ static nn_dnnl_operand operand_of(const nn_tensor *t)
     return o;
 }
 
-static nn_dnnl_operand images(const nn_dnnl_operand *t, int64_t n0, int64_t n1)
+/* [i0, i1) of dim */
+static nn_dnnl_operand slice(const nn_dnnl_operand *t, int dim, int64_t i0, int64_t i1)
 {
     nn_dnnl_operand s = *t;
-    s.p += n0 * t->strides[0];
-    s.shape[0] = n1 - n0;
+    s.p += i0 * t->strides[dim];
+    s.shape[dim] = i1 - i0;
     return s;
 }
 
@@ -426,56 +433,81 @@ static nn_status dnnl_parts(int64_t pb, int64_t pe, void *arg)
 {
     const dnnl_job *j = arg;
     for (int64_t p = pb; p < pe; p++) {
-        int64_t n0 = j->N * p / j->nparts, n1 = j->N * (p + 1) / j->nparts;
-        nn_dnnl_operand x = images(&j->x, n0, n1), y = images(&j->y, n0, n1), w = j->w;
-        if (j->partial && p > 0) {
-            w.p = (float *)j->partial[p];
+        int64_t r = p / j->nc, c = p % j->nc;
+        int64_t n0 = j->N * r / j->nb, n1 = j->N * (r + 1) / j->nb, u0 = j->units * c / j->nc, u1 = j->units * (c + 1) / j->nc;
+        nn_dnnl_operand x = slice(&j->x, 0, n0, n1), y = slice(&j->y, 0, n0, n1), w = j->w;
+        const float *b = j->b;
+        int64_t params[7];
+        memcpy(params, j->params, sizeof params);
+        if (j->partial && r > 0) {
+            w.p = (float *)j->partial[r];
             nn_contiguous_strides(4, w.shape, w.strides);
         }
-        j->ok[p] = nn_dnnl_conv2d(j->dir, &x, &w, j->b, &y, j->params, j->threads);
+        if (j->G > 1) { /* groups [u0, u1) */
+            int64_t Og = w.shape[0] / j->G, Cg = w.shape[1];
+            x = slice(&x, 1, u0 * Cg, u1 * Cg), w = slice(&w, 0, u0 * Og, u1 * Og), y = slice(&y, 1, u0 * Og, u1 * Og);
+            if (b) b += u0 * Og;
+            params[6] = u1 - u0;
+        } else if (j->nc > 1 && j->dir == NN_DNNL_BWD_DATA) { /* input channels */
+            int64_t c0 = u0 * CHANNEL_BLOCK, c1 = u1 * CHANNEL_BLOCK < x.shape[1] ? u1 * CHANNEL_BLOCK : x.shape[1];
+            x = slice(&x, 1, c0, c1), w = slice(&w, 1, c0, c1);
+        } else if (j->nc > 1) { /* output channels */
+            int64_t c0 = u0 * CHANNEL_BLOCK, c1 = u1 * CHANNEL_BLOCK < w.shape[0] ? u1 * CHANNEL_BLOCK : w.shape[0];
+            w = slice(&w, 0, c0, c1), y = slice(&y, 1, c0, c1);
+            if (b) b += c0;
+        }
+        j->ok[p] = nn_dnnl_conv2d(j->dir, &x, &w, b, &y, params);
     }
     return NN_OK;
 }
 
-/* out (any strides) += the dense sum */
-static void add_dense(const nn_dnnl_operand *out, const float *sum)
+/* out (any strides) += the dense sums of runs 1 .. nb-1, over out's first dim [o0, o1) */
+static nn_status add_partials(int64_t o0, int64_t o1, void *arg)
 {
-    const int64_t *n = out->shape, *s = out->strides;
-    for (int64_t a = 0, k = 0; a < n[0]; a++)
-        for (int64_t b = 0; b < n[1]; b++)
-            for (int64_t c = 0; c < n[2]; c++)
-                for (int64_t d = 0; d < n[3]; d++, k++) out->p[a * s[0] + b * s[1] + c * s[2] + d * s[3]] += sum[k];
+    const dnnl_job *j = arg;
+    const nn_dnnl_operand *out = &j->w;
+    const int64_t *n = out->shape, *s = out->strides, per = n[1] * n[2] * n[3];
+    for (int r = 1; r < j->nb; r++) {
+        const float *sum = (const float *)j->partial[r] + o0 * per;
+        for (int64_t a = o0; a < o1; a++)
+            for (int64_t b = 0; b < n[1]; b++)
+                for (int64_t c = 0; c < n[2]; c++)
+                    for (int64_t d = 0; d < n[3]; d++) out->p[a * s[0] + b * s[1] + c * s[2] + d * s[3]] += *sum++;
+    }
+    return NN_OK;
 }
 
 /* The convolution through oneDNN; false: not done (the own kernels then run) */
 static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_tensor *w, const nn_tensor *b, const nn_tensor *y)
 {
     if (!nn_dnnl_accepts(x, w, b, y)) return false;
+    int64_t G = a->i[6] > 1 ? a->i[6] : 1, split = dir == NN_DNNL_BWD_DATA ? x->shape[1] : w->shape[0];
     dnnl_job j = {.dir = dir, .x = operand_of(x), .w = operand_of(w), .y = operand_of(y), .b = b ? nn_data(b) : NULL, .params = a->i,
-                  .N = x->shape[0]};
+                  .N = x->shape[0], .G = G, .units = G > 1 ? G : (split + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK, .nb = 1, .nc = 1};
     int width = nn_parallel_width(), threads = width < MAX_PARTS ? width : MAX_PARTS;
     double work = (double)nn_numel(y) * (double)(w->shape[1] * w->shape[2] * w->shape[3]); /* multiply-adds */
-    bool large = work >= NN_PARALLEL_MIN * 16.0;
-    /* images enough for every thread: a part each on the pool; fewer, and a few million
-     * multiply-adds a thread: the whole batch to oneDNN's own threads (AlexNet's layers at batch
-     * 8); else a part an image */
-    j.nparts = large && threads > 1 && j.N > 1 ? (int)(j.N < threads ? j.N : threads) : 1;
-    if (j.nparts > 1 && j.N < threads && work >= 4e6 * width) j.nparts = 1;
-    j.threads = j.nparts > 1 || !large ? 1 : width;
-    bool ok[MAX_PARTS] = {false}, all = true;
+    if (work >= NN_PARALLEL_MIN * 16.0 && threads > 1) {
+        j.nb = (int)(j.N < threads ? j.N : threads);
+        int64_t nc = j.nb < threads ? (threads + j.nb - 1) / j.nb : 1;
+        j.nc = (int)(nc < j.units ? nc : j.units);
+    }
+    bool ok[MAX_DNNL_PARTS] = {false}, all = true;
     char *partial[MAX_PARTS] = {0}, *sums = NULL;
-    if (dir == NN_DNNL_BWD_WEIGHTS && j.nparts > 1) {
-        if (!(sums = partial_sums(j.nparts, (size_t)nn_numel(w) * sizeof(float), NULL, partial))) return false;
+    if (dir == NN_DNNL_BWD_WEIGHTS && j.nb > 1) {
+        if (!(sums = partial_sums(j.nb, (size_t)nn_numel(w) * sizeof(float), NULL, partial))) return false;
         j.partial = partial;
     }
     j.ok = ok;
-    nn_status st = j.nparts > 1 ? nn_parallel_for(j.nparts, 1, dnnl_parts, &j) : dnnl_parts(0, 1, &j);
-    for (int p = 0; p < j.nparts; p++) all = all && ok[p];
+    int parts = j.nb * j.nc;
+    nn_status st = parts > 1 ? nn_parallel_for(parts, 1, dnnl_parts, &j) : dnnl_parts(0, 1, &j);
+    for (int p = 0; p < parts; p++) all = all && ok[p];
+    if (sums && all && !st) {
+        int64_t per = nn_numel(w) / w->shape[0], grain = NN_PARALLEL_MIN / (per * (j.nb - 1)) + 1;
+        st = nn_parallel_for(w->shape[0], grain, add_partials, &j);
+    }
     if (st) nn_clear_error();
-    all = all && !st;
-    for (int p = 1; all && sums && p < j.nparts; p++) add_dense(&j.w, (const float *)partial[p]);
     free(sums);
-    return all;
+    return all && !st;
 }
 
 static void forward_chunk(const conv_job *j, int64_t n0, int64_t nb, char *col, char *aux, char *unused)

@@ -195,7 +195,7 @@ T.test("pools split over planes: forward, indices and backward, float32 / float6
   end
 end)
 
-T.test("convolutions (oneDNN, and the own kernels split over the batch): within float32 rounding of float64, the same every run", function()
+T.test("convolutions (oneDNN split over images and channels, the own kernels over the batch): within float32 rounding of float64, the same every run", function()
   local F = torch.nn.functional
   local function conv(x0, w0, b0, o)
     local x, w, b = x0:detach():requires_grad_(), w0:detach():requires_grad_(), b0:detach():requires_grad_()
@@ -207,7 +207,10 @@ T.test("convolutions (oneDNN, and the own kernels split over the batch): within 
   -- N, C, H, W, O, k and options; the first two are document 000's layers
   local cases = { { 32, 3, 32, 32, 32, 3, {} }, { 32, 32, 15, 15, 64, 3, {} }, { 13, 16, 20, 20, 32, 3, { stride = 2, padding = 1, groups = 2 } },
     { 9, 8, 17, 19, 12, 3, { dilation = 2, padding = 2 } }, { 40, 16, 9, 9, 24, 1, {} }, { 1, 8, 64, 64, 16, 5, { padding = 2 } },
-    { 130, 6, 14, 14, 16, 5, {} } }
+    { 130, 6, 14, 14, 16, 5, {} },
+    -- fewer images than threads: split over blocks of channels too (40 and 48: a short last block), and over groups
+    { 2, 40, 12, 12, 48, 3, { padding = 1 } }, { 1, 32, 24, 24, 64, 3, { groups = 4, padding = 1 } },
+    { 3, 24, 11, 11, 36, 3, { groups = 3 } } }
   local prior = torch.get_num_threads()
   local function check(ci, c, dnnl)
     local N, C, H, W, O, k, o = table.unpack(c)
@@ -238,27 +241,33 @@ T.test("convolutions (oneDNN, and the own kernels split over the batch): within 
   T.check(torch.backends.mkldnn.is_available(), "mkldnn available")
 end)
 
-T.test("products split over the pool: within float32 rounding of float64, the same every run", function()
+T.test("products split over the pool (oneDNN and OpenBLAS): within float32 rounding of float64, the same every run", function()
   local prior = torch.get_num_threads()
   -- m, k, n: wide, tall, skinny, the documents' Linear layers, below the split
   for _, c in ipairs({ { 512, 300, 700 }, { 2000, 64, 17 }, { 3, 5000, 4000 }, { 32, 2304, 256 }, { 128, 784, 32 }, { 20, 30, 40 } }) do
     local m, k, n = table.unpack(c)
     local a, b = torch.randn(m, k), torch.randn(k, n)
-    local name = string.format("%dx%d @ %dx%d", m, k, k, n)
+    local wide = torch.randn(m, k + 7)
+    wide:narrow(1, 0, k):copy_(a)
     torch.set_num_threads(1)
     local ref = a:double():mm(b:double())
-    torch.set_num_threads(4)
-    local got = { a:mm(b), b:t():mm(a:t()):t(), torch.addmm(torch.ones(m, n), a, b, { beta = 0.5, alpha = 2 }),
-      a:half():mm(b:half()):float() }
-    local again = a:mm(b)
-    torch.set_num_threads(prior)
-    local want = { ref, ref, ref * 2 + 0.5, ref }
-    for i, g in ipairs(got) do
-      local tol = (i == 4 and 2e-3 or 2e-6) * math.sqrt(k) * (want[i]:abs():max():item() + 1)
-      local err = (g:double() - want[i]):abs():max():item()
-      T.check(err <= tol, string.format("%s product %d: %.3g from float64 (tolerance %.3g)", name, i, err, tol))
+    local want = { ref, ref, ref * 2 + 0.5, ref, ref }
+    for _, dnnl in ipairs({ true, false }) do
+      local name = string.format("%dx%d @ %dx%d%s", m, k, k, n, dnnl and "" or " (OpenBLAS)")
+      torch.set_num_threads(4)
+      torch.backends.mkldnn.enabled = dnnl
+      local got = { a:mm(b), b:t():mm(a:t()):t(), torch.addmm(torch.ones(m, n), a, b, { beta = 0.5, alpha = 2 }),
+        a:half():mm(b:half()):float(), wide:narrow(1, 0, k):mm(b) }
+      local again = a:mm(b)
+      torch.backends.mkldnn.enabled = true
+      torch.set_num_threads(prior)
+      for i, g in ipairs(got) do
+        local tol = (i == 4 and 2e-3 or 2e-6) * math.sqrt(k) * (want[i]:abs():max():item() + 1)
+        local err = (g:double() - want[i]):abs():max():item()
+        T.check(err <= tol, string.format("%s product %d: %.3g from float64 (tolerance %.3g)", name, i, err, tol))
+      end
+      T.check(same_bits(got[1], again), name .. ": the same in a second run")
     end
-    T.check(same_bits(got[1], again), name .. ": the same in a second run")
   end
 end)
 
