@@ -1,11 +1,9 @@
 /* The CPU matrix product: out[b] = beta*out[b] + alpha*(in0[b] @ in1[b]) for 3-D
  * [B,m,k] x [B,k,n] operands of any strides.
- *  float32/float64: nn_cpu_gemm per batch (float32 through oneDNN's matmul where it takes it,
- *    else cblas_sgemm; cblas_dgemm). A matrix with unit stride in
- *    either dim is passed in place (row-major, or transposed); anything else is
+ *  float32/float64/float16/bfloat16: nn_cpu_gemm per batch. A matrix with unit stride
+ *    in either dim is passed in place (row-major, or transposed); anything else is
  *    packed into a contiguous buffer, once when its batch stride is 0.
  *  complex64/complex128: the same through cblas_cgemm/zgemm.
- *  float16/bfloat16: packed to float, sgemm, rounded back.
  *  integers and bool: a plain loop in int64 (wrapping), alpha and beta as integers.
  * With beta == 0 the old contents of out are never read. */
 #include <cblas.h>
@@ -99,7 +97,6 @@ static const char *operand_at(operand *o, int64_t b, size_t es)
 static nn_status gemm_float(const nn_kargs *a, size_t es)
 {
     nn_tensor *out = a->out[0];
-    bool f64 = out->dtype == NN_F64;
     operand A, B, C;
     nn_status st = NN_OK;
     bool ok = operand_init(&A, a->in[0], es) & operand_init(&B, a->in[1], es) & operand_init(&C, out, es);
@@ -134,55 +131,11 @@ static nn_status gemm_float(const nn_kargs *a, size_t es)
             else
                 cblas_zgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, da, pa, (int)A.ld, pb, (int)B.ld, db, wc, (int)C.ld);
         } else
-            nn_cpu_gemm(f64, A.trans, B.trans, m, n, k, alpha, pa, A.ld, pb, B.ld, beta, wc, C.ld);
+            nn_cpu_gemm(out->dtype, A.trans, B.trans, m, n, k, alpha, pa, A.ld, pb, B.ld, beta, wc, C.ld);
         if (!C.direct) unpack(pc, C.buf, &C.m, es);
     }
 done:
     free(A.buf), free(B.buf), free(C.buf);
-    return st;
-}
-
-/* Strided half/bfloat16 matrix <-> dense float */
-static void to_float(float *dst, const char *src, const mat *m, nn_dtype dt)
-{
-    for (int64_t i = 0; i < m->rows; i++)
-        for (int64_t j = 0; j < m->cols; j++) {
-            uint16_t h = *(const uint16_t *)(src + (i * m->rs + j * m->cs) * 2);
-            *dst++ = dt == NN_F16 ? nn_half_to_float(h) : nn_bf16_to_float(h);
-        }
-}
-
-static void from_float(char *dst, const float *src, const mat *m, nn_dtype dt)
-{
-    for (int64_t i = 0; i < m->rows; i++)
-        for (int64_t j = 0; j < m->cols; j++, src++)
-            *(uint16_t *)(dst + (i * m->rs + j * m->cs) * 2) = dt == NN_F16 ? nn_float_to_half(*src) : nn_float_to_bf16(*src);
-}
-
-static nn_status gemm_half(const nn_kargs *a)
-{
-    nn_dtype dt = a->out[0]->dtype;
-    mat A = mat_of(a->in[0]), B = mat_of(a->in[1]), C = mat_of(a->out[0]);
-    int64_t nb = a->out[0]->shape[0], m = C.rows, n = C.cols, k = A.cols;
-    float *fa = malloc((size_t)max1(m * k) * sizeof(float));
-    float *fb = malloc((size_t)max1(k * n) * sizeof(float));
-    float *fc = malloc((size_t)max1(m * n) * sizeof(float));
-    nn_status st = NN_OK;
-    if (!fa || !fb || !fc) {
-        st = nn_error(NN_ERR_NOMEM, "bmm: out of memory");
-        goto done;
-    }
-    double beta = a->f[1];
-    for (int64_t b = 0; b < nb; b++) {
-        if (b == 0 || A.bs) to_float(fa, A.p + b * A.bs * 2, &A, dt);
-        if (b == 0 || B.bs) to_float(fb, B.p + b * B.bs * 2, &B, dt);
-        char *pc = C.p + b * C.bs * 2;
-        if (beta != 0) to_float(fc, pc, &C, dt);
-        nn_cpu_gemm(false, false, false, m, n, k, a->f[0], fa, max1(k), fb, max1(n), beta, fc, max1(n));
-        from_float(pc, fc, &C, dt);
-    }
-done:
-    free(fa), free(fb), free(fc);
     return st;
 }
 
@@ -266,7 +219,7 @@ nn_status nn_cpu_bmm(const nn_kargs *a)
     case NN_C64: return gemm_float(a, 8);
     case NN_C128: return gemm_float(a, 16);
     case NN_F16:
-    case NN_BF16: return gemm_half(a);
+    case NN_BF16: return gemm_float(a, 2);
     default: return gemm_int(a);
     }
 }
@@ -283,7 +236,8 @@ static void blas_one_thread(void) { openblas_set_num_threads(1); }
 void nn_cpu_blas_init(void) { pthread_once(&blas_once, blas_one_thread); }
 
 typedef struct {
-    bool f64, ta, tb;
+    nn_dtype dt;
+    bool ta, tb;
     int64_t m, n, k, lda, ldb, ldc;
     int64_t rb, cb, ncb; /* blocks of rb rows by cb columns of C, ncb of them across */
     double alpha, beta;
@@ -291,23 +245,66 @@ typedef struct {
     char *C;
 } gemm_job;
 
+static void gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, double beta, float *C, int64_t ldc)
+{
+    if (nn_dnnl_gemm(NN_F32, ta, tb, m, n, k, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc)) return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, (float)alpha, A,
+                (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
+}
+
+/* A rows x cols matrix of 16-bit floats (element [i,j] at src[i*rs + j*cs]) to a dense row-major
+ * float one, and back */
+static void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, nn_dtype dt)
+{
+    for (int64_t i = 0; i < rows; i++, dst += cols) {
+        const uint16_t *r = src + i * rs;
+        if (dt == NN_BF16)
+            for (int64_t j = 0; j < cols; j++) dst[j] = nn_bf16_to_float(r[j * cs]);
+        else
+            for (int64_t j = 0; j < cols; j++) dst[j] = nn_half_to_float(r[j * cs]);
+    }
+}
+
+static void narrow(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld, nn_dtype dt)
+{
+    for (int64_t i = 0; i < rows; i++, src += cols) {
+        uint16_t *r = dst + i * ld;
+        if (dt == NN_BF16)
+            for (int64_t j = 0; j < cols; j++) r[j] = nn_float_to_bf16(src[j]);
+        else
+            for (int64_t j = 0; j < cols; j++) r[j] = nn_float_to_half(src[j]);
+    }
+}
+
+/* float16/bfloat16 where oneDNN has no kernel for them: the block in float32, rounded back once */
+static void gemm_16_in_f32(const gemm_job *j, int64_t m, int64_t n, const uint16_t *A, const uint16_t *B, uint16_t *C)
+{
+    int64_t k = j->k;
+    float *fa = malloc((size_t)(m * k + k * n + m * n) * sizeof(float)), *fb = fa + m * k, *fc = fb + k * n;
+    if (!fa) return; /* out of memory in a product: as BLAS, nothing to report it through; C keeps its contents */
+    widen(fa, A, m, k, j->ta ? 1 : j->lda, j->ta ? j->lda : 1, j->dt);
+    widen(fb, B, k, n, j->tb ? 1 : j->ldb, j->tb ? j->ldb : 1, j->dt);
+    if (j->beta != 0) widen(fc, C, m, n, j->ldc, 1, j->dt);
+    gemm_f32(false, false, m, n, k, j->alpha, fa, k, fb, n, j->beta, fc, n);
+    narrow(C, fc, m, n, j->ldc, j->dt);
+    free(fa);
+}
+
 /* C's rows [r0, r1) by columns [c0, c1) */
 static void gemm_part(const gemm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
 {
-    size_t es = j->f64 ? 8 : 4;
+    size_t es = nn_dtype_size(j->dt);
     const char *A = j->A + (j->ta ? r0 : r0 * j->lda) * (int64_t)es, *B = j->B + (j->tb ? c0 * j->ldb : c0) * (int64_t)es;
     char *C = j->C + (r0 * j->ldc + c0) * (int64_t)es;
     int64_t m = r1 - r0, n = c1 - c0;
-    if (!j->f64 && nn_dnnl_sgemm(j->ta, j->tb, m, n, j->k, (float)j->alpha, (const float *)A, j->lda, (const float *)B, j->ldb,
-                                 (float)j->beta, (float *)C, j->ldc))
-        return;
-    enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans, tb = j->tb ? CblasTrans : CblasNoTrans;
-    if (j->f64)
-        cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)j->k, j->alpha, (const double *)A, (int)j->lda, (const double *)B, (int)j->ldb,
-                    j->beta, (double *)C, (int)j->ldc);
-    else
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)j->k, (float)j->alpha, (const float *)A, (int)j->lda, (const float *)B,
-                    (int)j->ldb, (float)j->beta, (float *)C, (int)j->ldc);
+    if (j->dt == NN_F64)
+        cblas_dgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)j->k, j->alpha,
+                    (const double *)A, (int)j->lda, (const double *)B, (int)j->ldb, j->beta, (double *)C, (int)j->ldc);
+    else if (j->dt == NN_F32)
+        gemm_f32(j->ta, j->tb, m, n, j->k, j->alpha, (const float *)A, j->lda, (const float *)B, j->ldb, j->beta, (float *)C, j->ldc);
+    else if (!nn_dnnl_gemm(j->dt, j->ta, j->tb, m, n, j->k, (float)j->alpha, A, j->lda, B, j->ldb, (float)j->beta, C, j->ldc))
+        gemm_16_in_f32(j, m, n, (const uint16_t *)A, (const uint16_t *)B, (uint16_t *)C);
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -327,11 +324,11 @@ static nn_status gemm_blocks(int64_t b, int64_t e, void *arg)
 
 static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 
-void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
+void nn_cpu_gemm(nn_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
                  int64_t ldb, double beta, void *C, int64_t ldc)
 {
     nn_cpu_blas_init();
-    gemm_job j = {f64, ta, tb, m, n, k, lda, ldb, ldc, m, n, 1, alpha, beta, A, B, C};
+    gemm_job j = {dt, ta, tb, m, n, k, lda, ldb, ldc, m, n, 1, alpha, beta, A, B, C};
     bool cols = n >= m;
     int64_t dim = cols ? n : m, other = cols ? m : n;
     double work = (double)m * (double)n * (double)k;

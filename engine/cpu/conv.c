@@ -169,7 +169,7 @@ static void gemm(nn_dtype cdt, bool ta, bool tb, int64_t M, int64_t N, int64_t K
             }
         return;
     }
-    nn_cpu_gemm(cdt == NN_F64, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+    nn_cpu_gemm(cdt, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* The output columns [lo, hi) whose input column ox*s + off lies in [0, n). */

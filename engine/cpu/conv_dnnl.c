@@ -22,8 +22,8 @@ static bool weight_md(dnnl_memory_desc_t *md, const conv_key *k, bool any)
 {
     int64_t G = k->p[6], dims[5] = {G, k->w[0] / G, k->w[1], k->w[2], k->w[3]};
     int64_t st[5] = {k->w[4] * (k->w[0] / G), k->w[4], k->w[5], k->w[6], k->w[7]};
-    if (G == 1) return any ? nn_dnnl_md_any(md, 4, k->w) : nn_dnnl_md(md, 4, k->w, k->w + 4);
-    return any ? nn_dnnl_md_any(md, 5, dims) : nn_dnnl_md(md, 5, dims, st);
+    if (G == 1) return any ? nn_dnnl_md_any(md, 4, k->w) : nn_dnnl_md(md, 4, k->w, k->w + 4, dnnl_f32);
+    return any ? nn_dnnl_md_any(md, 5, dims) : nn_dnnl_md(md, 5, dims, st, dnnl_f32);
 }
 
 static bool prim_build(nn_dnnl_prim *c, const void *key)
@@ -34,7 +34,7 @@ static bool prim_build(nn_dnnl_prim *c, const void *key)
     dnnl_dims_t st = {k->p[0], k->p[1]}, dil = {k->p[4] - 1, k->p[5] - 1}, pl = {k->p[2], k->p[3]}, pr;
     for (int i = 0; i < 2; i++) /* padding past the end that gives exactly the output's size */
         pr[i] = (k->y[2 + i] - 1) * k->p[i] + (k->w[2 + i] - 1) * k->p[4 + i] + 1 - k->x[2 + i] - k->p[2 + i];
-    bool ok = nn_dnnl_md(&xu, 4, k->x, k->x + 4) && weight_md(&wu, k, false) && nn_dnnl_md(&yu, 4, k->y, k->y + 4) && nn_dnnl_md(&bu, 1, &bdim, &one) &&
+    bool ok = nn_dnnl_md(&xu, 4, k->x, k->x + 4, dnnl_f32) && weight_md(&wu, k, false) && nn_dnnl_md(&yu, 4, k->y, k->y + 4, dnnl_f32) && nn_dnnl_md(&bu, 1, &bdim, &one, dnnl_f32) &&
               nn_dnnl_md_any(&xa, 4, k->x) && weight_md(&wa, k, true) && nn_dnnl_md_any(&ya, 4, k->y) && nn_dnnl_md_any(&ba, 1, &bdim);
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t fwd = NULL, pd = NULL;

@@ -195,11 +195,11 @@ bool nn_dnnl_prim_run(const nn_dnnl_prim *c, void *const *ptr)
     return ok;
 }
 
-bool nn_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, const int64_t *strides)
+bool nn_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, const int64_t *strides, dnnl_data_type_t dt)
 {
     dnnl_dims_t d, s;
     for (int i = 0; i < ndims; i++) d[i] = dims[i], s[i] = strides[i];
-    return dnnl_memory_desc_init_by_strides(md, ndims, d, dnnl_f32, s) == dnnl_success;
+    return dnnl_memory_desc_init_by_strides(md, ndims, d, dt, s) == dnnl_success;
 }
 
 bool nn_dnnl_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims)

@@ -1,4 +1,5 @@
-/* float32 products through oneDNN's matmul primitive, as PyTorch's CPU kernels use oneDNN: its
+/* float32, float16 and bfloat16 products through oneDNN's matmul primitive, as PyTorch's CPU
+ * kernels use oneDNN: its
  * JIT (brgemm) kernels pick the machine's widest vectors themselves, where Debian's OpenBLAS picks
  * its kernels from a list of CPUs it knows (an unknown one gets its slowest), and they are faster
  * at the small m of a Linear layer's batch. One primitive per shape, strides, alpha, beta (kept by
@@ -13,7 +14,7 @@
 #define DNNL_MIN_WORK 131072.0
 
 typedef struct {
-    int kind, ta, tb;
+    int kind, dt, ta, tb;
     float alpha, beta;
     int64_t m, n, k, lda, ldb, ldc;
 } gemm_key;
@@ -28,7 +29,8 @@ static bool prim_build(nn_dnnl_prim *c, const void *key)
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    bool ok = nn_dnnl_md(&amd, 2, ad, as) && nn_dnnl_md(&bmd, 2, bd, bs) && nn_dnnl_md(&cmd, 2, cd, cs) &&
+    dnnl_data_type_t dt = g->dt == NN_F32 ? dnnl_f32 : g->dt == NN_BF16 ? dnnl_bf16 : dnnl_f16;
+    bool ok = nn_dnnl_md(&amd, 2, ad, as, dt) && nn_dnnl_md(&bmd, 2, bd, bs, dt) && nn_dnnl_md(&cmd, 2, cd, cs, dt) &&
               dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success && dnnl_primitive_attr_create(&attr) == dnnl_success &&
               dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     if (ok && g->alpha != 1) ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &g->alpha) == dnnl_success;
@@ -44,13 +46,13 @@ static bool prim_build(nn_dnnl_prim *c, const void *key)
     return ok;
 }
 
-bool nn_dnnl_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda, const float *B,
-                   int64_t ldb, float beta, float *C, int64_t ldc)
+bool nn_dnnl_gemm(nn_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void *A, int64_t lda, const void *B,
+                  int64_t ldb, float beta, void *C, int64_t ldc)
 {
     if ((double)m * (double)n * (double)k < DNNL_MIN_WORK || !nn_dnnl_ready()) return false;
     gemm_key g;
     memset(&g, 0, sizeof g);
-    g.kind = 'G', g.ta = ta, g.tb = tb, g.alpha = alpha, g.beta = beta;
+    g.kind = 'G', g.dt = dt, g.ta = ta, g.tb = tb, g.alpha = alpha, g.beta = beta;
     g.m = m, g.n = n, g.k = k, g.lda = lda, g.ldb = ldb, g.ldc = ldc;
     nn_dnnl_set_threads(1);
     nn_dnnl_prim *c = nn_dnnl_prim_get(&g, sizeof g, prim_build, NULL);

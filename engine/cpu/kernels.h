@@ -42,10 +42,11 @@ void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, n
  * (engine/cpu/softmax.c: the exp loop alone, so that it vectorizes) */
 double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max);
 
-/* C (m x n, row-major, ldc) = beta*C + alpha*op(A) @ op(B), float32 (f64: float64), a large
- * product split over the CPU pool (engine/cpu/blas.c): float32 through oneDNN's matmul
- * (gemm_dnnl.c) where it takes it, else OpenBLAS */
-void nn_cpu_gemm(bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
+/* C (m x n, row-major, ldc) = beta*C + alpha*op(A) @ op(B) of dtype dt (float32, float64, float16,
+ * bfloat16; 16-bit ones summed in float32 and rounded once), a large product split over the CPU
+ * pool (engine/cpu/blas.c): float32 and the 16-bit types through oneDNN's matmul (gemm_dnnl.c)
+ * where it takes them, else OpenBLAS (16-bit ones widened to float32) */
+void nn_cpu_gemm(nn_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *A, int64_t lda, const void *B,
                  int64_t ldb, double beta, void *C, int64_t ldc);
 /* Most threads calling OpenBLAS at once (it has buffers for a fixed number): the parts a product
  * or a convolution is split into */

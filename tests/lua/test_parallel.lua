@@ -241,7 +241,7 @@ T.test("convolutions (oneDNN split over images and channels, the own kernels ove
   T.check(torch.backends.mkldnn.is_available(), "mkldnn available")
 end)
 
-T.test("products split over the pool (oneDNN and OpenBLAS): within float32 rounding of float64, the same every run", function()
+T.test("products split over the pool (oneDNN and OpenBLAS; float32, float16, bfloat16): within rounding of float64, the same every run", function()
   local prior = torch.get_num_threads()
   -- m, k, n: wide, tall, skinny, the documents' Linear layers, below the split
   for _, c in ipairs({ { 512, 300, 700 }, { 2000, 64, 17 }, { 3, 5000, 4000 }, { 32, 2304, 256 }, { 128, 784, 32 }, { 20, 30, 40 } }) do
@@ -251,18 +251,22 @@ T.test("products split over the pool (oneDNN and OpenBLAS): within float32 round
     wide:narrow(1, 0, k):copy_(a)
     torch.set_num_threads(1)
     local ref = a:double():mm(b:double())
-    local want = { ref, ref, ref * 2 + 0.5, ref, ref }
+    local ab, bb = a:bfloat16(), b:bfloat16()
+    local refb = ab:double():mm(bb:double()) -- the bfloat16 products' own reference: the rounded inputs in float64
+    local want = { ref, ref, ref * 2 + 0.5, ref, ref, refb, refb * 2 + 0.5 }
     for _, dnnl in ipairs({ true, false }) do
       local name = string.format("%dx%d @ %dx%d%s", m, k, k, n, dnnl and "" or " (OpenBLAS)")
       torch.set_num_threads(4)
       torch.backends.mkldnn.enabled = dnnl
       local got = { a:mm(b), b:t():mm(a:t()):t(), torch.addmm(torch.ones(m, n), a, b, { beta = 0.5, alpha = 2 }),
-        a:half():mm(b:half()):float(), wide:narrow(1, 0, k):mm(b) }
+        a:half():mm(b:half()):float(), wide:narrow(1, 0, k):mm(b), ab:mm(bb):float(),
+        torch.addmm(torch.ones(m, n, { dtype = torch.bfloat16 }), ab, bb, { beta = 0.5, alpha = 2 }):float() }
       local again = a:mm(b)
       torch.backends.mkldnn.enabled = true
       torch.set_num_threads(prior)
       for i, g in ipairs(got) do
-        local tol = (i == 4 and 2e-3 or 2e-6) * math.sqrt(k) * (want[i]:abs():max():item() + 1)
+        -- float16 against the float inputs; bfloat16: its float32 sums, rounded once (2^-8 of the largest)
+        local tol = i >= 6 and 2 ^ -8 * (want[i]:abs():max():item() + 1) or (i == 4 and 2e-3 or 2e-6) * math.sqrt(k) * (want[i]:abs():max():item() + 1)
         local err = (g:double() - want[i]):abs():max():item()
         T.check(err <= tol, string.format("%s product %d: %.3g from float64 (tolerance %.3g)", name, i, err, tol))
       end
