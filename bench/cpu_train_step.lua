@@ -5,12 +5,14 @@
 -- document) and document 004's AlexNet (torchvision's, 10 classes, 227x227, batch 8). Prints "nnrepl <case> <batch> us <time>": the median over repeats of the mean
 -- step of a run of steps, after a warm-up. bench/cpu_train_step.py is PyTorch's side;
 -- bench/ratio_run.sh cpu_train_step NNREPL [threads] runs both and prints the ratios.
--- Usage: nnrepl bench/cpu_train_step.lua [threads] [repeats] [own]
--- (own: convolutions on nnrepl's own kernels instead of oneDNN; PyTorch's side ignores it)
+-- Usage: nnrepl bench/cpu_train_step.lua [threads] [repeats] [own | bf16]
+-- (own: convolutions on nnrepl's own kernels instead of oneDNN, PyTorch's side ignores it; bf16: the
+-- forward and loss under CPU autocast in bfloat16 on both sides, the cases named <case>_bf16)
 local threads = tonumber(arg and arg[1])
 local reps = tonumber(arg and arg[2]) or 7
 if threads then torch.set_num_threads(threads) end
 if arg and arg[3] == "own" then torch.backends.mkldnn.enabled = false end
+local bf16 = arg and arg[3] == "bf16"
 torch.manual_seed(0)
 
 package.path = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/../scripts/?.lua;" .. package.path
@@ -47,7 +49,13 @@ for _, c in ipairs(cases) do
   end
   local function step(i)
     local x, y = xs[i % 4 + 1], ys[i % 4 + 1]
-    local loss = nn.functional.cross_entropy(model(x), y)
+    local loss
+    if bf16 then
+      local _ <close> = torch.autocast("cpu", { dtype = torch.bfloat16 })
+      loss = nn.functional.cross_entropy(model(x), y)
+    else
+      loss = nn.functional.cross_entropy(model(x), y)
+    end
     opt:zero_grad()
     loss:backward()
     opt:step()
@@ -66,5 +74,5 @@ for _, c in ipairs(cases) do
     for i = 1, per do step(i) end
     times[r] = (clock() - w0) / per * 1e6
   end
-  print(string.format("nnrepl %s %d us %.1f", name, batch, median(times)))
+  print(string.format("nnrepl %s%s %d us %.1f", name, bf16 and "_bf16" or "", batch, median(times)))
 end

@@ -1,5 +1,5 @@
 # PyTorch's side of bench/cpu_train_step.lua: the same models, batches, optimizer and timing.
-# Usage: python3 bench/cpu_train_step.py [threads] [repeats]
+# Usage: python3 bench/cpu_train_step.py [threads] [repeats] [bf16]
 import os
 import statistics
 import sys
@@ -17,6 +17,7 @@ from cifar10_tutorial import Net as Net003  # noqa: E402  (document 003's is the
 
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else None
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+bf16 = len(sys.argv) > 3 and sys.argv[3] == "bf16"
 if threads:
     torch.set_num_threads(threads)
 torch.manual_seed(0)
@@ -46,7 +47,8 @@ for name, make, batch, shape, classes, lr, momentum in cases:
     ys = [torch.randint(0, classes, (batch,)) for _ in range(4)]
 
     def step(i):
-        loss = F.cross_entropy(model(xs[i % 4]), ys[i % 4])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(xs[i % 4]), ys[i % 4])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -62,4 +64,4 @@ for name, make, batch, shape, classes, lr, momentum in cases:
         for i in range(per):
             step(i)
         times.append((time.perf_counter() - w0) / per * 1e6)
-    print(f"torch {name} {batch} us {statistics.median(times):.1f}")
+    print(f"torch {name}{'_bf16' if bf16 else ''} {batch} us {statistics.median(times):.1f}")

@@ -76,51 +76,6 @@ nn_dtype nn_promote_types(nn_dtype a, nn_dtype b)
     return irank[a] >= irank[b] ? a : b;
 }
 
-typedef union { float f; uint32_t u; } fbits;
-
-float nn_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    fbits r;
-    if (exp == 0x1f) r.u = sign | 0x7f800000 | (man << 13);
-    else if (exp) r.u = sign | ((exp + 112) << 23) | (man << 13);
-    else if (!man) r.u = sign;
-    else { /* subnormal */
-        r.f = (float)man * 0x1p-24f;
-        r.u |= sign;
-    }
-    return r.f;
-}
-
-uint16_t nn_float_to_half(float f)
-{
-    fbits v = {f};
-    uint32_t sign = (v.u >> 16) & 0x8000, a = v.u & 0x7fffffff;
-    if (a >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000 ? 0x200 : 0));
-    if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
-    if (a < 0x38800000) { /* subnormal or zero in half: round x * 2^24 to an integer */
-        fbits m = {.u = a};
-        return (uint16_t)(sign | (uint32_t)nearbyintf(m.f * 0x1p24f));
-    }
-    uint32_t r = a - 0x38000000; /* rebias exponent 127 -> 15 */
-    r += 0xfff + ((r >> 13) & 1); /* round to nearest even */
-    return (uint16_t)(sign | (r >> 13));
-}
-
-float nn_bf16_to_float(uint16_t b)
-{
-    fbits r = {.u = (uint32_t)b << 16};
-    return r.f;
-}
-
-uint16_t nn_float_to_bf16(float f)
-{
-    fbits v = {f};
-    if ((v.u & 0x7fffffff) > 0x7f800000) return (uint16_t)((v.u >> 16) | 0x40);
-    v.u += 0x7fff + ((v.u >> 16) & 1);
-    return (uint16_t)(v.u >> 16);
-}
-
 double nn_load_f64(const void *p, nn_dtype dt)
 {
     switch (dt) {

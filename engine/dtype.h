@@ -3,6 +3,7 @@
 #ifndef NN_DTYPE_H
 #define NN_DTYPE_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,10 +39,53 @@ void nn_set_default_dtype(nn_dtype dt);
 /* PyTorch's promote_types for two dtypes (bool < u8/i8 < i16 < i32 < i64 < floats; u8 with i8 is i16). */
 nn_dtype nn_promote_types(nn_dtype a, nn_dtype b);
 
-float nn_half_to_float(uint16_t h);
-uint16_t nn_float_to_half(float f);           /* round to nearest even */
-float nn_bf16_to_float(uint16_t b);
-uint16_t nn_float_to_bf16(float f);           /* round to nearest even, NaN kept */
+/* float16 / bfloat16 <-> float, inline so that the kernels' loops over them need no call (and the
+ * bfloat16 ones, plain integer work, vectorize) */
+typedef union { float f; uint32_t u; } nn_fbits;
+
+static inline float nn_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    nn_fbits r;
+    if (exp == 0x1f) r.u = sign | 0x7f800000 | (man << 13);
+    else if (exp) r.u = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man) r.u = sign;
+    else { /* subnormal */
+        r.f = (float)man * 0x1p-24f;
+        r.u |= sign;
+    }
+    return r.f;
+}
+
+/* round to nearest even */
+static inline uint16_t nn_float_to_half(float f)
+{
+    nn_fbits v = {f};
+    uint32_t sign = (v.u >> 16) & 0x8000, a = v.u & 0x7fffffff;
+    if (a >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000 ? 0x200 : 0));
+    if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
+    if (a < 0x38800000) { /* subnormal or zero in half: round x * 2^24 to an integer */
+        nn_fbits m = {.u = a};
+        return (uint16_t)(sign | (uint32_t)nearbyintf(m.f * 0x1p24f));
+    }
+    uint32_t r = a - 0x38000000; /* rebias exponent 127 -> 15 */
+    r += 0xfff + ((r >> 13) & 1); /* round to nearest even */
+    return (uint16_t)(sign | (r >> 13));
+}
+
+static inline float nn_bf16_to_float(uint16_t b)
+{
+    nn_fbits r = {.u = (uint32_t)b << 16};
+    return r.f;
+}
+
+/* round to nearest even, NaN kept (quiet) */
+static inline uint16_t nn_float_to_bf16(float f)
+{
+    nn_fbits v = {f};
+    uint32_t r = (v.u + 0x7fff + ((v.u >> 16) & 1)) >> 16;
+    return (uint16_t)((v.u & 0x7fffffff) > 0x7f800000 ? (v.u >> 16) | 0x40 : r);
+}
 
 /* Read/write one element of any dtype as double or int64 (the generic kernel path).
  * Complex elements read as their real part; a real value stored into one has imag 0. */

@@ -393,29 +393,31 @@ static nn_status job_run(conv_job *j)
     return nn_parallel_for(j->nparts, 1, run_parts, j);
 }
 
-/* ---- float32 through oneDNN (conv_dnnl.c), split over the CPU pool, each part on one OpenMP
+/* ---- float32 and bfloat16 through oneDNN (conv_dnnl.c), split over the CPU pool, each part on one OpenMP
  * thread: no OpenMP team ever forms, whose threads by default spin for milliseconds after each
  * region on the cores the pool's next ops need (AlexNet's step on 16 threads, batch 8: a max pool
  * after a convolution took 3.1 ms instead of 0.7; bench/NOTES.md, session 28). The parts are runs
  * of images and, when there are fewer images than threads, blocks of channels as well: of the
  * output channels for the forward and the weight gradient, of the input channels for the input
- * gradient, of whole groups in a grouped convolution. ---- */
+ * gradient, of whole groups in a grouped convolution. A weight gradient summed over several runs
+ * of images is summed in float32 (bfloat16's runs too, rounded once at the end). ---- */
 enum { CHANNEL_BLOCK = 16, MAX_DNNL_PARTS = 2 * MAX_PARTS };
 
 typedef struct {
     int dir;
     nn_dnnl_operand x, w, y; /* the whole tensors */
-    const float *b;
+    const char *b;
     const int64_t *params;
     int64_t N, G, units;     /* channel blocks: units of CHANNEL_BLOCK channels, or of one group when G > 1 */
     int nb, nc;              /* parts: nb runs of images times nc ranges of channel blocks */
-    char **partial;          /* backward weight: run r's sum, dense (run 0's is the output) */
+    char **partial;          /* backward weight: run r's sum, dense float32 (float32's run 0: the output) */
+    bool widened;            /* bfloat16's partial sums: run 0 has one too, and the output is their rounded sum */
     bool *ok;
 } dnnl_job;
 
 static nn_dnnl_operand operand_of(const nn_tensor *t)
 {
-    nn_dnnl_operand o = {nn_data(t), {0}, {0}};
+    nn_dnnl_operand o = {nn_data(t), t->dtype, {0}, {0}};
     for (int i = 0; i < 4; i++) o.shape[i] = t->shape[i], o.strides[i] = t->strides[i];
     return o;
 }
@@ -424,7 +426,7 @@ static nn_dnnl_operand operand_of(const nn_tensor *t)
 static nn_dnnl_operand slice(const nn_dnnl_operand *t, int dim, int64_t i0, int64_t i1)
 {
     nn_dnnl_operand s = *t;
-    s.p += i0 * t->strides[dim];
+    s.p += i0 * t->strides[dim] * (int64_t)nn_dtype_size(t->dt);
     s.shape[dim] = i1 - i0;
     return s;
 }
@@ -436,17 +438,18 @@ static nn_status dnnl_parts(int64_t pb, int64_t pe, void *arg)
         int64_t r = p / j->nc, c = p % j->nc;
         int64_t n0 = j->N * r / j->nb, n1 = j->N * (r + 1) / j->nb, u0 = j->units * c / j->nc, u1 = j->units * (c + 1) / j->nc;
         nn_dnnl_operand x = slice(&j->x, 0, n0, n1), y = slice(&j->y, 0, n0, n1), w = j->w;
-        const float *b = j->b;
+        const char *b = j->b;
+        size_t bes = nn_dtype_size(j->x.dt);
         int64_t params[7];
         memcpy(params, j->params, sizeof params);
-        if (j->partial && r > 0) {
-            w.p = (float *)j->partial[r];
+        if (j->partial && (r > 0 || j->widened)) {
+            w.p = j->partial[r], w.dt = NN_F32;
             nn_contiguous_strides(4, w.shape, w.strides);
         }
         if (j->G > 1) { /* groups [u0, u1) */
             int64_t Og = w.shape[0] / j->G, Cg = w.shape[1];
             x = slice(&x, 1, u0 * Cg, u1 * Cg), w = slice(&w, 0, u0 * Og, u1 * Og), y = slice(&y, 1, u0 * Og, u1 * Og);
-            if (b) b += u0 * Og;
+            if (b) b += u0 * Og * (int64_t)bes;
             params[6] = u1 - u0;
         } else if (j->nc > 1 && j->dir == NN_DNNL_BWD_DATA) { /* input channels */
             int64_t c0 = u0 * CHANNEL_BLOCK, c1 = u1 * CHANNEL_BLOCK < x.shape[1] ? u1 * CHANNEL_BLOCK : x.shape[1];
@@ -454,26 +457,30 @@ static nn_status dnnl_parts(int64_t pb, int64_t pe, void *arg)
         } else if (j->nc > 1) { /* output channels */
             int64_t c0 = u0 * CHANNEL_BLOCK, c1 = u1 * CHANNEL_BLOCK < w.shape[0] ? u1 * CHANNEL_BLOCK : w.shape[0];
             w = slice(&w, 0, c0, c1), y = slice(&y, 1, c0, c1);
-            if (b) b += c0;
+            if (b) b += c0 * (int64_t)bes;
         }
         j->ok[p] = nn_dnnl_conv2d(j->dir, &x, &w, b, &y, params);
     }
     return NN_OK;
 }
 
-/* out (any strides) += the dense sums of runs 1 .. nb-1, over out's first dim [o0, o1) */
+/* The weight gradient w (any strides) over its first dim [o0, o1): float32 += the dense sums of
+ * runs 1 .. nb-1; bfloat16 = the sums of all runs, rounded */
 static nn_status add_partials(int64_t o0, int64_t o1, void *arg)
 {
     const dnnl_job *j = arg;
     const nn_dnnl_operand *out = &j->w;
     const int64_t *n = out->shape, *s = out->strides, per = n[1] * n[2] * n[3];
-    for (int r = 1; r < j->nb; r++) {
-        const float *sum = (const float *)j->partial[r] + o0 * per;
-        for (int64_t a = o0; a < o1; a++)
-            for (int64_t b = 0; b < n[1]; b++)
-                for (int64_t c = 0; c < n[2]; c++)
-                    for (int64_t d = 0; d < n[3]; d++) out->p[a * s[0] + b * s[1] + c * s[2] + d * s[3]] += *sum++;
-    }
+    for (int64_t a = o0; a < o1; a++)
+        for (int64_t b = 0, k = a * per; b < n[1]; b++)
+            for (int64_t c = 0; c < n[2]; c++)
+                for (int64_t d = 0; d < n[3]; d++, k++) {
+                    int64_t at = a * s[0] + b * s[1] + c * s[2] + d * s[3];
+                    float sum = j->widened ? 0.0f : ((float *)out->p)[at];
+                    for (int r = j->widened ? 0 : 1; r < j->nb; r++) sum += ((const float *)j->partial[r])[k];
+                    if (j->widened) ((uint16_t *)out->p)[at] = nn_float_to_bf16(sum);
+                    else ((float *)out->p)[at] = sum;
+                }
     return NN_OK;
 }
 
@@ -482,7 +489,7 @@ static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_t
 {
     if (!nn_dnnl_accepts(x, w, b, y)) return false;
     int64_t G = a->i[6] > 1 ? a->i[6] : 1, split = dir == NN_DNNL_BWD_DATA ? x->shape[1] : w->shape[0];
-    dnnl_job j = {.dir = dir, .x = operand_of(x), .w = operand_of(w), .y = operand_of(y), .b = b ? nn_data(b) : NULL, .params = a->i,
+    dnnl_job j = {.dir = dir, .x = operand_of(x), .w = operand_of(w), .y = operand_of(y), .b = b ? (const char *)nn_data(b) : NULL, .params = a->i,
                   .N = x->shape[0], .G = G, .units = G > 1 ? G : (split + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK, .nb = 1, .nc = 1};
     int width = nn_parallel_width(), threads = width < MAX_PARTS ? width : MAX_PARTS;
     double work = (double)nn_numel(y) * (double)(w->shape[1] * w->shape[2] * w->shape[3]); /* multiply-adds */
@@ -492,10 +499,11 @@ static bool dnnl_conv(int dir, const nn_kargs *a, const nn_tensor *x, const nn_t
         j.nc = (int)(nc < j.units ? nc : j.units);
     }
     bool ok[MAX_DNNL_PARTS] = {false}, all = true;
-    char *partial[MAX_PARTS] = {0}, *sums = NULL;
+    char *partial[MAX_PARTS + 1] = {0}, *sums = NULL;
     if (dir == NN_DNNL_BWD_WEIGHTS && j.nb > 1) {
-        if (!(sums = partial_sums(j.nb, (size_t)nn_numel(w) * sizeof(float), NULL, partial))) return false;
-        j.partial = partial;
+        j.widened = w->dtype != NN_F32; /* partial_sums' run 0 is then one more float32 buffer */
+        if (!(sums = partial_sums(j.nb + j.widened, (size_t)nn_numel(w) * sizeof(float), NULL, partial))) return false;
+        j.partial = partial + j.widened;
     }
     j.ok = ok;
     int parts = j.nb * j.nc;

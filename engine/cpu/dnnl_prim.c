@@ -202,11 +202,11 @@ bool nn_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, const in
     return dnnl_memory_desc_init_by_strides(md, ndims, d, dt, s) == dnnl_success;
 }
 
-bool nn_dnnl_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims)
+bool nn_dnnl_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt)
 {
     dnnl_dims_t d;
     for (int i = 0; i < ndims; i++) d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, dnnl_format_tag_any) == dnnl_success;
+    return dnnl_memory_desc_init_by_tag(md, ndims, d, dt, dnnl_format_tag_any) == dnnl_success;
 }
 
 dnnl_primitive_desc_t nn_dnnl_pd_create(const void *desc, dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint)

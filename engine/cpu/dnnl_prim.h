@@ -50,11 +50,10 @@ void nn_dnnl_prim_free(nn_dnnl_prim *p);
 /* Run p on the user's buffers ptr[i] (in the order its arguments were added) */
 bool nn_dnnl_prim_run(const nn_dnnl_prim *p, void *const *ptr);
 
-/* for build functions: memory descriptors of given strides (and type) or float32 ones of the layout
- * the primitive picks; a primitive descriptor; an argument (index: which of the query's kind); the
- * primitive */
+/* for build functions: memory descriptors of given strides or of the layout the primitive picks; a
+ * primitive descriptor; an argument (index: which of the query's kind); the primitive */
 bool nn_dnnl_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, const int64_t *strides, dnnl_data_type_t dt);
-bool nn_dnnl_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims);
+bool nn_dnnl_md_any(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_data_type_t dt);
 dnnl_primitive_desc_t nn_dnnl_pd_create(const void *desc, dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);
 bool nn_dnnl_add_arg(nn_dnnl_prim *p, const_dnnl_primitive_desc_t pd, int arg, dnnl_query_t q, int index, const dnnl_memory_desc_t *user,
                      bool output);

@@ -64,39 +64,40 @@ static bool pool_dtype(nn_dtype dt) { return dt == NN_F32 || dt == NN_F64 || dt 
     } while (0)
 
 /* The same for backward bodies, which read grad_out as dt and add up in adt: float16/bfloat16
- * gradients add up in float64 (see accum). */
+ * gradients add up in float32 (see accum). */
 #define BY_DTYPE_ACC(dt, call_with)                    \
     do {                                              \
         switch (dt) {                                 \
         case NN_F32: call_with(NN_F32, NN_F32); break; \
         case NN_F64: call_with(NN_F64, NN_F64); break; \
-        default: call_with(dt, NN_F64); break;        \
+        default: call_with(dt, NN_F32); break;        \
         }                                             \
     } while (0)
 
 /* Where a backward kernel adds up grad_input: in place (zeroed) for float32/float64; float16 and
- * bfloat16 add up in a float64 buffer rounded into out once at the end, as rounding every
- * addition would lose the small contributions of overlapping windows. */
+ * bfloat16 add up in a float32 buffer (as PyTorch's CPU kernels do), each range rounding its own
+ * planes into out once at its end, as rounding every addition would lose the small contributions
+ * of overlapping windows. */
 typedef struct {
     char *p;
-    void *owned;
+    float *owned;
+    char *out;
+    nn_dtype dt;
+    int64_t hw; /* elements a plane */
 } accum;
 
-static nn_status accum_begin(nn_tensor *out, accum *acc)
+static nn_status accum_begin(nn_tensor *out, int64_t hw, accum *acc)
 {
     size_t n = (size_t)nn_numel(out);
-    acc->owned = NULL;
-    if (out->dtype == NN_F32 || out->dtype == NN_F64) { /* zeroed plane by plane by the ranges (zero_planes) */
-        acc->p = nn_data(out);
-        return NN_OK;
-    }
-    if (!(acc->owned = calloc(n ? n : 1, sizeof(double)))) return nn_error(NN_ERR_NOMEM, "out of memory for a pooling gradient");
-    acc->p = acc->owned;
+    *acc = (accum){nn_data(out), NULL, nn_data(out), out->dtype, hw};
+    if (out->dtype == NN_F32 || out->dtype == NN_F64) return NN_OK; /* zeroed plane by plane by the ranges (zero_planes) */
+    if (!(acc->owned = calloc(n ? n : 1, sizeof(float)))) return nn_error(NN_ERR_NOMEM, "out of memory for a pooling gradient");
+    acc->p = (char *)acc->owned;
     return NN_OK;
 }
 
 /* A backward range's planes [q0, q1) of grad_input (hw elements each) zeroed, where they are
- * grad_input itself (float32/float64; the 16-bit types' float64 buffer starts zeroed) */
+ * grad_input itself (float32/float64; the 16-bit types' float32 buffer starts zeroed) */
 static void zero_planes(char *gi, nn_dtype adt, nn_dtype dt, int64_t q0, int64_t q1, int64_t hw)
 {
     if (adt != dt) return;
@@ -104,12 +105,16 @@ static void zero_planes(char *gi, nn_dtype adt, nn_dtype dt, int64_t q0, int64_t
     memset(gi + q0 * hw * (int64_t)es, 0, (size_t)((q1 - q0) * hw) * es);
 }
 
-static void accum_end(nn_tensor *out, accum *acc)
+/* A backward range's last step: its planes [q0, q1) of a 16-bit grad_input rounded from their sums */
+static void accum_round(const accum *acc, int64_t q0, int64_t q1)
 {
     if (!acc->owned) return;
-    char *dst = nn_data(out);
-    for (int64_t k = 0; k < nn_numel(out); k++) st(dst, k, out->dtype, ((const double *)acc->owned)[k]);
-    free(acc->owned);
+    uint16_t *d = (uint16_t *)acc->out;
+    const float *s = acc->owned;
+    if (acc->dt == NN_BF16)
+        for (int64_t k = q0 * acc->hw; k < q1 * acc->hw; k++) d[k] = nn_float_to_bf16(s[k]);
+    else
+        for (int64_t k = q0 * acc->hw; k < q1 * acc->hw; k++) d[k] = nn_float_to_half(s[k]);
 }
 
 static nn_status check_io(const nn_kargs *a, int nout)
@@ -334,7 +339,7 @@ typedef struct {
     planes g, ix, x;
     const char *go;
     const int64_t *ind;
-    char *gi;
+    const accum *acc; /* where grad_input adds up */
     nn_dtype dt;
 } max_backward_job;
 
@@ -342,9 +347,10 @@ static nn_status max_backward_range(int64_t q0, int64_t q1, void *arg)
 {
     const max_backward_job *j = arg;
     nn_status s;
-#define CALL(T, A) s = max_backward_body(&j->g, q0, q1, j->go, &j->ix, j->ind, &j->x, j->gi, T, A)
+#define CALL(T, A) s = max_backward_body(&j->g, q0, q1, j->go, &j->ix, j->ind, &j->x, j->acc->p, T, A)
     BY_DTYPE_ACC(j->dt, CALL);
 #undef CALL
+    if (!s) accum_round(j->acc, q0, q1);
     return s;
 }
 
@@ -358,10 +364,10 @@ nn_status nn_cpu_max_pool2d_backward(const nn_kargs *a)
     if (j.ix.N != j.g.N || j.ix.C != j.g.C || j.ix.H != j.g.H || j.ix.W != j.g.W || j.x.N != j.g.N || j.x.C != j.g.C)
         return nn_error(NN_ERR_SHAPE, "max_pool2d_backward: grad_output, indices and grad_input do not match");
     accum acc;
-    if ((s = accum_begin(gx, &acc))) return s;
-    j.gi = acc.p;
+    if ((s = accum_begin(gx, j.x.H * j.x.W, &acc))) return s;
+    j.acc = &acc;
     s = over_planes(j.g.N * j.g.C, j.x.H * j.x.W + j.g.H * j.g.W, max_backward_range, &j);
-    accum_end(gx, &acc);
+    free(acc.owned);
     return s;
 }
 
@@ -442,7 +448,8 @@ INLINE void avg_backward_body(const avgargs *m, int64_t q0, int64_t q1, const ch
 typedef struct {
     avgargs m;
     const char *src;
-    char *dst; /* the output, or where grad_input adds up */
+    char *dst;        /* the output, or where grad_input adds up */
+    const accum *acc; /* backward */
     nn_dtype dt;
     bool backward;
 } avg_job;
@@ -458,6 +465,7 @@ static nn_status avg_range(int64_t q0, int64_t q1, void *arg)
 #define BWD(T, A) avg_backward_body(&j->m, q0, q1, j->src, j->dst, T, A)
         BY_DTYPE_ACC(j->dt, BWD);
 #undef BWD
+        accum_round(j->acc, q0, q1);
     }
     return NN_OK;
 }
@@ -476,17 +484,17 @@ static nn_status avg_common(const nn_kargs *a, bool adaptive, bool backward)
     m.x = planes_of(backward ? out : in);
     m.y = planes_of(backward ? in : out);
     if (m.x.N != m.y.N || m.x.C != m.y.C) return nn_error(NN_ERR_SHAPE, "%s: input and output planes do not match", nn_op_name(a->op));
-    avg_job j = {m, nn_data(in), NULL, out->dtype, backward};
+    avg_job j = {m, nn_data(in), NULL, NULL, out->dtype, backward};
     int64_t work = m.x.H * m.x.W + m.y.H * m.y.W;
     if (!backward) {
         j.dst = nn_data(out);
         return over_planes(m.x.N * m.x.C, work, avg_range, &j);
     }
     accum acc;
-    if ((s = accum_begin(out, &acc))) return s;
-    j.dst = acc.p;
+    if ((s = accum_begin(out, m.x.H * m.x.W, &acc))) return s;
+    j.dst = acc.p, j.acc = &acc;
     s = over_planes(m.x.N * m.x.C, work, avg_range, &j);
-    accum_end(out, &acc);
+    free(acc.owned);
     return s;
 }
 

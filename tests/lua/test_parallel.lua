@@ -32,6 +32,18 @@ local function serial_vs_parallel(name, f)
   for i = 1, #want do T.check(same_bits(want[i], got[i]), name .. ": result " .. i .. " as the serial run's") end
 end
 
+-- f() on 4 threads with oneDNN on (dnnl) or off; the thread count and the switch put back, an error raised again
+local function on_4_threads(dnnl, f, ...)
+  local prior = torch.get_num_threads()
+  torch.set_num_threads(4)
+  torch.backends.mkldnn.enabled = dnnl
+  local res = table.pack(pcall(f, ...))
+  torch.backends.mkldnn.enabled = true
+  torch.set_num_threads(prior)
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+
 -- the layouts: each a function of a seed giving a large float32 tensor
 torch.manual_seed(0)
 local layouts = {
@@ -219,13 +231,8 @@ T.test("convolutions (oneDNN split over images and channels, the own kernels ove
     if ci % 2 == 0 then x = x:contiguous({ memory_format = torch.channels_last }) end
     torch.set_num_threads(1)
     local ref = conv(x:double(), w:double(), b:double(), o)
-    torch.set_num_threads(4)
-    torch.backends.mkldnn.enabled = dnnl
-    local ok, got = pcall(conv, x, w, b, o)
-    local again = ok and conv(x, w, b, o)
-    torch.backends.mkldnn.enabled = true
     torch.set_num_threads(prior)
-    if not ok then error(got, 0) end
+    local got, again = on_4_threads(dnnl, function() return conv(x, w, b, o), conv(x, w, b, o) end)
     for i, what in ipairs({ "output", "grad_input", "grad_weight", "grad_bias" }) do
       local scale = ref[i]:abs():max():item() + 1
       local err = (got[i]:double() - ref[i]):abs():max():item()
@@ -241,6 +248,34 @@ T.test("convolutions (oneDNN split over images and channels, the own kernels ove
   T.check(torch.backends.mkldnn.is_available(), "mkldnn available")
 end)
 
+T.test("bfloat16 convolutions (oneDNN, and the own kernels): within bfloat16 rounding of float64 on the same values", function()
+  local F = torch.nn.functional
+  local function conv(x0, w0, b0, g, o)
+    local x, w, b = x0:detach():requires_grad_(), w0:detach():requires_grad_(), b0:detach():requires_grad_()
+    F.conv2d(x, w, b, o.stride, o.padding, o.dilation, o.groups):backward(g)
+    return { F.conv2d(x0, w0, b0, o.stride, o.padding, o.dilation, o.groups), x.grad, w.grad, b.grad }
+  end
+  -- N, C, H, O, k, options: split over images; over channels (40, 48: a short last block); over groups
+  local cases = { { 9, 8, 15, 24, 3, { padding = 1 } }, { 2, 40, 12, 48, 3, { padding = 1 } }, { 3, 24, 11, 36, 3, { groups = 3 } } }
+  for ci, c in ipairs(cases) do
+    local N, C, H, O, k, o = table.unpack(c)
+    local x, w, b = torch.randn(N, C, H, H):bfloat16(), (torch.randn(O, C // (o.groups or 1), k, k) * 0.2):bfloat16(), torch.randn(O):bfloat16()
+    if ci == 2 then x = x:contiguous({ memory_format = torch.channels_last }) end
+    local y0 = F.conv2d(x:double(), w:double(), b:double(), o.stride, o.padding, o.dilation, o.groups)
+    local g = torch.randn(y0.shape):bfloat16()
+    local ref = conv(x:double(), w:double(), b:double(), g:double(), o)
+    for _, dnnl in ipairs({ true, false }) do
+      local name = string.format("bfloat16 conv %dx%dx%dx%d -> %d%s", N, C, H, H, O, dnnl and "" or " (own kernels)")
+      local got = on_4_threads(dnnl, conv, x, w, b, g, o)
+      for i, what in ipairs({ "output", "grad_input", "grad_weight", "grad_bias" }) do
+        local scale = ref[i]:abs():max():item() + 1
+        local err = (got[i]:double() - ref[i]):abs():max():item()
+        T.check(got[i].dtype == torch.bfloat16 and err <= 2 ^ -7 * scale, string.format("%s %s: %.3g from float64 (scale %.3g)", name, what, err, scale))
+      end
+    end
+  end
+end)
+
 T.test("products split over the pool (oneDNN and OpenBLAS; float32, float16, bfloat16): within rounding of float64, the same every run", function()
   local prior = torch.get_num_threads()
   -- m, k, n: wide, tall, skinny, the documents' Linear layers, below the split
@@ -251,19 +286,17 @@ T.test("products split over the pool (oneDNN and OpenBLAS; float32, float16, bfl
     wide:narrow(1, 0, k):copy_(a)
     torch.set_num_threads(1)
     local ref = a:double():mm(b:double())
+    torch.set_num_threads(prior)
     local ab, bb = a:bfloat16(), b:bfloat16()
     local refb = ab:double():mm(bb:double()) -- the bfloat16 products' own reference: the rounded inputs in float64
     local want = { ref, ref, ref * 2 + 0.5, ref, ref, refb, refb * 2 + 0.5 }
     for _, dnnl in ipairs({ true, false }) do
       local name = string.format("%dx%d @ %dx%d%s", m, k, k, n, dnnl and "" or " (OpenBLAS)")
-      torch.set_num_threads(4)
-      torch.backends.mkldnn.enabled = dnnl
-      local got = { a:mm(b), b:t():mm(a:t()):t(), torch.addmm(torch.ones(m, n), a, b, { beta = 0.5, alpha = 2 }),
-        a:half():mm(b:half()):float(), wide:narrow(1, 0, k):mm(b), ab:mm(bb):float(),
-        torch.addmm(torch.ones(m, n, { dtype = torch.bfloat16 }), ab, bb, { beta = 0.5, alpha = 2 }):float() }
-      local again = a:mm(b)
-      torch.backends.mkldnn.enabled = true
-      torch.set_num_threads(prior)
+      local got, again = on_4_threads(dnnl, function()
+        return { a:mm(b), b:t():mm(a:t()):t(), torch.addmm(torch.ones(m, n), a, b, { beta = 0.5, alpha = 2 }),
+          a:half():mm(b:half()):float(), wide:narrow(1, 0, k):mm(b), ab:mm(bb):float(),
+          torch.addmm(torch.ones(m, n, { dtype = torch.bfloat16 }), ab, bb, { beta = 0.5, alpha = 2 }):float() }, a:mm(b)
+      end)
       for i, g in ipairs(got) do
         -- float16 against the float inputs; bfloat16: its float32 sums, rounded once (2^-8 of the largest)
         local tol = i >= 6 and 2 ^ -8 * (want[i]:abs():max():item() + 1) or (i == 4 and 2e-3 or 2e-6) * math.sqrt(k) * (want[i]:abs():max():item() + 1)
