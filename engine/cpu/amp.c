@@ -6,6 +6,7 @@
 #include "iter.h"
 #include "kernels.h"
 #include "memory_format.h"
+#include "parallel.h"
 
 typedef struct {
     float inv;
@@ -48,6 +49,32 @@ static void unscale_run(char *p, int64_t s, int64_t n, nn_dtype dt, unscale_ctx 
     c->found |= found;
 }
 
+/* unscale_run over a dense tensor's span, split over the CPU pool; found is or-ed in (the same
+ * whatever the split) */
+typedef struct {
+    char *p;
+    nn_dtype dt;
+    float inv;
+    uint8_t found;
+} dense_job;
+
+static nn_status unscale_range(int64_t b, int64_t e, void *arg)
+{
+    dense_job *j = arg;
+    int64_t es = (int64_t)nn_dtype_size(j->dt);
+    unscale_ctx c = {j->inv, false};
+    unscale_run(j->p + b * es, es, e - b, j->dt, &c);
+    if (c.found) __atomic_store_n(&j->found, 1, __ATOMIC_RELAXED);
+    return NN_OK;
+}
+
+static bool unscale_dense(char *p, int64_t n, nn_dtype dt, float inv)
+{
+    dense_job j = {p, dt, inv, 0};
+    nn_parallel_for(n, NN_PARALLEL_MIN, unscale_range, &j); /* its ranges cannot fail */
+    return j.found;
+}
+
 typedef struct {
     unscale_ctx *c;
     nn_dtype dt;
@@ -80,7 +107,7 @@ nn_status nn_cpu_amp_unscale(const nn_kargs *a)
         if (!nn_dtype_is_float(g->dtype)) return nn_not_implemented(a, g->dtype);
         if (nn_numel(g) == 0) continue;
         if (nn_is_dense(g)) {
-            unscale_run(nn_data(g), (int64_t)nn_dtype_size(g->dtype), nn_numel(g), g->dtype, &c);
+            c.found |= unscale_dense(nn_data(g), nn_numel(g), g->dtype, c.inv);
             continue;
         }
         nn_iter it;
@@ -113,19 +140,46 @@ nn_status nn_cpu_amp_update_scale(const nn_kargs *a)
     return NN_OK;
 }
 
-/* out0 = in0 in out0's dtype (the copy kernel), both dense in one layout; out1's first byte says
- * whether any value of out0 is inf or nan (the unscale pass's check), the rest are 0 */
+/* A 16-bit gradient widened to float32, checked in the same pass, split over the CPU pool */
+typedef struct {
+    const uint16_t *in;
+    float *out;
+    nn_dtype dt;
+    uint8_t found;
+} widen_job;
+
+static nn_status widen_range(int64_t b, int64_t e, void *arg)
+{
+    widen_job *j = arg;
+    bool found = false;
+    if (j->dt == NN_BF16)
+        for (int64_t i = b; i < e; i++) found |= !isfinite(j->out[i] = nn_bf16_to_float(j->in[i]));
+    else
+        for (int64_t i = b; i < e; i++) found |= !isfinite(j->out[i] = nn_half_to_float(j->in[i]));
+    if (found) __atomic_store_n(&j->found, 1, __ATOMIC_RELAXED);
+    return NN_OK;
+}
+
+/* out0 = in0 in out0's dtype, both dense in one layout; out1's first byte says whether any value
+ * of out0 is inf or nan (the unscale pass's check), the rest are 0 */
 nn_status nn_cpu_cast_check(const nn_kargs *a)
 {
-    nn_tensor *out = a->out[0], *flags = a->out[1];
-    nn_kargs c = {.op = NN_OP_copy, .out = {out}, .in = {a->in[0]}, .nin = 1};
-    nn_status st = nn_cpu_copy(&c);
-    if (st) return st;
-    unscale_ctx u = {1.f, false};
-    unscale_run(nn_data(out), (int64_t)nn_dtype_size(out->dtype), nn_numel(out), out->dtype, &u);
+    nn_tensor *in = a->in[0], *out = a->out[0], *flags = a->out[1];
+    int64_t n = nn_numel(out);
+    bool found;
+    if (out->dtype == NN_F32 && (in->dtype == NN_BF16 || in->dtype == NN_F16)) { /* autocast's weight gradients */
+        widen_job j = {nn_data(in), nn_data(out), in->dtype, 0};
+        nn_parallel_for(n, NN_PARALLEL_MIN, widen_range, &j);
+        found = j.found;
+    } else {
+        nn_kargs c = {.op = NN_OP_copy, .out = {out}, .in = {in}, .nin = 1};
+        nn_status st = nn_cpu_copy(&c);
+        if (st) return st;
+        found = unscale_dense(nn_data(out), n, out->dtype, 1.f);
+    }
     uint8_t *f = nn_data(flags);
     for (int64_t i = 0, m = nn_numel(flags); i < m; i++) f[i] = 0;
-    if (nn_numel(flags)) f[0] = u.found;
+    if (nn_numel(flags)) f[0] = found;
     return NN_OK;
 }
 

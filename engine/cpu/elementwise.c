@@ -65,7 +65,10 @@ static void load(void *buf, kind k, nn_dtype cdt, const char *p, int64_t s, nn_d
         switch (dt) {
         case NN_F32: LOOP(o[i] = *(const float *)(p + i * s)); break;
         case NN_F16: LOOP(o[i] = nn_half_to_float(*(const uint16_t *)(p + i * s))); break;
-        case NN_BF16: LOOP(o[i] = nn_bf16_to_float(*(const uint16_t *)(p + i * s))); break;
+        case NN_BF16: /* unit stride apart, so that it vectorizes */
+            if (s == 2) LOOP(o[i] = nn_bf16_to_float(((const uint16_t *)p)[i]))
+            else LOOP(o[i] = nn_bf16_to_float(*(const uint16_t *)(p + i * s)))
+            break;
         case NN_I64: LOOP(o[i] = (float)*(const int64_t *)(p + i * s)); break;
         default: LOOP(o[i] = (float)nn_load_f64(p + i * s, dt)); break;
         }
@@ -89,7 +92,10 @@ static void store(char *p, int64_t s, nn_dtype dt, const void *buf, kind k, int6
         switch (dt) {
         case NN_F32: LOOP(*(float *)(p + i * s) = v[i]); break;
         case NN_F16: LOOP(*(uint16_t *)(p + i * s) = nn_float_to_half(v[i])); break;
-        case NN_BF16: LOOP(*(uint16_t *)(p + i * s) = nn_float_to_bf16(v[i])); break;
+        case NN_BF16:
+            if (s == 2) LOOP(((uint16_t *)p)[i] = nn_float_to_bf16(v[i]))
+            else LOOP(*(uint16_t *)(p + i * s) = nn_float_to_bf16(v[i]))
+            break;
         default: LOOP(nn_store_f64(p + i * s, dt, v[i])); break;
         }
         break;

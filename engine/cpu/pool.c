@@ -276,11 +276,38 @@ MAX_TYPED(float, int32_t, max_body_f32)
 MAX_TYPED(double, int64_t, max_body_f64)
 #undef MAX_TYPED
 
+/* float16/bfloat16 windows: each plane widened to float32 (exactly), scanned by max_body_f32, and
+ * its maxima rounded back (exactly: each is one of the plane's values) */
+static nn_status max_body_16(const max_job *j, int64_t q0, int64_t q1)
+{
+    const planes *x = &j->m.x;
+    int64_t hw = x->H * x->W, ohw = j->m.oh * j->m.ow;
+    float *plane = malloc((size_t)(hw + ohw) * sizeof(float)), *best = plane + hw;
+    if (!plane) return nn_error(NN_ERR_NOMEM, "out of memory in max_pool2d");
+    maxargs m = j->m;
+    m.x = (planes){1, 1, x->H, x->W, 0, 0, x->W, 1};
+    bool bf = j->dt == NN_BF16;
+    for (int64_t q = q0; q < q1; q++) {
+        const uint16_t *p = (const uint16_t *)j->in + q / x->C * x->sN + q % x->C * x->sC;
+        uint16_t *o = (uint16_t *)j->out + q * ohw;
+        for (int64_t h = 0; h < x->H; h++)
+            for (int64_t w = 0; w < x->W; w++) {
+                uint16_t v = p[h * x->sH + w * x->sW];
+                plane[h * x->W + w] = bf ? nn_bf16_to_float(v) : nn_half_to_float(v);
+            }
+        max_body_f32(&m, j->cols, 0, 1, (const char *)plane, (char *)best, j->ind + q * ohw);
+        for (int64_t k = 0; k < ohw; k++) o[k] = bf ? nn_float_to_bf16(best[k]) : nn_float_to_half(best[k]);
+    }
+    free(plane);
+    return NN_OK;
+}
+
 static nn_status max_range(int64_t q0, int64_t q1, void *arg)
 {
     const max_job *j = arg;
     if (j->cols && j->dt == NN_F32) max_body_f32(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
-    else if (j->cols) max_body_f64(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
+    else if (j->cols && j->dt == NN_F64) max_body_f64(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
+    else if (j->cols) return max_body_16(j, q0, q1);
     else {
 #define CALL(T) max_body(&j->m, q0, q1, j->in, j->out, j->ind, T)
         BY_DTYPE(j->dt, CALL);
@@ -297,7 +324,7 @@ static nn_status max_common(const nn_kargs *a, bool adaptive)
     nn_tensor *y = a->out[0];
     max_job j = {{planes_of(a->in[0]), y->shape[y->ndim - 2], y->shape[y->ndim - 1], win_of(a->i), adaptive}, nn_data(a->in[0]),
                  nn_data(y), nn_data(a->out[1]), y->dtype, NULL};
-    if (!adaptive && (y->dtype == NN_F32 || y->dtype == NN_F64)) {
+    if (!adaptive) { /* typed scans */
         const win *w = &j.m.w;
         if (!(j.cols = malloc((size_t)(2 * w->kw + j.m.ow + 1) * sizeof *j.cols))) return nn_error(NN_ERR_NOMEM, "out of memory in max_pool2d");
         for (int64_t k = 0; k < w->kw; k++) valid_cols(j.m.ow, w->sw, k * w->dw - w->pw, j.m.x.W, &j.cols[2 * k], &j.cols[2 * k + 1]);
