@@ -24,6 +24,23 @@ end
 
 function U.errorf(fmt, ...) return U.error(string.format(fmt, ...)) end
 
+-- Temporary rawset patches of tables, undone in reverse order (functional_call's swapped values,
+-- vmap's installed batching rules): local p = U.patches(); p:put(t, k, v); ...; p:undo()
+local Patches = {}
+Patches.__index = Patches
+function Patches:put(tbl, key, value)
+  self[#self + 1] = { tbl, key, rawget(tbl, key) }
+  rawset(tbl, key, value)
+end
+function Patches:undo()
+  for i = #self, 1, -1 do
+    local s = self[i]
+    rawset(s[1], s[2], s[3])
+    self[i] = nil
+  end
+end
+function U.patches() return setmetatable({}, Patches) end
+
 -- Python's UserWarning (or the category given, e.g. "FutureWarning") on standard error, once per
 -- message (its default filter; every time after torch.set_warn_always(true))
 local warned = {}

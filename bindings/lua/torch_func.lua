@@ -134,14 +134,7 @@ function func.functional_call(module, dicts, args, kwargs, ...)
   end
   -- swap the values forward reads (the per-instance values tables), leaving the
   -- _parameters/_buffers registries alone; restored in reverse order, even on error
-  local saved = {}
-  local function restore()
-    for i = #saved, 1, -1 do
-      local s = saved[i]
-      rawset(s[1], s[2], s[3])
-    end
-    saved = {}
-  end
+  local swapped = U.patches()
   local ok, err = pcall(function()
     local keys = {}
     for k in pairs(values) do keys[#keys + 1] = k end
@@ -153,19 +146,17 @@ function func.functional_call(module, dicts, args, kwargs, ...)
       end
       local path, leaf = split_name(k)
       local mod = module:get_submodule(path)
-      local vals = getmetatable(mod).__index
-      saved[#saved + 1] = { vals, leaf, rawget(vals, leaf) }
-      rawset(vals, leaf, v)
+      swapped:put(getmetatable(mod).__index, leaf, v)
     end
   end)
-  if not ok then restore(); error(err, 0) end
+  if not ok then swapped:undo(); error(err, 0) end
   local call_args
   if args == nil then call_args = table.pack()
   elseif type(args) == "table" and getmetatable(args) == nil then call_args = table.pack(table.unpack(args))
   else call_args = table.pack(args) end
   if kwargs ~= nil then call_args.n = call_args.n + 1; call_args[call_args.n] = kwargs end
   local r = table.pack(pcall(module, table.unpack(call_args, 1, call_args.n)))
-  restore()
+  swapped:undo()
   if not r[1] then error(r[2], 0) end
   return table.unpack(r, 2, r.n)
 end

@@ -465,11 +465,8 @@ local function has_bt(...)
   return false
 end
 
-local saved = {}
-local function put(tbl, name, fn)
-  saved[#saved + 1] = { tbl, name, rawget(tbl, name) }
-  rawset(tbl, name, fn)
-end
+local installed = require("nn_util").patches()
+local function put(tbl, name, fn) installed:put(tbl, name, fn) end
 local function dispatcher(orig, rule)
   return function(...)
     if has_bt(...) then return rule(...) end
@@ -535,13 +532,7 @@ local function install()
   end
 end
 
-local function uninstall()
-  for i = #saved, 1, -1 do
-    local s = saved[i]
-    rawset(s[1], s[2], s[3])
-  end
-  saved = {}
-end
+local function uninstall() installed:undo() end
 
 V.set_installer(install, uninstall)
 return { torch_rules = torch_rules, F_rules = F_rules }
