@@ -225,12 +225,13 @@ nn_status nn_cpu_bmm(const nn_kargs *a)
 }
 
 /* ---- products over the CPU pool ----
- * oneDNN and OpenBLAS run on one thread only. A large product is cut into blocks of C's columns (or rows),
- * each a product of its own on a thread of the CPU pool (parallel.h), so that one pool of threads
- * serves every op: OpenBLAS's own threads spin for milliseconds after each product, on the cores
- * the next ops need (the documents' CNNs on 16 threads: the step ran slower than on 4). The
- * blocks depend on the thread count only, so a result is the same from run to run at one count
- * (float32 may differ in the last bits between counts: the kernels are picked by size). */
+ * oneDNN and OpenBLAS run on one thread only. A large product is cut into blocks of C (slices of
+ * its columns or rows, or rows by columns), each a product of its own on a thread of the CPU pool
+ * (parallel.h), so that one pool of threads serves every op: OpenBLAS's own threads spin for
+ * milliseconds after each product, on the cores the next ops need (the documents' CNNs on 16
+ * threads: the step ran slower than on 4). The blocks depend on the thread count only, so a result
+ * is the same from run to run at one count (float32 may differ in the last bits between counts:
+ * the kernels are picked by size). */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_one_thread(void) { openblas_set_num_threads(1); }
 void nn_cpu_blas_init(void) { pthread_once(&blas_once, blas_one_thread); }

@@ -393,14 +393,14 @@ static nn_status job_run(conv_job *j)
     return nn_parallel_for(j->nparts, 1, run_parts, j);
 }
 
-/* ---- float32 and bfloat16 through oneDNN (conv_dnnl.c), split over the CPU pool, each part on one OpenMP
- * thread: no OpenMP team ever forms, whose threads by default spin for milliseconds after each
- * region on the cores the pool's next ops need (AlexNet's step on 16 threads, batch 8: a max pool
- * after a convolution took 3.1 ms instead of 0.7; bench/NOTES.md, session 28). The parts are runs
- * of images and, when there are fewer images than threads, blocks of channels as well: of the
- * output channels for the forward and the weight gradient, of the input channels for the input
- * gradient, of whole groups in a grouped convolution. A weight gradient summed over several runs
- * of images is summed in float32 (bfloat16's runs too, rounded once at the end). ---- */
+/* ---- float32 and bfloat16 through oneDNN (conv_dnnl.c), split over the CPU pool, each part on
+ * one OpenMP thread: no OpenMP team ever forms, whose threads by default spin for milliseconds
+ * after each region on the cores the pool's next ops need (AlexNet's step on 16 threads, batch 8:
+ * a max pool after a convolution took 3.1 ms instead of 0.7; bench/NOTES.md, session 28). The
+ * parts are runs of images and, when there are fewer images than threads, blocks of channels as
+ * well: of the output channels for the forward and the weight gradient, of the input channels for
+ * the input gradient, of whole groups in a grouped convolution. A weight gradient summed over
+ * several runs of images is summed in float32 (bfloat16's runs too, rounded once at the end). ---- */
 enum { CHANNEL_BLOCK = 16, MAX_DNNL_PARTS = 2 * MAX_PARTS };
 
 typedef struct {
