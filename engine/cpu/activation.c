@@ -37,7 +37,7 @@
     default: ACT_LOOP(T, SUF, NN_ACT_HARDSIGMOID); break;                                                 \
     }
 
-static void loop_f32(const nn_cmap *m) { ACT_KINDS(float, f) }
-static void loop_f64(const nn_cmap *m) { ACT_KINDS(double, d) }
+NN_CPU_CLONES static void loop_f32(const nn_cmap *m) { ACT_KINDS(float, f) }
+NN_CPU_CLONES static void loop_f64(const nn_cmap *m) { ACT_KINDS(double, d) }
 
 nn_status nn_cpu_activation(const nn_kargs *a) { return nn_cpu_contig_map(a, loop_f32, loop_f64); }

@@ -58,7 +58,7 @@ static inline int64_t narrow(int64_t v, nn_dtype dt)
 }
 
 /* n elements of dtype dt at p (byte stride s) into buf as kind k; integers narrowed to cdt */
-static void load(void *buf, kind k, nn_dtype cdt, const char *p, int64_t s, nn_dtype dt, int64_t n)
+NN_CPU_CLONES static void load(void *buf, kind k, nn_dtype cdt, const char *p, int64_t s, nn_dtype dt, int64_t n)
 {
     if (k == K_F32) {
         float *o = buf;
@@ -84,7 +84,7 @@ static void load(void *buf, kind k, nn_dtype cdt, const char *p, int64_t s, nn_d
 }
 
 /* n results of kind k from buf to dtype dt at p (byte stride s) */
-static void store(char *p, int64_t s, nn_dtype dt, const void *buf, kind k, int64_t n)
+NN_CPU_CLONES static void store(char *p, int64_t s, nn_dtype dt, const void *buf, kind k, int64_t n)
 {
     switch (k) {
     case K_F32: {
@@ -198,7 +198,7 @@ static inline int64_t ipow(int64_t b, int64_t e)
 
 /* One function per float type: T the element type, POW and FMOD its libm functions. */
 #define FLOAT_BINARY(NAME, T, M)                                                                \
-    static void NAME(ectx *c, void *out, const void *pa, const void *pb, int64_t n)             \
+    NN_CPU_CLONES static void NAME(ectx *c, void *out, const void *pa, const void *pb, int64_t n) \
     {                                                                                           \
         const T *a = pa, *b = pb;                                                               \
         T *o = out;                                                                             \
@@ -324,7 +324,7 @@ nn_status nn_cpu_binary(const nn_kargs *a)
 /* ---- unary ---- */
 
 #define FLOAT_UNARY(NAME, T, M)                                                                 \
-    static void NAME(ectx *c, void *out, const void *px, const void *unused, int64_t n)         \
+    NN_CPU_CLONES static void NAME(ectx *c, void *out, const void *px, const void *unused, int64_t n) \
     {                                                                                           \
         const T *x = px;                                                                        \
         T *o = out;                                                                             \

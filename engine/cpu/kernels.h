@@ -38,6 +38,16 @@ void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, n
 #include "../ops.def"
 #undef X
 
+/* A kernel function built twice, for AVX2 and for the baseline (SSE2), the better one picked
+ * when the program loads: the build targets any x86-64 CPU, whose SSE2 lacks what some loops
+ * need to vectorize (widening int32 -> int64, for one), and has half the width. No FMA, but
+ * libmvec's AVX2 exp, tanh, ... may round differently from its SSE2 ones (docs/devices.md). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NN_CPU_CLONES __attribute__((target_clones("avx2", "default"), optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define NN_CPU_CLONES
+#endif
+
 /* y[i] = exp(x[i] - max), max the row's maximum (set in *max); returns the sum of y in double
  * (engine/cpu/softmax.c: the exp loop alone, so that it vectorizes) */
 double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max);

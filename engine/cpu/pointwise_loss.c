@@ -32,7 +32,7 @@
     default: PLOSS_LOOP(T, SUF, NN_PLOSS_BCE_LOGITS); break;                                              \
     }
 
-static void loop_f32(const nn_cmap *m) { PLOSS_KINDS(float, f) }
-static void loop_f64(const nn_cmap *m) { PLOSS_KINDS(double, d) }
+NN_CPU_CLONES static void loop_f32(const nn_cmap *m) { PLOSS_KINDS(float, f) }
+NN_CPU_CLONES static void loop_f64(const nn_cmap *m) { PLOSS_KINDS(double, d) }
 
 nn_status nn_cpu_pointwise_loss(const nn_kargs *a) { return nn_cpu_contig_map(a, loop_f32, loop_f64); }

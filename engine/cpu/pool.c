@@ -8,7 +8,7 @@
  *             number of input elements in the window; an empty window gives 0
  *   adaptive  rows floor(oy*H/oh) .. ceil((oy+1)*H/oh) - 1, columns alike
  * Values are loaded as double (float16/bfloat16 converted) and rounded on store; float16/bfloat16
- * gradients add up in float64 and are rounded once. Each body is inlined once per float type, so
+ * gradients add up in float32 and are rounded once. Each body is inlined once per float type, so
  * the float32/float64 loops carry no dtype switch. */
 #include <math.h>
 #include <stdlib.h>
@@ -228,6 +228,7 @@ typedef struct {
     int64_t *ind;
     nn_dtype dt;
     int64_t *cols; /* typed scans: window column j's outputs [cols[2j], cols[2j+1]), then each output's first column */
+    bool two_by_two; /* max_2x2_f32 */
 } max_job;
 
 /* max_body for float32/float64 windows (not adaptive) in the element type. The scan runs window
@@ -276,6 +277,38 @@ MAX_TYPED(float, int32_t, max_body_f32)
 MAX_TYPED(double, int64_t, max_body_f64)
 #undef MAX_TYPED
 
+/* float32 2 x 2 windows of stride 2 that all fit in the plane (the documents' CNNs), rows of unit
+ * stride: the four values of a window at once, in the scan's order, branch-free so that the loop
+ * vectorizes; the same results as the general scan */
+NN_CPU_CLONES static void max_2x2_row(const float *restrict r0, const float *restrict r1, float *restrict o, int64_t *restrict ib,
+                                      int64_t ow, int64_t i0, int64_t W)
+{
+    for (int64_t ox = 0; ox < ow; ox++) {
+        float best = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        int32_t k = 0; /* 0, 1: the first row's; 2, 3: the second's */
+        int32_t t = (b > best) | (b != b);
+        best = t ? b : best, k = t ? 1 : k;
+        t = (c > best) | (c != c);
+        best = t ? c : best, k = t ? 2 : k;
+        t = (d > best) | (d != d);
+        best = t ? d : best, k = t ? 3 : k;
+        o[ox] = best;
+        ib[ox] = i0 + 2 * ox + (k & 1) + ((k & 2) ? W : 0);
+    }
+}
+
+static void max_2x2_f32(const maxargs *m, int64_t q0, int64_t q1, const char *in, char *out, int64_t *ind)
+{
+    const planes *x = &m->x;
+    for (int64_t q = q0; q < q1; q++) {
+        const float *p = (const float *)in + q / x->C * x->sN + q % x->C * x->sC;
+        for (int64_t oy = 0; oy < m->oh; oy++) {
+            int64_t at = (q * m->oh + oy) * m->ow;
+            max_2x2_row(p + 2 * oy * x->sH, p + (2 * oy + 1) * x->sH, (float *)out + at, ind + at, m->ow, 2 * oy * x->W, x->W);
+        }
+    }
+}
+
 /* float16/bfloat16 windows: each plane widened to float32 (exactly), scanned by max_body_f32, and
  * its maxima rounded back (exactly: each is one of the plane's values) */
 static nn_status max_body_16(const max_job *j, int64_t q0, int64_t q1)
@@ -305,7 +338,8 @@ static nn_status max_body_16(const max_job *j, int64_t q0, int64_t q1)
 static nn_status max_range(int64_t q0, int64_t q1, void *arg)
 {
     const max_job *j = arg;
-    if (j->cols && j->dt == NN_F32) max_body_f32(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
+    if (j->two_by_two) max_2x2_f32(&j->m, q0, q1, j->in, j->out, j->ind);
+    else if (j->cols && j->dt == NN_F32) max_body_f32(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
     else if (j->cols && j->dt == NN_F64) max_body_f64(&j->m, j->cols, q0, q1, j->in, j->out, j->ind);
     else if (j->cols) return max_body_16(j, q0, q1);
     else {
@@ -323,9 +357,11 @@ static nn_status max_common(const nn_kargs *a, bool adaptive)
     if (a->out[1]->dtype != NN_I64) return nn_error(NN_ERR_DTYPE, "%s: indices must be int64", nn_op_name(a->op));
     nn_tensor *y = a->out[0];
     max_job j = {{planes_of(a->in[0]), y->shape[y->ndim - 2], y->shape[y->ndim - 1], win_of(a->i), adaptive}, nn_data(a->in[0]),
-                 nn_data(y), nn_data(a->out[1]), y->dtype, NULL};
-    if (!adaptive) { /* typed scans */
-        const win *w = &j.m.w;
+                 nn_data(y), nn_data(a->out[1]), y->dtype, NULL, false};
+    const win *w = &j.m.w;
+    j.two_by_two = !adaptive && y->dtype == NN_F32 && w->kh == 2 && w->kw == 2 && w->sh == 2 && w->sw == 2 && !w->ph && !w->pw &&
+                   w->dh == 1 && w->dw == 1 && j.m.x.sW == 1 && 2 * j.m.oh <= j.m.x.H && 2 * j.m.ow <= j.m.x.W;
+    if (!adaptive && !j.two_by_two) { /* typed scans */
         if (!(j.cols = malloc((size_t)(2 * w->kw + j.m.ow + 1) * sizeof *j.cols))) return nn_error(NN_ERR_NOMEM, "out of memory in max_pool2d");
         for (int64_t k = 0; k < w->kw; k++) valid_cols(j.m.ow, w->sw, k * w->dw - w->pw, j.m.x.W, &j.cols[2 * k], &j.cols[2 * k + 1]);
         for (int64_t ox = 0, e; ox < j.m.ow; ox++) max_window(ox, w->kw, w->sw, w->pw, w->dw, j.m.x.W, &j.cols[2 * w->kw + ox], &e);

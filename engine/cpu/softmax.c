@@ -80,7 +80,7 @@ static double sum_f32(const float *y, int64_t n)
     return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
-double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max)
+NN_CPU_CLONES double nn_cpu_exp_sum_f32(float *restrict y, const float *restrict x, int64_t n, float *max)
 {
     float m = *max = max_f32(x, n);
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i] - m);
@@ -101,7 +101,7 @@ static void fwd_f32(float *restrict y, const float *restrict x, int64_t n, bool 
 }
 
 /* y may alias x (the buffered path computes in place) */
-static void fwd_f64(double *y, const double *x, int64_t n, bool log_)
+NN_CPU_CLONES static void fwd_f64(double *y, const double *x, int64_t n, bool log_)
 {
     double m = max_f64(x, n), sum = 0;
     if (log_) {
@@ -152,7 +152,7 @@ static void fwd_row(char *const *p, const int64_t *s, int64_t n, void *vc)
 }
 
 /* softmax: gi = (g - sum(g*y)) * y;  log_softmax: gi = g - exp(y) * sum(g). gi may alias g. */
-static void bwd_f64(double *gi, const double *g, const double *y, int64_t n, bool log_)
+NN_CPU_CLONES static void bwd_f64(double *gi, const double *g, const double *y, int64_t n, bool log_)
 {
     double s = 0;
     if (log_) {
@@ -164,7 +164,7 @@ static void bwd_f64(double *gi, const double *g, const double *y, int64_t n, boo
     }
 }
 
-static void bwd_f32(float *restrict gi, const float *restrict g, const float *restrict y, int64_t n, bool log_)
+NN_CPU_CLONES static void bwd_f32(float *restrict gi, const float *restrict g, const float *restrict y, int64_t n, bool log_)
 {
     double s = 0;
     if (log_) {
