@@ -38,12 +38,15 @@ void nn_cpu_store_row(char *p, int64_t s, const double *restrict b, int64_t n, n
 #include "../ops.def"
 #undef X
 
-/* A kernel function built twice, for AVX2 and for the baseline (SSE2), the better one picked
- * when the program loads: the build targets any x86-64 CPU, whose SSE2 lacks what some loops
- * need to vectorize (widening int32 -> int64, for one), and has half the width. No FMA, but
- * libmvec's AVX2 exp, tanh, ... may round differently from its SSE2 ones (docs/devices.md). */
+/* A kernel function built three times, for AVX-512, AVX2 and the baseline (SSE2), the best one the
+ * CPU runs picked when the program loads: the build targets any x86-64 CPU, whose SSE2 lacks what
+ * some loops need to vectorize (widening int32 -> int64, for one) and has a quarter of AVX-512's
+ * width. The results may differ in the last bits from one build to another: AVX-512 fuses
+ * multiply-adds, and libmvec's wider exp, tanh, ... round differently from its SSE2 ones
+ * (docs/devices.md); on one CPU they are the same from run to run. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define NN_CPU_CLONES __attribute__((target_clones("avx2", "default"), optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#define NN_CPU_CLONES                                                                                                   \
+    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("tree-vectorize", "vect-cost-model=dynamic")))
 #else
 #define NN_CPU_CLONES
 #endif
