@@ -27,7 +27,7 @@ obj/%.o: $root/%.c
 -include \$(OBJS:.o=.d)
 MK
 make -s -C "$out" -j "$(nproc)" libengine.a || { echo "FAIL: building the engine for fuzzing"; exit 1; }
-libs=(-lopenblas $fft_libs -lz -lm -lpthread)
+libs=(-lopenblas -ldnnl -lgomp $fft_libs -lz -lm -lpthread)
 for l in png16 turbojpeg; do
   [ -e "/usr/lib/x86_64-linux-gnu/lib$l.so" ] || [ -e "/usr/lib/x86_64-linux-gnu/lib$l.a" ] && libs=(-l$l "${libs[@]}")
 done
