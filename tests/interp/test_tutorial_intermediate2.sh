@@ -41,10 +41,12 @@ end
 print(table.concat(row, " "))')
 printed=$(sed -n '2,/])$/p' <<<"$out" | grep -oE -- '-?[0-9]+\.[0-9]+e[-+][0-9]+' | tr '\n' ' ')
 check "jacobians_hessians: 16 printed entries" [ "$(wc -w <<<"$printed")" -eq 16 ]
+# each entry is (1 - tanh(z0)^2) w[0][j] with tanh(z0) ~ 0.99972: float32's tanh, good to an ulp
+# (6e-8), leaves 1 - tanh^2 ~ 5.6e-4 good to ~2e-4 of itself; 1e-3 keeps a margin
 ok=1; i=1
 for want in $fd; do
   got=$(cut -d' ' -f$i <<<"$printed"); i=$((i + 1))
-  awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= 1e-4 * m + 1e-8) }' || ok=0
+  awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= 1e-3 * m + 1e-8) }' || ok=0
 done
 check "jacobians_hessians: jacobian[0] equals float64 finite differences" [ $ok -eq 1 ]
 check "jacobians_hessians: the tall weight" has "$out" "torch.Size([2048, 32])"
