@@ -1,8 +1,7 @@
 /* float32, float16 and bfloat16 products through oneDNN's matmul primitive, as PyTorch's CPU
- * kernels use oneDNN: its
- * JIT (brgemm) kernels pick the machine's widest vectors themselves, where Debian's OpenBLAS picks
- * its kernels from a list of CPUs it knows (an unknown one gets its slowest), and they are faster
- * at the small m of a Linear layer's batch. One primitive per shape, strides, alpha, beta (kept by
+ * kernels use oneDNN: its JIT (brgemm) kernels pick the machine's widest vectors themselves, where
+ * Debian's OpenBLAS picks its kernels from a list of CPUs it knows (an unknown one gets its
+ * slowest), and they are faster at the small m of a Linear layer's batch. One primitive per shape, strides, alpha, beta (kept by
  * dnnl_prim.c), run on one OpenMP thread: blas.c splits a large product over the CPU pool. */
 #include <string.h>
 
