@@ -72,6 +72,14 @@ void lt_open_complex(lua_State *L);
 /* Raise the engine's last error; arg > 0 makes argument errors name arg. */
 int lt_fail(lua_State *L, int arg);
 
+/* ---- hints for Python habits (hints.c) ---- */
+/* Makes each C function of the method table at idx that has no upvalues a closure of its own
+ * with a marker upvalue, so that x.f(...) (a method called with '.') can be told from torch.f. */
+void lt_mark_methods(lua_State *L, int idx);
+/* Raises "bad argument #1 to 'f' (<expected> expected, got T)", with "call it as x:f(...)" when
+ * the running C function is a marked method called with '.'. */
+int lt_self_error(lua_State *L, const char *expected);
+
 /* ---- keyword tables ---- */
 /* Nonzero if idx holds a plain table that is a keyword table (no [1], no metatable). */
 int lt_is_opts(lua_State *L, int idx);

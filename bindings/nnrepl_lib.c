@@ -87,6 +87,8 @@ int luaopen_torch(lua_State *L)
         lua_pushstring(L, nn_lua_sources[i].name);
         lua_call(L, 1, 0);
     }
+    lua_getfield(L, torch, "Tensor");
+    lt_mark_methods(L, -1);
     lua_settop(L, torch);
     return 1;
 }

@@ -12,4 +12,12 @@ int nnrepl_openlibs(lua_State *L);
 /* luaopen_torch for require "torch" from a stock Lua: pushes the torch table. */
 int luaopen_torch(lua_State *L);
 
+/* Error messages with hints for Python habits (bindings/hints.c). The message handler for
+ * lua_pcall: the message, a "hint:" line for a Python syntax habit or for a method called with
+ * '.' instead of ':', and a traceback. */
+int nnrepl_msghandler(lua_State *L);
+/* Appends the hint for a Python syntax habit to the error message on top of the stack, if it
+ * has none yet (for load errors, which no message handler sees). */
+void nnrepl_hint_syntax(lua_State *L);
+
 #endif

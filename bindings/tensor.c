@@ -224,7 +224,10 @@ nn_tensor *lt_totensor(lua_State *L, int idx)
 nn_tensor *lt_check(lua_State *L, int idx)
 {
     nn_tensor *t = lt_totensor(L, idx);
-    if (!t) luaL_typeerror(L, idx, "tensor");
+    if (!t) {
+        if (idx == 1) lt_self_error(L, "tensor");
+        luaL_typeerror(L, idx, "tensor");
+    }
     return t;
 }
 

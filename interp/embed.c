@@ -90,9 +90,19 @@ static void clear_error(nnrepl_State *S)
     else set_error(S, "");
 }
 
-/* Takes the error object on top of the stack as the message and pops it. */
+static int hint_syntax(lua_State *L)
+{
+    nnrepl_hint_syntax(L);
+    return 1;
+}
+
+/* Takes the error object on top of the stack as the message (with the hint for a Python
+ * syntax habit) and pops it. */
 static void error_from_stack(nnrepl_State *S)
 {
+    lua_pushcfunction(S->L, hint_syntax);
+    lua_insert(S->L, -2);
+    lua_pcall(S->L, 1, 1, 0); /* on failure (memory) the message is pcall's */
     const char *msg = lua_tostring(S->L, -1);
     if (msg) set_error(S, msg);
     else fail(S, 0, "(error object is a %s value)", luaL_typename(S->L, -1));
@@ -115,18 +125,6 @@ const char *nnrepl_error(nnrepl_State *S)
 {
     if (!S) return open_error;
     return S->err_cap || S->err == out_of_memory ? S->err : "";
-}
-
-/* Message handler: the message (or __tostring of an error object) plus a traceback. */
-static int traceback(lua_State *L)
-{
-    const char *msg = lua_tostring(L, 1);
-    if (!msg) {
-        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) msg = lua_tostring(L, -1);
-        else msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-    }
-    luaL_traceback(L, L, msg, 1);
-    return 1;
 }
 
 /* ---- interrupts ---- */
@@ -155,7 +153,7 @@ void nnrepl_interrupt(nnrepl_State *S)
 static int protected_run(nnrepl_State *S, int base, int nargs, int nresults)
 {
     lua_State *L = S->L;
-    lua_pushcfunction(L, traceback);
+    lua_pushcfunction(L, nnrepl_msghandler);
     lua_insert(L, base + 1);
     if (atomic_fetch_add(&S->depth, 1) == 0) atomic_store(&S->pending, 0);
     int status = lua_pcall(L, nargs, nresults, base + 1);
@@ -207,7 +205,7 @@ nnrepl_State *nnrepl_open(void)
     S->L = L;
     *(nnrepl_State **)lua_getextraspace(L) = S;
     lua_gc(L, LUA_GCSTOP); /* no collections while the libraries load */
-    lua_pushcfunction(L, traceback);
+    lua_pushcfunction(L, nnrepl_msghandler);
     lua_pushcfunction(L, open_all);
     int status = lua_pcall(L, 0, 0, 1);
     lua_gc(L, LUA_GCRESTART);

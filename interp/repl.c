@@ -13,6 +13,7 @@
 #include <lauxlib.h>
 
 #include "interp.h"
+#include "nnrepl_lib.h"
 
 #define PROMPT ">>> "
 #define PROMPT2 "... "
@@ -38,6 +39,7 @@ void interp_print_banner(void) {
 /* Prints the error on top of the stack: the message, then at most MAX_FRAMES lines of
  * its traceback (without the REPL's own frame); pops it. */
 static void print_error(lua_State *L) {
+  nnrepl_hint_syntax(L);
   int top = lua_gettop(L);
   const char *msg = lua_tostring(L, -1);
   if (msg == NULL) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, -1));

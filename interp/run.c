@@ -1,4 +1,4 @@
-/* Running Lua chunks: a message handler that appends a traceback, error reports, and
+/* Running Lua chunks: under the library's message handler (hints, traceback), error reports, and
  * Ctrl-C while Lua runs. A C signal handler must not touch the Lua state, so (as in
  * Lua's lua.c) it only sets a hook that raises "interrupted!" at the next Lua step;
  * it also restores the default action, so a second Ctrl-C ends a stuck C call. */
@@ -9,6 +9,7 @@
 #include <lauxlib.h>
 
 #include "interp.h"
+#include "nnrepl_lib.h"
 
 static lua_State *volatile running_L;
 static volatile sig_atomic_t got_sigint;
@@ -25,21 +26,10 @@ static void laction(int sig) {
   lua_sethook(running_L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
 
-static int msghandler(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
 int interp_docall(lua_State *L, int narg, int nres) {
   int base = lua_gettop(L) - narg;
   struct sigaction sa, old;
-  lua_pushcfunction(L, msghandler);
+  lua_pushcfunction(L, nnrepl_msghandler);
   lua_insert(L, base);
   running_L = L;
   got_sigint = 0;
@@ -60,6 +50,7 @@ int interp_interrupted(void) { return got_sigint; }
 
 int interp_report(lua_State *L, int status) {
   if (status != LUA_OK) {
+    nnrepl_hint_syntax(L);
     const char *msg = lua_tostring(L, -1);
     if (msg == NULL) msg = "(error object is not a string)";
     fprintf(stderr, "%s: %s\n", INTERP_PROGNAME, msg);

@@ -79,6 +79,16 @@ static void test_errors(nnrepl_State *S)
     CHECK(contains(nnrepl_error(S), "unexpected symbol"), "%s", nnrepl_error(S));
     CHECK(lua_gettop(L) == 0);
 
+    /* Python habits get a hint line: a syntax error, and a method called with '.' */
+    st = nnrepl_dostring(S, "y = torch.ones(2) @ torch.ones(2)");
+    CHECK(st == NNREPL_ERRSYNTAX && contains(nnrepl_error(S), "near '@'\nhint: Lua has no '@'"), "%d %s", st,
+          nnrepl_error(S));
+    st = nnrepl_dostring(S, "local m = torch.nn.Linear(2, 2)\nm.train()");
+    CHECK(st == NNREPL_ERRRUN && contains(nnrepl_error(S), "hint: 'train' got nil as self") &&
+              contains(nnrepl_error(S), "stack traceback:"),
+          "%d %s", st, nnrepl_error(S));
+    CHECK(lua_gettop(L) == 0);
+
     st = nnrepl_dostring(S, "kept = kept + 1\nlocal function inner() error('boom') end\ninner()");
     CHECK(st == NNREPL_ERRRUN, "%d", st);
     CHECK(contains(nnrepl_error(S), "boom"), "%s", nnrepl_error(S));

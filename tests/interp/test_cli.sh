@@ -253,6 +253,48 @@ if "$bin" -e 'os.exit(type(torch) == "table" and torch.arange ~= nil and 0 or 1)
   check "complete tensor methods" has "$out" "xx:"
 fi
 
+# ---- Python habits: a "hint:" line after the error (bindings/hints.c) ----
+hint_of() { run -e "$1"; grep -F "hint: " <<<"$err"; }
+check "a @ b: matmul" has "$(hint_of 'y = x @ w')" "a @ b is a:matmul(b)"
+check "x ** 2: '^'" has "$(hint_of 'y = x ** 2')" "Lua's power is '^'"
+check "x += 1" has "$(hint_of 'x += 1')" "Lua has no '+='"
+check "a != b: '~='" has "$(hint_of 'if a != b then end')" "is '~='"
+check "a Python list" has "$(hint_of 'l = [1, 2]')" "is the table {1, 2}"
+check "a slice" has "$(hint_of 'y = x[0:2]')" 'x["0:2"]'
+check "a dict" has "$(hint_of 'd = {"a": 1}')" "{a = 1}"
+check "a ':' block" has "$(hint_of 'while x > 0:')" "while c do ... end"
+run -e 'while x > 0:'
+check "the syntax error itself comes first" has "$err" "(command line):1: 'do' expected near ':'"
+check "no hint for other syntax errors" is "$(hint_of 'x = = 1')" ""
+# a syntax error in a file, and in a module a script requires (through the message handler)
+printf 'y = x @ w\n' >"$tmp/at.lua"
+run "$tmp/at.lua"
+check "a script's syntax error: hint, exit 1" has "$err" "hint: Lua has no '@'"
+check "a script's syntax error: exit 1" is "$rc" 1
+run -e "package.path = '$tmp/?.lua;' .. package.path; require 'at'"
+check "a required module's syntax error: hint once" is "$(grep -c 'hint: ' <<<"$err")" 1
+# methods called with '.': C methods name the right call; Lua methods' nil self is named
+setup='x = torch.randn(2, 3); m = torch.nn.Linear(3, 2); opt = torch.optim.SGD(m:parameters(), {lr = 0.1}); '
+run -e "${setup}x.size(0)"
+check "x.size(0)" has "$err" "bad argument #1 to 'size' (tensor expected, got number; a method is called with ':' in Lua: x:size(...))"
+run -e "${setup}torch.sum()"
+check "torch.sum(): no method hint" has "$err" "bad argument #1 to 'sum' (tensor expected, got no value)"
+run -e "${setup}x.sum()"
+check "x.sum()" has "$err" "got no value; a method is called with ':' in Lua: x:sum(...)"
+for call in m.train m.parameters opt.zero_grad opt.step m.state_dict x.float; do
+  name=${call#*.}
+  run -e "${setup}${call}()"
+  check "$call(): hint names '$name'" has "$err" "hint: '$name' got nil as self: a method is called with ':' in Lua, as obj:$name(...)"
+done
+run -e "${setup}m.to('cpu')"
+check "m.to('cpu')" has "$err" "hint: 'to' got a string as self"
+run -e "${setup}m:train(); m:to('cpu'); opt:zero_grad(); x:float(); print(x:sum():item() == x.sum(x):item())"
+check "':' calls work, and x.sum(x)" is "$out" "true"
+run -e "${setup}local function f(self) return self.missing.field end; f({})"
+check "an error in a method called with a table: no hint" lacks "$err" "hint:"
+run -e "${setup}local t = {} function t:go() error('inner failure') end t:go()"
+check "an error in a method called with ':': no hint" lacks "$err" "hint:"
+
 # ---- out of host memory: dead tensors are collected before an allocation fails ----
 # (a limit on the address space; not under the sanitizers, which reserve terabytes of it and
 # hold freed memory on purpose)

@@ -109,6 +109,12 @@ line 'x = = 1'
 wait_for "syntax error message" "unexpected symbol near '='"
 line '5000 + 2'
 wait_for "line after a syntax error" '^5002$'
+line 'y = x @ w'
+wait_for "a Python habit's hint" "^hint: Lua has no '@'"
+line 'x = torch.ones(2); x.sum()'
+wait_for "a method called with '.'" "a method is called with ':' in Lua: x:sum"
+line 'm = torch.nn.Linear(2, 2); m.train()'
+wait_for "a Lua method called with '.' (a tail call)" "^hint: 'train' got nil as self"
 
 # Ctrl-C interrupts a running loop and the prompt comes back.
 line 'print("looping"); while true do end'
