@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "gemm_dnnl.h"
 #include "kernels.h"
 #include "parallel.h"
@@ -258,24 +259,12 @@ static void gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double a
  * float one, and back */
 static void widen(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, nn_dtype dt)
 {
-    for (int64_t i = 0; i < rows; i++, dst += cols) {
-        const uint16_t *r = src + i * rs;
-        if (dt == NN_BF16)
-            for (int64_t j = 0; j < cols; j++) dst[j] = nn_bf16_to_float(r[j * cs]);
-        else
-            for (int64_t j = 0; j < cols; j++) dst[j] = nn_half_to_float(r[j * cs]);
-    }
+    for (int64_t i = 0; i < rows; i++) nn_widen16(dst + i * cols, 1, src + i * rs, cs, cols, dt);
 }
 
 static void narrow(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld, nn_dtype dt)
 {
-    for (int64_t i = 0; i < rows; i++, src += cols) {
-        uint16_t *r = dst + i * ld;
-        if (dt == NN_BF16)
-            for (int64_t j = 0; j < cols; j++) r[j] = nn_float_to_bf16(src[j]);
-        else
-            for (int64_t j = 0; j < cols; j++) r[j] = nn_float_to_half(src[j]);
-    }
+    for (int64_t i = 0; i < rows; i++) nn_narrow16(dst + i * ld, 1, src + i * cols, 1, cols, dt);
 }
 
 /* float16/bfloat16 where oneDNN has no kernel for them: the block in float32, rounded back once */

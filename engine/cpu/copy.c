@@ -1,6 +1,7 @@
 /* CPU copy (with dtype casts) and fills; large ones split over the CPU's threads (iter.h). */
 #include <string.h>
 
+#include "convert16.h"
 #include "iter.h"
 #include "kernels.h"
 
@@ -22,14 +23,10 @@ static void row_cast(char **p, const int64_t *s, int64_t n, void *ctx)
         for (int64_t i = 0; i < n; i++, p[0] += s[0], p[1] += s[1]) *(float *)p[0] = (float)*(double *)p[1];
     } else if (c->dt_out == NN_F64 && c->dt_in == NN_F32) {
         for (int64_t i = 0; i < n; i++, p[0] += s[0], p[1] += s[1]) *(double *)p[0] = *(float *)p[1];
-    } else if (c->dt_out == NN_F32 && c->dt_in == NN_BF16) { /* autocast's casts: typed, so that they vectorize */
-        for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = nn_bf16_to_float(*(const uint16_t *)(p[1] + i * s[1]));
-    } else if (c->dt_out == NN_BF16 && c->dt_in == NN_F32) {
-        for (int64_t i = 0; i < n; i++) *(uint16_t *)(p[0] + i * s[0]) = nn_float_to_bf16(*(const float *)(p[1] + i * s[1]));
-    } else if (c->dt_out == NN_F32 && c->dt_in == NN_F16) {
-        for (int64_t i = 0; i < n; i++) *(float *)(p[0] + i * s[0]) = nn_half_to_float(*(const uint16_t *)(p[1] + i * s[1]));
-    } else if (c->dt_out == NN_F16 && c->dt_in == NN_F32) {
-        for (int64_t i = 0; i < n; i++) *(uint16_t *)(p[0] + i * s[0]) = nn_float_to_half(*(const float *)(p[1] + i * s[1]));
+    } else if (c->dt_out == NN_F32 && (c->dt_in == NN_BF16 || c->dt_in == NN_F16)) { /* autocast's casts: typed, to vectorize */
+        nn_widen16((float *)p[0], s[0] / 4, (const uint16_t *)p[1], s[1] / 2, n, c->dt_in);
+    } else if ((c->dt_out == NN_BF16 || c->dt_out == NN_F16) && c->dt_in == NN_F32) {
+        nn_narrow16((uint16_t *)p[0], s[0] / 2, (const float *)p[1], s[1] / 4, n, c->dt_out);
     } else {
         for (int64_t i = 0; i < n; i++, p[0] += s[0], p[1] += s[1]) nn_store_f64(p[0], c->dt_out, nn_load_f64(p[1], c->dt_in));
     }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert16.h"
 #include "kernels.h"
 #include "parallel.h"
 
@@ -319,17 +320,11 @@ static nn_status max_body_16(const max_job *j, int64_t q0, int64_t q1)
     if (!plane) return nn_error(NN_ERR_NOMEM, "out of memory in max_pool2d");
     maxargs m = j->m;
     m.x = (planes){1, 1, x->H, x->W, 0, 0, x->W, 1};
-    bool bf = j->dt == NN_BF16;
     for (int64_t q = q0; q < q1; q++) {
         const uint16_t *p = (const uint16_t *)j->in + q / x->C * x->sN + q % x->C * x->sC;
-        uint16_t *o = (uint16_t *)j->out + q * ohw;
-        for (int64_t h = 0; h < x->H; h++)
-            for (int64_t w = 0; w < x->W; w++) {
-                uint16_t v = p[h * x->sH + w * x->sW];
-                plane[h * x->W + w] = bf ? nn_bf16_to_float(v) : nn_half_to_float(v);
-            }
+        for (int64_t h = 0; h < x->H; h++) nn_widen16(plane + h * x->W, 1, p + h * x->sH, x->sW, x->W, j->dt);
         max_body_f32(&m, j->cols, 0, 1, (const char *)plane, (char *)best, j->ind + q * ohw);
-        for (int64_t k = 0; k < ohw; k++) o[k] = bf ? nn_float_to_bf16(best[k]) : nn_float_to_half(best[k]);
+        nn_narrow16((uint16_t *)j->out + q * ohw, 1, best, 1, ohw, j->dt);
     }
     free(plane);
     return NN_OK;
