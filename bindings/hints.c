@@ -118,6 +118,47 @@ static int called_by_name(lua_State *L, lua_Debug *ar, char *buf, size_t size)
     return 0;
 }
 
+/* Python's builtins that Lua lacks, called as if it had them. */
+static const struct { const char *name, *hint; } builtin_hints[] = {
+    { "len", "Lua's length is #x (a table, string, tensor's dim 0, dataset or loader)" },
+    { "range", "Lua counts with for i = 0, n - 1 do ... end (torch.arange(n) for a tensor)" },
+    { "enumerate", "Lua's for i, v in ipairs(t) do ... end numbers from 1 (pairs over a tensor from 0)" },
+    { "zip", "Lua has no zip: for i = 1, #a do local x, y = a[i], b[i] ... end" },
+    { "isinstance", "Lua has no isinstance: torch.is_tensor(x), type(x) == \"number\", or getmetatable(x)" },
+    { "str", "Python's str(x) is tostring(x) in Lua" },
+    { "int", "Python's int(x) is math.tointeger(x) or math.floor(x) in Lua; int(s) of a string is tonumber(s)" },
+    { "float", "Python's float(x) is tonumber(x) in Lua" },
+    { "abs", "Python's abs is math.abs in Lua (x:abs() for a tensor)" },
+    { "max", "Python's max is math.max in Lua (x:max() for a tensor)" },
+    { "min", "Python's min is math.min in Lua (x:min() for a tensor)" },
+    { "round", "Lua has no round: math.floor(x + 0.5), or x:round() for a tensor" },
+    { "sum", "Lua has no sum: add in a loop, or x:sum() for a tensor" },
+    { "sorted", "Python's sorted(t) is table.sort(t) in Lua, which sorts t in place" },
+    { "list", "a Python list is a Lua table {...}" },
+    { "dict", "a Python dict is a Lua table {key = value}" },
+    { "open", "Python's open is io.open(path, mode) in Lua" },
+    { "f", "Python's f-strings are string.format(\"%.3f %s\", x, s) in Lua" },
+    { "super", "an nn.Module's base part is set up before its __init runs (no super().__init__()); a subclass of your own class calls Sub.super.__init(self, ...)" },
+    { "hasattr", "Python's hasattr(x, k) is x[k] ~= nil in Lua" },
+    { "getattr", "Python's getattr(x, k) is x[k] in Lua" },
+    { "setattr", "Python's setattr(x, k, v) is x[k] = v in Lua" },
+    { "exit", "Python's exit() is os.exit(code) in Lua" },
+    { "quit", "Python's quit() is os.exit(code) in Lua" },
+};
+
+/* The hint for a call of a nil global named as one of Python's builtins, or NULL. */
+static const char *builtin_hint(const char *msg)
+{
+    static const char call[] = "attempt to call a nil value (global '";
+    const char *at = strstr(msg, call);
+    if (!at) return NULL;
+    at += sizeof call - 1;
+    size_t n = strcspn(at, "'");
+    for (size_t i = 0; i < sizeof builtin_hints / sizeof builtin_hints[0]; i++)
+        if (strlen(builtin_hints[i].name) == n && memcmp(at, builtin_hints[i].name, n) == 0) return builtin_hints[i].hint;
+    return NULL;
+}
+
 /* A method called with '.': walking out from the error, the outermost Lua function called by
  * name whose first parameter `self` holds no object (nil, a number, a string, a boolean), before
  * any function whose `self` is an object (the chain of helpers a nil self went through ends at
@@ -154,6 +195,7 @@ int nnrepl_msghandler(lua_State *L)
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     const char *hint = syntax_hint(msg);
+    if (!hint) hint = builtin_hint(msg);
     if (hint) msg = lua_pushfstring(L, "%s" HINT_MARK "%s", msg, hint);
     else if (push_self_hint(L)) msg = lua_pushfstring(L, "%s" HINT_MARK "%s", msg, lua_tostring(L, -1));
     luaL_traceback(L, L, msg, 1);
@@ -204,4 +246,27 @@ int lt_self_error(lua_State *L, const char *expected)
         return luaL_argerror(L, 1, lua_pushfstring(L, "%s expected, got %s; a method is called with ':' in Lua: x:%s(...)",
                                                    expected, got, name));
     return luaL_argerror(L, 1, lua_pushfstring(L, "%s expected, got %s", expected, got));
+}
+
+/* _G's __index: Python's True, False and None read as globals are errors, not a silent nil
+ * (DataLoader(ds, {shuffle = True}) would not shuffle); other missing globals are nil. */
+static int python_constant(lua_State *L)
+{
+    static const char *const names[][2] = { { "True", "true" }, { "False", "false" }, { "None", "nil" } };
+    const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(k, names[i][0]) == 0) return luaL_error(L, "name '%s' is not defined: Python's %s is Lua's %s", k, k, names[i][1]);
+    return 0;
+}
+
+void nnrepl_guard_python_names(lua_State *L)
+{
+    lua_pushglobaltable(L);
+    if (!lua_getmetatable(L, -1)) {
+        lua_createtable(L, 0, 1);
+        lua_pushcfunction(L, python_constant);
+        lua_setfield(L, -2, "__index");
+        lua_setmetatable(L, -2);
+    } else lua_pop(L, 1); /* a host's own metatable stays */
+    lua_pop(L, 1);
 }

@@ -119,5 +119,6 @@ int nnrepl_openlibs(lua_State *L)
     global_from_torch(L, "nn", "nn");
     global_from_torch(L, "F", "nn.functional");
     global_from_torch(L, "optim", "optim");
+    nnrepl_guard_python_names(L);
     return 0;
 }

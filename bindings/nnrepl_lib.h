@@ -16,6 +16,9 @@ int luaopen_torch(lua_State *L);
  * lua_pcall: the message, a "hint:" line for a Python syntax habit or for a method called with
  * '.' instead of ':', and a traceback. */
 int nnrepl_msghandler(lua_State *L);
+/* Makes reading the globals True, False and None an error naming Lua's true, false and nil (a
+ * metatable on _G; nnrepl_openlibs does it unless _G has a metatable already). */
+void nnrepl_guard_python_names(lua_State *L);
 /* Appends the hint for a Python syntax habit to the error message on top of the stack, if it
  * has none yet (for load errors, which no message handler sees). */
 void nnrepl_hint_syntax(lua_State *L);

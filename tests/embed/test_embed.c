@@ -94,6 +94,9 @@ static void test_errors(nnrepl_State *S)
     CHECK(contains(nnrepl_error(S), "boom"), "%s", nnrepl_error(S));
     CHECK(contains(nnrepl_error(S), "stack traceback:") && contains(nnrepl_error(S), "inner"), "%s",
           nnrepl_error(S));
+    st = nnrepl_dostring(S, "local shuffle = False");
+    CHECK(st == NNREPL_ERRRUN && contains(nnrepl_error(S), "name 'False' is not defined: Python's False is Lua's false"),
+          "%d %s", st, nnrepl_error(S));
     CHECK(lua_gettop(L) == 0);
 
     /* an engine error comes through as a Lua error with the engine's message */

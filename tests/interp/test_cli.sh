@@ -266,6 +266,17 @@ check "a ':' block" has "$(hint_of 'while x > 0:')" "while c do ... end"
 run -e 'while x > 0:'
 check "the syntax error itself comes first" has "$err" "(command line):1: 'do' expected near ':'"
 check "no hint for other syntax errors" is "$(hint_of 'x = = 1')" ""
+# Python's builtins called, and its True / False / None read as globals
+check "len()" has "$(hint_of 'print(len({1, 2}))')" "Lua's length is #x"
+check "range()" has "$(hint_of 'for i in range(3) do end')" "for i = 0, n - 1 do"
+check "f-string" has "$(hint_of 'print(f"x")')" "string.format"
+check "a missing global that is not a builtin: no hint" is "$(hint_of 'nosuch_fn_zz()')" ""
+run -e 'local d = torch.utils.data.DataLoader({1, 2}, {shuffle = True})'
+check "True read as a global: an error, not nil" has "$err" "(command line):1: name 'True' is not defined: Python's True is Lua's true"
+run -e 'x = None'
+check "None: names nil" has "$err" "name 'None' is not defined: Python's None is Lua's nil"
+run -e 'True = true; print(True, rawget(_G, "False"), some_undefined_global)'
+check "a script may define True; other missing globals stay nil" is "$out" "true	nil	nil"
 # a syntax error in a file, and in a module a script requires (through the message handler)
 printf 'y = x @ w\n' >"$tmp/at.lua"
 run "$tmp/at.lua"
