@@ -554,6 +554,18 @@ static void test_conv(void)
             conv_case(&dw[i], FLOATS[d], V_CL, V_CONTIG, false, true, " depthwise");
             if (i == 0) conv_case(&dw[i], FLOATS[d], V_CONTIG, V_CONTIG, true, true, " depthwise");
         }
+    /* more groups than cuDNN runs in one call (cuda/cudnn.cu, kMaxGroups): chunks of groups on
+     * channel views, the last one short; with bias, strides, channels-last images, both grads */
+    static const convcfg many[] = {
+        {2, 2 * 130, 7, 6, 3 * 130, 3, 3, 1, 1, 1, 1, 1, 1, 130, true},
+        {1, 4 * 70, 9, 9, 2 * 70, 3, 2, 2, 1, 0, 1, 1, 1, 70, false},
+    };
+    for (int i = 0; i < (int)(sizeof many / sizeof *many); i++)
+        for (int d = 0; d < NFLOATS; d++) {
+            conv_case(&many[i], FLOATS[d], V_CONTIG, V_CONTIG, false, true, " many groups");
+            conv_case(&many[i], FLOATS[d], V_CL, V_CONTIG, false, true, " many groups");
+            conv_case(&many[i], FLOATS[d], V_NARROW, V_T, false, false, " many groups");
+        }
     /* empty batch, no input channels' worth of work */
     convcfg empty = {0, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
     for (int d = 0; d < NFLOATS; d++) conv_case(&empty, FLOATS[d], V_CONTIG, V_CONTIG, false, false, "");
