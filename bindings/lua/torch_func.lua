@@ -247,60 +247,76 @@ local function grad_spec(name, ...)
   return U.parse(name, { { "argnums", 0 }, { "has_aux", false } }, ...)
 end
 
--- grad_and_value inside a batched vmap (level L of size B): replaces args[i] (i in idx) by trees of
--- leaves batched at L, a batched input's own values, an unbatched one expanded to [B, ...] (stride
--- 0), so that the gradient of the per-sample outputs' sum gives every sample its own gradient;
--- returns the list of leaves (the real tensors)
-local function batched_leaves(name, args, idx, create, L, B)
+-- A grad transform inside batched vmaps sees several levels at once: its inputs become leaves
+-- batched at a level set S (VB.full: [B_S[1], ..., B_S[n], ...], a batched input's own values,
+-- the other levels of S expanded with stride 0), so that the gradient of the per-sample outputs'
+-- sum gives every sample of every level of S its own gradient. S must hold every level an output
+-- is batched at, which f can add through values it closes over (the NTK tutorial's
+-- vmap(vmap(... vjp ... jvp)) closes over both vmaps' inputs): run_batched starts from the levels
+-- of the arguments (and cotangents or tangents) and runs f again when an output has more.
+
+-- replaces args[i] (i in idx) by trees of leaves batched at S (BatchedTensors over the real
+-- leaves); returns the list of leaves (the real tensors)
+local function batched_leaves(name, args, idx, create, S)
   local leaves = {}
   for _, i in ipairs(idx) do
     args[i] = map_tree(differentiated_arg(name, args, i), function(x)
       if not x:is_floating_point() then VB.norule("grad of a non-float tensor") end
-      local u
-      if VB.is(x) then
-        if x._l ~= L or not VB.is_real(x._v) then VB.norule("grad of a tensor batched at another level") end
-        u = x._v
-      else
-        if not VB.is_real(x) then VB.norule("grad of a tensor batched at another level") end
-        local s = x:size():totable()
-        table.insert(s, 1, B)
-        u = x:unsqueeze(0):expand(s)
-      end
+      local u = VB.full(x, S)
       local l = create and u.requires_grad and u:view_as(u) or u:detach():requires_grad_()
       leaves[#leaves + 1] = l
-      return VB.wrap(l, L)
+      return VB.nest(l, S)
     end)
   end
   return leaves
 end
 
--- an output of f at level L as a real tensor with the batch at dim 0; nil for an unbatched one
--- (it does not depend on the leaves)
-local function batched_output(t, L)
-  if VB.is(t) then
-    if t._l ~= L or not VB.is_real(t._v) then VB.norule("an output batched at another level") end
-    return t._v
-  end
-  if not VB.is_real(t) then VB.norule("an output batched at another level") end
+-- an output of f as a real tensor [B_S..., ...]; nil for one not batched at all of S (it depends
+-- on no leaf)
+local function batched_output(t, S)
+  if VB.at_levels(t, S) then return VB.real_of(t) end
   return nil
 end
 
-local function grad_and_value_batched(name, f, o, args, idx, single)
-  local L = #VB.levels
+-- the level set of the tensors in the trees of list (and of the set start)
+local function levels_in(list, start)
+  local set = start or {}
+  for _, v in ipairs(list) do map_tree(v, function(t) if VB.is(t) then VB.levels_of(t, set) end return t end) end
+  return set
+end
+
+-- f on a copy of primals (packed) whose inputs idx are leaves batched at the levels of set and of
+-- the primals, again on more levels while an output is batched at a level outside them (inside
+-- enter()): args, leaves, S, out, aux
+local function run_batched(name, f, has_aux, primals, idx, create, set)
+  local all = {}
+  for i = 1, primals.n do all[#all + 1] = primals[i] end
+  set = levels_in(all, set)
+  while true do
+    local S = VB.sorted(set)
+    local args = table.pack(table.unpack(primals, 1, primals.n))
+    local leaves = batched_leaves(name, args, idx, create, S)
+    local out, aux
+    do
+      local _g <close> = torch.enable_grad()
+      out, aux = split_aux(name, has_aux, packed(f(table.unpack(args, 1, args.n))))
+    end
+    local n = #S
+    levels_in({ out }, set)
+    if #VB.sorted(set) == n then return args, leaves, S, out, aux end
+  end
+end
+
+local function grad_and_value_batched(name, f, o, primals, idx, single)
   local _ <close> = enter()
   local create = nested()
-  local leaves = batched_leaves(name, args, idx, create, L, VB.levels[L].B)
-  local out, aux
-  do
-    local _g <close> = torch.enable_grad()
-    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
-  end
+  local args, leaves, S, out, aux = run_batched(name, f, o.has_aux, primals, idx, create)
   if not is_tensor(out) or out:dim() ~= 0 then VB.norule("grad of a non-scalar") end
-  local ov = batched_output(out, L)
+  local ov = batched_output(out, S)
   local total = ov and ov:sum() or out
   local m = grads_of({ total }, { nil }, leaves, false, create)
   local trees = {}
-  for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+  for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
   local g = single and trees[1] or trees
   if o.has_aux then return g, detach_unless(create, out), detach_tree(aux, create) end
   return g, detach_unless(create, out)
@@ -385,33 +401,25 @@ local function unflatten(v, vals)
   return map_tree(v, function(t) return map[t] end)
 end
 
--- a vjp_fn made outside vmap, called inside a batched vmap (level L) with batched cotangents:
--- f runs again on the primals expanded to the batch (leaves batched at L), and one backward of
--- the batched outputs against the cotangents gives every sample its own product
+-- a vjp_fn called inside batched vmaps with cotangents batched at levels its leaves are not (made
+-- outside vmap, or in fewer levels): f runs again on leaves batched at those levels too, and one
+-- backward of the batched outputs against the cotangents gives every sample its own product
 function vjp_rerun(f, has_aux, primals, idx, cs)
-  local L = #VB.levels
-  local args = table.pack(table.unpack(primals, 1, primals.n))
-  local out, leaves, create
+  local args, out, leaves, create, S
   do
     local _ <close> = enter()
     create = nested()
-    leaves = batched_leaves("vjp", args, idx, create, L, VB.levels[L].B)
-    local _g <close> = torch.enable_grad()
-    out = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
+    args, leaves, S, out = run_batched("vjp(f, *primals)", f, has_aux, primals, idx, create, levels_in(cs))
   end
   local outs = flatten(out)
   local os, gs = {}, {}
   for i, y in ipairs(outs) do
-    local yv = batched_output(y, L)
-    if yv then
-      local c = VB.batched(cs[i], L)
-      if not VB.is_real(c) then VB.norule("a cotangent batched at another level") end
-      os[#os + 1] = yv; gs[#gs + 1] = c
-    end
+    local yv = batched_output(y, S)
+    if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.full(cs[i], S) end
   end
   local m = grads_of(os, gs, leaves, false, create)
   local res = {}
-  for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+  for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
   return res
 end
 
@@ -428,16 +436,20 @@ function func.vjp(f, ...)
   local idx = {}
   for i = 1, args.n do idx[i] = i end
   local primals = table.pack(table.unpack(args, 1, args.n))
-  local out, aux, leaves, create
-  local L = VB.active() and #VB.levels or nil -- inside a batched vmap: per-sample vjps
+  local out, aux, leaves, create, S -- S: inside a batched vmap, the levels of the per-sample vjps
   do
     local _ <close> = enter()
     create = nested()
-    if L then leaves = batched_leaves("vjp", args, idx, create, L, VB.levels[L].B)
-    else leaves = make_leaves("vjp", args, idx, create) end
-    local _g <close> = torch.enable_grad()
-    out, aux = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
+    if VB.active() then
+      args, leaves, S, out, aux = run_batched("vjp(f, *primals)", f, has_aux, primals, idx, create)
+    else
+      leaves = make_leaves("vjp", args, idx, create)
+      local _g <close> = torch.enable_grad()
+      out, aux = split_aux("vjp(f, *primals)", has_aux, packed(f(table.unpack(args, 1, args.n))))
+    end
   end
+  local made_at = {}
+  for _, l in ipairs(S or {}) do made_at[l] = true end
   local outs = flatten(out)
   local function vjp_fn(cot)
     local cs = flatten(cot)
@@ -450,22 +462,20 @@ function func.vjp(f, ...)
           i - 1, tostring(c:size()), i - 1, tostring(outs[i]:size()))
       end
     end
-    if not L and VB.active() then
-      for _, c in ipairs(cs) do
-        if VB.is(c) then return vjp_rerun(f, has_aux, primals, idx, cs) end
-      end
+    -- cotangents batched at a level the vjp was not made at: f runs again at theirs too
+    for l in pairs(levels_in(cs)) do
+      if not made_at[l] then return vjp_rerun(f, has_aux, primals, idx, cs) end
     end
-    if L then
+    if S then
       -- the batched outputs against their cotangents (batched, or the same for every sample)
       local os, gs = {}, {}
       for i, y in ipairs(outs) do
-        local yv = batched_output(y, L)
-        if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.batched(cs[i], L) end
+        local yv = batched_output(y, S)
+        if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.full(cs[i], S) end
       end
-      for _, g in ipairs(gs) do if not VB.is_real(g) then VB.norule("a cotangent batched at another level") end end
       local m = grads_of(os, gs, leaves, true, create)
       local res = {}
-      for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.wrap(m[l._v], L) end) end
+      for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
       return res
     end
     local m = grads_of(outs, cs, leaves, true, create)
@@ -519,27 +529,24 @@ local function stacked(list, dim, m, n, like)
   return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
 end
 
--- jacrev inside a batched vmap (level L): row j of every sample's Jacobian from one backward of
--- the sum over the batch of output element j (the samples are independent)
+-- jacrev inside batched vmaps (B samples in all at the levels run_batched finds): row j of every sample's Jacobian
+-- from one backward of the sum over the batch of output element j (the samples are independent)
 local function jac_batched(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
-  local L = #VB.levels
-  local B = VB.levels[L].B
-  local out, aux, leaves, create
+  local out, aux, leaves, create, S
   do
     local _ <close> = enter()
     create = nested()
-    leaves = batched_leaves(name, args, idx, create, L, B)
-    local _g <close> = torch.enable_grad()
-    out, aux = split_aux(name, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+    args, leaves, S, out, aux = run_batched(name, f, o.has_aux, args, idx, create)
   end
+  local B = VB.flat_size(S)
   local outs = flatten(out)
   local wrapper = {}
-  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[l._v] = l; return l end) end
+  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[VB.real_of(l)] = l; return l end) end
   local mats = {}
   for oi, y in ipairs(outs) do
-    local yv = batched_output(y, L)
+    local yv = batched_output(y, S)
     local m = y:numel()
     local rows = {}
     for _, l in ipairs(leaves) do rows[l] = {} end
@@ -553,7 +560,7 @@ local function jac_batched(name, f, o, ...)
     local r = {}
     for _, l in ipairs(leaves) do
       local mat = #rows[l] > 0 and torch.stack(rows[l], 1) or torch.zeros(B, 0, l:numel() // B, { dtype = l.dtype, device = l.device })
-      r[wrapper[l]] = VB.wrap(mat, L)
+      r[wrapper[l]] = VB.nest(mat, S, true)
     end
     mats[oi] = r
   end
@@ -644,50 +651,40 @@ local function output_tensors(out)
   return flatten(out)
 end
 
--- the outputs of f batched at level L as real tensors (batch at dim 0) in a compact list, and
+-- the outputs of f batched at the levels S as real tensors in a compact list, and
 -- where each output is in it (nil for an unbatched one: it depends on no leaf)
-local function batched_outputs(outs, L)
+local function batched_outputs(outs, S)
   local live, pos = {}, {}
   for k, y in ipairs(outs) do
-    local yv = batched_output(y, L)
+    local yv = batched_output(y, S)
     if yv then live[#live + 1] = yv; pos[k] = #live end
   end
   return live, pos
 end
 
--- jvp inside a batched vmap (level L): the primals as leaves batched at L (unbatched ones
--- expanded), the tangents batched at L; the samples are independent, so one product J t of the
+-- jvp inside batched vmaps: the primals as leaves batched at the levels of the primals, the
+-- tangents and the outputs (run_batched), the tangents too; the samples are independent, so one product J t of the
 -- batched function gives every sample its own
 function jvp_batched(f, o, primals, ts)
   if o.strict then VB.norule("jvp with strict=True") end
-  local L = #VB.levels
-  local B = VB.levels[L].B
   local _ <close> = enter()
   local create = nested()
-  local args = table.pack(table.unpack(primals))
+  local ps = table.pack(table.unpack(primals))
   local idx = {}
-  for i = 1, args.n do idx[i] = i end
-  batched_leaves(jvp_str, args, idx, create, L, B)
+  for i = 1, ps.n do idx[i] = i end
+  local args, _, S, out, aux = run_batched(jvp_str, f, o.has_aux, ps, idx, create, levels_in(ts))
   -- the leaves in tree_leaves' order, the tangents' (batched_leaves walks pairs())
   local leaves = {}
-  for i, l in ipairs(tree_leaves({ table.unpack(args, 1, args.n) })) do leaves[i] = l._v end
+  for i, l in ipairs(tree_leaves({ table.unpack(args, 1, args.n) })) do leaves[i] = VB.real_of(l) end
   local tv = {}
-  for i, t in ipairs(ts) do
-    tv[i] = VB.batched(t, L)
-    if not VB.is_real(tv[i]) then VB.norule("a tangent batched at another level") end
-  end
-  local out, aux
-  do
-    local _g <close> = torch.enable_grad()
-    out, aux = split_aux(jvp_str, o.has_aux, packed(f(table.unpack(args, 1, args.n))))
-  end
+  for i, t in ipairs(ts) do tv[i] = VB.full(t, S) end
   local outs = output_tensors(out)
-  local live, pos = batched_outputs(outs, L)
+  local live, pos = batched_outputs(outs, S)
   local r = JVP.linear_map(jvp_str, live, leaves)(tv, create)
   local res = {}
   for k, y in ipairs(outs) do
     local v = pos[k] and r[pos[k]]
-    res[k] = v ~= nil and VB.wrap(v, L) or torch.zeros_like(y):detach()
+    res[k] = v ~= nil and VB.nest(v, S) or torch.zeros_like(y):detach()
   end
   if o.has_aux then return detach_tree(out, create), unflatten(out, res), detach_tree(aux, create) end
   return detach_tree(out, create), unflatten(out, res)
@@ -794,25 +791,22 @@ function func.linearize(f, ...)
   return detach_tree(out, create), jvp_fn
 end
 
--- jacfwd inside a batched vmap (level L): column j of every sample's Jacobian from one product
--- of the batched function with the basis vector e_j given to every sample
+-- jacfwd inside batched vmaps (B samples in all at the levels run_batched finds): column j of every sample's
+-- Jacobian from one product of the batched function with the basis vector e_j given to every sample
 function jacfwd_batched(f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums("jacfwd", o.argnums, args.n)
-  local L = #VB.levels
-  local B = VB.levels[L].B
-  local out, aux, leaves, create
+  local out, aux, leaves, create, S
   do
     local _ <close> = enter()
     create = nested()
-    leaves = batched_leaves("jacfwd", args, idx, create, L, B)
-    local _g <close> = torch.enable_grad()
-    out, aux = split_aux("jacfwd", o.has_aux, packed(f(table.unpack(args, 1, args.n))))
+    args, leaves, S, out, aux = run_batched("jacfwd", f, o.has_aux, args, idx, create)
   end
+  local B = VB.flat_size(S)
   local outs = flatten(out)
   local wrapper = {}
-  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[l._v] = l; return l end) end
-  local live, pos = batched_outputs(outs, L)
+  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[VB.real_of(l)] = l; return l end) end
+  local live, pos = batched_outputs(outs, S)
   local apply = JVP.linear_map("jacfwd", live, leaves)
   local mats = {}
   for k = 1, #outs do mats[k] = {} end
@@ -831,7 +825,7 @@ function jacfwd_batched(f, o, ...)
     end
     for k, y in ipairs(outs) do
       local mat = n > 0 and torch.stack(cols[k], 2) or torch.zeros(B, y:numel(), 0, { dtype = l.dtype, device = l.device })
-      mats[k][wrapper[l]] = VB.wrap(mat, L)
+      mats[k][wrapper[l]] = VB.nest(mat, S, true)
     end
   end
   return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)

@@ -78,6 +78,77 @@ local function batched(x, L)
 end
 M.batched = batched
 
+-- Several levels at once, as the grad transforms see them (torch_func.lua). A level set S is a
+-- sorted list of levels; a value's full form at S is a real tensor [B_S[1], ..., B_S[n], ...] (the
+-- outer level first), the levels of S it is not batched at expanded (stride 0); nest() makes one
+-- back into a BatchedTensor at the levels of S.
+
+-- the levels x is batched at, as a set (levels[l] = true) added to set
+function M.levels_of(x, set)
+  set = set or {}
+  while is_bt(x) do set[x._l] = true; x = x._v end
+  return set
+end
+
+-- a set of levels as a sorted list
+function M.sorted(set)
+  local S = {}
+  for l in pairs(set) do S[#S + 1] = l end
+  table.sort(S)
+  return S
+end
+
+local function full(x, S, k)
+  if k == 0 then
+    if not is_real(x) then norule("a value batched at a level outside the transform's") end
+    return x
+  end
+  local l = S[k]
+  if is_bt(x) and x._l == l then return full(x._v, S, k - 1) end
+  if is_bt(x) and x._l > l then norule("a value batched at a level outside the transform's") end
+  local r = full(x, S, k - 1)
+  local s = r:size():totable()
+  table.insert(s, k, batch_size(l))
+  return r:unsqueeze(k - 1):expand(s)
+end
+function M.full(x, S) return full(x, S, #S) end
+
+-- r [B_S[1], ..., B_S[n], ...] (or with those dims flattened into one, flat) as a BatchedTensor
+-- at the levels of S
+function M.nest(r, S, flat)
+  if flat then
+    local s = {}
+    for k, l in ipairs(S) do s[k] = batch_size(l) end
+    local rest = r:size():totable()
+    for i = 2, #rest do s[#s + 1] = rest[i] end
+    r = r:reshape(s)
+  end
+  for _, l in ipairs(S) do r = wrap(r, l) end
+  return r
+end
+
+-- whether t is batched at exactly the levels of S (the form nest() makes)
+function M.at_levels(t, S)
+  for k = #S, 1, -1 do
+    if not is_bt(t) or t._l ~= S[k] then return false end
+    t = t._v
+  end
+  return is_real(t)
+end
+
+-- the real tensor under a BatchedTensor's levels
+function M.real_of(t)
+  while is_bt(t) do t = t._v end
+  return t
+end
+
+-- the number of samples of the levels of S together
+function M.flat_size(S)
+  local B = 1
+  for _, l in ipairs(S) do B = B * batch_size(l) end
+  return B
+end
+
 -- v (batch at dim 0) with k size-1 dims inserted after the batch dim
 local function pad(v, k)
   for _ = 1, k do v = v:unsqueeze(1) end

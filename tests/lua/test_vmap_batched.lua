@@ -539,3 +539,67 @@ T.test("batch_norm: eval (running statistics, batched or not) and training (per-
   vmap(function(xx) return m3(xx) end)(x)
   T.check(func._vmap_last:find("running statistics", 1, true) ~= nil, "training with running statistics: the loop (" .. func._vmap_last .. ")")
 end)
+
+-- grad transforms inside nested vmaps, over values batched at several levels (the arguments, the
+-- cotangents or tangents, and values the function closes over): every level batched, against
+-- plain loops of autograd on one pair of samples at a time
+T.test("grad transforms over several vmap levels (the NTK tutorial's vmap(vmap(vjp ... jvp)))", function()
+  torch.manual_seed(3)
+  local net = nn.Sequential(nn.Conv2d(2, 3, 3), nn.Tanh(), nn.Flatten(), nn.Linear(3 * 4 * 4, 2)):double()
+  local params = {}
+  for k, v in net:named_parameters() do params[k] = v:detach() end
+  local function fnet(p, x) return func.functional_call(net, p, { x:unsqueeze(0) }):squeeze(0) end
+  local X1, X2 = torch.randn(3, 2, 6, 6, { dtype = D }), torch.randn(2, 2, 6, 6, { dtype = D })
+  -- the Jacobian of fnet at one point, [2, #params] (flattened), by autograd row by row
+  local names = {}
+  for k in pairs(params) do names[#names + 1] = k end
+  table.sort(names)
+  local function jac(x)
+    local ps = {}
+    for i, k in ipairs(names) do ps[i] = params[k]:clone():requires_grad_() end
+    local p = {}
+    for i, k in ipairs(names) do p[k] = ps[i] end
+    local y = fnet(p, x)
+    local rows = {}
+    for r = 0, 1 do
+      local g = torch.autograd.grad({ y[r] }, ps, nil, { retain_graph = true })
+      local flat = {}
+      for i = 1, #g do flat[i] = g[i]:reshape(-1) end
+      rows[r + 1] = torch.cat(flat)
+    end
+    return torch.stack(rows)
+  end
+  local calls, slices = 0, 0
+  local function get_ntk(a, b)
+    calls = calls + 1
+    local out, vjp_fn = func.vjp(function(p) return fnet(p, a) end, params)
+    local function slice(vec)
+      slices = slices + 1
+      local _, jvps = func.jvp(function(p) return fnet(p, b) end, { params }, vjp_fn(vec))
+      return jvps
+    end
+    return vmap(slice)(torch.eye(out:numel(), { dtype = D }))
+  end
+  local ntk = vmap(vmap(get_ntk, { false, 0 }), { 0, false })(X1, X2)
+  T.eq(func._vmap_last, "batched", "the outer vmap batched")
+  T.eq(calls .. " " .. slices, "1 1", "get_ntk and the basis slice each ran once (every level batched)")
+  close(ntk, per(3, function(i) return per(2, function(j) return jac(X1[i]):matmul(jac(X2[j]):t()) end) end), 1e-10,
+    "the NTK of every pair against J(x1) J(x2)^T")
+
+  -- grad inside two levels, the function's two inputs one at each level, a weight closed over
+  local w = torch.randn(3, { dtype = D })
+  local g2 = vmap(vmap(grad(function(a, b) return ((a * w):sin() * b):sum() end), { false, 0 }), { 0, false })(Xd, Vd)
+  close(g2, per(4, function(i) return per(4, function(j) return (Xd[i] * w):cos() * w * Vd[j] end) end),
+    1e-12, "vmap(vmap(grad)): d/da of sum(sin(a w) b)")
+  -- jacrev at the inner level of a function closing over the outer level's input
+  local jr = vmap(function(a) return vmap(function(b) return func.jacrev(function(x) return (x * a):tanh() end)(b) end)(Cd:narrow(1, 0, 2)) end)(Xd:narrow(1, 0, 2))
+  close(jr, per(4, function(i) return per(4, function(j)
+    local t = (Cd[j]:narrow(0, 0, 2) * Xd[i]:narrow(0, 0, 2)):tanh()
+    return torch.diag((1 - t * t) * Xd[i]:narrow(0, 0, 2))
+  end) end), 1e-12, "vmap(vmap(jacrev)) closing over the outer input")
+  -- jacfwd likewise
+  local jf = vmap(function(a) return vmap(function(b) return func.jacfwd(function(x) return (x * a):sin() end)(b) end)(Cd:narrow(1, 0, 2)) end)(Xd:narrow(1, 0, 2))
+  close(jf, per(4, function(i) return per(4, function(j)
+    return torch.diag((Cd[j]:narrow(0, 0, 2) * Xd[i]:narrow(0, 0, 2)):cos() * Xd[i]:narrow(0, 0, 2))
+  end) end), 1e-12, "vmap(vmap(jacfwd)) closing over the outer input")
+end)
