@@ -20,7 +20,7 @@
  * A strided convolution of few input channels (nn_conv_space_to_depth) runs, forward and weight
  * gradient, as a stride-1 one on space-to-depth copies of its operands (cuda/space_to_depth.cu).
  * A depthwise convolution's weight gradient in float32 / float64 runs in cuda/depthwise.cu.
- * A grouped convolution of more than kMaxGroups groups runs in chunks of groups (by_group_chunks).
+ * A float32 convolution of many groups of 16-32 channels runs in chunks of groups (by_group_chunks).
  * Math: float16/bfloat16 on tensor cores with float accumulation; float32 may use TF32 when
  * nn_cudnn_allow_tf32 says so (PyTorch's default: on), else only engines without the tensor-core
  * note; float64 in double. */
@@ -590,13 +590,17 @@ nn_status space_to_depth(const Conv &c, const nn_kargs *a)
     return st;
 }
 
-/* A grouped convolution of more groups than this runs as several of at most this many: cuDNN's
- * engines for many groups are far slower per group (float32, 32 channels a group, one 30 x 30
- * image, forward + backward on an H200: 64 groups 0.16 ms, 100 groups 0.58 ms, 200 groups 3.9 ms).
- * vmap's convolutions with per-sample weights are grouped convolutions of a group per sample. */
+/* A float32 convolution of more than kMaxGroups groups of 16 to 32 input channels runs as several
+ * of at most kMaxGroups groups: cuDNN's engines for it are far slower per group beyond 64 (32
+ * channels a group, one 30 x 30 image, forward + backward on an H200: 64 groups 0.16 ms, 100
+ * groups 0.58 ms, 200 groups 3.9 ms, in chunks 0.79 ms). For 8 or 64 channels a group, and in
+ * float16 and float64, one call was as fast or faster (bench/NOTES.md, session 29). vmap's
+ * convolutions with per-sample weights are grouped convolutions of a group per sample. */
 constexpr int64_t kMaxGroups = 64;
 
-/* c (groups > kMaxGroups) as convolutions of chunks of groups on channel views of its operands */
+bool by_group_chunks_applies(const Conv &c) { return c.dt == NN_F32 && c.groups > kMaxGroups && c.Cg >= 16 && c.Cg <= 32; }
+
+/* c (by_group_chunks_applies) as convolutions of chunks of groups on channel views of its operands */
 nn_status by_group_chunks(const Conv &c, const nn_kargs *a, Kind kind, bool careful)
 {
     int64_t Og = c.O / c.groups;
@@ -628,7 +632,7 @@ nn_status conv_entry(const nn_kargs *a, Kind kind, bool careful)
     Conv c;
     nn_status st = setup(a, kind, &c);
     if (st) return st;
-    if (c.groups > kMaxGroups && c.Cg > 1) return by_group_chunks(c, a, kind, careful);
+    if (by_group_chunks_applies(c)) return by_group_chunks(c, a, kind, careful);
     c.careful = careful;
     const int64_t p[6] = {c.sh, c.sw, c.ph, c.pw, c.dh, c.dw};
     if (kind == BWD_FILTER && nn_depthwise_weight_grad_applies(c.F.t, c.X.t, c.Y.t, c.groups, p)) {
