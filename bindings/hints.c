@@ -13,7 +13,7 @@
 
 #define HINT_MARK "\nhint: "
 
-/* A syntax error whose first line ends with `near` gets `hint`. */
+/* A syntax error whose message has a line ending with `near` gets `hint`. */
 static const struct { const char *near, *hint; } syntax_hints[] = {
     { "near '@'", "Lua has no '@': a @ b is a:matmul(b) or torch.matmul(a, b)" },
     { "unexpected symbol near '*'", "if this is Python's '**', Lua's power is '^': x ^ 2" },
@@ -68,15 +68,15 @@ static int key_of(lua_State *L, int fn, char *buf, size_t size)
     int found = 0;
     if (lua_istable(L, -1)) {
         lua_pushnil(L);
-        while (!found && lua_next(L, -2)) {
+        while (lua_next(L, -2)) {
             if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
                 snprintf(buf, size, "%s", lua_tostring(L, -2));
+                lua_pop(L, 2); /* the value and the key: the walk ends here */
                 found = 1;
-                lua_pop(L, 1);
+                break;
             }
             lua_pop(L, 1);
         }
-        if (found) lua_pop(L, 1); /* the key lua_next left */
     }
     lua_pop(L, 1);
     return found;
