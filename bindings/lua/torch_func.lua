@@ -307,6 +307,23 @@ local function run_batched(name, f, has_aux, primals, idx, create, set)
   end
 end
 
+-- the gradient trees of the inputs idx (args[i], over leaves at S) from m (real leaf -> gradient)
+local function grad_trees(args, idx, m, S)
+  local trees = {}
+  for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
+  return trees
+end
+
+-- the outputs of f batched at S (real) and their cotangents cs in full form at S
+local function against_cotangents(outs, cs, S)
+  local os, gs = {}, {}
+  for i, y in ipairs(outs) do
+    local yv = batched_output(y, S)
+    if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.full(cs[i], S) end
+  end
+  return os, gs
+end
+
 local function grad_and_value_batched(name, f, o, primals, idx, single)
   local _ <close> = enter()
   local create = nested()
@@ -314,9 +331,7 @@ local function grad_and_value_batched(name, f, o, primals, idx, single)
   if not is_tensor(out) or out:dim() ~= 0 then VB.norule("grad of a non-scalar") end
   local ov = batched_output(out, S)
   local total = ov and ov:sum() or out
-  local m = grads_of({ total }, { nil }, leaves, false, create)
-  local trees = {}
-  for k, i in ipairs(idx) do trees[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
+  local trees = grad_trees(args, idx, grads_of({ total }, { nil }, leaves, false, create), S)
   local g = single and trees[1] or trees
   if o.has_aux then return g, detach_unless(create, out), detach_tree(aux, create) end
   return g, detach_unless(create, out)
@@ -411,16 +426,8 @@ function vjp_rerun(f, has_aux, primals, idx, cs)
     create = nested()
     args, leaves, S, out = run_batched("vjp(f, *primals)", f, has_aux, primals, idx, create, levels_in(cs))
   end
-  local outs = flatten(out)
-  local os, gs = {}, {}
-  for i, y in ipairs(outs) do
-    local yv = batched_output(y, S)
-    if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.full(cs[i], S) end
-  end
-  local m = grads_of(os, gs, leaves, false, create)
-  local res = {}
-  for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
-  return res
+  local os, gs = against_cotangents(flatten(out), cs, S)
+  return grad_trees(args, idx, grads_of(os, gs, leaves, false, create), S)
 end
 
 -- vjp(func, ...primals, {has_aux=false}) -> output, vjp_fn [, aux]; vjp_fn(cotangents) returns
@@ -468,15 +475,8 @@ function func.vjp(f, ...)
     end
     if S then
       -- the batched outputs against their cotangents (batched, or the same for every sample)
-      local os, gs = {}, {}
-      for i, y in ipairs(outs) do
-        local yv = batched_output(y, S)
-        if yv then os[#os + 1] = yv; gs[#gs + 1] = VB.full(cs[i], S) end
-      end
-      local m = grads_of(os, gs, leaves, true, create)
-      local res = {}
-      for k, i in ipairs(idx) do res[k] = map_tree(args[i], function(l) return VB.nest(m[VB.real_of(l)], S) end) end
-      return res
+      local os, gs = against_cotangents(outs, cs, S)
+      return grad_trees(args, idx, grads_of(os, gs, leaves, true, create), S)
     end
     local m = grads_of(outs, cs, leaves, true, create)
     local res = {}
@@ -529,8 +529,9 @@ local function stacked(list, dim, m, n, like)
   return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
 end
 
--- jacrev inside batched vmaps (B samples in all at the levels run_batched finds): row j of every sample's Jacobian
--- from one backward of the sum over the batch of output element j (the samples are independent)
+-- jacrev inside batched vmaps (B samples in all at the levels run_batched finds): row j of every
+-- sample's Jacobian from one backward of the sum over the batch of output element j (the samples
+-- are independent)
 local function jac_batched(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
@@ -662,9 +663,9 @@ local function batched_outputs(outs, S)
   return live, pos
 end
 
--- jvp inside batched vmaps: the primals as leaves batched at the levels of the primals, the
--- tangents and the outputs (run_batched), the tangents too; the samples are independent, so one product J t of the
--- batched function gives every sample its own
+-- jvp inside batched vmaps: the primals as leaves, and the tangents, batched at the levels of the
+-- primals, the tangents and the outputs (run_batched); the samples are independent, so one product
+-- J t of the batched function gives every sample its own
 function jvp_batched(f, o, primals, ts)
   if o.strict then VB.norule("jvp with strict=True") end
   local _ <close> = enter()
@@ -791,8 +792,9 @@ function func.linearize(f, ...)
   return detach_tree(out, create), jvp_fn
 end
 
--- jacfwd inside batched vmaps (B samples in all at the levels run_batched finds): column j of every sample's
--- Jacobian from one product of the batched function with the basis vector e_j given to every sample
+-- jacfwd inside batched vmaps (B samples in all at the levels run_batched finds): column j of every
+-- sample's Jacobian from one product of the batched function with the basis vector e_j given to
+-- every sample
 function jacfwd_batched(f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums("jacfwd", o.argnums, args.n)
