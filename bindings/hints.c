@@ -3,6 +3,7 @@
  * (x.sum(), model.train(), optimizer.step()), which Lua reports as a nil `self` deep in the
  * library. The message handler below (the interpreter's and embedded states') appends a
  * "hint:" line to such errors before the traceback. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -196,8 +197,8 @@ int nnrepl_msghandler(lua_State *L)
     }
     const char *hint = syntax_hint(msg);
     if (!hint) hint = builtin_hint(msg);
+    if (!hint && push_self_hint(L)) hint = lua_tostring(L, -1);
     if (hint) msg = lua_pushfstring(L, "%s" HINT_MARK "%s", msg, hint);
-    else if (push_self_hint(L)) msg = lua_pushfstring(L, "%s" HINT_MARK "%s", msg, lua_tostring(L, -1));
     luaL_traceback(L, L, msg, 1);
     return 1;
 }
@@ -236,16 +237,19 @@ void lt_mark_methods(lua_State *L, int idx)
 
 int lt_self_error(lua_State *L, const char *expected)
 {
+    lua_Debug ar;
+    char name[64];
+    int top = lua_gettop(L);
+    bool hint = lua_getstack(L, 0, &ar) && lua_getinfo(L, "nftu", &ar) && is_marked(L, ar.nups) &&
+                called_by_name(L, &ar, name, sizeof name);
+    lua_settop(L, top); /* the arguments as they came: a missing one is "no value" */
+    if (!hint) return luaL_typeerror(L, 1, expected);
+    /* luaL_typeerror's wording, with the hint after it */
     const char *got = luaL_getmetafield(L, 1, "__name") == LUA_TSTRING ? lua_tostring(L, -1)
                       : lua_type(L, 1) == LUA_TLIGHTUSERDATA       ? "light userdata"
                                                                    : luaL_typename(L, 1);
-    lua_Debug ar;
-    char name[64];
-    if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "nftu", &ar) && is_marked(L, ar.nups) &&
-        called_by_name(L, &ar, name, sizeof name))
-        return luaL_argerror(L, 1, lua_pushfstring(L, "%s expected, got %s; a method is called with ':' in Lua: x:%s(...)",
-                                                   expected, got, name));
-    return luaL_argerror(L, 1, lua_pushfstring(L, "%s expected, got %s", expected, got));
+    return luaL_argerror(L, 1, lua_pushfstring(L, "%s expected, got %s; a method is called with ':' in Lua: x:%s(...)",
+                                               expected, got, name));
 }
 
 /* _G's __index: Python's True, False and None read as globals are errors, not a silent nil
