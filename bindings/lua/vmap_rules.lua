@@ -282,8 +282,33 @@ local function conv_rule(name, sd)
       table.insert(ys, 1, B)
       return wrap(y:reshape(ys), L)
     end
-    -- batched weight [B, Cout, Cin/g, *k]: one convolution with B * groups groups over the
-    -- samples' channels side by side ([N, B * Cin, *S])
+    if at(x, L) == nil then
+      -- batched weight, one input for every sample: the samples' filters side by side as the
+      -- output channels of one convolution (each group's filters of every sample adjacent)
+      local B, Cout = wv:size(0), wv:size(1)
+      local g = groups
+      local ws = wv:size():totable()
+      local fw = { g * B * (Cout // g) }
+      for i = 3, #ws do fw[#fw + 1] = ws[i] end
+      local gs = { B, g, Cout // g }
+      for i = 3, #ws do gs[#gs + 1] = ws[i] end
+      local wf = wv:reshape(gs):transpose(0, 1):reshape(fw)
+      local bb = nil
+      if b ~= nil then bb = batched(b, L):reshape(B, g, Cout // g):transpose(0, 1):reshape(-1) end
+      local xu = n == sd + 1 and x:unsqueeze(0) or x
+      local y = F[name](xu, wf, bb, stride, padding, dilation, g)
+      local N = y:size(0)
+      local ys = { N, g, B, Cout // g }
+      for i = 2, y:dim() - 1 do ys[#ys + 1] = y:size(i) end
+      y = y:reshape(ys):transpose(1, 2):transpose(0, 1)  -- [B, N, g, Cout/g, *S]
+      local os = { B, N, Cout }
+      for i = 4, y:dim() - 1 do os[#os + 1] = y:size(i) end
+      y = y:reshape(os)
+      if n == sd + 1 then y = y:squeeze(1) end
+      return wrap(y, L)
+    end
+    -- batched weight [B, Cout, Cin/g, *k] and input: one convolution with B * groups groups over
+    -- the samples' channels side by side ([N, B * Cin, *S])
     local xv = batched(x, L)
     if n == sd + 1 then xv = xv:unsqueeze(1) end
     local xs = xv:size():totable() -- {B, N, C, *S}

@@ -169,6 +169,20 @@ T.test("conv2d (batched input folded into N, batched weight as groups), pools, a
   agree("weight and bias batched", conv, { { 0, 0, 0 } }, { x4, w, b }, function() return { per(3, function(i) return conv(x4[i], w[i], b[i]) end) } end, tol)
   agree("weight batched, input unbatched, 3-d", conv, { { false, 0, false } }, { x3[0], w, b[0] }, function() return { per(3, function(i) return conv(x3[0], w[i], b[0]) end) } end, tol)
   agree("bias batched only", conv, { { 0, false, 0 } }, { x4, w[0], b }, function() return { per(3, function(i) return conv(x4[i], w[0], b[i]) end) } end, tol)
+  -- one input for every sample's filters: the filters as output channels of one convolution
+  agree("weight and bias batched, input unbatched", conv, { { false, 0, 0 } }, { x4[1], w, b }, function() return { per(3, function(i) return conv(x4[1], w[i], b[i]) end) } end, tol)
+  local w1 = torch.randn(3, 5, 4, 3, 2)
+  local conv1 = function(x, w_, b_) return F.conv2d(x, w_, b_, { 2, 1 }, { 0, 1 }) end
+  agree("weight batched, input unbatched, groups 1", conv1, { { false, 0, false } }, { x4[2], w1, b[0]:narrow(0, 0, 5) },
+    function() return { per(3, function(i) return conv1(x4[2], w1[i], b[0]:narrow(0, 0, 5)) end) } end, tol)
+  local w3 = torch.randn(3, 6, 1, 3, 3)
+  local conv4 = function(x, w_) return F.conv2d(x, w_, nil, 1, 0, 1, 4):sum() end
+  agree("weight batched, input unbatched, 4 groups, gradient", function(x, w_)
+    return func.grad(conv4, { 0, 1 })(x, w_)
+  end, { { false, 0 } }, { x4[0], w3:narrow(1, 0, 4) }, function()
+    return { per(3, function(i) local gx, gw = table.unpack(func.grad(conv4, { 0, 1 })(x4[0], w3[i]:narrow(0, 0, 4))); return gx end),
+      per(3, function(i) local gx, gw = table.unpack(func.grad(conv4, { 0, 1 })(x4[0], w3[i]:narrow(0, 0, 4))); return gw end) }
+  end, tol)
   local pools = function(x)
     local m, idx = F.max_pool2d(x, 2, { return_indices = true })
     return m, idx, F.avg_pool2d(x, 3, 1), F.adaptive_avg_pool2d(x, 2), F.adaptive_max_pool2d(x, { 3, 1 }), F.relu(x),
