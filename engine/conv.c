@@ -312,7 +312,10 @@ static nn_tensor *grad4(nn_tensor *g, const nn_tensor *other, nn_dtype dt)
     nn_tensor *k = nn_contiguous_as(c, cl ? NN_CHANNELS_LAST : NN_CONTIGUOUS_FORMAT);
     nn_release(c);
     if (!k) return NULL;
-    nn_tensor *b = batched(k);
+    /* a recorded reshape (not batched's raw view): a double backward's gradient of g must reach
+     * the caller's 3-D grad_output */
+    int64_t shape[4] = {1, k->shape[0], k->shape[1], k->ndim == 3 ? k->shape[2] : 0};
+    nn_tensor *b = k->ndim == 3 ? nn_reshape(k, 4, shape) : nn_retain(k);
     nn_release(k);
     return b;
 }

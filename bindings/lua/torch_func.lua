@@ -5,9 +5,11 @@
 --   * grad/vjp/jacrev/jacfwd differentiate detached requires-grad copies of the inputs; nested
 --     inside another of them (grad(grad(f)), jacrev(grad(f)), ...), an input the outer transform
 --     differentiates stays on its graph and the inner gradients are taken with create_graph.
---   * jvp, linearize, jacfwd and hessian (jacfwd of jacrev) get forward-mode products J v by
---     double backward (bindings/lua/jvp_util.lua): one extra backward per tangent (jacfwd: per
---     input element), so every op on the path needs a differentiable backward.
+--   * jvp runs func once on dual tensors (forward-mode AD, jvp_forward.lua) when every op on the
+--     path has a forward rule. Otherwise, and for linearize, jacfwd and hessian (jacfwd of
+--     jacrev), forward-mode products J v come from double backward (bindings/lua/jvp_util.lua):
+--     one extra backward per tangent (jacfwd: per input element), so every op on the path needs
+--     a differentiable backward.
 --   * vmap first runs func once on BatchedTensors (vmap_batched.lua, rules in vmap_rules.lua;
 --     grad/grad_and_value inside give per-sample gradients); when func uses anything without a
 --     batching rule (or fails), it runs func again once per slice along the mapped dims and stacks
@@ -20,6 +22,7 @@ local torch = require "torch"
 local U = require "nn_util"
 local JVP = require "jvp_util"
 local VB = require "vmap_batched"
+local FWD = require "jvp_forward"
 local OD = U.OrderedDict
 
 local fail = U.errorf
@@ -167,6 +170,7 @@ end
 -- graphs for the outer ones (double backward)
 local depth = 0
 local function enter()
+  if FWD.active() then FWD.norule("a function transform inside jvp") end
   depth = depth + 1
   return setmetatable({}, { __close = function() depth = depth - 1 end })
 end
@@ -663,6 +667,50 @@ local function batched_outputs(outs, S)
   return live, pos
 end
 
+-- tree v (primals) with its tensor leaves replaced by leaf(x), in tree_leaves' order
+local function rebuild(v, leaf)
+  if is_tensor(v) then return leaf(v) end
+  if OD.is(v) then
+    local out = OD.new()
+    for key, e in pairs(v) do out:set(key, rebuild(e, leaf)) end
+    return out
+  end
+  local out = {}
+  for _, key in ipairs(sorted_keys(v)) do out[key] = rebuild(v[key], leaf) end
+  return out
+end
+
+-- jvp by forward-mode AD: f once on dual tensors (jvp_forward.lua); output, jvp_out [, aux], or
+-- nil when an op on f's path has no forward rule (func._forward_mode = false: always nil)
+local function jvp_dual(f, o, primals, ts, create)
+  if func._forward_mode == false then return nil end
+  local k = 0
+  local args = rebuild(primals, function(p)
+    k = k + 1
+    return FWD.dual(detach_unless(create, p), ts[k])
+  end)
+  local r = FWD.run(function()
+    local _g <close> = create and torch.enable_grad() or torch.no_grad()
+    local out, aux = split_aux(jvp_str, o.has_aux, packed(f(table.unpack(args, 1, #args))))
+    local outs = output_tensors(out)
+    local ps, tv = {}, {}
+    for i, y in ipairs(outs) do
+      ps[i], tv[i] = FWD.primal(y), FWD.tangent(y)
+      if tv[i] == nil then
+        if o.strict then
+          fail("jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. This is not allowed with strict=True.")
+        end
+        tv[i] = torch.zeros_like(ps[i])
+      end
+    end
+    return unflatten(out, ps), unflatten(out, tv), map_tree(aux, FWD.primal)
+  end)
+  if r == nil then return nil end
+  local out, res, aux = r[2], r[3], r[4]
+  if o.has_aux then return detach_tree(out, create), res, detach_tree(aux, create) end
+  return detach_tree(out, create), res
+end
+
 -- jvp inside batched vmaps: the primals as leaves, and the tangents, batched at the levels of the
 -- primals, the tangents and the outputs (run_batched); the samples are independent, so one product
 -- J t of the batched function gives every sample its own
@@ -670,6 +718,8 @@ function jvp_batched(f, o, primals, ts)
   if o.strict then VB.norule("jvp with strict=True") end
   local _ <close> = enter()
   local create = nested()
+  local r = table.pack(jvp_dual(f, o, primals, ts, create))
+  if r[1] ~= nil then return table.unpack(r, 1, r.n) end
   local ps = table.pack(table.unpack(primals))
   local idx = {}
   for i = 1, ps.n do idx[i] = i end
@@ -709,27 +759,16 @@ function func.jvp(f, primals, tangents, ...)
   if VB.active() then return jvp_batched(f, o, primals, ts) end
   local _ <close> = enter()
   local create = nested()
+  local r = table.pack(jvp_dual(f, o, primals, ts, create))
+  if r[1] ~= nil then return table.unpack(r, 1, r.n) end
   local leaves, tangent_of = {}, {}
   local k = 0
-  local function dual(p)
+  local args = rebuild(primals, function(p)
     k = k + 1
     local l = leaf_of(p, create)
     leaves[k], tangent_of[k] = l, ts[k]
     return l
-  end
-  -- the same order as tree_leaves: rebuild the list with its leaves replaced
-  local function rebuild(v)
-    if is_tensor(v) then return dual(v) end
-    if OD.is(v) then
-      local out = OD.new()
-      for key, e in pairs(v) do out:set(key, rebuild(e)) end
-      return out
-    end
-    local out = {}
-    for _, key in ipairs(sorted_keys(v)) do out[key] = rebuild(v[key]) end
-    return out
-  end
-  local args = rebuild(primals)
+  end)
   local out, aux
   do
     local _g <close> = torch.enable_grad()
@@ -997,6 +1036,7 @@ end
 
 -- vmap(func, in_dims=0, out_dims=0, randomness="error", {chunk_size=nil})
 function func.vmap(f, ...)
+  if FWD.active() then FWD.norule("vmap inside jvp") end
   -- parsed by hand: in_dims may be a list with holes ({nil, 0}), which U.parse would take for
   -- a keyword table, and an explicit nil in_dims must not become the default
   local pos = table.pack(...)

@@ -38,6 +38,23 @@ local function is_kw(t)
 end
 M.is_kw = is_kw
 
+-- the trailing arguments a (packed) of F.linear, F.conv2d, ... by name: the positional ones named
+-- in order by names, then a trailing keyword table's (unknown names raise norule)
+function M.opt_args(a, names)
+  local o = {}
+  local kw = a.n > 0 and is_kw(a[a.n]) and a[a.n] or nil
+  local n = kw and a.n - 1 or a.n
+  for i, k in ipairs(names) do if i <= n then o[k] = a[i] end end
+  if n > #names then norule("too many arguments") end
+  for k, v in pairs(kw or {}) do
+    local known = false
+    for _, nm in ipairs(names) do if nm == k then known = true end end
+    if not known then norule("keyword " .. k) end
+    o[k] = v
+  end
+  return o
+end
+
 -- the highest level among the arguments (and the elements of plain list arguments); 0 if none
 local function level_of(...)
   local L = 0
@@ -411,6 +428,20 @@ end
 function methods.index_select(self, d, idx)
   if is_bt(idx) then norule("index_select with a batched index") end
   return wrap(self._v:index_select(shift(d, self._v:dim() - 1), idx), self._l)
+end
+-- gather / take_along_dim: self and index batched at the same level (the unbatched one expanded)
+for _, name in ipairs({ "gather", "take_along_dim" }) do
+  methods[name] = function(self, d, idx, ...)
+    if name == "take_along_dim" then d, idx = idx, d end
+    if select("#", ...) > 0 then norule(name .. " with options") end
+    if math.type(d) ~= "integer" then norule(name .. " without a dim") end
+    local L = level_of(self, idx)
+    local r = rank(self, L)
+    if rank(idx, L) ~= r then norule(name .. " of an index of another rank") end
+    local sv, iv = batched(self, L), batched(idx, L)
+    if name == "take_along_dim" then return wrap(sv:take_along_dim(iv, shift(d, r)), L) end
+    return wrap(sv:gather(shift(d, r), iv), L)
+  end
 end
 for _, name in ipairs({ "chunk", "split", "tensor_split" }) do
   methods[name] = function(self, k, d)

@@ -206,21 +206,7 @@ for _, name in ipairs({ "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adap
   F_rules[name] = fold(name, 2)
 end
 
--- the optional bias and the trailing keywords of F.linear / F.conv2d
-local function opt_args(a, names)
-  local o = {}
-  local kw = a.n > 0 and is_kw(a[a.n]) and a[a.n] or nil
-  local n = kw and a.n - 1 or a.n
-  for i, k in ipairs(names) do if i <= n then o[k] = a[i] end end
-  if n > #names then norule("too many arguments") end
-  for k, v in pairs(kw or {}) do
-    local known = false
-    for _, nm in ipairs(names) do if nm == k then known = true end end
-    if not known then norule("keyword " .. k) end
-    o[k] = v
-  end
-  return o
-end
+local opt_args = V.opt_args
 
 F_rules.linear = function(x, w, ...)
   local o = opt_args(table.pack(...), { "bias" })
@@ -527,7 +513,8 @@ local function install()
   for _, name in ipairs(random_methods) do
     if TM[name] then put(TM, name, refuser(TM[name], "Tensor." .. name)) end
   end
-  local plain_binary = { "matmul", "mm", "bmm", "mv", "dot", "where", "masked_fill", "max", "min", "lerp" }
+  local plain_binary = { "matmul", "mm", "bmm", "mv", "dot", "where", "masked_fill", "max", "min", "lerp", "gather",
+    "take_along_dim" }
   for _, name in ipairs(V.binary_names) do plain_binary[#plain_binary + 1] = name end
   for _, name in ipairs(plain_binary) do
     local orig, rule = TM[name], methods[name]
