@@ -872,9 +872,67 @@ function jacfwd_batched(f, o, ...)
   return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
 end
 
+-- jacfwd by forward-mode AD: one jvp on dual tensors whose tangents are the basis vectors of all
+-- the differentiated inputs, batched at a new vmap level (PyTorch's vmap of jvp); nil when an op
+-- on f's path has no forward rule
+local function jacfwd_dual(f, o, ...)
+  if func._forward_mode == false then return nil end
+  local args = table.pack(...)
+  local idx, single = check_argnums("jacfwd", o.argnums, args.n)
+  local _ <close> = enter()
+  local create = nested()
+  local primals, leaves, N = {}, {}, 0
+  for j, i in ipairs(idx) do
+    primals[j] = differentiated_arg("jacfwd", args, i)
+    for _, l in ipairs(tree_leaves(primals[j])) do
+      if not is_tensor(l) or not l:is_floating_point() then return nil end
+      leaves[#leaves + 1] = l
+      N = N + l:numel()
+    end
+  end
+  if N == 0 then return nil end
+  local function g(...)
+    local a = table.pack(table.unpack(args, 1, args.n))
+    for j, i in ipairs(idx) do a[i] = select(j, ...) end
+    return f(table.unpack(a, 1, a.n))
+  end
+  require "vmap_rules"
+  local r = VB.run(N, o.randomness, function(L)
+    -- leaf k's tangents: columns off .. off + n - 1 of the N x N identity, as [N, *leaf shape]
+    local ts, offs, off = {}, {}, 0
+    for k, l in ipairs(leaves) do
+      local n = l:numel()
+      local e = torch.zeros(N, n, { dtype = l.dtype, device = l.device })
+      e:narrow(0, off, n):copy_(torch.eye(n, { dtype = l.dtype, device = l.device }))
+      local s = l:size():totable()
+      table.insert(s, 1, N)
+      ts[k], offs[k] = VB.wrap(e:view(s), L), off
+      off = off + n
+    end
+    local res = table.pack(jvp_dual(g, { has_aux = o.has_aux }, primals, ts, create))
+    if res[1] == nil then return nil end
+    local out, tangents = res[1], flatten(res[2])
+    local mats = {}
+    for k, y in ipairs(flatten(out)) do
+      local t = VB.at(tangents[k], L) or VB.batched(tangents[k], L)
+      local rows = t:reshape(N, y:numel())
+      mats[k] = {}
+      for i, l in ipairs(leaves) do mats[k][l] = rows:narrow(0, offs[i], l:numel()):t() end
+    end
+    return out, mats, res[3]
+  end)
+  if not r[1] then error(r[2], 0) end
+  if r[2] == nil then return nil end
+  local out, mats, aux = r[2], r[3], r[4]
+  return table.pack(shaped_jacobians(o, args, idx, single, out, aux, create, flatten(out), mats))
+end
+
 -- jacfwd(func, argnums=0, has_aux=false, {randomness=}): the Jacobian, shaped and nested as
--- jacrev's, column by column: J e_j for every basis vector e_j of the inputs (forward mode)
+-- jacrev's: by forward-mode AD when it can (jacfwd_dual), else column by column, J e_j for every
+-- basis vector e_j of the inputs by double backward
 local function jacfwd_impl(f, o, ...)
+  local dual = jacfwd_dual(f, o, ...)
+  if dual then return table.unpack(dual, 1, dual.n) end
   if VB.active() then return jacfwd_batched(f, o, ...) end
   local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian("jacfwd", f, o, ...)
   local apply = JVP.linear_map("jacfwd", outs, leaves)

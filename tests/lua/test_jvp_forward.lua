@@ -289,3 +289,42 @@ T.test("the fallback to double backward, and errors", function()
   T.check(not torch.is_tensor(FWD.dual(x, v)), "no dual is a tensor outside jvp")
   T.check(torch.is_tensor(x + 1), "tensor operators restored")
 end)
+
+T.test("jacfwd by one batched jvp", function()
+  torch.manual_seed(7)
+  local x = torch.randn(3, 4, f64)
+  local w = torch.randn(5, 4, f64)
+  local params = { w = w, b = torch.randn(5, f64) }
+  local function f(p, t) return { F.linear(t, p.w, p.b):tanh(), (t * t):sum() }, t:mean() end
+  local function jacs(mode)
+    func._forward_mode = mode
+    local r = table.pack(pcall(func.jacfwd(f, { 0, 1 }, { has_aux = true }), params, x))
+    func._forward_mode = nil
+    if not r[1] then error(r[2], 0) end
+    return r[2], r[3]
+  end
+  local n0, f0 = FWD.forward, FWD.fallback
+  local j, aux = jacs(nil)
+  T.eq(FWD.forward, n0 + 1, "jacfwd: one run on dual tensors")
+  T.eq(FWD.fallback, f0, "jacfwd: no fallback")
+  local jd, auxd = jacs(false)
+  close(aux, auxd, 0, "jacfwd: aux")
+  close(j[1][1].w, jd[1][1].w, 1e-12, "jacfwd: d out1 / d w")
+  close(j[1][1].b, jd[1][1].b, 1e-12, "jacfwd: d out1 / d b")
+  close(j[1][2], jd[1][2], 1e-12, "jacfwd: d out1 / d x")
+  close(j[2][2], jd[2][2], 1e-12, "jacfwd: d out2 / d x")
+  close(j[2][1].w, torch.zeros(5, 4, f64), 0, "jacfwd: an output independent of w")
+  T.eq(tostring(j[1][2]:size()), "torch.Size([3, 5, 3, 4])", "jacfwd: shape out .. in")
+  local jr = func.jacrev(function(t) return F.linear(t, w, params.b):tanh() end)(x)
+  close(j[1][2], jr, 1e-12, "jacfwd against jacrev")
+  -- inside vmap: per-sample Jacobians
+  local xs = torch.randn(6, 4, f64)
+  local g = function(t) return (t:sin() * w):sum(1):cumsum(0) end
+  n0 = FWD.forward
+  local per = func.vmap(func.jacfwd(g))(xs)
+  T.check(FWD.forward > n0, "vmap(jacfwd): forward mode")
+  for i = 0, 5 do close(per[i], func.jacrev(g)(xs[i]), 1e-12, "vmap(jacfwd) sample " .. i) end
+  -- hessian (jacfwd of jacrev) still runs, by double backward
+  local hs = func.hessian(function(t) return (t:sin() * t):sum() end)(xs[0])
+  close(hs, torch.diag(2 * xs[0]:cos() - xs[0] * xs[0]:sin()), 1e-12, "hessian")
+end)
