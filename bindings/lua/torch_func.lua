@@ -420,6 +420,18 @@ local function unflatten(v, vals)
   return map_tree(v, function(t) return map[t] end)
 end
 
+-- the leaves of tree v (tensors or not) in flatten's order
+local function tree_leaves(v, out)
+  out = out or {}
+  if not is_node(v) then out[#out + 1] = v; return out end
+  if OD.is(v) then
+    for _, e in pairs(v) do tree_leaves(e, out) end
+  else
+    for _, k in ipairs(sorted_keys(v)) do tree_leaves(v[k], out) end
+  end
+  return out
+end
+
 -- a vjp_fn called inside batched vmaps with cotangents batched at levels its leaves are not (made
 -- outside vmap, or in fewer levels): f runs again on leaves batched at those levels too, and one
 -- backward of the batched outputs against the cotangents gives every sample its own product
@@ -533,43 +545,44 @@ local function stacked(list, dim, m, n, like)
   return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
 end
 
--- jacrev inside batched vmaps (B samples in all at the levels run_batched finds): row j of every
--- sample's Jacobian from one backward of the sum over the batch of output element j (the samples
--- are independent)
+-- jacrev inside batched vmaps, as PyTorch's: vjp, then vjp_fn over the basis of all the outputs
+-- at a new vmap level (f runs again batched at it: one backward gives every row of every
+-- sample's Jacobian; vmap loops over the basis when a rule is missing)
 local function jac_batched(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
-  local out, aux, leaves, create, S
-  do
-    local _ <close> = enter()
-    create = nested()
-    args, leaves, S, out, aux = run_batched(name, f, o.has_aux, args, idx, create)
+  local call = {}
+  for j, i in ipairs(idx) do call[j] = differentiated_arg(name, args, i) end
+  local function g(...)
+    local a = table.pack(table.unpack(args, 1, args.n))
+    for j, i in ipairs(idx) do a[i] = select(j, ...) end
+    return f(table.unpack(a, 1, a.n))
   end
-  local B = VB.flat_size(S)
+  local n = #call
+  if o.has_aux then call[n + 1] = { has_aux = true } end
+  local out, vjp_fn, aux = func.vjp(g, table.unpack(call, 1, o.has_aux and n + 1 or n))
   local outs = flatten(out)
-  local wrapper = {}
-  for _, i in ipairs(idx) do map_tree(args[i], function(l) wrapper[VB.real_of(l)] = l; return l end) end
-  local mats = {}
-  for oi, y in ipairs(outs) do
-    local yv = batched_output(y, S)
-    local m = y:numel()
-    local rows = {}
-    for _, l in ipairs(leaves) do rows[l] = {} end
-    local flat = yv and yv.requires_grad and yv:reshape(B, -1) or nil
-    for j = 0, m - 1 do
-      local g = flat and torch.autograd.grad({ flat:select(1, j):sum() }, leaves, nil, { retain_graph = true, allow_unused = true, create_graph = create }) or {}
-      for i, l in ipairs(leaves) do
-        rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(B, -1)) or torch.zeros(B, l:numel() // B, { dtype = l.dtype, device = l.device })
-      end
-    end
-    local r = {}
-    for _, l in ipairs(leaves) do
-      local mat = #rows[l] > 0 and torch.stack(rows[l], 1) or torch.zeros(B, 0, l:numel() // B, { dtype = l.dtype, device = l.device })
-      r[wrapper[l]] = VB.nest(mat, S, true)
-    end
-    mats[oi] = r
+  local M = 0
+  for _, y in ipairs(outs) do M = M + y:numel() end
+  -- output k's cotangents: columns off .. off + m - 1 of the M x M identity, as [M, *shape]
+  local cots, offs = {}, {}
+  for k, y in ipairs(outs) do
+    local s = y:size():totable()
+    table.insert(s, 1, M)
+    offs[k] = k == 1 and 0 or offs[k - 1] + outs[k - 1]:numel()
+    cots[k] = torch.eye(M, { dtype = y.dtype, device = y.device }):narrow(1, offs[k], y:numel()):reshape(s)
   end
-  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
+  local vmapped = o.chunk_size and func.vmap(vjp_fn, { chunk_size = o.chunk_size }) or func.vmap(vjp_fn)
+  local grads = vmapped(unflatten(out, cots))
+  local mats = {}
+  for k, y in ipairs(outs) do
+    mats[k] = {}
+    for j, i in ipairs(idx) do
+      local ls, gs = tree_leaves(args[i]), tree_leaves(grads[j])
+      for e, l in ipairs(ls) do mats[k][l] = gs[e]:narrow(0, offs[k], y:numel()):reshape(y:numel(), -1) end
+    end
+  end
+  return shaped_jacobians(o, args, idx, single, out, aux, true, outs, mats)
 end
 
 local function jac_impl(name, f, o, ...)
@@ -602,18 +615,8 @@ end
 
 -- ---------------------------------------------------------------- forward mode
 
--- the leaves of tree v (tensors or not) in flatten's order, and its structure as a string
--- (PyTorch's TreeSpec, simplified: * for a leaf, (...) for a list, {k: ...} for a dict)
-local function tree_leaves(v, out)
-  out = out or {}
-  if not is_node(v) then out[#out + 1] = v; return out end
-  if OD.is(v) then
-    for _, e in pairs(v) do tree_leaves(e, out) end
-  else
-    for _, k in ipairs(sorted_keys(v)) do tree_leaves(v[k], out) end
-  end
-  return out
-end
+-- the structure of tree v as a string (PyTorch's TreeSpec, simplified: * for a leaf, (...) for a
+-- list, {k: ...} for a dict)
 local function is_list(v) return is_node(v) and not OD.is(v) and #v == #sorted_keys(v) end
 local function tree_spec(v)
   if not is_node(v) then return "*" end

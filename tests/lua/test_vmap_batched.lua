@@ -347,6 +347,28 @@ T.test("jacrev inside vmap: per-sample Jacobians", function()
     end
     return { torch.stack(r[1]), torch.stack(r[2]), torch.stack(r[3]), torch.stack(r[4]) }
   end, 1e-12)
+  -- a dict of parameters, has_aux, chunk_size, an output that depends on one input only
+  local p = { w = w, b = torch.randn(2, { dtype = torch.float64 }) }
+  local h = function(q, x) return { (q.w:matmul(x) + q.b):sin(), q.b * 2 }, x:sum() end
+  local jf = function(x)
+    local j, aux = func.jacrev(h, { has_aux = true, chunk_size = 3 })(p, x)
+    return j[1].w, j[1].b, j[2].w, j[2].b, aux
+  end
+  agree("jacrev of a dict, has_aux, chunk_size", jf, { 0 }, { Xd }, function()
+    local r = { {}, {}, {}, {}, {} }
+    for i = 0, 3 do
+      local x = Xd[i]
+      local c = (w:matmul(x) + p.b):cos()
+      local jw = torch.zeros(2, 2, 3, { dtype = torch.float64 })
+      for k = 0, 1 do jw[k][k] = x * c[k] end
+      r[1][i + 1], r[2][i + 1] = jw, torch.diag(c)
+      r[3][i + 1], r[4][i + 1] = torch.zeros(2, 2, 3, { dtype = torch.float64 }), torch.eye(2, { dtype = torch.float64 }) * 2
+      r[5][i + 1] = x:sum()
+    end
+    local out = {}
+    for k = 1, 5 do out[k] = torch.stack(r[k]) end
+    return out
+  end, 1e-12)
 end)
 
 T.test("fallback: an op without a rule runs f again in the loop, with the same results", function()
