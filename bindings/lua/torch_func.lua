@@ -520,7 +520,8 @@ local function run_for_jacobian(name, f, o, ...)
 end
 
 -- the Jacobians of shape out.shape .. in.shape, nested like the output, then like argnums / the
--- input trees [, aux]; mats[k][leaf] is output k's [out numel, leaf numel] matrix
+-- input trees [, aux]; mats[k][leaf] is output k's [out numel, leaf numel] matrix (or
+-- [out numel, *leaf shape]: reshaped once, a view where the gradients' layout allows)
 local function shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
   local jacs = {}
   for k, y in ipairs(outs) do
@@ -545,10 +546,10 @@ local function stacked(list, dim, m, n, like)
   return torch.zeros(m, n, { dtype = like.dtype, device = like.device })
 end
 
--- jacrev inside batched vmaps, as PyTorch's: vjp, then vjp_fn over the basis of all the outputs
--- at a new vmap level (f runs again batched at it: one backward gives every row of every
--- sample's Jacobian; vmap loops over the basis when a rule is missing)
-local function jac_batched(name, f, o, ...)
+-- jacrev as PyTorch's: vjp, then vjp_fn over the basis of all the outputs at a new vmap level
+-- (f runs again batched at it: one backward gives every row of the Jacobian, of every sample
+-- inside vmap; vmap loops over the basis, one backward a row, when a rule is missing)
+local function jac_impl(name, f, o, ...)
   local args = table.pack(...)
   local idx, single = check_argnums(name, o.argnums, args.n)
   local call = {}
@@ -579,31 +580,10 @@ local function jac_batched(name, f, o, ...)
     mats[k] = {}
     for j, i in ipairs(idx) do
       local ls, gs = tree_leaves(args[i]), tree_leaves(grads[j])
-      for e, l in ipairs(ls) do mats[k][l] = gs[e]:narrow(0, offs[k], y:numel()):reshape(y:numel(), -1) end
+      for e, l in ipairs(ls) do mats[k][l] = gs[e]:narrow(0, offs[k], y:numel()) end
     end
   end
   return shaped_jacobians(o, args, idx, single, out, aux, true, outs, mats)
-end
-
-local function jac_impl(name, f, o, ...)
-  if VB.active() then return jac_batched(name, f, o, ...) end
-  local args, idx, single, out, aux, leaves, create, outs = run_for_jacobian(name, f, o, ...)
-  local mats = {}
-  for oi, y in ipairs(outs) do
-    local m = y:numel()
-    local rows = {}
-    for _, l in ipairs(leaves) do rows[l] = {} end
-    local flat = y.requires_grad and y:reshape(-1) or nil
-    for j = 0, m - 1 do
-      local g = flat and torch.autograd.grad({ flat[j] }, leaves, nil, { retain_graph = true, allow_unused = true, create_graph = create }) or {}
-      for i, l in ipairs(leaves) do
-        rows[l][j + 1] = g[i] ~= nil and detach_unless(create, g[i]:reshape(-1)) or torch.zeros(l:numel(), { dtype = y.dtype, device = y.device })
-      end
-    end
-    for _, l in ipairs(leaves) do rows[l] = stacked(rows[l], 0, 0, l:numel(), y) end
-    mats[oi] = rows
-  end
-  return shaped_jacobians(o, args, idx, single, out, aux, create, outs, mats)
 end
 
 -- jacrev(func, argnums=0, has_aux=false)(...) -> Jacobian(s) of shape out.shape .. in.shape,
