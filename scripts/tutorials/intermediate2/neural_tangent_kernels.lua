@@ -3,7 +3,7 @@
 -- Run: nnrepl scripts/tutorials/intermediate2/neural_tangent_kernels.lua
 -- Differences: runs on CUDA when there is one, else on the CPU (the tutorial needs CUDA).
 -- NTK_TRAIN=n / NTK_TEST=n set the numbers of points (default 20 and 5, as the tutorial).
--- jvp here is the double-backward trick (see torch_func.lua), so method 2 is slow on the CPU.
+-- jvp here is forward-mode AD on dual tensors (bindings/lua/jvp_forward.lua), as PyTorch's.
 -- On a GPU, cuDNN's TF32 convolutions (the default, as in PyTorch) part the two methods by more
 -- than the atol=1e-5 the tutorial asserts: run with NVIDIA_TF32_OVERRIDE=0 (or set
 -- torch.backends.cudnn.allow_tf32 = false) to compare them in full float32.
