@@ -193,7 +193,9 @@ static nn_tensor *conv_run(nn_tensor *x, nn_tensor *orig, nn_tensor *weight, nn_
         } else {
             *c = (conv_ctx){{stride[0], stride[1]}, {pad[0], pad[1]}, {dil[0], dil[1]}, groups};
             node->ctx = c;
-            nn_node_save(node, 0, x4);
+            /* a 3-D input is saved as itself: the backward's 4-D view of it is then recorded, so
+             * that a double backward reaches the caller's input */
+            nn_node_save(node, 0, unbatched && x == orig ? orig : x4);
             nn_node_save(node, 1, weight);
             nn_node_set_output(node, out, 0);
             nn_node_release(node);
@@ -459,10 +461,15 @@ static nn_status record_double(const nn_node *n, nn_tensor *g, nn_tensor *x, nn_
 static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor **grad_in)
 {
     const conv_ctx *c = n->ctx;
-    nn_tensor *x = nn_node_saved(n, 0), *w = nn_node_saved(n, 1);
-    if (!x || !w) return nn_last_status();
+    nn_tensor *xs = nn_node_saved(n, 0), *w = nn_node_saved(n, 1);
+    if (!xs || !w) return nn_last_status();
+    nn_tensor *x = xs->ndim == 3 ? nn_unsqueeze(xs, 0) : nn_retain(xs);
+    if (!x) return nn_last_status();
     nn_tensor *g = grad4(grad_out[0], x, x->dtype);
-    if (!g) return nn_last_status();
+    if (!g) {
+        nn_release(x);
+        return nn_last_status();
+    }
     /* Where cuDNN runs the dtype in NHWC whatever the layout (nn_cudnn_nhwc), both gradients read one
      * channels-last copy of an NCHW g rather than each staging its own; their layouts still follow g. */
     bool share = n->next[0].node && n->next[1].node && g->storage->device.type == NN_CUDA && nn_cudnn_nhwc(g->dtype) &&
@@ -484,5 +491,6 @@ static nn_status conv_backward(nn_node *n, nn_tensor *const *grad_out, nn_tensor
     if (!st && n->next[2].node && !(grad_in[2] = nn_sum_dtype(g, 1u | 4u | 8u, false, n->next[2].dtype))) st = nn_last_status();
     nn_release(gs);
     nn_release(g);
+    nn_release(x);
     return st;
 }

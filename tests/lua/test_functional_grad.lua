@@ -23,6 +23,13 @@ T.test("linear and conv2d", function()
     { randn(1, 2, 4, 3), randn(2, 2, 2, 2) })
   gradcheck("conv2d unbatched, transposed input", function(x, w) return F.conv2d(x:transpose(1, 2), w) end,
     { randn(2, 4, 3), randn(2, 2, 2, 2) })
+  -- second derivatives of a convolution of one image (3-D): the backward's 4-D view of the input
+  -- stays on the graph
+  local rg = function(t) return t:requires_grad_() end
+  T.check(torch.autograd.gradgradcheck(function(x, w, b) return F.conv2d(x, w, b, 1, 1) end,
+    { rg(randn(2, 4, 3)), rg(randn(3, 2, 2, 2)), rg(randn(3)) }), "conv2d unbatched: second derivatives")
+  T.check(torch.autograd.gradgradcheck(function(x, w) return F.conv2d(x, w, nil, 2) end,
+    { rg(randn(1, 2, 5, 4)), rg(randn(2, 2, 3, 3)) }), "conv2d: second derivatives")
 end)
 
 T.test("pools", function()
