@@ -684,7 +684,7 @@ local function install()
   F = torch.nn.functional
   for _, name in ipairs(torch_names) do
     local orig, rule = torch[name], methods[name]
-    if orig and rule then installed:put(torch, name, dispatcher(orig, rule)) end
+    if type(orig) == "function" and rule then installed:put(torch, name, dispatcher(orig, rule)) end
   end
   installed:put(torch, "where", dispatcher(torch.where, function(c, a, b) return methods.where(a, c, b) end))
   installed:put(torch, "cat", dispatcher(torch.cat, list_op("cat")))
@@ -717,10 +717,22 @@ local function install()
   end
 end
 
+-- the random generators' states (CPU and every GPU's), and a function that puts them back
+local function rng_states()
+  local cpu = torch.get_rng_state()
+  local gpus = torch.cuda.is_available() and torch.cuda.get_rng_state_all() or nil
+  return function()
+    torch.set_rng_state(cpu)
+    if gpus then torch.cuda.set_rng_state_all(gpus) end
+  end
+end
+
 -- fn() with the rules installed: fn's results, or nil when f needs a rule forward mode lacks
--- (the reason in M.last_fallback). Other errors are raised as they are.
+-- (the reason in M.last_fallback; the random generators put back, so that f's second run draws
+-- what this one drew). Other errors are raised as they are.
 function M.run(fn)
   if active then norule("a jvp inside a jvp") end
+  local restore = rng_states()
   active = true
   install()
   local r = table.pack(pcall(fn))
@@ -734,6 +746,7 @@ function M.run(fn)
   if msg:find(MARK, 1, true) or msg:find("DualTensor", 1, true) or msg:find("vmap: no batching rule", 1, true) then
     M.fallback = M.fallback + 1
     M.last_fallback = msg
+    restore()
     return nil
   end
   error(r[2], 0)

@@ -494,8 +494,9 @@ end
 
 local function install()
   for name, rule in pairs(torch_rules) do
+    -- (functions only: torch.float, torch.long and torch.cuda share method names)
     local orig = torch[name]
-    if orig then put(torch, name, dispatcher(orig, rule)) end
+    if type(orig) == "function" then put(torch, name, dispatcher(orig, rule)) end
   end
   put(torch, "is_tensor", function(v) return is_bt(v) or V.is_real(v) end)
   for name, rule in pairs(F_rules) do

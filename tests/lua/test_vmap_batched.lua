@@ -371,6 +371,17 @@ T.test("jacrev inside vmap: per-sample Jacobians", function()
   end, 1e-12)
 end)
 
+T.test("torch's dtypes and torch.cuda stay as they are inside vmap", function()
+  local Xd = torch.randn(4, 3, { dtype = torch.float64 })
+  agree("x:to(torch.float), torch.cuda.is_available()", function(x)
+    T.check(type(torch.cuda) == "table" and torch.is_tensor(torch.zeros(1, { dtype = torch.long })), "torch.cuda, torch.long")
+    local one = torch.cuda.is_available() and 1 or 1
+    return x:to(torch.float):to(torch.double) * one + x:type(torch.half):double()
+  end, { 0 }, { Xd }, function()
+    return { Xd:float():double() + Xd:half():double() }
+  end, 0)
+end)
+
 T.test("fallback: an op without a rule runs f again in the loop, with the same results", function()
   local Sq = torch.randn(4, 3, 3)
   local f = function(a) return a:sum(0) * torch.trace(a) end
