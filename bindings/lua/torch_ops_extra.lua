@@ -650,12 +650,54 @@ local function outputs_with_grad(func, leaves)
   return outputs_of(func(table.unpack(leaves)))
 end
 
--- jacobian(func, inputs, {create_graph=false, strict=false, vectorize=false}): a tensor for one
--- input and one output, a list per input / per output otherwise (list of lists for both)
+-- the Jacobian by torch.func's jacrev (vmap over vjp) or jacfwd (forward-mode AD): shaped as
+-- jacobian's
+local function jacobian_by(transform, func, inputs)
+  local xs, single_in = as_list(inputs)
+  for i, x in ipairs(xs) do
+    if not torch.is_tensor(x) then
+      fail("The inputs given to jacobian must be either a Tensor or a tuple of Tensors but the value at index %d has type %s.", i - 1, U.typename(x))
+    end
+  end
+  local argnums = {}
+  for i = 1, #xs do argnums[i] = i - 1 end
+  local single_out
+  local function g(...)
+    local outs, single = outputs_of(func(...))
+    single_out = single
+    return single and outs[1] or outs
+  end
+  local r = transform(g, argnums)(table.unpack(xs))
+  if not single_in then return r end
+  if single_out then return r[1] end
+  local res = {}
+  for k, per_input in ipairs(r) do res[k] = per_input[1] end
+  return res
+end
+
+-- jacobian(func, inputs, {create_graph=false, strict=false, vectorize=false,
+-- strategy="reverse-mode"}): a tensor for one input and one output, a list per input / per output
+-- otherwise (list of lists for both). vectorize: by torch.func.jacrev (one batched backward) or,
+-- with strategy="forward-mode", jacfwd (one batched forward-mode pass)
 function F.jacobian(func, inputs, ...)
   local o = U.parse("jacobian", { { "create_graph", false }, { "strict", false }, { "vectorize", false },
     { "strategy", "reverse-mode" } }, ...)
-  if o.strategy ~= "reverse-mode" then fail("torch.autograd.functional.jacobian: only strategy=\"reverse-mode\" is supported") end
+  if o.strategy ~= "reverse-mode" and o.strategy ~= "forward-mode" then
+    fail('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer to use "reverse-mode".')
+  end
+  if o.strategy == "forward-mode" then
+    if o.create_graph then
+      fail('torch.autograd.functional.jacobian: `create_graph=True` and `strategy="forward-mode"` are not supported together (yet). Please either set `create_graph=False` or `strategy="reverse-mode"`.')
+    end
+    if o.strict then
+      fail('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not supported together (yet). Please either set `strict=False` or `strategy="reverse-mode"`.')
+    end
+    if not o.vectorize then
+      fail("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for `vectorize=True`.")
+    end
+    return jacobian_by(torch.func.jacfwd, func, inputs)
+  end
+  if o.vectorize and not o.create_graph and not o.strict then return jacobian_by(torch.func.jacrev, func, inputs) end
   local leaves, single_in = prepare("jacobian", inputs, o.create_graph)
   local outs, single_out = outputs_with_grad(func, leaves)
   local res = {}

@@ -334,3 +334,30 @@ T.test("jacfwd by one batched jvp", function()
   local hs = func.hessian(function(t) return (t:sin() * t):sum() end)(xs[0])
   close(hs, torch.diag(2 * xs[0]:cos() - xs[0] * xs[0]:sin()), 1e-12, "hessian")
 end)
+
+T.test("torch.autograd.functional.jacobian: vectorize and strategy", function()
+  torch.manual_seed(8)
+  local AF = torch.autograd.functional
+  local a, b = torch.randn(3, f64), torch.randn(2, 3, f64)
+  local function one(t) return t:sin() * t:sum() end
+  local function two(t, u) return u:matmul(t):tanh(), (t * t):sum() + u:sum() end
+  local function same(x, y, msg)
+    if torch.is_tensor(x) then close(x, y, 1e-12, msg); return end
+    T.eq(#x, #y, msg .. ": length")
+    for i = 1, #y do same(x[i], y[i], msg .. "[" .. i .. "]") end
+  end
+  for _, case in ipairs({ { "one in, one out", one, a }, { "two in, two out", two, { a, b } } }) do
+    local want = AF.jacobian(case[2], case[3])
+    same(AF.jacobian(case[2], case[3], { vectorize = true }), want, case[1] .. ", vectorize")
+    local n0 = FWD.forward
+    same(AF.jacobian(case[2], case[3], { vectorize = true, strategy = "forward-mode" }), want, case[1] .. ", forward-mode")
+    T.eq(FWD.forward, n0 + 1, case[1] .. ": one forward-mode pass")
+  end
+  same(AF.jacobian(function(t, u) return (t * u):sum(0) end, { a, b }, { vectorize = true, strategy = "forward-mode" }),
+    AF.jacobian(function(t, u) return (t * u):sum(0) end, { a, b }), "two in, one out, forward-mode")
+  T.raises(function() AF.jacobian(one, a, { strategy = "forward-mode" }) end,
+    "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for `vectorize=True`.", "forward-mode without vectorize")
+  T.raises(function() AF.jacobian(one, a, { strategy = "forward-mode", vectorize = true, create_graph = true }) end,
+    "~`create_graph=True` and `strategy=\"forward-mode\"` are not supported together", "forward-mode with create_graph")
+  T.raises(function() AF.jacobian(one, a, { strategy = "sideways" }) end, '~Expected strategy to be either "forward-mode" or "reverse-mode".', "unknown strategy")
+end)
