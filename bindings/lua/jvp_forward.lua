@@ -7,9 +7,8 @@
 --
 -- Primals and tangents may be BatchedTensors (jvp inside vmap): a rule computes with torch ops on
 -- them, which go on to vmap's rules. A nil tangent is zero. The rules are installed only while f
--- runs (as vmap's are). An op without a rule raises "forward-mode: no rule for ...", as does a
--- DualTensor reaching a function that knows nothing of it; M.run then returns nil and jvp runs f
--- again by double backward, which needs no per-op rule.
+-- runs (as vmap's are). An op without a rule raises "forward-mode: no rule for ..."; M.run then
+-- returns nil and jvp runs f again by double backward, which needs no per-op rule.
 local torch = require "torch"
 local V = require "vmap_batched"
 
@@ -604,6 +603,207 @@ F_rules.layer_norm = function(x, shape, ...)
   return dual(y, fit(t, y))
 end
 
+-- ---------------------------------------------------------------- more reductions and products
+
+-- the (dim, keepdim) of x:op(dim, keepdim) / x:op({dim =, keepdim =}); dim nil: all
+local function dim_keep(name, a, from)
+  local d, keep = a[from], a[from + 1]
+  if is_kw(d) then d, keep = d.dim, d.keepdim end
+  if is_kw(keep) then keep = keep.keepdim end
+  if d ~= nil and math.type(d) ~= "integer" and type(d) ~= "table" then norule(name .. " with this dim") end
+  return d, keep == true
+end
+
+-- v summed over dim (all dims when nil), keeping it when keep
+local function sum_over(v, d, keep)
+  if d == nil then return v:sum() end
+  return v:sum(d, keep)
+end
+
+-- logsumexp(x, dim, keepdim): the tangent averaged by softmax(x) over dim
+function methods.logsumexp(x, ...)
+  local d, keep = dim_keep("logsumexp", table.pack(x, ...), 2)
+  if d == nil then norule("logsumexp without a dim") end
+  local p = P(x)
+  local y = p:logsumexp(d, keep)
+  local t = T(x)
+  if t == nil then return y end
+  return dual(y, sum_over(t * (p - p:logsumexp(d, true)):exp(), d, keep))
+end
+
+-- max / min over a dim: values (the tangent at the indices) and indices; amax / amin, and max /
+-- min of all elements: the tangent averaged over the tied extremes
+local function extreme(name)
+  local base = (name == "max" or name == "amax") and "amax" or "amin"
+  local whole = name == "max" or name == "min"
+  return function(x, ...)
+    local a = table.pack(x, ...)
+    local p, t = P(x), T(x)
+    if whole and a.n >= 2 then
+      if is_tensorish(a[2]) then norule(name .. " of two tensors") end
+      local d, keep = dim_keep(name, a, 2)
+      local v, i = p[name](p, d, keep)
+      if t == nil then return v, i end
+      local tv = t:gather(d, keep and i or i:unsqueeze(d))
+      return dual(v, keep and tv or tv:squeeze(d)), i
+    end
+    local d, keep = nil, false
+    if a.n >= 2 then d, keep = dim_keep(name, a, 2) end
+    local y
+    if whole then y = p[name](p) elseif d == nil then y = p[base](p) else y = p[base](p, d, keep) end
+    if t == nil then return y end
+    local yk = (d == nil or keep) and y or p[base](p, d, true)
+    local m = p:eq(yk):to(p.dtype)
+    return dual(y, sum_over(t * m, d, keep) / sum_over(m, d, keep))
+  end
+end
+for _, name in ipairs({ "amax", "amin", "max", "min" }) do methods[name] = extreme(name) end
+
+-- norm(p = 2): <x, t> / |x| over dim (all dims when nil)
+function methods.norm(x, ...)
+  local a = table.pack(x, ...)
+  local pw, d, keep = a[2], a[3], a[4]
+  if is_kw(pw) then pw, d, keep = pw.p, pw.dim, pw.keepdim end
+  if is_kw(d) then d, keep = d.dim, d.keepdim end
+  if is_kw(keep) then keep = keep.keepdim end
+  if pw ~= nil and pw ~= 2 and pw ~= "fro" then norule("norm with p other than 2") end
+  keep = keep == true
+  local p = P(x)
+  local y = d == nil and p:norm() or p:norm(2, d, keep)
+  local t = T(x)
+  if t == nil then return y end
+  return dual(y, sum_over(p * t, d, keep) / y)
+end
+
+-- var / std over dim with correction: 2 <x - mean, t> / (n - correction)
+local function var_like(name)
+  return function(x, ...)
+    local a = table.pack(x, ...)
+    local d, o = a[2], a[3]
+    if is_kw(d) then d, o = d.dim, d end
+    if a.n > 3 or (o ~= nil and not is_kw(o)) then norule(name .. " with positional options") end
+    o = o or {}
+    local p = P(x)
+    local kw = { correction = o.correction, keepdim = o.keepdim }
+    if o.unbiased ~= nil then kw.correction = o.unbiased and 1 or 0 end
+    local c = kw.correction == nil and 1 or kw.correction
+    local y = d == nil and p[name](p, { correction = c }) or p[name](p, d, { correction = c, keepdim = o.keepdim == true })
+    local t = T(x)
+    if t == nil then return y end
+    local n = d == nil and p:numel() or p:numel() // p:mean(d, true):numel()
+    local centred = d == nil and p - p:mean() or p - p:mean(d, true)
+    local dv = sum_over(centred * t, d, o.keepdim == true) * (2 / (n - c))
+    if name == "std" then dv = dv / (2 * y) end
+    return dual(y, dv)
+  end
+end
+methods.var, methods.std = var_like("var"), var_like("std")
+
+-- einsum(equation, operands...): multilinear, one term a dual operand
+local function einsum(eq, ...)
+  local ops = table.pack(...)
+  if ops.n == 1 and type(ops[1]) == "table" and getmetatable(ops[1]) == nil then ops = table.pack(table.unpack(ops[1])) end
+  local ps = {}
+  for i = 1, ops.n do ps[i] = P(ops[i]) end
+  local y = torch.einsum(eq, table.unpack(ps, 1, ops.n))
+  local t
+  for i = 1, ops.n do
+    local ti = T(ops[i])
+    if ti ~= nil then
+      local args = { table.unpack(ps, 1, ops.n) }
+      args[i] = ti
+      t = tadd(t, torch.einsum(eq, table.unpack(args, 1, ops.n)))
+    end
+  end
+  return dual(y, t)
+end
+
+function methods.masked_fill(x, mask, value)
+  if is_dual(mask) or is_dual(value) then norule("masked_fill with a dual mask or value") end
+  local p = P(x)
+  local y = p:masked_fill(mask, value)
+  local t = T(x)
+  if t == nil then return y end
+  return dual(y, fit(t, y):masked_fill(mask, 0))
+end
+
+function methods.lerp(a, b, w)
+  if is_tensorish(w) then norule("lerp with a tensor weight") end
+  return methods.add(methods.mul(a, 1 - w), methods.mul(b, w))
+end
+
+-- addmm(input, mat1, mat2, {beta = 1, alpha = 1})
+local function addmm(input, m1, m2, ...)
+  local o = opt_args(table.pack(...), { "beta", "alpha" })
+  local beta, alpha = o.beta or 1, o.alpha or 1
+  if is_tensorish(beta) or is_tensorish(alpha) then norule("addmm with tensor beta or alpha") end
+  local y = torch.addmm(P(input), P(m1), P(m2), { beta = beta, alpha = alpha })
+  local ti, t1, t2 = T(input), T(m1), T(m2)
+  if ti == nil and t1 == nil and t2 == nil then return y end
+  local t = tadd(t1 and torch.mm(t1, P(m2)), t2 and torch.mm(P(m1), t2))
+  if t ~= nil then t = t * alpha end
+  return dual(y, fit(tadd(t, ti and ti * beta), y))
+end
+methods.addmm = addmm
+
+F_rules.embedding = function(input, weight, ...)
+  if is_dual(input) then norule("embedding with dual indices") end
+  local o = opt_args(table.pack(...), { "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse" })
+  if o.max_norm ~= nil then norule("embedding with max_norm (renormalises the weight in place)") end
+  local y = F.embedding(input, P(weight), ...)
+  local t = T(weight)
+  if t == nil then return y end
+  return dual(y, F.embedding(input, t))
+end
+
+F_rules.interpolate = linear("F.interpolate", function(v, ...) return F.interpolate(v, ...) end)
+F_rules.upsample = linear("F.upsample", function(v, ...) return F.upsample(v, ...) end)
+
+F_rules.group_norm = function(x, groups, ...)
+  local o = opt_args(table.pack(...), { "weight", "bias", "eps" })
+  local px, pw, pb = P(x), P(o.weight), P(o.bias)
+  local eps = o.eps or 1e-5
+  local y = F.group_norm(px, groups, pw, pb, eps)
+  local tx, tw, tb = T(x), T(o.weight), T(o.bias)
+  if tx == nil and tw == nil and tb == nil then return y end
+  local N, C = px:size(0), px:size(1)
+  local xg = px:reshape(N, groups, -1)
+  local rstd = (xg:var(2, { correction = 0, keepdim = true }) + eps):rsqrt()
+  local xh = ((xg - xg:mean(2, true)) * rstd):reshape(px:size())
+  local shape = { 1, C }
+  for i = 3, px:dim() do shape[i] = 1 end
+  local t = nil
+  if tx ~= nil then
+    t = normalized_tangent(tx:reshape(N, groups, -1), xh:reshape(N, groups, -1), rstd, 2):reshape(px:size())
+    if pw ~= nil then t = t * pw:view(shape) end
+  end
+  if tw ~= nil then t = tadd(t, xh * tw:view(shape)) end
+  if tb ~= nil then t = tadd(t, fit(tb:view(shape), y)) end
+  return dual(y, fit(t, y))
+end
+
+-- attention as its products and softmax (their rules give the tangent)
+F_rules.scaled_dot_product_attention = function(q, k, v, ...)
+  local o = opt_args(table.pack(...), { "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa" })
+  if (o.dropout_p or 0) ~= 0 then norule("scaled_dot_product_attention with dropout") end
+  if o.enable_gqa then norule("scaled_dot_product_attention with enable_gqa") end
+  if is_dual(o.attn_mask) then norule("scaled_dot_product_attention with a dual mask") end
+  local pq, pk = P(q), P(k)
+  local L, S = pq:size(-2), pk:size(-2)
+  local scale = o.scale or 1 / math.sqrt(pq:size(-1))
+  local scores = methods.mul(methods.matmul(q, methods.transpose(k, -2, -1)), scale)
+  local mask = o.attn_mask
+  if o.is_causal then mask = torch.ones(L, S, { dtype = torch.bool, device = pq.device }):tril() end
+  if mask ~= nil then
+    if mask.dtype == torch.bool then
+      scores = methods.masked_fill(scores, mask:logical_not(), -math.huge)
+    else
+      scores = methods.add(scores, mask)
+    end
+  end
+  return methods.matmul(F_rules.softmax(scores, -1), v)
+end
+
 -- ---------------------------------------------------------------- DualTensor
 
 local getters = {
@@ -676,7 +876,8 @@ end
 local torch_names = { "relu", "exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos", "abs", "square",
   "reciprocal", "log1p", "expm1", "erf", "clamp", "clip", "pow", "add", "sub", "subtract", "mul", "multiply", "div",
   "divide", "true_divide", "rsub", "matmul", "mm", "bmm", "mv", "dot", "outer", "inner", "maximum", "minimum",
-  "softmax", "log_softmax", "neg", "negative" }
+  "softmax", "log_softmax", "neg", "negative", "logsumexp", "amax", "amin", "max", "min", "norm", "var", "std",
+  "masked_fill", "lerp", "addmm" }
 for _, name in ipairs(M.constant_names) do torch_names[#torch_names + 1] = name end
 for _, name in ipairs(M.linear_methods) do torch_names[#torch_names + 1] = name end
 
@@ -690,6 +891,7 @@ local function install()
   installed:put(torch, "cat", dispatcher(torch.cat, list_op("cat")))
   installed:put(torch, "concat", dispatcher(torch.concat or torch.cat, list_op("cat")))
   installed:put(torch, "stack", dispatcher(torch.stack, list_op("stack")))
+  installed:put(torch, "einsum", dispatcher(torch.einsum, einsum))
   local is_tensor = torch.is_tensor
   installed:put(torch, "is_tensor", function(v) return is_dual(v) or is_tensor(v) end)
   for _, name in ipairs({ "grad", "backward" }) do
@@ -727,9 +929,12 @@ local function rng_states()
   end
 end
 
--- fn() with the rules installed: fn's results, or nil when f needs a rule forward mode lacks
--- (the reason in M.last_fallback; the random generators put back, so that f's second run draws
--- what this one drew). Other errors are raised as they are.
+-- fn() with the rules installed: fn's results, or nil when it fails (the reason in
+-- M.last_fallback; the random generators put back, so that f's second run draws what this one
+-- drew). Any failure falls back, as vmap's do: an op without a rule raises the marker, but a
+-- function that checks its arguments itself (a C function, or Lua code holding a function from
+-- before the rules were installed) fails in its own words; f's own errors come again from
+-- the second run.
 function M.run(fn)
   if active then norule("a jvp inside a jvp") end
   local restore = rng_states()
@@ -742,14 +947,10 @@ function M.run(fn)
     M.forward = M.forward + 1
     return r
   end
-  local msg = tostring(r[2])
-  if msg:find(MARK, 1, true) or msg:find("DualTensor", 1, true) or msg:find("vmap: no batching rule", 1, true) then
-    M.fallback = M.fallback + 1
-    M.last_fallback = msg
-    restore()
-    return nil
-  end
-  error(r[2], 0)
+  M.fallback = M.fallback + 1
+  M.last_fallback = tostring(r[2])
+  restore()
+  return nil
 end
 
 return M

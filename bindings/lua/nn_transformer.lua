@@ -19,9 +19,11 @@ local REQ = U.REQUIRED
 
 local M = {}
 
+-- (relu and gelu looked up when called: vmap and forward-mode jvp replace F's functions while
+-- they run)
 local function activation_of(name, a)
-  if a == "relu" then return F.relu end
-  if a == "gelu" then return F.gelu end
+  if a == "relu" then return function(x) return F.relu(x) end end
+  if a == "gelu" then return function(x) return F.gelu(x) end end
   if type(a) == "function" or Module.is_module(a) then return a end
   U.errorf("%s: activation should be relu/gelu, not %s", name, tostring(a))
 end

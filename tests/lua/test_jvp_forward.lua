@@ -2,7 +2,7 @@
 -- against float64 central finite differences of f and against the double-backward path
 -- (torch.func._forward_mode = false), with a check that forward mode ran (no fallback); inside
 -- vmap with primals and tangents batched at different levels; nested in grad; the fallback for an
--- op without a rule; errors that must still reach the caller.
+-- op without a rule or any failure; errors that must still reach the caller.
 local T = ...
 local func = torch.func
 local F = torch.nn.functional
@@ -136,6 +136,53 @@ T.test("activations, softmax and losses", function()
   end, x)
 end)
 
+T.test("more reductions, products, embedding, interpolation, group norm, attention", function()
+  torch.manual_seed(12)
+  local x = torch.randn(3, 4, f64)
+  agree("logsumexp", function(t) return t:logsumexp(1) + torch.logsumexp(t, 0, true):sum() + t:logsumexp({ 0, 1 }) end, x)
+  agree("max, min over a dim", function(t)
+    local v, i = t:max(1)
+    local w = torch.min(t, 0, true)
+    return v:sum() + w:sum() + i:double():sum() * 0
+  end, x)
+  agree("amax, amin, max, min of all", function(t) return t:amax(1) + t:amin(0):sum() + t:max() + torch.min(t) + t:amax() end, x)
+  -- tied extremes: the tangent averaged over them
+  local tied = torch.tensor({ { 1.0, 3.0, 3.0 }, { 2.0, 0.0, 2.0 } }, f64)
+  local v = torch.tensor({ { 0.5, 1.0, 3.0 }, { 2.0, 7.0, 4.0 } }, f64)
+  local r = forward_jvp("amax, ties", function(t) return t:amax(1) end, { tied }, { v })
+  close(r[2], torch.tensor({ 2.0, 3.0 }, f64), 1e-15, "amax, ties: the mean of the tied tangents")
+  agree("norm, var, std", function(t)
+    return t:norm() + t:norm(2, 1):sum() + torch.norm(t, 2, 0, true):sum() + t:var(1) + t:std(0, { correction = 0 }):sum()
+      + t:var() + t:std({ dim = 1, keepdim = true }):sum()
+  end, x)
+  local m = torch.randn(4, 5, f64)
+  agree("einsum", function(t) return torch.einsum("ij,jk->ik", t, m) + torch.einsum("ij,ij->i", t, t):view(3, 1) + torch.einsum("ij->", t) end, x)
+  agree("masked_fill, lerp, addmm", function(t)
+    return t:masked_fill(t:gt(0.5), 2.0) + t:lerp(t * t, 0.3) + torch.addmm(t, t, torch.eye(4, f64), { beta = 0.5, alpha = 2 })
+  end, x)
+  local emb = torch.randn(6, 3, f64)
+  agree("embedding", function(t) return F.embedding(torch.tensor({ { 0, 5 }, { 2, 2 } }), t) end, emb)
+  local img = torch.randn(1, 2, 3, 4, f64)
+  agree("interpolate", function(t)
+    return F.interpolate(t, { scale_factor = 2, mode = "bilinear", align_corners = false }):sum(1)
+      + F.interpolate(t, { size = { 6, 8 }, mode = "nearest" }):sum(1)
+  end, img)
+  local gx, gw, gb = torch.randn(2, 4, 3, f64), torch.randn(4, f64), torch.randn(4, f64)
+  agree("group_norm", function(t) return F.group_norm(t, 2, gw, gb) end, gx, 1e-5)
+  agree("group_norm weight", function(t) return F.group_norm(gx, 2, t, gb) end, gw, 1e-5)
+  local q, k, vv = torch.randn(2, 3, 4, f64), torch.randn(2, 5, 4, f64), torch.randn(2, 5, 4, f64)
+  agree("scaled_dot_product_attention", function(t) return F.scaled_dot_product_attention(t, k, vv) end, q)
+  agree("scaled_dot_product_attention, causal, scale", function(t)
+    return F.scaled_dot_product_attention(t, t, t, { is_causal = true, scale = 0.3 })
+  end, q)
+  local bm = torch.rand(3, 5):gt(0.3)
+  bm[":, 0"] = true
+  local fm = torch.randn(3, 5, f64)
+  agree("scaled_dot_product_attention, masks", function(t)
+    return F.scaled_dot_product_attention(q, t, vv, { attn_mask = bm }) + F.scaled_dot_product_attention(q, k, t, { attn_mask = fm })
+  end, k)
+end)
+
 T.test("linear, convolutions, pools, norms, dropout", function()
   torch.manual_seed(3)
   local x = torch.randn(2, 3, 7, 7, f64)
@@ -200,6 +247,16 @@ T.test("modules through functional_call, several outputs, has_aux, create", func
   T.check((net[1].running_mean - rm):abs():max():item() > 0, "CNN, train: batch norm's running mean updated once")
   d = double_backward_jvp(g, { params }, { tangents })
   close(r[2], d[2], 1e-9, "CNN, train: against double backward")
+  -- a transformer layer (attention, layer norms, the feed-forward block), eval mode
+  local enc = nn.TransformerEncoderLayer(8, 2, 16, 0.0, { batch_first = true }):double()
+  enc:eval()
+  local ep, et = {}, {}
+  for k, p in enc:named_parameters() do ep[k] = p:detach(); et[k] = torch.randn_like(p) end
+  local xs = torch.randn(2, 5, 8, f64)
+  local function e(p) return func.functional_call(enc, p, { xs }) end
+  r = forward_jvp("TransformerEncoderLayer", e, { ep }, { et })
+  d = double_backward_jvp(e, { ep }, { et })
+  close(r[2], d[2], 1e-10, "TransformerEncoderLayer: against double backward")
   -- several outputs (one independent of the input), has_aux
   local x2 = torch.randn(3, f64)
   local function h(t) return t:exp(), torch.ones(2, f64), { aux = t:sum() } end
@@ -284,12 +341,17 @@ T.test("the fallback to double backward, and errors", function()
     local u = t:detach():requires_grad_()
     return torch.autograd.grad({ (u * t):sum() }, { u })[1]
   end, { x }, { v }, true)
-  -- an error of f itself reaches the caller (no second run)
-  local calls = 0
+  -- an error of f itself reaches the caller (from f's second run, by double backward)
+  local f0 = FWD.fallback
   T.raises(function()
-    func.jvp(function(t) calls = calls + 1; return t:matmul(torch.ones(3, f64)) end, { x }, { v })
+    func.jvp(function(t) return t:matmul(torch.ones(3, f64)) end, { x }, { v })
   end, "~cannot be multiplied", "a shape error")
-  T.eq(calls, 1, "f ran once")
+  T.eq(FWD.fallback, f0 + 1, "a shape error: f ran again")
+  -- a function held from before the rules were installed gets a dual and fails in its own words:
+  -- the second run gives the product
+  local exp = torch.Tensor.exp
+  local r2 = forward_jvp("a function held before", function(t) return exp(t) end, { x }, { v }, true)
+  close(r2[2], x:exp() * v, 1e-12, "a function held before: J v")
   T.raises(function() func.jvp(function() error("mine") end, { x }, { v }) end, "~mine", "f's own error")
   -- the rules are gone after f: plain tensors and torch.is_tensor as before
   T.check(not torch.is_tensor(FWD.dual(x, v)), "no dual is a tensor outside jvp")
