@@ -18,6 +18,9 @@
 #include "kernels.h"
 #include "parallel.h"
 
+/* Blocks of at least this many multiply-adds (a few tens of microseconds on one core) */
+#define GEMM_BLOCK_WORK 1e6
+
 typedef struct {
     char *p;               /* element [0,0] of batch 0 */
     int64_t bs, rs, cs;    /* strides in elements */
@@ -95,6 +98,27 @@ static const char *operand_at(operand *o, int64_t b, size_t es)
     return o->buf;
 }
 
+/* Batches of small products over the CPU pool: each batch one product on one thread (the
+ * operands read in place) */
+typedef struct {
+    const operand *A, *B, *C;
+    nn_dtype dt;
+    int64_t m, n, k;
+    double alpha, beta;
+    size_t es;
+} batch_job;
+
+static nn_status gemm_batches(int64_t b, int64_t e, void *arg)
+{
+    const batch_job *j = arg;
+    for (int64_t i = b; i < e; i++) {
+        const char *pa = j->A->m.p + i * j->A->m.bs * (int64_t)j->es, *pb = j->B->m.p + i * j->B->m.bs * (int64_t)j->es;
+        char *pc = j->C->m.p + i * j->C->m.bs * (int64_t)j->es;
+        nn_cpu_gemm(j->dt, j->A->trans, j->B->trans, j->m, j->n, j->k, j->alpha, pa, j->A->ld, pb, j->B->ld, j->beta, pc, j->C->ld);
+    }
+    return NN_OK;
+}
+
 static nn_status gemm_float(const nn_kargs *a, size_t es)
 {
     nn_tensor *out = a->out[0];
@@ -114,6 +138,17 @@ static nn_status gemm_float(const nn_kargs *a, size_t es)
     }
     int64_t nb = out->shape[0], m = out->shape[1], n = out->shape[2], k = a->in[0]->shape[2];
     double alpha = a->f[0], beta = a->f[1];
+    /* many small products (one a sample's, as per-sample gradients make): the batches over the
+     * pool, in runs of about GEMM_BLOCK_WORK, at most NN_CPU_BLAS_CALLERS runs at once; a product
+     * large enough is split by nn_cpu_gemm itself */
+    double work = (double)m * (double)n * (double)k;
+    bool cplx = out->dtype == NN_C64 || out->dtype == NN_C128;
+    if (!cplx && A.direct && B.direct && C.direct && nb > 1 && work < 2 * GEMM_BLOCK_WORK && nn_parallel_width() > 1) {
+        batch_job j = {&A, &B, &C, out->dtype, m, n, k, alpha, beta, es};
+        int64_t grain = (int64_t)(GEMM_BLOCK_WORK / work) + 1, fewest = (nb + NN_CPU_BLAS_CALLERS - 1) / NN_CPU_BLAS_CALLERS;
+        st = nn_parallel_for(nb, grain > fewest ? grain : fewest, gemm_batches, &j);
+        goto done;
+    }
     for (int64_t b = 0; b < nb; b++) {
         const char *pa = operand_at(&A, b, es), *pb = operand_at(&B, b, es);
         char *pc = C.m.p + b * C.m.bs * (int64_t)es;
@@ -309,8 +344,6 @@ static nn_status gemm_blocks(int64_t b, int64_t e, void *arg)
     return NN_OK;
 }
 
-/* Blocks of at least this many multiply-adds (a few tens of microseconds on one core) */
-#define GEMM_BLOCK_WORK 1e6
 
 static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 

@@ -117,3 +117,35 @@ T.test("error format", function()
   local ok, err = pcall(function() return a:mm(a) end)
   T.check(not ok and err:match("^[^:]*test_matmul%.lua:%d+: bad argument") ~= nil, "the message starts with the call site: " .. tostring(err))
 end)
+
+-- many small products (batches spread over the CPU pool): every batch against the loop reference,
+-- in each float dtype, with transposed and broadcast (batch stride 0) operands, and baddbmm's beta
+T.test("bmm of many small batches", function()
+  torch.manual_seed(5)
+  for _, dt in ipairs({ torch.float32, torch.float64, torch.bfloat16 }) do
+    local tol = dt == torch.bfloat16 and 0.1 or 1e-4
+    local x, y = torch.randn(37, 5, 3):to(dt), torch.randn(37, 7, 3):to(dt):transpose(1, 2)
+    local bias = torch.randn(37, 5, 7):to(dt)
+    local got = torch.bmm(x, y)
+    local w1 = torch.randn(1, 3, 7):to(dt)
+    local shared = torch.bmm(x, w1:expand(37, 3, 7))
+    local acc = torch.baddbmm(bias, x, y, { beta = 0.5, alpha = 2 })
+    local ok_all, ok_acc, ok_shared = true, true, true
+    for i = 0, 36 do
+      local want = matmul(x[i]:double():tolist(), y[i]:double():tolist())
+      local g, s, c = got[i]:double():tolist(), shared[i]:double():tolist(), acc[i]:double():tolist()
+      local ys = matmul(x[i]:double():tolist(), w1[0]:double():tolist())
+      local b = bias[i]:double():tolist()
+      for r = 1, 5 do
+        for col = 1, 7 do
+          ok_all = ok_all and math.abs(g[r][col] - want[r][col]) < tol
+          ok_acc = ok_acc and math.abs(c[r][col] - (0.5 * b[r][col] + 2 * want[r][col])) < tol * 4
+          ok_shared = ok_shared and math.abs(s[r][col] - ys[r][col]) < tol
+        end
+      end
+    end
+    T.check(ok_shared, tostring(dt) .. ": every batch against a shared (batch stride 0) operand")
+    T.check(ok_all, tostring(dt) .. ": every batch of bmm")
+    T.check(ok_acc, tostring(dt) .. ": every batch of baddbmm")
+  end
+end)
