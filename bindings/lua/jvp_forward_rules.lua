@@ -394,25 +394,20 @@ local function loss_opts(name, ...)
   if o.size_average ~= nil or o.reduce ~= nil then norule("F." .. name .. " legacy arguments") end
   return o.reduction or "mean"
 end
-F_rules.mse_loss = function(input, target, ...)
-  local red = loss_opts("mse_loss", ...)
-  local pi, pt = P(input), P(target)
-  local y = F.mse_loss(pi, pt, { reduction = red })
-  local ti, tt = T(input), T(target)
-  if ti == nil and tt == nil then return y end
-  local diff = pi - pt
-  local dt = tadd(ti, tt and -tt)
-  return dual(y, reduce(2 * diff * fit(dt, diff), red))
+-- pointwise losses of input - target: the reduction of d(diff) * the tangent of diff
+local function diff_loss(name, d)
+  return function(input, target, ...)
+    local red = loss_opts(name, ...)
+    local pi, pt = P(input), P(target)
+    local y = F[name](pi, pt, { reduction = red })
+    local ti, tt = T(input), T(target)
+    if ti == nil and tt == nil then return y end
+    local diff = pi - pt
+    return dual(y, reduce(d(diff) * fit(tadd(ti, tt and -tt), diff), red))
+  end
 end
-F_rules.l1_loss = function(input, target, ...)
-  local red = loss_opts("l1_loss", ...)
-  local pi, pt = P(input), P(target)
-  local y = F.l1_loss(pi, pt, { reduction = red })
-  local ti, tt = T(input), T(target)
-  if ti == nil and tt == nil then return y end
-  local diff = pi - pt
-  return dual(y, reduce(diff:sign() * fit(tadd(ti, tt and -tt), diff), red))
-end
+F_rules.mse_loss = diff_loss("mse_loss", function(diff) return 2 * diff end)
+F_rules.l1_loss = diff_loss("l1_loss", function(diff) return diff:sign() end)
 
 -- ---------------------------------------------------------------- layers
 
