@@ -66,7 +66,7 @@ DT.__index = function(self, k)
 end
 DT.__newindex = function() norule("assignment into a DualTensor") end
 DT.__len = function(x) return P(x):size(0) end
-DT.__tostring = function() norule("printing a DualTensor") end
+DT.__tostring = function(x) return tostring(P(x)) end -- (print(x) inside f shows the primal)
 DT.__concat = function() norule("concatenation of a DualTensor") end
 DT.__lt = function() norule("comparison of a DualTensor") end
 DT.__le = DT.__lt

@@ -353,6 +353,11 @@ T.test("the fallback to double backward, and errors", function()
   local r2 = forward_jvp("a function held before", function(t) return exp(t) end, { x }, { v }, true)
   close(r2[2], x:exp() * v, 1e-12, "a function held before: J v")
   T.raises(function() func.jvp(function() error("mine") end, { x }, { v }) end, "~mine", "f's own error")
+  -- printing a dual inside f shows its primal, in the one run
+  local shown = {}
+  forward_jvp("tostring", function(t) shown[#shown + 1] = tostring(t); return t * 2 end, { x }, { v })
+  T.eq(#shown, 1, "tostring: f ran once")
+  T.eq(shown[1], tostring(x), "tostring: the primal")
   -- the rules are gone after f: plain tensors and torch.is_tensor as before
   T.check(not torch.is_tensor(FWD.dual(x, v)), "no dual is a tensor outside jvp")
   T.check(torch.is_tensor(x + 1), "tensor operators restored")
