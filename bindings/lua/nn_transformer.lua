@@ -19,11 +19,9 @@ local REQ = U.REQUIRED
 
 local M = {}
 
--- (relu and gelu looked up when called: vmap and forward-mode jvp replace F's functions while
--- they run)
 local function activation_of(name, a)
-  if a == "relu" then return function(x) return F.relu(x) end end
-  if a == "gelu" then return function(x) return F.gelu(x) end end
+  if a == "relu" then return F.relu end
+  if a == "gelu" then return F.gelu end
   if type(a) == "function" or Module.is_module(a) then return a end
   U.errorf("%s: activation should be relu/gelu, not %s", name, tostring(a))
 end
@@ -52,8 +50,17 @@ local function mha(o)
     device = o.device, dtype = o.dtype })
 end
 
+-- torch's own relu and gelu are kept as themselves (torch.save stores them by name) and looked up
+-- in F again when called: vmap and forward-mode jvp replace F's functions while they run
+local own = { [F.relu] = "relu", [F.gelu] = "gelu" }
+local function activate(self, x)
+  local name = own[self.activation]
+  if name then return F[name](x) end
+  return self.activation(x)
+end
+
 local function ff_block(self, x, drop)
-  return drop(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+  return drop(self.linear2(self.dropout(activate(self, self.linear1(x)))))
 end
 
 -- ---- encoder ----
