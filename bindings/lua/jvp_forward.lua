@@ -84,24 +84,9 @@ DT.__idiv = function() norule("//") end
 
 -- ---------------------------------------------------------------- installation
 
-local function has_dual(...)
-  for i = 1, select("#", ...) do
-    local a = select(i, ...)
-    if is_dual(a) then return true end
-    if type(a) == "table" and getmetatable(a) == nil then
-      for _, e in pairs(a) do if is_dual(e) then return true end end
-    end
-  end
-  return false
-end
-
-local installed = require("nn_util").patches()
-local function dispatcher(orig, rule)
-  return function(...)
-    if has_dual(...) then return rule(...) end
-    return orig(...)
-  end
-end
+local U = require "nn_util"
+local installed = U.patches()
+local function dispatcher(orig, rule) return U.dispatcher(is_dual, orig, rule) end
 
 local function install()
   require "jvp_forward_rules"

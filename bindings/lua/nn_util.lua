@@ -41,6 +41,26 @@ function Patches:undo()
 end
 function U.patches() return setmetatable({}, Patches) end
 
+-- For installed rules (vmap's BatchedTensors, jvp's DualTensors): whether an argument, or an
+-- element of a plain list argument, satisfies is_special; and a function that sends calls with
+-- such an argument to rule, the others to orig
+function U.any_arg(is_special, ...)
+  for i = 1, select("#", ...) do
+    local a = select(i, ...)
+    if is_special(a) then return true end
+    if type(a) == "table" and getmetatable(a) == nil then
+      for _, e in pairs(a) do if is_special(e) then return true end end
+    end
+  end
+  return false
+end
+function U.dispatcher(is_special, orig, rule)
+  return function(...)
+    if U.any_arg(is_special, ...) then return rule(...) end
+    return orig(...)
+  end
+end
+
 -- Python's UserWarning (or the category given, e.g. "FutureWarning") on standard error, once per
 -- message (its default filter; every time after torch.set_warn_always(true))
 local warned = {}

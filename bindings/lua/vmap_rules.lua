@@ -465,25 +465,12 @@ local random_methods = { "uniform_", "normal_", "bernoulli_", "random_", "expone
 
 -- ---------------------------------------------------------------- installation
 
-local function has_bt(...)
-  for i = 1, select("#", ...) do
-    local a = select(i, ...)
-    if is_bt(a) then return true end
-    if type(a) == "table" and getmetatable(a) == nil then
-      for _, e in pairs(a) do if is_bt(e) then return true end end
-    end
-  end
-  return false
-end
+local U = require "nn_util"
+local function has_bt(...) return U.any_arg(is_bt, ...) end
 
-local installed = require("nn_util").patches()
+local installed = U.patches()
 local function put(tbl, name, fn) installed:put(tbl, name, fn) end
-local function dispatcher(orig, rule)
-  return function(...)
-    if has_bt(...) then return rule(...) end
-    return orig(...)
-  end
-end
+local function dispatcher(orig, rule) return U.dispatcher(is_bt, orig, rule) end
 local function refuser(orig, what)
   return function(...)
     local lv = V.levels
