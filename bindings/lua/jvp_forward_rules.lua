@@ -516,6 +516,15 @@ local function normalized_tangent(t, xh, rstd, dims)
   return (t - t:mean(dims, true) - xh * (t * xh):mean(dims, true)) * rstd
 end
 
+-- y = x_hat * w + b: its tangent from x_hat's (t; nil: zero) and w's and b's; as(v) shapes a
+-- weight or bias to broadcast against x_hat
+local function affine_tangent(t, xh, pw, tw, tb, y, as)
+  if t ~= nil and pw ~= nil then t = t * as(pw) end
+  if tw ~= nil then t = tadd(t, xh * as(tw)) end
+  if tb ~= nil then t = tadd(t, fit(as(tb), y)) end
+  return dual(y, fit(t, y))
+end
+
 F_rules.batch_norm = function(x, ...)
   local o = opt_args(table.pack(...), { "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps" })
   if is_dual(o.running_mean) or is_dual(o.running_var) then norule("batch_norm with dual running statistics") end
@@ -540,13 +549,8 @@ F_rules.batch_norm = function(x, ...)
     xh = (px - o.running_mean:view(shape)) * rstd
   end
   local t = nil
-  if tx ~= nil then
-    t = (training or o.running_mean == nil) and normalized_tangent(tx, xh, rstd, dims) or tx * rstd
-    if pw ~= nil then t = t * pw:view(shape) end
-  end
-  if tw ~= nil then t = tadd(t, xh * tw:view(shape)) end
-  if tb ~= nil then t = tadd(t, fit(tb:view(shape), y)) end
-  return dual(y, fit(t, y))
+  if tx ~= nil then t = (training or o.running_mean == nil) and normalized_tangent(tx, xh, rstd, dims) or tx * rstd end
+  return affine_tangent(t, xh, pw, tw, tb, y, function(v) return v:view(shape) end)
 end
 
 F_rules.layer_norm = function(x, shape, ...)
@@ -563,14 +567,8 @@ F_rules.layer_norm = function(x, shape, ...)
   local mean = px:mean(dims, true)
   local rstd = (px:var(dims, { correction = 0, keepdim = true }) + eps):rsqrt()
   local xh = (px - mean) * rstd
-  local t = nil
-  if tx ~= nil then
-    t = normalized_tangent(tx, xh, rstd, dims)
-    if pw ~= nil then t = t * pw end
-  end
-  if tw ~= nil then t = tadd(t, xh * tw) end
-  if tb ~= nil then t = tadd(t, fit(tb, y)) end
-  return dual(y, fit(t, y))
+  local t = tx ~= nil and normalized_tangent(tx, xh, rstd, dims) or nil
+  return affine_tangent(t, xh, pw, tw, tb, y, function(v) return v end)
 end
 
 -- ---------------------------------------------------------------- more reductions and products
@@ -742,14 +740,8 @@ F_rules.group_norm = function(x, groups, ...)
   local xh = ((xg - xg:mean(2, true)) * rstd):reshape(px:size())
   local shape = { 1, C }
   for i = 3, px:dim() do shape[i] = 1 end
-  local t = nil
-  if tx ~= nil then
-    t = normalized_tangent(tx:reshape(N, groups, -1), xh:reshape(N, groups, -1), rstd, 2):reshape(px:size())
-    if pw ~= nil then t = t * pw:view(shape) end
-  end
-  if tw ~= nil then t = tadd(t, xh * tw:view(shape)) end
-  if tb ~= nil then t = tadd(t, fit(tb:view(shape), y)) end
-  return dual(y, fit(t, y))
+  local t = tx ~= nil and normalized_tangent(tx:reshape(N, groups, -1), xh:reshape(N, groups, -1), rstd, 2):reshape(px:size()) or nil
+  return affine_tangent(t, xh, pw, tw, tb, y, function(v) return v:view(shape) end)
 end
 
 -- attention as its products and softmax (their rules give the tangent)
