@@ -1,5 +1,6 @@
--- Forward-mode products (J v) by the double-backward trick, for torch.func.jvp / linearize /
--- jacfwd / hessian, torch.autograd.functional.jvp and torch.autograd.forward_ad.
+-- Forward-mode products (J v) by the double-backward trick, for torch.func.linearize / hessian,
+-- torch.func.jvp / jacfwd where an op on f's path has no forward rule (jvp_forward.lua),
+-- torch.autograd.functional.jvp and torch.autograd.forward_ad.
 --
 -- For outputs y of leaves x, the first backward with dummy cotangents u (zeros that require
 -- grad) and create_graph gives g = J^T u, linear in u; the gradient of <g, v> against u is J v.

@@ -519,6 +519,16 @@ local function run_for_jacobian(name, f, o, ...)
   return args, idx, single, out, aux, leaves, create, flatten(out)
 end
 
+-- f as a function of its arguments idx alone (the others fixed at args): jacrev's vjp and
+-- jacfwd's jvp take their primals in that order
+local function of_differentiated(f, args, idx)
+  return function(...)
+    local a = table.pack(table.unpack(args, 1, args.n))
+    for j, i in ipairs(idx) do a[i] = select(j, ...) end
+    return f(table.unpack(a, 1, a.n))
+  end
+end
+
 -- the Jacobians of shape out.shape .. in.shape, nested like the output, then like argnums / the
 -- input trees [, aux]; mats[k][leaf] is output k's [out numel, leaf numel] matrix (or
 -- [out numel, *leaf shape]: reshaped once, a view where the gradients' layout allows)
@@ -554,11 +564,7 @@ local function jac_impl(name, f, o, ...)
   local idx, single = check_argnums(name, o.argnums, args.n)
   local call = {}
   for j, i in ipairs(idx) do call[j] = differentiated_arg(name, args, i) end
-  local function g(...)
-    local a = table.pack(table.unpack(args, 1, args.n))
-    for j, i in ipairs(idx) do a[i] = select(j, ...) end
-    return f(table.unpack(a, 1, a.n))
-  end
+  local g = of_differentiated(f, args, idx)
   local n = #call
   if o.has_aux then call[n + 1] = { has_aux = true } end
   local out, vjp_fn, aux = func.vjp(g, table.unpack(call, 1, o.has_aux and n + 1 or n))
@@ -874,11 +880,7 @@ local function jacfwd_dual(f, o, ...)
     end
   end
   if N == 0 then return nil end
-  local function g(...)
-    local a = table.pack(table.unpack(args, 1, args.n))
-    for j, i in ipairs(idx) do a[i] = select(j, ...) end
-    return f(table.unpack(a, 1, a.n))
-  end
+  local g = of_differentiated(f, args, idx)
   require "vmap_rules"
   local r = VB.run(N, o.randomness, function(L)
     -- leaf k's tangents: columns off .. off + n - 1 of the N x N identity, as [N, *leaf shape]
